@@ -1,0 +1,47 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include <caf/expected.hpp>
+
+#include "gost/v1/offer.pb.h"
+
+namespace gost {
+
+/// The rules of one offer's life, without actors or storage: what a create, update or delete
+/// turns into given what is stored now. The offer actor asks it, stores the answer, and calls
+/// `committed` once the store confirmed. Errors are persistence::db_errc values with a
+/// message for the client.
+class offer_entity {
+public:
+  using time_point = std::chrono::system_clock::time_point;
+
+  /// Nothing loaded yet.
+  bool loaded() const noexcept { return loaded_; }
+  /// The stored offer; nullopt when it does not exist (or was deleted).
+  const std::optional<v1::Offer>& current() const noexcept { return current_; }
+
+  /// What the store holds now (from a load or a confirmed write).
+  void committed(std::optional<v1::Offer> offer) {
+    current_ = std::move(offer);
+    loaded_ = true;
+  }
+
+  /// The offer to insert: version 1, both timestamps `now`, source defaulting to manual.
+  caf::expected<v1::Offer> prepare_create(v1::Offer in, time_point now) const;
+
+  /// The new content with version + 1, created_at kept and updated_at `now`; `expected` is
+  /// the version the client saw or any_version (-1).
+  caf::expected<v1::Offer> prepare_update(v1::Offer in, int64_t expected, time_point now) const;
+
+  /// The version to delete at (checked against `expected` unless it is any_version).
+  caf::expected<int64_t> prepare_delete(const std::string& id, int64_t expected) const;
+
+private:
+  bool loaded_ = false;
+  std::optional<v1::Offer> current_;
+};
+
+} // namespace gost

@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include "gost/actors/offer_entity.hpp"
+#include "gost/actors/protocol.hpp"
+#include "gost/persistence/errors.hpp"
+
+using gost::offer_entity;
+using gost::persistence::db_errc;
+
+namespace {
+
+gost::v1::Offer sample() {
+  gost::v1::Offer o;
+  o.set_id("o1");
+  o.set_seller_id("s1");
+  o.set_title("bike");
+  return o;
+}
+
+const auto t0 = std::chrono::system_clock::time_point{std::chrono::seconds{1'700'000'000}};
+const auto t1 = t0 + std::chrono::seconds{5};
+
+} // namespace
+
+TEST_CASE("create sets version 1, timestamps and a default source") {
+  offer_entity e;
+  e.committed(std::nullopt);
+  auto o = e.prepare_create(sample(), t0);
+  REQUIRE(o);
+  CHECK(o->version() == 1);
+  CHECK(o->created_at().seconds() == 1'700'000'000);
+  CHECK(o->updated_at().seconds() == 1'700'000'000);
+  CHECK(o->source() == gost::v1::OFFER_SOURCE_MANUAL);
+}
+
+TEST_CASE("create of an existing offer is already_exists") {
+  offer_entity e;
+  e.committed(sample());
+  auto o = e.prepare_create(sample(), t0);
+  REQUIRE_FALSE(o);
+  CHECK(o.error() == db_errc::already_exists);
+}
+
+TEST_CASE("update bumps the version and keeps created_at") {
+  offer_entity e;
+  e.committed(*offer_entity{}.prepare_create(sample(), t0));
+  auto in = sample();
+  in.set_title("red bike");
+  auto o = e.prepare_update(in, 1, t1);
+  REQUIRE(o);
+  CHECK(o->version() == 2);
+  CHECK(o->title() == "red bike");
+  CHECK(o->created_at().seconds() == t0.time_since_epoch() / std::chrono::seconds{1});
+  CHECK(o->updated_at().seconds() == t1.time_since_epoch() / std::chrono::seconds{1});
+  SUBCASE("a stale expected version is a conflict naming the current one") {
+    e.committed(*o);
+    auto stale = e.prepare_update(in, 1, t1);
+    REQUIRE_FALSE(stale);
+    CHECK(stale.error() == db_errc::conflict);
+    CHECK(gost::persistence::error_message(stale.error()).find("version 2") != std::string::npos);
+  }
+  SUBCASE("any_version skips the check") {
+    e.committed(*o);
+    auto any = e.prepare_update(in, gost::any_version, t1);
+    REQUIRE(any);
+    CHECK(any->version() == 3);
+  }
+}
+
+TEST_CASE("update and delete of a missing offer are not_found") {
+  offer_entity e;
+  e.committed(std::nullopt);
+  auto u = e.prepare_update(sample(), gost::any_version, t0);
+  REQUIRE_FALSE(u);
+  CHECK(u.error() == db_errc::not_found);
+  auto d = e.prepare_delete("o1", gost::any_version);
+  REQUIRE_FALSE(d);
+  CHECK(d.error() == db_errc::not_found);
+}

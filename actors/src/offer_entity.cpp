@@ -1,0 +1,68 @@
+#include "gost/actors/offer_entity.hpp"
+
+#include <google/protobuf/util/time_util.h>
+
+#include "gost/actors/protocol.hpp"
+#include "gost/persistence/errors.hpp"
+
+namespace gost {
+
+namespace {
+
+using persistence::db_errc;
+using persistence::make_db_error;
+
+void stamp(google::protobuf::Timestamp* ts, offer_entity::time_point now) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  *ts = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(ns);
+}
+
+caf::error missing(const std::string& id) {
+  return make_db_error(db_errc::not_found, "offer " + id + " does not exist");
+}
+
+caf::error check_version(const v1::Offer& cur, int64_t expected) {
+  if (expected != any_version && expected != cur.version())
+    return make_db_error(db_errc::conflict,
+                         "offer " + cur.id() + " is at version " + std::to_string(cur.version())
+                           + ", not the expected " + std::to_string(expected)
+                           + "; read it again and retry");
+  return caf::error{};
+}
+
+} // namespace
+
+caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point now) const {
+  if (current_)
+    return make_db_error(db_errc::already_exists, "offer " + in.id() + " already exists");
+  in.set_version(1);
+  if (in.source() == v1::OFFER_SOURCE_UNSPECIFIED)
+    in.set_source(v1::OFFER_SOURCE_MANUAL);
+  stamp(in.mutable_created_at(), now);
+  stamp(in.mutable_updated_at(), now);
+  return in;
+}
+
+caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expected,
+                                                      time_point now) const {
+  if (!current_)
+    return missing(in.id());
+  if (auto err = check_version(*current_, expected))
+    return err;
+  in.set_version(current_->version() + 1);
+  *in.mutable_created_at() = current_->created_at();
+  stamp(in.mutable_updated_at(), now);
+  if (in.source() == v1::OFFER_SOURCE_UNSPECIFIED)
+    in.set_source(current_->source());
+  return in;
+}
+
+caf::expected<int64_t> offer_entity::prepare_delete(const std::string& id, int64_t expected) const {
+  if (!current_)
+    return missing(id);
+  if (auto err = check_version(*current_, expected))
+    return err;
+  return current_->version();
+}
+
+} // namespace gost

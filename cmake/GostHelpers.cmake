@@ -1,0 +1,50 @@
+# Small helpers shared by the folders. Kept deliberately tiny.
+
+# Warnings for gost's own targets (never applied to generated code).
+function(gost_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+    -Wnon-virtual-dtor -Wno-unused-parameter)
+  if(GOST_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+if(GOST_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(GOST_TSAN)
+  add_compile_options(-fsanitize=thread)
+  add_link_options(-fsanitize=thread)
+endif()
+
+# gost_tests(<library> SOURCES <files...> [LIBS <libs...>])
+# Builds one doctest binary for a library and registers one CTest entry per tier found among
+# the sources, by file-name convention:
+#   x.test.cpp -> label unit (no services), x.pgtest.cpp -> label pg,
+#   x.kafkatest.cpp -> label kafka, x.e2etest.cpp -> label e2e.
+# Each entry runs the same binary filtered to that tier's files (doctest --source-file).
+function(gost_tests lib)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  set(bin ${lib}_tests)
+  add_executable(${bin} ${CMAKE_SOURCE_DIR}/tests/doctest_main.cpp ${ARG_SOURCES})
+  target_link_libraries(${bin} PRIVATE ${lib} gost_testing doctest::doctest ${ARG_LIBS})
+  target_include_directories(${bin} PRIVATE ${CMAKE_SOURCE_DIR}/tests/include)
+  gost_warnings(${bin})
+  foreach(tier test pgtest kafkatest e2etest)
+    set(found OFF)
+    foreach(src ${ARG_SOURCES})
+      if(src MATCHES "\\.${tier}\\.cpp$")
+        set(found ON)
+      endif()
+    endforeach()
+    if(found)
+      string(REPLACE "pgtest" "pg" label ${tier})
+      string(REPLACE "kafkatest" "kafka" label ${label})
+      string(REPLACE "e2etest" "e2e" label ${label})
+      string(REPLACE "test" "unit" label ${label})
+      add_test(NAME ${lib}.${label}
+               COMMAND ${bin} --source-file=*.${tier}.cpp --no-intro=true)
+      set_tests_properties(${lib}.${label} PROPERTIES LABELS ${label} TIMEOUT 600)
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,136 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "gost/config/node_config.hpp"
+
+using namespace gost::config;
+
+namespace {
+
+// argv/envp builders that own their strings.
+struct args {
+  std::vector<std::string> store;
+  std::vector<char*> ptrs;
+  args(std::initializer_list<std::string> xs) : store(xs) {
+    for (auto& s : store)
+      ptrs.push_back(s.data());
+    ptrs.push_back(nullptr);
+  }
+  int argc() const { return static_cast<int>(store.size()); }
+  char** argv() { return ptrs.data(); }
+};
+
+std::string temp_file(const std::string& content) {
+  char name[] = "/tmp/gost-config-XXXXXX";
+  int fd = mkstemp(name);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(name) << content;
+  return name;
+}
+
+} // namespace
+
+TEST_CASE("defaults produce a complete config") {
+  args a{"gostd"};
+  args env{"PATH=/bin"};
+  auto r = load_node_config(a.argc(), a.argv(), env.argv());
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->grpc_listen.host == "127.0.0.1");
+  CHECK(r.config->grpc_listen.port == 50051);
+  CHECK(r.config->shard_count == 64);
+  CHECK(r.config->scheduler_threads >= 1);
+  CHECK(r.config->pg_dsn.empty());
+  CHECK(r.config->offer_idle_timeout == std::chrono::seconds{60});
+}
+
+TEST_CASE("command line beats environment beats file") {
+  auto f = temp_file("; comment\n[shard]\ncount = 16\n[pg]\npool_size = 3 ; trailing\n"
+                     "dsn = \"host=a port=1\"\n[log]\nlevel = debug\n");
+  args a{"gostd", "--config", f, "--pg.pool_size=7"};
+  args env{"GOST_SHARD_COUNT=32", "GOST_UNRELATED=1"};
+  auto r = load_node_config(a.argc(), a.argv(), env.argv());
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->shard_count == 32);   // env over file
+  CHECK(r.config->pg_pool_size == 7);   // cli over file
+  CHECK(r.config->pg_dsn == "host=a port=1");
+  CHECK(r.config->log_level == "debug");
+  CHECK(r.config->config_dump.find("shard.count = 32  (env GOST_SHARD_COUNT)") != std::string::npos);
+  std::remove(f.c_str());
+}
+
+TEST_CASE("space-separated option values work") {
+  args a{"gostd", "--shard.count", "8", "--api.request_timeout", "250ms"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->shard_count == 8);
+  CHECK(r.config->request_timeout == std::chrono::milliseconds{250});
+}
+
+TEST_CASE("unknown keys are rejected with the key named") {
+  SUBCASE("command line") {
+    args a{"gostd", "--shard.cuont=3"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("unknown config key `shard.cuont`") != std::string::npos);
+  }
+  SUBCASE("file") {
+    auto f = temp_file("[pg]\ndsnn = x\n");
+    args a{"gostd", "--config=" + f};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("`pg.dsnn`") != std::string::npos);
+    CHECK(r.error.find(":2") != std::string::npos); // the line number
+    std::remove(f.c_str());
+  }
+}
+
+TEST_CASE("out-of-range and mistyped values are rejected") {
+  struct bad {
+    std::string arg;
+    std::string key;
+  };
+  for (auto& b : std::vector<bad>{{"--shard.count=0", "shard.count"},
+                                  {"--shard.count=abc", "shard.count"},
+                                  {"--pg.pool_size=100000", "pg.pool_size"},
+                                  {"--log.level=loud", "log.level"},
+                                  {"--api.request_timeout=10", "api.request_timeout"},
+                                  {"--grpc.listen=nohostport", "grpc.listen"},
+                                  {"--grpc.listen=h:70000", "grpc.listen"}}) {
+    CAPTURE(b.arg);
+    args a{"gostd", b.arg};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("`" + b.key + "`") != std::string::npos);
+  }
+}
+
+TEST_CASE("a missing config file is an error") {
+  args a{"gostd", "--config", "/nonexistent/gost.ini"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  CHECK_FALSE(r.config);
+  CHECK(r.error.find("/nonexistent/gost.ini") != std::string::npos);
+}
+
+TEST_CASE("--help lists every key") {
+  args a{"gostd", "--help"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  CHECK_FALSE(r.config);
+  for (auto& k : node_schema().keys())
+    CHECK(r.output.find("--" + k.name + "=") != std::string::npos);
+}
+
+TEST_CASE("docs/config.md is generated from the current schema") {
+  std::ifstream in(GOST_SOURCE_DIR "/docs/config.md");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  CHECK_MESSAGE(buf.str() == node_schema().reference_markdown(),
+                "docs/config.md is stale: run `cmake --build <build-dir> --target config-docs`");
+}

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gost/config/schema.hpp"
+
+namespace gost::config {
+
+/// The schema of `gostd`. Every key a node reads is declared here, once.
+const schema& node_schema();
+
+/// A `host:port` pair as configured.
+struct endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const { return host + ":" + std::to_string(port); }
+};
+
+/// The immutable configuration of one node, built after every check passed. Nothing in the
+/// node reads configuration from anywhere else.
+struct node_config {
+  std::string node_id;
+  endpoint grpc_listen;
+  std::string grpc_port_file;
+  endpoint caf_listen;
+  endpoint http_listen;
+
+  std::string pg_dsn; ///< empty: the embedded server below
+  std::string pg_embedded_dir;
+  uint16_t pg_embedded_port = 0;
+  std::string pg_embedded_script;
+  int pg_pool_size = 0;
+  std::chrono::milliseconds pg_connect_timeout{};
+
+  uint32_t shard_count = 0;
+  int scheduler_threads = 0; ///< resolved: never 0
+  std::chrono::milliseconds offer_idle_timeout{};
+  std::chrono::milliseconds request_timeout{};
+  std::chrono::milliseconds shutdown_timeout{};
+
+  std::string log_level;
+  std::string log_format;
+
+  std::string config_dump; ///< every key with its value and where it came from
+};
+
+/// What `load_node_config` decided.
+struct load_result {
+  std::optional<node_config> config; ///< set when the node should run
+  std::string error;  ///< one line naming the key and what to change
+  std::string output; ///< text to print and exit 0 (`--help`, `--config-reference`)
+};
+
+/// Reads the node configuration: defaults, then `--config FILE` (or `GOST_CONFIG`), then
+/// `GOST_*` environment variables, then `--key=value` / `--key value` arguments.
+load_result load_node_config(int argc, char** argv, char** envp);
+
+} // namespace gost::config

@@ -1,0 +1,248 @@
+#include "gost/config/node_config.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <unistd.h>
+
+#ifndef GOST_VERSION
+#  define GOST_VERSION "dev"
+#endif
+#ifndef GOST_DEFAULT_PG_SCRIPT
+#  define GOST_DEFAULT_PG_SCRIPT "scripts/pg.sh"
+#endif
+
+namespace gost::config {
+
+namespace {
+
+key_spec str(std::string name, std::string def, std::string desc, bool restart = true) {
+  key_spec k;
+  k.name = std::move(name);
+  k.kind = value_kind::string;
+  k.default_value = std::move(def);
+  k.description = std::move(desc);
+  k.needs_restart = restart;
+  return k;
+}
+
+key_spec choice(std::string name, std::string def, std::vector<std::string> choices,
+                std::string desc, bool restart = true) {
+  auto k = str(std::move(name), std::move(def), std::move(desc), restart);
+  k.choices = std::move(choices);
+  return k;
+}
+
+key_spec num(value_kind kind, std::string name, std::string def, int64_t min, int64_t max,
+             std::string desc, bool restart = true) {
+  key_spec k;
+  k.name = std::move(name);
+  k.kind = kind;
+  k.default_value = std::move(def);
+  k.min = min;
+  k.max = max;
+  k.description = std::move(desc);
+  k.needs_restart = restart;
+  return k;
+}
+
+schema make_node_schema() {
+  using vk = value_kind;
+  schema s;
+  s.add(str("node.id", "",
+            "Unique name of this node in the cluster. Empty: derived from the host name and "
+            "the gRPC port."));
+  s.add(str("grpc.listen", "127.0.0.1:50051",
+            "host:port of the public gRPC API (OfferService, AdminService, reflection). Port 0 "
+            "picks a free port; the chosen one is logged and written to `grpc.port_file`."));
+  s.add(str("grpc.port_file", "",
+            "When set, the node writes the bound gRPC port to this file once it serves "
+            "(used by tests and scripts that start the node with port 0)."));
+  s.add(str("caf.listen", "127.0.0.1:0",
+            "host:port of CAF's middleman for node-to-node messages. Port 0 picks a free port."));
+  s.add(str("http.listen", "127.0.0.1:0",
+            "host:port of the admin HTTP endpoint (metrics, status page). Port 0 picks a free "
+            "port."));
+  s.add(str("pg.dsn", "",
+            "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
+            "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
+            "server described by `pg.embedded_*`."));
+  s.add(str("pg.embedded_dir", "var/pg",
+            "Data directory of the embedded PostgreSQL server (created with initdb on first "
+            "start). Relative paths are taken from the working directory."));
+  s.add(num(vk::integer, "pg.embedded_port", "54329", 1024, 65535,
+            "Loopback port of the embedded PostgreSQL server."));
+  s.add(str("pg.embedded_script", "",
+            "Script that starts the embedded server (`pg.sh start`). Empty: `scripts/pg.sh` of "
+            "the source tree gostd was built from, else `../libexec/gost/pg.sh` beside the "
+            "binary."));
+  s.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
+            "Number of PostgreSQL connections of this node's pool."));
+  s.add(num(vk::duration, "pg.connect_timeout", "10s", 100, 600'000,
+            "How long the node waits for PostgreSQL at start before giving up."));
+  s.add(num(vk::integer, "shard.count", "64", 1, 65536,
+            "Number of shards of the installation. Fixed at the first start and stored in the "
+            "database; a node configured with another value refuses to start."));
+  s.add(num(vk::integer, "scheduler.threads", "0", 0, 256,
+            "CAF scheduler worker threads. 0: the number of cores."));
+  s.add(num(vk::duration, "offer.idle_timeout", "60s", 10, 86'400'000,
+            "An offer actor with no event for this long is passivated (stopped; its state "
+            "stays in PostgreSQL).",
+            false));
+  s.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
+            "Deadline for one API request inside the node (routing, actor, database).", false));
+  s.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
+            "On SIGTERM the node drains for at most this long before it stops anyway."));
+  s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
+               "Minimum level of log lines.", false));
+  s.add(choice("log.format", "text", {"text", "json"},
+               "`text` for people, `json` for log collectors (one object per line)."));
+  return s;
+}
+
+bool parse_endpoint(const settings& st, const char* key, endpoint& out, std::string& error) {
+  auto& text = st.str(key);
+  auto colon = text.rfind(':');
+  int64_t port = -1;
+  if (colon != std::string::npos && colon > 0) {
+    try {
+      size_t pos = 0;
+      port = std::stoll(text.substr(colon + 1), &pos);
+      if (pos != text.size() - colon - 1)
+        port = -1;
+    } catch (const std::exception&) {
+      port = -1;
+    }
+  }
+  if (port < 0 || port > 65535) {
+    error = std::string{"config key `"} + key + "` = \"" + text
+            + "\" is invalid: expected host:port with a port in [0, 65535]";
+    return false;
+  }
+  out.host = text.substr(0, colon);
+  out.port = static_cast<uint16_t>(port);
+  return true;
+}
+
+std::string usage(const schema& s) {
+  return std::string{"gostd " GOST_VERSION " - a gost node: shards of offer actors over PostgreSQL.\n\n"
+                     "Usage: gostd [--config FILE] [--KEY=VALUE | --KEY VALUE]...\n"
+                     "       gostd --help | --version | --config-reference\n\n"
+                     "With no pg.dsn the node starts an embedded PostgreSQL in pg.embedded_dir.\n"
+                     "SIGTERM or SIGINT drains and stops the node.\n\n"
+                     "Keys (also settable in the config file and as GOST_* variables):\n"}
+         + s.help_text();
+}
+
+} // namespace
+
+const schema& node_schema() {
+  static const schema s = make_node_schema();
+  return s;
+}
+
+load_result load_node_config(int argc, char** argv, char** envp) {
+  load_result res;
+  auto& sch = node_schema();
+  settings st{sch};
+  // First pass: special flags and the config file location.
+  std::string file;
+  if (auto e = std::getenv("GOST_CONFIG"))
+    file = e;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      res.output = usage(sch);
+      return res;
+    }
+    if (a == "--version") {
+      res.output = "gostd " GOST_VERSION "\n";
+      return res;
+    }
+    if (a == "--config-reference") {
+      res.output = sch.reference_markdown();
+      return res;
+    }
+    if (a == "--config" && i + 1 < argc)
+      file = argv[++i];
+    else if (a.rfind("--config=", 0) == 0)
+      file = a.substr(9);
+  }
+  if (!file.empty() && !st.load_file(file, res.error))
+    return res;
+  if (!st.load_env(envp, res.error))
+    return res;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--config") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--config=", 0) == 0)
+      continue;
+    if (a.rfind("--", 0) != 0) {
+      res.error = "unexpected argument `" + a + "`; options look like --key=value (see --help)";
+      return res;
+    }
+    auto body = a.substr(2);
+    auto eq = body.find('=');
+    std::string key;
+    std::string val;
+    if (eq != std::string::npos) {
+      key = body.substr(0, eq);
+      val = body.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      key = body;
+      val = argv[++i];
+    } else {
+      res.error = "option --" + body + " needs a value (--" + body + "=VALUE)";
+      return res;
+    }
+    if (!st.set(key, val, "command line", res.error))
+      return res;
+  }
+
+  node_config c;
+  if (!parse_endpoint(st, "grpc.listen", c.grpc_listen, res.error)
+      || !parse_endpoint(st, "caf.listen", c.caf_listen, res.error)
+      || !parse_endpoint(st, "http.listen", c.http_listen, res.error))
+    return res;
+  c.grpc_port_file = st.str("grpc.port_file");
+  c.node_id = st.str("node.id");
+  if (c.node_id.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0)
+      std::strcpy(host, "node");
+    c.node_id = std::string{host} + "-" + std::to_string(c.grpc_listen.port);
+  }
+  c.pg_dsn = st.str("pg.dsn");
+  c.pg_embedded_dir = st.str("pg.embedded_dir");
+  c.pg_embedded_port = static_cast<uint16_t>(st.num("pg.embedded_port"));
+  c.pg_embedded_script = st.str("pg.embedded_script");
+  if (c.pg_embedded_script.empty()) {
+    c.pg_embedded_script = GOST_DEFAULT_PG_SCRIPT;
+    if (access(c.pg_embedded_script.c_str(), X_OK) != 0 && argc > 0) {
+      std::string self = argv[0];
+      auto slash = self.rfind('/');
+      if (slash != std::string::npos)
+        c.pg_embedded_script = self.substr(0, slash) + "/../libexec/gost/pg.sh";
+    }
+  }
+  c.pg_pool_size = static_cast<int>(st.num("pg.pool_size"));
+  c.pg_connect_timeout = st.ms("pg.connect_timeout");
+  c.shard_count = static_cast<uint32_t>(st.num("shard.count"));
+  c.scheduler_threads = static_cast<int>(st.num("scheduler.threads"));
+  if (c.scheduler_threads == 0)
+    c.scheduler_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  c.offer_idle_timeout = st.ms("offer.idle_timeout");
+  c.request_timeout = st.ms("api.request_timeout");
+  c.shutdown_timeout = st.ms("shutdown.timeout");
+  c.log_level = st.str("log.level");
+  c.log_format = st.str("log.format");
+  c.config_dump = st.dump();
+  res.config = std::move(c);
+  return res;
+}
+
+} // namespace gost::config

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+
+namespace gost::persistence {
+
+/// What went wrong talking to the database. Each code says whether a retry makes sense and
+/// maps one-to-one onto a gRPC status code at the edge (runtime/).
+enum class db_errc : uint8_t {
+  unavailable = 1,  ///< server unreachable or connection lost; retry later (UNAVAILABLE)
+  conflict,         ///< optimistic check failed (version changed); reload and redo (ABORTED/FAILED_PRECONDITION)
+  not_found,        ///< row does not exist (NOT_FOUND)
+  already_exists,   ///< a unique key is taken (ALREADY_EXISTS)
+  invalid_argument, ///< the input cannot be stored as given (INVALID_ARGUMENT)
+  fenced,           ///< this node no longer holds the shard lease; never retry here
+  schema_mismatch,  ///< installation differs from the node's config (e.g. shard_count)
+  internal,         ///< a bug or an unexpected server answer (INTERNAL)
+};
+
+const char* to_string(db_errc x);
+
+/// True when the same call may succeed later without any change by the caller.
+constexpr bool retryable(db_errc x) { return x == db_errc::unavailable; }
+
+/// Builds an error carrying a human-readable message in its context.
+caf::error make_db_error(db_errc code, std::string message);
+
+/// The message of an error made by any gost module (the first string of its context), or
+/// CAF's own rendering for foreign errors.
+std::string error_message(const caf::error& err);
+
+} // namespace gost::persistence
+
+CAF_ERROR_CODE_ENUM(gost::persistence::db_errc, "db")

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "gost/persistence/errors.hpp"
+
+namespace gost::persistence {
+
+/// A fixed-size pool of PostgreSQL connections. Connections are opened lazily, checked with a
+/// cheap query when they sat idle for a while, and reopened after the server dropped them.
+/// Callers block while every connection is busy (bounded by `acquire_timeout`): the pool size
+/// is the back-pressure on the database.
+///
+/// Thread-safe. libpqxx stays behind this type: code outside persistence/ never sees it.
+class pg_pool {
+public:
+  struct options {
+    std::string dsn;
+    int size = 4;
+    std::chrono::milliseconds acquire_timeout{10'000};
+    std::chrono::milliseconds idle_check_after{30'000};
+  };
+
+  explicit pg_pool(options opts);
+  ~pg_pool();
+  pg_pool(const pg_pool&) = delete;
+  pg_pool& operator=(const pg_pool&) = delete;
+
+  /// Opens one connection and runs `SELECT 1`, retrying until `timeout`; the error says what
+  /// to change (the DSN, or starting the server).
+  caf::error wait_ready(std::chrono::milliseconds timeout);
+
+  /// Runs `SELECT 1` on a pooled connection.
+  caf::error ping();
+
+  const options& opts() const noexcept { return opts_; }
+
+  /// Opaque to users; persistence/src defines it.
+  struct impl;
+  impl& internals() { return *impl_; }
+
+private:
+  options opts_;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace gost::persistence

@@ -1,0 +1,116 @@
+#include <doctest/doctest.h>
+
+#include <thread>
+#include <vector>
+
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
+#include "gost/testing/pg.hpp"
+
+using namespace gost::persistence;
+
+namespace {
+
+pg_pool::options opts(const gost::testing::temp_db& db, int size = 2) {
+  pg_pool::options o;
+  o.dsn = db.dsn();
+  o.size = size;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("migrations apply once and are idempotent") {
+  gost::testing::temp_db db;
+  pg_pool pool{opts(db)};
+  auto first = migrate(pool);
+  REQUIRE_MESSAGE(first, error_message(first.error()));
+  CHECK(*first == static_cast<int>(builtin_migrations().size()));
+  auto second = migrate(pool);
+  REQUIRE(second);
+  CHECK(*second == 0);
+  CHECK(db.scalar("SELECT count(*) FROM schema_migrations")
+        == std::to_string(builtin_migrations().size()));
+  CHECK(db.scalar("SELECT to_regclass('public.offers')::text") == "offers");
+}
+
+TEST_CASE("concurrent starts apply each migration exactly once") {
+  gost::testing::temp_db db;
+  constexpr int nodes = 6;
+  std::vector<int> applied(nodes, -1);
+  std::vector<std::string> errors(nodes);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < nodes; ++i)
+    threads.emplace_back([&, i] {
+      pg_pool pool{opts(db, 1)}; // each "node" its own pool and connection
+      auto r = migrate(pool);
+      if (r)
+        applied[static_cast<size_t>(i)] = *r;
+      else
+        errors[static_cast<size_t>(i)] = error_message(r.error());
+    });
+  for (auto& t : threads)
+    t.join();
+  int total = 0;
+  for (int i = 0; i < nodes; ++i) {
+    CAPTURE(i);
+    CHECK(errors[static_cast<size_t>(i)].empty());
+    total += applied[static_cast<size_t>(i)];
+  }
+  CHECK(total == static_cast<int>(builtin_migrations().size()));
+}
+
+TEST_CASE("an edited or unknown migration stops the node") {
+  gost::testing::temp_db db;
+  pg_pool pool{opts(db)};
+  REQUIRE(migrate(pool));
+  SUBCASE("edited") {
+    auto ms = builtin_migrations();
+    ms[0].sql += "\n-- edited";
+    auto r = migrate(pool, ms);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == db_errc::schema_mismatch);
+    CHECK(error_message(r.error()).find("must never be edited") != std::string::npos);
+  }
+  SUBCASE("database is newer than the binary") {
+    auto ms = builtin_migrations();
+    ms.push_back({9999, "future", "SELECT 1"});
+    REQUIRE(migrate(pool, ms));
+    auto r = migrate(pool); // the older binary
+    REQUIRE_FALSE(r);
+    CHECK(error_message(r.error()).find("9999") != std::string::npos);
+  }
+}
+
+TEST_CASE("shard_count is fixed by the first node") {
+  gost::testing::temp_db db;
+  pg_pool pool{opts(db)};
+  REQUIRE(migrate(pool));
+  CHECK_FALSE(ensure_installation(pool, 16));
+  CHECK_FALSE(ensure_installation(pool, 16));
+  auto err = ensure_installation(pool, 32);
+  REQUIRE(err);
+  CHECK(err == db_errc::schema_mismatch);
+  auto msg = error_message(err);
+  CHECK(msg.find("set `shard.count` to 16") != std::string::npos);
+}
+
+TEST_CASE("an unreachable server gives one clear error") {
+  pg_pool::options o;
+  o.dsn = "host=127.0.0.1 port=1 user=gost dbname=gost connect_timeout=1";
+  pg_pool pool{o};
+  auto err = pool.wait_ready(std::chrono::milliseconds{300});
+  REQUIRE(err);
+  CHECK(err == db_errc::unavailable);
+  CHECK(error_message(err).find("pg.dsn") != std::string::npos);
+}
+
+TEST_CASE("the pool reconnects after the server dropped its connections") {
+  gost::testing::temp_db db;
+  pg_pool pool{opts(db, 1)};
+  REQUIRE_FALSE(pool.ping());
+  // Kill every backend of this database, as a server restart or a proxy would.
+  db.scalar("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '"
+            + db.name() + "' AND pid <> pg_backend_pid()");
+  CHECK_FALSE(pool.ping());
+}

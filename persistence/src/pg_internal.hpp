@@ -1,0 +1,40 @@
+#pragma once
+// Internal to persistence/: the libpqxx side of pg_pool. Never include from other folders.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "gost/persistence/pg_pool.hpp"
+
+namespace gost::persistence {
+
+struct pg_pool::impl {
+  struct slot {
+    std::unique_ptr<pqxx::connection> conn;
+    std::chrono::steady_clock::time_point last_used{};
+    bool busy = false;
+  };
+
+  explicit impl(const pg_pool::options& o) : opts(o), slots(static_cast<size_t>(o.size)) {}
+
+  const pg_pool::options& opts;
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<slot> slots;
+};
+
+/// Runs `fn` with a pooled connection. Maps libpqxx exceptions to db_errc values: a lost
+/// connection is reopened once and `fn` retried (it must be a whole transaction, safe to
+/// run again), then reported as `unavailable`.
+caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connection&)>& fn);
+
+/// Converts the exception in flight to an error (call from a catch block).
+caf::error current_exception_to_error();
+
+} // namespace gost::persistence

@@ -1,0 +1,255 @@
+// gostctl: the command-line client of a gost node (gRPC). Grows into the inspection console.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include "gost/v1/offer_service.grpc.pb.h"
+
+namespace {
+
+using gost::v1::OfferService;
+
+const char* usage =
+  "gostctl - talk to a gost node over gRPC\n\n"
+  "Usage: gostctl [--addr HOST:PORT] COMMAND [ARGS]\n\n"
+  "Commands:\n"
+  "  create --seller S [--ns N] [--external-id X] [--title T] [--price MINOR] [--currency C]\n"
+  "                       create an offer; prints it as JSON\n"
+  "  get ID               print one offer as JSON\n"
+  "  get --seller S [--ns N] --external-id X\n"
+  "                       the same, by the seller's key\n"
+  "  update ID [--title T] [--price MINOR] [--expected-version V]\n"
+  "                       change an offer (other fields are kept)\n"
+  "  delete ID [--expected-version V]\n"
+  "  demo [--count N] [--concurrency C]\n"
+  "                       create N offers (default 1000) from C concurrent clients (default 16),\n"
+  "                       read every one back, check it, and print a summary\n\n"
+  "Options:\n"
+  "  --addr HOST:PORT     the node (default 127.0.0.1:50051, or GOST_ADDR)\n"
+  "Exit code: 0 on success, 1 when the node answered an error, 2 on bad usage.\n";
+
+struct cli {
+  std::string cmd;
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> opts;
+};
+
+bool parse(int argc, char** argv, cli& out) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return false;
+    if (a.rfind("--", 0) == 0) {
+      auto eq = a.find('=');
+      if (eq != std::string::npos)
+        out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
+      else if (i + 1 < argc)
+        out.opts[a.substr(2)] = argv[++i];
+      else
+        return false;
+    } else if (out.cmd.empty()) {
+      out.cmd = a;
+    } else {
+      out.positional.push_back(a);
+    }
+  }
+  return !out.cmd.empty();
+}
+
+std::string opt(const cli& c, const std::string& k, const std::string& def = "") {
+  auto i = c.opts.find(k);
+  return i == c.opts.end() ? def : i->second;
+}
+
+void print_json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  (void) google::protobuf::util::MessageToJsonString(m, &out, o);
+  std::fputs(out.c_str(), stdout);
+}
+
+int fail(const grpc::Status& s) {
+  std::fprintf(stderr, "gostctl: %s: %s\n", std::to_string(s.error_code()).c_str(),
+               s.error_message().c_str());
+  return 1;
+}
+
+void set_deadline(grpc::ClientContext& ctx) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds{30});
+}
+
+bool ref_from(const cli& c, gost::v1::OfferRef& ref) {
+  if (!c.positional.empty()) {
+    ref.set_id(c.positional[0]);
+    return true;
+  }
+  if (c.opts.count("seller") != 0 && c.opts.count("external-id") != 0) {
+    auto* k = ref.mutable_key();
+    k->set_seller_id(opt(c, "seller"));
+    k->set_namespace_(opt(c, "ns"));
+    k->set_external_id(opt(c, "external-id"));
+    return true;
+  }
+  return false;
+}
+
+int demo(OfferService::Stub& stub, const cli& c) {
+  int count = std::atoi(opt(c, "count", "1000").c_str());
+  int conc = std::atoi(opt(c, "concurrency", "16").c_str());
+  if (count <= 0 || conc <= 0) {
+    std::fputs("gostctl demo: --count and --concurrency must be positive\n", stderr);
+    return 2;
+  }
+  std::atomic<int> next{0}, created{0}, read_back{0}, errors{0};
+  std::atomic<bool> first_error_printed{false};
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < conc; ++w) {
+    workers.emplace_back([&] {
+      for (int i = next++; i < count; i = next++) {
+        gost::v1::CreateOfferRequest req;
+        auto* o = req.mutable_offer();
+        o->set_seller_id("demo-seller-" + std::to_string(i % 10));
+        o->set_namespace_("demo");
+        o->set_external_id("demo-" + std::to_string(i) + "-" + std::to_string(t0.time_since_epoch().count()));
+        o->set_title("Demo offer #" + std::to_string(i));
+        o->mutable_price()->set_amount_minor(100'00 + i);
+        o->mutable_price()->set_currency("RUB");
+        gost::v1::CreateOfferResponse resp;
+        grpc::ClientContext ctx;
+        set_deadline(ctx);
+        auto s = stub.CreateOffer(&ctx, req, &resp);
+        if (!s.ok()) {
+          if (!first_error_printed.exchange(true))
+            fail(s);
+          ++errors;
+          continue;
+        }
+        ++created;
+        gost::v1::GetOfferRequest g;
+        g.mutable_ref()->set_id(resp.offer().id());
+        gost::v1::GetOfferResponse gr;
+        grpc::ClientContext gctx;
+        set_deadline(gctx);
+        s = stub.GetOffer(&gctx, g, &gr);
+        if (s.ok() && gr.offer().title() == o->title() && gr.offer().version() == 1)
+          ++read_back;
+        else {
+          if (!s.ok() && !first_error_printed.exchange(true))
+            fail(s);
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& t : workers)
+    t.join();
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("demo: created %d offers and read back %d intact through gRPC in %.2fs "
+              "(%.0f create+get pairs/s, %d clients); errors: %d\n",
+              created.load(), read_back.load(), secs, created.load() / secs, conc, errors.load());
+  return errors == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  cli c;
+  if (!parse(argc, argv, c)) {
+    std::fputs(usage, argc > 1 && std::string{argv[1]} != "--help" && std::string{argv[1]} != "-h" ? stderr : stdout);
+    return argc > 1 && std::string{argv[1]} != "--help" && std::string{argv[1]} != "-h" ? 2 : 0;
+  }
+  auto addr = opt(c, "addr", std::getenv("GOST_ADDR") ? std::getenv("GOST_ADDR") : "127.0.0.1:50051");
+  auto stub = OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  set_deadline(ctx);
+  if (c.cmd == "create") {
+    gost::v1::CreateOfferRequest req;
+    auto* o = req.mutable_offer();
+    o->set_seller_id(opt(c, "seller"));
+    o->set_namespace_(opt(c, "ns"));
+    o->set_external_id(opt(c, "external-id"));
+    o->set_title(opt(c, "title"));
+    if (c.opts.count("price") != 0) {
+      o->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+      o->mutable_price()->set_currency(opt(c, "currency", "RUB"));
+    }
+    gost::v1::CreateOfferResponse resp;
+    auto s = stub->CreateOffer(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    print_json(resp.offer());
+    return 0;
+  }
+  if (c.cmd == "get") {
+    gost::v1::GetOfferRequest req;
+    if (!ref_from(c, *req.mutable_ref())) {
+      std::fputs("gostctl get: give an offer id, or --seller and --external-id\n", stderr);
+      return 2;
+    }
+    gost::v1::GetOfferResponse resp;
+    auto s = stub->GetOffer(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    print_json(resp.offer());
+    return 0;
+  }
+  if (c.cmd == "update") {
+    gost::v1::GetOfferRequest g;
+    if (!ref_from(c, *g.mutable_ref())) {
+      std::fputs("gostctl update: give an offer id\n", stderr);
+      return 2;
+    }
+    gost::v1::GetOfferResponse cur;
+    auto s = stub->GetOffer(&ctx, g, &cur);
+    if (!s.ok())
+      return fail(s);
+    gost::v1::UpdateOfferRequest req;
+    *req.mutable_offer() = cur.offer();
+    *req.mutable_ref() = g.ref();
+    if (c.opts.count("title") != 0)
+      req.mutable_offer()->set_title(opt(c, "title"));
+    if (c.opts.count("price") != 0)
+      req.mutable_offer()->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+    req.set_expected_version(c.opts.count("expected-version") != 0
+                               ? std::atoll(opt(c, "expected-version").c_str())
+                               : cur.offer().version());
+    gost::v1::UpdateOfferResponse resp;
+    grpc::ClientContext uctx;
+    set_deadline(uctx);
+    s = stub->UpdateOffer(&uctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    print_json(resp.offer());
+    return 0;
+  }
+  if (c.cmd == "delete") {
+    gost::v1::DeleteOfferRequest req;
+    if (!ref_from(c, *req.mutable_ref())) {
+      std::fputs("gostctl delete: give an offer id\n", stderr);
+      return 2;
+    }
+    if (c.opts.count("expected-version") != 0)
+      req.set_expected_version(std::atoll(opt(c, "expected-version").c_str()));
+    gost::v1::DeleteOfferResponse resp;
+    auto s = stub->DeleteOffer(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("deleted at version %lld\n", static_cast<long long>(resp.version()));
+    return 0;
+  }
+  if (c.cmd == "demo")
+    return demo(*stub, c);
+  std::fprintf(stderr, "gostctl: unknown command `%s`\n\n%s", c.cmd.c_str(), usage);
+  return 2;
+}

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <memory>
+
+#include "gost/config/node_config.hpp"
+
+namespace gost::runtime {
+
+/// One gost node. `start` brings the parts up in order and returns the first failure as one
+/// line naming what to change; `stop` takes them down in reverse, draining what is in flight.
+///
+/// Start order (stop runs it backwards):
+///   1. PostgreSQL: embedded server if no pg.dsn, connection pool, migrations, installation
+///   2. actor system (CAF scheduler, middleman on caf.listen)
+///   3. store actors (one per pool connection), then shard supervisors
+///   4. gRPC server (OfferService, reflection) on grpc.listen; port file written last
+class node {
+public:
+  explicit node(config::node_config cfg);
+  ~node();
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  /// Empty string on success, else the reason.
+  std::string start();
+  void stop();
+
+  uint16_t grpc_port() const;
+
+  struct impl;
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+/// gostd's main after configuration: start, wait for SIGTERM/SIGINT, stop. Returns the exit
+/// code (0 on a clean stop, 1 when start failed).
+int run_node(config::node_config cfg);
+
+} // namespace gost::runtime

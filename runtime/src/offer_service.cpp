@@ -1,0 +1,208 @@
+#include "offer_service.hpp"
+
+#include <functional>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "gost/actors/protocol.hpp"
+#include "gost/actors/spawn.hpp"
+#include "router.hpp"
+#include "status.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+constexpr size_t max_id_len = 256;
+constexpr size_t max_text_len = 64 * 1024;
+
+using fail_fn = std::function<void(const caf::error&)>;
+
+/// Checks what a client may set. Returns the first problem, naming the field.
+std::string check_content(const v1::Offer& o) {
+  if (o.seller_id().empty())
+    return "offer.seller_id is required";
+  if (o.seller_id().size() > max_id_len)
+    return "offer.seller_id is longer than 256 bytes";
+  if (o.namespace_().size() > max_id_len)
+    return "offer.namespace is longer than 256 bytes";
+  if (o.external_id().size() > max_id_len)
+    return "offer.external_id is longer than 256 bytes";
+  if (o.title().size() > max_text_len || o.description().size() > max_text_len)
+    return "offer.title and offer.description must be at most 64 KiB each";
+  if (o.has_price() && o.price().amount_minor() < 0)
+    return "offer.price.amount_minor must not be negative";
+  if (o.has_price() && !o.price().currency().empty() && o.price().currency().size() != 3)
+    return "offer.price.currency must be a three-letter ISO 4217 code like RUB";
+  return {};
+}
+
+std::string check_ref(const v1::OfferRef& ref) {
+  switch (ref.ref_case()) {
+    case v1::OfferRef::kId:
+      return ref.id().empty() || ref.id().size() > max_id_len ? "ref.id must be 1..256 bytes" : "";
+    case v1::OfferRef::kKey:
+      return ref.key().seller_id().empty() || ref.key().external_id().empty()
+               ? "ref.key needs seller_id and external_id (namespace may be empty)"
+               : "";
+    default: return "set ref.id or ref.key to name the offer";
+  }
+}
+
+/// Resolves an OfferRef to the offer id inside `self`, then calls `next`.
+void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
+             const v1::OfferRef& ref, std::function<void(const std::string&)> next, fail_fn fail) {
+  if (ref.ref_case() == v1::OfferRef::kId) {
+    next(ref.id());
+    return;
+  }
+  auto& k = ref.key();
+  self->request(r.any_store(), timeout, find_atom::value, k.seller_id(), k.namespace_(),
+                k.external_id())
+    .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
+}
+
+} // namespace
+
+grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::CreateOfferRequest* req,
+                                                     v1::CreateOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto& o = req->offer();
+  if (!o.id().empty()) {
+    reactor->Finish(invalid("offer.id must be empty on create: gost assigns ids"));
+    return reactor;
+  }
+  if (o.version() != 0) {
+    reactor->Finish(invalid("offer.version must be 0 on create: gost assigns versions"));
+    return reactor;
+  }
+  if (auto problem = check_content(o); !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
+  offer_msg msg{o};
+  msg.value.set_id(make_offer_id());
+  auto target = router_.shard_for(msg.value.id());
+  caf::timespan timeout{timeout_};
+  sys_.spawn([=](caf::event_based_actor* self) {
+    self->request(target, timeout, create_atom::value, msg)
+      .then(
+        [=](offer_msg& stored) {
+          *resp->mutable_offer() = std::move(stored.value);
+          reactor->Finish(grpc::Status::OK);
+        },
+        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* ctx,
+                                                  const v1::GetOfferRequest* req,
+                                                  v1::GetOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto problem = check_ref(req->ref()); !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
+  caf::timespan timeout{timeout_};
+  auto& r = router_;
+  auto ref = req->ref();
+  sys_.spawn([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              self->request(r.shard_for(id), timeout, get_atom::value, id)
+                .then(
+                  [=](offer_msg& m) {
+                    *resp->mutable_offer() = std::move(m.value);
+                    reactor->Finish(grpc::Status::OK);
+                  },
+                  [=](caf::error& err) { fail(err); });
+            },
+            fail);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::UpdateOfferRequest* req,
+                                                     v1::UpdateOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  v1::OfferRef ref = req->ref();
+  if (ref.ref_case() == v1::OfferRef::REF_NOT_SET && !req->offer().id().empty())
+    ref.set_id(req->offer().id());
+  if (auto problem = check_ref(ref); !problem.empty()) {
+    reactor->Finish(invalid(problem + " (or offer.id)"));
+    return reactor;
+  }
+  if (auto problem = check_content(req->offer()); !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
+  if (req->has_expected_version() && req->expected_version() < 1) {
+    reactor->Finish(invalid("expected_version must be at least 1 (versions start at 1)"));
+    return reactor;
+  }
+  int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  offer_msg msg{req->offer()};
+  caf::timespan timeout{timeout_};
+  auto& r = router_;
+  sys_.spawn([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              if (!msg.value.id().empty() && msg.value.id() != id) {
+                reactor->Finish(invalid("offer.id and ref name different offers"));
+                return;
+              }
+              auto m = msg;
+              m.value.set_id(id);
+              self->request(r.shard_for(id), timeout, update_atom::value, m, expected)
+                .then(
+                  [=](offer_msg& stored) {
+                    *resp->mutable_offer() = std::move(stored.value);
+                    reactor->Finish(grpc::Status::OK);
+                  },
+                  [=](caf::error& err) { fail(err); });
+            },
+            fail);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::DeleteOfferRequest* req,
+                                                     v1::DeleteOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto problem = check_ref(req->ref()); !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
+  if (req->has_expected_version() && req->expected_version() < 1) {
+    reactor->Finish(invalid("expected_version must be at least 1 (versions start at 1)"));
+    return reactor;
+  }
+  int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  caf::timespan timeout{timeout_};
+  auto& r = router_;
+  auto ref = req->ref();
+  sys_.spawn([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              self->request(r.shard_for(id), timeout, delete_atom::value, id, expected)
+                .then(
+                  [=](int64_t version) {
+                    resp->set_version(version);
+                    reactor->Finish(grpc::Status::OK);
+                  },
+                  [=](caf::error& err) { fail(err); });
+            },
+            fail);
+  });
+  return reactor;
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+
+#include <caf/fwd.hpp>
+
+#include "gost/v1/offer_service.grpc.pb.h"
+
+namespace gost::runtime {
+
+class router;
+
+/// gost.v1.OfferService on gRPC's callback API: each call validates its input, then a
+/// short-lived actor sends the request to the owning shard and finishes the call when the
+/// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
+class offer_service final : public v1::OfferService::CallbackService {
+public:
+  offer_service(caf::actor_system& sys, router& r, std::chrono::milliseconds timeout)
+    : sys_(sys), router_(r), timeout_(timeout) {}
+
+  grpc::ServerUnaryReactor* CreateOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateOfferRequest* req,
+                                        v1::CreateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* GetOffer(grpc::CallbackServerContext* ctx,
+                                     const v1::GetOfferRequest* req,
+                                     v1::GetOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdateOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::UpdateOfferRequest* req,
+                                        v1::UpdateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteOfferRequest* req,
+                                        v1::DeleteOfferResponse* resp) override;
+
+private:
+  caf::actor_system& sys_;
+  router& router_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace gost::runtime

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gost needs, only those missing. Idempotent and quiet on success.
+# Usage: scripts/install-deps.sh [--kafka]   (--kafka also makes sure Java and Maven exist)
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libcaf-dev libpqxx-dev libpq-dev
+  libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc
+  librdkafka-dev libspdlog-dev libfmt-dev doctest-dev
+  libvips-dev libcurl4-openssl-dev libxml2-dev
+  postgresql postgresql-contrib
+  curl procps iproute2
+)
+if [[ "${1:-}" == "--kafka" ]]; then
+  pkgs+=(default-jre-headless maven)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  # Java/maven may come from a non-Debian install on the machine; accept the binaries.
+  case "$p" in
+    default-jre-headless) command -v java >/dev/null && continue ;;
+    maven) command -v mvn >/dev/null && continue ;;
+  esac
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "install-deps: apt-get failed (see above); install the packages listed by hand and re-run" >&2
+  exit 1
+fi
+rm -f "$log"

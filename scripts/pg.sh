@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A private PostgreSQL server for gost: Debian's server binaries, initdb into a data directory
+# the project owns, loopback only, a fixed non-default port, durable settings (fsync and
+# synchronous_commit on). Used by gostd's embedded mode, the demo and the test tiers.
+#   scripts/pg.sh start    initdb on first use, start, wait until it accepts connections,
+#                          make sure the database exists
+#   scripts/pg.sh stop     fast shutdown
+#   scripts/pg.sh status   exit 0 when it accepts connections
+#   scripts/pg.sh dsn      print the connection string
+#   scripts/pg.sh destroy  stop and delete the data directory
+# Environment: GOST_PG_DIR (default var/pg), GOST_PG_PORT (54329), GOST_PG_DB (gost).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${GOST_PG_DIR:-$root/var/pg}
+port=${GOST_PG_PORT:-54329}
+db=${GOST_PG_DB:-gost}
+user=gost
+
+die() { echo "pg.sh: $*" >&2; exit 1; }
+
+bindir=""
+for d in /usr/lib/postgresql/*/bin; do [[ -x $d/pg_ctl ]] && bindir=$d; done
+[[ -n $bindir ]] || die "PostgreSQL server binaries not found; run scripts/install-deps.sh"
+
+# The server refuses to run as root: as root, run it as the `postgres` system user. That user
+# must reach the data directory; when the checkout lives somewhere it cannot (e.g. under
+# /root), the data goes to /var/tmp instead, keyed by the requested path.
+as_owner=()
+if [[ $(id -u) -eq 0 ]]; then
+  id postgres >/dev/null 2>&1 || die "user 'postgres' missing; run scripts/install-deps.sh"
+  as_owner=(runuser -u postgres --)
+  mkdir -p "$(dirname "$dir")"
+  if ! runuser -u postgres -- test -x "$(dirname "$dir")"; then
+    dir=/var/tmp/gost-pg/$(echo -n "$dir" | sha1sum | cut -c1-12)
+  fi
+fi
+logfile=$dir.log
+
+run() { "${as_owner[@]}" "$@"; }
+
+accepts() { "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port" -d postgres -U "$user" >/dev/null 2>&1; }
+
+start() {
+  if [[ ! -f $dir/PG_VERSION ]]; then
+    mkdir -p "$dir"
+    [[ ${#as_owner[@]} -gt 0 ]] && chown postgres: "$dir" "$(dirname "$dir")" 2>/dev/null || true
+    run "$bindir/initdb" -D "$dir" -U "$user" --auth=trust -E UTF8 --locale=C.UTF-8 \
+      >"$dir.initdb.log" 2>&1 || { cat "$dir.initdb.log" >&2; die "initdb failed"; }
+    cat >>"$dir/postgresql.conf" <<CONF
+# gost: private server, loopback only; durability settings stay at their safe defaults.
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+max_connections = 300
+shared_buffers = 512MB
+max_wal_size = 4GB
+checkpoint_timeout = 15min
+log_min_messages = warning
+CONF
+  fi
+  touch "$logfile"; [[ ${#as_owner[@]} -gt 0 ]] && chown postgres: "$logfile"
+  if ! accepts; then
+    # -t: generous, a first start on a loaded 2-core machine can be slow.
+    run "$bindir/pg_ctl" -D "$dir" -l "$logfile" -w -t 120 -o "-p $port" start >/dev/null \
+      || { tail -n 20 "$logfile" >&2; die "server did not start (log: $logfile)"; }
+  fi
+  if ! "$bindir/psql" -h 127.0.0.1 -p "$port" -U "$user" -d postgres -tAc \
+       "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
+    "$bindir/psql" -h 127.0.0.1 -p "$port" -U "$user" -d postgres -qc "CREATE DATABASE \"$db\"" \
+      || die "cannot create database $db"
+  fi
+}
+
+stop() {
+  [[ -f $dir/postmaster.pid ]] || return 0
+  run "$bindir/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) accepts ;;
+  dsn) echo "postgresql://$user@127.0.0.1:$port/$db" ;;
+  destroy) stop; rm -rf "$dir" "$dir.log" "$dir.initdb.log" ;;
+  *) die "usage: pg.sh start|stop|status|dsn|destroy" ;;
+esac

@@ -1,0 +1,173 @@
+// gostd as a real process against the real PostgreSQL: gRPC in, SIGTERM out, and the start-up
+// refusals a user sees.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::child_process;
+
+namespace {
+
+std::string temp_path(const char* stem) {
+  return std::string{"/tmp/"} + stem + "-" + std::to_string(getpid()) + "-"
+         + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file,
+                                   std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"--pg.dsn=" + db.dsn(),       "--grpc.listen=127.0.0.1:0",
+                                "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                                "--shard.count=8",             "--scheduler.threads=2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+int read_port(child_process& p, const std::string& port_file) {
+  int port = 0;
+  bool up = testing::eventually(30s, [&] {
+    std::ifstream in(port_file);
+    return static_cast<bool>(in >> port) || !p.running();
+  });
+  REQUIRE_MESSAGE(up, p.output());
+  REQUIRE_MESSAGE(port > 0, p.output());
+  return port;
+}
+
+template <class Req, class Resp, class Fn>
+grpc::Status call(Fn fn, const Req& req, Resp& resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  return fn(&ctx, req, &resp);
+}
+
+} // namespace
+
+TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
+  testing::temp_db db;
+  auto port_file = temp_path("gostd-port");
+  child_process node{GOSTD_PATH, node_args(db, port_file)};
+  auto port = read_port(node, port_file);
+  auto stub = v1::OfferService::NewStub(grpc::CreateChannel(
+    "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
+                    v1::CreateOfferResponse* o) { return stub->CreateOffer(c, r, o); };
+  auto get = [&](grpc::ClientContext* c, const v1::GetOfferRequest& r, v1::GetOfferResponse* o) {
+    return stub->GetOffer(c, r, o);
+  };
+  auto update = [&](grpc::ClientContext* c, const v1::UpdateOfferRequest& r,
+                    v1::UpdateOfferResponse* o) { return stub->UpdateOffer(c, r, o); };
+  auto remove = [&](grpc::ClientContext* c, const v1::DeleteOfferRequest& r,
+                    v1::DeleteOfferResponse* o) { return stub->DeleteOffer(c, r, o); };
+
+  v1::CreateOfferRequest cr;
+  cr.mutable_offer()->set_seller_id("seller-1");
+  cr.mutable_offer()->set_namespace_("shop");
+  cr.mutable_offer()->set_external_id("sku-42");
+  cr.mutable_offer()->set_title("Bicycle");
+  v1::CreateOfferResponse created;
+  auto s = call(create, cr, created);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  auto id = created.offer().id();
+  CHECK(id.size() == 32);
+  CHECK(created.offer().version() == 1);
+  CHECK(created.offer().source() == v1::OFFER_SOURCE_MANUAL);
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'") == "1");
+
+  SUBCASE("get by id and by the seller's key") {
+    v1::GetOfferRequest g;
+    g.mutable_ref()->set_id(id);
+    v1::GetOfferResponse got;
+    REQUIRE(call(get, g, got).ok());
+    CHECK(got.offer().title() == "Bicycle");
+    v1::GetOfferRequest k;
+    k.mutable_ref()->mutable_key()->set_seller_id("seller-1");
+    k.mutable_ref()->mutable_key()->set_namespace_("shop");
+    k.mutable_ref()->mutable_key()->set_external_id("sku-42");
+    v1::GetOfferResponse by_key;
+    REQUIRE(call(get, k, by_key).ok());
+    CHECK(by_key.offer().id() == id);
+  }
+  SUBCASE("update with expected version, then a stale one") {
+    v1::UpdateOfferRequest u;
+    *u.mutable_offer() = created.offer();
+    u.mutable_offer()->set_title("Red bicycle");
+    u.set_expected_version(1);
+    v1::UpdateOfferResponse updated;
+    REQUIRE(call(update, u, updated).ok());
+    CHECK(updated.offer().version() == 2);
+    v1::UpdateOfferResponse stale;
+    auto st = call(update, u, stale);
+    CHECK(st.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(st.error_message().find("version 2") != std::string::npos);
+  }
+  SUBCASE("delete, then the offer is gone") {
+    v1::DeleteOfferRequest d;
+    d.mutable_ref()->set_id(id);
+    v1::DeleteOfferResponse deleted;
+    REQUIRE(call(remove, d, deleted).ok());
+    CHECK(deleted.version() == 2);
+    v1::GetOfferRequest g;
+    g.mutable_ref()->set_id(id);
+    v1::GetOfferResponse got;
+    CHECK(call(get, g, got).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  SUBCASE("bad input gets INVALID_ARGUMENT naming the field; the node keeps serving") {
+    v1::CreateOfferRequest bad;
+    v1::CreateOfferResponse out;
+    auto st = call(create, bad, out);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("offer.seller_id") != std::string::npos);
+    v1::CreateOfferRequest dup = cr;
+    st = call(create, dup, out);
+    CHECK(st.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+    v1::GetOfferRequest noref;
+    v1::GetOfferResponse got;
+    CHECK(call(get, noref, got).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    v1::GetOfferRequest g;
+    g.mutable_ref()->set_id(id);
+    CHECK(call(get, g, got).ok());
+  }
+
+  node.signal(SIGTERM);
+  auto rc = node.wait(30s);
+  CHECK_MESSAGE(rc == 0, node.output());
+  CHECK(node.output().find("stopped cleanly") != std::string::npos);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("gostd refuses to start with one clear line") {
+  SUBCASE("a bad config value names the key") {
+    child_process p{GOSTD_PATH, {"--shard.count=-3"}};
+    CHECK(p.wait(10s) == 2);
+    CHECK(p.output().find("`shard.count`") != std::string::npos);
+  }
+  SUBCASE("a missing database names pg.dsn") {
+    child_process p{GOSTD_PATH,
+                    {"--pg.dsn=host=127.0.0.1 port=1 user=gost dbname=gost connect_timeout=1",
+                     "--pg.connect_timeout=500ms", "--grpc.listen=127.0.0.1:0"}};
+    CHECK(p.wait(30s) == 1);
+    CHECK(p.output().find("pg.dsn") != std::string::npos);
+  }
+  SUBCASE("a shard count different from the installation's") {
+    testing::temp_db db;
+    auto port_file = temp_path("gostd-port");
+    {
+      child_process first{GOSTD_PATH, node_args(db, port_file)};
+      read_port(first, port_file);
+      first.signal(SIGTERM);
+      REQUIRE(first.wait(30s) == 0);
+    }
+    child_process second{GOSTD_PATH, node_args(db, port_file + "2", {"--shard.count=16"})};
+    CHECK(second.wait(30s) == 1);
+    CHECK(second.output().find("set `shard.count` to 8") != std::string::npos);
+    std::remove(port_file.c_str());
+  }
+}
