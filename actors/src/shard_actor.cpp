@@ -41,6 +41,8 @@ offer_actor child(self_ptr self, const std::string& id) {
   auto a = detail::spawn_offer_actor(self, std::move(args));
   st.ids.emplace(a.address(), id);
   st.children.emplace(id, a);
+  st.opts.stats->offer_actors_spawned.fetch_add(1, std::memory_order_relaxed);
+  st.opts.stats->resident_offer_actors.fetch_add(1, std::memory_order_relaxed);
   return a;
 }
 
@@ -51,6 +53,7 @@ void forget(self_ptr self, const caf::actor_addr& addr) {
     return;
   st.children.erase(i->second);
   st.ids.erase(i);
+  st.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
 }
 
 shard_actor::behavior_type shard_fun(self_ptr self, shard_options opts) {
@@ -64,9 +67,11 @@ shard_actor::behavior_type shard_fun(self_ptr self, shard_options opts) {
       self->quit(em.reason);
       return;
     }
-    if (em.reason && em.reason != caf::exit_reason::normal)
+    if (em.reason && em.reason != caf::exit_reason::normal) {
+      st.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", st.opts.shard,
                    i->second, self->system().render(em.reason));
+    }
     forget(self, em.source);
   });
   return {
@@ -90,8 +95,8 @@ shard_actor::behavior_type shard_fun(self_ptr self, shard_options opts) {
         return; // a stale request from an actor already replaced
       auto a = i->second;
       self->unlink_from(a); // its normal exit is no news to us
-      st.ids.erase(a.address());
-      st.children.erase(i);
+      forget(self, a.address());
+      st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
       self->send(a, passivate_atom::value, ok_atom::value);
     },
   };

@@ -54,16 +54,16 @@ schema make_node_schema() {
             "Unique name of this node in the cluster. Empty: derived from the host name and "
             "the gRPC port."));
   s.add(str("grpc.listen", "127.0.0.1:50051",
-            "host:port of the public gRPC API (OfferService, AdminService, reflection). Port 0 "
+            "host:port of the public gRPC API (OfferService, server reflection). Port 0 "
             "picks a free port; the chosen one is logged and written to `grpc.port_file`."));
   s.add(str("grpc.port_file", "",
-            "When set, the node writes the bound gRPC port to this file once it serves "
-            "(used by tests and scripts that start the node with port 0)."));
+            "When set, the node writes the bound gRPC port and then the admin HTTP port, one per "
+            "line, to this file once it serves (for tests and scripts that use port 0)."));
   s.add(str("caf.listen", "127.0.0.1:0",
             "host:port of CAF's middleman for node-to-node messages. Port 0 picks a free port."));
   s.add(str("http.listen", "127.0.0.1:0",
-            "host:port of the admin HTTP endpoint (metrics, status page). Port 0 picks a free "
-            "port."));
+            "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz`, "
+            "`/metrics` (Prometheus). Port 0 picks a free port."));
   s.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "

@@ -12,11 +12,13 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include "admin_http.hpp"
 #include "embedded_pg.hpp"
 #include "gost/actors/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "logging.hpp"
+#include "metrics.hpp"
 #include "offer_service.hpp"
 #include "router.hpp"
 
@@ -30,12 +32,16 @@ struct node::impl {
   std::unique_ptr<persistence::pg_pool> pool;
   std::unique_ptr<caf::actor_system_config> caf_cfg;
   std::unique_ptr<caf::actor_system> sys;
+  std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
+  std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
   std::vector<store_actor> stores;
   std::vector<shard_actor> shards;
   std::unique_ptr<router> routes;
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<admin_http> http;
   int grpc_port = 0;
+  uint16_t http_port = 0;
   bool stopped = false;
 };
 
@@ -46,6 +52,8 @@ node::node(config::node_config cfg) : impl_(std::make_unique<impl>()) {
 node::~node() { stop(); }
 
 uint16_t node::grpc_port() const { return static_cast<uint16_t>(impl_->grpc_port); }
+
+uint16_t node::http_port() const { return impl_->http_port; }
 
 std::string node::start() {
   auto& d = *impl_;
@@ -94,12 +102,13 @@ std::string node::start() {
     so.shard = s;
     so.store = d.stores[s % d.stores.size()];
     so.offer_idle_timeout = cfg.offer_idle_timeout;
+    so.stats = d.stats;
     d.shards.push_back(spawn_shard(*d.sys, std::move(so)));
   }
   d.routes = std::make_unique<router>(d.shards, d.stores);
 
   // 4. gRPC
-  d.offers = std::make_unique<offer_service>(*d.sys, *d.routes, cfg.request_timeout);
+  d.offers = std::make_unique<offer_service>(*d.sys, *d.routes, *d.counters, cfg.request_timeout);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
@@ -108,8 +117,28 @@ std::string node::start() {
   if (!d.server || d.grpc_port == 0)
     return "cannot listen on grpc.listen=" + cfg.grpc_listen.to_string()
            + " (address in use or not local?); choose another `grpc.listen`";
-  spdlog::info("node serving grpc={}:{} caf={}:{} shards={} pg_pool={}", cfg.grpc_listen.host,
-               d.grpc_port, cfg.caf_listen.host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
+
+  // 5. admin HTTP
+  auto* counters = d.counters.get();
+  auto node_id = cfg.node_id;
+  auto grpc_port = d.grpc_port;
+  auto status_page = [counters, node_id, grpc_port, shards = cfg.shard_count,
+                      dump = cfg.config_dump] {
+    return "<!doctype html><title>gost " + node_id + "</title><h1>gost node " + node_id
+           + "</h1><p>gRPC port " + std::to_string(grpc_port) + ", " + std::to_string(shards)
+           + " shards. <a href=\"/metrics\">metrics</a></p><h2>metrics</h2><pre>"
+           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump
+           + "</pre>";
+  };
+  d.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
+                                        status_page);
+  std::string http_error;
+  d.http_port = d.http->start(cfg.http_listen.host, cfg.http_listen.port, http_error);
+  if (d.http_port == 0)
+    return http_error;
+  spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
+               cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
+               cfg.caf_listen.host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
   return {};
 }
 
@@ -119,6 +148,8 @@ void node::stop() {
     return;
   d.stopped = true;
   auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
+  // 5. admin HTTP
+  d.http.reset();
   // 4. stop taking requests; in-flight calls finish until the deadline
   if (d.server) {
     d.server->Shutdown(deadline);
@@ -178,7 +209,7 @@ int run_node(config::node_config cfg) {
   }
   if (!port_file.empty()) {
     auto tmp = port_file + ".tmp";
-    std::ofstream(tmp) << n.grpc_port() << "\n";
+    std::ofstream(tmp) << n.grpc_port() << "\n" << n.http_port() << "\n";
     std::rename(tmp.c_str(), port_file.c_str());
   }
   int sig = 0;

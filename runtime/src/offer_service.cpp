@@ -65,21 +65,31 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
 
 } // namespace
 
+std::function<void(grpc::Status)> offer_service::finisher(grpc::ServerUnaryReactor* reactor,
+                                                          api_method m) {
+  auto* counters = &metrics_;
+  return [reactor, counters, m](grpc::Status s) {
+    counters->count_call(m, s.error_code());
+    reactor->Finish(std::move(s));
+  };
+}
+
 grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext* ctx,
                                                      const v1::CreateOfferRequest* req,
                                                      v1::CreateOfferResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::create_offer);
   auto& o = req->offer();
   if (!o.id().empty()) {
-    reactor->Finish(invalid("offer.id must be empty on create: gost assigns ids"));
+    done(invalid("offer.id must be empty on create: gost assigns ids"));
     return reactor;
   }
   if (o.version() != 0) {
-    reactor->Finish(invalid("offer.version must be 0 on create: gost assigns versions"));
+    done(invalid("offer.version must be 0 on create: gost assigns versions"));
     return reactor;
   }
   if (auto problem = check_content(o); !problem.empty()) {
-    reactor->Finish(invalid(problem));
+    done(invalid(problem));
     return reactor;
   }
   offer_msg msg{o};
@@ -91,9 +101,9 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
       .then(
         [=](offer_msg& stored) {
           *resp->mutable_offer() = std::move(stored.value);
-          reactor->Finish(grpc::Status::OK);
+          done(grpc::Status::OK);
         },
-        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+        [=](caf::error& err) { done(to_status(err)); });
   });
   return reactor;
 }
@@ -102,22 +112,23 @@ grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* c
                                                   const v1::GetOfferRequest* req,
                                                   v1::GetOfferResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::get_offer);
   if (auto problem = check_ref(req->ref()); !problem.empty()) {
-    reactor->Finish(invalid(problem));
+    done(invalid(problem));
     return reactor;
   }
   caf::timespan timeout{timeout_};
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
     resolve(self, r, timeout, ref,
             [=, &r](const std::string& id) {
               self->request(r.shard_for(id), timeout, get_atom::value, id)
                 .then(
                   [=](offer_msg& m) {
                     *resp->mutable_offer() = std::move(m.value);
-                    reactor->Finish(grpc::Status::OK);
+                    done(grpc::Status::OK);
                   },
                   [=](caf::error& err) { fail(err); });
             },
@@ -130,19 +141,20 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
                                                      const v1::UpdateOfferRequest* req,
                                                      v1::UpdateOfferResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::update_offer);
   v1::OfferRef ref = req->ref();
   if (ref.ref_case() == v1::OfferRef::REF_NOT_SET && !req->offer().id().empty())
     ref.set_id(req->offer().id());
   if (auto problem = check_ref(ref); !problem.empty()) {
-    reactor->Finish(invalid(problem + " (or offer.id)"));
+    done(invalid(problem + " (or offer.id)"));
     return reactor;
   }
   if (auto problem = check_content(req->offer()); !problem.empty()) {
-    reactor->Finish(invalid(problem));
+    done(invalid(problem));
     return reactor;
   }
   if (req->has_expected_version() && req->expected_version() < 1) {
-    reactor->Finish(invalid("expected_version must be at least 1 (versions start at 1)"));
+    done(invalid("expected_version must be at least 1 (versions start at 1)"));
     return reactor;
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
@@ -150,11 +162,11 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
   caf::timespan timeout{timeout_};
   auto& r = router_;
   sys_.spawn([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
     resolve(self, r, timeout, ref,
             [=, &r](const std::string& id) {
               if (!msg.value.id().empty() && msg.value.id() != id) {
-                reactor->Finish(invalid("offer.id and ref name different offers"));
+                done(invalid("offer.id and ref name different offers"));
                 return;
               }
               auto m = msg;
@@ -163,7 +175,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
                 .then(
                   [=](offer_msg& stored) {
                     *resp->mutable_offer() = std::move(stored.value);
-                    reactor->Finish(grpc::Status::OK);
+                    done(grpc::Status::OK);
                   },
                   [=](caf::error& err) { fail(err); });
             },
@@ -176,12 +188,13 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
                                                      const v1::DeleteOfferRequest* req,
                                                      v1::DeleteOfferResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::delete_offer);
   if (auto problem = check_ref(req->ref()); !problem.empty()) {
-    reactor->Finish(invalid(problem));
+    done(invalid(problem));
     return reactor;
   }
   if (req->has_expected_version() && req->expected_version() < 1) {
-    reactor->Finish(invalid("expected_version must be at least 1 (versions start at 1)"));
+    done(invalid("expected_version must be at least 1 (versions start at 1)"));
     return reactor;
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
@@ -189,14 +202,14 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [reactor](const caf::error& err) { reactor->Finish(to_status(err)); };
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
     resolve(self, r, timeout, ref,
             [=, &r](const std::string& id) {
               self->request(r.shard_for(id), timeout, delete_atom::value, id, expected)
                 .then(
                   [=](int64_t version) {
                     resp->set_version(version);
-                    reactor->Finish(grpc::Status::OK);
+                    done(grpc::Status::OK);
                   },
                   [=](caf::error& err) { fail(err); });
             },

@@ -1,10 +1,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
 #include <caf/fwd.hpp>
 
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "metrics.hpp"
 
 namespace gost::runtime {
 
@@ -15,8 +17,8 @@ class router;
 /// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
 class offer_service final : public v1::OfferService::CallbackService {
 public:
-  offer_service(caf::actor_system& sys, router& r, std::chrono::milliseconds timeout)
-    : sys_(sys), router_(r), timeout_(timeout) {}
+  offer_service(caf::actor_system& sys, router& r, metrics& m, std::chrono::milliseconds timeout)
+    : sys_(sys), router_(r), metrics_(m), timeout_(timeout) {}
 
   grpc::ServerUnaryReactor* CreateOffer(grpc::CallbackServerContext* ctx,
                                         const v1::CreateOfferRequest* req,
@@ -32,8 +34,12 @@ public:
                                         v1::DeleteOfferResponse* resp) override;
 
 private:
+  /// Finishes a call and counts it.
+  std::function<void(grpc::Status)> finisher(grpc::ServerUnaryReactor* reactor, api_method m);
+
   caf::actor_system& sys_;
   router& router_;
+  metrics& metrics_;
   std::chrono::milliseconds timeout_;
 };
 

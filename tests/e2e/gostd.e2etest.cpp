@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gost/testing/http.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
@@ -30,15 +31,17 @@ std::vector<std::string> node_args(const testing::temp_db& db, const std::string
   return args;
 }
 
-int read_port(child_process& p, const std::string& port_file) {
-  int port = 0;
+/// Waits for the node's port file; returns {gRPC port, admin HTTP port}.
+std::pair<int, int> read_ports(child_process& p, const std::string& port_file) {
+  int grpc_port = 0;
+  int http_port = 0;
   bool up = testing::eventually(30s, [&] {
     std::ifstream in(port_file);
-    return static_cast<bool>(in >> port) || !p.running();
+    return static_cast<bool>(in >> grpc_port >> http_port) || !p.running();
   });
   REQUIRE_MESSAGE(up, p.output());
-  REQUIRE_MESSAGE(port > 0, p.output());
-  return port;
+  REQUIRE_MESSAGE(grpc_port > 0, p.output());
+  return {grpc_port, http_port};
 }
 
 template <class Req, class Resp, class Fn>
@@ -54,7 +57,7 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
   testing::temp_db db;
   auto port_file = temp_path("gostd-port");
   child_process node{GOSTD_PATH, node_args(db, port_file)};
-  auto port = read_port(node, port_file);
+  auto [port, http_port] = read_ports(node, port_file);
   auto stub = v1::OfferService::NewStub(grpc::CreateChannel(
     "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
@@ -136,6 +139,14 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     CHECK(call(get, g, got).ok());
   }
 
+  SUBCASE("the admin endpoint serves health and Prometheus metrics") {
+    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK") != std::string::npos);
+    auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
+    CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1") != std::string::npos);
+    CHECK(m.find("gost_offer_actors_resident 1") != std::string::npos);
+    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/nope").find("404") != std::string::npos);
+  }
+
   node.signal(SIGTERM);
   auto rc = node.wait(30s);
   CHECK_MESSAGE(rc == 0, node.output());
@@ -161,7 +172,7 @@ TEST_CASE("gostd refuses to start with one clear line") {
     auto port_file = temp_path("gostd-port");
     {
       child_process first{GOSTD_PATH, node_args(db, port_file)};
-      read_port(first, port_file);
+      read_ports(first, port_file);
       first.signal(SIGTERM);
       REQUIRE(first.wait(30s) == 0);
     }

@@ -7,7 +7,10 @@
 
 #include <caf/fwd.hpp>
 
+#include <memory>
+
 #include "gost/actors/protocol.hpp"
+#include "gost/actors/stats.hpp"
 
 namespace gost::persistence {
 class pg_pool;
@@ -23,6 +26,8 @@ struct shard_options {
   store_actor store;
   /// An offer actor with no event for this long asks its shard to passivate it.
   std::chrono::milliseconds offer_idle_timeout{60'000};
+  /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
+  std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
 };
 
 /// The supervisor of one shard.

@@ -13,7 +13,8 @@ namespace gost::runtime {
 ///   1. PostgreSQL: embedded server if no pg.dsn, connection pool, migrations, installation
 ///   2. actor system (CAF scheduler, middleman on caf.listen)
 ///   3. store actors (one per pool connection), then shard supervisors
-///   4. gRPC server (OfferService, reflection) on grpc.listen; port file written last
+///   4. gRPC server (OfferService, reflection) on grpc.listen
+///   5. admin HTTP on http.listen (/, /healthz, /metrics); port file written last
 class node {
 public:
   explicit node(config::node_config cfg);
@@ -26,6 +27,7 @@ public:
   void stop();
 
   uint16_t grpc_port() const;
+  uint16_t http_port() const;
 
   struct impl;
 
