@@ -1,0 +1,74 @@
+#pragma once
+// The write side of the write-behind layer: many write-sets of one shard committed in one
+// transaction, fenced by the shard's lease epoch. The actor that batches them lives in actors/.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gost/persistence/errors.hpp"
+
+namespace gost::persistence {
+
+class pg_pool;
+
+/// Queue priorities (column stage_queue.priority).
+enum class priority : int16_t { normal = 0, background = 1 };
+
+/// An entry of a stage's queue; a timer is an entry due in the future.
+struct queue_entry {
+  std::string stage_id;
+  std::string offer_id;
+  int64_t due_at_us = 0; ///< microseconds since the Unix epoch
+  priority prio = priority::normal;
+};
+
+/// Everything one event of one offer changes, applied all or nothing.
+struct write_set {
+  std::string offer_id;
+  /// The version the event computed on; the set is rejected (conflict) unless the offer is
+  /// still at this version when the batch commits.
+  int64_t expected_version = 0;
+  /// New offer body (serialized gost.v1.Offer) at `expected_version + 1`, when it changed.
+  std::optional<std::string> new_body;
+  /// (stage id, serialized google.protobuf.Any) to upsert.
+  std::vector<std::pair<std::string, std::string>> states;
+  /// Stage ids whose queue entry for this offer was consumed by the event.
+  std::vector<std::string> dequeue;
+  /// Entries to put into queues: an existing entry keeps the earlier due time and the higher
+  /// priority (an offer is in a queue at most once).
+  std::vector<queue_entry> enqueue;
+  /// Outbox payload (the saved offer and states) when something changed.
+  std::optional<std::string> outbox;
+};
+
+enum class write_outcome : uint8_t {
+  committed,
+  conflict, ///< the offer's version moved (or the offer is gone): reload and redo
+  fenced,   ///< this node does not hold the shard at this epoch: stop the shard
+};
+
+/// Commits `sets` (in order; several may touch the same offer) for `shard` at lease `epoch`
+/// in one transaction, and says what happened to each. An error means nothing was committed
+/// and nothing is known to be (retry the whole batch or reload).
+caf::expected<std::vector<write_outcome>>
+commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets);
+
+/// Takes every shard's lease for `owner` (single-node mode), bumping each epoch. Returns the
+/// epochs indexed by shard.
+caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
+                                                       uint32_t shard_count);
+
+/// Queue entries of a shard due before `until_us`, earliest first, at most `limit`.
+caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shard, int64_t until_us,
+                                                    size_t limit);
+
+/// All stage states of an offer: (stage id, serialized Any).
+caf::expected<std::vector<std::pair<std::string, std::string>>>
+load_states(pg_pool& pool, const std::string& offer_id);
+
+/// The stages whose queue holds the offer (seed: Queue.check).
+caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id);
+
+} // namespace gost::persistence

@@ -1,0 +1,216 @@
+#include "gost/persistence/write_behind.hpp"
+
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+/// Joins "(a, b, c)" rows with commas.
+class values_list {
+public:
+  void row(std::string r) {
+    if (!text_.empty())
+      text_ += ",";
+    text_ += "(" + r + ")";
+    ++rows_;
+  }
+  bool empty() const { return rows_ == 0; }
+  const std::string& str() const { return text_; }
+
+private:
+  std::string text_;
+  size_t rows_ = 0;
+};
+
+struct queue_key {
+  std::string stage_id;
+  std::string offer_id;
+  bool operator<(const queue_key& o) const {
+    return std::tie(stage_id, offer_id) < std::tie(o.stage_id, o.offer_id);
+  }
+};
+
+} // namespace
+
+caf::expected<std::vector<write_outcome>>
+commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets) {
+  std::vector<write_outcome> outcomes;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    outcomes.assign(sets.size(), write_outcome::conflict);
+    pqxx::work tx{c};
+    auto shard_txt = std::to_string(shard);
+    // Fencing: FOR SHARE blocks a takeover (which updates the row) until we commit, and a
+    // takeover that happened already shows as a different epoch.
+    auto lease = tx.exec("SELECT epoch FROM shard_leases WHERE shard = " + shard_txt + " FOR SHARE");
+    if (lease.empty() || lease[0][0].as<int64_t>() != epoch) {
+      outcomes.assign(sets.size(), write_outcome::fenced);
+      return; // rolled back by the destructor
+    }
+    // Current versions, locked in a fixed order so two transactions never deadlock.
+    std::set<std::string> ids;
+    for (auto& s : sets)
+      ids.insert(s.offer_id);
+    std::string id_list;
+    for (auto& id : ids)
+      id_list += (id_list.empty() ? "" : ",") + tx.quote(id);
+    std::map<std::string, int64_t> version;
+    if (!ids.empty())
+      for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list
+                              + ") ORDER BY offer_id FOR UPDATE"))
+        version[row[0].as<std::string>()] = row[1].as<int64_t>();
+
+    // Decide each set in order; later sets of the same offer see earlier ones.
+    std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
+    std::map<std::pair<std::string, std::string>, const std::string*> states;
+    std::set<queue_key> deletes;
+    std::map<queue_key, queue_entry> upserts;
+    values_list outbox;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      auto& s = sets[i];
+      auto v = version.find(s.offer_id);
+      if (v == version.end() || v->second != s.expected_version)
+        continue; // conflict
+      outcomes[i] = write_outcome::committed;
+      if (s.new_body) {
+        v->second = s.expected_version + 1;
+        bodies[s.offer_id] = {v->second, &*s.new_body};
+      }
+      for (auto& [stage, bytes] : s.states)
+        states[{s.offer_id, stage}] = &bytes;
+      for (auto& stage : s.dequeue) {
+        queue_key k{stage, s.offer_id};
+        upserts.erase(k);
+        deletes.insert(k);
+      }
+      for (auto& e : s.enqueue) {
+        queue_key k{e.stage_id, e.offer_id};
+        auto [it, fresh] = upserts.emplace(k, e);
+        if (!fresh) {
+          it->second.due_at_us = std::min(it->second.due_at_us, e.due_at_us);
+          it->second.prio = std::min(it->second.prio, e.prio);
+        }
+      }
+      if (s.outbox)
+        outbox.row(shard_txt + "," + tx.quote(s.offer_id) + "," + std::to_string(v->second) + ","
+                   + tx.quote_raw(*s.outbox));
+    }
+
+    values_list offer_rows;
+    for (auto& [id, vb] : bodies)
+      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + tx.quote_raw(*vb.second));
+    if (!offer_rows.empty())
+      tx.exec("UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
+              " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
+              " WHERE o.offer_id = v.offer_id");
+    values_list state_rows;
+    for (auto& [key, bytes] : states)
+      state_rows.row(tx.quote(key.first) + "," + tx.quote(key.second) + "," + tx.quote_raw(*bytes));
+    if (!state_rows.empty())
+      tx.exec("INSERT INTO stage_states (offer_id, stage_id, state) VALUES " + state_rows.str()
+              + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET state = EXCLUDED.state,"
+                " updated_at = now()");
+    values_list delete_rows;
+    for (auto& k : deletes)
+      delete_rows.row(tx.quote(k.stage_id) + "," + tx.quote(k.offer_id));
+    if (!delete_rows.empty())
+      tx.exec("DELETE FROM stage_queue WHERE shard = " + shard_txt
+              + " AND (stage_id, offer_id) IN (VALUES " + delete_rows.str() + ")");
+    values_list queue_rows;
+    for (auto& [k, e] : upserts)
+      queue_rows.row(shard_txt + "," + tx.quote(e.stage_id) + "," + tx.quote(e.offer_id) + ","
+                     + std::to_string(e.due_at_us) + ","
+                     + std::to_string(static_cast<int16_t>(e.prio)));
+    if (!queue_rows.empty())
+      tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
+              + queue_rows.str()
+              + " ON CONFLICT (shard, stage_id, offer_id) DO UPDATE SET"
+                " due_at_us = LEAST(stage_queue.due_at_us, EXCLUDED.due_at_us),"
+                " priority = LEAST(stage_queue.priority, EXCLUDED.priority)");
+    if (!outbox.empty())
+      tx.exec("INSERT INTO outbox (shard, offer_id, version, payload) VALUES " + outbox.str());
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return outcomes;
+}
+
+caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
+                                                       uint32_t shard_count) {
+  std::vector<int64_t> epochs(shard_count, 0);
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::work tx{c};
+    tx.exec_params("INSERT INTO shard_leases (shard) SELECT generate_series(0, $1 - 1)"
+                   " ON CONFLICT DO NOTHING",
+                   static_cast<int64_t>(shard_count));
+    auto r = tx.exec_params("UPDATE shard_leases SET owner = $1, epoch = epoch + 1,"
+                            " acquired_at = now(), heartbeat_at = now()"
+                            " WHERE shard < $2 RETURNING shard, epoch",
+                            owner, static_cast<int64_t>(shard_count));
+    for (auto row : r)
+      epochs[row[0].as<size_t>()] = row[1].as<int64_t>();
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return epochs;
+}
+
+caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shard, int64_t until_us,
+                                                    size_t limit) {
+  std::vector<queue_entry> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+                            " WHERE shard = $1 AND due_at_us <= $2 ORDER BY due_at_us LIMIT $3",
+                            static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit));
+    out.reserve(r.size());
+    for (auto row : r)
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
+                     static_cast<priority>(row[3].as<int16_t>())});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<std::pair<std::string, std::string>>>
+load_states(pg_pool& pool, const std::string& offer_id) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row :
+         tx.exec_params("SELECT stage_id, state FROM stage_states WHERE offer_id = $1", offer_id)) {
+      pqxx::binarystring bytes{row[1]};
+      out.emplace_back(row[0].as<std::string>(), bytes.str());
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id) {
+  std::vector<queue_entry> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+                                   " WHERE offer_id = $1 ORDER BY stage_id",
+                                   offer_id))
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
+                     static_cast<priority>(row[3].as<int16_t>())});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+} // namespace gost::persistence

@@ -1,0 +1,140 @@
+#include <doctest/doctest.h>
+
+#include "gost/persistence/offer_store.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
+#include "gost/persistence/write_behind.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/v1/offer.pb.h"
+
+using namespace gost::persistence;
+
+namespace {
+
+struct fixture {
+  gost::testing::temp_db db;
+  pg_pool pool{[this] {
+    pg_pool::options o;
+    o.dsn = db.dsn();
+    o.size = 2;
+    return o;
+  }()};
+  int64_t epoch = 0;
+
+  fixture() {
+    REQUIRE(migrate(pool));
+    auto e = acquire_all_leases(pool, "test-node", 4);
+    REQUIRE(e);
+    epoch = (*e)[1];
+    offer_store store{pool};
+    for (auto id : {"a", "b"}) {
+      gost::v1::Offer o;
+      o.set_id(id);
+      o.set_seller_id("s");
+      o.set_version(1);
+      REQUIRE_FALSE(store.insert(o, 1));
+    }
+  }
+
+  std::string body(const std::string& id, int64_t version, const std::string& title) {
+    gost::v1::Offer o;
+    o.set_id(id);
+    o.set_seller_id("s");
+    o.set_title(title);
+    o.set_version(version);
+    return o.SerializeAsString();
+  }
+
+  std::vector<write_outcome> commit(const std::vector<write_set>& sets, int64_t at_epoch = -1) {
+    auto r = commit_write_sets(pool, 1, at_epoch < 0 ? epoch : at_epoch, sets);
+    REQUIRE_MESSAGE(r, error_message(r.error()));
+    return *r;
+  }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "a write-set commits offer, state, queue changes and outbox together") {
+  REQUIRE(commit({write_set{"a", 1, std::nullopt, {}, {}, {{"s1", "a", 100, priority::normal}}, {}}})
+          == std::vector<write_outcome>{write_outcome::committed});
+  write_set ws;
+  ws.offer_id = "a";
+  ws.expected_version = 1;
+  ws.new_body = body("a", 2, "changed");
+  ws.states = {{"s1", "state-bytes"}};
+  ws.dequeue = {"s1"};
+  ws.enqueue = {{"s2", "a", 200, priority::normal}, {"s1", "a", 5'000, priority::normal}};
+  ws.outbox = "payload";
+  REQUIRE(commit({ws}) == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
+  CHECK(db.scalar("SELECT encode(state, 'escape') FROM stage_states WHERE offer_id = 'a'"
+                  " AND stage_id = 's1'")
+        == "state-bytes");
+  // s1's consumed entry (due 100) is gone; its new timer (5000) and s2's entry are there.
+  CHECK(db.scalar("SELECT string_agg(stage_id || ':' || due_at_us, ',' ORDER BY stage_id)"
+                  " FROM stage_queue WHERE offer_id = 'a'")
+        == "s1:5000,s2:200");
+  CHECK(db.scalar("SELECT version || ':' || encode(payload, 'escape') FROM outbox") == "2:payload");
+}
+
+TEST_CASE_FIXTURE(fixture, "a stale version rejects only its own write-set") {
+  write_set stale{"a", 7, body("a", 8, "x"), {{"s1", "lost"}}, {}, {{"s2", "a", 1, priority::normal}},
+                  std::string{"p"}};
+  write_set good{"b", 1, body("b", 2, "y"), {{"s1", "kept"}}, {}, {}, std::string{"p"}};
+  auto r = commit({stale, good});
+  CHECK(r == std::vector<write_outcome>{write_outcome::conflict, write_outcome::committed});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
+  CHECK(db.scalar("SELECT count(*) FROM outbox") == "1");
+  // A missing offer is a conflict too.
+  CHECK(commit({write_set{"nope", 1, {}, {}, {}, {}, {}}})
+        == std::vector<write_outcome>{write_outcome::conflict});
+}
+
+TEST_CASE_FIXTURE(fixture, "several events of one offer in one batch apply in order") {
+  write_set first{"a", 1, body("a", 2, "one"), {{"s1", "1"}}, {}, {}, {}};
+  write_set second{"a", 2, body("a", 3, "two"), {{"s1", "2"}}, {}, {}, {}};
+  write_set stale{"a", 2, body("a", 3, "stale"), {}, {}, {}, {}};
+  auto r = commit({first, second, stale});
+  CHECK(r == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed,
+                                        write_outcome::conflict});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "3");
+  CHECK(db.scalar("SELECT encode(state, 'escape') FROM stage_states WHERE offer_id = 'a'") == "2");
+  offer_store store{pool};
+  auto o = store.load("a");
+  REQUIRE(o);
+  CHECK((*o)->title() == "two");
+}
+
+TEST_CASE_FIXTURE(fixture, "an offer is at most once in a stage's queue; earliest due and highest priority win") {
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 500, priority::background}}, {}}});
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 900, priority::normal}}, {}},
+          write_set{"a", 1, {}, {}, {}, {{"s1", "a", 300, priority::background}}, {}}});
+  CHECK(db.scalar("SELECT count(*) || ':' || min(due_at_us) || ':' || min(priority)"
+                  " FROM stage_queue WHERE offer_id = 'a'")
+        == "1:300:0");
+  auto q = queued_for(pool, "a");
+  REQUIRE(q);
+  REQUIRE(q->size() == 1);
+  CHECK(q->front().stage_id == "s1");
+  auto due = due_entries(pool, 1, 300, 10);
+  REQUIRE(due);
+  CHECK(due->size() == 1);
+  auto not_yet = due_entries(pool, 1, 299, 10);
+  REQUIRE(not_yet);
+  CHECK(not_yet->empty());
+}
+
+TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {
+  auto stale_epoch = epoch;
+  auto again = acquire_all_leases(pool, "other-node", 4);
+  REQUIRE(again);
+  CHECK((*again)[1] == stale_epoch + 1);
+  auto r = commit({write_set{"a", 1, body("a", 2, "fenced"), {{"s1", "x"}}, {}, {}, std::string{"p"}}},
+                  stale_epoch);
+  CHECK(r == std::vector<write_outcome>{write_outcome::fenced});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM outbox") == "0");
+}
