@@ -3,7 +3,7 @@
 # Warnings for gost's own targets (never applied to generated code).
 function(gost_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
-    -Wnon-virtual-dtor -Wno-unused-parameter)
+    -Wnon-virtual-dtor -Wno-unused-parameter -Wno-missing-field-initializers)
   if(GOST_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

@@ -138,3 +138,53 @@ TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
   CHECK(db.scalar("SELECT count(*) FROM outbox") == "0");
 }
+
+TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a taken key is a conflict") {
+  write_set ins;
+  ins.offer_id = "n1";
+  ins.op = offer_op::insert;
+  ins.new_body = body("n1", 1, "new");
+  ins.key = {"s", "shop", "sku-1"};
+  ins.enqueue = {{"s1", "n1", 10, priority::normal}};
+  ins.outbox = "created";
+  write_set dup = ins;
+  dup.offer_id = "n2"; // same seller key
+  write_set exists = ins;
+  exists.offer_id = "a"; // id taken
+  exists.key.external_id = "other";
+  auto r = commit({ins, dup, exists});
+  CHECK(r == std::vector<write_outcome>{write_outcome::committed, write_outcome::conflict,
+                                        write_outcome::conflict});
+  CHECK(db.scalar("SELECT version || ':' || shard || ':' || external_id FROM offers WHERE offer_id = 'n1'")
+        == "1:1:sku-1");
+  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id IN ('n1', 'n2')") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'n2'") == "0");
+}
+
+TEST_CASE_FIXTURE(fixture, "remove deletes the offer, its states and queue entries") {
+  commit({write_set{"a", 1, {}, {{"s1", "st"}}, {}, {{"s1", "a", 10, priority::normal}}, {}}});
+  write_set rm;
+  rm.offer_id = "a";
+  rm.op = offer_op::remove;
+  rm.expected_version = 1;
+  rm.outbox = "tombstone";
+  CHECK(commit({rm}) == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT version FROM outbox WHERE offer_id = 'a'") == "2");
+}
+
+TEST_CASE_FIXTURE(fixture, "bookkeeping sets dead-letter an entry without a version check") {
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 10, priority::normal}}, {}}});
+  write_set dl;
+  dl.offer_id = "a";
+  dl.op = offer_op::none;
+  dl.expected_version = 42; // ignored
+  dl.dequeue = {"s1"};
+  dl.dead_letters = {{"s1", "crashed 3 times: boom", 3}};
+  CHECK(commit({dl}) == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT stage_id || ':' || attempts || ':' || reason FROM dead_letters")
+        == "s1:3:crashed 3 times: boom");
+}

@@ -64,19 +64,68 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
                               + ") ORDER BY offer_id FOR UPDATE"))
         version[row[0].as<std::string>()] = row[1].as<int64_t>();
 
+    // New offers first: their rows must exist before anything refers to them. A row that is
+    // not inserted (id or seller key taken) makes its set a conflict.
+    std::set<std::string> inserted;
+    values_list insert_rows;
+    for (auto& s : sets)
+      if (s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
+        insert_rows.row(tx.quote(s.offer_id) + "," + shard_txt + "," + tx.quote(s.key.seller_id)
+                        + "," + tx.quote(s.key.ns) + ","
+                        + (s.key.external_id.empty() ? std::string{"NULL"}
+                                                     : tx.quote(s.key.external_id))
+                        + ",1," + tx.quote_raw(*s.new_body));
+    if (!insert_rows.empty())
+      for (auto row : tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace,"
+                              " external_id, version, body) VALUES " + insert_rows.str()
+                              + " ON CONFLICT DO NOTHING RETURNING offer_id"))
+        inserted.insert(row[0].as<std::string>());
+
     // Decide each set in order; later sets of the same offer see earlier ones.
     std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
     std::map<std::pair<std::string, std::string>, const std::string*> states;
     std::set<queue_key> deletes;
     std::map<queue_key, queue_entry> upserts;
+    std::set<std::string> removed;
     values_list outbox;
+    values_list dead_rows;
     for (size_t i = 0; i < sets.size(); ++i) {
       auto& s = sets[i];
+      if (s.op == offer_op::insert) {
+        if (inserted.erase(s.offer_id) == 0)
+          continue; // conflict: it existed, or its seller key is taken
+        version[s.offer_id] = 1;
+        removed.erase(s.offer_id);
+      }
       auto v = version.find(s.offer_id);
-      if (v == version.end() || v->second != s.expected_version)
+      if (s.op == offer_op::none) {
+        if (v == version.end()) {
+          // The offer is gone: bookkeeping still applies (drop its queue entry, keep the letter).
+          v = version.emplace(s.offer_id, 0).first;
+        }
+      } else if (s.op != offer_op::insert && (v == version.end() || v->second != s.expected_version)) {
         continue; // conflict
+      }
       outcomes[i] = write_outcome::committed;
-      if (s.new_body) {
+      for (auto& d : s.dead_letters)
+        dead_rows.row(shard_txt + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id) + ","
+                      + tx.quote(d.reason) + "," + std::to_string(d.attempts));
+      if (s.op == offer_op::remove) {
+        bodies.erase(s.offer_id);
+        for (auto it = states.begin(); it != states.end();)
+          it = it->first.first == s.offer_id ? states.erase(it) : std::next(it);
+        for (auto it = upserts.begin(); it != upserts.end();)
+          it = it->first.offer_id == s.offer_id ? upserts.erase(it) : std::next(it);
+        removed.insert(s.offer_id);
+        if (s.outbox)
+          outbox.row(shard_txt + "," + tx.quote(s.offer_id) + "," + std::to_string(v->second + 1)
+                     + "," + tx.quote_raw(*s.outbox));
+        version.erase(v);
+        continue;
+      }
+      if (s.op == offer_op::insert) {
+        bodies.erase(s.offer_id); // the row was just written with this body
+      } else if (s.new_body) {
         v->second = s.expected_version + 1;
         bodies[s.offer_id] = {v->second, &*s.new_body};
       }
@@ -100,6 +149,17 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
                    + tx.quote_raw(*s.outbox));
     }
 
+    if (!removed.empty()) {
+      std::string list;
+      for (auto& id : removed)
+        list += (list.empty() ? "" : ",") + tx.quote(id);
+      tx.exec("DELETE FROM stage_queue WHERE offer_id IN (" + list + ")");
+      tx.exec("DELETE FROM stage_states WHERE offer_id IN (" + list + ")");
+      tx.exec("DELETE FROM offers WHERE offer_id IN (" + list + ")");
+    }
+    if (!dead_rows.empty())
+      tx.exec("INSERT INTO dead_letters (shard, offer_id, stage_id, reason, attempts) VALUES "
+              + dead_rows.str());
     values_list offer_rows;
     for (auto& [id, vb] : bodies)
       offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + tx.quote_raw(*vb.second));

@@ -24,6 +24,28 @@ struct queue_entry {
   priority prio = priority::normal;
 };
 
+/// A dead letter: an event that is not retried until an operator releases it.
+struct dead_letter {
+  std::string stage_id;
+  std::string reason;
+  int32_t attempts = 1;
+};
+
+/// What a write-set does to the offer row.
+enum class offer_op : uint8_t {
+  change, ///< checked against expected_version; new_body when the offer changed
+  insert, ///< a new offer (new_body at version 1); conflict when the id or seller key exists
+  remove, ///< deletes the offer with its states and queue entries, checked against expected_version
+  none,   ///< queue and dead-letter bookkeeping only, no version check (shard-made sets)
+};
+
+/// Columns of a new offer row (offer_op::insert).
+struct offer_key_columns {
+  std::string seller_id;
+  std::string ns;
+  std::string external_id; ///< empty: NULL
+};
+
 /// Everything one event of one offer changes, applied all or nothing.
 struct write_set {
   std::string offer_id;
@@ -41,6 +63,9 @@ struct write_set {
   std::vector<queue_entry> enqueue;
   /// Outbox payload (the saved offer and states) when something changed.
   std::optional<std::string> outbox;
+  offer_op op = offer_op::change;
+  offer_key_columns key; ///< offer_op::insert only
+  std::vector<dead_letter> dead_letters;
 };
 
 enum class write_outcome : uint8_t {
