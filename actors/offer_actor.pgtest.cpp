@@ -9,6 +9,7 @@
 #include "gost/actors/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
+#include "gost/persistence/write_behind.hpp"
 #include "gost/testing/pg.hpp"
 
 using namespace gost;
@@ -24,12 +25,15 @@ struct fixture {
   store_actor store;
   shard_actor shard;
 
-  explicit fixture(std::chrono::milliseconds idle = std::chrono::seconds{60}) {
+  explicit fixture(std::chrono::milliseconds idle = std::chrono::seconds{60},
+                   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>()) {
     persistence::pg_pool::options o;
     o.dsn = db.dsn();
     o.size = 2;
     pool = std::make_unique<persistence::pg_pool>(o);
     REQUIRE(persistence::migrate(*pool));
+    auto epochs = persistence::acquire_all_leases(*pool, "test", 8);
+    REQUIRE(epochs);
     register_types(cfg);
     cfg.set("scheduler.max-threads", size_t{2});
     sys = std::make_unique<caf::actor_system>(cfg);
@@ -38,6 +42,10 @@ struct fixture {
     so.shard = 3;
     so.store = store;
     so.offer_idle_timeout = idle;
+    so.pool = pool.get();
+    so.epoch = (*epochs)[3];
+    so.stages = std::move(stages);
+    so.queue_poll = std::chrono::milliseconds{50};
     shard = spawn_shard(*sys, so);
   }
 

@@ -1,6 +1,7 @@
 // The offer actor: one per resident offer, handling its events one at a time. Every request
-// to the store uses `await`, which holds back the actor's other messages until the answer
-// arrives, so an event never interleaves with another event of the same offer.
+// to the store or the writer uses `await`, which holds back the actor's other messages until
+// the answer arrives, so an event never interleaves with another event of the same offer.
+// Its in-memory copy is what the database holds: it changes only after a commit.
 //
 // Passivation: a self-addressed tick checks for idleness; an idle actor asks its shard, the
 // shard forgets it and answers (passivate, ok), and only then the actor stops. Anything the
@@ -14,7 +15,9 @@
 #include <spdlog/spdlog.h>
 
 #include "gost/actors/offer_entity.hpp"
+#include "gost/actors/stage_runner.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/v1/events.pb.h"
 
 namespace gost::detail {
 
@@ -22,22 +25,39 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using persistence::db_errc;
+using persistence::make_db_error;
+using persistence::write_outcome;
 
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using offer_actor_impl = offer_actor::extend<caf::reacts_to<tick_atom>>;
+
+/// How often an event is redone after its write-set lost a version check (someone changed
+/// the offer behind this actor) before the caller hears of the conflict.
+constexpr int max_redo = 3;
 
 struct offer_state {
   static inline const char* name = "gost.offer";
   offer_actor_args args;
   offer_entity entity;
+  offer_context ctx;
   clock_type::time_point last_event{};
   bool passivating = false;
 };
 
 using self_ptr = offer_actor_impl::stateful_pointer<offer_state>;
 
-/// Runs `f` once the stored offer is known: loads it first when this is the actor's first
-/// event. Load errors go to `fail`.
+int64_t now_us() { return to_us(stage_clock::now()); }
+
+/// Forgets the in-memory copy: the next event reloads from PostgreSQL.
+void forget(self_ptr self) {
+  self->state.entity = offer_entity{};
+  self->state.ctx.states.clear();
+  self->state.ctx.queued_now.clear();
+  self->state.ctx.chain.clear();
+}
+
+/// Runs `f` once the stored offer is known: loads it (with its states and queue entries)
+/// first when needed. Load errors go to `fail`.
 template <class F, class Fail>
 void with_loaded(self_ptr self, F f, Fail fail) {
   auto& st = self->state;
@@ -48,18 +68,195 @@ void with_loaded(self_ptr self, F f, Fail fail) {
   }
   self->request(st.args.store, caf::infinite, load_atom::value, st.args.id)
     .await(
-      [=](offer_msg& m) mutable {
-        self->state.entity.committed(std::move(m.value));
+      [=](offer_snapshot& snap) mutable {
+        auto& s = self->state;
+        s.entity.committed(snap.found ? std::optional<v1::Offer>{std::move(snap.offer)}
+                                      : std::nullopt);
+        s.ctx.shard = s.args.shard;
+        s.ctx.states.clear();
+        for (auto& [stage, bytes] : snap.states)
+          s.ctx.states[stage].ParseFromString(bytes);
+        s.ctx.queued_now.clear();
+        auto now = now_us();
+        for (auto& e : snap.queued)
+          if (e.due_at_us <= now)
+            s.ctx.queued_now.insert(e.stage_id);
         f();
       },
-      [=](caf::error& err) mutable {
-        if (err == db_errc::not_found) {
-          self->state.entity.committed(std::nullopt);
-          f();
-        } else {
-          fail(std::move(err));
+      [=](caf::error& err) mutable { fail(std::move(err)); });
+}
+
+/// Applies a committed write-set to the in-memory copy.
+void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1::Offer> offer) {
+  auto& st = self->state;
+  st.entity.committed(std::move(offer));
+  for (auto& [stage, bytes] : ws.states)
+    st.ctx.states[stage].ParseFromString(bytes);
+  for (auto& stage : ws.dequeue)
+    st.ctx.queued_now.erase(stage);
+  auto now = now_us();
+  for (auto& e : ws.enqueue)
+    if (e.due_at_us <= now) {
+      st.ctx.queued_now.insert(e.stage_id);
+      ++st.ctx.chain[e.stage_id];
+    }
+  if (st.ctx.queued_now.empty())
+    st.ctx.chain.clear(); // the chain of stage runs ended
+  if (ws.op == persistence::offer_op::remove)
+    forget(self);
+}
+
+std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool deleted) {
+  v1::OfferSaved saved;
+  *saved.mutable_offer() = offer;
+  for (auto& [id, any] : ctx.states)
+    (*saved.mutable_states())[id] = any;
+  saved.set_deleted(deleted);
+  return saved.SerializeAsString();
+}
+
+/// An API change (create / update / delete): `prepare` computes the write-set from the
+/// current state (or an error for the client); it is written, and on a lost version check
+/// the actor reloads and prepares again.
+template <class Result, class Prepare, class Reply>
+void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prepare prepare,
+                     Reply reply, int attempt) {
+  with_loaded(
+    self,
+    [=]() mutable {
+      auto& st = self->state;
+      st.ctx.chain.clear(); // an external change starts a new chain
+      std::optional<v1::Offer> next;
+      auto ws = prepare(next);
+      if (!ws) {
+        rp.deliver(std::move(ws.error()));
+        return;
+      }
+      auto set = *ws;
+      self->request(st.args.writer, caf::infinite, write_atom::value, std::move(*ws))
+        .await(
+          [=](write_outcome out) mutable {
+            auto& s = self->state;
+            switch (out) {
+              case write_outcome::committed:
+                committed(self, set, next);
+                if (!set.enqueue.empty())
+                  self->send(s.args.parent, enqueued_atom::value, set.enqueue);
+                rp.deliver(reply(next, set));
+                return;
+              case write_outcome::conflict:
+                forget(self);
+                if (set.op == persistence::offer_op::insert) {
+                  rp.deliver(make_db_error(db_errc::already_exists,
+                                           "an offer with id " + s.args.id
+                                             + " or with this seller_id/namespace/external_id "
+                                               "already exists"));
+                } else if (attempt + 1 < max_redo) {
+                  s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+                  external_change(self, rp, prepare, reply, attempt + 1);
+                } else {
+                  rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
+                                                                + " keeps changing; retry"));
+                }
+                return;
+              case write_outcome::fenced:
+                forget(self);
+                rp.deliver(make_db_error(db_errc::fenced, "shard " + std::to_string(s.args.shard)
+                                                            + " is no longer owned by this node"));
+                return;
+            }
+          },
+          [=](caf::error& err) mutable {
+            forget(self);
+            rp.deliver(std::move(err));
+          });
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+}
+
+/// A due stage (seed "Работа стейджа"): load, process, write if the version is unchanged,
+/// else start again; the write also asks the other stages and enqueues those that want it.
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+               std::string stage_id, int attempt) {
+  with_loaded(
+    self,
+    [=]() mutable {
+      auto& st = self->state;
+      auto* entry = st.args.stages->find(stage_id);
+      const auto& cur = st.entity.current();
+      persistence::write_set ws;
+      std::optional<v1::Offer> next = cur;
+      if (!cur || entry == nullptr || !entry->opts.enabled) {
+        // Nothing to run (the offer is gone, or the stage is unknown or disabled): drop the
+        // entry without touching the offer.
+        ws.offer_id = st.args.id;
+        ws.op = persistence::offer_op::none;
+        ws.dequeue.push_back(stage_id);
+      } else {
+        const google::protobuf::Any* state = nullptr;
+        if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
+          state = &i->second;
+        stage_result result;
+        try {
+          result = entry->impl->process(*cur, state);
+        } catch (const std::exception& e) {
+          st.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
+          rp.deliver(make_db_error(db_errc::internal, "stage " + stage_id + " failed: " + e.what()));
+          return;
+        } catch (...) {
+          st.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
+          rp.deliver(make_db_error(db_errc::internal, "stage " + stage_id + " failed"));
+          return;
         }
-      });
+        auto out = after_process(*st.args.stages, stage_id, *cur, st.ctx, result, now_us(),
+                                 runner_limits{st.args.max_chain});
+        if (out.storms_cut > 0) {
+          st.args.stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
+                                                     std::memory_order_relaxed);
+          spdlog::warn("change storm cut shard={} offer={} stage={}", st.args.shard, st.args.id,
+                       stage_id);
+        }
+        ws = std::move(out.ws);
+        next = std::move(out.offer);
+      }
+      auto set = ws;
+      self->request(st.args.writer, caf::infinite, write_atom::value, std::move(ws))
+        .await(
+          [=](write_outcome outcome) mutable {
+            auto& s = self->state;
+            switch (outcome) {
+              case write_outcome::committed:
+                s.args.stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
+                s.args.stats->dead_letters.fetch_add(set.dead_letters.size(),
+                                                     std::memory_order_relaxed);
+                committed(self, set, set.op == persistence::offer_op::none
+                                       ? s.entity.current()
+                                       : next);
+                rp.deliver(set.enqueue);
+                return;
+              case write_outcome::conflict:
+                // The offer changed behind us (seed step 7): reload and start again.
+                s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+                forget(self);
+                if (attempt + 1 < max_redo)
+                  run_stage(self, rp, stage_id, attempt + 1);
+                else
+                  rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
+                                                                + " kept changing during stage "
+                                                                + stage_id));
+                return;
+              case write_outcome::fenced:
+                forget(self);
+                rp.deliver(make_db_error(db_errc::fenced, "shard lease lost"));
+                return;
+            }
+          },
+          [=](caf::error& err) mutable {
+            forget(self);
+            rp.deliver(std::move(err));
+          });
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
 offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) {
@@ -69,28 +266,28 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
   return {
     [=](create_atom, offer_msg& m) -> caf::result<offer_msg> {
       auto rp = self->make_response_promise<offer_msg>();
-      auto fail = [rp](caf::error err) mutable { rp.deliver(std::move(err)); };
-      with_loaded(
-        self,
-        [=]() mutable {
-          auto& st = self->state;
-          auto next = st.entity.prepare_create(std::move(m.value), std::chrono::system_clock::now());
-          if (!next) {
-            rp.deliver(std::move(next.error()));
-            return;
-          }
-          self->request(st.args.store, caf::infinite, insert_atom::value, offer_msg{*next},
-                        st.args.shard)
-            .await(
-              [=](ok_atom) mutable {
-                spdlog::debug("offer created shard={} offer={} version=1", self->state.args.shard,
-                              self->state.args.id);
-                self->state.entity.committed(*next);
-                rp.deliver(offer_msg{*next});
-              },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-        },
-        fail);
+      auto in = std::move(m.value);
+      auto prepare = [self, in](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto o = st.entity.prepare_create(in, std::chrono::system_clock::now());
+        if (!o)
+          return std::move(o.error());
+        persistence::write_set ws;
+        ws.offer_id = st.args.id;
+        ws.op = persistence::offer_op::insert;
+        ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
+        ws.new_body = o->SerializeAsString();
+        ws.enqueue = ask_stages(*st.args.stages, nullptr, *o, st.ctx, {}, now_us(),
+                                persistence::priority::normal);
+        ws.outbox = saved_payload(*o, st.ctx, false);
+        next = std::move(*o);
+        return ws;
+      };
+      auto reply = [](const std::optional<v1::Offer>& next, const persistence::write_set&) {
+        return offer_msg{*next};
+      };
+      external_change(self, rp, prepare, reply, 0);
       return rp;
     },
     [=](get_atom, const std::string&) -> caf::result<offer_msg> {
@@ -102,68 +299,67 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
           if (cur)
             rp.deliver(offer_msg{*cur});
           else
-            rp.deliver(persistence::make_db_error(db_errc::not_found, "offer " + self->state.args.id
-                                                                        + " does not exist"));
+            rp.deliver(make_db_error(db_errc::not_found,
+                                     "offer " + self->state.args.id + " does not exist"));
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
     [=](update_atom, offer_msg& m, int64_t expected) -> caf::result<offer_msg> {
       auto rp = self->make_response_promise<offer_msg>();
-      with_loaded(
-        self,
-        [=]() mutable {
-          auto& st = self->state;
-          m.value.set_id(st.args.id);
-          auto next = st.entity.prepare_update(std::move(m.value), expected,
-                                               std::chrono::system_clock::now());
-          if (!next) {
-            rp.deliver(std::move(next.error()));
-            return;
-          }
-          auto before = st.entity.current()->version();
-          self->request(st.args.store, caf::infinite, update_atom::value, offer_msg{*next}, before)
-            .await(
-              [=](ok_atom) mutable {
-                self->state.entity.committed(*next);
-                rp.deliver(offer_msg{*next});
-              },
-              [=](caf::error& err) mutable {
-                // Someone else wrote the row (another node before fencing, a manual fix):
-                // forget what we hold so the next event reloads.
-                if (err == db_errc::conflict || err == db_errc::not_found)
-                  self->state.entity = offer_entity{};
-                rp.deliver(std::move(err));
-              });
-        },
-        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      auto in = std::move(m.value);
+      auto prepare = [self, in, expected](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto req = in;
+        req.set_id(st.args.id);
+        auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now());
+        if (!o)
+          return std::move(o.error());
+        const auto& before = *st.entity.current();
+        persistence::write_set ws;
+        ws.offer_id = st.args.id;
+        ws.expected_version = before.version();
+        ws.new_body = o->SerializeAsString();
+        ws.enqueue = ask_stages(*st.args.stages, &before, *o, st.ctx, {}, now_us(),
+                                persistence::priority::normal);
+        ws.outbox = saved_payload(*o, st.ctx, false);
+        next = std::move(*o);
+        return ws;
+      };
+      auto reply = [](const std::optional<v1::Offer>& next, const persistence::write_set&) {
+        return offer_msg{*next};
+      };
+      external_change(self, rp, prepare, reply, 0);
       return rp;
     },
     [=](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
       auto rp = self->make_response_promise<int64_t>();
-      with_loaded(
-        self,
-        [=]() mutable {
-          auto& st = self->state;
-          auto ver = st.entity.prepare_delete(st.args.id, expected);
-          if (!ver) {
-            rp.deliver(std::move(ver.error()));
-            return;
-          }
-          auto at = *ver;
-          self->request(st.args.store, caf::infinite, delete_atom::value, st.args.id, at)
-            .await(
-              [=](ok_atom) mutable {
-                self->state.entity.committed(std::nullopt);
-                rp.deliver(at + 1);
-              },
-              [=](caf::error& err) mutable {
-                if (err == db_errc::conflict || err == db_errc::not_found)
-                  self->state.entity = offer_entity{};
-                rp.deliver(std::move(err));
-              });
-        },
-        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      auto prepare = [self, expected](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto ver = st.entity.prepare_delete(st.args.id, expected);
+        if (!ver)
+          return std::move(ver.error());
+        persistence::write_set ws;
+        ws.offer_id = st.args.id;
+        ws.op = persistence::offer_op::remove;
+        ws.expected_version = *ver;
+        auto gone = *st.entity.current();
+        gone.set_version(*ver + 1);
+        ws.outbox = saved_payload(gone, st.ctx, true);
+        next.reset();
+        return ws;
+      };
+      auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
+        return ws.expected_version + 1;
+      };
+      external_change(self, rp, prepare, reply, 0);
+      return rp;
+    },
+    [=](run_atom, std::string& stage_id) -> caf::result<queue_entries> {
+      auto rp = self->make_response_promise<queue_entries>();
+      run_stage(self, rp, std::move(stage_id), 0);
       return rp;
     },
     [=](tick_atom) {

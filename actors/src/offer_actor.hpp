@@ -2,9 +2,12 @@
 // Internal: the offer actor, spawned by shard supervisors only.
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "gost/actors/protocol.hpp"
+#include "gost/actors/stage.hpp"
+#include "gost/actors/stats.hpp"
 
 namespace gost::detail {
 
@@ -13,7 +16,11 @@ struct offer_actor_args {
   uint32_t shard = 0;
   shard_actor parent;
   store_actor store;
+  writer_actor writer;
+  std::shared_ptr<const stage_registry> stages;
+  std::shared_ptr<node_stats> stats;
   std::chrono::milliseconds idle_timeout{};
+  int max_chain = 10;
 };
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, offer_actor_args args);

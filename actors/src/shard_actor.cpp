@@ -1,31 +1,53 @@
-// The shard supervisor: owns the offer actors of one shard. It spawns an offer actor on the
-// first event for an offer, forwards events to it with `delegate` (the offer actor answers the
-// original requester directly), forgets it when it passivates or dies.
+// The shard supervisor: owns the offer actors of one shard and schedules its stage queues.
+//
+// - Offer actors are spawned on the first event for an offer, linked to the shard, and
+//   forgotten when they passivate or die. API events are forwarded with `delegate` (the offer
+//   actor answers the original requester directly).
+// - Stage work: the shard keeps the queue entries due within `queue_lookahead` in memory
+//   (stage_scheduler), polls PostgreSQL for more every `queue_poll` (one page at a time, never
+//   the whole table), learns about new entries from the offer actors that committed them, and
+//   hands due entries to offer actors within each stage's limits. A failed run is retried with
+//   the stage's back-off; after `max_attempts` it is dead-lettered.
+// - The shard spawns its write-behind writer (linked, detached) and passes it to every offer
+//   actor, so all writes of the shard go through one writer, in order.
 
 #include <random>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
-#include <caf/system_messages.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
 #include "gost/actors/spawn.hpp"
+#include "gost/actors/stage_runner.hpp"
 #include "offer_actor.hpp"
+#include "stage_scheduler.hpp"
+#include "writer_actor.hpp"
 
 namespace gost {
 
 namespace {
 
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+using poll_atom = caf::atom_constant<caf::atom("poll")>;
+using shard_impl = shard_actor::extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>>;
+
 struct shard_state {
   static inline const char* name = "gost.shard";
   shard_options opts;
+  writer_actor writer;
+  std::unique_ptr<stage_scheduler> sched;
   std::unordered_map<std::string, offer_actor> children;
   std::unordered_map<caf::actor_addr, std::string> ids;
+  std::map<std::pair<std::string, std::string>, int> attempts;
+  int64_t wake_at_us = 0;
 };
 
-using self_ptr = shard_actor::stateful_pointer<shard_state>;
+using self_ptr = shard_impl::stateful_pointer<shard_state>;
+
+int64_t now_us() { return to_us(stage_clock::now()); }
 
 offer_actor child(self_ptr self, const std::string& id) {
   auto& st = self->state;
@@ -35,9 +57,13 @@ offer_actor child(self_ptr self, const std::string& id) {
   detail::offer_actor_args args;
   args.id = id;
   args.shard = st.opts.shard;
-  args.parent = self;
+  args.parent = caf::actor_cast<shard_actor>(self);
   args.store = st.opts.store;
+  args.writer = st.writer;
+  args.stages = st.opts.stages;
+  args.stats = st.opts.stats;
   args.idle_timeout = st.opts.offer_idle_timeout;
+  args.max_chain = st.opts.max_chain;
   auto a = detail::spawn_offer_actor(self, std::move(args));
   st.ids.emplace(a.address(), id);
   st.children.emplace(id, a);
@@ -56,24 +82,150 @@ void forget(self_ptr self, const caf::actor_addr& addr) {
   st.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
 }
 
-shard_actor::behavior_type shard_fun(self_ptr self, shard_options opts) {
-  self->state.opts = std::move(opts);
-  // Offer actors are linked to their shard. Their exits arrive here; any other exit message
-  // (the node stopping the shard) stops the shard, and the links take the offer actors along.
+void dispatch(self_ptr self);
+
+/// Adds committed or loaded entries that are due within the lookahead window; later ones are
+/// found by a later poll.
+void learn(self_ptr self, const queue_entries& entries) {
+  auto& st = self->state;
+  auto horizon = now_us() + std::chrono::duration_cast<std::chrono::microseconds>(st.opts.queue_lookahead).count();
+  queue_entries near;
+  for (auto& e : entries)
+    if (e.due_at_us <= horizon)
+      near.push_back(e);
+  if (!near.empty() && st.sched->add(near) > 0)
+    dispatch(self);
+}
+
+void schedule_wakeup(self_ptr self) {
+  auto& st = self->state;
+  auto due = st.sched->next_due();
+  if (due == std::numeric_limits<int64_t>::max())
+    return;
+  if (st.wake_at_us != 0 && st.wake_at_us <= due)
+    return;
+  st.wake_at_us = due;
+  auto wait = std::max<int64_t>(0, due - now_us());
+  self->delayed_send(self, std::chrono::microseconds{wait}, wake_atom::value);
+}
+
+void dead_letter(self_ptr self, const std::string& stage_id, const std::string& offer_id,
+                 int attempts, const std::string& reason) {
+  auto& st = self->state;
+  persistence::write_set ws;
+  ws.offer_id = offer_id;
+  ws.op = persistence::offer_op::none;
+  ws.dequeue.push_back(stage_id);
+  ws.dead_letters.push_back({stage_id, reason, attempts});
+  spdlog::error("dead letter shard={} offer={} stage={} attempts={} reason={}", st.opts.shard,
+                offer_id, stage_id, attempts, reason);
+  self->request(st.writer, caf::infinite, write_atom::value, std::move(ws))
+    .then(
+      [=](persistence::write_outcome) {
+        self->state.opts.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
+        self->state.sched->done(stage_id, offer_id);
+        dispatch(self);
+      },
+      [=](caf::error& err) {
+        // Not recorded: the entry stays queued in PostgreSQL and is found again by a poll.
+        spdlog::warn("dead letter not written shard={} offer={} stage={} error={}",
+                     self->state.opts.shard, offer_id, stage_id, persistence::error_message(err));
+        self->state.sched->done(stage_id, offer_id);
+      });
+}
+
+void start_run(self_ptr self, stage_scheduler::work w) {
+  auto target = child(self, w.offer_id);
+  self->request(target, std::chrono::seconds{60}, run_atom::value, w.stage_id)
+    .then(
+      [=](queue_entries& committed) {
+        auto& st = self->state;
+        st.attempts.erase({w.stage_id, w.offer_id});
+        st.sched->done(w.stage_id, w.offer_id);
+        learn(self, committed);
+        dispatch(self);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (err == persistence::db_errc::fenced) {
+          spdlog::error("shard lease lost shard={}; stopping the shard", st.opts.shard);
+          self->quit(err);
+          return;
+        }
+        auto key = std::make_pair(w.stage_id, w.offer_id);
+        auto n = ++st.attempts[key];
+        auto reason = persistence::error_message(err);
+        if (n >= st.opts.max_attempts) {
+          st.attempts.erase(key);
+          dead_letter(self, w.stage_id, w.offer_id, n, reason);
+          return;
+        }
+        auto* entry = st.opts.stages->find(w.stage_id);
+        auto backoff = entry != nullptr ? entry->opts.retry_backoff : std::chrono::milliseconds{1000};
+        spdlog::warn("stage run failed shard={} offer={} stage={} attempt={} error={}",
+                     st.opts.shard, w.offer_id, w.stage_id, n, reason);
+        st.sched->retry(w.stage_id, w.offer_id,
+                        now_us() + std::chrono::duration_cast<std::chrono::microseconds>(backoff).count() * n);
+        dispatch(self);
+      });
+}
+
+void dispatch(self_ptr self) {
+  auto& st = self->state;
+  for (auto& w : st.sched->take(now_us()))
+    start_run(self, std::move(w));
+  schedule_wakeup(self);
+}
+
+void poll(self_ptr self) {
+  auto& st = self->state;
+  auto until = now_us() + std::chrono::duration_cast<std::chrono::microseconds>(st.opts.queue_lookahead).count();
+  self->request(st.opts.store, std::chrono::seconds{30}, due_atom::value, st.opts.shard, until,
+                st.opts.queue_page)
+    .then(
+      [=](queue_entries& entries) {
+        self->state.sched->add(entries);
+        dispatch(self);
+        self->delayed_send(self, self->state.opts.queue_poll, poll_atom::value);
+      },
+      [=](caf::error& err) {
+        spdlog::warn("queue poll failed shard={} error={}", self->state.opts.shard,
+                     persistence::error_message(err));
+        self->delayed_send(self, self->state.opts.queue_poll, poll_atom::value);
+      });
+}
+
+shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.sched = std::make_unique<stage_scheduler>(*st.opts.stages, st.opts.background_share);
+  detail::writer_args wa;
+  wa.pool = st.opts.pool;
+  wa.shard = st.opts.shard;
+  wa.epoch = st.opts.epoch;
+  wa.max_batch = st.opts.write_batch_max;
+  wa.flush_delay = st.opts.write_flush_delay;
+  wa.stats = st.opts.stats;
+  st.writer = detail::spawn_writer(self, wa);
+  // Offer actors and the writer are linked to their shard. Offer actor exits arrive here; any
+  // other exit message (the node stopping the shard, the writer dying) stops the shard, and
+  // the links take the others along.
   self->set_exit_handler([=](caf::exit_msg& em) {
-    auto& st = self->state;
-    auto i = st.ids.find(em.source);
-    if (i == st.ids.end()) {
+    auto& s = self->state;
+    auto i = s.ids.find(em.source);
+    if (i == s.ids.end()) {
       self->quit(em.reason);
       return;
     }
     if (em.reason && em.reason != caf::exit_reason::normal) {
-      st.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
-      spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", st.opts.shard,
+      s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
+      spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", s.opts.shard,
                    i->second, self->system().render(em.reason));
     }
     forget(self, em.source);
   });
+  if (!st.opts.stages->all().empty())
+    self->send(self, poll_atom::value);
   return {
     [=](create_atom a, offer_msg& m) {
       auto id = m.value.id();
@@ -88,24 +240,30 @@ shard_actor::behavior_type shard_fun(self_ptr self, shard_options opts) {
       return self->delegate(child(self, id), a, id, expected);
     },
     [=](passivate_atom, const std::string& id) {
-      auto& st = self->state;
-      auto i = st.children.find(id);
-      if (i == st.children.end()
+      auto& s = self->state;
+      auto i = s.children.find(id);
+      if (i == s.children.end()
           || i->second.address() != caf::actor_cast<caf::actor_addr>(self->current_sender()))
         return; // a stale request from an actor already replaced
       auto a = i->second;
       self->unlink_from(a); // its normal exit is no news to us
       forget(self, a.address());
-      st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
+      s.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
       self->send(a, passivate_atom::value, ok_atom::value);
     },
+    [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
+    [=](wake_atom) {
+      self->state.wake_at_us = 0;
+      dispatch(self);
+    },
+    [=](poll_atom) { poll(self); },
   };
 }
 
 } // namespace
 
 shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
-  return sys.spawn(shard_fun, std::move(opts));
+  return caf::actor_cast<shard_actor>(sys.spawn(shard_fun, std::move(opts)));
 }
 
 std::string make_offer_id() {

@@ -22,14 +22,30 @@ store_actor::behavior_type store_fun(store_actor::stateful_pointer<store_state> 
                                      persistence::pg_pool* pool) {
   self->state.store = std::make_unique<persistence::offer_store>(*pool);
   return {
-    [=](load_atom, const std::string& id) -> caf::result<offer_msg> {
+    [=](load_atom, const std::string& id) -> caf::result<offer_snapshot> {
+      offer_snapshot snap;
       auto r = self->state.store->load(id);
       if (!r)
         return std::move(r.error());
-      if (!*r)
-        return persistence::make_db_error(persistence::db_errc::not_found,
-                                          "offer " + id + " does not exist");
-      return offer_msg{std::move(**r)};
+      if (*r) {
+        snap.found = true;
+        snap.offer = std::move(**r);
+      }
+      auto states = persistence::load_states(*pool, id);
+      if (!states)
+        return std::move(states.error());
+      snap.states = std::move(*states);
+      auto queued = persistence::queued_for(*pool, id);
+      if (!queued)
+        return std::move(queued.error());
+      snap.queued = std::move(*queued);
+      return snap;
+    },
+    [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit) -> caf::result<queue_entries> {
+      auto r = persistence::due_entries(*pool, shard, until_us, limit);
+      if (!r)
+        return std::move(r.error());
+      return std::move(*r);
     },
     [=](insert_atom, const offer_msg& m, uint32_t shard) -> caf::result<ok_atom> {
       if (auto err = self->state.store->insert(m.value, shard))

@@ -94,6 +94,29 @@ schema make_node_schema() {
             "Deadline for one API request inside the node (routing, actor, database).", false));
   s.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
             "On SIGTERM the node drains for at most this long before it stops anyway."));
+  s.add(num(vk::integer, "write.batch_max", "500", 1, 10'000,
+            "Write-behind group commit: a shard's batch commits once it holds this many "
+            "write-sets."));
+  s.add(num(vk::duration, "write.flush_delay", "2ms", 0, 1000,
+            "Write-behind group commit: the longest a write-set waits for others to join its "
+            "batch."));
+  s.add(num(vk::duration, "queue.lookahead", "1s", 10, 600'000,
+            "Stage queue entries due within this window are held in memory by their shard; "
+            "later ones stay in PostgreSQL."));
+  s.add(num(vk::duration, "queue.poll", "250ms", 5, 60'000,
+            "How often a shard looks in PostgreSQL for queue entries coming due."));
+  s.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
+            "Most queue entries a shard loads from PostgreSQL at once."));
+  s.add(num(vk::integer, "stage.max_attempts", "3", 1, 100,
+            "Failed attempts of one stage on one offer before the entry is dead-lettered."));
+  s.add(num(vk::integer, "stage.max_chain", "10", 1, 1000,
+            "A stage re-triggered more often than this in one chain of stage runs is cut and "
+            "dead-lettered (change storm)."));
+  s.add(num(vk::boolean, "stages.expire.enabled", "true", 0, 1,
+            "Run the built-in `expire` stage (seed task 1: take offers off exposure after a "
+            "while)."));
+  s.add(num(vk::duration, "stages.expire.after", "180d", 1000, 3650LL * 86'400'000,
+            "How long after its creation an active offer is made inactive by `expire`."));
   s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines.", false));
   s.add(choice("log.format", "text", {"text", "json"},
@@ -238,6 +261,15 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.offer_idle_timeout = st.ms("offer.idle_timeout");
   c.request_timeout = st.ms("api.request_timeout");
   c.shutdown_timeout = st.ms("shutdown.timeout");
+  c.write_batch_max = static_cast<size_t>(st.num("write.batch_max"));
+  c.write_flush_delay = st.ms("write.flush_delay");
+  c.queue_lookahead = st.ms("queue.lookahead");
+  c.queue_poll = st.ms("queue.poll");
+  c.queue_page = static_cast<uint32_t>(st.num("queue.page"));
+  c.stage_max_attempts = static_cast<int>(st.num("stage.max_attempts"));
+  c.stage_max_chain = static_cast<int>(st.num("stage.max_chain"));
+  c.expire_enabled = st.flag("stages.expire.enabled");
+  c.expire_after = st.ms("stages.expire.after");
   c.log_level = st.str("log.level");
   c.log_format = st.str("log.format");
   c.config_dump = st.dump();

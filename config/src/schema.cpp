@@ -52,6 +52,8 @@ bool parse_duration_ms(const std::string& s, int64_t& out) {
     out = n * 60'000;
   else if (unit == "h")
     out = n * 3'600'000;
+  else if (unit == "d")
+    out = n * 86'400'000;
   else
     return false;
   return true;
@@ -95,7 +97,7 @@ std::string allowed_text(const key_spec& k) {
       }
       return out;
     case value_kind::boolean: return "true or false";
-    case value_kind::duration: out = "a duration like 250ms, 5s, 2m"; break;
+    case value_kind::duration: out = "a duration like 250ms, 5s, 2m, 1h, 180d"; break;
     case value_kind::size: out = "a size in bytes, k/m/g suffixes allowed"; break;
     case value_kind::integer: out = "an integer"; break;
   }

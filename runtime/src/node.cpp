@@ -14,9 +14,11 @@
 
 #include "admin_http.hpp"
 #include "embedded_pg.hpp"
+#include "gost/actors/builtin_stages.hpp"
 #include "gost/actors/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
+#include "gost/persistence/write_behind.hpp"
 #include "logging.hpp"
 #include "metrics.hpp"
 #include "offer_service.hpp"
@@ -81,6 +83,13 @@ std::string node::start() {
     spdlog::info("schema migrations applied count={}", *applied);
   if (auto err = persistence::ensure_installation(*d.pool, cfg.shard_count))
     return error_message(err);
+  // Single-node mode: this node takes every shard's lease (the cluster issue shares them).
+  auto epochs = persistence::acquire_all_leases(*d.pool, cfg.node_id, cfg.shard_count);
+  if (!epochs)
+    return error_message(epochs.error());
+  auto stages = std::make_shared<stage_registry>();
+  if (cfg.expire_enabled)
+    stages->add("expire", make_expire_stage(cfg.expire_after));
 
   // 2. actor system
   d.caf_cfg = std::make_unique<caf::actor_system_config>();
@@ -103,6 +112,16 @@ std::string node::start() {
     so.store = d.stores[s % d.stores.size()];
     so.offer_idle_timeout = cfg.offer_idle_timeout;
     so.stats = d.stats;
+    so.pool = d.pool.get();
+    so.epoch = (*epochs)[s];
+    so.stages = stages;
+    so.write_batch_max = cfg.write_batch_max;
+    so.write_flush_delay = cfg.write_flush_delay;
+    so.queue_lookahead = cfg.queue_lookahead;
+    so.queue_poll = cfg.queue_poll;
+    so.queue_page = cfg.queue_page;
+    so.max_attempts = cfg.stage_max_attempts;
+    so.max_chain = cfg.stage_max_chain;
     d.shards.push_back(spawn_shard(*d.sys, std::move(so)));
   }
   d.routes = std::make_unique<router>(d.shards, d.stores);

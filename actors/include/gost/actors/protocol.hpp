@@ -12,7 +12,12 @@
 #include <caf/type_id.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
 #include "gost/actors/proto_inspect.hpp"
+#include "gost/persistence/write_behind.hpp"
 #include "gost/v1/offer.pb.h"
 
 namespace gost {
@@ -24,6 +29,10 @@ using load_atom = caf::atom_constant<caf::atom("load")>;
 using insert_atom = caf::atom_constant<caf::atom("insert")>;
 using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
 using find_atom = caf::atom_constant<caf::atom("find")>;
+using write_atom = caf::atom_constant<caf::atom("write")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using enqueued_atom = caf::atom_constant<caf::atom("enqueued")>;
+using due_atom = caf::atom_constant<caf::atom("due")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -33,6 +42,17 @@ using caf::update_atom;
 
 using offer_msg = pb<v1::Offer>;
 
+/// Everything an offer actor loads when it activates. Process-local (never sent to another
+/// node), like the write-behind types below.
+struct offer_snapshot {
+  bool found = false;
+  v1::Offer offer;
+  std::vector<std::pair<std::string, std::string>> states; ///< (stage id, serialized Any)
+  std::vector<persistence::queue_entry> queued;
+};
+
+using queue_entries = std::vector<persistence::queue_entry>;
+
 /// "No version expected": an update or delete that applies whatever the current version.
 constexpr int64_t any_version = -1;
 
@@ -41,8 +61,10 @@ constexpr int64_t any_version = -1;
 /// Blocking access to stored offers; runs on its own thread (spawned detached).
 /// Errors: db_errc values (see gost/persistence/errors.hpp).
 using store_actor = caf::typed_actor<
-  // The stored offer, or db_errc::not_found.
-  caf::replies_to<load_atom, std::string>::with<offer_msg>,
+  // The stored offer with its states and queue entries (found = false when there is none).
+  caf::replies_to<load_atom, std::string>::with<offer_snapshot>,
+  // Queue entries of a shard due before a time (µs since the epoch), earliest first.
+  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t>::with<queue_entries>,
   // Inserts a new offer (version 1) into the given shard.
   caf::replies_to<insert_atom, offer_msg, uint32_t>::with<ok_atom>,
   // Compare-and-set on the version the offer had before this change.
@@ -51,6 +73,11 @@ using store_actor = caf::typed_actor<
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // db_errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>>;
+
+/// The write-behind writer of one shard (detached): group-commits write-sets and answers each
+/// with its outcome once the batch committed.
+using writer_actor = caf::typed_actor<
+  caf::replies_to<write_atom, persistence::write_set>::with<persistence::write_outcome>>;
 
 /// The operations on one offer. Shards route them to offer actors, which serialize them.
 using offer_ops = caf::typed_actor<
@@ -64,18 +91,29 @@ using offer_ops = caf::typed_actor<
 
 /// One actor per resident offer.
 using offer_actor = offer_ops::extend<
+  // A due entry of a stage's queue: run the stage. Replies the queue entries the run
+  // committed (to be scheduled by the shard).
+  caf::replies_to<run_atom, std::string>::with<queue_entries>,
   // Sent by its shard when the actor asked to passivate and the shard agreed: stop now.
   caf::reacts_to<passivate_atom, ok_atom>>;
 
 /// One supervisor per shard: spawns offer actors on demand and forwards to them.
 using shard_actor = offer_ops::extend<
   // An idle offer actor asks to stop; sent by the offer actor itself.
-  caf::reacts_to<passivate_atom, std::string>>;
+  caf::reacts_to<passivate_atom, std::string>,
+  // Queue entries an offer actor committed outside a stage run (API changes).
+  caf::reacts_to<enqueued_atom, queue_entries>>;
 
 /// Registers gost's message types with an actor system config (call once per config).
 void register_types(caf::actor_system_config& cfg);
 
 } // namespace gost
+
+// Process-local message types: never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
 CAF_BEGIN_TYPE_ID_BLOCK(gost, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(gost, (gost::offer_msg))

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "gost/actors/protocol.hpp"
+#include "gost/actors/stage.hpp"
 #include "gost/actors/stats.hpp"
 
 namespace gost::persistence {
@@ -24,6 +25,26 @@ store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool);
 struct shard_options {
   uint32_t shard = 0;
   store_actor store;
+  /// Used by the shard's write-behind writer; must outlive the shard.
+  persistence::pg_pool* pool = nullptr;
+  /// The shard lease epoch every commit is fenced with.
+  int64_t epoch = 0;
+  /// The stages run on this shard's offers. Never null.
+  std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
+  /// Group commit: a batch commits when it has this many write-sets or after flush_delay.
+  size_t write_batch_max = 500;
+  std::chrono::milliseconds write_flush_delay{2};
+  /// Queue entries due within this window are kept in memory; later ones stay in PostgreSQL.
+  std::chrono::milliseconds queue_lookahead{1000};
+  /// How often the shard looks for due entries it does not know yet, and how many at once.
+  std::chrono::milliseconds queue_poll{250};
+  uint32_t queue_page = 5000;
+  /// Failed attempts of one stage on one offer before it is dead-lettered.
+  int max_attempts = 3;
+  /// A stage re-triggered more often than this in one chain is cut (change storm).
+  int max_chain = 10;
+  /// One dispatch in this many goes to background-priority work when normal work waits.
+  int background_share = 4;
   /// An offer actor with no event for this long asks its shard to passivate it.
   std::chrono::milliseconds offer_idle_timeout{60'000};
   /// Where the shard counts its offer actors; shared by the shards of a node. Never null.

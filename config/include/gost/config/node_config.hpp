@@ -41,6 +41,16 @@ struct node_config {
   std::chrono::milliseconds request_timeout{};
   std::chrono::milliseconds shutdown_timeout{};
 
+  size_t write_batch_max = 0;
+  std::chrono::milliseconds write_flush_delay{};
+  std::chrono::milliseconds queue_lookahead{};
+  std::chrono::milliseconds queue_poll{};
+  uint32_t queue_page = 0;
+  int stage_max_attempts = 0;
+  int stage_max_chain = 0;
+  bool expire_enabled = false;
+  std::chrono::milliseconds expire_after{};
+
   std::string log_level;
   std::string log_format;
 

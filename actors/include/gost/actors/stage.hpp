@@ -1,0 +1,87 @@
+#pragma once
+// The stage API (seed 000 "API стейджа"). A stage is a pure function pair over an offer and
+// the stage's private state; gost calls it, possibly more than once for the same input, and
+// stores what it returns atomically with the offer. Side effects do not belong here.
+// docs/adding-a-stage.md walks through writing one.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/any.pb.h>
+
+#include "gost/v1/offer.pb.h"
+
+namespace gost {
+
+using stage_clock = std::chrono::system_clock;
+
+/// `should_process`'s answer (seed: `NewTimer | Boolean`).
+struct decision {
+  enum class kind : uint8_t { skip, process, timer };
+  kind what = kind::skip;
+  stage_clock::time_point at{}; ///< for timer
+
+  static decision skip() { return {}; }
+  static decision process() { return {kind::process, {}}; }
+  static decision timer(stage_clock::time_point t) { return {kind::timer, t}; }
+};
+
+/// `process`'s answer (seed: `(OfferUpdate, NewState, NewTimer)`); every part is optional.
+struct stage_result {
+  std::optional<v1::Offer> offer;                 ///< the whole new offer content
+  std::optional<google::protobuf::Any> state;      ///< the stage's new private state
+  std::optional<stage_clock::time_point> timer;    ///< come back at this time
+};
+
+class stage {
+public:
+  virtual ~stage() = default;
+
+  /// Fast check whether the offer should go into this stage's queue. `state` is null when
+  /// the stage never stored one. An exception here means "process" (seed: a failing
+  /// shouldProcess enqueues the offer anyway), so `process` must re-check.
+  virtual decision should_process(const v1::Offer& offer,
+                                  const google::protobuf::Any* state) const = 0;
+
+  /// The stage's work. An exception is a failed attempt: nothing is written, the entry stays
+  /// queued and is retried after the stage's back-off.
+  virtual stage_result process(const v1::Offer& offer, const google::protobuf::Any* state) const = 0;
+
+  /// Names of top-level `gost.v1.Offer` fields this stage reacts to; when a change touches
+  /// none of them the stage is not asked. Empty: every change.
+  virtual std::vector<std::string> interests() const { return {}; }
+};
+
+struct stage_options {
+  bool enabled = true;
+  /// At most this many offers in `process` at once, per shard.
+  int max_parallelism = 64;
+  /// At most this many `process` calls per second per shard; 0: unlimited.
+  double rate_limit = 0;
+  /// Wait before retrying an offer whose `process` failed.
+  std::chrono::milliseconds retry_backoff{1000};
+};
+
+/// The stages of a node, each under a stable id (stored in queues and states: never rename).
+class stage_registry {
+public:
+  struct entry {
+    std::string id;
+    std::shared_ptr<const stage> impl;
+    stage_options opts;
+    std::vector<std::string> interests;
+  };
+
+  stage_registry& add(std::string id, std::shared_ptr<const stage> impl, stage_options opts = {});
+  const entry* find(std::string_view id) const;
+  const std::vector<entry>& all() const noexcept { return entries_; }
+
+private:
+  std::vector<entry> entries_;
+};
+
+} // namespace gost
