@@ -6,67 +6,12 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "gost/actors/spawn.hpp"
-#include "gost/persistence/pg_pool.hpp"
-#include "gost/persistence/schema.hpp"
-#include "gost/persistence/write_behind.hpp"
-#include "gost/testing/pg.hpp"
+#include "shard_fixture.hpp"
 
 using namespace gost;
 using persistence::db_errc;
 
 namespace {
-
-struct fixture {
-  testing::temp_db db;
-  std::unique_ptr<persistence::pg_pool> pool;
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  store_actor store;
-  shard_actor shard;
-
-  explicit fixture(std::chrono::milliseconds idle = std::chrono::seconds{60},
-                   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>()) {
-    persistence::pg_pool::options o;
-    o.dsn = db.dsn();
-    o.size = 2;
-    pool = std::make_unique<persistence::pg_pool>(o);
-    REQUIRE(persistence::migrate(*pool));
-    auto epochs = persistence::acquire_all_leases(*pool, "test", 8);
-    REQUIRE(epochs);
-    register_types(cfg);
-    cfg.set("scheduler.max-threads", size_t{2});
-    sys = std::make_unique<caf::actor_system>(cfg);
-    store = spawn_store(*sys, *pool);
-    shard_options so;
-    so.shard = 3;
-    so.store = store;
-    so.offer_idle_timeout = idle;
-    so.pool = pool.get();
-    so.epoch = (*epochs)[3];
-    so.stages = std::move(stages);
-    so.queue_poll = std::chrono::milliseconds{50};
-    shard = spawn_shard(*sys, so);
-  }
-
-  ~fixture() {
-    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
-    // The actor system waits for detached actors to be destroyed: drop our handles first.
-    shard = shard_actor{};
-    store = store_actor{};
-    sys.reset();
-  }
-
-  template <class... Ts>
-  caf::expected<offer_msg> ask(Ts&&... xs) {
-    caf::scoped_actor self{*sys};
-    caf::expected<offer_msg> out{caf::error{}};
-    self->request(shard, std::chrono::seconds{10}, std::forward<Ts>(xs)...)
-      .receive([&](offer_msg& m) { out = std::move(m); }, [&](caf::error& e) { out = e; });
-    return out;
-  }
-};
 
 v1::Offer new_offer(const std::string& id) {
   v1::Offer o;
@@ -79,7 +24,7 @@ v1::Offer new_offer(const std::string& id) {
 } // namespace
 
 TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
-  fixture f;
+  shard_fixture f;
   auto created = f.ask(create_atom::value, offer_msg{new_offer("o1")});
   REQUIRE_MESSAGE(created, f.sys->render(created.error()));
   CHECK(created->value.version() == 1);
@@ -97,7 +42,7 @@ TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
 }
 
 TEST_CASE("events of one offer are applied one at a time") {
-  fixture f;
+  shard_fixture f;
   REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
   // Many concurrent unconditional updates: if two ever interleaved, both would compute the
   // same next version and one CAS would fail.
@@ -116,7 +61,7 @@ TEST_CASE("events of one offer are applied one at a time") {
 }
 
 TEST_CASE("a stale expected version is rejected and nothing is written") {
-  fixture f;
+  shard_fixture f;
   REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
   auto o = new_offer("o1");
   o.set_title("changed");
@@ -132,7 +77,7 @@ TEST_CASE("a stale expected version is rejected and nothing is written") {
 }
 
 TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
-  fixture f{std::chrono::milliseconds{50}};
+  shard_fixture f{std::chrono::milliseconds{50}};
   REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
   // Remove the row behind the actor's back. A resident actor still answers from memory; once it
   // passivated, the next event loads from PostgreSQL and finds nothing. Poll (bounded) with

@@ -25,11 +25,12 @@ caf::expected<std::optional<v1::Offer>> offer_store::load(const std::string& off
   auto err = with_connection(pool_, [&](pqxx::connection& c) {
     out.reset();
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("SELECT body FROM offers WHERE offer_id = $1", offer_id);
+    auto r = tx.exec_params("SELECT body, version FROM offers WHERE offer_id = $1", offer_id);
     if (r.empty())
       return;
     out.emplace();
     decode_err = decode(r[0][0], *out);
+    out->set_version(r[0][1].as<int64_t>()); // the column is authoritative
   });
   if (err)
     return err;

@@ -1,0 +1,213 @@
+// The stage engine end to end on one shard: offer actors, scheduler, writer, PostgreSQL.
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include <google/protobuf/wrappers.pb.h>
+
+#include "gost/testing/process.hpp"
+#include "shard_fixture.hpp"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using persistence::db_errc;
+
+namespace {
+
+int64_t count_of(const google::protobuf::Any* state) {
+  google::protobuf::Int64Value v;
+  if (state != nullptr)
+    state->UnpackTo(&v);
+  return v.value();
+}
+
+google::protobuf::Any count_state(int64_t n) {
+  google::protobuf::Int64Value v;
+  v.set_value(n);
+  google::protobuf::Any a;
+  a.PackFrom(v);
+  return a;
+}
+
+/// Counts its runs in its state and comes back by timer until it ran `times` times.
+struct counter final : stage {
+  int64_t times;
+  explicit counter(int64_t n) : times(n) {}
+  decision should_process(const v1::Offer&, const google::protobuf::Any* st) const override {
+    return count_of(st) < times ? decision::process() : decision::skip();
+  }
+  stage_result process(const v1::Offer&, const google::protobuf::Any* st) const override {
+    stage_result r;
+    auto n = count_of(st) + 1;
+    r.state = count_state(n);
+    if (n < times)
+      r.timer = stage_clock::now() + 50ms;
+    return r;
+  }
+};
+
+v1::Offer new_offer(const std::string& id) {
+  v1::Offer o;
+  o.set_id(id);
+  o.set_seller_id("s");
+  o.set_title("t");
+  return o;
+}
+
+std::string count_sql(const std::string& table, const std::string& where = "true") {
+  return "SELECT count(*) FROM " + table + " WHERE " + where;
+}
+
+} // namespace
+
+TEST_CASE("timers bring an offer back into its stage's queue; states persist") {
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("counter", std::make_shared<counter>(3));
+  shard_fixture f{60s, reg};
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] {
+    return f.db.scalar("SELECT count(*) FROM stage_queue") == "0"
+           && f.stats->stage_runs.load() == 3;
+  }));
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "1"); // offer untouched
+  CHECK(f.db.scalar(count_sql("outbox")) == "4"); // the create and three state changes
+  auto st = f.db.scalar("SELECT encode(state, 'hex') FROM stage_states WHERE offer_id = 'o1'");
+  CHECK(st == [] {
+    std::string hex;
+    for (unsigned char c : count_state(3).SerializeAsString()) {
+      char b[3];
+      snprintf(b, sizeof(b), "%02x", c);
+      hex += b;
+    }
+    return hex;
+  }());
+}
+
+TEST_CASE("a stage whose offer changed behind its back reloads and redoes") {
+  // The stage's first call changes the row directly, as another writer would.
+  struct title_stage final : stage {
+    testing::temp_db* db;
+    mutable std::atomic<int> calls{0};
+    decision should_process(const v1::Offer& o, const google::protobuf::Any*) const override {
+      return o.title().rfind("processed", 0) == 0 ? decision::skip() : decision::process();
+    }
+    stage_result process(const v1::Offer& o, const google::protobuf::Any*) const override {
+      if (calls++ == 0)
+        db->scalar("UPDATE offers SET version = version + 1 WHERE offer_id = '" + o.id() + "'");
+      stage_result r;
+      r.offer = o;
+      r.offer->set_title("processed at v" + std::to_string(o.version()));
+      return r;
+    }
+  };
+  auto st = std::make_shared<title_stage>();
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("title", st);
+  shard_fixture f{60s, reg};
+  st->db = &f.db;
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] {
+    return f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "3";
+  }));
+  auto got = f.ask(get_atom::value, std::string{"o1"});
+  REQUIRE(got);
+  CHECK(got->value.title() == "processed at v2");
+  CHECK(st->calls.load() == 2);
+  CHECK(f.stats->stage_conflicts.load() >= 1);
+}
+
+TEST_CASE("a stage that keeps failing is retried, then dead-lettered") {
+  struct failing final : stage {
+    decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+      return decision::process();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      throw std::runtime_error("catalog service down");
+    }
+  };
+  auto reg = std::make_shared<stage_registry>();
+  stage_options opts;
+  opts.retry_backoff = 10ms;
+  reg->add("failing", std::make_shared<failing>(), opts);
+  shard_fixture f{60s, reg, [](shard_options& so) { so.max_attempts = 3; }};
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] { return f.db.scalar(count_sql("dead_letters")) == "1"; }));
+  CHECK(f.db.scalar("SELECT stage_id || ':' || attempts FROM dead_letters") == "failing:3");
+  CHECK(f.db.scalar("SELECT reason FROM dead_letters").find("catalog service down")
+        != std::string::npos);
+  CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
+  CHECK(f.stats->stage_failures.load() == 3);
+  // The offer itself is untouched and still served.
+  auto got = f.ask(get_atom::value, std::string{"o1"});
+  REQUIRE(got);
+  CHECK(got->value.version() == 1);
+}
+
+TEST_CASE("a change storm between two stages is cut and dead-lettered") {
+  // Each stage wants the offer when the other one touched it last: an endless ping-pong.
+  struct appender final : stage {
+    char mine;
+    explicit appender(char c) : mine(c) {}
+    decision should_process(const v1::Offer& o, const google::protobuf::Any*) const override {
+      return !o.title().empty() && o.title().back() != mine ? decision::process() : decision::skip();
+    }
+    stage_result process(const v1::Offer& o, const google::protobuf::Any*) const override {
+      stage_result r;
+      if (o.title().back() == mine)
+        return r;
+      r.offer = o;
+      r.offer->set_title(o.title() + mine);
+      return r;
+    }
+  };
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("ping", std::make_shared<appender>('p')).add("pong", std::make_shared<appender>('q'));
+  shard_fixture f{60s, reg, [](shard_options& so) { so.max_chain = 4; }};
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] {
+    return f.db.scalar(count_sql("dead_letters")) == "1"
+           && f.db.scalar(count_sql("stage_queue")) == "0";
+  }));
+  CHECK(f.db.scalar("SELECT reason FROM dead_letters").find("change storm") != std::string::npos);
+  CHECK(f.stats->change_storms_cut.load() == 1);
+  auto got = f.ask(get_atom::value, std::string{"o1"});
+  REQUIRE(got);
+  CHECK(got->value.title().size() < 20); // it stopped
+}
+
+TEST_CASE("a stage that changes nothing leaves offer, states and outbox alone") {
+  struct noop final : stage {
+    decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+      return decision::process();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      return {};
+    }
+  };
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("noop", std::make_shared<noop>());
+  shard_fixture f{60s, reg};
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] { return f.stats->stage_runs.load() == 1; }));
+  CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
+  CHECK(f.db.scalar("SELECT version FROM offers") == "1");
+  CHECK(f.db.scalar(count_sql("stage_states")) == "0");
+  CHECK(f.db.scalar(count_sql("outbox")) == "1"); // the create only
+}
+
+TEST_CASE("an update through the API asks the stages again") {
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("counter", std::make_shared<counter>(1));
+  shard_fixture f{60s, reg};
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  REQUIRE(testing::eventually(10s, [&] { return f.stats->stage_runs.load() == 1; }));
+  // counter(1) is done: a change does not want it. A fresh registry entry would; here we
+  // check that nothing is enqueued for a stage that says skip, and the update commits.
+  auto o = new_offer("o1");
+  o.set_title("changed");
+  auto up = f.ask(update_atom::value, offer_msg{o}, int64_t{1});
+  REQUIRE(up);
+  CHECK(up->value.version() == 2);
+  CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
+  CHECK(f.db.scalar(count_sql("outbox")) == "3"); // create, state, update
+}
