@@ -11,7 +11,9 @@
 // - The shard spawns its write-behind writer (linked, detached) and passes it to every offer
 //   actor, so all writes of the shard go through one writer, in order.
 
+#include <algorithm>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -43,7 +45,20 @@ struct shard_state {
   std::unordered_map<caf::actor_addr, std::string> ids;
   std::map<std::pair<std::string, std::string>, int> attempts;
   int64_t wake_at_us = 0;
+  /// Entries finished while a poll was in flight: the poll may have read them before their
+  /// commit, and must not bring them back.
+  bool polling = false;
+  std::set<std::pair<std::string, std::string>> done_during_poll;
+  /// Where the next poll continues: the last entry read (empty: from the start). Entries
+  /// committed behind it by this shard are learned from the commits; a full scan from the
+  /// start every `full_scan_every` catches anything else.
+  queue_entries cursor;
+  std::chrono::steady_clock::time_point last_full_scan{};
+  bool poll_timer_pending = false;
+  bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
 };
+
+constexpr auto full_scan_every = std::chrono::seconds{30};
 
 using self_ptr = shard_impl::stateful_pointer<shard_state>;
 
@@ -83,6 +98,25 @@ void forget(self_ptr self, const caf::actor_addr& addr) {
 }
 
 void dispatch(self_ptr self);
+void poll(self_ptr self);
+
+/// An entry is finished (committed or dead-lettered): free its slot.
+void finished(self_ptr self, const std::string& stage_id, const std::string& offer_id) {
+  auto& st = self->state;
+  st.sched->done(stage_id, offer_id);
+  if (st.polling)
+    st.done_during_poll.emplace(stage_id, offer_id);
+  else if (st.more_waiting && st.sched->known() < st.opts.queue_page / 2)
+    poll(self); // keep the in-memory queue fed while a backlog waits in PostgreSQL
+}
+
+void schedule_poll(self_ptr self) {
+  auto& st = self->state;
+  if (st.poll_timer_pending)
+    return;
+  st.poll_timer_pending = true;
+  self->delayed_send(self, st.opts.queue_poll, poll_atom::value);
+}
 
 /// Adds committed or loaded entries that are due within the lookahead window; later ones are
 /// found by a later poll.
@@ -123,14 +157,14 @@ void dead_letter(self_ptr self, const std::string& stage_id, const std::string& 
     .then(
       [=](persistence::write_outcome) {
         self->state.opts.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
-        self->state.sched->done(stage_id, offer_id);
+        finished(self, stage_id, offer_id);
         dispatch(self);
       },
       [=](caf::error& err) {
         // Not recorded: the entry stays queued in PostgreSQL and is found again by a poll.
         spdlog::warn("dead letter not written shard={} offer={} stage={} error={}",
                      self->state.opts.shard, offer_id, stage_id, persistence::error_message(err));
-        self->state.sched->done(stage_id, offer_id);
+        finished(self, stage_id, offer_id);
       });
 }
 
@@ -141,7 +175,7 @@ void start_run(self_ptr self, stage_scheduler::work w) {
       [=](queue_entries& committed) {
         auto& st = self->state;
         st.attempts.erase({w.stage_id, w.offer_id});
-        st.sched->done(w.stage_id, w.offer_id);
+        finished(self, w.stage_id, w.offer_id);
         learn(self, committed);
         dispatch(self);
       },
@@ -179,19 +213,49 @@ void dispatch(self_ptr self) {
 
 void poll(self_ptr self) {
   auto& st = self->state;
+  if (st.polling)
+    return;
+  // Memory bound: hold at most about a page of entries; the rest waits in PostgreSQL.
+  if (st.sched->known() >= st.opts.queue_page) {
+    schedule_poll(self);
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now - st.last_full_scan >= full_scan_every) {
+    st.cursor.clear();
+    st.last_full_scan = now;
+  }
   auto until = now_us() + std::chrono::duration_cast<std::chrono::microseconds>(st.opts.queue_lookahead).count();
+  st.polling = true;
+  st.done_during_poll.clear();
+  auto room = static_cast<uint32_t>(st.opts.queue_page - st.sched->known());
   self->request(st.opts.store, std::chrono::seconds{30}, due_atom::value, st.opts.shard, until,
-                st.opts.queue_page)
+                room, st.cursor)
     .then(
       [=](queue_entries& entries) {
-        self->state.sched->add(entries);
+        auto& s = self->state;
+        s.polling = false;
+        if (!entries.empty())
+          s.cursor.assign(1, entries.back());
+        if (!s.done_during_poll.empty()) {
+          entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                       [&](const persistence::queue_entry& e) {
+                                         return s.done_during_poll.count({e.stage_id, e.offer_id}) != 0;
+                                       }),
+                        entries.end());
+          s.done_during_poll.clear();
+        }
+        s.more_waiting = entries.size() >= room;
+        s.sched->add(entries);
         dispatch(self);
-        self->delayed_send(self, self->state.opts.queue_poll, poll_atom::value);
+        schedule_poll(self);
       },
       [=](caf::error& err) {
+        self->state.polling = false;
+        self->state.done_during_poll.clear();
         spdlog::warn("queue poll failed shard={} error={}", self->state.opts.shard,
                      persistence::error_message(err));
-        self->delayed_send(self, self->state.opts.queue_poll, poll_atom::value);
+        schedule_poll(self);
       });
 }
 
@@ -256,7 +320,10 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       self->state.wake_at_us = 0;
       dispatch(self);
     },
-    [=](poll_atom) { poll(self); },
+    [=](poll_atom) {
+      self->state.poll_timer_pending = false;
+      poll(self);
+    },
   };
 }
 

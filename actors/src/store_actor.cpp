@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include "gost/actors/spawn.hpp"
 #include "gost/persistence/offer_store.hpp"
@@ -13,36 +14,78 @@ namespace gost {
 
 namespace {
 
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using store_impl = store_actor::extend<caf::reacts_to<flush_atom>>;
+
+/// Loads wait up to this long to be answered together (one set of queries for many offers).
+constexpr auto load_delay = std::chrono::milliseconds{1};
+constexpr size_t max_load_batch = 512;
+
 struct store_state {
   static inline const char* name = "gost.store";
   std::unique_ptr<persistence::offer_store> store;
+  std::vector<std::string> pending;
+  std::vector<caf::typed_response_promise<offer_snapshot>> waiting;
+  bool flush_scheduled = false;
 };
 
-store_actor::behavior_type store_fun(store_actor::stateful_pointer<store_state> self,
-                                     persistence::pg_pool* pool) {
+using self_ptr = store_impl::stateful_pointer<store_state>;
+
+void flush_loads(self_ptr self, persistence::pg_pool* pool) {
+  auto& st = self->state;
+  if (st.pending.empty())
+    return;
+  auto t0 = std::chrono::steady_clock::now();
+  auto rows = persistence::load_offers(*pool, st.pending);
+  spdlog::debug("group load offers={} ms={:.2f}", st.pending.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  for (size_t i = 0; i < st.waiting.size(); ++i) {
+    if (!rows) {
+      st.waiting[i].deliver(rows.error());
+      continue;
+    }
+    auto& r = (*rows)[i];
+    offer_snapshot snap;
+    snap.found = r.found;
+    if (r.found && !snap.offer.ParseFromString(r.body)) {
+      st.waiting[i].deliver(persistence::make_db_error(
+        persistence::db_errc::internal, "stored offer body does not parse as gost.v1.Offer"));
+      continue;
+    }
+    snap.offer.set_version(r.version);
+    snap.states = std::move(r.states);
+    snap.queued = std::move(r.queued);
+    st.waiting[i].deliver(std::move(snap));
+  }
+  st.pending.clear();
+  st.waiting.clear();
+}
+
+store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
   self->state.store = std::make_unique<persistence::offer_store>(*pool);
   return {
-    [=](load_atom, const std::string& id) -> caf::result<offer_snapshot> {
-      offer_snapshot snap;
-      auto r = self->state.store->load(id);
-      if (!r)
-        return std::move(r.error());
-      if (*r) {
-        snap.found = true;
-        snap.offer = std::move(**r);
+    [=](load_atom, std::string& id) -> caf::result<offer_snapshot> {
+      // Group load: activations arrive in bursts (a shard dispatching a page of work).
+      auto& st = self->state;
+      auto rp = self->make_response_promise<offer_snapshot>();
+      st.pending.push_back(std::move(id));
+      st.waiting.push_back(rp);
+      if (st.pending.size() >= max_load_batch) {
+        flush_loads(self, pool);
+      } else if (!st.flush_scheduled) {
+        st.flush_scheduled = true;
+        self->delayed_send(self, load_delay, flush_atom::value);
       }
-      auto states = persistence::load_states(*pool, id);
-      if (!states)
-        return std::move(states.error());
-      snap.states = std::move(*states);
-      auto queued = persistence::queued_for(*pool, id);
-      if (!queued)
-        return std::move(queued.error());
-      snap.queued = std::move(*queued);
-      return snap;
+      return rp;
     },
-    [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit) -> caf::result<queue_entries> {
-      auto r = persistence::due_entries(*pool, shard, until_us, limit);
+    [=](flush_atom) {
+      self->state.flush_scheduled = false;
+      flush_loads(self, pool);
+    },
+    [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
+        const queue_entries& after) -> caf::result<queue_entries> {
+      auto r = persistence::due_entries(*pool, shard, until_us, limit,
+                                        after.empty() ? nullptr : &after.front());
       if (!r)
         return std::move(r.error());
       return std::move(*r);
@@ -79,7 +122,7 @@ store_actor::behavior_type store_fun(store_actor::stateful_pointer<store_state> 
 } // namespace
 
 store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool) {
-  return sys.spawn<caf::detached>(store_fun, &pool);
+  return caf::actor_cast<store_actor>(sys.spawn<caf::detached>(store_fun, &pool));
 }
 
 } // namespace gost

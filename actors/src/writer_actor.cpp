@@ -37,7 +37,10 @@ void flush(self_ptr self) {
   auto& st = self->state;
   if (st.batch.empty())
     return;
+  auto t0 = std::chrono::steady_clock::now();
   auto r = persistence::commit_write_sets(*st.args.pool, st.args.shard, st.args.epoch, st.batch);
+  spdlog::debug("write-behind commit shard={} batch={} ms={:.2f}", st.args.shard, st.batch.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   if (r) {
     for (size_t i = 0; i < st.waiting.size(); ++i)
       st.waiting[i].deliver((*r)[i]);

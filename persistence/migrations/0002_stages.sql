@@ -35,7 +35,7 @@ CREATE TABLE stage_queue (
   enqueued_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (shard, stage_id, offer_id)
 );
-CREATE INDEX stage_queue_due ON stage_queue (shard, due_at_us);
+CREATE INDEX stage_queue_due ON stage_queue (shard, due_at_us, stage_id, offer_id);
 CREATE INDEX stage_queue_by_offer ON stage_queue (offer_id);
 
 -- Saved offers and states, written in the same transaction as the change (transactional

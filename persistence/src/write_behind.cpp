@@ -222,14 +222,22 @@ caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std:
 }
 
 caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shard, int64_t until_us,
-                                                    size_t limit) {
+                                                    size_t limit, const queue_entry* after) {
   std::vector<queue_entry> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
-                            " WHERE shard = $1 AND due_at_us <= $2 ORDER BY due_at_us LIMIT $3",
-                            static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit));
+    auto r = after == nullptr
+               ? tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+                                " WHERE shard = $1 AND due_at_us <= $2"
+                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
+               : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+                                " WHERE shard = $1 AND due_at_us <= $2"
+                                " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
+                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
+                                after->due_at_us, after->stage_id, after->offer_id);
     out.reserve(r.size());
     for (auto row : r)
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
@@ -250,6 +258,54 @@ load_states(pg_pool& pool, const std::string& offer_id) {
          tx.exec_params("SELECT stage_id, state FROM stage_states WHERE offer_id = $1", offer_id)) {
       pqxx::binarystring bytes{row[1]};
       out.emplace_back(row[0].as<std::string>(), bytes.str());
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
+                                                 const std::vector<std::string>& ids) {
+  std::vector<offer_row> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(ids.size(), offer_row{});
+    if (ids.empty())
+      return;
+    pqxx::nontransaction tx{c};
+    std::map<std::string, std::vector<size_t>> index;
+    std::string list;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto& slot = index[ids[i]];
+      if (slot.empty())
+        list += (list.empty() ? "" : ",") + tx.quote(ids[i]);
+      slot.push_back(i);
+    }
+    auto each = [&](const std::string& id, auto&& f) {
+      for (auto i : index[id])
+        f(out[i]);
+    };
+    for (auto row : tx.exec("SELECT offer_id, body, version FROM offers WHERE offer_id IN (" + list + ")")) {
+      pqxx::binarystring bytes{row[1]};
+      auto body = bytes.str();
+      auto version = row[2].as<int64_t>();
+      each(row[0].as<std::string>(), [&](offer_row& r) {
+        r.found = true;
+        r.body = body;
+        r.version = version;
+      });
+    }
+    for (auto row : tx.exec("SELECT offer_id, stage_id, state FROM stage_states WHERE offer_id IN ("
+                            + list + ")")) {
+      pqxx::binarystring bytes{row[2]};
+      auto st = std::make_pair(row[1].as<std::string>(), bytes.str());
+      each(row[0].as<std::string>(), [&](offer_row& r) { r.states.push_back(st); });
+    }
+    for (auto row : tx.exec("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+                            " WHERE offer_id IN (" + list + ")")) {
+      queue_entry e{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
+                    static_cast<priority>(row[3].as<int16_t>())};
+      each(e.offer_id, [&](offer_row& r) { r.queued.push_back(e); });
     }
   });
   if (err)

@@ -63,8 +63,9 @@ constexpr int64_t any_version = -1;
 using store_actor = caf::typed_actor<
   // The stored offer with its states and queue entries (found = false when there is none).
   caf::replies_to<load_atom, std::string>::with<offer_snapshot>,
-  // Queue entries of a shard due before a time (µs since the epoch), earliest first.
-  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t>::with<queue_entries>,
+  // Queue entries of a shard due before a time (µs since the epoch), earliest first, after a
+  // cursor entry (an empty stage id: from the start), at most a page.
+  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
   // Inserts a new offer (version 1) into the given shard.
   caf::replies_to<insert_atom, offer_msg, uint32_t>::with<ok_atom>,
   // Compare-and-set on the version the offer had before this change.

@@ -85,13 +85,27 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
 caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
                                                        uint32_t shard_count);
 
-/// Queue entries of a shard due before `until_us`, earliest first, at most `limit`.
+/// Queue entries of a shard due at or before `until_us`, in (due, stage, offer) order, at most
+/// `limit`, starting after `after` when given (a cursor: the last entry of the previous page).
 caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shard, int64_t until_us,
-                                                    size_t limit);
+                                                    size_t limit,
+                                                    const queue_entry* after = nullptr);
 
 /// All stage states of an offer: (stage id, serialized Any).
 caf::expected<std::vector<std::pair<std::string, std::string>>>
 load_states(pg_pool& pool, const std::string& offer_id);
+
+/// Everything an offer actor needs when it activates.
+struct offer_row {
+  bool found = false;
+  std::string body;    ///< serialized gost.v1.Offer
+  int64_t version = 0; ///< authoritative (the column)
+  std::vector<std::pair<std::string, std::string>> states;
+  std::vector<queue_entry> queued;
+};
+
+/// Loads many offers at once (three queries in all): rows in the order of `ids`.
+caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool, const std::vector<std::string>& ids);
 
 /// The stages whose queue holds the offer (seed: Queue.check).
 caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id);

@@ -1,0 +1,225 @@
+// gost_bench: the benchmarks behind bench/run.sh. Each prints one JSON line.
+//
+//   gost_bench stage_noop  --dsn DSN [--offers N] [--shards S]
+//       N offers, each queued once for a stage that writes its state (no offer change);
+//       time until every run committed.
+//   gost_bench stage_offer --dsn DSN [--offers N] [--shards S]
+//       the same with a stage that changes the offer (offer CAS + state + outbox), while a
+//       second stage is asked about every change.
+//
+// The database named in DSN is emptied and set up by the benchmark.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+#include <google/protobuf/wrappers.pb.h>
+#include <pqxx/pqxx>
+
+#include "gost/actors/shard_hash.hpp"
+#include "gost/actors/spawn.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
+#include "gost/persistence/write_behind.hpp"
+
+using namespace gost;
+using namespace std::chrono_literals;
+
+namespace {
+
+google::protobuf::Any count_state(const google::protobuf::Any* st) {
+  google::protobuf::Int64Value v;
+  if (st != nullptr)
+    st->UnpackTo(&v);
+  v.set_value(v.value() + 1);
+  google::protobuf::Any a;
+  a.PackFrom(v);
+  return a;
+}
+
+struct state_writer final : stage {
+  decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+    return decision::process();
+  }
+  stage_result process(const v1::Offer&, const google::protobuf::Any* st) const override {
+    stage_result r;
+    r.state = count_state(st);
+    return r;
+  }
+};
+
+struct offer_changer final : stage {
+  decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+    return decision::process();
+  }
+  stage_result process(const v1::Offer& o, const google::protobuf::Any* st) const override {
+    stage_result r;
+    r.state = count_state(st);
+    r.offer = o;
+    (*r.offer->mutable_attributes())["enriched"] = "yes";
+    return r;
+  }
+};
+
+/// Asked after every change (it cares about attributes) and declines.
+struct observer final : stage {
+  decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+    return decision::skip();
+  }
+  stage_result process(const v1::Offer&, const google::protobuf::Any*) const override { return {}; }
+  std::vector<std::string> interests() const override { return {"attributes"}; }
+};
+
+void setup(const std::string& dsn, int offers, uint32_t shards, const std::string& stage_id) {
+  pqxx::connection c{dsn};
+  {
+    pqxx::nontransaction tx{c};
+    tx.exec("DROP TABLE IF EXISTS offers, stage_states, stage_queue, outbox, dead_letters,"
+            " shard_leases, installation, schema_migrations CASCADE");
+  }
+  persistence::pg_pool::options po;
+  po.dsn = dsn;
+  po.size = 1;
+  persistence::pg_pool pool{po};
+  if (!persistence::migrate(pool) || persistence::ensure_installation(pool, shards)) {
+    std::fprintf(stderr, "gost_bench: cannot set up the schema\n");
+    std::exit(1);
+  }
+  v1::Offer o;
+  o.set_seller_id("bench-seller");
+  o.set_title("A reasonably long title of a classified ad for a used bicycle");
+  o.set_description(std::string(300, 'd'));
+  o.mutable_price()->set_amount_minor(1500000);
+  o.mutable_price()->set_currency("RUB");
+  o.set_version(1);
+  o.set_status(v1::OFFER_STATUS_ACTIVE);
+  constexpr int chunk = 1000;
+  for (int base = 0; base < offers; base += chunk) {
+    std::string rows, queue;
+    for (int i = base; i < std::min(offers, base + chunk); ++i) {
+      auto id = "bench-" + std::to_string(i);
+      o.set_id(id);
+      auto shard = std::to_string(shard_of(id, shards));
+      pqxx::nontransaction esc{c};
+      rows += std::string{rows.empty() ? "" : ","} + "('" + id + "'," + shard
+              + ",'bench-seller','',NULL,1," + esc.quote_raw(o.SerializeAsString()) + ")";
+      queue += std::string{queue.empty() ? "" : ","} + "(" + shard + ",'" + stage_id + "','" + id
+               + "',0,0)";
+    }
+    pqxx::work tx{c};
+    tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version, body)"
+            " VALUES " + rows);
+    tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
+            + queue);
+    tx.commit();
+  }
+  pqxx::nontransaction tx{c};
+  tx.exec("ANALYZE");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer --dsn DSN [--offers N] [--shards S]\n");
+    return 2;
+  }
+  std::string name = argv[1];
+  std::map<std::string, std::string> opt{{"offers", "100000"}, {"shards", "4"}, {"pool", "6"},
+                                         {"parallelism", "1000"}, {"batch", "1000"}};
+  for (int i = 2; i + 1 < argc; i += 2)
+    opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
+  if (opt.count("dsn") == 0 || (name != "stage_noop" && name != "stage_offer")) {
+    std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
+    return 2;
+  }
+  auto offers = std::stoi(opt["offers"]);
+  auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
+  auto stage_id = name == "stage_noop" ? std::string{"noop"} : std::string{"changer"};
+  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
+  setup(opt["dsn"], offers, shards, stage_id);
+
+  persistence::pg_pool::options po;
+  po.dsn = opt["dsn"];
+  po.size = std::stoi(opt["pool"]);
+  persistence::pg_pool pool{po};
+  auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
+  auto reg = std::make_shared<stage_registry>();
+  stage_options fast;
+  fast.max_parallelism = std::stoi(opt["parallelism"]);
+  if (name == "stage_noop")
+    reg->add("noop", std::make_shared<state_writer>(), fast);
+  else
+    reg->add("changer", std::make_shared<offer_changer>(), fast)
+      .add("observer", std::make_shared<observer>(), fast);
+  auto stats = std::make_shared<node_stats>();
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  {
+    caf::actor_system sys{cfg};
+    std::vector<store_actor> stores;
+    for (int i = 0; i < 2; ++i)
+      stores.push_back(spawn_store(sys, pool));
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<shard_actor> handles;
+    for (uint32_t s = 0; s < shards; ++s) {
+      shard_options so;
+      so.shard = s;
+      so.store = stores[s % stores.size()];
+      so.pool = &pool;
+      so.epoch = (*epochs)[s];
+      so.stages = reg;
+      so.stats = stats;
+      so.queue_poll = 20ms;
+      so.write_batch_max = std::stoul(opt["batch"]);
+      so.queue_page = 20000;
+      so.offer_idle_timeout = 2s;
+      handles.push_back(spawn_shard(sys, so));
+    }
+    uint64_t last = 0;
+    auto last_print = t0;
+    while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {
+      std::this_thread::sleep_for(10ms);
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_print >= 2s) {
+        auto runs = stats->stage_runs.load();
+        std::fprintf(stderr, "gost_bench: %llu/%d runs committed (%.0f/s)\n",
+                     static_cast<unsigned long long>(runs), offers,
+                     (runs - last) / std::chrono::duration<double>(now - last_print).count());
+        last = runs;
+        last_print = now;
+      }
+      if (now - t0 > 600s) {
+        std::fprintf(stderr, "gost_bench: gave up after 600 s\n");
+        return 1;
+      }
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& h : handles)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    for (auto& h : stores)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    handles.clear();
+    stores.clear();
+    pqxx::connection c{opt["dsn"]};
+    pqxx::nontransaction tx{c};
+    auto left = tx.exec("SELECT count(*) FROM stage_queue")[0][0].as<long>();
+    auto states = tx.exec("SELECT count(*) FROM stage_states")[0][0].as<long>();
+    if (left != 0 || states != offers) {
+      std::fprintf(stderr, "gost_bench: inconsistent result: %ld queue entries left, %ld states\n",
+                   left, states);
+      return 1;
+    }
+    std::printf("{\"bench\": \"%s\", \"value\": %.0f, \"unit\": \"stage executions/s\"}\n",
+                name.c_str(), offers / secs);
+  }
+  return 0;
+}
