@@ -11,6 +11,9 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <google/protobuf/util/time_util.h>
+
+#include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 
 namespace {
@@ -29,6 +32,9 @@ const char* usage =
   "  update ID [--title T] [--price MINOR] [--expected-version V]\n"
   "                       change an offer (other fields are kept)\n"
   "  delete ID [--expected-version V]\n"
+  "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
+  "                       decoded stage states, queue entries and timers\n"
+  "  stages               per-stage queue lengths, timers, dead letters and engine counters\n"
   "  demo [--count N] [--concurrency C]\n"
   "                       create N offers (default 1000) from C concurrent clients (default 16),\n"
   "                       read every one back, check it, and print a summary\n\n"
@@ -250,6 +256,76 @@ int main(int argc, char** argv) {
   }
   if (c.cmd == "demo")
     return demo(*stub, c);
+  auto admin = gost::v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  if (c.cmd == "offer") {
+    if (c.positional.empty()) {
+      std::fputs("gostctl offer: give an offer id\n", stderr);
+      return 2;
+    }
+    gost::v1::InspectOfferRequest req;
+    req.set_offer_id(c.positional[0]);
+    gost::v1::InspectOfferResponse resp;
+    auto s = admin->InspectOffer(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    if (!resp.found()) {
+      std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
+      return 1;
+    }
+    std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
+                static_cast<long long>(resp.offer().version()), resp.shard(),
+                resp.resident() ? "resident (an actor holds it)" : "not resident");
+    print_json(resp.offer());
+    std::printf("\nstage states:\n");
+    if (resp.states().empty())
+      std::printf("  (none)\n");
+    for (auto& [stage, any] : resp.states()) {
+      std::string json;
+      google::protobuf::util::JsonPrintOptions o;
+      if (google::protobuf::util::MessageToJsonString(any, &json, o).ok())
+        std::printf("  %-16s %s\n", stage.c_str(), json.c_str());
+      else
+        std::printf("  %-16s %s (%zu bytes, type not known to gostctl)\n", stage.c_str(),
+                    any.type_url().c_str(), any.value().size());
+    }
+    std::printf("\nqueues and timers:\n");
+    if (resp.queue().empty())
+      std::printf("  (none)\n");
+    for (auto& q : resp.queue())
+      std::printf("  %-16s %s  %s%s\n", q.stage_id().c_str(),
+                  google::protobuf::util::TimeUtil::ToString(q.due_at()).c_str(),
+                  q.timer() ? "timer" : "due", q.background() ? " (background)" : "");
+    return 0;
+  }
+  if (c.cmd == "stages") {
+    gost::v1::ListStagesRequest req;
+    gost::v1::ListStagesResponse resp;
+    auto s = admin->ListStages(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("%-16s %-10s %10s %10s %12s %8s %10s  %s\n", "stage", "registered", "queued",
+                "timers", "dead letters", "max par", "rate/s", "interests");
+    for (auto& st : resp.stages()) {
+      std::string interests;
+      for (auto& f : st.interests())
+        interests += (interests.empty() ? "" : ",") + f;
+      std::printf("%-16s %-10s %10llu %10llu %12llu %8d %10s  %s\n", st.stage_id().c_str(),
+                  st.registered() ? "yes" : "NO", static_cast<unsigned long long>(st.queued()),
+                  static_cast<unsigned long long>(st.timers()),
+                  static_cast<unsigned long long>(st.dead_letters()), st.max_parallelism(),
+                  st.rate_limit() > 0 ? std::to_string(st.rate_limit()).c_str() : "-",
+                  interests.empty() ? "(all changes)" : interests.c_str());
+    }
+    std::printf("\nthis node: %llu runs committed, %llu failed, %llu redone after a conflict, "
+                "%llu change storms cut, %llu offer actors resident, %llu write batches\n",
+                static_cast<unsigned long long>(resp.stage_runs()),
+                static_cast<unsigned long long>(resp.stage_failures()),
+                static_cast<unsigned long long>(resp.stage_conflicts()),
+                static_cast<unsigned long long>(resp.change_storms_cut()),
+                static_cast<unsigned long long>(resp.resident_offer_actors()),
+                static_cast<unsigned long long>(resp.write_batches()));
+    return 0;
+  }
   std::fprintf(stderr, "gostctl: unknown command `%s`\n\n%s", c.cmd.c_str(), usage);
   return 2;
 }

@@ -316,6 +316,9 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       self->send(a, passivate_atom::value, ok_atom::value);
     },
     [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
+    [=](resident_atom, const std::string& id) {
+      return self->state.children.count(id) != 0;
+    },
     [=](wake_atom) {
       self->state.wake_at_us = 0;
       dispatch(self);

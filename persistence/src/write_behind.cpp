@@ -313,6 +313,33 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
   return out;
 }
 
+caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now_us) {
+  std::vector<stage_counts> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    std::map<std::string, stage_counts> by;
+    for (auto row : tx.exec_params("SELECT stage_id, count(*) FILTER (WHERE due_at_us <= $1),"
+                                   " count(*) FILTER (WHERE due_at_us > $1)"
+                                   " FROM stage_queue GROUP BY stage_id",
+                                   now_us)) {
+      auto& sc = by[row[0].as<std::string>()];
+      sc.queued = row[1].as<uint64_t>();
+      sc.timers = row[2].as<uint64_t>();
+    }
+    for (auto row : tx.exec("SELECT stage_id, count(*) FROM dead_letters"
+                            " WHERE released_at IS NULL GROUP BY stage_id"))
+      by[row[0].as<std::string>()].dead_letters = row[1].as<uint64_t>();
+    for (auto& [id, sc] : by) {
+      sc.stage_id = id;
+      out.push_back(sc);
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id) {
   std::vector<queue_entry> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "admin_http.hpp"
+#include "admin_service.hpp"
 #include "embedded_pg.hpp"
 #include "gost/actors/builtin_stages.hpp"
 #include "gost/actors/spawn.hpp"
@@ -40,6 +41,7 @@ struct node::impl {
   std::vector<shard_actor> shards;
   std::unique_ptr<router> routes;
   std::unique_ptr<offer_service> offers;
+  std::unique_ptr<admin_service> admin;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<admin_http> http;
   int grpc_port = 0;
@@ -131,7 +133,9 @@ std::string node::start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
+  d.admin = std::make_unique<admin_service>(*d.sys, *d.routes, stages, d.stats, cfg.request_timeout);
   b.RegisterService(d.offers.get());
+  b.RegisterService(d.admin.get());
   d.server = b.BuildAndStart();
   if (!d.server || d.grpc_port == 0)
     return "cannot listen on grpc.listen=" + cfg.grpc_listen.to_string()
@@ -175,6 +179,7 @@ void node::stop() {
     d.server->Wait();
     d.server.reset();
   }
+  d.admin.reset();
   d.offers.reset();
   d.routes.reset();
   // 3. shards, then the stores they write through

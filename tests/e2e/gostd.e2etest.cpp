@@ -139,6 +139,22 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     CHECK(call(get, g, got).ok());
   }
 
+  SUBCASE("gostctl inspects the offer and the stages") {
+    auto addr = "127.0.0.1:" + std::to_string(port);
+    child_process offer{GOSTCTL_PATH, {"--addr", addr, "offer", id}};
+    REQUIRE(offer.wait(30s) == 0);
+    auto out = offer.output();
+    CHECK(out.find("version 1") != std::string::npos);
+    CHECK(out.find("resident (an actor holds it)") != std::string::npos);
+    CHECK(out.find("\"title\": \"Bicycle\"") != std::string::npos);
+    child_process stages{GOSTCTL_PATH, {"--addr", addr, "stages"}};
+    REQUIRE(stages.wait(30s) == 0);
+    CHECK(stages.output().find("expire") != std::string::npos);
+    CHECK(stages.output().find("status,created_at") != std::string::npos);
+    child_process missing{GOSTCTL_PATH, {"--addr", addr, "offer", "no-such-offer"}};
+    CHECK(missing.wait(30s) == 1);
+    CHECK(missing.output().find("not found") != std::string::npos);
+  }
   SUBCASE("the admin endpoint serves health and Prometheus metrics") {
     CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK") != std::string::npos);
     auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");

@@ -33,6 +33,8 @@ using write_atom = caf::atom_constant<caf::atom("write")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using enqueued_atom = caf::atom_constant<caf::atom("enqueued")>;
 using due_atom = caf::atom_constant<caf::atom("due")>;
+using count_atom = caf::atom_constant<caf::atom("count")>;
+using resident_atom = caf::atom_constant<caf::atom("resident")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -52,6 +54,7 @@ struct offer_snapshot {
 };
 
 using queue_entries = std::vector<persistence::queue_entry>;
+using stage_count_list = std::vector<persistence::stage_counts>;
 
 /// "No version expected": an update or delete that applies whatever the current version.
 constexpr int64_t any_version = -1;
@@ -66,6 +69,8 @@ using store_actor = caf::typed_actor<
   // Queue entries of a shard due before a time (µs since the epoch), earliest first, after a
   // cursor entry (an empty stage id: from the start), at most a page.
   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
+  // Queue and dead-letter counts per stage at a time (µs since the epoch).
+  caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
   // Inserts a new offer (version 1) into the given shard.
   caf::replies_to<insert_atom, offer_msg, uint32_t>::with<ok_atom>,
   // Compare-and-set on the version the offer had before this change.
@@ -103,7 +108,9 @@ using shard_actor = offer_ops::extend<
   // An idle offer actor asks to stop; sent by the offer actor itself.
   caf::reacts_to<passivate_atom, std::string>,
   // Queue entries an offer actor committed outside a stage run (API changes).
-  caf::reacts_to<enqueued_atom, queue_entries>>;
+  caf::reacts_to<enqueued_atom, queue_entries>,
+  // Whether an offer actor for this offer is in memory.
+  caf::replies_to<resident_atom, std::string>::with<bool>>;
 
 /// Registers gost's message types with an actor system config (call once per config).
 void register_types(caf::actor_system_config& cfg);
@@ -113,6 +120,7 @@ void register_types(caf::actor_system_config& cfg);
 // Process-local message types: never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 

@@ -107,6 +107,17 @@ struct offer_row {
 /// Loads many offers at once (three queries in all): rows in the order of `ids`.
 caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool, const std::vector<std::string>& ids);
 
+/// Queue and dead-letter counts of one stage, over all shards.
+struct stage_counts {
+  std::string stage_id;
+  uint64_t queued = 0; ///< due at or before now
+  uint64_t timers = 0; ///< due later
+  uint64_t dead_letters = 0;
+};
+
+/// Counts for every stage that has queue entries or open dead letters.
+caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now_us);
+
 /// The stages whose queue holds the offer (seed: Queue.check).
 caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id);
 

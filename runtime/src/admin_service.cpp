@@ -1,0 +1,107 @@
+#include "admin_service.hpp"
+
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <google/protobuf/util/time_util.h>
+
+#include "gost/actors/protocol.hpp"
+#include "gost/actors/shard_hash.hpp"
+#include "gost/actors/stage_runner.hpp"
+#include "router.hpp"
+#include "status.hpp"
+
+namespace gost::runtime {
+
+using google::protobuf::util::TimeUtil;
+
+grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContext* ctx,
+                                                      const v1::InspectOfferRequest* req,
+                                                      v1::InspectOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (req->offer_id().empty()) {
+    reactor->Finish(invalid("offer_id is required"));
+    return reactor;
+  }
+  auto id = req->offer_id();
+  caf::timespan timeout{timeout_};
+  auto& r = router_;
+  auto store = r.any_store();
+  auto shard = r.shard_for(id);
+  resp->set_shard(shard_of(id, r.shard_count()));
+  sys_.spawn([=](caf::event_based_actor* self) {
+    self->request(store, timeout, load_atom::value, id)
+      .then(
+        [=](offer_snapshot& snap) {
+          resp->set_found(snap.found);
+          if (snap.found)
+            *resp->mutable_offer() = std::move(snap.offer);
+          for (auto& [stage, bytes] : snap.states)
+            (*resp->mutable_states())[stage].ParseFromString(bytes);
+          auto now = to_us(stage_clock::now());
+          for (auto& e : snap.queued) {
+            auto* q = resp->add_queue();
+            q->set_stage_id(e.stage_id);
+            *q->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp(e.due_at_us);
+            q->set_background(e.prio == persistence::priority::background);
+            q->set_timer(e.due_at_us > now);
+          }
+          self->request(shard, timeout, resident_atom::value, id)
+            .then(
+              [=](bool resident) {
+                resp->set_resident(resident);
+                reactor->Finish(grpc::Status::OK);
+              },
+              [=](caf::error& err) { reactor->Finish(to_status(err)); });
+        },
+        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListStagesRequest*,
+                                                    v1::ListStagesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  caf::timespan timeout{timeout_};
+  auto store = router_.any_store();
+  auto stages = stages_;
+  auto stats = stats_;
+  sys_.spawn([=](caf::event_based_actor* self) {
+    self->request(store, timeout, count_atom::value, to_us(stage_clock::now()))
+      .then(
+        [=](stage_count_list& counts) {
+          std::map<std::string, v1::StageInfo> by;
+          for (auto& e : stages->all()) {
+            auto& info = by[e.id];
+            info.set_stage_id(e.id);
+            info.set_registered(true);
+            for (auto& f : e.interests)
+              info.add_interests(f);
+            info.set_max_parallelism(e.opts.max_parallelism);
+            info.set_rate_limit(e.opts.rate_limit);
+          }
+          for (auto& c : counts) {
+            auto& info = by[c.stage_id];
+            info.set_stage_id(c.stage_id);
+            info.set_queued(c.queued);
+            info.set_timers(c.timers);
+            info.set_dead_letters(c.dead_letters);
+          }
+          for (auto& [id, info] : by)
+            *resp->add_stages() = info;
+          resp->set_stage_runs(stats->stage_runs.load());
+          resp->set_stage_failures(stats->stage_failures.load());
+          resp->set_stage_conflicts(stats->stage_conflicts.load());
+          resp->set_change_storms_cut(stats->change_storms_cut.load());
+          resp->set_resident_offer_actors(static_cast<uint64_t>(stats->resident_offer_actors.load()));
+          resp->set_write_batches(stats->write_batches.load());
+          reactor->Finish(grpc::Status::OK);
+        },
+        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+} // namespace gost::runtime
