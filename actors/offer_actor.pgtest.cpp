@@ -95,3 +95,19 @@ TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
   REQUIRE(again);
   CHECK(again->value.version() == 1);
 }
+
+TEST_CASE("the resident cap passivates the least recently used offer actor") {
+  shard_fixture f{std::chrono::seconds{60}, std::make_shared<stage_registry>(),
+                  [](shard_options& so) { so.max_resident = 2; }};
+  for (auto id : {"a", "b", "c", "d", "e"})
+    REQUIRE(f.ask(create_atom::value, offer_msg{new_offer(id)}));
+  CHECK(f.stats->resident_offer_actors.load() <= 2);
+  CHECK(f.stats->offer_actors_passivated.load() >= 3);
+  // Every offer is still served: evicted ones come back from PostgreSQL.
+  for (auto id : {"a", "b", "c", "d", "e"}) {
+    auto got = f.ask(get_atom::value, std::string{id});
+    REQUIRE(got);
+    CHECK(got->value.id() == id);
+  }
+  CHECK(f.stats->resident_offer_actors.load() <= 2);
+}

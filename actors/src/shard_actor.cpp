@@ -12,6 +12,7 @@
 //   actor, so all writes of the shard go through one writer, in order.
 
 #include <algorithm>
+#include <list>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -41,7 +42,13 @@ struct shard_state {
   shard_options opts;
   writer_actor writer;
   std::unique_ptr<stage_scheduler> sched;
-  std::unordered_map<std::string, offer_actor> children;
+  /// Resident offer actors, with their place in the LRU list (front: most recently used).
+  struct resident {
+    offer_actor handle;
+    std::list<std::string>::iterator lru;
+  };
+  std::unordered_map<std::string, resident> children;
+  std::list<std::string> lru;
   std::unordered_map<caf::actor_addr, std::string> ids;
   std::map<std::pair<std::string, std::string>, int> attempts;
   int64_t wake_at_us = 0;
@@ -64,11 +71,18 @@ using self_ptr = shard_impl::stateful_pointer<shard_state>;
 
 int64_t now_us() { return to_us(stage_clock::now()); }
 
+void passivate(self_ptr self, const std::string& id);
+
 offer_actor child(self_ptr self, const std::string& id) {
   auto& st = self->state;
   auto i = st.children.find(id);
-  if (i != st.children.end())
-    return i->second;
+  if (i != st.children.end()) {
+    st.lru.splice(st.lru.begin(), st.lru, i->second.lru);
+    return i->second.handle;
+  }
+  // The cap: make room by passivating the least recently used actor.
+  while (st.children.size() >= std::max<size_t>(1, st.opts.max_resident) && !st.lru.empty())
+    passivate(self, st.lru.back());
   detail::offer_actor_args args;
   args.id = id;
   args.shard = st.opts.shard;
@@ -81,7 +95,8 @@ offer_actor child(self_ptr self, const std::string& id) {
   args.max_chain = st.opts.max_chain;
   auto a = detail::spawn_offer_actor(self, std::move(args));
   st.ids.emplace(a.address(), id);
-  st.children.emplace(id, a);
+  st.lru.push_front(id);
+  st.children.emplace(id, shard_state::resident{a, st.lru.begin()});
   st.opts.stats->offer_actors_spawned.fetch_add(1, std::memory_order_relaxed);
   st.opts.stats->resident_offer_actors.fetch_add(1, std::memory_order_relaxed);
   return a;
@@ -92,13 +107,30 @@ void forget(self_ptr self, const caf::actor_addr& addr) {
   auto i = st.ids.find(addr);
   if (i == st.ids.end())
     return;
-  st.children.erase(i->second);
+  if (auto c = st.children.find(i->second); c != st.children.end()) {
+    st.lru.erase(c->second.lru);
+    st.children.erase(c);
+  }
   st.ids.erase(i);
   st.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void dispatch(self_ptr self);
 void poll(self_ptr self);
+
+/// Stops an offer actor gracefully: forgotten here first, then told; everything forwarded to
+/// it before is still in its mailbox and handled before it stops.
+void passivate(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto i = st.children.find(id);
+  if (i == st.children.end())
+    return;
+  auto a = i->second.handle;
+  self->unlink_from(a); // its normal exit is no news to us
+  forget(self, a.address());
+  st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
+  self->send(a, passivate_atom::value, ok_atom::value);
+}
 
 /// An entry is finished (committed or dead-lettered): free its slot.
 void finished(self_ptr self, const std::string& stage_id, const std::string& offer_id) {
@@ -307,13 +339,10 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       auto& s = self->state;
       auto i = s.children.find(id);
       if (i == s.children.end()
-          || i->second.address() != caf::actor_cast<caf::actor_addr>(self->current_sender()))
+          || i->second.handle.address()
+               != caf::actor_cast<caf::actor_addr>(self->current_sender()))
         return; // a stale request from an actor already replaced
-      auto a = i->second;
-      self->unlink_from(a); // its normal exit is no news to us
-      forget(self, a.address());
-      s.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
-      self->send(a, passivate_atom::value, ok_atom::value);
+      passivate(self, id);
     },
     [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
     [=](resident_atom, const std::string& id) {

@@ -90,6 +90,9 @@ schema make_node_schema() {
             "An offer actor with no event for this long is passivated (stopped; its state "
             "stays in PostgreSQL).",
             false));
+  s.add(num(vk::integer, "offer.max_resident", "100000", 1, 100'000'000,
+            "At most this many offer actors in memory per shard; beyond it the least recently "
+            "used one is passivated (its state stays in PostgreSQL)."));
   s.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
             "Deadline for one API request inside the node (routing, actor, database).", false));
   s.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
@@ -259,6 +262,7 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   if (c.scheduler_threads == 0)
     c.scheduler_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.offer_idle_timeout = st.ms("offer.idle_timeout");
+  c.offer_max_resident = static_cast<size_t>(st.num("offer.max_resident"));
   c.request_timeout = st.ms("api.request_timeout");
   c.shutdown_timeout = st.ms("shutdown.timeout");
   c.write_batch_max = static_cast<size_t>(st.num("write.batch_max"));

@@ -113,6 +113,7 @@ std::string node::start() {
     so.shard = s;
     so.store = d.stores[s % d.stores.size()];
     so.offer_idle_timeout = cfg.offer_idle_timeout;
+    so.max_resident = cfg.offer_max_resident;
     so.stats = d.stats;
     so.pool = d.pool.get();
     so.epoch = (*epochs)[s];

@@ -47,6 +47,9 @@ struct shard_options {
   int background_share = 4;
   /// An offer actor with no event for this long asks its shard to passivate it.
   std::chrono::milliseconds offer_idle_timeout{60'000};
+  /// At most this many offer actors in memory per shard; beyond it the least recently used
+  /// one is passivated.
+  size_t max_resident = 100'000;
   /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
 };
