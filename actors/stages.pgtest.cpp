@@ -211,3 +211,38 @@ TEST_CASE("an update through the API asks the stages again") {
   CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
   CHECK(f.db.scalar(count_sql("outbox")) == "3"); // create, state, update
 }
+
+TEST_CASE("the background rescan walks every offer and enqueues what stages want now") {
+  // A stage that wanted nothing when the offers were created, and wants them all later (as a
+  // new catalog version would).
+  struct late final : stage {
+    std::atomic<bool>* wanted;
+    decision should_process(const v1::Offer&, const google::protobuf::Any* st) const override {
+      return wanted->load() && st == nullptr ? decision::process() : decision::skip();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      stage_result r;
+      r.state = count_state(1);
+      return r;
+    }
+  };
+  std::atomic<bool> wanted{false};
+  auto st = std::make_shared<late>();
+  st->wanted = &wanted;
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("late", st);
+  shard_fixture f{60s, reg, [](shard_options& so) {
+                    so.rescan_every = 200ms;
+                    so.rescan_page = 7; // several pages
+                  }};
+  constexpr int n = 30;
+  for (int i = 0; i < n; ++i)
+    REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o" + std::to_string(i))}));
+  CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
+  wanted = true;
+  REQUIRE(testing::eventually(20s, [&] {
+    return f.db.scalar(count_sql("stage_states")) == std::to_string(n)
+           && f.db.scalar(count_sql("stage_queue")) == "0";
+  }));
+  CHECK(f.stats->stage_runs.load() == static_cast<uint64_t>(n));
+}

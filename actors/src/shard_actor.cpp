@@ -35,7 +35,9 @@ namespace {
 
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
-using shard_impl = shard_actor::extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>>;
+using rescan_atom = caf::atom_constant<caf::atom("rescan")>;
+using shard_impl = shard_actor::extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
+                                       caf::reacts_to<rescan_atom>>;
 
 struct shard_state {
   static inline const char* name = "gost.shard";
@@ -63,6 +65,7 @@ struct shard_state {
   std::chrono::steady_clock::time_point last_full_scan{};
   bool poll_timer_pending = false;
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
+  uint64_t rescans_done = 0;
 };
 
 constexpr auto full_scan_every = std::chrono::seconds{30};
@@ -291,6 +294,84 @@ void poll(self_ptr self) {
       });
 }
 
+/// One page of the background rescan: ask every stage about each offer (as the seed's
+/// "external change" does, but at background priority) and enqueue those that want it. The
+/// next page starts when this page's entries are committed, so a rescan never floods the
+/// writer.
+void rescan_page(self_ptr self, std::string after) {
+  auto& st = self->state;
+  self->request(st.opts.store, std::chrono::seconds{60}, scan_atom::value, st.opts.shard, after,
+                st.opts.rescan_page)
+    .then(
+      [=](offer_snapshots& page) {
+        auto& s = self->state;
+        if (page.empty()) {
+          ++s.rescans_done;
+          spdlog::info("background rescan done shard={}", s.opts.shard);
+          self->delayed_send(self, s.opts.rescan_every, rescan_atom::value);
+          return;
+        }
+        auto now = now_us();
+        auto last = page.back().offer.id();
+        auto full = page.size() >= s.opts.rescan_page;
+        std::vector<persistence::write_set> sets;
+        for (auto& snap : page) {
+          offer_context ctx;
+          ctx.shard = s.opts.shard;
+          for (auto& [stage, bytes] : snap.states)
+            ctx.states[stage].ParseFromString(bytes);
+          for (auto& e : snap.queued)
+            if (e.due_at_us <= now)
+              ctx.queued_now.insert(e.stage_id);
+          auto wanted = ask_stages(*s.opts.stages, nullptr, snap.offer, ctx, {}, now,
+                                   persistence::priority::background);
+          if (wanted.empty())
+            continue;
+          persistence::write_set ws;
+          ws.offer_id = snap.offer.id();
+          ws.op = persistence::offer_op::none;
+          ws.enqueue = std::move(wanted);
+          sets.push_back(std::move(ws));
+        }
+        auto pending = std::make_shared<size_t>(sets.size());
+        auto next = [=] {
+          if (full) {
+            rescan_page(self, last);
+          } else {
+            ++self->state.rescans_done;
+            spdlog::info("background rescan done shard={}", self->state.opts.shard);
+            self->delayed_send(self, self->state.opts.rescan_every, rescan_atom::value);
+          }
+        };
+        if (sets.empty()) {
+          next();
+          return;
+        }
+        for (auto& ws : sets) {
+          auto entries = ws.enqueue;
+          self->request(s.writer, caf::infinite, write_atom::value, std::move(ws))
+            .then(
+              [=](persistence::write_outcome out) {
+                if (out == persistence::write_outcome::committed)
+                  learn(self, entries);
+                if (--*pending == 0)
+                  next();
+              },
+              [=](caf::error& err) {
+                spdlog::warn("background rescan write failed shard={} error={}",
+                             self->state.opts.shard, persistence::error_message(err));
+                if (--*pending == 0)
+                  next();
+              });
+        }
+      },
+      [=](caf::error& err) {
+        spdlog::warn("background rescan failed shard={} error={}; retrying later",
+                     self->state.opts.shard, persistence::error_message(err));
+        self->delayed_send(self, self->state.opts.rescan_every, rescan_atom::value);
+      });
+}
+
 shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
@@ -320,8 +401,11 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
     }
     forget(self, em.source);
   });
-  if (!st.opts.stages->all().empty())
+  if (!st.opts.stages->all().empty()) {
     self->send(self, poll_atom::value);
+    if (st.opts.rescan_every.count() > 0)
+      self->delayed_send(self, st.opts.rescan_every, rescan_atom::value);
+  }
   return {
     [=](create_atom a, offer_msg& m) {
       auto id = m.value.id();
@@ -352,6 +436,7 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       self->state.wake_at_us = 0;
       dispatch(self);
     },
+    [=](rescan_atom) { rescan_page(self, std::string{}); },
     [=](poll_atom) {
       self->state.poll_timer_pending = false;
       poll(self);

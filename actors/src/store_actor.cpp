@@ -82,6 +82,27 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
       self->state.flush_scheduled = false;
       flush_loads(self, pool);
     },
+    [=](scan_atom, uint32_t shard, const std::string& after,
+        uint32_t limit) -> caf::result<offer_snapshots> {
+      auto ids = persistence::offer_ids_page(*pool, shard, after, limit);
+      if (!ids)
+        return std::move(ids.error());
+      auto rows = persistence::load_offers(*pool, *ids);
+      if (!rows)
+        return std::move(rows.error());
+      offer_snapshots out;
+      for (auto& r : *rows) {
+        offer_snapshot snap;
+        snap.found = r.found && snap.offer.ParseFromString(r.body);
+        if (!snap.found)
+          continue; // deleted since the id was read
+        snap.offer.set_version(r.version);
+        snap.states = std::move(r.states);
+        snap.queued = std::move(r.queued);
+        out.push_back(std::move(snap));
+      }
+      return out;
+    },
     [=](count_atom, int64_t now) -> caf::result<stage_count_list> {
       auto r = persistence::count_stages(*pool, now);
       if (!r)

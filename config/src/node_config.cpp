@@ -115,6 +115,11 @@ schema make_node_schema() {
   s.add(num(vk::integer, "stage.max_chain", "10", 1, 1000,
             "A stage re-triggered more often than this in one chain of stage runs is cut and "
             "dead-lettered (change storm)."));
+  s.add(num(vk::duration, "rescan.interval", "24h", 0, 30LL * 86'400'000,
+            "Background rescan: every this often each shard walks all its offers, asks every "
+            "stage and enqueues at background priority. 0ms: off."));
+  s.add(num(vk::integer, "rescan.page", "500", 1, 100'000,
+            "Offers a shard reads at once during a background rescan."));
   s.add(num(vk::boolean, "stages.expire.enabled", "true", 0, 1,
             "Run the built-in `expire` stage (seed task 1: take offers off exposure after a "
             "while)."));
@@ -272,6 +277,8 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.queue_page = static_cast<uint32_t>(st.num("queue.page"));
   c.stage_max_attempts = static_cast<int>(st.num("stage.max_attempts"));
   c.stage_max_chain = static_cast<int>(st.num("stage.max_chain"));
+  c.rescan_interval = st.ms("rescan.interval");
+  c.rescan_page = static_cast<uint32_t>(st.num("rescan.page"));
   c.expire_enabled = st.flag("stages.expire.enabled");
   c.expire_after = st.ms("stages.expire.after");
   c.log_level = st.str("log.level");

@@ -313,6 +313,23 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
   return out;
 }
 
+caf::expected<std::vector<std::string>> offer_ids_page(pg_pool& pool, uint32_t shard,
+                                                       const std::string& after_id, size_t limit) {
+  std::vector<std::string> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT offer_id FROM offers WHERE shard = $1 AND offer_id > $2"
+                                   " ORDER BY offer_id LIMIT $3",
+                                   static_cast<int64_t>(shard), after_id,
+                                   static_cast<int64_t>(limit)))
+      out.push_back(row[0].as<std::string>());
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now_us) {
   std::vector<stage_counts> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {

@@ -114,6 +114,8 @@ std::string node::start() {
     so.store = d.stores[s % d.stores.size()];
     so.offer_idle_timeout = cfg.offer_idle_timeout;
     so.max_resident = cfg.offer_max_resident;
+    so.rescan_every = cfg.rescan_interval;
+    so.rescan_page = cfg.rescan_page;
     so.stats = d.stats;
     so.pool = d.pool.get();
     so.epoch = (*epochs)[s];

@@ -35,6 +35,7 @@ using enqueued_atom = caf::atom_constant<caf::atom("enqueued")>;
 using due_atom = caf::atom_constant<caf::atom("due")>;
 using count_atom = caf::atom_constant<caf::atom("count")>;
 using resident_atom = caf::atom_constant<caf::atom("resident")>;
+using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -55,6 +56,7 @@ struct offer_snapshot {
 
 using queue_entries = std::vector<persistence::queue_entry>;
 using stage_count_list = std::vector<persistence::stage_counts>;
+using offer_snapshots = std::vector<offer_snapshot>;
 
 /// "No version expected": an update or delete that applies whatever the current version.
 constexpr int64_t any_version = -1;
@@ -69,6 +71,8 @@ using store_actor = caf::typed_actor<
   // Queue entries of a shard due before a time (µs since the epoch), earliest first, after a
   // cursor entry (an empty stage id: from the start), at most a page.
   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
+  // A rescan page: the next offers of a shard after an id, with states and queue entries.
+  caf::replies_to<scan_atom, uint32_t, std::string, uint32_t>::with<offer_snapshots>,
   // Queue and dead-letter counts per stage at a time (µs since the epoch).
   caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
   // Inserts a new offer (version 1) into the given shard.
@@ -121,6 +125,7 @@ void register_types(caf::actor_system_config& cfg);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 

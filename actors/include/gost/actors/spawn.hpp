@@ -43,6 +43,10 @@ struct shard_options {
   int max_attempts = 3;
   /// A stage re-triggered more often than this in one chain is cut (change storm).
   int max_chain = 10;
+  /// Background rescan (seed: "Фоновый переобход"): every this often the shard walks all its
+  /// offers, asks every stage and enqueues at background priority. 0: off.
+  std::chrono::milliseconds rescan_every{0};
+  uint32_t rescan_page = 500;
   /// One dispatch in this many goes to background-priority work when normal work waits.
   int background_share = 4;
   /// An offer actor with no event for this long asks its shard to passivate it.

@@ -49,6 +49,8 @@ struct node_config {
   uint32_t queue_page = 0;
   int stage_max_attempts = 0;
   int stage_max_chain = 0;
+  std::chrono::milliseconds rescan_interval{};
+  uint32_t rescan_page = 0;
   bool expire_enabled = false;
   std::chrono::milliseconds expire_after{};
 
