@@ -13,13 +13,6 @@ using persistence::db_errc;
 
 namespace {
 
-v1::Offer new_offer(const std::string& id) {
-  v1::Offer o;
-  o.set_id(id);
-  o.set_seller_id("s");
-  o.set_title("t");
-  return o;
-}
 
 } // namespace
 

@@ -73,4 +73,13 @@ struct shard_fixture {
   }
 };
 
+/// A minimal valid offer for tests.
+inline v1::Offer new_offer(const std::string& id) {
+  v1::Offer o;
+  o.set_id(id);
+  o.set_seller_id("s");
+  o.set_title("t");
+  return o;
+}
+
 } // namespace gost

@@ -46,13 +46,6 @@ struct counter final : stage {
   }
 };
 
-v1::Offer new_offer(const std::string& id) {
-  v1::Offer o;
-  o.set_id(id);
-  o.set_seller_id("s");
-  o.set_title("t");
-  return o;
-}
 
 std::string count_sql(const std::string& table, const std::string& where = "true") {
   return "SELECT count(*) FROM " + table + " WHERE " + where;

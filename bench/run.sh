@@ -12,14 +12,7 @@ names=("$@")
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
-step() {
-  local name=$1 log=$2; shift 2
-  if ! "$@" >"$log" 2>&1; then
-    tail -n 40 "$log" >&2
-    echo "bench/run.sh: $name failed (log: $log)" >&2
-    exit 1
-  fi
-}
+source "$root/scripts/lib.sh"
 
 step "installing dependencies" "$logs/install.log" scripts/install-deps.sh
 step "configuring" "$logs/configure.log" cmake --preset release

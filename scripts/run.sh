@@ -21,14 +21,7 @@ done
 logs=$root/var/run-logs
 mkdir -p "$logs"
 
-step() {
-  local name=$1 log=$2; shift 2
-  if ! "$@" >"$log" 2>&1; then
-    tail -n 60 "$log" >&2
-    echo "run.sh: $name failed (full log: $log)" >&2
-    exit 1
-  fi
-}
+source "$root/scripts/lib.sh"
 
 step "installing dependencies" "$logs/install.log" scripts/install-deps.sh
 step "configuring" "$logs/configure.log" cmake --preset release

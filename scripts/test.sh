@@ -10,14 +10,7 @@ cd "$root"
 logs=$root/var/test-logs
 mkdir -p "$logs"
 
-step() { # step NAME LOG CMD...: run quietly, show the log on failure
-  local name=$1 log=$2; shift 2
-  if ! "$@" >"$log" 2>&1; then
-    tail -n 60 "$log" >&2
-    echo "test.sh: $name failed (full log: $log)" >&2
-    exit 1
-  fi
-}
+source "$root/scripts/lib.sh"
 
 step "installing dependencies" "$logs/install.log" scripts/install-deps.sh --kafka
 step "configuring" "$logs/configure.log" cmake --preset ci

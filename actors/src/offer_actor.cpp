@@ -115,6 +115,11 @@ std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool
   return saved.SerializeAsString();
 }
 
+/// The answer to a create or update: the offer as committed.
+offer_msg reply_offer(const std::optional<v1::Offer>& next, const persistence::write_set&) {
+  return offer_msg{*next};
+}
+
 /// An API change (create / update / delete): `prepare` computes the write-set from the
 /// current state (or an error for the client); it is written, and on a lost version check
 /// the actor reloads and prepares again.
@@ -284,10 +289,7 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         next = std::move(*o);
         return ws;
       };
-      auto reply = [](const std::optional<v1::Offer>& next, const persistence::write_set&) {
-        return offer_msg{*next};
-      };
-      external_change(self, rp, prepare, reply, 0);
+      external_change(self, rp, prepare, reply_offer, 0);
       return rp;
     },
     [=](get_atom, const std::string&) -> caf::result<offer_msg> {
@@ -327,10 +329,7 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         next = std::move(*o);
         return ws;
       };
-      auto reply = [](const std::optional<v1::Offer>& next, const persistence::write_set&) {
-        return offer_msg{*next};
-      };
-      external_change(self, rp, prepare, reply, 0);
+      external_change(self, rp, prepare, reply_offer, 0);
       return rp;
     },
     [=](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
