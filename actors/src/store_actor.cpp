@@ -117,21 +117,6 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
         return std::move(r.error());
       return std::move(*r);
     },
-    [=](insert_atom, const offer_msg& m, uint32_t shard) -> caf::result<ok_atom> {
-      if (auto err = self->state.store->insert(m.value, shard))
-        return err;
-      return ok_atom::value;
-    },
-    [=](update_atom, const offer_msg& m, int64_t expected) -> caf::result<ok_atom> {
-      if (auto err = self->state.store->update(m.value, expected))
-        return err;
-      return ok_atom::value;
-    },
-    [=](delete_atom, const std::string& id, int64_t expected) -> caf::result<ok_atom> {
-      if (auto err = self->state.store->remove(id, expected))
-        return err;
-      return ok_atom::value;
-    },
     [=](find_atom, const std::string& seller, const std::string& ns,
         const std::string& external_id) -> caf::result<std::string> {
       auto r = self->state.store->find_id(seller, ns, external_id);

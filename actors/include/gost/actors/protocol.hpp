@@ -26,7 +26,6 @@ namespace gost {
 
 using create_atom = caf::atom_constant<caf::atom("create")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
-using insert_atom = caf::atom_constant<caf::atom("insert")>;
 using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
 using find_atom = caf::atom_constant<caf::atom("find")>;
 using write_atom = caf::atom_constant<caf::atom("write")>;
@@ -63,7 +62,8 @@ constexpr int64_t any_version = -1;
 
 // -- interfaces -------------------------------------------------------------------------------
 
-/// Blocking access to stored offers; runs on its own thread (spawned detached).
+/// Blocking reads of stored offers and queues; runs on its own thread (spawned detached). All
+/// writes go through the shard's writer_actor.
 /// Errors: db_errc values (see gost/persistence/errors.hpp).
 using store_actor = caf::typed_actor<
   // The stored offer with its states and queue entries (found = false when there is none).
@@ -75,11 +75,6 @@ using store_actor = caf::typed_actor<
   caf::replies_to<scan_atom, uint32_t, std::string, uint32_t>::with<offer_snapshots>,
   // Queue and dead-letter counts per stage at a time (µs since the epoch).
   caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
-  // Inserts a new offer (version 1) into the given shard.
-  caf::replies_to<insert_atom, offer_msg, uint32_t>::with<ok_atom>,
-  // Compare-and-set on the version the offer had before this change.
-  caf::replies_to<update_atom, offer_msg, int64_t>::with<ok_atom>,
-  caf::replies_to<delete_atom, std::string, int64_t>::with<ok_atom>,
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // db_errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>>;
