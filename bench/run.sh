@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
-#   bench/run.sh [NAME...]     names: stage_noop stage_offer (default: all)
+#   bench/run.sh [NAME...]     names: stage_noop stage_offer resident (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -24,11 +24,11 @@ dsn="host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=gost_bench"
 
 for name in "${names[@]}"; do
   case $name in
-    stage_noop|stage_offer)
+    stage_noop|stage_offer|resident)
       build/release/bench/gost_bench "$name" --dsn "$dsn" --offers "${BENCH_OFFERS:-100000}" \
         --shards "${BENCH_SHARDS:-4}" 2>"$logs/$name.log" \
         || { tail -n 20 "$logs/$name.log" >&2; echo "bench/run.sh: $name failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident)" >&2; exit 2 ;;
   esac
 done

@@ -14,10 +14,15 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <fstream>
 #include <thread>
+#include <tuple>
+
+#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <google/protobuf/wrappers.pb.h>
 #include <pqxx/pqxx>
@@ -115,12 +120,105 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
     pqxx::work tx{c};
     tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version, body)"
             " VALUES " + rows);
-    tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
-            + queue);
+    if (!stage_id.empty())
+      tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
+              + queue);
     tx.commit();
   }
   pqxx::nontransaction tx{c};
   tx.exec("ANALYZE");
+}
+
+size_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  size_t pages = 0;
+  size_t resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+/// Activates every offer (one get each) and reports the memory each resident idle offer
+/// actor costs beyond its offer's own data; then checks that the resident cap holds.
+int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
+  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
+  setup(dsn, offers, shards, "");
+  persistence::pg_pool::options po;
+  po.dsn = dsn;
+  po.size = 4;
+  persistence::pg_pool pool{po};
+  auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  auto stats = std::make_shared<node_stats>();
+  std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
+  auto run = [&](size_t cap) {
+    std::vector<shard_actor> handles;
+    for (uint32_t s = 0; s < shards; ++s) {
+      shard_options so;
+      so.shard = s;
+      so.store = stores[s % 2];
+      so.pool = &pool;
+      so.epoch = (*epochs)[s];
+      so.stats = stats;
+      so.offer_idle_timeout = 3600s;
+      so.max_resident = cap;
+      handles.push_back(spawn_shard(sys, so));
+    }
+    caf::scoped_actor self{sys};
+    size_t offer_bytes = 0;
+    int outstanding = 0;
+    auto receive_one = [&] {
+      self->receive([&](offer_msg& m) { offer_bytes += m.value.SpaceUsedLong(); },
+                    [&](caf::error& e) {
+                      std::fprintf(stderr, "gost_bench: get failed: %s\n", sys.render(e).c_str());
+                      std::exit(1);
+                    });
+      --outstanding;
+    };
+    auto before = rss_bytes();
+    for (int i = 0; i < offers; ++i) {
+      auto id = "bench-" + std::to_string(i);
+      self->send(handles[shard_of(id, shards)], get_atom::value, id);
+      if (++outstanding >= 2000)
+        receive_one();
+    }
+    while (outstanding > 0)
+      receive_one();
+    auto after = rss_bytes();
+    auto resident = stats->resident_offer_actors.load();
+    for (auto& h : handles)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    std::this_thread::sleep_for(500ms);
+    stats->resident_offer_actors = 0;
+    return std::make_tuple(before, after, resident, offer_bytes);
+  };
+  // 1. No cap: every offer stays resident.
+  auto [before, after, resident, offer_bytes] = run(static_cast<size_t>(offers));
+  auto per_actor = (static_cast<double>(after) - before - offer_bytes) / std::max<int64_t>(1, resident);
+  std::fprintf(stderr,
+               "gost_bench: %lld resident actors, RSS +%.1f MiB, offers' own data %.1f MiB\n",
+               static_cast<long long>(resident), (after - before) / 1048576.0,
+               offer_bytes / 1048576.0);
+  // 2. A cap of offers/10 per node: the count must stay at it.
+  auto cap = static_cast<size_t>(offers) / 10 / shards;
+  auto [b2, a2, resident2, ob2] = run(cap);
+  (void) b2;
+  (void) a2;
+  (void) ob2;
+  std::fprintf(stderr, "gost_bench: with max_resident=%zu per shard: %lld resident (cap %zu)\n",
+               cap, static_cast<long long>(resident2), cap * shards);
+  if (resident2 > static_cast<int64_t>(cap * shards)) {
+    std::fprintf(stderr, "gost_bench: the resident cap did not hold\n");
+    return 1;
+  }
+  for (auto& h : stores)
+    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  stores.clear();
+  std::printf("{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\"}\n",
+              per_actor);
+  return 0;
 }
 
 } // namespace
@@ -135,12 +233,15 @@ int main(int argc, char** argv) {
                                          {"parallelism", "1000"}, {"batch", "1000"}};
   for (int i = 2; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
-  if (opt.count("dsn") == 0 || (name != "stage_noop" && name != "stage_offer")) {
+  if (opt.count("dsn") == 0
+      || (name != "stage_noop" && name != "stage_offer" && name != "resident")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
   auto offers = std::stoi(opt["offers"]);
   auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
+  if (name == "resident")
+    return resident_bench(opt["dsn"], offers, shards);
   auto stage_id = name == "stage_noop" ? std::string{"noop"} : std::string{"changer"};
   std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
   setup(opt["dsn"], offers, shards, stage_id);
