@@ -58,6 +58,9 @@ start() {
   fetch
   command -v java >/dev/null || die "java not found; run scripts/install-deps.sh --kafka"
   if running; then return 0; fi
+  if answers; then
+    die "another broker already answers on 127.0.0.1:$port (not started by this script with GOST_KAFKA_DIR=$dir); stop it or set GOST_KAFKA_PORT"
+  fi
   rm -rf "$dir"; mkdir -p "$dir/logs"
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
