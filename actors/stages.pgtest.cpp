@@ -188,21 +188,45 @@ TEST_CASE("a stage that changes nothing leaves offer, states and outbox alone") 
   CHECK(f.db.scalar(count_sql("outbox")) == "1"); // the create only
 }
 
-TEST_CASE("an update through the API asks the stages again") {
+TEST_CASE("an update through the API asks the stages again, honouring interests") {
+  // Wants an offer whose title says "sale" (reacts to title only) and records it in its state.
+  struct on_title final : stage {
+    mutable std::atomic<int> asked{0};
+    decision should_process(const v1::Offer& o, const google::protobuf::Any* st) const override {
+      ++asked;
+      return o.title() == "sale" && st == nullptr ? decision::process() : decision::skip();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      stage_result r;
+      r.state = count_state(1);
+      return r;
+    }
+    std::vector<std::string> interests() const override { return {"title"}; }
+  };
+  auto st = std::make_shared<on_title>();
   auto reg = std::make_shared<stage_registry>();
-  reg->add("counter", std::make_shared<counter>(1));
+  reg->add("on_title", st);
   shard_fixture f{60s, reg};
   REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
-  REQUIRE(testing::eventually(10s, [&] { return f.stats->stage_runs.load() == 1; }));
-  // counter(1) is done: a change does not want it. A fresh registry entry would; here we
-  // check that nothing is enqueued for a stage that says skip, and the update commits.
+  CHECK(st->asked.load() == 1); // a new offer asks every stage
+  CHECK(f.db.scalar(count_sql("stage_queue")) == "0"); // title "t": not wanted
+  // A change of another field is not even asked about.
   auto o = new_offer("o1");
-  o.set_title("changed");
-  auto up = f.ask(update_atom::value, offer_msg{o}, int64_t{1});
-  REQUIRE(up);
-  CHECK(up->value.version() == 2);
+  o.set_description("longer");
+  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}));
+  CHECK(st->asked.load() == 1);
   CHECK(f.db.scalar(count_sql("stage_queue")) == "0");
-  CHECK(f.db.scalar(count_sql("outbox")) == "3"); // create, state, update
+  // The title change makes the stage want it: enqueued by the update, then run.
+  o.set_title("sale");
+  auto up = f.ask(update_atom::value, offer_msg{o}, int64_t{2});
+  REQUIRE(up);
+  CHECK(up->value.version() == 3);
+  REQUIRE(testing::eventually(10s, [&] {
+    return f.db.scalar(count_sql("stage_states", "stage_id = 'on_title'")) == "1"
+           && f.db.scalar(count_sql("stage_queue")) == "0";
+  }));
+  CHECK(f.stats->stage_runs.load() == 1);
+  CHECK(f.db.scalar("SELECT version FROM offers") == "3"); // the stage did not touch the offer
 }
 
 TEST_CASE("the background rescan walks every offer and enqueues what stages want now") {
