@@ -26,6 +26,7 @@
 #include <caf/send.hpp>
 #include <google/protobuf/wrappers.pb.h>
 #include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
 
 #include "gost/actors/shard_hash.hpp"
 #include "gost/actors/spawn.hpp"
@@ -85,8 +86,8 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
   pqxx::connection c{dsn};
   {
     pqxx::nontransaction tx{c};
-    tx.exec("DROP TABLE IF EXISTS offers, stage_states, stage_queue, outbox, dead_letters,"
-            " shard_leases, installation, schema_migrations CASCADE");
+    tx.exec("DROP TABLE IF EXISTS offers, stage_states, stage_queue, outbox, outbox_batches,"
+            " dead_letters, shard_leases, installation, schema_migrations CASCADE");
   }
   persistence::pg_pool::options po;
   po.dsn = dsn;
@@ -121,7 +122,7 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
     tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version, body)"
             " VALUES " + rows);
     if (!stage_id.empty())
-      tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
+      tx.exec("INSERT INTO stage_states (shard, stage_id, offer_id, due_at_us, priority) VALUES "
               + queue);
     tx.commit();
   }
@@ -230,7 +231,8 @@ int main(int argc, char** argv) {
   }
   std::string name = argv[1];
   std::map<std::string, std::string> opt{{"offers", "100000"}, {"shards", "4"}, {"pool", "6"},
-                                         {"parallelism", "1000"}, {"batch", "1000"}};
+                                         {"parallelism", "1000"}, {"batch", "1000"},
+                                         {"policy", "sharing"}};
   for (int i = 2; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
@@ -238,6 +240,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
+  if (opt.count("log"))
+    spdlog::set_level(spdlog::level::from_str(opt["log"]));
   auto offers = std::stoi(opt["offers"]);
   auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
   if (name == "resident")
@@ -264,6 +268,12 @@ int main(int argc, char** argv) {
   register_types(cfg);
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
   cfg.set("logger.verbosity", caf::atom("quiet"));
+  // gostd's default (scheduler.policy); --policy stealing for CAF's own default.
+  cfg.set("scheduler.policy", opt["policy"] == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
+  if (opt.count("spin") && opt["spin"] == "0") {
+    cfg.set("work-stealing.aggressive-poll-attempts", size_t{0});
+    cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+  }
   {
     caf::actor_system sys{cfg};
     std::vector<store_actor> stores;
@@ -312,8 +322,8 @@ int main(int argc, char** argv) {
     stores.clear();
     pqxx::connection c{opt["dsn"]};
     pqxx::nontransaction tx{c};
-    auto left = tx.exec("SELECT count(*) FROM stage_queue")[0][0].as<long>();
-    auto states = tx.exec("SELECT count(*) FROM stage_states")[0][0].as<long>();
+    auto left = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
+    auto states = tx.exec("SELECT count(*) FROM stage_states WHERE state IS NOT NULL")[0][0].as<long>();
     if (left != 0 || states != offers) {
       std::fprintf(stderr, "gost_bench: inconsistent result: %ld queue entries left, %ld states\n",
                    left, states);

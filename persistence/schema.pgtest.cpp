@@ -3,6 +3,8 @@
 #include <thread>
 #include <vector>
 
+#include <pqxx/pqxx>
+
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
@@ -113,4 +115,43 @@ TEST_CASE("the pool reconnects after the server dropped its connections") {
   db.scalar("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '"
             + db.name() + "' AND pid <> pg_backend_pid()");
   CHECK_FALSE(pool.ping());
+}
+
+TEST_CASE("migration 3 moves queue entries into state rows and old outbox rows into batches") {
+  gost::testing::temp_db db;
+  pg_pool pool{opts(db)};
+  auto all = builtin_migrations();
+  REQUIRE(all.size() >= 3);
+  std::vector<migration> first_two{all[0], all[1]};
+  REQUIRE(migrate(pool, first_two));
+  {
+    pqxx::connection c{db.dsn()};
+    pqxx::work tx{c};
+    tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+            " VALUES ('a', 3, 's', '', 1, ''), ('b', 3, 's', '', 1, '')");
+    tx.exec("INSERT INTO stage_states (offer_id, stage_id, state) VALUES"
+            " ('a', 'x', 'sa'), ('b', 'y', 'sb'), ('gone', 'x', 'orphan')");
+    tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES"
+            " (3, 'x', 'a', 100, 1), (3, 'z', 'b', 200, 0)");
+    // A 200-byte payload: its length needs a two-byte varint (200 = 0xc8 0x01).
+    tx.exec("INSERT INTO outbox (shard, offer_id, version, payload) VALUES"
+            " (3, 'a', 1, 'p'), (3, 'b', 1, decode(repeat('ab', 200), 'hex'))");
+    tx.commit();
+  }
+  auto r = migrate(pool);
+  REQUIRE_MESSAGE(r, error_message(r.error()));
+  CHECK(db.scalar("SELECT to_regclass('public.stage_queue') IS NULL") == "t");
+  CHECK(db.scalar("SELECT string_agg(offer_id || '/' || stage_id || '/' || shard || '/'"
+                  " || coalesce(encode(state, 'escape'), '-') || '/'"
+                  " || coalesce(due_at_us::text, '-') || '/' || priority, ' '"
+                  " ORDER BY offer_id, stage_id) FROM stage_states")
+        == "a/x/3/sa/100/1 b/y/3/sb/-/0 b/z/3/-/200/0");
+  CHECK(db.scalar("SELECT string_agg(events || ':' || encode(payload, 'hex'), ' ' ORDER BY id)"
+                  " FROM outbox_batches")
+        == "1:0a0170 1:0ac801" + [] {
+             std::string s;
+             for (int i = 0; i < 200; ++i)
+               s += "ab";
+             return s;
+           }());
 }

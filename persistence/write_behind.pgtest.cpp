@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
+#include <pqxx/pqxx>
 
 #include "gost/persistence/offer_store.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/persistence/write_behind.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/offer.pb.h"
 
 using namespace gost::persistence;
@@ -45,6 +47,32 @@ struct fixture {
     return o.SerializeAsString();
   }
 
+  /// An outbox event: the offer `id` saved at `version`.
+  static std::string event(const std::string& id, int64_t version) {
+    gost::v1::OfferSaved e;
+    e.mutable_offer()->set_id(id);
+    e.mutable_offer()->set_version(version);
+    e.set_changed_by("test");
+    return e.SerializeAsString();
+  }
+
+  /// Every outbox event in order, as "id:version", batches separated by "|".
+  std::string outbox() {
+    pqxx::connection c{db.dsn()};
+    pqxx::nontransaction tx{c};
+    std::string out;
+    for (auto row : tx.exec("SELECT events, payload FROM outbox_batches ORDER BY id")) {
+      gost::v1::OutboxBatch batch;
+      REQUIRE(batch.ParseFromString(pqxx::binarystring{row[1]}.str()));
+      CHECK(batch.events_size() == row[0].as<int>());
+      out += out.empty() ? "" : "|";
+      for (int i = 0; i < batch.events_size(); ++i)
+        out += (i == 0 ? "" : ",") + batch.events(i).offer().id() + ":"
+               + std::to_string(batch.events(i).offer().version());
+    }
+    return out;
+  }
+
   std::vector<write_outcome> commit(const std::vector<write_set>& sets, int64_t at_epoch = -1) {
     auto r = commit_write_sets(pool, 1, at_epoch < 0 ? epoch : at_epoch, sets);
     REQUIRE_MESSAGE(r, error_message(r.error()));
@@ -64,7 +92,7 @@ TEST_CASE_FIXTURE(fixture, "a write-set commits offer, state, queue changes and 
   ws.states = {{"s1", "state-bytes"}};
   ws.dequeue = {"s1"};
   ws.enqueue = {{"s2", "a", 200, priority::normal}, {"s1", "a", 5'000, priority::normal}};
-  ws.outbox = "payload";
+  ws.outbox = event("a", 2);
   REQUIRE(commit({ws}) == std::vector<write_outcome>{write_outcome::committed});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
   CHECK(db.scalar("SELECT encode(state, 'escape') FROM stage_states WHERE offer_id = 'a'"
@@ -72,36 +100,37 @@ TEST_CASE_FIXTURE(fixture, "a write-set commits offer, state, queue changes and 
         == "state-bytes");
   // s1's consumed entry (due 100) is gone; its new timer (5000) and s2's entry are there.
   CHECK(db.scalar("SELECT string_agg(stage_id || ':' || due_at_us, ',' ORDER BY stage_id)"
-                  " FROM stage_queue WHERE offer_id = 'a'")
+                  " FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'")
         == "s1:5000,s2:200");
-  CHECK(db.scalar("SELECT version || ':' || encode(payload, 'escape') FROM outbox") == "2:payload");
+  CHECK(outbox() == "a:2");
 }
 
 TEST_CASE_FIXTURE(fixture, "a stale version rejects only its own write-set") {
   write_set stale{"a", 7, body("a", 8, "x"), {{"s1", "lost"}}, {}, {{"s2", "a", 1, priority::normal}},
-                  std::string{"p"}};
-  write_set good{"b", 1, body("b", 2, "y"), {{"s1", "kept"}}, {}, {}, std::string{"p"}};
+                  event("a", 8)};
+  write_set good{"b", 1, body("b", 2, "y"), {{"s1", "kept"}}, {}, {}, event("b", 2)};
   auto r = commit({stale, good});
   CHECK(r == std::vector<write_outcome>{write_outcome::conflict, write_outcome::committed});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
-  CHECK(db.scalar("SELECT count(*) FROM outbox") == "1");
+  CHECK(outbox() == "b:2"); // the stale set's event is not there
   // A missing offer is a conflict too.
   CHECK(commit({write_set{"nope", 1, {}, {}, {}, {}, {}}})
         == std::vector<write_outcome>{write_outcome::conflict});
 }
 
 TEST_CASE_FIXTURE(fixture, "several events of one offer in one batch apply in order") {
-  write_set first{"a", 1, body("a", 2, "one"), {{"s1", "1"}}, {}, {}, {}};
-  write_set second{"a", 2, body("a", 3, "two"), {{"s1", "2"}}, {}, {}, {}};
+  write_set first{"a", 1, body("a", 2, "one"), {{"s1", "1"}}, {}, {}, event("a", 2)};
+  write_set second{"a", 2, body("a", 3, "two"), {{"s1", "2"}}, {}, {}, event("a", 3)};
   write_set stale{"a", 2, body("a", 3, "stale"), {}, {}, {}, {}};
   auto r = commit({first, second, stale});
   CHECK(r == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed,
                                         write_outcome::conflict});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "3");
   CHECK(db.scalar("SELECT encode(state, 'escape') FROM stage_states WHERE offer_id = 'a'") == "2");
+  CHECK(outbox() == "a:2,a:3"); // one batch row, events in commit order
   offer_store store{pool};
   auto o = store.load("a");
   REQUIRE(o);
@@ -113,7 +142,7 @@ TEST_CASE_FIXTURE(fixture, "an offer is at most once in a stage's queue; earlies
   commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 900, priority::normal}}, {}},
           write_set{"a", 1, {}, {}, {}, {{"s1", "a", 300, priority::background}}, {}}});
   CHECK(db.scalar("SELECT count(*) || ':' || min(due_at_us) || ':' || min(priority)"
-                  " FROM stage_queue WHERE offer_id = 'a'")
+                  " FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'")
         == "1:300:0");
   auto q = queued_for(pool, "a");
   REQUIRE(q);
@@ -132,11 +161,11 @@ TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {
   auto again = acquire_all_leases(pool, "other-node", 4);
   REQUIRE(again);
   CHECK((*again)[1] == stale_epoch + 1);
-  auto r = commit({write_set{"a", 1, body("a", 2, "fenced"), {{"s1", "x"}}, {}, {}, std::string{"p"}}},
+  auto r = commit({write_set{"a", 1, body("a", 2, "fenced"), {{"s1", "x"}}, {}, {}, event("a", 2)}},
                   stale_epoch);
   CHECK(r == std::vector<write_outcome>{write_outcome::fenced});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
-  CHECK(db.scalar("SELECT count(*) FROM outbox") == "0");
+  CHECK(outbox().empty());
 }
 
 TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a taken key is a conflict") {
@@ -146,7 +175,7 @@ TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a t
   ins.new_body = body("n1", 1, "new");
   ins.key = {"s", "shop", "sku-1"};
   ins.enqueue = {{"s1", "n1", 10, priority::normal}};
-  ins.outbox = "created";
+  ins.outbox = event("n1", 1);
   write_set dup = ins;
   dup.offer_id = "n2"; // same seller key
   write_set exists = ins;
@@ -157,7 +186,7 @@ TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a t
                                         write_outcome::conflict});
   CHECK(db.scalar("SELECT version || ':' || shard || ':' || external_id FROM offers WHERE offer_id = 'n1'")
         == "1:1:sku-1");
-  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id IN ('n1', 'n2')") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id IN ('n1', 'n2')") == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'n2'") == "0");
 }
 
@@ -167,12 +196,12 @@ TEST_CASE_FIXTURE(fixture, "remove deletes the offer, its states and queue entri
   rm.offer_id = "a";
   rm.op = offer_op::remove;
   rm.expected_version = 1;
-  rm.outbox = "tombstone";
+  rm.outbox = event("a", 2);
   CHECK(commit({rm}) == std::vector<write_outcome>{write_outcome::committed});
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'a'") == "0");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
-  CHECK(db.scalar("SELECT version FROM outbox WHERE offer_id = 'a'") == "2");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
+  CHECK(outbox() == "a:2");
 }
 
 TEST_CASE_FIXTURE(fixture, "bookkeeping sets dead-letter an entry without a version check") {
@@ -184,7 +213,53 @@ TEST_CASE_FIXTURE(fixture, "bookkeeping sets dead-letter an entry without a vers
   dl.dequeue = {"s1"};
   dl.dead_letters = {{"s1", "crashed 3 times: boom", 3}};
   CHECK(commit({dl}) == std::vector<write_outcome>{write_outcome::committed});
-  CHECK(db.scalar("SELECT count(*) FROM stage_queue WHERE offer_id = 'a'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
   CHECK(db.scalar("SELECT stage_id || ':' || attempts || ':' || reason FROM dead_letters")
         == "s1:3:crashed 3 times: boom");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
+}
+
+TEST_CASE_FIXTURE(fixture, "a queue entry shares its row with the stage's state; each keeps the other") {
+  commit({write_set{"a", 1, {}, {{"s1", "st"}}, {}, {{"s1", "a", 10, priority::normal},
+                                                     {"s2", "a", 20, priority::normal}}, {}}});
+  auto rows = [&] {
+    return db.scalar("SELECT string_agg(stage_id || '/' || coalesce(encode(state, 'escape'), '-')"
+                     " || '/' || coalesce(due_at_us::text, '-'), ' ' ORDER BY stage_id)"
+                     " FROM stage_states WHERE offer_id = 'a'");
+  };
+  CHECK(rows() == "s1/st/10 s2/-/20");
+  // Queued again (a later due time loses to the earlier one); the state stays.
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 30, priority::normal}}, {}}});
+  CHECK(rows() == "s1/st/10 s2/-/20");
+  // Both consumed without new states: s1 keeps its state, s2's row (only an entry) goes.
+  commit({write_set{"a", 1, {}, {}, {"s1", "s2"}, {}, {}}});
+  CHECK(rows() == "s1/st/-");
+  // A new state without touching the queue, then a timer for it: both land in the one row.
+  commit({write_set{"a", 1, {}, {{"s1", "st2"}}, {}, {}, {}}});
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 40, priority::background}}, {}}});
+  CHECK(rows() == "s1/st2/40");
+  CHECK(db.scalar("SELECT priority FROM stage_states WHERE offer_id = 'a'") == "1");
+  auto loaded = load_offers(pool, {"a"});
+  REQUIRE(loaded);
+  REQUIRE(loaded->size() == 1);
+  CHECK(loaded->front().states.size() == 1);
+  REQUIRE(loaded->front().queued.size() == 1);
+  CHECK(loaded->front().queued.front().due_at_us == 40);
+  CHECK(loaded->front().queued.front().prio == priority::background);
+}
+
+TEST_CASE_FIXTURE(fixture, "bookkeeping for a deleted offer drops its entry and writes nothing back") {
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 10, priority::normal}}, {}}});
+  CHECK(commit({write_set{"b", 1, {}, {}, {}, {}, std::nullopt, offer_op::remove}})
+        == std::vector<write_outcome>{write_outcome::committed});
+  // A rescan enqueue and a run's state for the deleted offer "b": only the dequeue applies.
+  write_set late;
+  late.offer_id = "b";
+  late.op = offer_op::none;
+  late.states = {{"s1", "zombie"}};
+  late.dequeue = {"s1"};
+  late.enqueue = {{"s2", "b", 5, priority::background}};
+  CHECK(commit({late}) == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'b'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "1");
 }

@@ -3,9 +3,10 @@
 // the answer arrives, so an event never interleaves with another event of the same offer.
 // Its in-memory copy is what the database holds: it changes only after a commit.
 //
-// Passivation: a self-addressed tick checks for idleness; an idle actor asks its shard, the
-// shard forgets it and answers (passivate, ok), and only then the actor stops. Anything the
-// shard forwarded before that answer is still in the mailbox and handled first.
+// Passivation is the shard's decision (idle sweep or resident cap, in LRU order): the shard
+// forgets the actor and sends (passivate, ok); anything it forwarded before is still in the
+// mailbox and handled first, and an event in progress (`await`) finishes before the actor
+// stops. The actor itself keeps no timer, so an idle actor costs no clock entry.
 
 #include "offer_actor.hpp"
 
@@ -23,13 +24,11 @@ namespace gost::detail {
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
 using persistence::db_errc;
 using persistence::make_db_error;
 using persistence::write_outcome;
 
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using offer_actor_impl = offer_actor::extend<caf::reacts_to<tick_atom>>;
+using offer_actor_impl = offer_actor;
 
 /// How often an event is redone after its write-set lost a version check (someone changed
 /// the offer behind this actor) before the caller hears of the conflict.
@@ -40,8 +39,6 @@ struct offer_state {
   offer_actor_args args;
   offer_entity entity;
   offer_context ctx;
-  clock_type::time_point last_event{};
-  bool passivating = false;
 };
 
 using self_ptr = offer_actor_impl::stateful_pointer<offer_state>;
@@ -61,7 +58,6 @@ void forget(self_ptr self) {
 template <class F, class Fail>
 void with_loaded(self_ptr self, F f, Fail fail) {
   auto& st = self->state;
-  st.last_event = clock_type::now();
   if (st.entity.loaded()) {
     f();
     return;
@@ -86,10 +82,26 @@ void with_loaded(self_ptr self, F f, Fail fail) {
       [=](caf::error& err) mutable { fail(std::move(err)); });
 }
 
+/// What `committed` needs of a write-set once it is handed to the writer: everything but the
+/// new body and the outbox event (the large parts), which are not copied.
+persistence::write_set bookkeeping_copy(const persistence::write_set& ws) {
+  persistence::write_set out;
+  out.offer_id = ws.offer_id;
+  out.expected_version = ws.expected_version;
+  out.op = ws.op;
+  out.states = ws.states;
+  out.dequeue = ws.dequeue;
+  out.enqueue = ws.enqueue;
+  out.dead_letters = ws.dead_letters;
+  return out;
+}
+
 /// Applies a committed write-set to the in-memory copy.
-void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1::Offer> offer) {
+/// `offer`: the offer after the set; nullptr: unchanged.
+void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1::Offer>* offer) {
   auto& st = self->state;
-  st.entity.committed(std::move(offer));
+  if (offer != nullptr)
+    st.entity.committed(std::move(*offer));
   for (auto& [stage, bytes] : ws.states)
     st.ctx.states[stage].ParseFromString(bytes);
   for (auto& stage : ws.dequeue)
@@ -112,6 +124,7 @@ std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool
   for (auto& [id, any] : ctx.states)
     (*saved.mutable_states())[id] = any;
   saved.set_deleted(deleted);
+  saved.set_changed_by("api");
   return saved.SerializeAsString();
 }
 
@@ -137,18 +150,20 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         rp.deliver(std::move(ws.error()));
         return;
       }
-      auto set = *ws;
+      auto set = bookkeeping_copy(*ws);
       self->request(st.args.writer, caf::infinite, write_atom::value, std::move(*ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
             switch (out) {
-              case write_outcome::committed:
-                committed(self, set, next);
+              case write_outcome::committed: {
+                auto answer = reply(next, set); // before `next` moves into the entity
+                committed(self, set, &next);
                 if (!set.enqueue.empty())
                   self->send(s.args.parent, enqueued_atom::value, set.enqueue);
-                rp.deliver(reply(next, set));
+                rp.deliver(std::move(answer));
                 return;
+              }
               case write_outcome::conflict:
                 forget(self);
                 if (set.op == persistence::offer_op::insert) {
@@ -190,7 +205,7 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       auto* entry = st.args.stages->find(stage_id);
       const auto& cur = st.entity.current();
       persistence::write_set ws;
-      std::optional<v1::Offer> next = cur;
+      std::optional<v1::Offer> next; // the new offer when the stage changed it
       if (!cur || entry == nullptr || !entry->opts.enabled) {
         // Nothing to run (the offer is gone, or the stage is unknown or disabled): drop the
         // entry without touching the offer.
@@ -224,7 +239,7 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
         ws = std::move(out.ws);
         next = std::move(out.offer);
       }
-      auto set = ws;
+      auto set = bookkeeping_copy(ws);
       self->request(st.args.writer, caf::infinite, write_atom::value, std::move(ws))
         .await(
           [=](write_outcome outcome) mutable {
@@ -234,10 +249,8 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
                 s.args.stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
                 s.args.stats->dead_letters.fetch_add(set.dead_letters.size(),
                                                      std::memory_order_relaxed);
-                committed(self, set, set.op == persistence::offer_op::none
-                                       ? s.entity.current()
-                                       : next);
-                rp.deliver(set.enqueue);
+                committed(self, set, next ? &next : nullptr);
+                rp.deliver(std::move(set.enqueue));
                 return;
               case write_outcome::conflict:
                 // The offer changed behind us (seed step 7): reload and start again.
@@ -266,8 +279,6 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
 
 offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) {
   self->state.args = std::move(args);
-  self->state.last_event = clock_type::now();
-  self->delayed_send(self, self->state.args.idle_timeout, tick_atom::value);
   return {
     [=](create_atom, offer_msg& m) -> caf::result<offer_msg> {
       auto rp = self->make_response_promise<offer_msg>();
@@ -361,19 +372,6 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       run_stage(self, rp, std::move(stage_id), 0);
       return rp;
     },
-    [=](tick_atom) {
-      auto& st = self->state;
-      auto idle_for = clock_type::now() - st.last_event;
-      if (idle_for >= st.args.idle_timeout) {
-        if (!st.passivating) {
-          st.passivating = true;
-          self->send(st.args.parent, passivate_atom::value, st.args.id);
-        }
-        return;
-      }
-      st.passivating = false;
-      self->delayed_send(self, st.args.idle_timeout - idle_for, tick_atom::value);
-    },
     [=](passivate_atom, ok_atom) { self->quit(); },
   };
 }
@@ -381,9 +379,11 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
 } // namespace
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, offer_actor_args args) {
-  // Linked: the shard hears of a crash through an exit message, and a stopping shard takes its
-  // offer actors with it.
-  auto impl = parent->spawn<caf::linked>(offer_fun, std::move(args));
+  // Monitored, not linked: the shard hears of a crash through a down message. A link would put
+  // one attachable per offer actor on the shard, and CAF 0.17 removes attachables by a linear
+  // search, so every passivation cost O(resident actors). The shard stops its offer actors
+  // itself when it stops (see ~shard_state).
+  auto impl = parent->spawn<caf::monitored>(offer_fun, std::move(args));
   return caf::actor_cast<offer_actor>(impl);
 }
 

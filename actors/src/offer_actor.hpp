@@ -19,7 +19,6 @@ struct offer_actor_args {
   writer_actor writer;
   std::shared_ptr<const stage_registry> stages;
   std::shared_ptr<node_stats> stats;
-  std::chrono::milliseconds idle_timeout{};
   int max_chain = 10;
 };
 

@@ -1,8 +1,10 @@
 // The shard supervisor: owns the offer actors of one shard and schedules its stage queues.
 //
-// - Offer actors are spawned on the first event for an offer, linked to the shard, and
-//   forgotten when they passivate or die. API events are forwarded with `delegate` (the offer
-//   actor answers the original requester directly).
+// - Offer actors are spawned on the first event for an offer, monitored by the shard (not
+//   linked: see spawn_offer_actor), and forgotten when they passivate or die. API events are
+//   forwarded with `delegate` (the offer actor answers the original requester directly).
+// - Passivation: a sweep every idle_timeout/4 stops actors idle for idle_timeout, and the
+//   resident cap stops the least recently used one before a new one is spawned.
 // - Stage work: the shard keeps the queue entries due within `queue_lookahead` in memory
 //   (stage_scheduler), polls PostgreSQL for more every `queue_poll` (one page at a time, never
 //   the whole table), learns about new entries from the offer actors that committed them, and
@@ -36,18 +38,21 @@ namespace {
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using rescan_atom = caf::atom_constant<caf::atom("rescan")>;
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using shard_impl = shard_actor::extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
-                                       caf::reacts_to<rescan_atom>>;
+                                       caf::reacts_to<rescan_atom>, caf::reacts_to<sweep_atom>>;
 
 struct shard_state {
   static inline const char* name = "gost.shard";
   shard_options opts;
   writer_actor writer;
   std::unique_ptr<stage_scheduler> sched;
-  /// Resident offer actors, with their place in the LRU list (front: most recently used).
+  /// Resident offer actors, with their place in the LRU list (front: most recently used) and
+  /// when the shard last handed them an event (the idle sweep walks the list from the back).
   struct resident {
     offer_actor handle;
     std::list<std::string>::iterator lru;
+    std::chrono::steady_clock::time_point last_used;
   };
   std::unordered_map<std::string, resident> children;
   std::list<std::string> lru;
@@ -66,6 +71,13 @@ struct shard_state {
   bool poll_timer_pending = false;
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
   uint64_t rescans_done = 0;
+
+  /// Offer actors are monitored, not linked: a stopping shard (for any reason) takes them
+  /// along here. Their durable state is in PostgreSQL; an unfinished event is redone later.
+  ~shard_state() {
+    for (auto& [id, r] : children)
+      caf::anon_send_exit(r.handle, caf::exit_reason::user_shutdown);
+  }
 };
 
 constexpr auto full_scan_every = std::chrono::seconds{30};
@@ -79,8 +91,10 @@ void passivate(self_ptr self, const std::string& id);
 offer_actor child(self_ptr self, const std::string& id) {
   auto& st = self->state;
   auto i = st.children.find(id);
+  auto now = std::chrono::steady_clock::now();
   if (i != st.children.end()) {
     st.lru.splice(st.lru.begin(), st.lru, i->second.lru);
+    i->second.last_used = now;
     return i->second.handle;
   }
   // The cap: make room by passivating the least recently used actor.
@@ -94,12 +108,11 @@ offer_actor child(self_ptr self, const std::string& id) {
   args.writer = st.writer;
   args.stages = st.opts.stages;
   args.stats = st.opts.stats;
-  args.idle_timeout = st.opts.offer_idle_timeout;
   args.max_chain = st.opts.max_chain;
   auto a = detail::spawn_offer_actor(self, std::move(args));
   st.ids.emplace(a.address(), id);
   st.lru.push_front(id);
-  st.children.emplace(id, shard_state::resident{a, st.lru.begin()});
+  st.children.emplace(id, shard_state::resident{a, st.lru.begin(), now});
   st.opts.stats->offer_actors_spawned.fetch_add(1, std::memory_order_relaxed);
   st.opts.stats->resident_offer_actors.fetch_add(1, std::memory_order_relaxed);
   return a;
@@ -129,10 +142,27 @@ void passivate(self_ptr self, const std::string& id) {
   if (i == st.children.end())
     return;
   auto a = i->second.handle;
-  self->unlink_from(a); // its normal exit is no news to us
-  forget(self, a.address());
+  forget(self, a.address()); // its down message then finds nothing to forget
   st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom::value, ok_atom::value);
+}
+
+/// The idle sweep: passivates, least recently used first, every offer actor the shard has not
+/// handed an event for `offer_idle_timeout`. One timer per shard instead of one per actor.
+void sweep_idle(self_ptr self) {
+  auto& st = self->state;
+  auto cutoff = std::chrono::steady_clock::now() - st.opts.offer_idle_timeout;
+  while (!st.lru.empty()) {
+    auto i = st.children.find(st.lru.back());
+    if (i == st.children.end() || i->second.last_used > cutoff)
+      break;
+    passivate(self, st.lru.back());
+  }
+}
+
+std::chrono::milliseconds sweep_interval(const shard_options& o) {
+  return std::clamp(o.offer_idle_timeout / 4, std::chrono::milliseconds{5},
+                    std::chrono::milliseconds{10'000});
 }
 
 /// An entry is finished (committed or dead-lettered): free its slot.
@@ -205,7 +235,9 @@ void dead_letter(self_ptr self, const std::string& stage_id, const std::string& 
 
 void start_run(self_ptr self, stage_scheduler::work w) {
   auto target = child(self, w.offer_id);
-  self->request(target, std::chrono::seconds{60}, run_atom::value, w.stage_id)
+  // No timeout (a timeout is a clock entry per run): an offer actor that dies answers with
+  // an error through CAF, and one that lives finishes its event.
+  self->request(target, caf::infinite, run_atom::value, w.stage_id)
     .then(
       [=](queue_entries& committed) {
         auto& st = self->state;
@@ -384,23 +416,22 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   wa.flush_delay = st.opts.write_flush_delay;
   wa.stats = st.opts.stats;
   st.writer = detail::spawn_writer(self, wa);
-  // Offer actors and the writer are linked to their shard. Offer actor exits arrive here; any
-  // other exit message (the node stopping the shard, the writer dying) stops the shard, and
-  // the links take the others along.
-  self->set_exit_handler([=](caf::exit_msg& em) {
+  // The writer is linked to its shard: any exit message (the node stopping the shard, the
+  // writer dying) stops the shard. Offer actors are monitored: their down messages arrive here.
+  self->set_exit_handler([=](caf::exit_msg& em) { self->quit(em.reason); });
+  self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
-    auto i = s.ids.find(em.source);
-    if (i == s.ids.end()) {
-      self->quit(em.reason);
-      return;
-    }
-    if (em.reason && em.reason != caf::exit_reason::normal) {
+    auto i = s.ids.find(dm.source);
+    if (i == s.ids.end())
+      return; // passivated: already forgotten
+    if (dm.reason && dm.reason != caf::exit_reason::normal) {
       s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", s.opts.shard,
-                   i->second, self->system().render(em.reason));
+                   i->second, self->system().render(dm.reason));
     }
-    forget(self, em.source);
+    forget(self, dm.source);
   });
+  self->delayed_send(self, sweep_interval(st.opts), sweep_atom::value);
   if (!st.opts.stages->all().empty()) {
     self->send(self, poll_atom::value);
     if (st.opts.rescan_every.count() > 0)
@@ -419,15 +450,6 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
     [=](delete_atom a, const std::string& id, int64_t expected) {
       return self->delegate(child(self, id), a, id, expected);
     },
-    [=](passivate_atom, const std::string& id) {
-      auto& s = self->state;
-      auto i = s.children.find(id);
-      if (i == s.children.end()
-          || i->second.handle.address()
-               != caf::actor_cast<caf::actor_addr>(self->current_sender()))
-        return; // a stale request from an actor already replaced
-      passivate(self, id);
-    },
     [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
     [=](resident_atom, const std::string& id) {
       return self->state.children.count(id) != 0;
@@ -437,6 +459,10 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       dispatch(self);
     },
     [=](rescan_atom) { rescan_page(self, std::string{}); },
+    [=](sweep_atom) {
+      sweep_idle(self);
+      self->delayed_send(self, sweep_interval(self->state.opts), sweep_atom::value);
+    },
     [=](poll_atom) {
       self->state.poll_timer_pending = false;
       poll(self);

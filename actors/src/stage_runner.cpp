@@ -109,9 +109,11 @@ std::vector<queue_entry> ask(const stage_registry& reg, const std::set<std::stri
 }
 
 std::string outbox_payload(const v1::Offer& offer, const offer_context& ctx,
-                           const std::vector<std::pair<std::string, std::string>>& new_states) {
+                           const std::vector<std::pair<std::string, std::string>>& new_states,
+                           const std::string& stage_id) {
   v1::OfferSaved saved;
   *saved.mutable_offer() = offer;
+  saved.set_changed_by(stage_id);
   auto& states = *saved.mutable_states();
   for (auto& [id, any] : ctx.states)
     states[id] = any;
@@ -142,7 +144,6 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
   ws.offer_id = offer.id();
   ws.expected_version = offer.version();
   ws.dequeue.push_back(stage_id);
-  out.offer = offer;
   std::set<std::string> changed;
   if (result.offer) {
     v1::Offer next = *result.offer;
@@ -184,7 +185,7 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
     }
   }
   if (out.offer_changed || out.state_changed)
-    ws.outbox = outbox_payload(*out.offer, ctx, ws.states);
+    ws.outbox = outbox_payload(out.offer ? *out.offer : offer, ctx, ws.states, stage_id);
   return out;
 }
 

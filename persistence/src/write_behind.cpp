@@ -2,7 +2,7 @@
 
 #include <map>
 #include <set>
-#include <string_view>
+#include <tuple>
 
 #include "pg_internal.hpp"
 
@@ -20,6 +20,7 @@ public:
     ++rows_;
   }
   bool empty() const { return rows_ == 0; }
+  size_t size() const { return rows_; }
   const std::string& str() const { return text_; }
 
 private:
@@ -27,13 +28,127 @@ private:
   size_t rows_ = 0;
 };
 
-struct queue_key {
-  std::string stage_id;
+/// Binary parameters ($n) of one statement: bytea values travel as they are, with no escaping
+/// on our side and no hex decoding on the server's.
+class blob_params {
+public:
+  /// Adds a value and returns its placeholder.
+  std::string add(const std::string& bytes) {
+    blobs_.emplace_back(bytes);
+    return "$" + std::to_string(blobs_.size()) + "::bytea";
+  }
+  pqxx::result exec(pqxx::transaction_base& tx, const std::string& sql) const {
+    return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(blobs_));
+  }
+
+private:
+  std::vector<pqxx::binarystring> blobs_;
+};
+
+struct state_key {
   std::string offer_id;
-  bool operator<(const queue_key& o) const {
-    return std::tie(stage_id, offer_id) < std::tie(o.stage_id, o.offer_id);
+  std::string stage_id;
+  bool operator<(const state_key& o) const {
+    return std::tie(offer_id, stage_id) < std::tie(o.offer_id, o.stage_id);
   }
 };
+
+/// What a batch does to one (offer, stage) row of stage_states: its state, and its queue
+/// entry (the row's due_at_us / priority).
+struct row_change {
+  const std::string* state = nullptr; ///< new state; nullptr: keep
+  enum class due : uint8_t {
+    keep,  ///< untouched
+    exact, ///< set to `at` / `prio` (the entry was consumed in this batch, maybe re-queued)
+    least, ///< queued: the earlier due time and the higher priority of old and new win
+    clear, ///< consumed and not re-queued
+  } due_mode = due::keep;
+  int64_t at = 0;
+  priority prio = priority::normal;
+
+  void dequeue() { due_mode = due::clear; }
+  void enqueue(const queue_entry& e) {
+    switch (due_mode) {
+      case due::keep: due_mode = due::least; at = e.due_at_us; prio = e.prio; return;
+      case due::clear: due_mode = due::exact; at = e.due_at_us; prio = e.prio; return;
+      case due::exact:
+      case due::least:
+        at = std::min(at, e.due_at_us);
+        prio = std::min(prio, e.prio);
+        return;
+    }
+  }
+};
+
+/// The length-delimited framing of `repeated OfferSaved events = 1` in gost.v1.OutboxBatch:
+/// appending each event's bytes like this yields a serialized OutboxBatch.
+void append_event(std::string& batch, const std::string& event) {
+  batch.push_back('\x0a'); // field 1, wire type 2
+  auto n = static_cast<uint64_t>(event.size());
+  while (n >= 0x80) {
+    batch.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    n >>= 7;
+  }
+  batch.push_back(static_cast<char>(n));
+  batch += event;
+}
+
+/// Writes the stage_states rows of a batch: one multi-row upsert per kind of change (at most
+/// four statements), and for entries consumed without a state of their own, a clear.
+void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
+                      const std::map<state_key, row_change>& rows) {
+  // Kinds: (state set?, due mode) -> the ON CONFLICT clause.
+  struct group {
+    values_list values;
+    blob_params blobs;
+  };
+  std::map<std::pair<bool, row_change::due>, group> groups;
+  values_list cleared; // (offer, stage): consumed, no new state, not re-queued
+  for (auto& [key, ch] : rows) {
+    auto kind = std::make_pair(ch.state != nullptr, ch.due_mode);
+    if (!kind.first && ch.due_mode == row_change::due::clear) {
+      cleared.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id));
+      continue;
+    }
+    if (!kind.first && ch.due_mode == row_change::due::keep)
+      continue;
+    auto& g = groups[kind];
+    bool queued = ch.due_mode == row_change::due::exact || ch.due_mode == row_change::due::least;
+    g.values.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id) + "," + shard_txt + ","
+                 + (ch.state != nullptr ? g.blobs.add(*ch.state) : std::string{"NULL::bytea"}) + ","
+                 + (queued ? std::to_string(ch.at) : std::string{"NULL::bigint"}) + ","
+                 + std::to_string(static_cast<int16_t>(ch.prio)));
+  }
+  for (auto& [kind, g] : groups) {
+    auto [has_state, due] = kind;
+    std::string set;
+    if (has_state)
+      set = "state = EXCLUDED.state, updated_at = now()";
+    switch (due) {
+      case row_change::due::keep: break;
+      case row_change::due::exact:
+      case row_change::due::clear:
+        set += std::string{set.empty() ? "" : ", "}
+               + "due_at_us = EXCLUDED.due_at_us, priority = EXCLUDED.priority";
+        break;
+      case row_change::due::least:
+        set += std::string{set.empty() ? "" : ", "}
+               + "due_at_us = LEAST(s.due_at_us, EXCLUDED.due_at_us),"
+                 " priority = CASE WHEN s.due_at_us IS NULL THEN EXCLUDED.priority"
+                 " ELSE LEAST(s.priority, EXCLUDED.priority) END";
+        break;
+    }
+    g.blobs.exec(tx, "INSERT INTO stage_states AS s (offer_id, stage_id, shard, state, due_at_us,"
+                     " priority) VALUES " + g.values.str()
+                     + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET " + set);
+  }
+  if (!cleared.empty()) {
+    // A row that only held the queue entry goes; one with a state keeps it.
+    auto keys = "(offer_id, stage_id) IN (VALUES " + cleared.str() + ")";
+    tx.exec("DELETE FROM stage_states WHERE " + keys + " AND state IS NULL");
+    tx.exec("UPDATE stage_states SET due_at_us = NULL WHERE " + keys + " AND due_at_us IS NOT NULL");
+  }
+}
 
 } // namespace
 
@@ -51,7 +166,9 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       outcomes.assign(sets.size(), write_outcome::fenced);
       return; // rolled back by the destructor
     }
-    // Current versions, locked in a fixed order so two transactions never deadlock.
+    // Current versions. No row locks: only the lease holder writes a shard's rows, and it
+    // writes them from this one writer, one batch at a time, so nothing can change them
+    // between this read and the commit (a takeover waits on the lease row above).
     std::set<std::string> ids;
     for (auto& s : sets)
       ids.insert(s.offer_id);
@@ -60,34 +177,34 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       id_list += (id_list.empty() ? "" : ",") + tx.quote(id);
     std::map<std::string, int64_t> version;
     if (!ids.empty())
-      for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list
-                              + ") ORDER BY offer_id FOR UPDATE"))
+      for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
         version[row[0].as<std::string>()] = row[1].as<int64_t>();
 
     // New offers first: their rows must exist before anything refers to them. A row that is
     // not inserted (id or seller key taken) makes its set a conflict.
     std::set<std::string> inserted;
     values_list insert_rows;
+    blob_params insert_blobs;
     for (auto& s : sets)
       if (s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
         insert_rows.row(tx.quote(s.offer_id) + "," + shard_txt + "," + tx.quote(s.key.seller_id)
                         + "," + tx.quote(s.key.ns) + ","
                         + (s.key.external_id.empty() ? std::string{"NULL"}
                                                      : tx.quote(s.key.external_id))
-                        + ",1," + tx.quote_raw(*s.new_body));
+                        + ",1," + insert_blobs.add(*s.new_body));
     if (!insert_rows.empty())
-      for (auto row : tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace,"
-                              " external_id, version, body) VALUES " + insert_rows.str()
-                              + " ON CONFLICT DO NOTHING RETURNING offer_id"))
+      for (auto row : insert_blobs.exec(tx, "INSERT INTO offers (offer_id, shard, seller_id,"
+                                            " namespace, external_id, version, body) VALUES "
+                                            + insert_rows.str()
+                                            + " ON CONFLICT DO NOTHING RETURNING offer_id"))
         inserted.insert(row[0].as<std::string>());
 
     // Decide each set in order; later sets of the same offer see earlier ones.
     std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
-    std::map<std::pair<std::string, std::string>, const std::string*> states;
-    std::set<queue_key> deletes;
-    std::map<queue_key, queue_entry> upserts;
+    std::map<state_key, row_change> state_rows;
     std::set<std::string> removed;
-    values_list outbox;
+    std::string outbox;
+    int32_t events = 0;
     values_list dead_rows;
     for (size_t i = 0; i < sets.size(); ++i) {
       auto& s = sets[i];
@@ -110,16 +227,15 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       for (auto& d : s.dead_letters)
         dead_rows.row(shard_txt + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id) + ","
                       + tx.quote(d.reason) + "," + std::to_string(d.attempts));
+      if (s.outbox) {
+        append_event(outbox, *s.outbox);
+        ++events;
+      }
       if (s.op == offer_op::remove) {
         bodies.erase(s.offer_id);
-        for (auto it = states.begin(); it != states.end();)
-          it = it->first.first == s.offer_id ? states.erase(it) : std::next(it);
-        for (auto it = upserts.begin(); it != upserts.end();)
-          it = it->first.offer_id == s.offer_id ? upserts.erase(it) : std::next(it);
+        for (auto it = state_rows.begin(); it != state_rows.end();)
+          it = it->first.offer_id == s.offer_id ? state_rows.erase(it) : std::next(it);
         removed.insert(s.offer_id);
-        if (s.outbox)
-          outbox.row(shard_txt + "," + tx.quote(s.offer_id) + "," + std::to_string(v->second + 1)
-                     + "," + tx.quote_raw(*s.outbox));
         version.erase(v);
         continue;
       }
@@ -129,31 +245,22 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
         v->second = s.expected_version + 1;
         bodies[s.offer_id] = {v->second, &*s.new_body};
       }
-      for (auto& [stage, bytes] : s.states)
-        states[{s.offer_id, stage}] = &bytes;
-      for (auto& stage : s.dequeue) {
-        queue_key k{stage, s.offer_id};
-        upserts.erase(k);
-        deletes.insert(k);
-      }
-      for (auto& e : s.enqueue) {
-        queue_key k{e.stage_id, e.offer_id};
-        auto [it, fresh] = upserts.emplace(k, e);
-        if (!fresh) {
-          it->second.due_at_us = std::min(it->second.due_at_us, e.due_at_us);
-          it->second.prio = std::min(it->second.prio, e.prio);
-        }
-      }
-      if (s.outbox)
-        outbox.row(shard_txt + "," + tx.quote(s.offer_id) + "," + std::to_string(v->second) + ","
-                   + tx.quote_raw(*s.outbox));
+      // A gone offer (bookkeeping only): its consumed entries go, nothing else is written back.
+      bool gone = s.op == offer_op::none && v->second == 0;
+      if (!gone)
+        for (auto& [stage, bytes] : s.states)
+          state_rows[{s.offer_id, stage}].state = &bytes;
+      for (auto& stage : s.dequeue)
+        state_rows[{s.offer_id, stage}].dequeue();
+      if (!gone)
+        for (auto& e : s.enqueue)
+          state_rows[{e.offer_id, e.stage_id}].enqueue(e);
     }
 
     if (!removed.empty()) {
       std::string list;
       for (auto& id : removed)
         list += (list.empty() ? "" : ",") + tx.quote(id);
-      tx.exec("DELETE FROM stage_queue WHERE offer_id IN (" + list + ")");
       tx.exec("DELETE FROM stage_states WHERE offer_id IN (" + list + ")");
       tx.exec("DELETE FROM offers WHERE offer_id IN (" + list + ")");
     }
@@ -161,38 +268,17 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       tx.exec("INSERT INTO dead_letters (shard, offer_id, stage_id, reason, attempts) VALUES "
               + dead_rows.str());
     values_list offer_rows;
+    blob_params offer_blobs;
     for (auto& [id, vb] : bodies)
-      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + tx.quote_raw(*vb.second));
+      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + offer_blobs.add(*vb.second));
     if (!offer_rows.empty())
-      tx.exec("UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
-              " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
-              " WHERE o.offer_id = v.offer_id");
-    values_list state_rows;
-    for (auto& [key, bytes] : states)
-      state_rows.row(tx.quote(key.first) + "," + tx.quote(key.second) + "," + tx.quote_raw(*bytes));
-    if (!state_rows.empty())
-      tx.exec("INSERT INTO stage_states (offer_id, stage_id, state) VALUES " + state_rows.str()
-              + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET state = EXCLUDED.state,"
-                " updated_at = now()");
-    values_list delete_rows;
-    for (auto& k : deletes)
-      delete_rows.row(tx.quote(k.stage_id) + "," + tx.quote(k.offer_id));
-    if (!delete_rows.empty())
-      tx.exec("DELETE FROM stage_queue WHERE shard = " + shard_txt
-              + " AND (stage_id, offer_id) IN (VALUES " + delete_rows.str() + ")");
-    values_list queue_rows;
-    for (auto& [k, e] : upserts)
-      queue_rows.row(shard_txt + "," + tx.quote(e.stage_id) + "," + tx.quote(e.offer_id) + ","
-                     + std::to_string(e.due_at_us) + ","
-                     + std::to_string(static_cast<int16_t>(e.prio)));
-    if (!queue_rows.empty())
-      tx.exec("INSERT INTO stage_queue (shard, stage_id, offer_id, due_at_us, priority) VALUES "
-              + queue_rows.str()
-              + " ON CONFLICT (shard, stage_id, offer_id) DO UPDATE SET"
-                " due_at_us = LEAST(stage_queue.due_at_us, EXCLUDED.due_at_us),"
-                " priority = LEAST(stage_queue.priority, EXCLUDED.priority)");
-    if (!outbox.empty())
-      tx.exec("INSERT INTO outbox (shard, offer_id, version, payload) VALUES " + outbox.str());
+      offer_blobs.exec(tx, "UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
+                           " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
+                           " WHERE o.offer_id = v.offer_id");
+    write_state_rows(tx, shard_txt, state_rows);
+    if (events > 0)
+      tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
+                     static_cast<int64_t>(shard), events, pqxx::binarystring{outbox});
     tx.commit();
   });
   if (err)
@@ -228,12 +314,12 @@ caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shar
     out.clear();
     pqxx::nontransaction tx{c};
     auto r = after == nullptr
-               ? tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
-                                " WHERE shard = $1 AND due_at_us <= $2"
+               ? tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
                                 " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
-               : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
-                                " WHERE shard = $1 AND due_at_us <= $2"
+               : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
                                 " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
                                 " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
@@ -255,7 +341,9 @@ load_states(pg_pool& pool, const std::string& offer_id) {
     out.clear();
     pqxx::nontransaction tx{c};
     for (auto row :
-         tx.exec_params("SELECT stage_id, state FROM stage_states WHERE offer_id = $1", offer_id)) {
+         tx.exec_params("SELECT stage_id, state FROM stage_states"
+                        " WHERE offer_id = $1 AND state IS NOT NULL",
+                        offer_id)) {
       pqxx::binarystring bytes{row[1]};
       out.emplace_back(row[0].as<std::string>(), bytes.str());
     }
@@ -295,17 +383,20 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
         r.version = version;
       });
     }
-    for (auto row : tx.exec("SELECT offer_id, stage_id, state FROM stage_states WHERE offer_id IN ("
-                            + list + ")")) {
-      pqxx::binarystring bytes{row[2]};
-      auto st = std::make_pair(row[1].as<std::string>(), bytes.str());
-      each(row[0].as<std::string>(), [&](offer_row& r) { r.states.push_back(st); });
-    }
-    for (auto row : tx.exec("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
+    for (auto row : tx.exec("SELECT offer_id, stage_id, state, due_at_us, priority FROM stage_states"
                             " WHERE offer_id IN (" + list + ")")) {
-      queue_entry e{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
-                    static_cast<priority>(row[3].as<int16_t>())};
-      each(e.offer_id, [&](offer_row& r) { r.queued.push_back(e); });
+      auto offer_id = row[0].as<std::string>();
+      auto stage_id = row[1].as<std::string>();
+      if (!row[2].is_null()) {
+        pqxx::binarystring bytes{row[2]};
+        auto st = std::make_pair(stage_id, bytes.str());
+        each(offer_id, [&](offer_row& r) { r.states.push_back(st); });
+      }
+      if (!row[3].is_null()) {
+        queue_entry e{stage_id, offer_id, row[3].as<int64_t>(),
+                      static_cast<priority>(row[4].as<int16_t>())};
+        each(offer_id, [&](offer_row& r) { r.queued.push_back(e); });
+      }
     }
   });
   if (err)
@@ -338,7 +429,8 @@ caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now
     std::map<std::string, stage_counts> by;
     for (auto row : tx.exec_params("SELECT stage_id, count(*) FILTER (WHERE due_at_us <= $1),"
                                    " count(*) FILTER (WHERE due_at_us > $1)"
-                                   " FROM stage_queue GROUP BY stage_id",
+                                   " FROM stage_states WHERE due_at_us IS NOT NULL"
+                                   " GROUP BY stage_id",
                                    now_us)) {
       auto& sc = by[row[0].as<std::string>()];
       sc.queued = row[1].as<uint64_t>();
@@ -362,8 +454,8 @@ caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::str
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_queue"
-                                   " WHERE offer_id = $1 ORDER BY stage_id",
+    for (auto row : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                   " WHERE offer_id = $1 AND due_at_us IS NOT NULL ORDER BY stage_id",
                                    offer_id))
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
                      static_cast<priority>(row[3].as<int16_t>())});

@@ -97,6 +97,8 @@ std::string node::start() {
   d.caf_cfg = std::make_unique<caf::actor_system_config>();
   register_types(*d.caf_cfg);
   d.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
+  d.caf_cfg->set("scheduler.policy", cfg.scheduler_policy == "stealing" ? caf::atom("stealing")
+                                                                         : caf::atom("sharing"));
   d.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
   d.caf_cfg->load<caf::io::middleman>();
   d.sys = std::make_unique<caf::actor_system>(*d.caf_cfg);

@@ -56,7 +56,7 @@ TEST_CASE("kill -9 with timers pending: after a restart every timer fires exactl
     // Every create was acknowledged, so its offer and its expiry timer are committed: each
     // offer either still waits for its timer or has expired already (a slow machine).
     CHECK(db.scalar("SELECT count(*) FROM offers") == std::to_string(n));
-    CHECK(db.scalar("SELECT (SELECT count(*) FROM stage_queue WHERE stage_id = 'expire')"
+    CHECK(db.scalar("SELECT (SELECT count(*) FROM stage_states WHERE stage_id = 'expire' AND due_at_us IS NOT NULL)"
                     " + (SELECT count(*) FROM offers WHERE version = 2)")
           == std::to_string(n));
     node.signal(SIGKILL);
@@ -68,15 +68,15 @@ TEST_CASE("kill -9 with timers pending: after a restart every timer fires exactl
   child_process again{GOSTD_PATH, args};
   wait_port(again, port_file);
   bool all_fired = testing::eventually(60s, [&] {
-    return db.scalar("SELECT count(*) FROM stage_queue") == "0"
+    return db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL") == "0"
            && db.scalar("SELECT count(*) FROM offers WHERE version = 2") == std::to_string(n);
   });
   CHECK_MESSAGE(all_fired, again.output());
   MESSAGE("offers expired before the kill: " << inactive_at_kill);
   // Exactly once in committed state: version 2 (create + one expiry), status inactive, and one
-  // outbox row per committed change.
+  // outbox event per committed change.
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE version <> 2") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM outbox") == std::to_string(2 * n));
+  CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches") == std::to_string(2 * n));
   CHECK(db.scalar("SELECT count(*) FROM dead_letters") == "0");
   again.signal(SIGTERM);
   CHECK(again.wait(30s) == 0);

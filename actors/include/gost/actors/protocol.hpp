@@ -99,13 +99,12 @@ using offer_actor = offer_ops::extend<
   // A due entry of a stage's queue: run the stage. Replies the queue entries the run
   // committed (to be scheduled by the shard).
   caf::replies_to<run_atom, std::string>::with<queue_entries>,
-  // Sent by its shard when the actor asked to passivate and the shard agreed: stop now.
+  // Sent by its shard, which has forgotten the actor (idle, or over the resident cap): stop
+  // after what is already in the mailbox.
   caf::reacts_to<passivate_atom, ok_atom>>;
 
 /// One supervisor per shard: spawns offer actors on demand and forwards to them.
 using shard_actor = offer_ops::extend<
-  // An idle offer actor asks to stop; sent by the offer actor itself.
-  caf::reacts_to<passivate_atom, std::string>,
   // Queue entries an offer actor committed outside a stage run (API changes).
   caf::reacts_to<enqueued_atom, queue_entries>,
   // Whether an offer actor for this offer is in memory.

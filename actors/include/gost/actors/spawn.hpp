@@ -49,7 +49,8 @@ struct shard_options {
   uint32_t rescan_page = 500;
   /// One dispatch in this many goes to background-priority work when normal work waits.
   int background_share = 4;
-  /// An offer actor with no event for this long asks its shard to passivate it.
+  /// An offer actor its shard handed no event for this long is passivated (a periodic sweep
+  /// by the shard, in LRU order).
   std::chrono::milliseconds offer_idle_timeout{60'000};
   /// At most this many offer actors in memory per shard; beyond it the least recently used
   /// one is passivated.

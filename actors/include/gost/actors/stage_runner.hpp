@@ -31,7 +31,7 @@ struct runner_limits {
 /// The result of one event: the write-set, and the offer/states it leaves when committed.
 struct runner_output {
   persistence::write_set ws;
-  std::optional<v1::Offer> offer; ///< the offer after the event (unchanged: the input)
+  std::optional<v1::Offer> offer; ///< the offer after the event; empty when unchanged
   bool offer_changed = false;
   bool state_changed = false;
   int storms_cut = 0;

@@ -37,6 +37,7 @@ struct node_config {
 
   uint32_t shard_count = 0;
   int scheduler_threads = 0; ///< resolved: never 0
+  std::string scheduler_policy; ///< "sharing" or "stealing"
   std::chrono::milliseconds offer_idle_timeout{};
   size_t offer_max_resident = 0;
   std::chrono::milliseconds request_timeout{};

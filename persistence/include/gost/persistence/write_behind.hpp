@@ -13,7 +13,7 @@ namespace gost::persistence {
 
 class pg_pool;
 
-/// Queue priorities (column stage_queue.priority).
+/// Queue priorities (column stage_states.priority).
 enum class priority : int16_t { normal = 0, background = 1 };
 
 /// An entry of a stage's queue; a timer is an entry due in the future.
@@ -61,7 +61,8 @@ struct write_set {
   /// Entries to put into queues: an existing entry keeps the earlier due time and the higher
   /// priority (an offer is in a queue at most once).
   std::vector<queue_entry> enqueue;
-  /// Outbox payload (the saved offer and states) when something changed.
+  /// Outbox event (a serialized gost.v1.OfferSaved: the saved offer and states) when
+  /// something changed. The events of a batch go into one outbox_batches row, in order.
   std::optional<std::string> outbox;
   offer_op op = offer_op::change;
   offer_key_columns key; ///< offer_op::insert only
@@ -104,7 +105,7 @@ struct offer_row {
   std::vector<queue_entry> queued;
 };
 
-/// Loads many offers at once (three queries in all): rows in the order of `ids`.
+/// Loads many offers at once (two queries in all): rows in the order of `ids`.
 caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool, const std::vector<std::string>& ids);
 
 /// The ids of a shard's offers after `after_id` in id order, at most `limit` (a rescan page).
