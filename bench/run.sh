@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
-#   bench/run.sh [NAME...]     names: stage_noop stage_offer resident (default: all)
-# Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4).
+#   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer resident (default: all)
+# Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
+# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,12 +23,41 @@ export GOST_PG_DIR=$root/var/pgbench GOST_PG_PORT=54349 GOST_PG_DB=gost_bench
 step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
 dsn="host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=gost_bench"
 
+# The peer's database: the peer drops and recreates its own tables there.
+peer_dsn="host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=gost_peer"
+
+# Runs one gost benchmark; prints its JSON line.
+gost_bench() {
+  local name=$1
+  build/release/bench/gost_bench "$name" --dsn "$dsn" --offers "${BENCH_OFFERS:-100000}" \
+    --shards "${BENCH_SHARDS:-4}" 2>"$logs/$name.log" \
+    || { tail -n 20 "$logs/$name.log" >&2; echo "bench/run.sh: $name failed" >&2; exit 1; }
+}
+
+# Runs graphile-worker on the same work (one job per offer writing its state row) and prints
+# gost's line extended by the peer's figure and the ratio.
+with_graphile_peer() {
+  local line=$1 peer value peer_value
+  psql "host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=postgres" -qAtc \
+    "SELECT 1 FROM pg_database WHERE datname = 'gost_peer'" | grep -q 1 \
+    || createdb -h 127.0.0.1 -p "$GOST_PG_PORT" -U gost gost_peer
+  peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "${BENCH_OFFERS:-100000}" \
+           2>"$logs/graphile-worker.log") \
+    || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
+  value=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$line")
+  peer_value=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$peer")
+  printf '%s, "peer": "graphile-worker 0.17.3", "peer_value": %s, "ratio": %.2f}\n' \
+    "${line%\}}" "$peer_value" "$(awk -v a="$value" -v b="$peer_value" 'BEGIN { print a / b }')"
+}
+
 for name in "${names[@]}"; do
   case $name in
-    stage_noop|stage_offer|resident)
-      build/release/bench/gost_bench "$name" --dsn "$dsn" --offers "${BENCH_OFFERS:-100000}" \
-        --shards "${BENCH_SHARDS:-4}" 2>"$logs/$name.log" \
-        || { tail -n 20 "$logs/$name.log" >&2; echo "bench/run.sh: $name failed" >&2; exit 1; }
+    stage_noop)
+      line=$(gost_bench stage_noop)
+      if [[ ${BENCH_PEER:-1} == 1 ]]; then with_graphile_peer "$line"; else echo "$line"; fi
+      ;;
+    stage_offer|resident)
+      gost_bench "$name"
       ;;
     *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident)" >&2; exit 2 ;;
   esac
