@@ -24,6 +24,7 @@ struct shard_fixture {
   std::unique_ptr<caf::actor_system> sys;
   store_actor store;
   shard_actor shard;
+  std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
 
   explicit shard_fixture(std::chrono::milliseconds idle = std::chrono::seconds{60},
@@ -49,6 +50,10 @@ struct shard_fixture {
     so.stages = std::move(stages);
     so.queue_poll = std::chrono::milliseconds{50};
     so.stats = stats;
+    for (auto& e : so.stages->all())
+      stats->add_stage(e.id);
+    pools = spawn_stage_pools(*sys, *so.stages);
+    so.pools = pools;
     if (tweak)
       tweak(so);
     shard = spawn_shard(*sys, so);
@@ -57,9 +62,12 @@ struct shard_fixture {
   ~shard_fixture() {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
+    for (auto& [id, p] : *pools)
+      caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
     // The actor system waits for detached actors to be destroyed: drop our handles first.
     shard = shard_actor{};
     store = store_actor{};
+    pools.reset();
     sys.reset();
   }
 

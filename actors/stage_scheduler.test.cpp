@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "gost/actors/stage.hpp"
 #include "stage_scheduler.hpp"
 
@@ -112,4 +114,22 @@ TEST_CASE("a failed run comes back after its back-off") {
   s.retry("a", "o0", 500);
   CHECK(s.take(499).empty());
   CHECK(s.take(500).size() == 1);
+}
+
+TEST_CASE("offers with an entry coming due are handed out once for prefetching") {
+  stage_registry reg;
+  reg.add("a", std::make_shared<noop>());
+  stage_scheduler s{reg, 4};
+  s.add(entries("a", 2, 1'000, priority::normal, "soon"));
+  s.add(entries("a", 1, 5'000, priority::normal, "later"));
+  s.add(entries("a", 1, 10, priority::normal, "now"));
+  CHECK(s.next_warm_due() == 10);
+  // At 500 with a 600 µs window: the two due at 1000 are warmed; the one due at 10 is already
+  // due (its run loads it), the one at 5000 is not near yet.
+  auto w = s.take_warm(500, 1'100);
+  CHECK(w == std::vector<std::string>{"soon0", "soon1"});
+  CHECK(s.next_warm_due() == 5'000);
+  CHECK(s.take_warm(600, 1'200).empty()); // each once
+  CHECK(s.take_warm(4'500, 5'000) == std::vector<std::string>{"later0"});
+  CHECK(s.next_warm_due() == std::numeric_limits<int64_t>::max());
 }

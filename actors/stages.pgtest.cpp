@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 
 #include <google/protobuf/wrappers.pb.h>
 
@@ -266,4 +268,49 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
            && f.db.scalar(queued_sql) == "0";
   }));
   CHECK(f.stats->stage_runs.load() == static_cast<uint64_t>(n));
+}
+
+TEST_CASE("a blocking stage runs in its pool, never on a scheduler thread") {
+  // Each call waits until four calls run at once. The fixture's CAF has two scheduler
+  // threads: were `process` run on them, at most two could ever wait together.
+  struct waiting final : stage {
+    mutable std::mutex m;
+    mutable std::condition_variable cv;
+    mutable int running = 0;
+    mutable int max_seen = 0;
+    decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+      return decision::process();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any* st) const override {
+      std::unique_lock<std::mutex> lock{m};
+      ++running;
+      max_seen = std::max(max_seen, running);
+      cv.notify_all();
+      cv.wait_for(lock, 5s, [&] { return max_seen >= 4; });
+      --running;
+      stage_result r;
+      r.state = count_state(st == nullptr ? 0 : 1);
+      return r;
+    }
+  };
+  auto impl = std::make_shared<waiting>();
+  auto reg = std::make_shared<stage_registry>();
+  stage_options opts;
+  opts.blocking = true;
+  opts.pool_workers = 4;
+  reg->add("slow", impl, opts);
+  shard_fixture f{60s, reg};
+  REQUIRE(f.pools->count("slow") == 1);
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o" + std::to_string(i))}));
+  REQUIRE(testing::eventually(10s, [&] {
+    return f.db.scalar(queued_sql) == "0" && f.stats->stage_runs.load() == 4;
+  }));
+  CHECK(impl->max_seen == 4);
+  CHECK(f.db.scalar(count_sql("stage_states", "state IS NOT NULL")) == "4");
+  // The pool counted the four jobs.
+  caf::scoped_actor self{*f.sys};
+  self->request(f.pools->at("slow"), 5s, get_atom::value)
+    .receive([](pool_stats& s) { CHECK(s.completed == 4); },
+             [](caf::error&) { FAIL("no pool stats"); });
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
-#   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer resident (default: all)
+#   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
+#                              resident timers (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
 set -euo pipefail
@@ -9,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -59,6 +60,11 @@ for name in "${names[@]}"; do
     stage_offer|resident)
       gost_bench "$name"
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident)" >&2; exit 2 ;;
+    timers)
+      build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
+        --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
+        || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
+      ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers)" >&2; exit 2 ;;
   esac
 done

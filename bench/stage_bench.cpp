@@ -6,9 +6,16 @@
 //   gost_bench stage_offer --dsn DSN [--offers N] [--shards S]
 //       the same with a stage that changes the offer (offer CAS + state + outbox), while a
 //       second stage is asked about every change.
+//   gost_bench resident --dsn DSN [--offers N] [--shards S]
+//       memory per resident idle offer actor, and that the resident cap holds.
+//   gost_bench timers --dsn DSN [--offers N] [--span SECONDS] [--shards S]
+//       N offers with one pending timer each, due evenly over SPAN seconds: firing lag
+//       p50/p99 (process() call minus due time) and the process's RSS.
 //
 // The database named in DSN is emptied and set up by the benchmark.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +37,7 @@
 
 #include "gost/actors/shard_hash.hpp"
 #include "gost/actors/spawn.hpp"
+#include "gost/actors/stage_runner.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/persistence/write_behind.hpp"
@@ -222,11 +230,197 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   return 0;
 }
 
+
+/// Records each timer's firing lag (the stage's process() call minus the due time the timer
+/// carries in its state) in microseconds.
+struct lag_recorder {
+  explicit lag_recorder(size_t capacity) : lags(capacity) {}
+  std::vector<int64_t> lags;
+  std::atomic<size_t> n{0};
+  void add(int64_t us) {
+    auto i = n.fetch_add(1, std::memory_order_relaxed);
+    if (i < lags.size())
+      lags[i] = us;
+  }
+};
+
+/// A timer's stage: its state holds the due time (Int64Value, µs since the epoch) the timer
+/// was set for; on firing it records the lag and marks the state fired (value -1).
+struct timer_probe final : stage {
+  explicit timer_probe(std::shared_ptr<lag_recorder> r) : rec(std::move(r)) {}
+  std::shared_ptr<lag_recorder> rec;
+  decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+    return decision::skip();
+  }
+  stage_result process(const v1::Offer&, const google::protobuf::Any* st) const override {
+    google::protobuf::Int64Value due;
+    if (st != nullptr && st->UnpackTo(&due) && due.value() > 0)
+      rec->add(to_us(stage_clock::now()) - due.value());
+    due.set_value(-1);
+    stage_result r;
+    r.state.emplace();
+    r.state->PackFrom(due);
+    return r;
+  }
+};
+
+std::string hex_bytea(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out = "\\x";
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+/// N offers, each with one pending timer of stage "timer", due spread evenly over `span`
+/// starting `lead` from now; written with COPY. Returns the first due time (µs).
+int64_t setup_timers(const std::string& dsn, int offers, uint32_t shards,
+                     std::chrono::seconds span, std::chrono::microseconds lead) {
+  setup(dsn, 0, shards, "");
+  pqxx::connection c{dsn};
+  auto first = to_us(stage_clock::now()) + lead.count();
+  auto step = std::chrono::duration_cast<std::chrono::microseconds>(span).count() / std::max(1, offers);
+  v1::Offer o;
+  o.set_seller_id("bench-seller");
+  o.set_title("timer bench offer");
+  o.set_version(1);
+  pqxx::work tx{c};
+  {
+    pqxx::stream_to out{tx, "offers",
+                        std::vector<std::string>{"offer_id", "shard", "seller_id", "namespace", "version", "body"}};
+    for (int i = 0; i < offers; ++i) {
+      auto id = "tm-" + std::to_string(i);
+      o.set_id(id);
+      out << std::make_tuple(id, shard_of(id, shards), std::string{"bench-seller"}, std::string{},
+                             1, hex_bytea(o.SerializeAsString()));
+    }
+    out.complete();
+  }
+  {
+    pqxx::stream_to out{tx, "stage_states",
+                        std::vector<std::string>{"offer_id", "stage_id", "shard", "state", "due_at_us", "priority"}};
+    for (int i = 0; i < offers; ++i) {
+      auto id = "tm-" + std::to_string(i);
+      // Interleave the due times over the ids so every shard has timers all along the span.
+      auto due = first + static_cast<int64_t>(i) * step;
+      google::protobuf::Int64Value v;
+      v.set_value(due);
+      google::protobuf::Any a;
+      a.PackFrom(v);
+      out << std::make_tuple(id, std::string{"timer"}, shard_of(id, shards),
+                             hex_bytea(a.SerializeAsString()), due, 0);
+    }
+    out.complete();
+  }
+  tx.commit();
+  pqxx::nontransaction an{c};
+  an.exec("ANALYZE");
+  return first;
+}
+
+/// 1M pending timers spread over the next minutes: firing lag p50/p99 and the process's RSS.
+int timers_bench(std::map<std::string, std::string>& opt) {
+  auto offers = std::stoi(opt["offers"]);
+  auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
+  auto span = std::chrono::seconds{std::stoi(opt["span"])};
+  // Setup writes about 100k rows/s of each table; the first timer is due after it.
+  auto lead = std::chrono::microseconds{15'000'000 + static_cast<int64_t>(offers) * 25};
+  std::fprintf(stderr, "gost_bench: setting up %d timers over %lld s on %u shards...\n", offers,
+               static_cast<long long>(span.count()), shards);
+  auto first = setup_timers(opt["dsn"], offers, shards, span, lead);
+  auto slack_ms = (first - to_us(stage_clock::now())) / 1000;
+  if (slack_ms < 3000) {
+    std::fprintf(stderr, "gost_bench: setup took too long (%lld ms before the first timer); "
+                         "timers would be late from the start\n", static_cast<long long>(slack_ms));
+    return 1;
+  }
+  persistence::pg_pool::options po;
+  po.dsn = opt["dsn"];
+  po.size = std::stoi(opt["pool"]);
+  persistence::pg_pool pool{po};
+  auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
+  auto rec = std::make_shared<lag_recorder>(static_cast<size_t>(offers));
+  auto reg = std::make_shared<stage_registry>();
+  stage_options so_stage;
+  so_stage.max_parallelism = 1000;
+  reg->add("timer", std::make_shared<timer_probe>(rec), so_stage);
+  auto stats = std::make_shared<node_stats>();
+  for (auto& e : reg->all())
+    stats->add_stage(e.id);
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
+  cfg.set("scheduler.policy", opt["policy"] == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  size_t rss_before = rss_bytes();
+  size_t rss_max = rss_before;
+  {
+    caf::actor_system sys{cfg};
+    std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
+    std::vector<shard_actor> handles;
+    for (uint32_t s = 0; s < shards; ++s) {
+      shard_options so;
+      so.shard = s;
+      so.store = stores[s % stores.size()];
+      so.pool = &pool;
+      so.epoch = (*epochs)[s];
+      so.stages = reg;
+      so.stats = stats;
+      so.offer_idle_timeout = 2s; // fired offers go again; memory stays bounded
+      handles.push_back(spawn_shard(sys, so));
+    }
+    auto deadline = stage_clock::now() + lead + span + 120s;
+    auto last_print = std::chrono::steady_clock::now();
+    while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {
+      std::this_thread::sleep_for(10ms);
+      rss_max = std::max(rss_max, rss_bytes());
+      if (std::chrono::steady_clock::now() - last_print >= 5s) {
+        last_print = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "gost_bench: %llu/%d timers fired and committed, RSS %.0f MiB\n",
+                     static_cast<unsigned long long>(stats->stage_runs.load()), offers,
+                     rss_bytes() / 1048576.0);
+      }
+      if (stage_clock::now() > deadline) {
+        std::fprintf(stderr, "gost_bench: timers still pending long after the last was due\n");
+        return 1;
+      }
+    }
+    for (auto& h : handles)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    for (auto& h : stores)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  }
+  pqxx::connection c{opt["dsn"]};
+  pqxx::nontransaction tx{c};
+  auto pending = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
+  auto fired = rec->n.load();
+  if (pending != 0 || fired != static_cast<size_t>(offers)) {
+    std::fprintf(stderr, "gost_bench: %ld timers still pending, %zu fired (of %d)\n", pending,
+                 fired, offers);
+    return 1;
+  }
+  auto& lags = rec->lags;
+  std::sort(lags.begin(), lags.end());
+  auto pct = [&](double p) {
+    return lags[std::min(lags.size() - 1, static_cast<size_t>(p * static_cast<double>(lags.size())))] / 1000.0;
+  };
+  std::fprintf(stderr, "gost_bench: lag p50 %.1f ms, p99 %.1f ms, max %.1f ms; RSS %.0f MiB before, "
+                       "%.0f MiB at most\n",
+               pct(0.5), pct(0.99), lags.back() / 1000.0, rss_before / 1048576.0, rss_max / 1048576.0);
+  std::printf("{\"bench\": \"timers\", \"value\": %.1f, \"unit\": \"ms firing lag p99\", "
+              "\"p50_ms\": %.1f, \"timers\": %d, \"span_s\": %lld, \"rss_max_mib\": %.0f}\n",
+              pct(0.99), pct(0.5), offers, static_cast<long long>(span.count()), rss_max / 1048576.0);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer --dsn DSN [--offers N] [--shards S]\n");
+    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers --dsn DSN"
+                         " [--offers N] [--shards S] [--span SECONDS (timers)]\n");
     return 2;
   }
   std::string name = argv[1];
@@ -236,7 +430,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
-      || (name != "stage_noop" && name != "stage_offer" && name != "resident")) {
+      || (name != "stage_noop" && name != "stage_offer" && name != "resident"
+          && name != "timers")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
@@ -246,6 +441,10 @@ int main(int argc, char** argv) {
   auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
   if (name == "resident")
     return resident_bench(opt["dsn"], offers, shards);
+  if (name == "timers") {
+    opt.emplace("span", "240");
+    return timers_bench(opt);
+  }
   auto stage_id = name == "stage_noop" ? std::string{"noop"} : std::string{"changer"};
   std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
   setup(opt["dsn"], offers, shards, stage_id);
@@ -264,6 +463,8 @@ int main(int argc, char** argv) {
     reg->add("changer", std::make_shared<offer_changer>(), fast)
       .add("observer", std::make_shared<observer>(), fast);
   auto stats = std::make_shared<node_stats>();
+  for (auto& e : reg->all())
+    stats->add_stage(e.id);
   caf::actor_system_config cfg;
   register_types(cfg);
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));

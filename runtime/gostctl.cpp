@@ -272,9 +272,13 @@ int main(int argc, char** argv) {
       std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
       return 1;
     }
+    std::string where = "not resident";
+    if (resp.resident())
+      where = resp.mailbox() >= 0
+                ? "resident, " + std::to_string(resp.mailbox()) + " message(s) in its mailbox"
+                : std::string{"resident, busy in an event"};
     std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
-                static_cast<long long>(resp.offer().version()), resp.shard(),
-                resp.resident() ? "resident (an actor holds it)" : "not resident");
+                static_cast<long long>(resp.offer().version()), resp.shard(), where.c_str());
     print_json(resp.offer());
     std::printf("\nstage states:\n");
     if (resp.states().empty())
@@ -303,18 +307,27 @@ int main(int argc, char** argv) {
     auto s = admin->ListStages(&ctx, req, &resp);
     if (!s.ok())
       return fail(s);
-    std::printf("%-16s %-10s %10s %10s %12s %8s %10s  %s\n", "stage", "registered", "queued",
-                "timers", "dead letters", "max par", "rate/s", "interests");
+    std::printf("%-16s %-10s %9s %9s %8s %9s %8s %17s %17s %7s %8s  %s\n", "stage",
+                "registered", "queued", "timers", "dead", "runs", "failed", "run p50/p99 ms",
+                "process p50/p99", "max par", "rate/s", "interests");
     for (auto& st : resp.stages()) {
       std::string interests;
       for (auto& f : st.interests())
         interests += (interests.empty() ? "" : ",") + f;
-      std::printf("%-16s %-10s %10llu %10llu %12llu %8d %10s  %s\n", st.stage_id().c_str(),
-                  st.registered() ? "yes" : "NO", static_cast<unsigned long long>(st.queued()),
+      char run[32];
+      char proc[32];
+      std::snprintf(run, sizeof(run), "%.1f/%.1f", st.run_p50_ms(), st.run_p99_ms());
+      std::snprintf(proc, sizeof(proc), "%.2f/%.2f", st.process_p50_ms(), st.process_p99_ms());
+      std::printf("%-16s %-10s %9llu %9llu %8llu %9llu %8llu %17s %17s %7d %8s  %s%s\n",
+                  st.stage_id().c_str(), st.registered() ? "yes" : "NO",
+                  static_cast<unsigned long long>(st.queued()),
                   static_cast<unsigned long long>(st.timers()),
-                  static_cast<unsigned long long>(st.dead_letters()), st.max_parallelism(),
+                  static_cast<unsigned long long>(st.dead_letters()),
+                  static_cast<unsigned long long>(st.runs()),
+                  static_cast<unsigned long long>(st.failures()), run, proc, st.max_parallelism(),
                   st.rate_limit() > 0 ? std::to_string(st.rate_limit()).c_str() : "-",
-                  interests.empty() ? "(all changes)" : interests.c_str());
+                  interests.empty() ? "(all changes)" : interests.c_str(),
+                  st.blocking() ? " [blocking: own pool]" : "");
     }
     std::printf("\nthis node: %llu runs committed, %llu failed, %llu redone after a conflict, "
                 "%llu change storms cut, %llu offer actors resident, %llu write batches\n",

@@ -15,6 +15,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "gost/actors/actor_pool.hpp"
 #include "gost/actors/offer_entity.hpp"
 #include "gost/actors/stage_runner.hpp"
 #include "gost/persistence/errors.hpp"
@@ -194,8 +195,76 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+               std::string stage_id, int attempt);
+
+/// Writes a run's write-set; on commit applies it and answers the shard, on a lost version
+/// check reloads and runs the stage again (seed step 7).
+void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
+               int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
+  auto& st = self->state;
+  auto set = bookkeeping_copy(ws);
+  self->request(st.args.writer, caf::infinite, write_atom::value, std::move(ws))
+    .await(
+      [=](write_outcome outcome) mutable {
+        auto& s = self->state;
+        switch (outcome) {
+          case write_outcome::committed:
+            s.args.stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
+            if (auto* m = s.args.stats->stage(stage_id))
+              m->runs.fetch_add(1, std::memory_order_relaxed);
+            s.args.stats->dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
+            committed(self, set, next ? &next : nullptr);
+            rp.deliver(std::move(set.enqueue));
+            return;
+          case write_outcome::conflict:
+            // The offer changed behind us (seed step 7): reload and start again.
+            s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+            forget(self);
+            if (attempt + 1 < max_redo)
+              run_stage(self, rp, stage_id, attempt + 1);
+            else
+              rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
+                                                            + " kept changing during stage " + stage_id));
+            return;
+          case write_outcome::fenced:
+            forget(self);
+            rp.deliver(make_db_error(db_errc::fenced, "shard lease lost"));
+            return;
+        }
+      },
+      [=](caf::error& err) mutable {
+        forget(self);
+        rp.deliver(std::move(err));
+      });
+}
+
+/// A stage's result: decides what to write (and which other stages to ask), then writes it.
+void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+                const std::string& stage_id, int attempt, const stage_result& result) {
+  auto& st = self->state;
+  const auto& cur = st.entity.current();
+  auto out = after_process(*st.args.stages, stage_id, *cur, st.ctx, result, now_us(),
+                           runner_limits{st.args.max_chain});
+  if (out.storms_cut > 0) {
+    st.args.stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
+                                               std::memory_order_relaxed);
+    spdlog::warn("change storm cut shard={} offer={} stage={}", st.args.shard, st.args.id, stage_id);
+  }
+  write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
+}
+
+caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::string& what) {
+  self->state.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
+  if (auto* m = self->state.args.stats->stage(stage_id))
+    m->failures.fetch_add(1, std::memory_order_relaxed);
+  return make_db_error(db_errc::internal, "stage " + stage_id + " failed" + what);
+}
+
 /// A due stage (seed "Работа стейджа"): load, process, write if the version is unchanged,
 /// else start again; the write also asks the other stages and enqueues those that want it.
+/// A blocking stage's `process` runs in its pool; the actor waits (`await`) without holding a
+/// scheduler thread, and handles nothing else meanwhile.
 void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
                std::string stage_id, int attempt) {
   with_loaded(
@@ -204,75 +273,60 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       auto& st = self->state;
       auto* entry = st.args.stages->find(stage_id);
       const auto& cur = st.entity.current();
-      persistence::write_set ws;
-      std::optional<v1::Offer> next; // the new offer when the stage changed it
       if (!cur || entry == nullptr || !entry->opts.enabled) {
         // Nothing to run (the offer is gone, or the stage is unknown or disabled): drop the
         // entry without touching the offer.
+        persistence::write_set ws;
         ws.offer_id = st.args.id;
         ws.op = persistence::offer_op::none;
         ws.dequeue.push_back(stage_id);
-      } else {
-        const google::protobuf::Any* state = nullptr;
-        if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
-          state = &i->second;
-        stage_result result;
-        try {
-          result = entry->impl->process(*cur, state);
-        } catch (const std::exception& e) {
-          st.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
-          rp.deliver(make_db_error(db_errc::internal, "stage " + stage_id + " failed: " + e.what()));
-          return;
-        } catch (...) {
-          st.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
-          rp.deliver(make_db_error(db_errc::internal, "stage " + stage_id + " failed"));
-          return;
-        }
-        auto out = after_process(*st.args.stages, stage_id, *cur, st.ctx, result, now_us(),
-                                 runner_limits{st.args.max_chain});
-        if (out.storms_cut > 0) {
-          st.args.stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
-                                                     std::memory_order_relaxed);
-          spdlog::warn("change storm cut shard={} offer={} stage={}", st.args.shard, st.args.id,
-                       stage_id);
-        }
-        ws = std::move(out.ws);
-        next = std::move(out.offer);
+        write_run(self, rp, stage_id, attempt, std::move(ws), std::nullopt);
+        return;
       }
-      auto set = bookkeeping_copy(ws);
-      self->request(st.args.writer, caf::infinite, write_atom::value, std::move(ws))
-        .await(
-          [=](write_outcome outcome) mutable {
-            auto& s = self->state;
-            switch (outcome) {
-              case write_outcome::committed:
-                s.args.stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
-                s.args.stats->dead_letters.fetch_add(set.dead_letters.size(),
-                                                     std::memory_order_relaxed);
-                committed(self, set, next ? &next : nullptr);
-                rp.deliver(std::move(set.enqueue));
-                return;
-              case write_outcome::conflict:
-                // The offer changed behind us (seed step 7): reload and start again.
-                s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
-                forget(self);
-                if (attempt + 1 < max_redo)
-                  run_stage(self, rp, stage_id, attempt + 1);
-                else
-                  rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
-                                                                + " kept changing during stage "
-                                                                + stage_id));
-                return;
-              case write_outcome::fenced:
-                forget(self);
-                rp.deliver(make_db_error(db_errc::fenced, "shard lease lost"));
-                return;
-            }
-          },
-          [=](caf::error& err) mutable {
-            forget(self);
-            rp.deliver(std::move(err));
-          });
+      const google::protobuf::Any* state = nullptr;
+      if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
+        state = &i->second;
+      if (entry->opts.blocking && st.args.pools != nullptr) {
+        if (auto p = st.args.pools->find(stage_id); p != st.args.pools->end()) {
+          // The job owns copies of its inputs: this actor may be gone when it runs.
+          auto offer = std::make_shared<const v1::Offer>(*cur);
+          auto saved = state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
+          auto impl = entry->impl;
+          auto* metrics = st.args.stats->stage(stage_id);
+          pool_job job{[impl, offer, saved, metrics] {
+            auto t0 = std::chrono::steady_clock::now();
+            auto r = impl->process(*offer, saved.get());
+            if (metrics != nullptr)
+              metrics->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - t0));
+            return std::any{std::move(r)};
+          }};
+          self->request(p->second, caf::infinite, run_atom::value, std::move(job))
+            .await(
+              [=](pool_result& r) mutable {
+                finish_run(self, rp, stage_id, attempt, std::any_cast<const stage_result&>(r.value));
+              },
+              [=](caf::error& err) mutable {
+                rp.deliver(stage_failed(self, stage_id, ": " + persistence::error_message(err)));
+              });
+          return;
+        }
+      }
+      stage_result result;
+      try {
+        auto t0 = std::chrono::steady_clock::now();
+        result = entry->impl->process(*cur, state);
+        if (auto* m = st.args.stats->stage(stage_id))
+          m->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - t0));
+      } catch (const std::exception& e) {
+        rp.deliver(stage_failed(self, stage_id, std::string{": "} + e.what()));
+        return;
+      } catch (...) {
+        rp.deliver(stage_failed(self, stage_id, ""));
+        return;
+      }
+      finish_run(self, rp, stage_id, attempt, result);
     },
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
@@ -371,6 +425,11 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       auto rp = self->make_response_promise<queue_entries>();
       run_stage(self, rp, std::move(stage_id), 0);
       return rp;
+    },
+    [=](mailbox_atom) -> uint64_t { return self->mailbox().size(); },
+    [=](warm_atom) {
+      // Load errors are not news here: the run that follows loads again and reports them.
+      with_loaded(self, [] {}, [](caf::error) {});
     },
     [=](passivate_atom, ok_atom) { self->quit(); },
   };

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "gost/actors/actor_pool.hpp"
 #include "gost/actors/protocol.hpp"
 #include "gost/actors/stage.hpp"
 #include "gost/actors/stats.hpp"
@@ -18,6 +19,7 @@ struct offer_actor_args {
   store_actor store;
   writer_actor writer;
   std::shared_ptr<const stage_registry> stages;
+  std::shared_ptr<const stage_pools> pools; ///< blocking stages' pools; may be null
   std::shared_ptr<node_stats> stats;
   int max_chain = 10;
 };

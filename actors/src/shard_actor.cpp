@@ -14,6 +14,7 @@
 //   actor, so all writes of the shard go through one writer, in order.
 
 #include <algorithm>
+#include <limits>
 #include <list>
 #include <random>
 #include <set>
@@ -107,6 +108,7 @@ offer_actor child(self_ptr self, const std::string& id) {
   args.store = st.opts.store;
   args.writer = st.writer;
   args.stages = st.opts.stages;
+  args.pools = st.opts.pools;
   args.stats = st.opts.stats;
   args.max_chain = st.opts.max_chain;
   auto a = detail::spawn_offer_actor(self, std::move(args));
@@ -196,9 +198,18 @@ void learn(self_ptr self, const queue_entries& entries) {
     dispatch(self);
 }
 
+int64_t prefetch_us(const shard_options& o) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(o.queue_prefetch).count();
+}
+
 void schedule_wakeup(self_ptr self) {
   auto& st = self->state;
   auto due = st.sched->next_due();
+  if (st.opts.queue_prefetch.count() > 0) {
+    auto warm = st.sched->next_warm_due();
+    if (warm != std::numeric_limits<int64_t>::max())
+      due = std::min(due, warm - prefetch_us(st.opts));
+  }
   if (due == std::numeric_limits<int64_t>::max())
     return;
   if (st.wake_at_us != 0 && st.wake_at_us <= due)
@@ -235,12 +246,16 @@ void dead_letter(self_ptr self, const std::string& stage_id, const std::string& 
 
 void start_run(self_ptr self, stage_scheduler::work w) {
   auto target = child(self, w.offer_id);
+  auto t0 = std::chrono::steady_clock::now();
   // No timeout (a timeout is a clock entry per run): an offer actor that dies answers with
   // an error through CAF, and one that lives finishes its event.
   self->request(target, caf::infinite, run_atom::value, w.stage_id)
     .then(
       [=](queue_entries& committed) {
         auto& st = self->state;
+        if (auto* m = st.opts.stats->stage(w.stage_id))
+          m->run.record(std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - t0));
         st.attempts.erase({w.stage_id, w.offer_id});
         finished(self, w.stage_id, w.offer_id);
         learn(self, committed);
@@ -273,7 +288,11 @@ void start_run(self_ptr self, stage_scheduler::work w) {
 
 void dispatch(self_ptr self) {
   auto& st = self->state;
-  for (auto& w : st.sched->take(now_us()))
+  auto now = now_us();
+  if (st.opts.queue_prefetch.count() > 0)
+    for (auto& id : st.sched->take_warm(now, now + prefetch_us(st.opts)))
+      self->send(child(self, id), warm_atom::value);
+  for (auto& w : st.sched->take(now))
     start_run(self, std::move(w));
   schedule_wakeup(self);
 }
@@ -454,6 +473,13 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
     [=](resident_atom, const std::string& id) {
       return self->state.children.count(id) != 0;
     },
+    [=](mailbox_atom a, const std::string& id) -> caf::result<uint64_t> {
+      auto i = self->state.children.find(id);
+      if (i == self->state.children.end())
+        return persistence::make_db_error(persistence::db_errc::not_found,
+                                          "offer " + id + " is not resident");
+      return self->delegate(i->second.handle, a);
+    },
     [=](wake_atom) {
       self->state.wake_at_us = 0;
       dispatch(self);
@@ -474,6 +500,21 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
 
 shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   return caf::actor_cast<shard_actor>(sys.spawn(shard_fun, std::move(opts)));
+}
+
+std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
+                                                    const stage_registry& reg) {
+  auto out = std::make_shared<stage_pools>();
+  for (auto& e : reg.all()) {
+    if (!e.opts.blocking)
+      continue;
+    pool_options po;
+    po.name = "stage." + e.id;
+    po.workers = std::max(1, e.opts.pool_workers);
+    po.queue_capacity = e.opts.pool_queue;
+    out->emplace(e.id, spawn_pool(sys, po));
+  }
+  return out;
 }
 
 std::string make_offer_id() {

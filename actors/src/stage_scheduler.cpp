@@ -29,6 +29,7 @@ size_t stage_scheduler::add(const std::vector<persistence::queue_entry>& entries
     if (!known_.emplace(e.stage_id, e.offer_id).second)
       continue;
     timers_.push({e.due_at_us, e.stage_id, e.offer_id, e.prio});
+    warm_.emplace(e.due_at_us, e.offer_id);
     ++fresh;
   }
   return fresh;
@@ -93,6 +94,20 @@ void stage_scheduler::retry(const std::string& stage_id, const std::string& offe
   if (auto* l = find_lane(stage_id); l != nullptr && l->in_flight > 0)
     --l->in_flight;
   timers_.push({retry_at_us, stage_id, offer_id, persistence::priority::normal});
+}
+
+std::vector<std::string> stage_scheduler::take_warm(int64_t now_us, int64_t horizon_us) {
+  std::vector<std::string> out;
+  while (!warm_.empty() && warm_.top().first <= horizon_us) {
+    if (warm_.top().first > now_us)
+      out.push_back(warm_.top().second);
+    warm_.pop();
+  }
+  return out;
+}
+
+int64_t stage_scheduler::next_warm_due() const {
+  return warm_.empty() ? std::numeric_limits<int64_t>::max() : warm_.top().first;
 }
 
 int64_t stage_scheduler::next_due() const {

@@ -39,8 +39,14 @@ public:
   /// A run failed: frees its slot and puts the entry back, due at `retry_at_us`.
   void retry(const std::string& stage_id, const std::string& offer_id, int64_t retry_at_us);
 
+  /// Offers with an entry due in (now_us, horizon_us]: activate them now so their stage runs
+  /// on time (each entry is returned once).
+  std::vector<std::string> take_warm(int64_t now_us, int64_t horizon_us);
+
   /// The earliest due time of a waiting timer, or INT64_MAX.
   int64_t next_due() const;
+  /// The earliest due time of an entry not yet returned by take_warm, or INT64_MAX.
+  int64_t next_warm_due() const;
   size_t known() const { return known_.size(); }
   size_t in_flight(const std::string& stage_id) const;
   size_t waiting(const std::string& stage_id) const;
@@ -70,6 +76,8 @@ private:
   std::deque<stage_registry::entry> orphans_; ///< stable addresses for lanes of unknown stages
   int background_share_;
   std::priority_queue<timer, std::vector<timer>, std::greater<timer>> timers_;
+  using warm_entry = std::pair<int64_t, std::string>; ///< (due, offer)
+  std::priority_queue<warm_entry, std::vector<warm_entry>, std::greater<warm_entry>> warm_;
   std::set<std::pair<std::string, std::string>> known_;
 };
 

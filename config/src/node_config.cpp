@@ -115,6 +115,10 @@ schema make_node_schema() {
             "How often a shard looks in PostgreSQL for queue entries coming due."));
   s.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
             "Most queue entries a shard loads from PostgreSQL at once."));
+  s.add(num(vk::duration, "queue.prefetch", "250ms", 0, 600'000,
+            "Offers with a stage entry (a timer) due within this window are loaded ahead of "
+            "time, so the stage runs on time instead of after a load. Keep it below "
+            "queue.lookahead minus queue.poll. 0: off."));
   s.add(num(vk::integer, "stage.max_attempts", "3", 1, 100,
             "Failed attempts of one stage on one offer before the entry is dead-lettered."));
   s.add(num(vk::integer, "stage.max_chain", "10", 1, 1000,
@@ -281,6 +285,7 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.queue_lookahead = st.ms("queue.lookahead");
   c.queue_poll = st.ms("queue.poll");
   c.queue_page = static_cast<uint32_t>(st.num("queue.page"));
+  c.queue_prefetch = st.ms("queue.prefetch");
   c.stage_max_attempts = static_cast<int>(st.num("stage.max_attempts"));
   c.stage_max_chain = static_cast<int>(st.num("stage.max_chain"));
   c.rescan_interval = st.ms("rescan.interval");

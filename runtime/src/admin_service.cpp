@@ -51,7 +51,19 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
             .then(
               [=](bool resident) {
                 resp->set_resident(resident);
-                reactor->Finish(grpc::Status::OK);
+                resp->set_mailbox(-1);
+                if (!resident) {
+                  reactor->Finish(grpc::Status::OK);
+                  return;
+                }
+                // An actor inside an event answers after it: wait a second at most.
+                self->request(shard, std::chrono::seconds{1}, mailbox_atom::value, id)
+                  .then(
+                    [=](uint64_t n) {
+                      resp->set_mailbox(static_cast<int64_t>(n));
+                      reactor->Finish(grpc::Status::OK);
+                    },
+                    [=](caf::error&) { reactor->Finish(grpc::Status::OK); });
               },
               [=](caf::error& err) { reactor->Finish(to_status(err)); });
         },
@@ -81,6 +93,15 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
               info.add_interests(f);
             info.set_max_parallelism(e.opts.max_parallelism);
             info.set_rate_limit(e.opts.rate_limit);
+            info.set_blocking(e.opts.blocking);
+            if (auto* m = stats->stage(e.id)) {
+              info.set_runs(m->runs.load());
+              info.set_failures(m->failures.load());
+              info.set_run_p50_ms(m->run.percentile_ms(0.5));
+              info.set_run_p99_ms(m->run.percentile_ms(0.99));
+              info.set_process_p50_ms(m->process.percentile_ms(0.5));
+              info.set_process_p99_ms(m->process.percentile_ms(0.99));
+            }
           }
           for (auto& c : counts) {
             auto& info = by[c.stage_id];

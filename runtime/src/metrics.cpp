@@ -58,6 +58,36 @@ std::string metrics::prometheus_text() const {
       << "# HELP gost_offer_actors_crashed_total Offer actors that stopped abnormally.\n"
       << "# TYPE gost_offer_actors_crashed_total counter\n"
       << "gost_offer_actors_crashed_total " << a.offer_actors_crashed.load() << "\n";
+  out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
+      << "# TYPE gost_stage_runs_total counter\n";
+  for (auto& s : a.stages)
+    out << "gost_stage_runs_total{stage=\"" << s.id << "\"} " << s.runs.load() << "\n";
+  out << "# HELP gost_stage_failures_total Stage process calls that failed, by stage.\n"
+      << "# TYPE gost_stage_failures_total counter\n";
+  for (auto& s : a.stages)
+    out << "gost_stage_failures_total{stage=\"" << s.id << "\"} " << s.failures.load() << "\n";
+  auto histogram = [&](const char* name, const char* help, auto member) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+    for (auto& s : a.stages) {
+      const latency_histogram& h = s.*member;
+      uint64_t cumulative = 0;
+      // Every 8th bucket: powers of two from 2 µs up.
+      for (int i = 0; i < latency_histogram::buckets; ++i) {
+        cumulative += h.bucket(i);
+        if ((i + 1) % latency_histogram::per_octave == 0)
+          out << name << "_bucket{stage=\"" << s.id << "\",le=\""
+              << latency_histogram::upper_us(i) / 1e6 << "\"} " << cumulative << "\n";
+      }
+      out << name << "_bucket{stage=\"" << s.id << "\",le=\"+Inf\"} " << cumulative << "\n"
+          << name << "_sum{stage=\"" << s.id << "\"} " << h.sum_us() / 1e6 << "\n"
+          << name << "_count{stage=\"" << s.id << "\"} " << cumulative << "\n";
+    }
+  };
+  histogram("gost_stage_run_seconds",
+            "From the shard's dispatch to the commit of a stage run (load, process, write).",
+            &stage_metrics::run);
+  histogram("gost_stage_process_seconds", "The stage's process call alone.",
+            &stage_metrics::process);
   return out.str();
 }
 

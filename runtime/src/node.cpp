@@ -39,6 +39,7 @@ struct node::impl {
   std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
   std::vector<store_actor> stores;
   std::vector<shard_actor> shards;
+  std::vector<pool_actor> pools; ///< of the blocking stages
   std::unique_ptr<router> routes;
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
@@ -110,6 +111,11 @@ std::string node::start() {
   // 3. actors
   for (int i = 0; i < cfg.pg_pool_size; ++i)
     d.stores.push_back(spawn_store(*d.sys, *d.pool));
+  for (auto& e : stages->all())
+    d.stats->add_stage(e.id);
+  auto pools = spawn_stage_pools(*d.sys, *stages);
+  for (auto& [id, p] : *pools)
+    d.pools.push_back(p);
   for (uint32_t s = 0; s < cfg.shard_count; ++s) {
     shard_options so;
     so.shard = s;
@@ -122,10 +128,12 @@ std::string node::start() {
     so.pool = d.pool.get();
     so.epoch = (*epochs)[s];
     so.stages = stages;
+    so.pools = pools;
     so.write_batch_max = cfg.write_batch_max;
     so.write_flush_delay = cfg.write_flush_delay;
     so.queue_lookahead = cfg.queue_lookahead;
     so.queue_poll = cfg.queue_poll;
+    so.queue_prefetch = cfg.queue_prefetch;
     so.queue_page = cfg.queue_page;
     so.max_attempts = cfg.stage_max_attempts;
     so.max_chain = cfg.stage_max_chain;
@@ -187,7 +195,7 @@ void node::stop() {
   d.admin.reset();
   d.offers.reset();
   d.routes.reset();
-  // 3. shards, then the stores they write through
+  // 3. shards, then the stage pools and the stores they used
   if (d.sys) {
     caf::scoped_actor self{*d.sys};
     auto stop_all = [&](auto& handles) {
@@ -200,6 +208,7 @@ void node::stop() {
       handles.clear();
     };
     stop_all(d.shards);
+    stop_all(d.pools);
     stop_all(d.stores);
   }
   // 2. actor system (its destructor waits for every actor)

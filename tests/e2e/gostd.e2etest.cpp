@@ -145,12 +145,13 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     REQUIRE(offer.wait(30s) == 0);
     auto out = offer.output();
     CHECK(out.find("version 1") != std::string::npos);
-    CHECK(out.find("resident (an actor holds it)") != std::string::npos);
+    CHECK(out.find("resident, 0 message(s) in its mailbox") != std::string::npos);
     CHECK(out.find("\"title\": \"Bicycle\"") != std::string::npos);
     child_process stages{GOSTCTL_PATH, {"--addr", addr, "stages"}};
     REQUIRE(stages.wait(30s) == 0);
     CHECK(stages.output().find("expire") != std::string::npos);
     CHECK(stages.output().find("status,created_at") != std::string::npos);
+    CHECK(stages.output().find("run p50/p99 ms") != std::string::npos);
     child_process missing{GOSTCTL_PATH, {"--addr", addr, "offer", "no-such-offer"}};
     CHECK(missing.wait(30s) == 1);
     CHECK(missing.output().find("not found") != std::string::npos);
@@ -160,6 +161,8 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
     CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1") != std::string::npos);
     CHECK(m.find("gost_offer_actors_resident 1") != std::string::npos);
+    CHECK(m.find("gost_stage_runs_total{stage=\"expire\"} 0") != std::string::npos);
+    CHECK(m.find("gost_stage_run_seconds_count{stage=\"expire\"} 0") != std::string::npos);
     CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/nope").find("404") != std::string::npos);
   }
 

@@ -35,6 +35,8 @@ using due_atom = caf::atom_constant<caf::atom("due")>;
 using count_atom = caf::atom_constant<caf::atom("count")>;
 using resident_atom = caf::atom_constant<caf::atom("resident")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
+using warm_atom = caf::atom_constant<caf::atom("warm")>;
+using mailbox_atom = caf::atom_constant<caf::atom("mailbox")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -99,6 +101,10 @@ using offer_actor = offer_ops::extend<
   // A due entry of a stage's queue: run the stage. Replies the queue entries the run
   // committed (to be scheduled by the shard).
   caf::replies_to<run_atom, std::string>::with<queue_entries>,
+  // A stage entry comes due soon: load the offer now so the run starts on time.
+  caf::reacts_to<warm_atom>,
+  // Messages waiting in the actor's mailbox (answered between events).
+  caf::replies_to<mailbox_atom>::with<uint64_t>,
   // Sent by its shard, which has forgotten the actor (idle, or over the resident cap): stop
   // after what is already in the mailbox.
   caf::reacts_to<passivate_atom, ok_atom>>;
@@ -108,7 +114,9 @@ using shard_actor = offer_ops::extend<
   // Queue entries an offer actor committed outside a stage run (API changes).
   caf::reacts_to<enqueued_atom, queue_entries>,
   // Whether an offer actor for this offer is in memory.
-  caf::replies_to<resident_atom, std::string>::with<bool>>;
+  caf::replies_to<resident_atom, std::string>::with<bool>,
+  // The mailbox size of the offer's actor (db_errc::not_found when not resident).
+  caf::replies_to<mailbox_atom, std::string>::with<uint64_t>>;
 
 /// Registers gost's message types with an actor system config (call once per config).
 void register_types(caf::actor_system_config& cfg);

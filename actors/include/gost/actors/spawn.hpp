@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "gost/actors/actor_pool.hpp"
 #include "gost/actors/protocol.hpp"
 #include "gost/actors/stage.hpp"
 #include "gost/actors/stats.hpp"
@@ -22,6 +23,10 @@ namespace gost {
 /// A store actor on its own thread (it blocks on PostgreSQL). `pool` must outlive it.
 store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool);
 
+/// One actor pool per blocking stage of `reg` (stage_options::blocking), named
+/// "stage.<id>". Stop them with anon_send_exit after the shards.
+std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys, const stage_registry& reg);
+
 struct shard_options {
   uint32_t shard = 0;
   store_actor store;
@@ -31,6 +36,8 @@ struct shard_options {
   int64_t epoch = 0;
   /// The stages run on this shard's offers. Never null.
   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
+  /// The pools of the blocking stages (spawn_stage_pools); null: none.
+  std::shared_ptr<const stage_pools> pools;
   /// Group commit: a batch commits when it has this many write-sets or after flush_delay.
   size_t write_batch_max = 500;
   std::chrono::milliseconds write_flush_delay{2};
@@ -39,6 +46,9 @@ struct shard_options {
   /// How often the shard looks for due entries it does not know yet, and how many at once.
   std::chrono::milliseconds queue_poll{250};
   uint32_t queue_page = 5000;
+  /// Offers with an entry due within this window are activated (loaded) ahead of time, so a
+  /// timer's stage runs on time instead of after a load. 0: off.
+  std::chrono::milliseconds queue_prefetch{250};
   /// Failed attempts of one stage on one offer before it is dead-lettered.
   int max_attempts = 3;
   /// A stage re-triggered more often than this in one chain is cut (change storm).

@@ -64,6 +64,13 @@ struct stage_options {
   double rate_limit = 0;
   /// Wait before retrying an offer whose `process` failed.
   std::chrono::milliseconds retry_backoff{1000};
+  /// `process` may block or take long (I/O, a remote call, heavy CPU): it runs in the stage's
+  /// own actor pool of `pool_workers` threads, never on a CAF scheduler thread. `should_process`
+  /// always runs inline and must stay fast.
+  bool blocking = false;
+  int pool_workers = 8;
+  /// Jobs waiting in the pool beyond the running ones; more are rejected and retried later.
+  size_t pool_queue = 4096;
 };
 
 /// The stages of a node, each under a stable id (stored in queues and states: never rename).

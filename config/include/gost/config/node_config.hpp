@@ -47,6 +47,7 @@ struct node_config {
   std::chrono::milliseconds write_flush_delay{};
   std::chrono::milliseconds queue_lookahead{};
   std::chrono::milliseconds queue_poll{};
+  std::chrono::milliseconds queue_prefetch{};
   uint32_t queue_page = 0;
   int stage_max_attempts = 0;
   int stage_max_chain = 0;
