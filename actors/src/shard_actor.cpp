@@ -19,6 +19,7 @@
 #include <random>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -72,6 +73,11 @@ struct shard_state {
   bool poll_timer_pending = false;
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
   uint64_t rescans_done = 0;
+  /// Draining for a hand-off: no new work; answered and stopped once no offer actor is left.
+  bool draining = false;
+  caf::typed_response_promise<ok_atom> drained;
+  /// Passivated offer actors until their down message: they may still be finishing events.
+  std::unordered_set<caf::actor_addr> stopping;
 
   /// Offer actors are monitored, not linked: a stopping shard (for any reason) takes them
   /// along here. Their durable state is in PostgreSQL; an unfinished event is redone later.
@@ -136,6 +142,23 @@ void forget(self_ptr self, const caf::actor_addr& addr) {
 void dispatch(self_ptr self);
 void poll(self_ptr self);
 
+/// While draining: once every offer actor is gone (each finished and committed what it had),
+/// answer the drain request and stop, taking the writer along.
+void check_drained(self_ptr self) {
+  auto& st = self->state;
+  if (!st.draining || !st.children.empty() || !st.stopping.empty() || !st.drained.pending())
+    return;
+  spdlog::info("shard drained shard={}", st.opts.shard);
+  st.drained.deliver(ok_atom::value);
+  self->quit(caf::exit_reason::user_shutdown);
+}
+
+caf::error moved_error(self_ptr self) {
+  return persistence::make_db_error(persistence::db_errc::moved,
+                                    "shard " + std::to_string(self->state.opts.shard)
+                                      + " is moving to another node");
+}
+
 /// Stops an offer actor gracefully: forgotten here first, then told; everything forwarded to
 /// it before is still in its mailbox and handled before it stops.
 void passivate(self_ptr self, const std::string& id) {
@@ -145,6 +168,7 @@ void passivate(self_ptr self, const std::string& id) {
     return;
   auto a = i->second.handle;
   forget(self, a.address()); // its down message then finds nothing to forget
+  st.stopping.insert(a.address());
   st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom::value, ok_atom::value);
 }
@@ -288,6 +312,8 @@ void start_run(self_ptr self, stage_scheduler::work w) {
 
 void dispatch(self_ptr self) {
   auto& st = self->state;
+  if (st.draining)
+    return;
   auto now = now_us();
   if (st.opts.queue_prefetch.count() > 0)
     for (auto& id : st.sched->take_warm(now, now + prefetch_us(st.opts)))
@@ -299,7 +325,7 @@ void dispatch(self_ptr self) {
 
 void poll(self_ptr self) {
   auto& st = self->state;
-  if (st.polling)
+  if (st.polling || st.draining)
     return;
   // Memory bound: hold at most about a page of entries; the rest waits in PostgreSQL.
   if (st.sched->known() >= st.opts.queue_page) {
@@ -441,14 +467,18 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
     auto i = s.ids.find(dm.source);
-    if (i == s.ids.end())
-      return; // passivated: already forgotten
+    if (i == s.ids.end()) {
+      s.stopping.erase(dm.source); // passivated: already forgotten
+      check_drained(self);
+      return;
+    }
     if (dm.reason && dm.reason != caf::exit_reason::normal) {
       s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", s.opts.shard,
                    i->second, self->system().render(dm.reason));
     }
     forget(self, dm.source);
+    check_drained(self);
   });
   self->delayed_send(self, sweep_interval(st.opts), sweep_atom::value);
   if (!st.opts.stages->all().empty()) {
@@ -457,17 +487,42 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       self->delayed_send(self, st.opts.rescan_every, rescan_atom::value);
   }
   return {
-    [=](create_atom a, offer_msg& m) {
+    [=](create_atom a, offer_msg& m) -> caf::result<offer_msg> {
+      if (self->state.draining)
+        return moved_error(self);
       auto id = m.value.id();
       return self->delegate(child(self, id), a, std::move(m));
     },
-    [=](get_atom a, const std::string& id) { return self->delegate(child(self, id), a, id); },
-    [=](update_atom a, offer_msg& m, int64_t expected) {
+    [=](get_atom a, const std::string& id) -> caf::result<offer_msg> {
+      if (self->state.draining)
+        return moved_error(self);
+      return self->delegate(child(self, id), a, id);
+    },
+    [=](update_atom a, offer_msg& m, int64_t expected) -> caf::result<offer_msg> {
+      if (self->state.draining)
+        return moved_error(self);
       auto id = m.value.id();
       return self->delegate(child(self, id), a, std::move(m), expected);
     },
-    [=](delete_atom a, const std::string& id, int64_t expected) {
+    [=](delete_atom a, const std::string& id, int64_t expected) -> caf::result<int64_t> {
+      if (self->state.draining)
+        return moved_error(self);
       return self->delegate(child(self, id), a, id, expected);
+    },
+    [=](drain_atom) -> caf::result<ok_atom> {
+      auto& s = self->state;
+      s.draining = true;
+      s.drained = self->make_response_promise<ok_atom>();
+      auto rp = s.drained;
+      spdlog::info("shard draining shard={} resident={}", s.opts.shard, s.children.size());
+      std::vector<std::string> ids;
+      for (auto& [id, r] : s.children)
+        ids.push_back(id);
+      for (auto& id : ids)
+        passivate(self, id);
+      // Passivated actors are forgotten at once; their down messages follow.
+      check_drained(self);
+      return rp;
     },
     [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
     [=](resident_atom, const std::string& id) {

@@ -60,7 +60,21 @@ schema make_node_schema() {
             "When set, the node writes the bound gRPC port and then the admin HTTP port, one per "
             "line, to this file once it serves (for tests and scripts that use port 0)."));
   s.add(str("caf.listen", "127.0.0.1:0",
-            "host:port of CAF's middleman for node-to-node messages. Port 0 picks a free port."));
+            "host:port of CAF's middleman for node-to-node messages (requests for shards "
+            "owned by another node are forwarded there). Port 0 picks a free port; the chosen "
+            "one is registered in the `nodes` table."));
+  s.add(str("cluster.advertise_host", "",
+            "The host other nodes use to reach this node's `caf.listen`. Empty: the host of "
+            "`caf.listen` (127.0.0.1 when that is 0.0.0.0)."));
+  s.add(num(vk::duration, "cluster.heartbeat", "1s", 50, 60'000,
+            "How often a node renews its heartbeat and its shard leases, takes free leases up "
+            "to an even share and hands shards to nodes below theirs."));
+  s.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
+            "A node (and its leases) whose heartbeat is older than this is dead: its shards "
+            "are taken by the others, at a new epoch. Keep it several heartbeats long."));
+  s.add(num(vk::integer, "cluster.max_moves", "4", 1, 1024,
+            "Shards a node hands off at once when another node is below its share (a join "
+            "or a leave never moves everything at once)."));
   s.add(str("http.listen", "127.0.0.1:0",
             "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz`, "
             "`/metrics` (Prometheus). Port 0 picks a free port."));
@@ -276,6 +290,15 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   if (c.scheduler_threads == 0)
     c.scheduler_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.scheduler_policy = st.str("scheduler.policy");
+  c.cluster_advertise_host = st.str("cluster.advertise_host");
+  c.cluster_heartbeat = st.ms("cluster.heartbeat");
+  c.cluster_lease_timeout = st.ms("cluster.lease_timeout");
+  c.cluster_max_moves = static_cast<int>(st.num("cluster.max_moves"));
+  if (c.cluster_lease_timeout < 2 * c.cluster_heartbeat) {
+    res.error = "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
+                "survive one late heartbeat)";
+    return res;
+  }
   c.offer_idle_timeout = st.ms("offer.idle_timeout");
   c.offer_max_resident = static_cast<size_t>(st.num("offer.max_resident"));
   c.request_timeout = st.ms("api.request_timeout");

@@ -15,6 +15,7 @@ const char* to_string(db_errc x) {
     case db_errc::fenced: return "fenced";
     case db_errc::schema_mismatch: return "schema_mismatch";
     case db_errc::internal: return "internal";
+    case db_errc::moved: return "moved";
   }
   return "unknown";
 }

@@ -28,7 +28,8 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
   caf::timespan timeout{timeout_};
   auto& r = router_;
   auto store = r.any_store();
-  auto shard = r.shard_for(id);
+  auto local = r.local(shard_of(id, r.shard_count()));
+  auto shard = local ? *local : shard_actor{};
   resp->set_shard(shard_of(id, r.shard_count()));
   sys_.spawn([=](caf::event_based_actor* self) {
     self->request(store, timeout, load_atom::value, id)
@@ -46,6 +47,11 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
             *q->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp(e.due_at_us);
             q->set_background(e.prio == persistence::priority::background);
             q->set_timer(e.due_at_us > now);
+          }
+          resp->set_mailbox(-1);
+          if (!shard) {
+            reactor->Finish(grpc::Status::OK); // the shard is on another node (or moving)
+            return;
           }
           self->request(shard, timeout, resident_atom::value, id)
             .then(

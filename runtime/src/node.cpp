@@ -1,6 +1,8 @@
 #include "gost/runtime/node.hpp"
 
+#include <algorithm>
 #include <csignal>
+#include <thread>
 #include <fstream>
 
 #include <caf/actor_system.hpp>
@@ -24,6 +26,8 @@
 #include "metrics.hpp"
 #include "offer_service.hpp"
 #include "router.hpp"
+#include "cluster.hpp"
+#include "gost/persistence/cluster.hpp"
 
 namespace gost::runtime {
 
@@ -38,9 +42,11 @@ struct node::impl {
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
   std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
   std::vector<store_actor> stores;
-  std::vector<shard_actor> shards;
   std::vector<pool_actor> pools; ///< of the blocking stages
-  std::unique_ptr<router> routes;
+  caf::actor pauser;
+  std::shared_ptr<router> routes;
+  caf::actor gateway; ///< published on caf.listen
+  caf::actor manager; ///< the cluster manager: leases, shards, routes
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<grpc::Server> server;
@@ -86,10 +92,8 @@ std::string node::start() {
     spdlog::info("schema migrations applied count={}", *applied);
   if (auto err = persistence::ensure_installation(*d.pool, cfg.shard_count))
     return error_message(err);
-  // Single-node mode: this node takes every shard's lease (the cluster issue shares them).
-  auto epochs = persistence::acquire_all_leases(*d.pool, cfg.node_id, cfg.shard_count);
-  if (!epochs)
-    return error_message(epochs.error());
+  if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard_count))
+    return error_message(err);
   auto stages = std::make_shared<stage_registry>();
   if (cfg.expire_enabled)
     stages->add("expire", make_expire_stage(cfg.expire_after));
@@ -103,12 +107,9 @@ std::string node::start() {
   d.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
   d.caf_cfg->load<caf::io::middleman>();
   d.sys = std::make_unique<caf::actor_system>(*d.caf_cfg);
-  auto mm_port = d.sys->middleman().open(cfg.caf_listen.port, cfg.caf_listen.host.c_str(), true);
-  if (!mm_port)
-    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string() + " ("
-           + d.sys->render(mm_port.error()) + "); choose another `caf.listen`";
 
-  // 3. actors
+  // 3. actors. Shards are not started here: the cluster manager starts the shards whose
+  // leases it takes (all of them on a single node) after the node is registered.
   for (int i = 0; i < cfg.pg_pool_size; ++i)
     d.stores.push_back(spawn_store(*d.sys, *d.pool));
   for (auto& e : stages->all())
@@ -116,30 +117,38 @@ std::string node::start() {
   auto pools = spawn_stage_pools(*d.sys, *stages);
   for (auto& [id, p] : *pools)
     d.pools.push_back(p);
-  for (uint32_t s = 0; s < cfg.shard_count; ++s) {
+  d.pauser = spawn_pauser(*d.sys);
+  d.routes = std::make_shared<router>(cfg.shard_count, d.stores, d.pauser);
+  d.gateway = spawn_gateway(*d.sys, d.routes);
+  auto mm_port = d.sys->middleman().publish(d.gateway, cfg.caf_listen.port,
+                                            cfg.caf_listen.host.c_str(), true);
+  if (!mm_port)
+    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string() + " ("
+           + d.sys->render(mm_port.error()) + "); choose another `caf.listen`";
+  auto spawn_one = [&d, stages, pools](uint32_t s, int64_t epoch) {
+    auto& c = d.cfg;
     shard_options so;
     so.shard = s;
     so.store = d.stores[s % d.stores.size()];
-    so.offer_idle_timeout = cfg.offer_idle_timeout;
-    so.max_resident = cfg.offer_max_resident;
-    so.rescan_every = cfg.rescan_interval;
-    so.rescan_page = cfg.rescan_page;
+    so.offer_idle_timeout = c.offer_idle_timeout;
+    so.max_resident = c.offer_max_resident;
+    so.rescan_every = c.rescan_interval;
+    so.rescan_page = c.rescan_page;
     so.stats = d.stats;
     so.pool = d.pool.get();
-    so.epoch = (*epochs)[s];
+    so.epoch = epoch;
     so.stages = stages;
     so.pools = pools;
-    so.write_batch_max = cfg.write_batch_max;
-    so.write_flush_delay = cfg.write_flush_delay;
-    so.queue_lookahead = cfg.queue_lookahead;
-    so.queue_poll = cfg.queue_poll;
-    so.queue_prefetch = cfg.queue_prefetch;
-    so.queue_page = cfg.queue_page;
-    so.max_attempts = cfg.stage_max_attempts;
-    so.max_chain = cfg.stage_max_chain;
-    d.shards.push_back(spawn_shard(*d.sys, std::move(so)));
-  }
-  d.routes = std::make_unique<router>(d.shards, d.stores);
+    so.write_batch_max = c.write_batch_max;
+    so.write_flush_delay = c.write_flush_delay;
+    so.queue_lookahead = c.queue_lookahead;
+    so.queue_poll = c.queue_poll;
+    so.queue_prefetch = c.queue_prefetch;
+    so.queue_page = c.queue_page;
+    so.max_attempts = c.stage_max_attempts;
+    so.max_chain = c.stage_max_chain;
+    return spawn_shard(*d.sys, std::move(so));
+  };
 
   // 4. gRPC
   d.offers = std::make_unique<offer_service>(*d.sys, *d.routes, *d.counters, cfg.request_timeout);
@@ -172,9 +181,31 @@ std::string node::start() {
   d.http_port = d.http->start(cfg.http_listen.host, cfg.http_listen.port, http_error);
   if (d.http_port == 0)
     return http_error;
+
+  // 6. the cluster: register, then the manager takes leases and starts shards
+  persistence::node_row me;
+  me.node_id = cfg.node_id;
+  me.caf_host = cfg.cluster_advertise_host.empty() ? cfg.caf_listen.host : cfg.cluster_advertise_host;
+  if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
+    me.caf_host = "127.0.0.1";
+  me.caf_port = *mm_port;
+  me.grpc_addr = cfg.grpc_listen.host + ":" + std::to_string(d.grpc_port);
+  me.http_addr = cfg.http_listen.host + ":" + std::to_string(d.http_port);
+  if (auto err = persistence::register_node(*d.pool, me))
+    return error_message(err);
+  cluster_options co;
+  co.node_id = cfg.node_id;
+  co.shard_count = cfg.shard_count;
+  co.heartbeat = cfg.cluster_heartbeat;
+  co.lease_timeout = cfg.cluster_lease_timeout;
+  co.max_moves = cfg.cluster_max_moves;
+  co.pool = d.pool.get();
+  co.routes = d.routes;
+  co.spawn_shard = spawn_one;
+  d.manager = spawn_cluster_manager(*d.sys, std::move(co));
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
-               cfg.caf_listen.host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
+               me.caf_host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
   return {};
 }
 
@@ -184,6 +215,27 @@ void node::stop() {
     return;
   d.stopped = true;
   auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
+  // 6. hand every shard to the other nodes (drained and released; requests keep being
+  // answered meanwhile, forwarded to the new owners as they take over)
+  if (d.sys && d.manager) {
+    caf::scoped_actor self{*d.sys};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::system_clock::now());
+    self->request(d.manager, std::max(left, std::chrono::milliseconds{1}), leave_atom::value)
+      .receive([](ok_atom) {},
+               [](caf::error& err) {
+                 spdlog::warn("shard hand-off incomplete at stop error={}; leases expire instead",
+                              error_message(err));
+               });
+    // Give the other nodes (if any) a heartbeat to take the released leases, so requests
+    // still in flight here find the new owners.
+    auto nodes = persistence::list_nodes(*d.pool, d.cfg.cluster_lease_timeout);
+    bool others = nodes && std::any_of(nodes->begin(), nodes->end(), [&](auto& n) {
+                    return n.alive && n.node_id != d.cfg.node_id;
+                  });
+    if (others)
+      std::this_thread::sleep_for(std::min(d.cfg.cluster_heartbeat * 2, std::chrono::milliseconds{2000}));
+  }
   // 5. admin HTTP
   d.http.reset();
   // 4. stop taking requests; in-flight calls finish until the deadline
@@ -194,8 +246,8 @@ void node::stop() {
   }
   d.admin.reset();
   d.offers.reset();
-  d.routes.reset();
-  // 3. shards, then the stage pools and the stores they used
+  // 3. the cluster manager (it stops the shards it still runs), the gateway, then the stage
+  // pools and the stores the shards used
   if (d.sys) {
     caf::scoped_actor self{*d.sys};
     auto stop_all = [&](auto& handles) {
@@ -207,10 +259,15 @@ void node::stop() {
         self->receive([](const caf::down_msg&) {});
       handles.clear();
     };
-    stop_all(d.shards);
+    std::vector<caf::actor> cluster{d.manager, d.gateway, d.pauser};
+    cluster.erase(std::remove(cluster.begin(), cluster.end(), caf::actor{}), cluster.end());
+    stop_all(cluster);
+    // The actor system waits until the last handle of every detached actor is gone.
+    d.manager = d.gateway = d.pauser = caf::actor{};
     stop_all(d.pools);
     stop_all(d.stores);
   }
+  d.routes.reset();
   // 2. actor system (its destructor waits for every actor)
   d.sys.reset();
   d.caf_cfg.reset();

@@ -7,6 +7,8 @@
 
 #include "gost/actors/protocol.hpp"
 #include "gost/actors/spawn.hpp"
+#include "cluster.hpp"
+#include "gost/persistence/errors.hpp"
 #include "router.hpp"
 #include "status.hpp"
 
@@ -63,6 +65,50 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
     .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
 }
 
+/// May the request go to the shard's (new) owner again? Yes when it was not acted upon: the
+/// shard is moving (moved), its lease was lost (fenced: nothing was written), or the owner
+/// went away (the actor or the connection to its node is gone).
+bool reroutable(const caf::error& err) {
+  return err == persistence::db_errc::moved || err == persistence::db_errc::fenced
+         || err == caf::sec::request_receiver_down || err == caf::sec::remote_linking_failed
+         || err == caf::sec::no_route_to_receiving_node;
+}
+
+using clock_type = std::chrono::steady_clock;
+
+/// Sends `msg` (an offer operation) to the owner of `id`'s shard, on this node or another,
+/// and hands the reply to `ok`. While the shard moves (no owner known, or the old owner says
+/// it moved), pauses and asks again until `deadline`; the caller sees an error only if the
+/// shard found no owner in time.
+template <class Reply>
+void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline,
+               std::string id, caf::message msg, std::function<void(Reply&)> ok, fail_fn fail) {
+  auto again = [=, &r](caf::error why) {
+    if (clock_type::now() + reroute_pause >= deadline) {
+      fail(why);
+      return;
+    }
+    self->request(r.pauser(), caf::infinite, pause_atom::value).then([=, &r](ok_atom) {
+      ask_owner<Reply>(self, r, deadline, id, msg, ok, fail);
+    });
+  };
+  auto target = r.route_for(id);
+  if (!target) {
+    again(persistence::make_db_error(persistence::db_errc::moved,
+                                     "no node owns the shard of offer " + id + " right now"));
+    return;
+  }
+  auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
+  self->request(target, std::max(left, caf::timespan{1'000'000}), msg)
+    .then([=](Reply& reply) { ok(reply); },
+          [=](caf::error& err) {
+            if (reroutable(err))
+              again(err);
+            else
+              fail(err);
+          });
+}
+
 } // namespace
 
 std::function<void(grpc::Status)> offer_service::finisher(grpc::ServerUnaryReactor* reactor,
@@ -94,16 +140,16 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
   }
   offer_msg msg{o};
   msg.value.set_id(make_offer_id());
-  auto target = router_.shard_for(msg.value.id());
-  caf::timespan timeout{timeout_};
-  sys_.spawn([=](caf::event_based_actor* self) {
-    self->request(target, timeout, create_atom::value, msg)
-      .then(
-        [=](offer_msg& stored) {
-          *resp->mutable_offer() = std::move(stored.value);
-          done(grpc::Status::OK);
-        },
-        [=](caf::error& err) { done(to_status(err)); });
+  auto deadline = clock_type::now() + timeout_;
+  auto& r = router_;
+  sys_.spawn([=, &r](caf::event_based_actor* self) {
+    ask_owner<offer_msg>(
+      self, r, deadline, msg.value.id(), caf::make_message(create_atom::value, msg),
+      [=](offer_msg& stored) {
+        *resp->mutable_offer() = std::move(stored.value);
+        done(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { done(to_status(err)); });
   });
   return reactor;
 }
@@ -118,19 +164,20 @@ grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* c
     return reactor;
   }
   caf::timespan timeout{timeout_};
+  auto deadline = clock_type::now() + timeout_;
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
     resolve(self, r, timeout, ref,
             [=, &r](const std::string& id) {
-              self->request(r.shard_for(id), timeout, get_atom::value, id)
-                .then(
-                  [=](offer_msg& m) {
-                    *resp->mutable_offer() = std::move(m.value);
-                    done(grpc::Status::OK);
-                  },
-                  [=](caf::error& err) { fail(err); });
+              ask_owner<offer_msg>(
+                self, r, deadline, id, caf::make_message(get_atom::value, id),
+                [=](offer_msg& m) {
+                  *resp->mutable_offer() = std::move(m.value);
+                  done(grpc::Status::OK);
+                },
+                fail);
             },
             fail);
   });
@@ -160,6 +207,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
   offer_msg msg{req->offer()};
   caf::timespan timeout{timeout_};
+  auto deadline = clock_type::now() + timeout_;
   auto& r = router_;
   sys_.spawn([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
@@ -171,13 +219,13 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
               }
               auto m = msg;
               m.value.set_id(id);
-              self->request(r.shard_for(id), timeout, update_atom::value, m, expected)
-                .then(
-                  [=](offer_msg& stored) {
-                    *resp->mutable_offer() = std::move(stored.value);
-                    done(grpc::Status::OK);
-                  },
-                  [=](caf::error& err) { fail(err); });
+              ask_owner<offer_msg>(
+                self, r, deadline, id, caf::make_message(update_atom::value, m, expected),
+                [=](offer_msg& stored) {
+                  *resp->mutable_offer() = std::move(stored.value);
+                  done(grpc::Status::OK);
+                },
+                fail);
             },
             fail);
   });
@@ -199,19 +247,20 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
   caf::timespan timeout{timeout_};
+  auto deadline = clock_type::now() + timeout_;
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
     resolve(self, r, timeout, ref,
             [=, &r](const std::string& id) {
-              self->request(r.shard_for(id), timeout, delete_atom::value, id, expected)
-                .then(
-                  [=](int64_t version) {
-                    resp->set_version(version);
-                    done(grpc::Status::OK);
-                  },
-                  [=](caf::error& err) { fail(err); });
+              ask_owner<int64_t>(
+                self, r, deadline, id, caf::make_message(delete_atom::value, id, expected),
+                [=](int64_t& version) {
+                  resp->set_version(version);
+                  done(grpc::Status::OK);
+                },
+                fail);
             },
             fail);
   });

@@ -1,9 +1,15 @@
 #pragma once
-// Where requests go: offer id -> shard -> the shard actor that owns it. A single node owns
-// every shard for now; the cluster issue turns entries into remote actors.
+// Where requests go: offer id -> shard -> its owner, which is a local shard actor or another
+// node's gateway actor (reached over CAF's middleman). The cluster manager keeps the table
+// current; gRPC threads and call actors read it. A shard with no known owner (moving, or its
+// owner died and the lease has not expired yet) has no route: callers pause and ask again.
 
 #include <atomic>
+#include <mutex>
+#include <optional>
 #include <vector>
+
+#include <caf/actor.hpp>
 
 #include "gost/actors/protocol.hpp"
 #include "gost/actors/shard_hash.hpp"
@@ -12,21 +18,58 @@ namespace gost::runtime {
 
 class router {
 public:
-  router(std::vector<shard_actor> shards, std::vector<store_actor> stores)
-    : shards_(std::move(shards)), stores_(std::move(stores)) {}
+  router(uint32_t shard_count, std::vector<store_actor> stores, caf::actor pauser)
+    : routes_(shard_count), stores_(std::move(stores)), pauser_(std::move(pauser)) {}
 
-  uint32_t shard_count() const noexcept { return static_cast<uint32_t>(shards_.size()); }
-  const shard_actor& shard_for(const std::string& offer_id) const {
-    return shards_[shard_of(offer_id, shard_count())];
+  uint32_t shard_count() const noexcept { return static_cast<uint32_t>(routes_.size()); }
+
+  /// The owner of the offer's shard as known now (local shard or remote gateway); an invalid
+  /// handle when no owner is known.
+  caf::actor route_for(const std::string& offer_id) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return routes_[shard_of(offer_id, shard_count())].target;
   }
+
+  /// The local shard actor of `shard`, when this node owns it.
+  std::optional<shard_actor> local(uint32_t shard) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& r = routes_[shard];
+    if (!r.local)
+      return std::nullopt;
+    return r.local;
+  }
+
+  void set_local(uint32_t shard, shard_actor a) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {caf::actor_cast<caf::actor>(a), a};
+  }
+  void set_remote(uint32_t shard, caf::actor gateway) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {std::move(gateway), shard_actor{}};
+  }
+  void clear(uint32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {};
+  }
+
   /// A store actor for lookups that are not tied to one offer (round robin).
   const store_actor& any_store() {
     return stores_[next_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
   }
 
+  /// Answers (pause_atom) with ok_atom after a short pause: callers wait there for a moving
+  /// shard without a timer of their own.
+  const caf::actor& pauser() const noexcept { return pauser_; }
+
 private:
-  std::vector<shard_actor> shards_;
+  struct route {
+    caf::actor target;
+    shard_actor local;
+  };
+  mutable std::mutex mtx_;
+  std::vector<route> routes_;
   std::vector<store_actor> stores_;
+  caf::actor pauser_;
   std::atomic<size_t> next_{0};
 };
 

@@ -22,6 +22,7 @@ grpc::Status to_status(const caf::error& err) {
         return {grpc::StatusCode::UNAVAILABLE, msg + " (the shard moved; retry)"};
       case db_errc::schema_mismatch: return {grpc::StatusCode::FAILED_PRECONDITION, msg};
       case db_errc::internal: return {grpc::StatusCode::INTERNAL, msg};
+      case db_errc::moved: return {grpc::StatusCode::UNAVAILABLE, msg + " (safe to retry)"};
     }
   }
   if (err.category() == caf::atom("system")) {

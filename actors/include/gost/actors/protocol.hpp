@@ -37,6 +37,7 @@ using resident_atom = caf::atom_constant<caf::atom("resident")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using warm_atom = caf::atom_constant<caf::atom("warm")>;
 using mailbox_atom = caf::atom_constant<caf::atom("mailbox")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -116,7 +117,10 @@ using shard_actor = offer_ops::extend<
   // Whether an offer actor for this offer is in memory.
   caf::replies_to<resident_atom, std::string>::with<bool>,
   // The mailbox size of the offer's actor (db_errc::not_found when not resident).
-  caf::replies_to<mailbox_atom, std::string>::with<uint64_t>>;
+  caf::replies_to<mailbox_atom, std::string>::with<uint64_t>,
+  // Graceful hand-off: take no new work (new requests get db_errc::moved), let every offer
+  // actor finish what it has (all of it committed), then answer and stop.
+  caf::replies_to<drain_atom>::with<ok_atom>>;
 
 /// Registers gost's message types with an actor system config (call once per config).
 void register_types(caf::actor_system_config& cfg);

@@ -38,6 +38,10 @@ struct node_config {
   uint32_t shard_count = 0;
   int scheduler_threads = 0; ///< resolved: never 0
   std::string scheduler_policy; ///< "sharing" or "stealing"
+  std::string cluster_advertise_host;
+  std::chrono::milliseconds cluster_heartbeat{};
+  std::chrono::milliseconds cluster_lease_timeout{};
+  int cluster_max_moves = 4;
   std::chrono::milliseconds offer_idle_timeout{};
   size_t offer_max_resident = 0;
   std::chrono::milliseconds request_timeout{};

@@ -21,6 +21,7 @@ enum class db_errc : uint8_t {
   fenced,           ///< this node no longer holds the shard lease; never retry here
   schema_mismatch,  ///< installation differs from the node's config (e.g. shard_count)
   internal,         ///< a bug or an unexpected server answer (INTERNAL)
+  moved,            ///< this node does not own the offer's shard (any more): route again (UNAVAILABLE)
 };
 
 const char* to_string(db_errc x);
