@@ -76,6 +76,9 @@ bool reroutable(const caf::error& err) {
 
 using clock_type = std::chrono::steady_clock;
 
+/// The least time a request forwarded to another node gets before it is routed again.
+constexpr auto remote_attempt = std::chrono::milliseconds{2000};
+
 /// Sends `msg` (an offer operation) to the owner of `id`'s shard, on this node or another,
 /// and hands the reply to `ok`. While the shard moves (no owner known, or the old owner says
 /// it moved), pauses and asks again until `deadline`; the caller sees an error only if the
@@ -99,10 +102,16 @@ void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point d
     return;
   }
   auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
-  self->request(target, std::max(left, caf::timespan{1'000'000}), msg)
+  // Another node's gateway may die with the request unanswered (CAF does not fail requests
+  // to a lost node): give a remote attempt a slice of the time and route again after it. A
+  // request the dead node did carry out may so run twice (at least once, like any retry).
+  bool remote = target.node() != self->node();
+  auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
+  self->request(target, std::max(attempt, caf::timespan{1'000'000}), msg)
     .then([=](Reply& reply) { ok(reply); },
           [=](caf::error& err) {
-            if (reroutable(err))
+            bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
+            if (reroutable(err) || attempt_over)
               again(err);
             else
               fail(err);

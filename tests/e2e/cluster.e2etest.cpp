@@ -1,0 +1,318 @@
+// Several gostd processes on one database: shards spread evenly, move on join and leave
+// without errors visible to clients, are taken over after kill -9, and a paused node loses its
+// leases. Requests to any node get the owner's answer.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::child_process;
+
+namespace {
+
+constexpr int shard_count = 16;
+
+struct node {
+  std::string id;
+  std::string port_file;
+  std::unique_ptr<child_process> proc;
+  std::unique_ptr<v1::OfferService::Stub> stub;
+
+  node(const std::string& node_id, const testing::temp_db& db)
+    : id(node_id), port_file("/tmp/gostd-cluster-" + node_id + "-" + std::to_string(getpid())) {
+    std::remove(port_file.c_str());
+    proc = std::make_unique<child_process>(
+      GOSTD_PATH, std::vector<std::string>{
+                    "--pg.dsn=" + db.dsn(), "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
+                    "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                    "--shard.count=" + std::to_string(shard_count), "--cluster.heartbeat=200ms",
+                    "--cluster.lease_timeout=2s", "--cluster.max_moves=8",
+                    "--api.request_timeout=15s", "--shutdown.timeout=20s"});
+    int port = 0;
+    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
+                      std::ifstream in(port_file);
+                      return static_cast<bool>(in >> port) || !proc->running();
+                    }),
+                    proc->output());
+    REQUIRE_MESSAGE(port > 0, proc->output());
+    stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                         grpc::InsecureChannelCredentials()));
+  }
+  ~node() { std::remove(port_file.c_str()); }
+
+  grpc::Status create(const std::string& sku, v1::Offer& out) {
+    v1::CreateOfferRequest req;
+    req.mutable_offer()->set_seller_id("cluster-seller");
+    req.mutable_offer()->set_external_id(sku);
+    req.mutable_offer()->set_title("t");
+    v1::CreateOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = stub->CreateOffer(&ctx, req, &resp);
+    out = resp.offer();
+    return s;
+  }
+  grpc::Status update(const std::string& offer_id, const std::string& title, int64_t& version) {
+    v1::UpdateOfferRequest req;
+    req.mutable_offer()->set_id(offer_id);
+    req.mutable_offer()->set_seller_id("cluster-seller");
+    req.mutable_offer()->set_title(title);
+    v1::UpdateOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = stub->UpdateOffer(&ctx, req, &resp);
+    version = resp.offer().version();
+    return s;
+  }
+  grpc::Status get(const std::string& offer_id, v1::Offer& out) {
+    v1::GetOfferRequest req;
+    req.mutable_ref()->set_id(offer_id);
+    v1::GetOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = stub->GetOffer(&ctx, req, &resp);
+    out = resp.offer();
+    return s;
+  }
+};
+
+/// Live owners and how many shards each holds.
+std::map<std::string, int> owners(const testing::temp_db& db) {
+  std::map<std::string, int> out;
+  auto text = db.scalar("SELECT coalesce(string_agg(owner || '=' || n, ' ' ORDER BY owner), '')"
+                        " FROM (SELECT owner, count(*) AS n FROM shard_leases"
+                        "       WHERE owner IS NOT NULL AND heartbeat_at > now() - interval '2 s'"
+                        "       GROUP BY owner) o");
+  size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(' ', pos);
+    auto item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    auto eq = item.find('=');
+    out[item.substr(0, eq)] = std::stoi(item.substr(eq + 1));
+    pos = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+/// Every shard owned by exactly the given nodes, each within one of an even share.
+bool spread_over(const testing::temp_db& db, const std::vector<std::string>& ids) {
+  auto o = owners(db);
+  if (o.size() != ids.size())
+    return false;
+  int total = 0;
+  for (auto& id : ids) {
+    auto i = o.find(id);
+    if (i == o.end())
+      return false;
+    auto share = shard_count / static_cast<int>(ids.size());
+    if (i->second < share || i->second > share + 1)
+      return false;
+    total += i->second;
+  }
+  return total == shard_count;
+}
+
+std::string describe(const testing::temp_db& db) {
+  std::string s;
+  for (auto& [k, v] : owners(db))
+    s += k + "=" + std::to_string(v) + " ";
+  return s;
+}
+
+/// Clients updating offers through some nodes until stopped; every acknowledged version is
+/// remembered, every failure counted with its message.
+struct load {
+  std::vector<std::string> ids;
+  std::vector<node*> via;
+  std::atomic<bool> stop{false};
+  std::atomic<int> acked{0};
+  std::mutex m;
+  std::map<std::string, int64_t> last_acked;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+
+  void start(int clients) {
+    for (int c = 0; c < clients; ++c)
+      threads.emplace_back([this, c] {
+        for (size_t i = static_cast<size_t>(c); !stop; i += 7) {
+          auto& id = ids[i % ids.size()];
+          std::vector<node*> targets;
+          {
+            std::lock_guard<std::mutex> guard{m};
+            targets = via;
+          }
+          auto* n = targets[i % targets.size()];
+          int64_t version = 0;
+          auto s = n->update(id, "title " + std::to_string(i), version);
+          std::lock_guard<std::mutex> guard{m};
+          if (s.ok()) {
+            ++acked;
+            auto& v = last_acked[id];
+            v = std::max(v, version);
+          } else {
+            failures.push_back(n->id + ": " + s.error_message());
+          }
+        }
+      });
+  }
+  void use(std::vector<node*> nodes) {
+    std::lock_guard<std::mutex> guard{m};
+    via = std::move(nodes);
+  }
+  void finish() {
+    stop = true;
+    for (auto& t : threads)
+      t.join();
+  }
+  /// Every acknowledged update is in the database (nothing after it was lost).
+  void check_durable(const testing::temp_db& db) {
+    for (auto& [id, v] : last_acked)
+      CHECK_MESSAGE(std::stoll(db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'")) >= v,
+                    id);
+  }
+};
+
+std::vector<std::string> create_offers(node& n, int count) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) {
+    v1::Offer o;
+    auto s = n.create("sku-" + std::to_string(i), o);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    ids.push_back(o.id());
+  }
+  return ids;
+}
+
+} // namespace
+
+TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them without client errors") {
+  testing::temp_db db;
+  node n1{"n1", db};
+  node n2{"n2", db};
+  node n3{"n3", db};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3"}); }),
+                  describe(db));
+  auto ids = create_offers(n1, 60);
+  load l;
+  l.ids = ids;
+  l.use({&n1, &n2, &n3});
+  l.start(4);
+  std::this_thread::sleep_for(500ms);
+
+  node n4{"n4", db};
+  l.use({&n1, &n2, &n3, &n4});
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3", "n4"}); }),
+                describe(db));
+  std::this_thread::sleep_for(500ms);
+
+  // n2 leaves: clients stop using it first (as a load balancer would), then SIGTERM.
+  l.use({&n1, &n3, &n4});
+  n2.proc->signal(SIGTERM);
+  CHECK_MESSAGE(n2.proc->wait(30s) == 0, n2.proc->output());
+  CHECK(n2.proc->output().find("all shards handed off") != std::string::npos);
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n3", "n4"}); }),
+                describe(db));
+  std::this_thread::sleep_for(500ms);
+  l.finish();
+
+  CHECK(l.acked.load() > 100);
+  CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
+  l.check_durable(db);
+  // Any node answers for any offer, with the owner's answer.
+  for (auto& id : ids) {
+    v1::Offer a, b, c;
+    REQUIRE(n1.get(id, a).ok());
+    REQUIRE(n3.get(id, b).ok());
+    REQUIRE(n4.get(id, c).ok());
+    CHECK(a.version() == b.version());
+    CHECK(b.version() == c.version());
+    CHECK(a.title() == c.title());
+  }
+}
+
+TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothing acknowledged is lost") {
+  testing::temp_db db;
+  node n1{"n1", db};
+  node n2{"n2", db};
+  node n3{"n3", db};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3"}); }),
+                  describe(db));
+  auto epochs_before = db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
+  auto ids = create_offers(n1, 60);
+  load l;
+  l.ids = ids;
+  l.use({&n1, &n2});
+  l.start(4);
+  std::this_thread::sleep_for(500ms);
+
+  n3.proc->signal(SIGKILL);
+  CHECK(n3.proc->wait(10s) == 128 + SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE_MESSAGE(testing::eventually(20s, [&] { return spread_over(db, {"n1", "n2"}); }),
+                  describe(db));
+  auto took = std::chrono::steady_clock::now() - t0;
+  MESSAGE("shards owned again after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                      << " ms");
+  CHECK(took < 10s);
+  std::this_thread::sleep_for(1s);
+  l.finish();
+  CHECK(l.acked.load() > 50);
+  CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
+  l.check_durable(db);
+  // Epochs only grow: every shard's epoch now is at least the one before.
+  auto epochs_after = db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
+  std::stringstream before{epochs_before}, after{epochs_after};
+  std::string a, b;
+  int moved = 0;
+  while (std::getline(before, a, ',') && std::getline(after, b, ',')) {
+    CHECK(std::stoll(b) >= std::stoll(a));
+    moved += std::stoll(b) > std::stoll(a) ? 1 : 0;
+  }
+  CHECK(moved >= shard_count / 3); // at least the dead node's shards moved
+}
+
+TEST_CASE("a paused node loses its leases and writes nothing after it wakes") {
+  testing::temp_db db;
+  node n1{"n1", db};
+  node n2{"n2", db};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }),
+                  describe(db));
+  auto ids = create_offers(n1, 40);
+  n2.proc->signal(SIGSTOP);
+  // Past the lease timeout n1 takes every shard, at new epochs, and serves them.
+  REQUIRE_MESSAGE(testing::eventually(20s, [&] { return spread_over(db, {"n1"}); }), describe(db));
+  std::map<std::string, int64_t> acked;
+  for (auto& id : ids) {
+    int64_t v = 0;
+    auto s = n1.update(id, "while n2 slept", v);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    acked[id] = v;
+  }
+  n2.proc->signal(SIGCONT);
+  // n2 notices at its next heartbeat that its leases were taken, stops those shards, and
+  // then gets an even share back by hand-off.
+  CHECK_MESSAGE(testing::eventually(20s, [&] {
+                  return n2.proc->output().find("lease taken over") != std::string::npos;
+                }),
+                n2.proc->output());
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }), describe(db));
+  for (auto& [id, v] : acked) {
+    v1::Offer o;
+    REQUIRE(n2.get(id, o).ok());
+    CHECK(o.version() == v);
+    CHECK(o.title() == "while n2 slept");
+  }
+}
