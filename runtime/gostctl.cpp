@@ -34,7 +34,9 @@ const char* usage =
   "  delete ID [--expected-version V]\n"
   "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
   "                       decoded stage states, queue entries and timers\n"
-  "  stages               per-stage queue lengths, timers, dead letters and engine counters\n"
+  "  stages               per-stage queue lengths, timers, dead letters, runs, latency\n"
+  "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
+  "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  demo [--count N] [--concurrency C]\n"
   "                       create N offers (default 1000) from C concurrent clients (default 16),\n"
   "                       read every one back, check it, and print a summary\n\n"
@@ -299,6 +301,44 @@ int main(int argc, char** argv) {
       std::printf("  %-16s %s  %s%s\n", q.stage_id().c_str(),
                   google::protobuf::util::TimeUtil::ToString(q.due_at()).c_str(),
                   q.timer() ? "timer" : "due", q.background() ? " (background)" : "");
+    return 0;
+  }
+  if (c.cmd == "nodes") {
+    gost::v1::ListNodesRequest req;
+    gost::v1::ListNodesResponse resp;
+    auto s = admin->ListNodes(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("%-20s %-8s %7s %9s  %-22s %-22s %-22s %s\n", "node", "state", "shards",
+                "hb age ms", "caf", "grpc", "http", "started");
+    for (auto& n : resp.nodes())
+      std::printf("%-20s %-8s %7u %9lld  %-22s %-22s %-22s %s\n", n.node_id().c_str(),
+                  n.leaving() ? "leaving" : n.alive() ? "alive" : "dead", n.shards(),
+                  static_cast<long long>(n.heartbeat_age_ms()), n.caf_addr().c_str(),
+                  n.grpc_addr().c_str(), n.http_addr().c_str(),
+                  google::protobuf::util::TimeUtil::ToString(n.started_at()).c_str());
+    std::printf("(answered by %s)\n", resp.answered_by().c_str());
+    return 0;
+  }
+  if (c.cmd == "shards") {
+    gost::v1::ListShardsRequest req;
+    gost::v1::ListShardsResponse resp;
+    auto s = admin->ListShards(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("%6s %-20s %8s %9s  %s\n", "shard", "owner", "epoch", "hb age ms", "state");
+    int moving = 0;
+    for (auto& l : resp.shards()) {
+      std::string state = l.free() ? "free" : "owned";
+      if (!l.handoff_to().empty() && !l.free()) {
+        state = "moving to " + l.handoff_to();
+        ++moving;
+      }
+      std::printf("%6u %-20s %8lld %9lld  %s\n", l.shard(),
+                  l.owner().empty() ? "-" : l.owner().c_str(), static_cast<long long>(l.epoch()),
+                  static_cast<long long>(l.heartbeat_age_ms()), state.c_str());
+    }
+    std::printf("%d shard(s), %d move(s) in progress\n", resp.shards_size(), moving);
     return 0;
   }
   if (c.cmd == "stages") {

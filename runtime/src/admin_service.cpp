@@ -9,6 +9,7 @@
 #include "gost/actors/protocol.hpp"
 #include "gost/actors/shard_hash.hpp"
 #include "gost/actors/stage_runner.hpp"
+#include "gost/persistence/cluster.hpp"
 #include "router.hpp"
 #include "status.hpp"
 
@@ -127,6 +128,79 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
           reactor->Finish(grpc::Status::OK);
         },
         [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+namespace {
+
+/// Runs `f` (blocking PostgreSQL reads) on a short-lived detached actor: neither a gRPC
+/// callback thread nor a scheduler thread waits on the database.
+template <class F>
+void off_thread(caf::actor_system& sys, F f) {
+  sys.spawn<caf::detached>([f](caf::event_based_actor* self) {
+    f();
+    self->quit();
+  });
+}
+
+} // namespace
+
+grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* ctx,
+                                                   const v1::ListNodesRequest*,
+                                                   v1::ListNodesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto view = cluster_;
+  off_thread(sys_, [reactor, resp, view] {
+    auto nodes = persistence::list_nodes(*view.pool, view.lease_timeout);
+    auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
+    if (!nodes || !leases) {
+      reactor->Finish(to_status(nodes ? leases.error() : nodes.error()));
+      return;
+    }
+    std::map<std::string, uint32_t> held;
+    for (auto& l : *leases)
+      if (!l.free)
+        ++held[l.owner];
+    for (auto& n : *nodes) {
+      auto* out = resp->add_nodes();
+      out->set_node_id(n.node_id);
+      out->set_caf_addr(n.caf_host + ":" + std::to_string(n.caf_port));
+      out->set_grpc_addr(n.grpc_addr);
+      out->set_http_addr(n.http_addr);
+      out->set_alive(n.alive);
+      out->set_leaving(n.leaving);
+      out->set_heartbeat_age_ms(n.heartbeat_age_ms);
+      *out->mutable_started_at() = TimeUtil::MicrosecondsToTimestamp(n.started_at_us);
+      out->set_shards(held[n.node_id]);
+    }
+    resp->set_answered_by(view.node_id);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListShardsRequest*,
+                                                    v1::ListShardsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto view = cluster_;
+  off_thread(sys_, [reactor, resp, view] {
+    auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
+    if (!leases) {
+      reactor->Finish(to_status(leases.error()));
+      return;
+    }
+    for (auto& l : *leases) {
+      auto* out = resp->add_shards();
+      out->set_shard(l.shard);
+      out->set_owner(l.owner);
+      out->set_epoch(l.epoch);
+      out->set_free(l.free);
+      out->set_heartbeat_age_ms(l.heartbeat_age_ms);
+      out->set_handoff_to(l.handoff_to);
+    }
+    reactor->Finish(grpc::Status::OK);
   });
   return reactor;
 }

@@ -155,7 +155,9 @@ std::string node::start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
-  d.admin = std::make_unique<admin_service>(*d.sys, *d.routes, stages, d.stats, cfg.request_timeout);
+  d.admin = std::make_unique<admin_service>(
+    *d.sys, *d.routes, stages, d.stats, cfg.request_timeout,
+    admin_service::cluster_view{d.pool.get(), cfg.node_id, cfg.cluster_lease_timeout});
   b.RegisterService(d.offers.get());
   b.RegisterService(d.admin.get());
   d.server = b.BuildAndStart();

@@ -28,6 +28,7 @@ constexpr int shard_count = 16;
 struct node {
   std::string id;
   std::string port_file;
+  std::string addr; ///< gRPC host:port
   std::unique_ptr<child_process> proc;
   std::unique_ptr<v1::OfferService::Stub> stub;
 
@@ -48,8 +49,8 @@ struct node {
                     }),
                     proc->output());
     REQUIRE_MESSAGE(port > 0, proc->output());
-    stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                         grpc::InsecureChannelCredentials()));
+    addr = "127.0.0.1:" + std::to_string(port);
+    stub = v1::OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   }
   ~node() { std::remove(port_file.c_str()); }
 
@@ -216,6 +217,18 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   l.use({&n1, &n2, &n3, &n4});
   CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3", "n4"}); }),
                 describe(db));
+  {
+    // The console shows the members and the leases.
+    child_process nodes{GOSTCTL_PATH, {"--addr", n3.addr, "nodes"}};
+    REQUIRE(nodes.wait(30s) == 0);
+    auto out = nodes.output();
+    for (auto id : {"n1", "n2", "n3", "n4"})
+      CHECK(out.find(std::string{id} + " ") != std::string::npos);
+    CHECK(out.find("alive") != std::string::npos);
+    child_process shards{GOSTCTL_PATH, {"--addr", n3.addr, "shards"}};
+    REQUIRE(shards.wait(30s) == 0);
+    CHECK(shards.output().find("16 shard(s)") != std::string::npos);
+  }
   std::this_thread::sleep_for(500ms);
 
   // n2 leaves: clients stop using it first (as a load balancer would), then SIGTERM.
