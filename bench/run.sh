@@ -2,7 +2,7 @@
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
-#                              resident timers (default: all)
+#                              resident timers failover (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
 set -euo pipefail
@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -60,11 +60,16 @@ for name in "${names[@]}"; do
     stage_offer|resident)
       gost_bench "$name"
       ;;
+    failover)
+      step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd
+      bench/failover.sh build/release/runtime/gostd "$GOST_PG_PORT" "${BENCH_RUNS:-5}" 2>"$logs/failover.log" \
+        || { tail -n 20 "$logs/failover.log" >&2; echo "bench/run.sh: failover failed" >&2; exit 1; }
+      ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover)" >&2; exit 2 ;;
   esac
 done
