@@ -3,7 +3,9 @@
 // leases. Requests to any node get the owner's answer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -32,16 +34,23 @@ struct node {
   std::unique_ptr<child_process> proc;
   std::unique_ptr<v1::OfferService::Stub> stub;
 
-  node(const std::string& node_id, const testing::temp_db& db)
+  node(const std::string& node_id, const testing::temp_db& db, std::vector<std::string> extra = {})
     : id(node_id), port_file("/tmp/gostd-cluster-" + node_id + "-" + std::to_string(getpid())) {
     std::remove(port_file.c_str());
-    proc = std::make_unique<child_process>(
-      GOSTD_PATH, std::vector<std::string>{
-                    "--pg.dsn=" + db.dsn(), "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
-                    "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-                    "--shard.count=" + std::to_string(shard_count), "--cluster.heartbeat=200ms",
-                    "--cluster.lease_timeout=2s", "--cluster.max_moves=8",
-                    "--api.request_timeout=15s", "--shutdown.timeout=20s"});
+    std::vector<std::string> args{
+      "--pg.dsn=" + db.dsn(), "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
+      "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+      "--shard.count=" + std::to_string(shard_count), "--cluster.heartbeat=200ms",
+      "--cluster.lease_timeout=2s", "--cluster.max_moves=8", "--api.request_timeout=15s",
+      "--shutdown.timeout=20s"};
+    for (auto& e : extra) { // an extra flag replaces the default of the same key
+      auto key = e.substr(0, e.find('=') + 1);
+      args.erase(std::remove_if(args.begin(), args.end(),
+                                [&](const std::string& a) { return a.rfind(key, 0) == 0; }),
+                 args.end());
+      args.push_back(e);
+    }
+    proc = std::make_unique<child_process>(GOSTD_PATH, args);
     int port = 0;
     REQUIRE_MESSAGE(testing::eventually(30s, [&] {
                       std::ifstream in(port_file);
@@ -329,3 +338,4 @@ TEST_CASE("a paused node loses its leases and writes nothing after it wakes") {
     CHECK(o.title() == "while n2 slept");
   }
 }
+
