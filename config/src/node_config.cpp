@@ -72,6 +72,22 @@ schema make_node_schema() {
   s.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
             "A node (and its leases) whose heartbeat is older than this is dead: its shards "
             "are taken by the others, at a new epoch. Keep it several heartbeats long."));
+  s.add(str("kafka.brokers", "",
+            "Kafka bootstrap servers (host:port,...) the after-save events go to. Empty: "
+            "librdkafka's in-process mock cluster, for a zero-setup run (events are not kept)."));
+  s.add(str("kafka.topic", "gost.offer-saved",
+            "Topic of the after-save events: one message per saved offer, key = offer id, value "
+            "= gost.v1.OfferSaved."));
+  s.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
+            "How long the producer tries to deliver an event before the relay gives the round "
+            "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."));
+  s.add(num(vk::boolean, "outbox.relay", "true", 0, 1,
+            "Publish the committed after-save events of the shards this node owns to Kafka. "
+            "false: they stay in the outbox table (for tests, or when another process relays "
+            "them)."));
+  s.add(num(vk::duration, "outbox.poll", "50ms", 5, 60'000,
+            "How often the outbox relay looks for committed events of the shards this node "
+            "owns."));
   s.add(num(vk::integer, "cluster.max_moves", "4", 1, 1024,
             "Shards a node hands off at once when another node is below its share (a join "
             "or a leave never moves everything at once)."));
@@ -294,6 +310,15 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.cluster_heartbeat = st.ms("cluster.heartbeat");
   c.cluster_lease_timeout = st.ms("cluster.lease_timeout");
   c.cluster_max_moves = static_cast<int>(st.num("cluster.max_moves"));
+  c.kafka_brokers = st.str("kafka.brokers");
+  c.kafka_topic = st.str("kafka.topic");
+  c.kafka_message_timeout = st.ms("kafka.message_timeout");
+  c.outbox_poll = st.ms("outbox.poll");
+  c.outbox_relay = st.flag("outbox.relay");
+  if (c.kafka_topic.empty()) {
+    res.error = "kafka.topic must not be empty";
+    return res;
+  }
   if (c.cluster_lease_timeout < 2 * c.cluster_heartbeat) {
     res.error = "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
                 "survive one late heartbeat)";

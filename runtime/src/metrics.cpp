@@ -58,6 +58,12 @@ std::string metrics::prometheus_text() const {
       << "# HELP gost_offer_actors_crashed_total Offer actors that stopped abnormally.\n"
       << "# TYPE gost_offer_actors_crashed_total counter\n"
       << "gost_offer_actors_crashed_total " << a.offer_actors_crashed.load() << "\n";
+  out << "# HELP gost_outbox_events_published_total After-save events acknowledged by Kafka.\n"
+      << "# TYPE gost_outbox_events_published_total counter\n"
+      << "gost_outbox_events_published_total " << a.outbox_events_published.load() << "\n"
+      << "# HELP gost_outbox_publish_failures_total Outbox rows whose publishing failed (retried).\n"
+      << "# TYPE gost_outbox_publish_failures_total counter\n"
+      << "gost_outbox_publish_failures_total " << a.outbox_publish_failures.load() << "\n";
   out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
       << "# TYPE gost_stage_runs_total counter\n";
   for (auto& s : a.stages)

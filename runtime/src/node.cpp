@@ -27,6 +27,7 @@
 #include "offer_service.hpp"
 #include "router.hpp"
 #include "cluster.hpp"
+#include "outbox_relay.hpp"
 #include "gost/persistence/cluster.hpp"
 
 namespace gost::runtime {
@@ -47,6 +48,7 @@ struct node::impl {
   std::shared_ptr<router> routes;
   caf::actor gateway; ///< published on caf.listen
   caf::actor manager; ///< the cluster manager: leases, shards, routes
+  caf::actor relay;   ///< the outbox relay to Kafka
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<grpc::Server> server;
@@ -205,6 +207,22 @@ std::string node::start() {
   co.routes = d.routes;
   co.spawn_shard = spawn_one;
   d.manager = spawn_cluster_manager(*d.sys, std::move(co));
+
+  // 7. after-save events: the outbox relay of the shards this node owns
+  relay_options ro;
+  ro.brokers = cfg.kafka_brokers;
+  ro.topic = cfg.kafka_topic;
+  ro.poll = cfg.outbox_poll;
+  ro.message_timeout = cfg.kafka_message_timeout;
+  ro.pool = d.pool.get();
+  ro.routes = d.routes;
+  ro.stats = d.stats;
+  if (cfg.outbox_relay) {
+    std::string relay_error;
+    d.relay = spawn_outbox_relay(*d.sys, std::move(ro), relay_error);
+    if (!d.relay)
+      return relay_error + "; check kafka.brokers";
+  }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
                me.caf_host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
@@ -261,11 +279,11 @@ void node::stop() {
         self->receive([](const caf::down_msg&) {});
       handles.clear();
     };
-    std::vector<caf::actor> cluster{d.manager, d.gateway, d.pauser};
+    std::vector<caf::actor> cluster{d.relay, d.manager, d.gateway, d.pauser};
     cluster.erase(std::remove(cluster.begin(), cluster.end(), caf::actor{}), cluster.end());
     stop_all(cluster);
     // The actor system waits until the last handle of every detached actor is gone.
-    d.manager = d.gateway = d.pauser = caf::actor{};
+    d.relay = d.manager = d.gateway = d.pauser = caf::actor{};
     stop_all(d.pools);
     stop_all(d.stores);
   }

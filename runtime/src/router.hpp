@@ -39,6 +39,16 @@ public:
     return r.local;
   }
 
+  /// The shards this node owns now.
+  std::vector<uint32_t> local_shards() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::vector<uint32_t> out;
+    for (uint32_t s = 0; s < routes_.size(); ++s)
+      if (routes_[s].local)
+        out.push_back(s);
+    return out;
+  }
+
   void set_local(uint32_t shard, shard_actor a) {
     std::lock_guard<std::mutex> guard{mtx_};
     routes_[shard] = {caf::actor_cast<caf::actor>(a), a};

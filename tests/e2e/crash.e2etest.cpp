@@ -35,7 +35,7 @@ TEST_CASE("kill -9 with timers pending: after a restart every timer fires exactl
   std::vector<std::string> args{"--pg.dsn=" + db.dsn(),        "--grpc.listen=127.0.0.1:0",
                                 "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
                                 "--shard.count=8",              "--stages.expire.after=4s",
-                                "--queue.poll=50ms"};
+                                "--queue.poll=50ms", "--outbox.relay=false"};
   constexpr int n = 200;
   {
     child_process node{GOSTD_PATH, args};

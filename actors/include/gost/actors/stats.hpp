@@ -57,6 +57,8 @@ struct node_stats {
   std::atomic<uint64_t> stage_conflicts{0};
   std::atomic<uint64_t> change_storms_cut{0};
   std::atomic<uint64_t> dead_letters{0};
+  std::atomic<uint64_t> outbox_events_published{0}; ///< acknowledged by Kafka, rows deleted
+  std::atomic<uint64_t> outbox_publish_failures{0}; ///< rows whose events failed (retried)
 
   /// Adds a stage's figures. Call for every stage before the shards start: the set is read
   /// without locks afterwards.

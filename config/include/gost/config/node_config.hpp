@@ -42,6 +42,11 @@ struct node_config {
   std::chrono::milliseconds cluster_heartbeat{};
   std::chrono::milliseconds cluster_lease_timeout{};
   int cluster_max_moves = 4;
+  std::string kafka_brokers; ///< empty: librdkafka's mock cluster
+  std::string kafka_topic;
+  std::chrono::milliseconds kafka_message_timeout{};
+  std::chrono::milliseconds outbox_poll{};
+  bool outbox_relay = true;
   std::chrono::milliseconds offer_idle_timeout{};
   size_t offer_max_resident = 0;
   std::chrono::milliseconds request_timeout{};

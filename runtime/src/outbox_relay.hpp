@@ -1,0 +1,42 @@
+#pragma once
+// The outbox relay (MISSION G10): publishes the committed outbox rows of the shards this node
+// owns to a Kafka topic — one message per saved offer, key = offer id, value = the
+// gost.v1.OfferSaved event — with an idempotent producer, in commit order per shard, and
+// deletes a row only after the broker acknowledged all of its events. Broker unreachable:
+// rows stay in PostgreSQL and go out when it is back (at least once, never lost).
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace gost {
+struct node_stats;
+}
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::runtime {
+
+class router;
+
+struct relay_options {
+  std::string brokers;  ///< empty: librdkafka's in-process mock cluster (nothing is kept)
+  std::string topic;
+  std::chrono::milliseconds poll{50};
+  std::chrono::milliseconds message_timeout{30'000};
+  size_t rows_per_round = 100;
+  persistence::pg_pool* pool = nullptr;
+  std::shared_ptr<router> routes;
+  std::shared_ptr<node_stats> stats;
+};
+
+/// Starts the relay (a detached actor: it blocks on PostgreSQL and on the producer's flush).
+/// Returns an error text when the producer cannot be created.
+caf::actor spawn_outbox_relay(caf::actor_system& sys, relay_options opts, std::string& error);
+
+} // namespace gost::runtime
