@@ -44,7 +44,7 @@ TEST_CASE("events of one offer are applied one at a time") {
   for (int i = 0; i < n; ++i) {
     auto o = new_offer("o1");
     o.set_title("t" + std::to_string(i));
-    self->send(f.shard, update_atom::value, offer_msg{o}, any_version);
+    self->send(f.shard, update_atom::value, offer_msg{o}, any_version, std::string{});
   }
   int ok = 0;
   for (int i = 0; i < n; ++i)
@@ -58,9 +58,9 @@ TEST_CASE("a stale expected version is rejected and nothing is written") {
   REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
   auto o = new_offer("o1");
   o.set_title("changed");
-  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}));
+  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}, std::string{}));
   o.set_title("lost update");
-  auto stale = f.ask(update_atom::value, offer_msg{o}, int64_t{1});
+  auto stale = f.ask(update_atom::value, offer_msg{o}, int64_t{1}, std::string{});
   REQUIRE_FALSE(stale);
   CHECK(stale.error() == db_errc::conflict);
   CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");

@@ -77,3 +77,28 @@ TEST_CASE("update and delete of a missing offer are not_found") {
   REQUIRE_FALSE(d);
   CHECK(d.error() == db_errc::not_found);
 }
+
+TEST_CASE("a masked update takes only the listed fields and keeps the rest") {
+  offer_entity e;
+  auto stored = sample();
+  stored.set_version(3);
+  stored.set_description("kept");
+  (*stored.mutable_attributes())["color"] = "red";
+  stored.mutable_price()->set_amount_minor(100);
+  e.committed(stored);
+  gost::v1::Offer in;
+  in.set_id("o1");
+  in.set_title("new title");
+  in.set_description("ignored: not in the mask");
+  (*in.mutable_attributes())["size"] = "L";
+  auto o = e.prepare_update(in, gost::any_version, t1, "title,attributes,price");
+  REQUIRE(o);
+  CHECK(o->version() == 4);
+  CHECK(o->title() == "new title");
+  CHECK(o->description() == "kept");
+  CHECK(o->seller_id() == "s1");
+  // Listed map and message fields are replaced, not merged; a listed field absent is cleared.
+  CHECK(o->attributes().size() == 1);
+  CHECK(o->attributes().at("size") == "L");
+  CHECK_FALSE(o->has_price());
+}

@@ -219,12 +219,12 @@ TEST_CASE("an update through the API asks the stages again, honouring interests"
   // A change of another field is not even asked about.
   auto o = new_offer("o1");
   o.set_description("longer");
-  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}));
+  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}, std::string{}));
   CHECK(st->asked.load() == 1);
   CHECK(f.db.scalar(queued_sql) == "0");
   // The title change makes the stage want it: enqueued by the update, then run.
   o.set_title("sale");
-  auto up = f.ask(update_atom::value, offer_msg{o}, int64_t{2});
+  auto up = f.ask(update_atom::value, offer_msg{o}, int64_t{2}, std::string{});
   REQUIRE(up);
   CHECK(up->value.version() == 3);
   REQUIRE(testing::eventually(10s, [&] {

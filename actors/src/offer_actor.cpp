@@ -372,15 +372,17 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [=](update_atom, offer_msg& m, int64_t expected) -> caf::result<offer_msg> {
+    [=](update_atom, offer_msg& m, int64_t expected, std::string& mask) -> caf::result<offer_msg> {
       auto rp = self->make_response_promise<offer_msg>();
       auto in = std::move(m.value);
-      auto prepare = [self, in, expected](std::optional<v1::Offer>& next)
+      auto prepare = [self, in, expected, mask](std::optional<v1::Offer>& next)
         -> caf::expected<persistence::write_set> {
         auto& st = self->state;
         auto req = in;
         req.set_id(st.args.id);
-        auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now());
+        // Re-applied on every redo: a masked update merges into the offer as it is then.
+        auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now(),
+                                          mask);
         if (!o)
           return std::move(o.error());
         const auto& before = *st.entity.current();

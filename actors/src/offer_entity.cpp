@@ -1,5 +1,8 @@
 #include "gost/actors/offer_entity.hpp"
 
+#include <google/protobuf/field_mask.pb.h>
+#include <google/protobuf/util/field_mask_util.h>
+
 #include <google/protobuf/util/time_util.h>
 
 #include "gost/actors/protocol.hpp"
@@ -44,11 +47,22 @@ caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point n
 }
 
 caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expected,
-                                                      time_point now) const {
+                                                      time_point now, const std::string& mask) const {
   if (!current_)
     return missing(in.id());
   if (auto err = check_version(*current_, expected))
     return err;
+  if (!mask.empty()) {
+    google::protobuf::FieldMask fm;
+    google::protobuf::util::FieldMaskUtil::FromString(mask, &fm);
+    google::protobuf::util::FieldMaskUtil::MergeOptions opts;
+    opts.set_replace_message_fields(true);
+    opts.set_replace_repeated_fields(true);
+    v1::Offer merged = *current_;
+    google::protobuf::util::FieldMaskUtil::MergeMessageTo(in, fm, opts, &merged);
+    merged.set_id(in.id());
+    in = std::move(merged);
+  }
   in.set_version(current_->version() + 1);
   *in.mutable_created_at() = current_->created_at();
   stamp(in.mutable_updated_at(), now);

@@ -498,11 +498,11 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
         return moved_error(self);
       return self->delegate(child(self, id), a, id);
     },
-    [=](update_atom a, offer_msg& m, int64_t expected) -> caf::result<offer_msg> {
+    [=](update_atom a, offer_msg& m, int64_t expected, std::string& mask) -> caf::result<offer_msg> {
       if (self->state.draining)
         return moved_error(self);
       auto id = m.value.id();
-      return self->delegate(child(self, id), a, std::move(m), expected);
+      return self->delegate(child(self, id), a, std::move(m), expected, std::move(mask));
     },
     [=](delete_atom a, const std::string& id, int64_t expected) -> caf::result<int64_t> {
       if (self->state.draining)

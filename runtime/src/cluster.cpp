@@ -45,10 +45,11 @@ caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r) {
           return self->delegate(*local, a, id);
         return not_here(shard(id));
       },
-      [=](update_atom a, offer_msg& m, int64_t expected) -> caf::result<offer_msg> {
+      [=](update_atom a, offer_msg& m, int64_t expected,
+          std::string& mask) -> caf::result<offer_msg> {
         auto s = shard(m.value.id());
         if (auto local = r->local(s))
-          return self->delegate(*local, a, std::move(m), expected);
+          return self->delegate(*local, a, std::move(m), expected, std::move(mask));
         return not_here(s);
       },
       [=](delete_atom a, const std::string& id, int64_t expected) -> caf::result<int64_t> {

@@ -1,6 +1,9 @@
 #include "offer_service.hpp"
 
 #include <functional>
+#include <set>
+
+#include <google/protobuf/util/field_mask_util.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -37,6 +40,20 @@ std::string check_content(const v1::Offer& o) {
     return "offer.price.amount_minor must not be negative";
   if (o.has_price() && !o.price().currency().empty() && o.price().currency().size() != 3)
     return "offer.price.currency must be a three-letter ISO 4217 code like RUB";
+  return {};
+}
+
+/// Checks an update mask; on success `out` is its comma-separated form.
+std::string check_mask(const google::protobuf::FieldMask& mask, std::string& out) {
+  static const std::set<std::string> fixed{"id", "version", "created_at", "updated_at"};
+  for (auto& path : mask.paths()) {
+    if (v1::Offer::descriptor()->FindFieldByName(path) == nullptr)
+      return "update_mask: " + path + " is not a field of gost.v1.Offer (use top-level field "
+             "names like title, price, attributes)";
+    if (fixed.count(path) != 0)
+      return "update_mask: " + path + " is set by gost, not by clients";
+  }
+  out = google::protobuf::util::FieldMaskUtil::ToString(mask);
   return {};
 }
 
@@ -205,7 +222,23 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
     done(invalid(problem + " (or offer.id)"));
     return reactor;
   }
-  if (auto problem = check_content(req->offer()); !problem.empty()) {
+  std::string mask;
+  if (auto problem = check_mask(req->update_mask(), mask); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  // With a mask only the listed fields are new: check those (the rest is stored already).
+  v1::Offer probe = req->offer();
+  if (!mask.empty()) {
+    probe.Clear();
+    google::protobuf::util::FieldMaskUtil::MergeMessageTo(
+      req->offer(), req->update_mask(), google::protobuf::util::FieldMaskUtil::MergeOptions{},
+      &probe);
+    if (probe.seller_id().empty() && !google::protobuf::util::FieldMaskUtil::IsPathInFieldMask(
+                                       "seller_id", req->update_mask()))
+      probe.set_seller_id("(kept)");
+  }
+  if (auto problem = check_content(probe); !problem.empty()) {
     done(invalid(problem));
     return reactor;
   }
@@ -229,7 +262,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
               auto m = msg;
               m.value.set_id(id);
               ask_owner<offer_msg>(
-                self, r, deadline, id, caf::make_message(update_atom::value, m, expected),
+                self, r, deadline, id, caf::make_message(update_atom::value, m, expected, mask),
                 [=](offer_msg& stored) {
                   *resp->mutable_offer() = std::move(stored.value);
                   done(grpc::Status::OK);

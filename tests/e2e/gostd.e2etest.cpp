@@ -111,6 +111,27 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     CHECK(st.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
     CHECK(st.error_message().find("version 2") != std::string::npos);
   }
+  SUBCASE("a field-masked update changes only the listed fields") {
+    v1::UpdateOfferRequest u;
+    u.mutable_offer()->set_id(id);
+    u.mutable_offer()->set_title("Blue bicycle");
+    u.mutable_offer()->set_description("not listed: ignored");
+    u.mutable_update_mask()->add_paths("title");
+    v1::UpdateOfferResponse updated;
+    REQUIRE(call(update, u, updated).ok());
+    CHECK(updated.offer().version() == 2);
+    CHECK(updated.offer().title() == "Blue bicycle");
+    CHECK(updated.offer().seller_id() == created.offer().seller_id());
+    CHECK(updated.offer().description() == created.offer().description());
+    u.mutable_update_mask()->add_paths("no_such_field");
+    v1::UpdateOfferResponse bad;
+    auto st = call(update, u, bad);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("no_such_field") != std::string::npos);
+    u.mutable_update_mask()->clear_paths();
+    u.mutable_update_mask()->add_paths("version");
+    CHECK(call(update, u, bad).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
   SUBCASE("delete, then the offer is gone") {
     v1::DeleteOfferRequest d;
     d.mutable_ref()->set_id(id);

@@ -33,8 +33,11 @@ public:
   caf::expected<v1::Offer> prepare_create(v1::Offer in, time_point now) const;
 
   /// The new content with version + 1, created_at kept and updated_at `now`; `expected` is
-  /// the version the client saw or any_version (-1).
-  caf::expected<v1::Offer> prepare_update(v1::Offer in, int64_t expected, time_point now) const;
+  /// the version the client saw or any_version (-1). A non-empty `mask` (comma-separated
+  /// top-level field names, checked by the caller) takes only those fields from `in` and
+  /// keeps the others as stored; a masked field absent from `in` is cleared.
+  caf::expected<v1::Offer> prepare_update(v1::Offer in, int64_t expected, time_point now,
+                                          const std::string& mask = {}) const;
 
   /// The version to delete at (checked against `expected` unless it is any_version).
   caf::expected<int64_t> prepare_delete(const std::string& id, int64_t expected) const;

@@ -92,8 +92,10 @@ using offer_ops = caf::typed_actor<
   // Creates the offer; id, version and timestamps are set by the actor. Replies the stored offer.
   caf::replies_to<create_atom, offer_msg>::with<offer_msg>,
   caf::replies_to<get_atom, std::string>::with<offer_msg>,
-  // New content; the int64 is the expected current version or any_version.
-  caf::replies_to<update_atom, offer_msg, int64_t>::with<offer_msg>,
+  // New content; the int64 is the expected current version or any_version; the string is a
+  // field mask (comma-separated top-level Offer fields to take from the new content; empty:
+  // all of them).
+  caf::replies_to<update_atom, offer_msg, int64_t, std::string>::with<offer_msg>,
   // Replies the version of the deletion.
   caf::replies_to<delete_atom, std::string, int64_t>::with<int64_t>>;
 
