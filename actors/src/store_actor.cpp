@@ -117,6 +117,15 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
         return std::move(r.error());
       return std::move(*r);
     },
+    [=](list_atom, const std::string& seller, bool has_ns, const std::string& ns,
+        const std::string& after, uint32_t limit) -> caf::result<offer_list> {
+      auto r = self->state.store->list_by_seller(seller, has_ns ? std::optional<std::string>{ns}
+                                                                : std::nullopt,
+                                                 after, limit);
+      if (!r)
+        return std::move(r.error());
+      return std::move(*r);
+    },
     [=](find_atom, const std::string& seller, const std::string& ns,
         const std::string& external_id) -> caf::result<std::string> {
       auto r = self->state.store->find_id(seller, ns, external_id);

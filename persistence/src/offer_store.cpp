@@ -1,5 +1,7 @@
 #include "gost/persistence/offer_store.hpp"
 
+#include <stdexcept>
+
 #include "gost/v1/offer.pb.h"
 #include "pg_internal.hpp"
 
@@ -108,6 +110,32 @@ offer_store::find_id(const std::string& seller_id, const std::string& ns,
                             seller_id, ns, external_id);
     if (!r.empty())
       out = r[0][0].as<std::string>();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<v1::Offer>>
+offer_store::list_by_seller(const std::string& seller_id, const std::optional<std::string>& ns,
+                            const std::string& after_id, size_t limit) {
+  std::vector<v1::Offer> out;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r = ns ? tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
+                                 " AND offer_id > $2 AND namespace = $4 ORDER BY offer_id LIMIT $3",
+                                 seller_id, after_id, static_cast<int64_t>(limit), *ns)
+                : tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
+                                 " AND offer_id > $2 ORDER BY offer_id LIMIT $3",
+                                 seller_id, after_id, static_cast<int64_t>(limit));
+    for (auto row : r) {
+      v1::Offer o;
+      if (!o.ParseFromString(pqxx::binarystring{row[0]}.str()))
+        throw std::runtime_error("a stored offer body does not parse as gost.v1.Offer");
+      o.set_version(row[1].as<int64_t>());
+      out.push_back(std::move(o));
+    }
   });
   if (err)
     return err;

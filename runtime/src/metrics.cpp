@@ -7,7 +7,7 @@ namespace gost::runtime {
 namespace {
 
 const char* method_name(size_t m) {
-  static const char* names[] = {"CreateOffer", "GetOffer", "UpdateOffer", "DeleteOffer"};
+  static const char* names[] = {"CreateOffer", "GetOffer", "UpdateOffer", "DeleteOffer", "ListOffers"};
   return names[m];
 }
 

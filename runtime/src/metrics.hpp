@@ -13,7 +13,7 @@
 
 namespace gost::runtime {
 
-enum class api_method : uint8_t { create_offer, get_offer, update_offer, delete_offer, count_ };
+enum class api_method : uint8_t { create_offer, get_offer, update_offer, delete_offer, list_offers, count_ };
 
 class metrics {
 public:

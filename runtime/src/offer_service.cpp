@@ -309,4 +309,40 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext* ctx,
+                                                   const v1::ListOffersRequest* req,
+                                                   v1::ListOffersResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::list_offers);
+  if (req->seller_id().empty() || req->seller_id().size() > max_id_len) {
+    done(invalid("seller_id is required (1..256 bytes)"));
+    return reactor;
+  }
+  if (req->page_size() < 0 || req->page_size() > 1000) {
+    done(invalid("page_size must be between 1 and 1000 (0: 100)"));
+    return reactor;
+  }
+  auto limit = static_cast<uint32_t>(req->page_size() == 0 ? 100 : req->page_size());
+  caf::timespan timeout{timeout_};
+  auto store = router_.any_store();
+  auto seller = req->seller_id();
+  auto has_ns = req->has_namespace_();
+  auto ns = req->namespace_();
+  auto after = req->page_token();
+  sys_.spawn([=](caf::event_based_actor* self) {
+    // Committed data only: every acknowledged change is in PostgreSQL.
+    self->request(store, timeout, list_atom::value, seller, has_ns, ns, after, limit)
+      .then(
+        [=](offer_list& page) {
+          for (auto& o : page)
+            *resp->add_offers() = std::move(o);
+          if (resp->offers_size() == static_cast<int>(limit))
+            resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
+          done(grpc::Status::OK);
+        },
+        [=](caf::error& err) { done(to_status(err)); });
+  });
+  return reactor;
+}
+
 } // namespace gost::runtime

@@ -32,6 +32,9 @@ public:
   grpc::ServerUnaryReactor* DeleteOffer(grpc::CallbackServerContext* ctx,
                                         const v1::DeleteOfferRequest* req,
                                         v1::DeleteOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* ListOffers(grpc::CallbackServerContext* ctx,
+                                       const v1::ListOffersRequest* req,
+                                       v1::ListOffersResponse* resp) override;
 
 private:
   /// Finishes a call and counts it.

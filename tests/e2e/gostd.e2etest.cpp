@@ -2,6 +2,8 @@
 // refusals a user sees.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include <fstream>
 
 #include <grpcpp/grpcpp.h>
@@ -131,6 +133,55 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     u.mutable_update_mask()->clear_paths();
     u.mutable_update_mask()->add_paths("version");
     CHECK(call(update, u, bad).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  SUBCASE("a seller's offers are listed page by page") {
+    auto list = [&](grpc::ClientContext* c, const v1::ListOffersRequest& r,
+                    v1::ListOffersResponse* o) { return stub->ListOffers(c, r, o); };
+    std::set<std::string> mine{id};
+    for (int i = 0; i < 4; ++i) {
+      v1::CreateOfferRequest more;
+      more.mutable_offer()->set_seller_id("seller-1");
+      more.mutable_offer()->set_title("more " + std::to_string(i));
+      v1::CreateOfferResponse got;
+      REQUIRE(call(create, more, got).ok());
+      mine.insert(got.offer().id());
+    }
+    v1::CreateOfferRequest other;
+    other.mutable_offer()->set_seller_id("seller-2");
+    v1::CreateOfferResponse got;
+    REQUIRE(call(create, other, got).ok());
+    std::set<std::string> listed;
+    v1::ListOffersRequest lr;
+    lr.set_seller_id("seller-1");
+    lr.set_page_size(2);
+    int pages = 0;
+    do {
+      v1::ListOffersResponse page;
+      REQUIRE(call(list, lr, page).ok());
+      CHECK(page.offers_size() <= 2);
+      for (auto& o : page.offers()) {
+        CHECK(o.seller_id() == "seller-1");
+        CHECK(o.version() >= 1);
+        listed.insert(o.id());
+      }
+      lr.set_page_token(page.next_page_token());
+      ++pages;
+    } while (!lr.page_token().empty() && pages < 10);
+    CHECK(listed == mine);
+    CHECK(pages == 3);
+    // The namespace filter, and bad input.
+    lr.set_page_token("");
+    lr.set_page_size(0);
+    lr.set_namespace_("shop");
+    v1::ListOffersResponse shop;
+    REQUIRE(call(list, lr, shop).ok());
+    REQUIRE(shop.offers_size() == 1);
+    CHECK(shop.offers(0).id() == id);
+    lr.set_page_size(5000);
+    CHECK(call(list, lr, shop).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    lr.clear_seller_id();
+    lr.set_page_size(1);
+    CHECK(call(list, lr, shop).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   }
   SUBCASE("delete, then the offer is gone") {
     v1::DeleteOfferRequest d;

@@ -35,6 +35,7 @@ using due_atom = caf::atom_constant<caf::atom("due")>;
 using count_atom = caf::atom_constant<caf::atom("count")>;
 using resident_atom = caf::atom_constant<caf::atom("resident")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
 using warm_atom = caf::atom_constant<caf::atom("warm")>;
 using mailbox_atom = caf::atom_constant<caf::atom("mailbox")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
@@ -59,6 +60,7 @@ struct offer_snapshot {
 using queue_entries = std::vector<persistence::queue_entry>;
 using stage_count_list = std::vector<persistence::stage_counts>;
 using offer_snapshots = std::vector<offer_snapshot>;
+using offer_list = std::vector<v1::Offer>;
 
 /// "No version expected": an update or delete that applies whatever the current version.
 constexpr int64_t any_version = -1;
@@ -80,7 +82,9 @@ using store_actor = caf::typed_actor<
   caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // db_errc::not_found.
-  caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>>;
+  caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
+  // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
+  caf::replies_to<list_atom, std::string, bool, std::string, std::string, uint32_t>::with<offer_list>>;
 
 /// The write-behind writer of one shard (detached): group-commits write-sets and answers each
 /// with its outcome once the batch committed.
@@ -134,6 +138,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
