@@ -12,6 +12,7 @@
 #include <caf/scoped_actor.hpp>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "admin_http.hpp"
@@ -155,6 +156,8 @@ std::string node::start() {
   // 4. gRPC
   d.offers = std::make_unique<offer_service>(*d.sys, *d.routes, *d.counters, cfg.request_timeout);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
   d.admin = std::make_unique<admin_service>(
@@ -260,6 +263,8 @@ void node::stop() {
   d.http.reset();
   // 4. stop taking requests; in-flight calls finish until the deadline
   if (d.server) {
+    if (auto* health = d.server->GetHealthCheckService())
+      health->SetServingStatus(false);
     d.server->Shutdown(deadline);
     d.server->Wait();
     d.server.reset();

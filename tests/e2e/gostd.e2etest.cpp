@@ -2,7 +2,10 @@
 // refusals a user sees.
 #include <doctest/doctest.h>
 
+#include <future>
 #include <set>
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include <fstream>
 
@@ -227,6 +230,30 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     child_process missing{GOSTCTL_PATH, {"--addr", addr, "offer", "no-such-offer"}};
     CHECK(missing.wait(30s) == 1);
     CHECK(missing.output().find("not found") != std::string::npos);
+  }
+  SUBCASE("the gRPC health service answers SERVING") {
+    // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole server); the
+    // answer is HealthCheckResponse{status: SERVING (1)}: bytes 08 01.
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                       grpc::InsecureChannelCredentials());
+    grpc::GenericStub generic{channel};
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    grpc::ByteBuffer request;
+    grpc::Slice empty{std::string{}};
+    request = grpc::ByteBuffer{&empty, 1};
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions{}, &request,
+                      &response, [&](grpc::Status st) { done.set_value(st); });
+    auto st = done.get_future().get();
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    std::vector<grpc::Slice> slices;
+    REQUIRE(response.Dump(&slices).ok());
+    std::string bytes;
+    for (auto& sl : slices)
+      bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    CHECK(bytes == std::string{"\x08\x01", 2});
   }
   SUBCASE("the admin endpoint serves health and Prometheus metrics") {
     CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK") != std::string::npos);
