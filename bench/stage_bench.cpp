@@ -22,6 +22,7 @@
 #include <map>
 #include <string>
 #include <fstream>
+#include <functional>
 #include <thread>
 #include <tuple>
 
@@ -94,8 +95,9 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
   pqxx::connection c{dsn};
   {
     pqxx::nontransaction tx{c};
-    tx.exec("DROP TABLE IF EXISTS offers, stage_states, stage_queue, outbox, outbox_batches,"
-            " dead_letters, shard_leases, installation, schema_migrations CASCADE");
+    // Every table of every migration, present and future: the schema starts empty.
+    tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
+    tx.exec("CREATE SCHEMA public");
   }
   persistence::pg_pool::options po;
   po.dsn = dsn;
@@ -138,6 +140,38 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
   tx.exec("ANALYZE");
 }
 
+/// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
+/// own), a worker per core, CAF's log off.
+void configure(caf::actor_system_config& cfg, const std::string& policy) {
+  register_types(cfg);
+  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
+  cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+}
+
+/// One shard per lease, the store actors taken round robin; `tweak` sets what a benchmark
+/// changes.
+std::vector<shard_actor> spawn_shards(caf::actor_system& sys, persistence::pg_pool& pool,
+                                      const std::vector<store_actor>& stores,
+                                      const std::vector<int64_t>& epochs,
+                                      std::shared_ptr<const stage_registry> reg,
+                                      std::shared_ptr<node_stats> stats,
+                                      const std::function<void(shard_options&)>& tweak) {
+  std::vector<shard_actor> handles;
+  for (uint32_t s = 0; s < epochs.size(); ++s) {
+    shard_options so;
+    so.shard = s;
+    so.store = stores[s % stores.size()];
+    so.pool = &pool;
+    so.epoch = epochs[s];
+    so.stages = reg;
+    so.stats = stats;
+    tweak(so);
+    handles.push_back(spawn_shard(sys, so));
+  }
+  return handles;
+}
+
 size_t rss_bytes() {
   std::ifstream in("/proc/self/statm");
   size_t pages = 0;
@@ -157,24 +191,16 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   persistence::pg_pool pool{po};
   auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
   caf::actor_system_config cfg;
-  register_types(cfg);
-  cfg.set("logger.verbosity", caf::atom("quiet"));
+  configure(cfg, "sharing");
   caf::actor_system sys{cfg};
   auto stats = std::make_shared<node_stats>();
   std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
   auto run = [&](size_t cap) {
-    std::vector<shard_actor> handles;
-    for (uint32_t s = 0; s < shards; ++s) {
-      shard_options so;
-      so.shard = s;
-      so.store = stores[s % 2];
-      so.pool = &pool;
-      so.epoch = (*epochs)[s];
-      so.stats = stats;
-      so.offer_idle_timeout = 3600s;
-      so.max_resident = cap;
-      handles.push_back(spawn_shard(sys, so));
-    }
+    auto handles = spawn_shards(sys, pool, stores, *epochs, std::make_shared<stage_registry>(),
+                                stats, [cap](shard_options& so) {
+                                  so.offer_idle_timeout = 3600s;
+                                  so.max_resident = cap;
+                                });
     caf::scoped_actor self{sys};
     size_t offer_bytes = 0;
     int outstanding = 0;
@@ -350,27 +376,15 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   for (auto& e : reg->all())
     stats->add_stage(e.id);
   caf::actor_system_config cfg;
-  register_types(cfg);
-  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
-  cfg.set("scheduler.policy", opt["policy"] == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
-  cfg.set("logger.verbosity", caf::atom("quiet"));
+  configure(cfg, opt["policy"]);
   size_t rss_before = rss_bytes();
   size_t rss_max = rss_before;
   {
     caf::actor_system sys{cfg};
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
-    std::vector<shard_actor> handles;
-    for (uint32_t s = 0; s < shards; ++s) {
-      shard_options so;
-      so.shard = s;
-      so.store = stores[s % stores.size()];
-      so.pool = &pool;
-      so.epoch = (*epochs)[s];
-      so.stages = reg;
-      so.stats = stats;
+    auto handles = spawn_shards(sys, pool, stores, *epochs, reg, stats, [](shard_options& so) {
       so.offer_idle_timeout = 2s; // fired offers go again; memory stays bounded
-      handles.push_back(spawn_shard(sys, so));
-    }
+    });
     auto deadline = stage_clock::now() + lead + span + 120s;
     auto last_print = std::chrono::steady_clock::now();
     while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {
@@ -466,36 +480,18 @@ int main(int argc, char** argv) {
   for (auto& e : reg->all())
     stats->add_stage(e.id);
   caf::actor_system_config cfg;
-  register_types(cfg);
-  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
-  cfg.set("logger.verbosity", caf::atom("quiet"));
-  // gostd's default (scheduler.policy); --policy stealing for CAF's own default.
-  cfg.set("scheduler.policy", opt["policy"] == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
-  if (opt.count("spin") && opt["spin"] == "0") {
-    cfg.set("work-stealing.aggressive-poll-attempts", size_t{0});
-    cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
-  }
+  configure(cfg, opt["policy"]);
   {
     caf::actor_system sys{cfg};
-    std::vector<store_actor> stores;
-    for (int i = 0; i < 2; ++i)
-      stores.push_back(spawn_store(sys, pool));
+    std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<shard_actor> handles;
-    for (uint32_t s = 0; s < shards; ++s) {
-      shard_options so;
-      so.shard = s;
-      so.store = stores[s % stores.size()];
-      so.pool = &pool;
-      so.epoch = (*epochs)[s];
-      so.stages = reg;
-      so.stats = stats;
+    auto batch = std::stoul(opt["batch"]);
+    auto handles = spawn_shards(sys, pool, stores, *epochs, reg, stats, [batch](shard_options& so) {
       so.queue_poll = 20ms;
-      so.write_batch_max = std::stoul(opt["batch"]);
+      so.write_batch_max = batch;
       so.queue_page = 20000;
       so.offer_idle_timeout = 2s;
-      handles.push_back(spawn_shard(sys, so));
-    }
+    });
     uint64_t last = 0;
     auto last_print = t0;
     while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {

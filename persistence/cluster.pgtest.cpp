@@ -4,24 +4,15 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
+#include "pg_fixture.hpp"
 
 using namespace gost::persistence;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct fixture {
-  gost::testing::temp_db db;
-  pg_pool pool{[this] {
-    pg_pool::options o;
-    o.dsn = db.dsn();
-    o.size = 2;
-    return o;
-  }()};
-  fixture() {
-    REQUIRE(migrate(pool));
-    REQUIRE_FALSE(ensure_lease_rows(pool, 4));
-  }
+struct fixture : migrated_db {
+  fixture() { REQUIRE_FALSE(ensure_lease_rows(pool, 4)); }
   held_lease take(const std::string& node) {
     auto r = acquire_free_lease(pool, node, 5s);
     REQUIRE(r);

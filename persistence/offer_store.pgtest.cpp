@@ -4,22 +4,15 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
+#include "pg_fixture.hpp"
 #include "gost/v1/offer.pb.h"
 
 using namespace gost::persistence;
 
 namespace {
 
-struct fixture {
-  gost::testing::temp_db db;
-  pg_pool pool{[this] {
-    pg_pool::options o;
-    o.dsn = db.dsn();
-    o.size = 2;
-    return o;
-  }()};
+struct fixture : migrated_db {
   offer_store store{pool};
-  fixture() { REQUIRE(migrate(pool)); }
 };
 
 gost::v1::Offer offer(const std::string& id, const std::string& ext = "") {

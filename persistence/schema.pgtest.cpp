@@ -8,23 +8,14 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
+#include "pg_fixture.hpp"
 
 using namespace gost::persistence;
 
-namespace {
-
-pg_pool::options opts(const gost::testing::temp_db& db, int size = 2) {
-  pg_pool::options o;
-  o.dsn = db.dsn();
-  o.size = size;
-  return o;
-}
-
-} // namespace
 
 TEST_CASE("migrations apply once and are idempotent") {
   gost::testing::temp_db db;
-  pg_pool pool{opts(db)};
+  pg_pool pool{pool_options(db)};
   auto first = migrate(pool);
   REQUIRE_MESSAGE(first, error_message(first.error()));
   CHECK(*first == static_cast<int>(builtin_migrations().size()));
@@ -44,7 +35,7 @@ TEST_CASE("concurrent starts apply each migration exactly once") {
   std::vector<std::thread> threads;
   for (int i = 0; i < nodes; ++i)
     threads.emplace_back([&, i] {
-      pg_pool pool{opts(db, 1)}; // each "node" its own pool and connection
+      pg_pool pool{pool_options(db, 1)}; // each "node" its own pool and connection
       auto r = migrate(pool);
       if (r)
         applied[static_cast<size_t>(i)] = *r;
@@ -64,7 +55,7 @@ TEST_CASE("concurrent starts apply each migration exactly once") {
 
 TEST_CASE("an edited or unknown migration stops the node") {
   gost::testing::temp_db db;
-  pg_pool pool{opts(db)};
+  pg_pool pool{pool_options(db)};
   REQUIRE(migrate(pool));
   SUBCASE("edited") {
     auto ms = builtin_migrations();
@@ -86,7 +77,7 @@ TEST_CASE("an edited or unknown migration stops the node") {
 
 TEST_CASE("shard_count is fixed by the first node") {
   gost::testing::temp_db db;
-  pg_pool pool{opts(db)};
+  pg_pool pool{pool_options(db)};
   REQUIRE(migrate(pool));
   CHECK_FALSE(ensure_installation(pool, 16));
   CHECK_FALSE(ensure_installation(pool, 16));
@@ -109,7 +100,7 @@ TEST_CASE("an unreachable server gives one clear error") {
 
 TEST_CASE("the pool reconnects after the server dropped its connections") {
   gost::testing::temp_db db;
-  pg_pool pool{opts(db, 1)};
+  pg_pool pool{pool_options(db, 1)};
   REQUIRE_FALSE(pool.ping());
   // Kill every backend of this database, as a server restart or a proxy would.
   db.scalar("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '"
@@ -119,7 +110,7 @@ TEST_CASE("the pool reconnects after the server dropped its connections") {
 
 TEST_CASE("migration 3 moves queue entries into state rows and old outbox rows into batches") {
   gost::testing::temp_db db;
-  pg_pool pool{opts(db)};
+  pg_pool pool{pool_options(db)};
   auto all = builtin_migrations();
   REQUIRE(all.size() >= 3);
   std::vector<migration> first_two{all[0], all[1]};

@@ -6,6 +6,7 @@
 #include "gost/persistence/schema.hpp"
 #include "gost/persistence/write_behind.hpp"
 #include "gost/testing/pg.hpp"
+#include "pg_fixture.hpp"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer.pb.h"
 
@@ -13,18 +14,10 @@ using namespace gost::persistence;
 
 namespace {
 
-struct fixture {
-  gost::testing::temp_db db;
-  pg_pool pool{[this] {
-    pg_pool::options o;
-    o.dsn = db.dsn();
-    o.size = 2;
-    return o;
-  }()};
+struct fixture : migrated_db {
   int64_t epoch = 0;
 
   fixture() {
-    REQUIRE(migrate(pool));
     auto e = acquire_all_leases(pool, "test-node", 4);
     REQUIRE(e);
     epoch = (*e)[1];

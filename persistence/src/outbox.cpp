@@ -43,16 +43,4 @@ caf::error delete_outbox(pg_pool& pool, const std::vector<int64_t>& ids) {
   });
 }
 
-caf::expected<std::pair<int64_t, int64_t>> outbox_backlog(pg_pool& pool) {
-  std::pair<int64_t, int64_t> out;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    pqxx::nontransaction tx{c};
-    auto r = tx.exec("SELECT count(*), coalesce(sum(events), 0) FROM outbox_batches");
-    out = {r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
-  });
-  if (err)
-    return err;
-  return out;
-}
-
 } // namespace gost::persistence

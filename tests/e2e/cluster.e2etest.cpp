@@ -306,7 +306,7 @@ TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothi
   CHECK(moved >= shard_count / 3); // at least the dead node's shards moved
 }
 
-TEST_CASE("a paused node loses its leases and writes nothing after it wakes") {
+TEST_CASE("a paused node loses its leases; awake again it serves the new owner's data, not its stale copies") {
   testing::temp_db db;
   node n1{"n1", db};
   node n2{"n2", db};

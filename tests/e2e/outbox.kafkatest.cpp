@@ -129,9 +129,9 @@ std::map<std::string, std::vector<int64_t>> consume(const std::string& topic, si
   return seen;
 }
 
-/// Every committed version of every offer arrived, and per offer in version order (a
-/// re-delivery may repeat a version, never go back before a newer one already seen... except
-/// as an exact repeat of a run of versions).
+/// Every committed version of every offer arrived, and in version order per offer: the first
+/// arrival of each version comes after the first arrival of the one before (a re-delivery
+/// may repeat versions already seen).
 void check_complete(const std::map<std::string, int64_t>& last,
                     const std::map<std::string, std::vector<int64_t>>& seen) {
   for (auto& [id, v] : last) {
@@ -140,8 +140,6 @@ void check_complete(const std::map<std::string, int64_t>& last,
     std::set<int64_t> versions(i->second.begin(), i->second.end());
     for (int64_t x = 1; x <= v; ++x)
       CHECK_MESSAGE(versions.count(x) == 1, id << " version " << x);
-    // In order: the first arrival of each version comes after the first arrival of the one
-    // before it.
     std::map<int64_t, size_t> first;
     for (size_t k = 0; k < i->second.size(); ++k)
       first.emplace(i->second[k], k);

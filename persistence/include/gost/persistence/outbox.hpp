@@ -26,7 +26,4 @@ caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vec
 /// Deletes published rows.
 caf::error delete_outbox(pg_pool& pool, const std::vector<int64_t>& ids);
 
-/// Rows and events waiting, over all shards.
-caf::expected<std::pair<int64_t, int64_t>> outbox_backlog(pg_pool& pool);
-
 } // namespace gost::persistence

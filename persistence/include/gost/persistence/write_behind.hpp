@@ -81,8 +81,9 @@ enum class write_outcome : uint8_t {
 caf::expected<std::vector<write_outcome>>
 commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets);
 
-/// Takes every shard's lease for `owner` (single-node mode), bumping each epoch. Returns the
-/// epochs indexed by shard.
+/// Takes every shard's lease for `owner` at once, bumping each epoch, and returns the epochs
+/// indexed by shard. For tests and benchmarks that run shards without a cluster manager;
+/// gostd takes leases one by one (cluster.hpp, docs/cluster.md).
 caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
                                                        uint32_t shard_count);
 
