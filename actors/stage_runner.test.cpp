@@ -67,7 +67,7 @@ TEST_CASE("a stage that changes nothing writes nothing but its dequeue") {
   SUBCASE("returning the same offer and the same state is no change either") {
     google::protobuf::Any st;
     st.PackFrom(google::protobuf::Int64Value{});
-    ctx.states["p"] = st;
+    ctx.states["p"].value = st;
     stage_result same;
     same.offer = offer();
     same.state = st;

@@ -286,12 +286,14 @@ int main(int argc, char** argv) {
     if (resp.states().empty())
       std::printf("  (none)\n");
     for (auto& [stage, any] : resp.states()) {
+      auto v = resp.state_versions().find(stage);
+      auto label = stage + " v" + std::to_string(v == resp.state_versions().end() ? 0 : v->second);
       std::string json;
       google::protobuf::util::JsonPrintOptions o;
       if (google::protobuf::util::MessageToJsonString(any, &json, o).ok())
-        std::printf("  %-16s %s\n", stage.c_str(), json.c_str());
+        std::printf("  %-20s %s\n", label.c_str(), json.c_str());
       else
-        std::printf("  %-16s %s (%zu bytes, type not known to gostctl)\n", stage.c_str(),
+        std::printf("  %-20s %s (%zu bytes, type not known to gostctl)\n", label.c_str(),
                     any.type_url().c_str(), any.value().size());
     }
     std::printf("\nqueues and timers:\n");

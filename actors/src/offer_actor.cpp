@@ -71,8 +71,11 @@ void with_loaded(self_ptr self, F f, Fail fail) {
                                       : std::nullopt);
         s.ctx.shard = s.args.shard;
         s.ctx.states.clear();
-        for (auto& [stage, bytes] : snap.states)
-          s.ctx.states[stage].ParseFromString(bytes);
+        for (auto& stored : snap.states) {
+          auto& held = s.ctx.states[stored.stage_id];
+          held.value.ParseFromString(stored.bytes);
+          held.version = stored.version;
+        }
         s.ctx.queued_now.clear();
         auto now = now_us();
         for (auto& e : snap.queued)
@@ -103,8 +106,11 @@ void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1
   auto& st = self->state;
   if (offer != nullptr)
     st.entity.committed(std::move(*offer));
-  for (auto& [stage, bytes] : ws.states)
-    st.ctx.states[stage].ParseFromString(bytes);
+  for (auto& [stage, bytes] : ws.states) {
+    auto& held = st.ctx.states[stage];
+    held.value.ParseFromString(bytes);
+    ++held.version; // as the commit did (state_version + 1)
+  }
   for (auto& stage : ws.dequeue)
     st.ctx.queued_now.erase(stage);
   auto now = now_us();
@@ -119,14 +125,26 @@ void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1
     forget(self);
 }
 
-std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool deleted) {
+/// The outbox event of an API change. `new_state`: a state the change writes (stage id,
+/// serialized Any), replacing the held one in the event.
+std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool deleted,
+                          const std::string& changed_by = "api",
+                          const std::pair<std::string, std::string>* new_state = nullptr) {
   v1::OfferSaved saved;
   *saved.mutable_offer() = offer;
-  for (auto& [id, any] : ctx.states)
-    (*saved.mutable_states())[id] = any;
+  for (auto& [id, held] : ctx.states)
+    (*saved.mutable_states())[id] = held.value;
+  if (new_state != nullptr)
+    (*saved.mutable_states())[new_state->first].ParseFromString(new_state->second);
   saved.set_deleted(deleted);
-  saved.set_changed_by("api");
+  saved.set_changed_by(changed_by);
   return saved.SerializeAsString();
+}
+
+/// A write-set that writes nothing: `prepare` decided there is nothing to change.
+bool writes_nothing(const persistence::write_set& ws) {
+  return ws.op == persistence::offer_op::none && !ws.new_body && ws.states.empty()
+         && ws.dequeue.empty() && ws.enqueue.empty() && !ws.outbox && ws.dead_letters.empty();
 }
 
 /// The answer to a create or update: the offer as committed.
@@ -151,6 +169,10 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         rp.deliver(std::move(ws.error()));
         return;
       }
+      if (writes_nothing(*ws)) {
+        rp.deliver(reply(next, *ws));
+        return;
+      }
       auto set = bookkeeping_copy(*ws);
       self->request(st.args.writer, caf::infinite, write_atom::value, std::move(*ws))
         .await(
@@ -159,7 +181,9 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
             switch (out) {
               case write_outcome::committed: {
                 auto answer = reply(next, set); // before `next` moves into the entity
-                committed(self, set, &next);
+                // An offer is replaced when the change computed a new one (or removed it).
+                committed(self, set,
+                          next || set.op == persistence::offer_op::remove ? &next : nullptr);
                 if (!set.enqueue.empty())
                   self->send(s.args.parent, enqueued_atom::value, set.enqueue);
                 rp.deliver(std::move(answer));
@@ -285,7 +309,7 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       }
       const google::protobuf::Any* state = nullptr;
       if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
-        state = &i->second;
+        state = &i->second.value;
       if (entry->opts.blocking && st.args.pools != nullptr) {
         if (auto p = st.args.pools->find(stage_id); p != st.args.pools->end()) {
           // The job owns copies of its inputs: this actor may be gone when it runs.
@@ -419,6 +443,74 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       };
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.expected_version + 1;
+      };
+      external_change(self, rp, prepare, reply, 0);
+      return rp;
+    },
+    [=](get_atom, state_atom, const std::string&,
+        const std::string& stage_id) -> caf::result<state_read_msg> {
+      auto rp = self->make_response_promise<state_read_msg>();
+      with_loaded(
+        self,
+        [=]() mutable {
+          auto& st = self->state;
+          if (!st.entity.current()) {
+            rp.deliver(make_db_error(db_errc::not_found, "offer " + st.args.id + " does not exist"));
+            return;
+          }
+          state_read_msg out;
+          if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end()) {
+            *out.value.mutable_state() = i->second.value;
+            out.value.set_version(i->second.version);
+          }
+          rp.deliver(std::move(out));
+        },
+        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](update_atom, state_atom, const std::string&, const std::string& stage_id,
+        std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+      auto rp = self->make_response_promise<state_update_msg>();
+      auto prepare = [self, stage_id, bytes, expected](std::optional<v1::Offer>&)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        const auto& cur = st.entity.current();
+        if (!cur)
+          return make_db_error(db_errc::not_found, "offer " + st.args.id + " does not exist");
+        if (st.args.stages->find(stage_id) == nullptr)
+          return make_db_error(db_errc::invalid_argument,
+                               "stage_id: " + stage_id + " is not a stage of this node "
+                               "(gostctl stages lists them)");
+        persistence::write_set ws;
+        ws.offer_id = st.args.id;
+        ws.op = persistence::offer_op::none; // stays so when the version is stale: no write
+        auto i = st.ctx.states.find(stage_id);
+        int64_t current = i == st.ctx.states.end() ? 0 : i->second.version;
+        if (current != expected)
+          return ws;
+        // Checked against the offer's version too: the redo after a lost check re-reads the
+        // state's version.
+        ws.op = persistence::offer_op::change;
+        ws.expected_version = cur->version();
+        auto written = std::make_pair(stage_id, bytes);
+        ws.outbox = saved_payload(*cur, st.ctx, false, "state-api:" + stage_id, &written);
+        // The stage sees its new state: ask it (alone) whether it wants to run now.
+        offer_context after = st.ctx;
+        after.states[stage_id].value.ParseFromString(bytes);
+        ws.enqueue = ask_stage(*st.args.stages, stage_id, *cur, after, now_us());
+        ws.states.push_back(std::move(written));
+        return ws;
+      };
+      auto reply = [self, stage_id](const std::optional<v1::Offer>&,
+                                    const persistence::write_set& ws) {
+        // Computed before the commit is applied to the held state.
+        auto& states = self->state.ctx.states;
+        auto i = states.find(stage_id);
+        int64_t current = i == states.end() ? 0 : i->second.version;
+        state_update_msg out;
+        out.value.set_updated(!ws.states.empty());
+        out.value.set_version(ws.states.empty() ? current : current + 1);
+        return out;
       };
       external_change(self, rp, prepare, reply, 0);
       return rp;

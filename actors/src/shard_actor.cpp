@@ -395,8 +395,11 @@ void rescan_page(self_ptr self, std::string after) {
         for (auto& snap : page) {
           offer_context ctx;
           ctx.shard = s.opts.shard;
-          for (auto& [stage, bytes] : snap.states)
-            ctx.states[stage].ParseFromString(bytes);
+          for (auto& stored : snap.states) {
+            auto& held = ctx.states[stored.stage_id];
+            held.value.ParseFromString(stored.bytes);
+            held.version = stored.version;
+          }
           for (auto& e : snap.queued)
             if (e.due_at_us <= now)
               ctx.queued_now.insert(e.stage_id);
@@ -508,6 +511,18 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       if (self->state.draining)
         return moved_error(self);
       return self->delegate(child(self, id), a, id, expected);
+    },
+    [=](get_atom a, state_atom b, const std::string& id,
+        const std::string& stage) -> caf::result<state_read_msg> {
+      if (self->state.draining)
+        return moved_error(self);
+      return self->delegate(child(self, id), a, b, id, stage);
+    },
+    [=](update_atom a, state_atom b, const std::string& id, const std::string& stage,
+        std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+      if (self->state.draining)
+        return moved_error(self);
+      return self->delegate(child(self, id), a, b, id, stage, std::move(bytes), expected);
     },
     [=](drain_atom) -> caf::result<ok_atom> {
       auto& s = self->state;

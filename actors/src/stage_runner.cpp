@@ -43,7 +43,7 @@ private:
 
 const google::protobuf::Any* state_of(const offer_context& ctx, const std::string& stage_id) {
   auto i = ctx.states.find(stage_id);
-  return i == ctx.states.end() ? nullptr : &i->second;
+  return i == ctx.states.end() ? nullptr : &i->second.value;
 }
 
 bool interested(const stage_registry::entry& e, const std::set<std::string>* changed) {
@@ -83,6 +83,24 @@ std::set<std::string> changed_fields(const v1::Offer& before, const v1::Offer& a
 
 namespace {
 
+/// Asks one stage; appends its queue entry to `out` when it wants the offer.
+void ask_entry(const stage_registry::entry& e, const v1::Offer& after, const offer_context& ctx,
+               int64_t now_us, priority prio, std::vector<queue_entry>& out) {
+  decision d;
+  try {
+    d = e.impl->should_process(after, state_of(ctx, e.id));
+  } catch (...) {
+    d = decision::process(); // seed: a failing shouldProcess enqueues the offer anyway
+  }
+  switch (d.what) {
+    case decision::kind::skip: break;
+    case decision::kind::process: out.push_back({e.id, after.id(), now_us, prio}); break;
+    case decision::kind::timer:
+      out.push_back({e.id, after.id(), to_us(d.at), priority::normal});
+      break;
+  }
+}
+
 std::vector<queue_entry> ask(const stage_registry& reg, const std::set<std::string>* changed,
                              const v1::Offer& after, const offer_context& ctx,
                              const std::string& except_stage, int64_t now_us, priority prio) {
@@ -91,19 +109,7 @@ std::vector<queue_entry> ask(const stage_registry& reg, const std::set<std::stri
     if (e.id == except_stage || !e.opts.enabled || ctx.queued_now.count(e.id) != 0
         || !interested(e, changed))
       continue;
-    decision d;
-    try {
-      d = e.impl->should_process(after, state_of(ctx, e.id));
-    } catch (...) {
-      d = decision::process(); // seed: a failing shouldProcess enqueues the offer anyway
-    }
-    switch (d.what) {
-      case decision::kind::skip: break;
-      case decision::kind::process: out.push_back({e.id, after.id(), now_us, prio}); break;
-      case decision::kind::timer:
-        out.push_back({e.id, after.id(), to_us(d.at), priority::normal});
-        break;
-    }
+    ask_entry(e, after, ctx, now_us, prio, out);
   }
   return out;
 }
@@ -115,8 +121,8 @@ std::string outbox_payload(const v1::Offer& offer, const offer_context& ctx,
   *saved.mutable_offer() = offer;
   saved.set_changed_by(stage_id);
   auto& states = *saved.mutable_states();
-  for (auto& [id, any] : ctx.states)
-    states[id] = any;
+  for (auto& [id, held] : ctx.states)
+    states[id] = held.value;
   for (auto& [id, bytes] : new_states)
     states[id].ParseFromString(bytes);
   return saved.SerializeAsString();
@@ -134,6 +140,16 @@ std::vector<queue_entry> ask_stages(const stage_registry& reg, const v1::Offer* 
   if (changed.empty())
     return {};
   return ask(reg, &changed, after, ctx, except_stage, now_us, prio);
+}
+
+std::vector<queue_entry> ask_stage(const stage_registry& reg, const std::string& stage_id,
+                                   const v1::Offer& offer, const offer_context& ctx,
+                                   int64_t now_us) {
+  std::vector<queue_entry> out;
+  auto* e = reg.find(stage_id);
+  if (e != nullptr && e->opts.enabled && ctx.queued_now.count(stage_id) == 0)
+    ask_entry(*e, offer, ctx, now_us, priority::normal, out);
+  return out;
 }
 
 runner_output after_process(const stage_registry& reg, const std::string& stage_id,

@@ -57,6 +57,7 @@ struct state_key {
 /// entry (the row's due_at_us / priority).
 struct row_change {
   const std::string* state = nullptr; ///< new state; nullptr: keep
+  int64_t state_writes = 0;           ///< writes of the state in the batch (version increment)
   enum class due : uint8_t {
     keep,  ///< untouched
     exact, ///< set to `at` / `prio` (the entry was consumed in this batch, maybe re-queued)
@@ -116,6 +117,7 @@ void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
     bool queued = ch.due_mode == row_change::due::exact || ch.due_mode == row_change::due::least;
     g.values.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id) + "," + shard_txt + ","
                  + (ch.state != nullptr ? g.blobs.add(*ch.state) : std::string{"NULL::bytea"}) + ","
+                 + std::to_string(ch.state_writes) + ","
                  + (queued ? std::to_string(ch.at) : std::string{"NULL::bigint"}) + ","
                  + std::to_string(static_cast<int16_t>(ch.prio)));
   }
@@ -123,7 +125,8 @@ void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
     auto [has_state, due] = kind;
     std::string set;
     if (has_state)
-      set = "state = EXCLUDED.state, updated_at = now()";
+      set = "state = EXCLUDED.state, state_version = s.state_version + EXCLUDED.state_version,"
+            " updated_at = now()";
     switch (due) {
       case row_change::due::keep: break;
       case row_change::due::exact:
@@ -138,8 +141,8 @@ void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
                  " ELSE LEAST(s.priority, EXCLUDED.priority) END";
         break;
     }
-    g.blobs.exec(tx, "INSERT INTO stage_states AS s (offer_id, stage_id, shard, state, due_at_us,"
-                     " priority) VALUES " + g.values.str()
+    g.blobs.exec(tx, "INSERT INTO stage_states AS s (offer_id, stage_id, shard, state,"
+                     " state_version, due_at_us, priority) VALUES " + g.values.str()
                      + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET " + set);
   }
   if (!cleared.empty()) {
@@ -248,8 +251,11 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       // A gone offer (bookkeeping only): its consumed entries go, nothing else is written back.
       bool gone = s.op == offer_op::none && v->second == 0;
       if (!gone)
-        for (auto& [stage, bytes] : s.states)
-          state_rows[{s.offer_id, stage}].state = &bytes;
+        for (auto& [stage, bytes] : s.states) {
+          auto& row = state_rows[{s.offer_id, stage}];
+          row.state = &bytes;
+          ++row.state_writes;
+        }
       for (auto& stage : s.dequeue)
         state_rows[{s.offer_id, stage}].dequeue();
       if (!gone)
@@ -334,18 +340,17 @@ caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shar
   return out;
 }
 
-caf::expected<std::vector<std::pair<std::string, std::string>>>
-load_states(pg_pool& pool, const std::string& offer_id) {
-  std::vector<std::pair<std::string, std::string>> out;
+caf::expected<std::vector<stored_state>> load_states(pg_pool& pool, const std::string& offer_id) {
+  std::vector<stored_state> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
     for (auto row :
-         tx.exec_params("SELECT stage_id, state FROM stage_states"
-                        " WHERE offer_id = $1 AND state IS NOT NULL",
+         tx.exec_params("SELECT stage_id, state, state_version FROM stage_states"
+                        " WHERE offer_id = $1 AND state IS NOT NULL ORDER BY stage_id",
                         offer_id)) {
       pqxx::binarystring bytes{row[1]};
-      out.emplace_back(row[0].as<std::string>(), bytes.str());
+      out.push_back({row[0].as<std::string>(), bytes.str(), row[2].as<int64_t>()});
     }
   });
   if (err)
@@ -383,13 +388,14 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
         r.version = version;
       });
     }
-    for (auto row : tx.exec("SELECT offer_id, stage_id, state, due_at_us, priority FROM stage_states"
+    for (auto row : tx.exec("SELECT offer_id, stage_id, state, due_at_us, priority, state_version"
+                            " FROM stage_states"
                             " WHERE offer_id IN (" + list + ")")) {
       auto offer_id = row[0].as<std::string>();
       auto stage_id = row[1].as<std::string>();
       if (!row[2].is_null()) {
         pqxx::binarystring bytes{row[2]};
-        auto st = std::make_pair(stage_id, bytes.str());
+        auto st = stored_state{stage_id, bytes.str(), row[5].as<int64_t>()};
         each(offer_id, [&](offer_row& r) { r.states.push_back(st); });
       }
       if (!row[3].is_null()) {

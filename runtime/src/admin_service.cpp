@@ -39,8 +39,10 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
           resp->set_found(snap.found);
           if (snap.found)
             *resp->mutable_offer() = std::move(snap.offer);
-          for (auto& [stage, bytes] : snap.states)
-            (*resp->mutable_states())[stage].ParseFromString(bytes);
+          for (auto& st : snap.states) {
+            (*resp->mutable_states())[st.stage_id].ParseFromString(st.bytes);
+            (*resp->mutable_state_versions())[st.stage_id] = st.version;
+          }
           auto now = to_us(stage_clock::now());
           for (auto& e : snap.queued) {
             auto* q = resp->add_queue();

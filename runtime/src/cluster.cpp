@@ -57,6 +57,18 @@ caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r) {
           return self->delegate(*local, a, id, expected);
         return not_here(shard(id));
       },
+      [=](get_atom a, state_atom b, const std::string& id,
+          const std::string& stage) -> caf::result<state_read_msg> {
+        if (auto local = r->local(shard(id)))
+          return self->delegate(*local, a, b, id, stage);
+        return not_here(shard(id));
+      },
+      [=](update_atom a, state_atom b, const std::string& id, const std::string& stage,
+          std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+        if (auto local = r->local(shard(id)))
+          return self->delegate(*local, a, b, id, stage, std::move(bytes), expected);
+        return not_here(shard(id));
+      },
     };
   });
 }

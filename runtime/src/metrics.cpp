@@ -7,7 +7,8 @@ namespace gost::runtime {
 namespace {
 
 const char* method_name(size_t m) {
-  static const char* names[] = {"CreateOffer", "GetOffer", "UpdateOffer", "DeleteOffer", "ListOffers"};
+  static const char* names[] = {"CreateOffer", "GetOffer",  "UpdateOffer", "DeleteOffer",
+                                "ListOffers",  "ReadState", "UpdateState"};
   return names[m];
 }
 

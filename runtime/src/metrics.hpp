@@ -13,7 +13,9 @@
 
 namespace gost::runtime {
 
-enum class api_method : uint8_t { create_offer, get_offer, update_offer, delete_offer, list_offers, count_ };
+enum class api_method : uint8_t {
+  create_offer, get_offer, update_offer, delete_offer, list_offers, read_state, update_state, count_
+};
 
 class metrics {
 public:

@@ -26,6 +26,7 @@
 #include "logging.hpp"
 #include "metrics.hpp"
 #include "offer_service.hpp"
+#include "state_service.hpp"
 #include "router.hpp"
 #include "cluster.hpp"
 #include "outbox_relay.hpp"
@@ -52,6 +53,7 @@ struct node::impl {
   caf::actor relay;   ///< the outbox relay to Kafka
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
+  std::unique_ptr<state_service> states;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<admin_http> http;
   int grpc_port = 0;
@@ -155,6 +157,7 @@ std::string node::start() {
 
   // 4. gRPC
   d.offers = std::make_unique<offer_service>(*d.sys, *d.routes, *d.counters, cfg.request_timeout);
+  d.states = std::make_unique<state_service>(*d.sys, *d.routes, *d.counters, cfg.request_timeout);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
   grpc::EnableDefaultHealthCheckService(true);
@@ -165,6 +168,7 @@ std::string node::start() {
     admin_service::cluster_view{d.pool.get(), cfg.node_id, cfg.cluster_lease_timeout});
   b.RegisterService(d.offers.get());
   b.RegisterService(d.admin.get());
+  b.RegisterService(d.states.get());
   d.server = b.BuildAndStart();
   if (!d.server || d.grpc_port == 0)
     return "cannot listen on grpc.listen=" + cfg.grpc_listen.to_string()
@@ -271,6 +275,7 @@ void node::stop() {
   }
   d.admin.reset();
   d.offers.reset();
+  d.states.reset();
   // 3. the cluster manager (it stops the shards it still runs), the gateway, then the stage
   // pools and the stores the shards used
   if (d.sys) {

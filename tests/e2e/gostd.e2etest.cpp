@@ -14,7 +14,10 @@
 #include "gost/testing/http.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include <google/protobuf/wrappers.pb.h>
+
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -230,6 +233,65 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     child_process missing{GOSTCTL_PATH, {"--addr", addr, "offer", "no-such-offer"}};
     CHECK(missing.wait(30s) == 1);
     CHECK(missing.output().find("not found") != std::string::npos);
+  }
+  SUBCASE("StateService reads and compare-and-sets a stage's state") {
+    auto states = v1::StateService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    auto read = [&](grpc::ClientContext* c, const v1::ReadStateRequest& r,
+                    v1::ReadStateResponse* o) { return states->Read(c, r, o); };
+    auto cas = [&](grpc::ClientContext* c, const v1::UpdateStateRequest& r,
+                   v1::UpdateStateResponse* o) { return states->Update(c, r, o); };
+    v1::ReadStateRequest rr;
+    rr.set_offer_id(id);
+    rr.set_stage_id("expire");
+    v1::ReadStateResponse before;
+    REQUIRE(call(read, rr, before).ok());
+    CHECK(before.version() == 0); // the expire stage keeps no state of its own
+    google::protobuf::StringValue note;
+    note.set_value("checked by hand");
+    v1::UpdateStateRequest ur;
+    ur.set_offer_id(id);
+    ur.set_stage_id("expire");
+    ur.mutable_state()->PackFrom(note);
+    ur.set_expected_version(0);
+    v1::UpdateStateResponse first;
+    REQUIRE(call(cas, ur, first).ok());
+    CHECK(first.updated());
+    CHECK(first.version() == 1);
+    v1::UpdateStateResponse second; // the same version again: stale now
+    REQUIRE(call(cas, ur, second).ok());
+    CHECK_FALSE(second.updated());
+    CHECK(second.version() == 1);
+    v1::ReadStateResponse after;
+    REQUIRE(call(read, rr, after).ok());
+    CHECK(after.version() == 1);
+    google::protobuf::StringValue back;
+    REQUIRE(after.state().UnpackTo(&back));
+    CHECK(back.value() == "checked by hand");
+    CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
+                    + "' AND stage_id = 'expire'") == "1");
+
+    // Bad input: INVALID_ARGUMENT naming what to fix, NOT_FOUND for a missing offer.
+    v1::UpdateStateResponse out;
+    auto no_state = ur;
+    no_state.clear_state();
+    auto st = call(cas, no_state, out);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("state is required") != std::string::npos);
+    auto bad_stage = ur;
+    bad_stage.set_stage_id("no-such-stage");
+    st = call(cas, bad_stage, out);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("stage_id") != std::string::npos);
+    auto negative = ur;
+    negative.set_expected_version(-1);
+    CHECK(call(cas, negative, out).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    auto missing = rr;
+    missing.set_offer_id("no-such-offer");
+    v1::ReadStateResponse none;
+    CHECK(call(read, missing, none).error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
+                    + "' AND stage_id = 'expire'") == "1");
   }
   SUBCASE("the gRPC health service answers SERVING") {
     // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole server); the

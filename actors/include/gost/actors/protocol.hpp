@@ -19,6 +19,7 @@
 #include "gost/actors/proto_inspect.hpp"
 #include "gost/persistence/write_behind.hpp"
 #include "gost/v1/offer.pb.h"
+#include "gost/v1/state_service.pb.h"
 
 namespace gost {
 
@@ -39,6 +40,7 @@ using list_atom = caf::atom_constant<caf::atom("list")>;
 using warm_atom = caf::atom_constant<caf::atom("warm")>;
 using mailbox_atom = caf::atom_constant<caf::atom("mailbox")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using state_atom = caf::atom_constant<caf::atom("state")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -47,13 +49,15 @@ using caf::update_atom;
 // -- message types ----------------------------------------------------------------------------
 
 using offer_msg = pb<v1::Offer>;
+using state_read_msg = pb<v1::ReadStateResponse>;
+using state_update_msg = pb<v1::UpdateStateResponse>;
 
 /// Everything an offer actor loads when it activates. Process-local (never sent to another
 /// node), like the write-behind types below.
 struct offer_snapshot {
   bool found = false;
   v1::Offer offer;
-  std::vector<std::pair<std::string, std::string>> states; ///< (stage id, serialized Any)
+  std::vector<persistence::stored_state> states;
   std::vector<persistence::queue_entry> queued;
 };
 
@@ -101,7 +105,13 @@ using offer_ops = caf::typed_actor<
   // all of them).
   caf::replies_to<update_atom, offer_msg, int64_t, std::string>::with<offer_msg>,
   // Replies the version of the deletion.
-  caf::replies_to<delete_atom, std::string, int64_t>::with<int64_t>>;
+  caf::replies_to<delete_atom, std::string, int64_t>::with<int64_t>,
+  // A stage's state of the offer: (offer id, stage id).
+  caf::replies_to<get_atom, state_atom, std::string, std::string>::with<state_read_msg>,
+  // Compare-and-set of a stage's state: (offer id, stage id, serialized google.protobuf.Any,
+  // expected state version). A stale version answers updated = false, not an error.
+  caf::replies_to<update_atom, state_atom, std::string, std::string, std::string,
+                  int64_t>::with<state_update_msg>>;
 
 /// One actor per resident offer.
 using offer_actor = offer_ops::extend<
@@ -144,6 +154,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
 CAF_BEGIN_TYPE_ID_BLOCK(gost, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(gost, (gost::offer_msg))
+  CAF_ADD_TYPE_ID(gost, (gost::state_read_msg))
+  CAF_ADD_TYPE_ID(gost, (gost::state_update_msg))
   CAF_ADD_TYPE_ID(gost, (gost::store_actor))
   CAF_ADD_TYPE_ID(gost, (gost::offer_actor))
   CAF_ADD_TYPE_ID(gost, (gost::shard_actor))

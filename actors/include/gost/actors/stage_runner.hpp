@@ -13,10 +13,16 @@
 
 namespace gost {
 
+/// A stage's state as an offer actor holds it.
+struct held_state {
+  google::protobuf::Any value;
+  int64_t version = 0; ///< stage_states.state_version: every committed write adds one
+};
+
 /// What an offer actor knows of its offer besides the offer itself.
 struct offer_context {
   uint32_t shard = 0;
-  std::map<std::string, google::protobuf::Any> states; ///< by stage id
+  std::map<std::string, held_state> states; ///< by stage id
   /// Stages whose queue holds the offer due now or earlier (not just a future timer).
   std::set<std::string> queued_now;
   /// Re-triggers per stage in the current chain (reset when the offer's queues drain).
@@ -59,6 +65,13 @@ std::vector<persistence::queue_entry> ask_stages(const stage_registry& reg, cons
                                                  const v1::Offer& after, const offer_context& ctx,
                                                  const std::string& except_stage, int64_t now_us,
                                                  persistence::priority prio);
+
+/// A stage's state was changed from outside (StateService): asks that stage alone, unless the
+/// offer is already in its queue. Empty when it does not want to run.
+std::vector<persistence::queue_entry> ask_stage(const stage_registry& reg,
+                                                const std::string& stage_id,
+                                                const v1::Offer& offer, const offer_context& ctx,
+                                                int64_t now_us);
 
 inline int64_t to_us(stage_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();

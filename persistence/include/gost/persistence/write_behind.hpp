@@ -54,7 +54,7 @@ struct write_set {
   int64_t expected_version = 0;
   /// New offer body (serialized gost.v1.Offer) at `expected_version + 1`, when it changed.
   std::optional<std::string> new_body;
-  /// (stage id, serialized google.protobuf.Any) to upsert.
+  /// (stage id, serialized google.protobuf.Any) to upsert; each adds one to the state's version.
   std::vector<std::pair<std::string, std::string>> states;
   /// Stage ids whose queue entry for this offer was consumed by the event.
   std::vector<std::string> dequeue;
@@ -93,16 +93,22 @@ caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shar
                                                     size_t limit,
                                                     const queue_entry* after = nullptr);
 
-/// All stage states of an offer: (stage id, serialized Any).
-caf::expected<std::vector<std::pair<std::string, std::string>>>
-load_states(pg_pool& pool, const std::string& offer_id);
+/// A stored stage state with its version (0: never written; every write adds one).
+struct stored_state {
+  std::string stage_id;
+  std::string bytes; ///< serialized google.protobuf.Any
+  int64_t version = 0;
+};
+
+/// All stage states of an offer.
+caf::expected<std::vector<stored_state>> load_states(pg_pool& pool, const std::string& offer_id);
 
 /// Everything an offer actor needs when it activates.
 struct offer_row {
   bool found = false;
   std::string body;    ///< serialized gost.v1.Offer
   int64_t version = 0; ///< authoritative (the column)
-  std::vector<std::pair<std::string, std::string>> states;
+  std::vector<stored_state> states;
   std::vector<queue_entry> queued;
 };
 
