@@ -112,6 +112,51 @@ TEST_CASE("out-of-range and mistyped values are rejected") {
   }
 }
 
+TEST_CASE("external stages are declared with an address and options") {
+  std::vector<external_stage_config> out;
+  std::string error;
+  REQUIRE(parse_external_stages(
+    "moderation=10.0.0.5:7000;interests=title|description;parallelism=4;rate=50;deadline_ms=500;"
+    "attempts=2  pricing=localhost:7001",
+    out, error));
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].id == "moderation");
+  CHECK(out[0].address == "10.0.0.5:7000");
+  CHECK(out[0].interests == std::vector<std::string>{"title", "description"});
+  CHECK(out[0].parallelism == 4);
+  CHECK(out[0].rate_limit == 50);
+  CHECK(out[0].deadline == std::chrono::milliseconds{500});
+  CHECK(out[0].attempts == 2);
+  CHECK(out[1].id == "pricing");
+  CHECK(out[1].interests.empty());
+  CHECK(out[1].parallelism == 16);
+  CHECK(parse_external_stages("", out, error));
+  CHECK(out.empty());
+
+  struct bad_case {
+    const char* text;
+    const char* says;
+  };
+  for (auto [text, says] : {bad_case{"moderation", "ID=HOST:PORT"},
+                            bad_case{"m=host", "HOST:PORT"},
+                            bad_case{"m=host:0", "port in [1, 65535]"},
+                            bad_case{"m=a:1 m=b:2", "declared twice"},
+                            bad_case{"m=a:1;parallelism=0", "parallelism"},
+                            bad_case{"m=a:1;colour=red", "`colour` is unknown"}}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_external_stages(text, out, error));
+    CHECK(error.find(says) != std::string::npos);
+  }
+
+  // Through the loader, the error names the key.
+  args a{"gostd", "--stages.external=m=a:1;rate=-1"};
+  args env{"PATH=/bin"};
+  auto r = load_node_config(a.argc(), a.argv(), env.argv());
+  CHECK_FALSE(r.config);
+  CHECK(r.error.find("stages.external") != std::string::npos);
+  CHECK(r.error.find("rate") != std::string::npos);
+}
+
 TEST_CASE("a missing config file is an error") {
   args a{"gostd", "--config", "/nonexistent/gost.ini"};
   auto r = load_node_config(a.argc(), a.argv(), nullptr);

@@ -14,6 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "gost/actors/unavailable.hpp"
 #include "gost/persistence/errors.hpp"
 
 namespace gost {
@@ -33,6 +34,8 @@ worker_actor::behavior_type worker_fun(worker_actor::pointer, std::string name) 
     [name](run_atom, pool_job& job) -> caf::result<pool_result> {
       try {
         return pool_result{job.fn()};
+      } catch (const unavailable_error& e) {
+        return make_db_error(db_errc::unavailable, e.what());
       } catch (const std::exception& e) {
         return make_db_error(db_errc::internal, "job in pool " + name + " failed: " + e.what());
       } catch (...) {

@@ -278,11 +278,12 @@ void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
   write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
 }
 
-caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::string& what) {
+caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::string& what,
+                        db_errc code = db_errc::internal) {
   self->state.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
   if (auto* m = self->state.args.stats->stage(stage_id))
     m->failures.fetch_add(1, std::memory_order_relaxed);
-  return make_db_error(db_errc::internal, "stage " + stage_id + " failed" + what);
+  return make_db_error(code, "stage " + stage_id + (code == db_errc::unavailable ? " unavailable" : " failed") + what);
 }
 
 /// A due stage (seed "Работа стейджа"): load, process, write if the version is unchanged,
@@ -331,7 +332,8 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
                 finish_run(self, rp, stage_id, attempt, std::any_cast<const stage_result&>(r.value));
               },
               [=](caf::error& err) mutable {
-                rp.deliver(stage_failed(self, stage_id, ": " + persistence::error_message(err)));
+                auto code = err == db_errc::unavailable ? db_errc::unavailable : db_errc::internal;
+                rp.deliver(stage_failed(self, stage_id, ": " + persistence::error_message(err), code));
               });
           return;
         }
@@ -343,6 +345,9 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
         if (auto* m = st.args.stats->stage(stage_id))
           m->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - t0));
+      } catch (const unavailable_error& e) {
+        rp.deliver(stage_failed(self, stage_id, std::string{": "} + e.what(), db_errc::unavailable));
+        return;
       } catch (const std::exception& e) {
         rp.deliver(stage_failed(self, stage_id, std::string{": "} + e.what()));
         return;

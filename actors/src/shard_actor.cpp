@@ -9,7 +9,9 @@
 //   (stage_scheduler), polls PostgreSQL for more every `queue_poll` (one page at a time, never
 //   the whole table), learns about new entries from the offer actors that committed them, and
 //   hands due entries to offer actors within each stage's limits. A failed run is retried with
-//   the stage's back-off; after `max_attempts` it is dead-lettered.
+//   the stage's back-off; after `max_attempts` it is dead-lettered. A run that failed as
+//   unavailable (the stage's service or the database is down) is retried with a back-off that
+//   doubles per consecutive such failure of the stage (up to 32x) and never dead-letters.
 // - The shard spawns its write-behind writer (linked, detached) and passes it to every offer
 //   actor, so all writes of the shard go through one writer, in order.
 
@@ -60,6 +62,8 @@ struct shard_state {
   std::list<std::string> lru;
   std::unordered_map<caf::actor_addr, std::string> ids;
   std::map<std::pair<std::string, std::string>, int> attempts;
+  /// Consecutive runs per stage that failed as unavailable (back-off exponent).
+  std::map<std::string, int> unavailable_streak;
   int64_t wake_at_us = 0;
   /// Entries finished while a poll was in flight: the poll may have read them before their
   /// commit, and must not bring them back.
@@ -281,6 +285,7 @@ void start_run(self_ptr self, stage_scheduler::work w) {
           m->run.record(std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - t0));
         st.attempts.erase({w.stage_id, w.offer_id});
+        st.unavailable_streak.erase(w.stage_id);
         finished(self, w.stage_id, w.offer_id);
         learn(self, committed);
         dispatch(self);
@@ -292,16 +297,28 @@ void start_run(self_ptr self, stage_scheduler::work w) {
           self->quit(err);
           return;
         }
+        auto* entry = st.opts.stages->find(w.stage_id);
+        auto backoff = entry != nullptr ? entry->opts.retry_backoff : std::chrono::milliseconds{1000};
+        auto reason = persistence::error_message(err);
+        if (err == persistence::db_errc::unavailable) {
+          // A service the stage needs (or the database) is down: not this offer's fault. No
+          // attempt is counted; the back-off grows with the stage's streak of such failures.
+          auto streak = std::min(++st.unavailable_streak[w.stage_id], 6);
+          auto wait = backoff * (1 << (streak - 1));
+          spdlog::warn("stage unavailable shard={} offer={} stage={} retry_in_ms={} error={}",
+                       st.opts.shard, w.offer_id, w.stage_id, wait.count(), reason);
+          st.sched->retry(w.stage_id, w.offer_id,
+                          now_us() + std::chrono::duration_cast<std::chrono::microseconds>(wait).count());
+          dispatch(self);
+          return;
+        }
         auto key = std::make_pair(w.stage_id, w.offer_id);
         auto n = ++st.attempts[key];
-        auto reason = persistence::error_message(err);
         if (n >= st.opts.max_attempts) {
           st.attempts.erase(key);
           dead_letter(self, w.stage_id, w.offer_id, n, reason);
           return;
         }
-        auto* entry = st.opts.stages->find(w.stage_id);
-        auto backoff = entry != nullptr ? entry->opts.retry_backoff : std::chrono::milliseconds{1000};
         spdlog::warn("stage run failed shard={} offer={} stage={} attempt={} error={}",
                      st.opts.shard, w.offer_id, w.stage_id, n, reason);
         st.sched->retry(w.stage_id, w.offer_id,
@@ -582,6 +599,7 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
     po.name = "stage." + e.id;
     po.workers = std::max(1, e.opts.pool_workers);
     po.queue_capacity = e.opts.pool_queue;
+    po.rate_limit = e.opts.pool_rate_limit;
     out->emplace(e.id, spawn_pool(sys, po));
   }
   return out;

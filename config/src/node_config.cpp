@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include <unistd.h>
@@ -46,6 +48,103 @@ key_spec num(value_kind kind, std::string name, std::string def, int64_t min, in
   k.needs_restart = restart;
   return k;
 }
+
+/// A whole-string integer in [min, max], or nullopt.
+std::optional<int64_t> whole_number(const std::string& text, int64_t min, int64_t max) {
+  try {
+    size_t pos = 0;
+    auto v = std::stoll(text, &pos);
+    if (pos != text.size() || v < min || v > max)
+      return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto end = text.find(sep, start);
+    if (end == std::string::npos)
+      end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+bool parse_external_stages(const std::string& text, std::vector<external_stage_config>& out,
+                           std::string& error) {
+  out.clear();
+  std::istringstream words{text};
+  std::string entry;
+  while (words >> entry) {
+    auto parts = split(entry, ';');
+    auto eq = parts[0].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      error = "`" + entry + "`: expected ID=HOST:PORT[;KEY=VALUE...]";
+      return false;
+    }
+    external_stage_config c;
+    c.id = parts[0].substr(0, eq);
+    c.address = parts[0].substr(eq + 1);
+    auto colon = c.address.rfind(':');
+    if (colon == std::string::npos || colon == 0
+        || !whole_number(c.address.substr(colon + 1), 1, 65535)) {
+      error = "`" + entry + "`: the address must be HOST:PORT with a port in [1, 65535]";
+      return false;
+    }
+    for (auto& other : out)
+      if (other.id == c.id) {
+        error = "stage id `" + c.id + "` is declared twice";
+        return false;
+      }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      auto kv = parts[i].find('=');
+      auto key = parts[i].substr(0, kv);
+      auto value = kv == std::string::npos ? std::string{} : parts[i].substr(kv + 1);
+      auto bad = [&](const char* want) {
+        error = "`" + entry + "`: option `" + key + "` " + want;
+        return false;
+      };
+      if (key == "interests") {
+        for (auto& f : split(value, '|'))
+          if (!f.empty())
+            c.interests.push_back(f);
+      } else if (key == "parallelism") {
+        auto v = whole_number(value, 1, 1024);
+        if (!v)
+          return bad("must be an integer in [1, 1024]");
+        c.parallelism = static_cast<int>(*v);
+      } else if (key == "rate") {
+        auto v = whole_number(value, 0, 1'000'000);
+        if (!v)
+          return bad("must be an integer in [0, 1000000] (calls per second; 0: unlimited)");
+        c.rate_limit = static_cast<double>(*v);
+      } else if (key == "deadline_ms") {
+        auto v = whole_number(value, 1, 600'000);
+        if (!v)
+          return bad("must be an integer in [1, 600000]");
+        c.deadline = std::chrono::milliseconds{*v};
+      } else if (key == "attempts") {
+        auto v = whole_number(value, 1, 100);
+        if (!v)
+          return bad("must be an integer in [1, 100]");
+        c.attempts = static_cast<int>(*v);
+      } else {
+        return bad("is unknown (known: interests, parallelism, rate, deadline_ms, attempts)");
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return true;
+}
+
+namespace {
 
 schema make_node_schema() {
   using vk = value_kind;
@@ -164,6 +263,13 @@ schema make_node_schema() {
             "while)."));
   s.add(num(vk::duration, "stages.expire.after", "180d", 1000, 3650LL * 86'400'000,
             "How long after its creation an active offer is made inactive by `expire`."));
+  s.add(str("stages.external", "",
+            "Stages served by other processes over gost.v1.StageService (gRPC). Entries "
+            "separated by spaces: `ID=HOST:PORT` with optional `;KEY=VALUE` options: "
+            "`interests=title|price` (top-level Offer fields it reacts to; default every change), "
+            "`parallelism=16` (calls at once on this node), `rate=0` (runs per second on this "
+            "node, 0 unlimited), `deadline_ms=2000` (per call), `attempts=3` (calls per run, "
+            "with back-off). Example: `moderation=10.0.0.5:7000;interests=title|description`."));
   s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines.", false));
   s.add(choice("log.format", "text", {"text", "json"},
@@ -340,6 +446,10 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.rescan_page = static_cast<uint32_t>(st.num("rescan.page"));
   c.expire_enabled = st.flag("stages.expire.enabled");
   c.expire_after = st.ms("stages.expire.after");
+  if (std::string why; !parse_external_stages(st.str("stages.external"), c.external_stages, why)) {
+    res.error = "config key `stages.external` is invalid: " + why;
+    return res;
+  }
   c.log_level = st.str("log.level");
   c.log_format = st.str("log.format");
   c.config_dump = st.dump();

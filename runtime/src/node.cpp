@@ -25,6 +25,7 @@
 #include "gost/persistence/write_behind.hpp"
 #include "logging.hpp"
 #include "metrics.hpp"
+#include "external_stage.hpp"
 #include "offer_service.hpp"
 #include "state_service.hpp"
 #include "router.hpp"
@@ -74,6 +75,18 @@ uint16_t node::http_port() const { return impl_->http_port; }
 std::string node::start() {
   auto& d = *impl_;
   auto& cfg = d.cfg;
+  // 0. stages (a bad declaration stops the start before anything else runs)
+  auto stages = std::make_shared<stage_registry>();
+  if (cfg.expire_enabled)
+    stages->add("expire", make_expire_stage(cfg.expire_after));
+  for (auto& ext : cfg.external_stages) {
+    if (auto problem = check_external_stage(ext, *stages); !problem.empty())
+      return "config key `stages.external` is invalid: " + problem;
+    stages->add(ext.id, make_external_stage(ext), external_stage_options(ext));
+    spdlog::info("external stage id={} address={} parallelism={}", ext.id, ext.address,
+                 ext.parallelism);
+  }
+
   // 1. PostgreSQL
   auto dsn = cfg.pg_dsn;
   if (dsn.empty()) {
@@ -99,10 +112,6 @@ std::string node::start() {
     return error_message(err);
   if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard_count))
     return error_message(err);
-  auto stages = std::make_shared<stage_registry>();
-  if (cfg.expire_enabled)
-    stages->add("expire", make_expire_stage(cfg.expire_after));
-
   // 2. actor system
   d.caf_cfg = std::make_unique<caf::actor_system_config>();
   register_types(*d.caf_cfg);

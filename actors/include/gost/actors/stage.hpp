@@ -13,6 +13,7 @@
 
 #include <google/protobuf/any.pb.h>
 
+#include "gost/actors/unavailable.hpp"
 #include "gost/v1/offer.pb.h"
 
 namespace gost {
@@ -48,7 +49,9 @@ public:
                                   const google::protobuf::Any* state) const = 0;
 
   /// The stage's work. An exception is a failed attempt: nothing is written, the entry stays
-  /// queued and is retried after the stage's back-off.
+  /// queued and is retried after the stage's back-off; after `stage.max_attempts` failed
+  /// attempts the entry is dead-lettered. Throw `unavailable_error` when a service the stage
+  /// needs is down: that is retried with a growing back-off and never dead-letters.
   virtual stage_result process(const v1::Offer& offer, const google::protobuf::Any* state) const = 0;
 
   /// Names of top-level `gost.v1.Offer` fields this stage reacts to; when a change touches
@@ -69,6 +72,8 @@ struct stage_options {
   /// always runs inline and must stay fast.
   bool blocking = false;
   int pool_workers = 8;
+  /// `process` calls started per second by the pool, over all shards of the node; 0: unlimited.
+  double pool_rate_limit = 0;
   /// Jobs waiting in the pool beyond the running ones; more are rejected and retried later.
   size_t pool_queue = 4096;
 };

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gost/config/schema.hpp"
 
@@ -18,6 +19,23 @@ struct endpoint {
   uint16_t port = 0;
   std::string to_string() const { return host + ":" + std::to_string(port); }
 };
+
+/// A stage served by another process over gost.v1.StageService (`stages.external`).
+struct external_stage_config {
+  std::string id;
+  std::string address;                ///< host:port
+  std::vector<std::string> interests; ///< top-level Offer fields; empty: every change
+  int parallelism = 16;               ///< pool workers: most calls at once on the node
+  double rate_limit = 0;              ///< runs per second on the node; 0: unlimited
+  std::chrono::milliseconds deadline{2000}; ///< per RPC
+  int attempts = 3;                   ///< RPC attempts within one run (back-off in between)
+};
+
+/// Parses `stages.external`: entries separated by spaces, each `ID=HOST:PORT` optionally
+/// followed by `;KEY=VALUE` options (interests=a|b, parallelism=N, rate=N, deadline_ms=N,
+/// attempts=N). On a problem returns false with `error` naming the entry.
+bool parse_external_stages(const std::string& text, std::vector<external_stage_config>& out,
+                           std::string& error);
 
 /// The immutable configuration of one node, built after every check passed. Nothing in the
 /// node reads configuration from anywhere else.
@@ -64,6 +82,7 @@ struct node_config {
   uint32_t rescan_page = 0;
   bool expire_enabled = false;
   std::chrono::milliseconds expire_after{};
+  std::vector<external_stage_config> external_stages;
 
   std::string log_level;
   std::string log_format;
