@@ -2,7 +2,7 @@
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
-#                              resident timers failover (default: all)
+#                              resident timers failover api_updates outbox_kafka (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
 set -euo pipefail
@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover api_updates outbox_kafka)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -65,11 +65,24 @@ for name in "${names[@]}"; do
       bench/failover.sh build/release/runtime/gostd "$GOST_PG_PORT" "${BENCH_RUNS:-5}" 2>"$logs/failover.log" \
         || { tail -n 20 "$logs/failover.log" >&2; echo "bench/run.sh: failover failed" >&2; exit 1; }
       ;;
+    api_updates)
+      step "building gostd and the client" "$logs/build-api.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_api_bench
+      bench/api_updates.sh build/release/runtime/gostd build/release/bench/gost_api_bench \
+        "$GOST_PG_PORT" 2>"$logs/api_updates.log" \
+        || { tail -n 20 "$logs/api_updates.log" >&2; echo "bench/run.sh: api_updates failed" >&2; exit 1; }
+      ;;
+    outbox_kafka)
+      step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd gost_bench
+      bench/outbox_kafka.sh build/release/runtime/gostd build/release/bench/gost_bench \
+        "$GOST_PG_PORT" 2>"$logs/outbox_kafka.log" \
+        || { tail -n 20 "$logs/outbox_kafka.log" >&2; echo "bench/run.sh: outbox_kafka failed" >&2; exit 1; }
+      ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates outbox_kafka)" >&2; exit 2 ;;
   esac
 done

@@ -42,6 +42,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/persistence/write_behind.hpp"
+#include "gost/v1/events.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -182,6 +183,54 @@ size_t rss_bytes() {
 
 /// Activates every offer (one get each) and reports the memory each resident idle offer
 /// actor costs beyond its offer's own data; then checks that the resident cap holds.
+/// outbox_kafka's input: an empty schema whose outbox holds `events` after-save events (batches
+/// of 100, spread over the shards), as if committed by a node that then stopped. gostd relays
+/// them; bench/outbox_kafka.sh times it.
+int outbox_fill(const std::string& dsn, int events, uint32_t shards) {
+  pqxx::connection c{dsn};
+  {
+    pqxx::nontransaction tx{c};
+    tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
+    tx.exec("CREATE SCHEMA public");
+  }
+  {
+    persistence::pg_pool::options po;
+    po.dsn = dsn;
+    po.size = 1;
+    persistence::pg_pool pool{po};
+    if (!persistence::migrate(pool) || persistence::ensure_installation(pool, shards)) {
+      std::fprintf(stderr, "gost_bench: cannot set up the schema\n");
+      return 1;
+    }
+  }
+  constexpr int per_batch = 100;
+  v1::OfferSaved ev;
+  auto& o = *ev.mutable_offer();
+  o.set_seller_id("bench-seller");
+  o.set_title("A reasonably long title of a classified ad for a used bicycle");
+  o.set_description(std::string(300, 'd'));
+  o.mutable_price()->set_amount_minor(1500000);
+  o.mutable_price()->set_currency("RUB");
+  o.set_status(v1::OFFER_STATUS_ACTIVE);
+  ev.set_changed_by("api");
+  pqxx::work tx{c};
+  int n = 0;
+  for (int b = 0; n < events; ++b) {
+    v1::OutboxBatch batch;
+    for (int i = 0; i < per_batch && n < events; ++i, ++n) {
+      o.set_id("offer-" + std::to_string(n % 50000));
+      o.set_version(n / 50000 + 1);
+      *batch.add_events() = ev;
+    }
+    tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
+                   static_cast<int64_t>(static_cast<uint32_t>(b) % shards), batch.events_size(),
+                   pqxx::binarystring{batch.SerializeAsString()});
+  }
+  tx.commit();
+  std::printf("{\"events\": %d, \"event_bytes\": %zu}\n", events, ev.ByteSizeLong());
+  return 0;
+}
+
 int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
   setup(dsn, offers, shards, "");
@@ -433,7 +482,7 @@ int timers_bench(std::map<std::string, std::string>& opt) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers --dsn DSN"
+    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill --dsn DSN"
                          " [--offers N] [--shards S] [--span SECONDS (timers)]\n");
     return 2;
   }
@@ -445,7 +494,7 @@ int main(int argc, char** argv) {
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
       || (name != "stage_noop" && name != "stage_offer" && name != "resident"
-          && name != "timers")) {
+          && name != "timers" && name != "outbox_fill")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
@@ -455,6 +504,8 @@ int main(int argc, char** argv) {
   auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
   if (name == "resident")
     return resident_bench(opt["dsn"], offers, shards);
+  if (name == "outbox_fill")
+    return outbox_fill(opt["dsn"], offers, shards);
   if (name == "timers") {
     opt.emplace("span", "240");
     return timers_bench(opt);
