@@ -17,7 +17,10 @@
 
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include <google/protobuf/wrappers.pb.h>
+
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -262,6 +265,52 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
     CHECK(a.version() == b.version());
     CHECK(b.version() == c.version());
     CHECK(a.title() == c.title());
+  }
+  // The same for StateService: a compare-and-set through one node is seen through the others
+  // (two thirds of the offers live on another node than the one asked).
+  auto state_stub = [](const node& n) {
+    return v1::StateService::NewStub(grpc::CreateChannel(n.addr, grpc::InsecureChannelCredentials()));
+  };
+  auto s1 = state_stub(n1);
+  auto s3 = state_stub(n3);
+  auto s4 = state_stub(n4);
+  for (size_t i = 0; i < 12; ++i) {
+    auto& id = ids[i];
+    CAPTURE(id);
+    google::protobuf::StringValue v;
+    v.set_value("reviewed " + id);
+    v1::UpdateStateRequest u;
+    u.set_offer_id(id);
+    u.set_stage_id("expire");
+    u.mutable_state()->PackFrom(v);
+    v1::UpdateStateResponse ur;
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+      auto st = (i % 2 == 0 ? s1 : s4)->Update(&ctx, u, &ur);
+      REQUIRE_MESSAGE(st.ok(), st.error_message());
+    }
+    CHECK(ur.updated());
+    CHECK(ur.version() == 1);
+    for (auto* stub : {s1.get(), s3.get(), s4.get()}) {
+      v1::ReadStateRequest r;
+      r.set_offer_id(id);
+      r.set_stage_id("expire");
+      v1::ReadStateResponse rr;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+      REQUIRE(stub->Read(&ctx, r, &rr).ok());
+      CHECK(rr.version() == 1);
+      google::protobuf::StringValue back;
+      CHECK(rr.state().UnpackTo(&back));
+      CHECK(back.value() == v.value());
+    }
+    v1::UpdateStateResponse stale; // the same expected version again, through another node
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    REQUIRE(s3->Update(&ctx, u, &stale).ok());
+    CHECK_FALSE(stale.updated());
+    CHECK(stale.version() == 1);
   }
 }
 
