@@ -130,13 +130,17 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
         if (!v)
           return bad("must be an integer in [1, 600000]");
         c.deadline = std::chrono::milliseconds{*v};
+      } else if (key == "after_save") {
+        if (value != "0" && value != "1")
+          return bad("must be 0 or 1");
+        c.after_save = value == "1";
       } else if (key == "attempts") {
         auto v = whole_number(value, 1, 100);
         if (!v)
           return bad("must be an integer in [1, 100]");
         c.attempts = static_cast<int>(*v);
       } else {
-        return bad("is unknown (known: interests, parallelism, rate, deadline_ms, attempts)");
+        return bad("is unknown (known: interests, parallelism, rate, deadline_ms, attempts, after_save)");
       }
     }
     out.push_back(std::move(c));
@@ -177,6 +181,10 @@ schema make_node_schema() {
   s.add(str("kafka.topic", "gost.offer-saved",
             "Topic of the after-save events: one message per saved offer, key = offer id, value "
             "= gost.v1.OfferSaved."));
+  s.add(str("kafka.after_save_group", "gost.after-save",
+            "Kafka consumer group of the nodes that feed stages' after_save hooks from "
+            "`kafka.topic` (only when a stage has one and `kafka.brokers` is set). Every event "
+            "reaches each hook once per group, at least once."));
   s.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
             "How long the producer tries to deliver an event before the relay gives the round "
             "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."));
@@ -269,7 +277,7 @@ schema make_node_schema() {
             "`interests=title|price` (top-level Offer fields it reacts to; default every change), "
             "`parallelism=16` (calls at once on this node), `rate=0` (runs per second on this "
             "node, 0 unlimited), `deadline_ms=2000` (per call), `attempts=3` (calls per run, "
-            "with back-off). Example: `moderation=10.0.0.5:7000;interests=title|description`."));
+            "with back-off), `after_save=0` (1: call AfterSave with every after-save event). Example: `moderation=10.0.0.5:7000;interests=title|description`."));
   s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines.", false));
   s.add(choice("log.format", "text", {"text", "json"},
@@ -419,6 +427,7 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.kafka_brokers = st.str("kafka.brokers");
   c.kafka_topic = st.str("kafka.topic");
   c.kafka_message_timeout = st.ms("kafka.message_timeout");
+  c.kafka_after_save_group = st.str("kafka.after_save_group");
   c.outbox_poll = st.ms("outbox.poll");
   c.outbox_relay = st.flag("outbox.relay");
   if (c.kafka_topic.empty()) {

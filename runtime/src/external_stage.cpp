@@ -72,6 +72,16 @@ public:
 
   std::vector<std::string> interests() const override { return cfg_.interests; }
 
+  bool wants_after_save() const override { return cfg_.after_save; }
+
+  void after_save(const v1::OfferSaved& event) const override {
+    v1::AfterSaveRequest req;
+    req.set_stage_id(cfg_.id);
+    *req.mutable_event() = event;
+    v1::AfterSaveResponse resp;
+    call("AfterSave", [&](grpc::ClientContext* c) { return stub_->AfterSave(c, req, &resp); });
+  }
+
 private:
   /// Calls `rpc` up to cfg_.attempts times while it fails transiently, backing off in between.
   template <class Rpc>

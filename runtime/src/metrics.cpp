@@ -64,7 +64,16 @@ std::string metrics::prometheus_text() const {
       << "gost_outbox_events_published_total " << a.outbox_events_published.load() << "\n"
       << "# HELP gost_outbox_publish_failures_total Outbox rows whose publishing failed (retried).\n"
       << "# TYPE gost_outbox_publish_failures_total counter\n"
-      << "gost_outbox_publish_failures_total " << a.outbox_publish_failures.load() << "\n";
+      << "gost_outbox_publish_failures_total " << a.outbox_publish_failures.load() << "\n"
+      << "# HELP gost_after_save_calls_total Stage after_save hook calls that succeeded.\n"
+      << "# TYPE gost_after_save_calls_total counter\n"
+      << "gost_after_save_calls_total " << a.after_save_calls.load() << "\n"
+      << "# HELP gost_after_save_failures_total Stage after_save hook calls that failed.\n"
+      << "# TYPE gost_after_save_failures_total counter\n"
+      << "gost_after_save_failures_total " << a.after_save_failures.load() << "\n"
+      << "# HELP gost_after_save_skipped_total Events a hook gave up on after its retries.\n"
+      << "# TYPE gost_after_save_skipped_total counter\n"
+      << "gost_after_save_skipped_total " << a.after_save_skipped.load() << "\n";
   out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
       << "# TYPE gost_stage_runs_total counter\n";
   for (auto& s : a.stages)

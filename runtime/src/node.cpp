@@ -25,6 +25,7 @@
 #include "gost/persistence/write_behind.hpp"
 #include "logging.hpp"
 #include "metrics.hpp"
+#include "after_save.hpp"
 #include "external_stage.hpp"
 #include "offer_service.hpp"
 #include "state_service.hpp"
@@ -52,6 +53,7 @@ struct node::impl {
   caf::actor gateway; ///< published on caf.listen
   caf::actor manager; ///< the cluster manager: leases, shards, routes
   caf::actor relay;   ///< the outbox relay to Kafka
+  std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<state_service> states;
@@ -239,6 +241,24 @@ std::string node::start() {
     if (!d.relay)
       return relay_error + "; check kafka.brokers";
   }
+  // 8. stages' after_save hooks, fed from the topic by the node's consumer group
+  bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
+                           [](auto& e) { return e.opts.enabled && e.impl->wants_after_save(); });
+  if (hooks && cfg.kafka_brokers.empty()) {
+    spdlog::warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
+                 "called (the in-process mock cluster cannot be consumed by other nodes)");
+  } else if (hooks) {
+    after_save_options ao;
+    ao.brokers = cfg.kafka_brokers;
+    ao.topic = cfg.kafka_topic;
+    ao.group = cfg.kafka_after_save_group;
+    ao.stages = stages;
+    ao.stats = d.stats;
+    std::string hook_error;
+    d.after_save = after_save_consumer::start(std::move(ao), hook_error);
+    if (!d.after_save)
+      return hook_error + "; check kafka.brokers and kafka.after_save_group";
+  }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
                me.caf_host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
@@ -251,6 +271,8 @@ void node::stop() {
     return;
   d.stopped = true;
   auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
+  // 8. the after_save consumer (events not handled yet are re-delivered to the group)
+  d.after_save.reset();
   // 6. hand every shard to the other nodes (drained and released; requests keep being
   // answered meanwhile, forwarded to the new owners as they take over)
   if (d.sys && d.manager) {

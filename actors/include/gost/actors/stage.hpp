@@ -14,6 +14,7 @@
 #include <google/protobuf/any.pb.h>
 
 #include "gost/actors/unavailable.hpp"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/offer.pb.h"
 
 namespace gost {
@@ -57,6 +58,15 @@ public:
   /// Names of top-level `gost.v1.Offer` fields this stage reacts to; when a change touches
   /// none of them the stage is not asked. Empty: every change.
   virtual std::vector<std::string> interests() const { return {}; }
+
+  /// Side effects after a save (seed 000 "Сайд эффекты в стейджах"): called with every
+  /// after-save event (the saved offer with all its stage states, `changed_by`) taken from the
+  /// Kafka topic by the node's consumer group, only when `wants_after_save()` says so. At
+  /// least once and in version order per offer, but late: the offer may have changed since.
+  /// An exception retries the event (with back-off) before the consumer moves on;
+  /// `unavailable_error` retries it until it succeeds or the node stops.
+  virtual void after_save(const v1::OfferSaved& event) const {}
+  virtual bool wants_after_save() const { return false; }
 };
 
 struct stage_options {

@@ -59,6 +59,9 @@ struct node_stats {
   std::atomic<uint64_t> dead_letters{0};
   std::atomic<uint64_t> outbox_events_published{0}; ///< acknowledged by Kafka, rows deleted
   std::atomic<uint64_t> outbox_publish_failures{0}; ///< rows whose events failed (retried)
+  std::atomic<uint64_t> after_save_calls{0};    ///< after_save hooks that returned
+  std::atomic<uint64_t> after_save_failures{0}; ///< hook calls that threw (retried or skipped)
+  std::atomic<uint64_t> after_save_skipped{0};  ///< events a hook gave up on
 
   /// Adds a stage's figures. Call for every stage before the shards start: the set is read
   /// without locks afterwards.

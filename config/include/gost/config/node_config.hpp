@@ -29,11 +29,12 @@ struct external_stage_config {
   double rate_limit = 0;              ///< runs per second on the node; 0: unlimited
   std::chrono::milliseconds deadline{2000}; ///< per RPC
   int attempts = 3;                   ///< RPC attempts within one run (back-off in between)
+  bool after_save = false;            ///< call AfterSave with every after-save event
 };
 
 /// Parses `stages.external`: entries separated by spaces, each `ID=HOST:PORT` optionally
 /// followed by `;KEY=VALUE` options (interests=a|b, parallelism=N, rate=N, deadline_ms=N,
-/// attempts=N). On a problem returns false with `error` naming the entry.
+/// attempts=N, after_save=0|1). On a problem returns false with `error` naming the entry.
 bool parse_external_stages(const std::string& text, std::vector<external_stage_config>& out,
                            std::string& error);
 
@@ -63,6 +64,7 @@ struct node_config {
   std::string kafka_brokers; ///< empty: librdkafka's mock cluster
   std::string kafka_topic;
   std::chrono::milliseconds kafka_message_timeout{};
+  std::string kafka_after_save_group;
   std::chrono::milliseconds outbox_poll{};
   bool outbox_relay = true;
   std::chrono::milliseconds offer_idle_timeout{};
