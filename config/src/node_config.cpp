@@ -185,6 +185,13 @@ schema make_node_schema() {
             "Kafka consumer group of the nodes that feed stages' after_save hooks from "
             "`kafka.topic` (only when a stage has one and `kafka.brokers` is set). Every event "
             "reaches each hook once per group, at least once."));
+  s.add(str("feed.requests_topic", "",
+            "Kafka topic of feed load requests (gost.v1.FeedRequest, docs/feeds.md). Empty: the "
+            "feed exchange is off. Needs `kafka.brokers`."));
+  s.add(str("feed.responses_topic", "gost.feed-responses",
+            "Kafka topic of the per-offer results and terminal summaries (gost.v1.FeedResponse)."));
+  s.add(str("feed.group", "gost.feeds",
+            "Kafka consumer group of the nodes that apply feed loads."));
   s.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
             "How long the producer tries to deliver an event before the relay gives the round "
             "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."));
@@ -428,6 +435,13 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.kafka_topic = st.str("kafka.topic");
   c.kafka_message_timeout = st.ms("kafka.message_timeout");
   c.kafka_after_save_group = st.str("kafka.after_save_group");
+  c.feed_requests_topic = st.str("feed.requests_topic");
+  c.feed_responses_topic = st.str("feed.responses_topic");
+  c.feed_group = st.str("feed.group");
+  if (!c.feed_requests_topic.empty() && c.kafka_brokers.empty()) {
+    res.error = "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
+    return res;
+  }
   c.outbox_poll = st.ms("outbox.poll");
   c.outbox_relay = st.flag("outbox.relay");
   if (c.kafka_topic.empty()) {

@@ -27,6 +27,7 @@
 #include "metrics.hpp"
 #include "after_save.hpp"
 #include "external_stage.hpp"
+#include "feed_exchange.hpp"
 #include "offer_service.hpp"
 #include "state_service.hpp"
 #include "router.hpp"
@@ -54,6 +55,7 @@ struct node::impl {
   caf::actor manager; ///< the cluster manager: leases, shards, routes
   caf::actor relay;   ///< the outbox relay to Kafka
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
+  std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads from Kafka
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<state_service> states;
@@ -259,6 +261,22 @@ std::string node::start() {
     if (!d.after_save)
       return hook_error + "; check kafka.brokers and kafka.after_save_group";
   }
+  // 9. the feed exchange (offer store side)
+  if (!cfg.feed_requests_topic.empty()) {
+    feed_options fo;
+    fo.brokers = cfg.kafka_brokers;
+    fo.requests_topic = cfg.feed_requests_topic;
+    fo.responses_topic = cfg.feed_responses_topic;
+    fo.group = cfg.feed_group;
+    fo.request_timeout = cfg.request_timeout;
+    fo.sys = d.sys.get();
+    fo.routes = d.routes;
+    fo.pool = d.pool.get();
+    std::string feed_error;
+    d.feeds = feed_exchange::start(std::move(fo), feed_error);
+    if (!d.feeds)
+      return feed_error + "; check kafka.brokers and feed.*";
+  }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
                me.caf_host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
@@ -271,7 +289,9 @@ void node::stop() {
     return;
   d.stopped = true;
   auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
-  // 8. the after_save consumer (events not handled yet are re-delivered to the group)
+  // 9. the feed exchange, 8. the after_save consumer (what they did not finish is handled
+  // again by their groups' next members)
+  d.feeds.reset();
   d.after_save.reset();
   // 6. hand every shard to the other nodes (drained and released; requests keep being
   // answered meanwhile, forwarded to the new owners as they take over)

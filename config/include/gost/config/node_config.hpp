@@ -65,6 +65,9 @@ struct node_config {
   std::string kafka_topic;
   std::chrono::milliseconds kafka_message_timeout{};
   std::string kafka_after_save_group;
+  std::string feed_requests_topic; ///< empty: the feed exchange is off
+  std::string feed_responses_topic;
+  std::string feed_group;
   std::chrono::milliseconds outbox_poll{};
   bool outbox_relay = true;
   std::chrono::milliseconds offer_idle_timeout{};

@@ -1,0 +1,73 @@
+#pragma once
+// The offer store's bookkeeping of feed loads (migration 0007, docs/feeds.md): tasks, the
+// external ids each load carried, and the seller's offers a load did not carry.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gost/persistence/errors.hpp"
+
+namespace gost::persistence {
+
+class pg_pool;
+
+struct feed_task {
+  bool finished = false;
+  std::string summary; ///< serialized gost.v1.FeedSummary, when finished
+};
+
+/// Registers the task (seller, namespace) unless known; returns its state.
+caf::expected<feed_task> begin_feed_task(pg_pool& pool, const std::string& task_id,
+                                         const std::string& seller_id, const std::string& ns);
+
+/// What a load already knew of an external id.
+enum class feed_item : uint8_t {
+  fresh,     ///< first seen now, in this batch
+  again,     ///< seen before in this same batch (a re-delivered batch)
+  duplicate, ///< seen before in another batch of the load
+};
+
+/// Records the external ids of a batch (in order; an id twice in one batch is a duplicate the
+/// second time) and says what each was.
+caf::expected<std::vector<feed_item>> record_feed_items(pg_pool& pool, const std::string& task_id,
+                                                        const std::string& batch_id,
+                                                        const std::vector<std::string>& external_ids);
+
+/// A stored offer as the feed exchange needs it.
+struct keyed_offer {
+  std::string offer_id;
+  std::string external_id;
+  int64_t version = 0;
+  std::string body; ///< serialized gost.v1.Offer
+};
+
+/// The seller's offers under these external ids (in `ns`), in any order.
+caf::expected<std::vector<keyed_offer>> find_by_external_ids(pg_pool& pool, const std::string& seller_id,
+                                                             const std::string& ns,
+                                                             const std::vector<std::string>& external_ids);
+
+/// The seller's offers in `ns` with an external id the task did not carry.
+caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool, const std::string& task_id,
+                                                            const std::string& seller_id,
+                                                            const std::string& ns);
+
+/// Outcome counts of a batch, added to the task's.
+struct feed_counts {
+  int64_t added = 0;
+  int64_t updated = 0;
+  int64_t unchanged = 0;
+  int64_t rejected = 0;
+  int64_t duplicates = 0;
+};
+
+caf::error add_feed_counts(pg_pool& pool, const std::string& task_id, const feed_counts& n);
+
+/// The task's counts so far and its distinct batches.
+caf::expected<std::pair<feed_counts, int32_t>> feed_progress(pg_pool& pool, const std::string& task_id);
+
+/// Marks the task finished with its summary and forgets its items.
+caf::error finish_feed_task(pg_pool& pool, const std::string& task_id, const std::string& summary);
+
+} // namespace gost::persistence

@@ -1,0 +1,499 @@
+#include "feed_exchange.hpp"
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include "ask_owner.hpp"
+#include "gost/actors/protocol.hpp"
+#include "gost/actors/spawn.hpp"
+#include "gost/actors/stage_runner.hpp"
+#include "gost/persistence/feeds.hpp"
+#include "gost/v1/feed_exchange.pb.h"
+#include "offer_checks.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+using persistence::db_errc;
+using outcome = v1::OfferResult;
+
+/// Sends an offer operation to its owner from a plain thread: the reply (or error) arrives
+/// through the future.
+template <class Reply>
+std::future<caf::expected<Reply>> ask_async(caf::actor_system& sys, std::shared_ptr<router> r,
+                                            std::chrono::milliseconds timeout, std::string id,
+                                            caf::message msg) {
+  auto p = std::make_shared<std::promise<caf::expected<Reply>>>();
+  auto f = p->get_future();
+  auto deadline = clock_type::now() + timeout;
+  sys.spawn([=](caf::event_based_actor* self) {
+    ask_owner<Reply>(
+      self, *r, deadline, id, msg, [p](Reply& x) { p->set_value(std::move(x)); },
+      [p](const caf::error& e) { p->set_value(e); });
+  });
+  return f;
+}
+
+} // namespace
+
+struct feed_exchange::impl {
+  feed_options opts;
+  rd_kafka_t* consumer = nullptr;
+  rd_kafka_t* producer = nullptr;
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+
+  ~impl() {
+    stopping = true;
+    if (thread.joinable())
+      thread.join();
+    if (consumer != nullptr) {
+      rd_kafka_consumer_close(consumer);
+      rd_kafka_destroy(consumer);
+    }
+    if (producer != nullptr) {
+      rd_kafka_flush(producer, 5000);
+      rd_kafka_destroy(producer);
+    }
+  }
+
+  void pause(std::chrono::milliseconds d) {
+    auto until = std::chrono::steady_clock::now() + d;
+    while (!stopping && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+
+  /// Runs a database step until it succeeds; false when the exchange stops first.
+  template <class T, class F>
+  bool retry(const char* what, F f, T& out) {
+    for (auto backoff = std::chrono::milliseconds{100};; backoff = std::min(backoff * 2, std::chrono::milliseconds{5000})) {
+      if (stopping)
+        return false;
+      auto r = f();
+      if (r) {
+        out = std::move(*r);
+        return true;
+      }
+      spdlog::warn("feed exchange: {} failed error={}; retrying", what,
+                   persistence::error_message(r.error()));
+      pause(backoff);
+    }
+  }
+
+  void send(const v1::FeedRequest& req, v1::FeedResponse resp) {
+    resp.set_seller_id(req.seller_id());
+    resp.set_namespace_(req.namespace_());
+    resp.set_task_id(req.task_id());
+    auto bytes = resp.SerializeAsString();
+    for (;;) {
+      auto err = rd_kafka_producev(
+        producer, RD_KAFKA_V_TOPIC(opts.responses_topic.c_str()),
+        RD_KAFKA_V_KEY(req.seller_id().data(), req.seller_id().size()),
+        RD_KAFKA_V_VALUE(bytes.data(), bytes.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_END);
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        return;
+      rd_kafka_poll(producer, 100); // queue full: let deliveries drain
+    }
+  }
+
+  /// Waits until every response produced so far is acknowledged. False when stopping.
+  bool flushed() {
+    while (!stopping) {
+      if (rd_kafka_flush(producer, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return true;
+      spdlog::warn("feed exchange: waiting for the broker to acknowledge responses");
+    }
+    return false;
+  }
+
+  static void note(v1::FeedSummary& s, outcome::Outcome o) {
+    switch (o) {
+      case outcome::ADDED: s.set_added(s.added() + 1); break;
+      case outcome::UPDATED: s.set_updated(s.updated() + 1); break;
+      case outcome::UNCHANGED: s.set_unchanged(s.unchanged() + 1); break;
+      case outcome::DELETED: s.set_deleted(s.deleted() + 1); break;
+      case outcome::MADE_MANUAL: s.set_made_manual(s.made_manual() + 1); break;
+      case outcome::REJECTED: s.set_rejected(s.rejected() + 1); break;
+      case outcome::DUPLICATE: s.set_duplicates(s.duplicates() + 1); break;
+      default: break;
+    }
+  }
+
+  /// Creates or replaces one offer of a batch; `existing` is its stored row, if any.
+  v1::OfferResult apply(v1::Offer content, const persistence::keyed_offer* existing) {
+    v1::OfferResult res;
+    res.set_external_id(content.external_id());
+    std::optional<persistence::keyed_offer> reread;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (existing == nullptr) {
+        content.set_id(make_offer_id());
+        auto f = ask_async<offer_msg>(*opts.sys, opts.routes, opts.request_timeout, content.id(),
+                                      caf::make_message(create_atom::value, offer_msg{content}));
+        auto r = f.get();
+        if (r) {
+          res.set_offer_id(r->value.id());
+          res.set_version(r->value.version());
+          res.set_outcome(outcome::ADDED);
+          return res;
+        }
+        if (r.error() != db_errc::already_exists) {
+          res.set_outcome(outcome::REJECTED);
+          res.set_reason("not stored: " + persistence::error_message(r.error()));
+          return res;
+        }
+      } else {
+        v1::Offer before;
+        before.ParseFromString(existing->body);
+        before.set_version(existing->version);
+        content.set_id(existing->offer_id);
+        if (changed_fields(before, content).empty()) {
+          res.set_offer_id(existing->offer_id);
+          res.set_version(existing->version);
+          res.set_outcome(outcome::UNCHANGED);
+          return res;
+        }
+        auto f = ask_async<offer_msg>(*opts.sys, opts.routes, opts.request_timeout, content.id(),
+                                      caf::make_message(update_atom::value, offer_msg{content},
+                                                        existing->version, std::string{}));
+        auto r = f.get();
+        if (r) {
+          res.set_offer_id(r->value.id());
+          res.set_version(r->value.version());
+          res.set_outcome(outcome::UPDATED);
+          return res;
+        }
+        if (r.error() != db_errc::conflict && r.error() != db_errc::not_found) {
+          res.set_outcome(outcome::REJECTED);
+          res.set_reason("not stored: " + persistence::error_message(r.error()));
+          return res;
+        }
+      }
+      // Someone else changed the offer meanwhile (or created it): read it again and redo.
+      auto again = persistence::find_by_external_ids(*opts.pool, content.seller_id(),
+                                                     content.namespace_(), {content.external_id()});
+      existing = nullptr;
+      if (again && !again->empty()) {
+        reread = again->front();
+        existing = &*reread;
+      }
+    }
+    res.set_outcome(outcome::REJECTED);
+    res.set_reason("the offer kept changing while the feed was applied; send the batch again");
+    return res;
+  }
+
+  bool handle_batch(const v1::FeedRequest& req) {
+    auto& batch = req.batch();
+    auto n = batch.offers_size();
+    std::vector<v1::OfferResult> results(static_cast<size_t>(n));
+    std::vector<v1::Offer> contents(static_cast<size_t>(n));
+    std::vector<std::string> ids;    // external ids of the valid offers, in order
+    std::vector<int> id_index;       // their positions in the batch
+    for (int i = 0; i < n; ++i) {
+      auto& r = results[static_cast<size_t>(i)];
+      r.set_batch_id(batch.batch_id());
+      auto& c = contents[static_cast<size_t>(i)];
+      c = batch.offers(i);
+      c.clear_id();
+      c.clear_version();
+      c.clear_created_at();
+      c.clear_updated_at();
+      c.set_seller_id(req.seller_id());
+      c.set_namespace_(req.namespace_());
+      c.set_source(v1::OFFER_SOURCE_FEED);
+      r.set_external_id(c.external_id());
+      std::string problem = c.external_id().empty() ? "offer.external_id is required in a feed"
+                                                    : check_content(c);
+      if (!problem.empty()) {
+        r.set_outcome(outcome::REJECTED);
+        r.set_reason(problem);
+        continue;
+      }
+      ids.push_back(c.external_id());
+      id_index.push_back(i);
+    }
+    std::vector<persistence::feed_item> items;
+    if (!retry("recording the batch", [&] {
+          return persistence::record_feed_items(*opts.pool, req.task_id(), batch.batch_id(), ids);
+        }, items))
+      return false;
+    std::vector<std::string> wanted;
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (items[k] != persistence::feed_item::duplicate)
+        wanted.push_back(ids[k]);
+    std::vector<persistence::keyed_offer> stored;
+    if (!retry("reading the seller's offers", [&] {
+          return persistence::find_by_external_ids(*opts.pool, req.seller_id(), req.namespace_(), wanted);
+        }, stored))
+      return false;
+    std::map<std::string, const persistence::keyed_offer*> by_ext;
+    for (auto& s : stored)
+      by_ext[s.external_id] = &s;
+    // Apply the offers concurrently (each goes to its own offer actor), bounded.
+    constexpr size_t window = 256;
+    std::vector<std::pair<size_t, std::future<v1::OfferResult>>> running;
+    auto drain = [&](size_t keep) {
+      while (running.size() > keep) {
+        auto& [pos, f] = running.front();
+        auto r = f.get();
+        r.set_batch_id(batch.batch_id());
+        results[pos] = std::move(r);
+        running.erase(running.begin());
+      }
+    };
+    persistence::feed_counts counts;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      auto pos = static_cast<size_t>(id_index[k]);
+      if (items[k] == persistence::feed_item::duplicate) {
+        results[pos].set_outcome(outcome::DUPLICATE);
+        results[pos].set_reason("external_id " + ids[k] + " came earlier in this load");
+        ++counts.duplicates;
+        continue;
+      }
+      auto i = by_ext.find(ids[k]);
+      auto* existing = i == by_ext.end() ? nullptr : i->second;
+      running.emplace_back(pos, std::async(std::launch::async, [this, c = contents[pos], existing] {
+                             return apply(c, existing);
+                           }));
+      drain(window);
+    }
+    drain(0);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (items[k] != persistence::feed_item::fresh)
+        continue; // a re-delivered item was counted the first time
+      switch (results[static_cast<size_t>(id_index[k])].outcome()) {
+        case outcome::ADDED: ++counts.added; break;
+        case outcome::UPDATED: ++counts.updated; break;
+        case outcome::UNCHANGED: ++counts.unchanged; break;
+        case outcome::REJECTED: ++counts.rejected; break;
+        default: break;
+      }
+    }
+    for (auto& r : results)
+      if (r.outcome() == outcome::REJECTED && r.external_id().empty())
+        ++counts.rejected;
+    for (auto& r : results) {
+      v1::FeedResponse resp;
+      *resp.mutable_result() = r;
+      send(req, std::move(resp));
+    }
+    bool ok = false;
+    if (!retry("counting outcomes", [&]() -> caf::expected<bool> {
+          if (auto err = persistence::add_feed_counts(*opts.pool, req.task_id(), counts))
+            return err;
+          return true;
+        }, ok))
+      return false;
+    spdlog::info("feed batch applied seller={} task={} batch={} offers={}", req.seller_id(),
+                 req.task_id(), batch.batch_id(), n);
+    return flushed();
+  }
+
+  bool handle_end(const v1::FeedRequest& req, const persistence::feed_task& task) {
+    if (task.finished) { // a re-delivered end: repeat the summary only
+      v1::FeedResponse resp;
+      resp.mutable_end()->ParseFromString(task.summary);
+      send(req, std::move(resp));
+      return flushed();
+    }
+    std::vector<persistence::keyed_offer> missing;
+    if (!retry("finding offers missing from the load", [&] {
+          return persistence::offers_missing_from(*opts.pool, req.task_id(), req.seller_id(),
+                                                  req.namespace_());
+        }, missing))
+      return false;
+    bool make_manual = req.end().missing() == v1::FeedEnd::MAKE_MANUAL;
+    v1::FeedSummary summary;
+    for (auto& m : missing) {
+      v1::Offer o;
+      o.ParseFromString(m.body);
+      if (o.source() != v1::OFFER_SOURCE_FEED)
+        continue; // manual offers are the seller's own, not the feed's
+      v1::OfferResult r;
+      r.set_external_id(m.external_id);
+      r.set_offer_id(m.offer_id);
+      if (make_manual) {
+        o.set_id(m.offer_id);
+        o.set_source(v1::OFFER_SOURCE_MANUAL);
+        auto res = ask_async<offer_msg>(*opts.sys, opts.routes, opts.request_timeout, m.offer_id,
+                                        caf::make_message(update_atom::value, offer_msg{o},
+                                                          any_version, std::string{"source"}))
+                     .get();
+        if (res) {
+          r.set_outcome(outcome::MADE_MANUAL);
+          r.set_version(res->value.version());
+        }
+      } else {
+        auto res = ask_async<int64_t>(*opts.sys, opts.routes, opts.request_timeout, m.offer_id,
+                                      caf::make_message(delete_atom::value, m.offer_id, any_version))
+                     .get();
+        if (res) {
+          r.set_outcome(outcome::DELETED);
+          r.set_version(*res);
+        } else if (res.error() == db_errc::not_found) {
+          continue; // gone already (a re-delivered end after a crash)
+        }
+        if (!res) {
+          spdlog::warn("feed exchange: deleting offer={} failed error={}; the end message is "
+                       "handled again", m.offer_id, persistence::error_message(res.error()));
+          return false;
+        }
+      }
+      if (r.outcome() == outcome::OUTCOME_UNSPECIFIED)
+        return false; // not applied: handle the end again
+      note(summary, r.outcome());
+      v1::FeedResponse resp;
+      *resp.mutable_result() = r;
+      send(req, std::move(resp));
+    }
+    // Every result of the load is acknowledged before the terminal message goes out.
+    if (!flushed())
+      return false;
+    std::pair<persistence::feed_counts, int32_t> progress;
+    if (!retry("reading the task's counts", [&] { return persistence::feed_progress(*opts.pool, req.task_id()); },
+               progress))
+      return false;
+    auto& [c, batches] = progress;
+    summary.set_added(c.added);
+    summary.set_updated(c.updated);
+    summary.set_unchanged(c.unchanged);
+    summary.set_rejected(c.rejected);
+    summary.set_duplicates(c.duplicates);
+    summary.set_batches(batches);
+    if (req.end().batches() != 0 && req.end().batches() != batches)
+      spdlog::warn("feed task={} seller={} ended after {} batches, the end message says {}",
+                   req.task_id(), req.seller_id(), batches, req.end().batches());
+    bool ok = false;
+    if (!retry("finishing the task", [&]() -> caf::expected<bool> {
+          if (auto err = persistence::finish_feed_task(*opts.pool, req.task_id(), summary.SerializeAsString()))
+            return err;
+          return true;
+        }, ok))
+      return false;
+    v1::FeedResponse resp;
+    *resp.mutable_end() = summary;
+    send(req, std::move(resp));
+    spdlog::info("feed task finished seller={} task={} added={} updated={} unchanged={} deleted={}"
+                 " made_manual={} rejected={} duplicates={}", req.seller_id(), req.task_id(),
+                 summary.added(), summary.updated(), summary.unchanged(), summary.deleted(),
+                 summary.made_manual(), summary.rejected(), summary.duplicates());
+    return flushed();
+  }
+
+  /// Handles one request. False: not handled (do not store its offset).
+  bool handle(const v1::FeedRequest& req) {
+    if (req.seller_id().empty() || req.task_id().empty()) {
+      spdlog::error("feed request without seller_id or task_id skipped");
+      return true;
+    }
+    persistence::feed_task task;
+    if (!retry("registering the task", [&] {
+          return persistence::begin_feed_task(*opts.pool, req.task_id(), req.seller_id(), req.namespace_());
+        }, task))
+      return false;
+    switch (req.body_case()) {
+      case v1::FeedRequest::kBatch:
+        if (task.finished) {
+          spdlog::warn("feed batch for finished task={} batch={} ignored", req.task_id(),
+                       req.batch().batch_id());
+          return true;
+        }
+        return handle_batch(req);
+      case v1::FeedRequest::kEnd: return handle_end(req, task);
+      default:
+        spdlog::error("feed request of task={} has neither batch nor end; skipped", req.task_id());
+        return true;
+    }
+  }
+
+  void loop() {
+    while (!stopping) {
+      auto* m = rd_kafka_consumer_poll(consumer, 200);
+      if (m == nullptr)
+        continue;
+      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+          spdlog::warn("feed exchange consumer error={}", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        continue;
+      }
+      v1::FeedRequest req;
+      bool handled = true;
+      if (!req.ParseFromArray(m->payload, static_cast<int>(m->len)))
+        spdlog::error("feed exchange: a message of {} [{}] at offset {} is not a gost.v1.FeedRequest;"
+                      " skipped", opts.requests_topic, m->partition, m->offset);
+      else
+        handled = handle(req);
+      if (handled) {
+        rd_kafka_offset_store(m->rkt, m->partition, m->offset);
+      } else if (!stopping) {
+        // Not handled: read it again from here (seek back) after a pause.
+        rd_kafka_seek(m->rkt, m->partition, m->offset, 5000);
+        pause(std::chrono::milliseconds{500});
+      }
+      rd_kafka_message_destroy(m);
+    }
+  }
+};
+
+feed_exchange::feed_exchange(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+feed_exchange::~feed_exchange() = default;
+
+std::unique_ptr<feed_exchange> feed_exchange::start(feed_options opts, std::string& error) {
+  char err[512];
+  auto make = [&](rd_kafka_type_t type,
+                  std::initializer_list<std::pair<const char*, std::string>> settings) -> rd_kafka_t* {
+    auto* conf = rd_kafka_conf_new();
+    for (auto& [k, v] : settings)
+      if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+        error = std::string{"feed exchange kafka setting "} + k + ": " + err;
+        rd_kafka_conf_destroy(conf);
+        return nullptr;
+      }
+    auto* rk = rd_kafka_new(type, conf, err, sizeof(err));
+    if (rk == nullptr)
+      error = std::string{"cannot create the feed exchange's Kafka client: "} + err;
+    return rk;
+  };
+  auto p = std::make_unique<impl>();
+  p->opts = std::move(opts);
+  p->producer = make(RD_KAFKA_PRODUCER, {{"bootstrap.servers", p->opts.brokers},
+                                         {"enable.idempotence", "true"},
+                                         {"linger.ms", "5"}});
+  if (p->producer == nullptr)
+    return nullptr;
+  p->consumer = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", p->opts.brokers},
+                                         {"group.id", p->opts.group},
+                                         {"auto.offset.reset", "earliest"},
+                                         {"enable.auto.commit", "true"},
+                                         {"enable.auto.offset.store", "false"},
+                                         {"auto.commit.interval.ms", "1000"}});
+  if (p->consumer == nullptr)
+    return nullptr;
+  rd_kafka_poll_set_consumer(p->consumer);
+  auto* topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, p->opts.requests_topic.c_str(), RD_KAFKA_PARTITION_UA);
+  auto sub = rd_kafka_subscribe(p->consumer, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (sub != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    error = "cannot subscribe to " + p->opts.requests_topic + ": " + rd_kafka_err2str(sub);
+    return nullptr;
+  }
+  auto* raw = p.get();
+  p->thread = std::thread{[raw] { raw->loop(); }};
+  spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.requests_topic,
+               raw->opts.responses_topic, raw->opts.group);
+  return std::unique_ptr<feed_exchange>(new feed_exchange(std::move(p)));
+}
+
+} // namespace gost::runtime
