@@ -194,3 +194,35 @@ TEST_CASE("with the broker unreachable the events wait in PostgreSQL and go out 
   auto seen = consume(topic, 20 * 3);
   check_complete(last, seen);
 }
+
+TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing is lost") {
+  // The broker of this tier was started by scripts/kafka.sh, which keeps its pid here.
+  auto dir = std::getenv("GOST_KAFKA_DIR");
+  REQUIRE_MESSAGE(dir != nullptr, "GOST_KAFKA_DIR (set by scripts/test.sh) names the broker's folder");
+  std::ifstream pid_file{std::string{dir} + "/broker.pid"};
+  pid_t broker = 0;
+  REQUIRE_MESSAGE(static_cast<bool>(pid_file >> broker), "no broker.pid in GOST_KAFKA_DIR");
+  testing::temp_db db;
+  auto topic = fresh_topic();
+  std::map<std::string, int64_t> last;
+  {
+    gostd node{db, brokers(), topic};
+    last = node.load(10, 2);
+    REQUIRE(kill(broker, SIGSTOP) == 0);
+    struct resume {
+      pid_t pid;
+      ~resume() { kill(pid, SIGCONT); } // whatever happens, the broker runs again
+    } guard{broker};
+    auto more = node.load(10, 2); // acknowledged: committed in PostgreSQL, Kafka or not
+    last.insert(more.begin(), more.end());
+    std::this_thread::sleep_for(4s); // past kafka.message_timeout: deliveries failed
+    CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches") != "0");
+    kill(broker, SIGCONT);
+    REQUIRE_MESSAGE(testing::eventually(90s, [&] {
+                      return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
+                    }),
+                    node.proc->output());
+  }
+  auto seen = consume(topic, 20 * 3);
+  check_complete(last, seen);
+}
