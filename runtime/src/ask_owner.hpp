@@ -7,6 +7,8 @@
 #include <string>
 
 #include <caf/event_based_actor.hpp>
+#include <grpcpp/support/callback_common.h>
+#include <grpcpp/impl/codegen/server_context.h>
 
 #include "cluster.hpp"
 #include "gost/persistence/errors.hpp"
@@ -26,6 +28,15 @@ inline bool reroutable(const caf::error& err) {
 }
 
 using clock_type = std::chrono::steady_clock;
+
+/// How long a call may take: the server's limit (`api.request_timeout`), or less when the
+/// client's deadline comes earlier (gRPC deadlines are wall-clock times).
+inline std::chrono::milliseconds call_budget(const grpc::CallbackServerContext* ctx,
+                                             std::chrono::milliseconds limit) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+    ctx->deadline() - std::chrono::system_clock::now());
+  return std::max(std::chrono::milliseconds{1}, std::min(limit, left));
+}
 
 /// The least time a request forwarded to another node gets before it is routed again.
 constexpr auto remote_attempt = std::chrono::milliseconds{2000};

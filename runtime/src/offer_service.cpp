@@ -91,7 +91,7 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
   }
   offer_msg msg{o};
   msg.value.set_id(make_offer_id());
-  auto deadline = clock_type::now() + timeout_;
+  auto deadline = clock_type::now() + call_budget(ctx, timeout_);
   auto& r = router_;
   sys_.spawn([=, &r](caf::event_based_actor* self) {
     ask_owner<offer_msg>(
@@ -114,8 +114,9 @@ grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* c
     done(invalid(problem));
     return reactor;
   }
-  caf::timespan timeout{timeout_};
-  auto deadline = clock_type::now() + timeout_;
+  auto budget = call_budget(ctx, timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
@@ -173,8 +174,9 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
   offer_msg msg{req->offer()};
-  caf::timespan timeout{timeout_};
-  auto deadline = clock_type::now() + timeout_;
+  auto budget = call_budget(ctx, timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
   auto& r = router_;
   sys_.spawn([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
@@ -213,8 +215,9 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
     return reactor;
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
-  caf::timespan timeout{timeout_};
-  auto deadline = clock_type::now() + timeout_;
+  auto budget = call_budget(ctx, timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
   auto& r = router_;
   auto ref = req->ref();
   sys_.spawn([=, &r](caf::event_based_actor* self) {
@@ -248,7 +251,7 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
     return reactor;
   }
   auto limit = static_cast<uint32_t>(req->page_size() == 0 ? 100 : req->page_size());
-  caf::timespan timeout{timeout_};
+  caf::timespan timeout{call_budget(ctx, timeout_)};
   auto store = router_.any_store();
   auto seller = req->seller_id();
   auto has_ns = req->has_namespace_();

@@ -37,7 +37,7 @@ grpc::ServerUnaryReactor* state_service::Read(grpc::CallbackServerContext* ctx,
     done(invalid(problem));
     return reactor;
   }
-  auto deadline = clock_type::now() + timeout_;
+  auto deadline = clock_type::now() + call_budget(ctx, timeout_);
   auto& r = router_;
   auto id = req->offer_id();
   auto msg = caf::make_message(get_atom::value, state_atom::value, id, req->stage_id());
@@ -74,7 +74,7 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
     done(invalid(problem));
     return reactor;
   }
-  auto deadline = clock_type::now() + timeout_;
+  auto deadline = clock_type::now() + call_budget(ctx, timeout_);
   auto& r = router_;
   auto id = req->offer_id();
   auto msg = caf::make_message(update_atom::value, state_atom::value, id, req->stage_id(),
