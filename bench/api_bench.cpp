@@ -2,7 +2,7 @@
 // arriving after the commit. Creates the offers first, then keeps `--concurrency` updates in
 // flight over `--channels` connections for `--seconds`, and prints one JSON line:
 // acknowledged updates per second (and errors, and latency percentiles).
-//   gost_api_bench --addr HOST:PORT [--offers 20000] [--concurrency 512] [--channels 8]
+//   gost_api_bench --addr HOST:PORT[,HOST:PORT...] [--offers 20000] [--concurrency 512] [--channels 8]
 //                  [--seconds 20]
 #include <algorithm>
 #include <atomic>
@@ -100,11 +100,20 @@ int main(int argc, char** argv) {
   }
   shared_state s;
   auto channels = std::stoi(opt["channels"]);
+  // --addr may name several nodes (a,b,c): the channels go round-robin over them.
+  std::vector<std::string> addrs;
+  for (size_t pos = 0; pos <= opt["addr"].size();) {
+    auto end = opt["addr"].find(',', pos);
+    if (end == std::string::npos)
+      end = opt["addr"].size();
+    addrs.push_back(opt["addr"].substr(pos, end - pos));
+    pos = end + 1;
+  }
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.channel_id", i); // distinct connections, not one shared subchannel
-    s.stubs.push_back(v1::OfferService::NewStub(
-      grpc::CreateCustomChannel(opt["addr"], grpc::InsecureChannelCredentials(), args)));
+    s.stubs.push_back(v1::OfferService::NewStub(grpc::CreateCustomChannel(
+      addrs[static_cast<size_t>(i) % addrs.size()], grpc::InsecureChannelCredentials(), args)));
   }
 
   // The offers, created with a bounded number of creates in flight.

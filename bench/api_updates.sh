@@ -2,34 +2,48 @@
 # api_updates: one gostd on a fresh database (gost_api), loaded by gost_api_bench: many
 # concurrent clients sending UpdateOffer (a field-masked title change), each acknowledged after
 # its commit. Prints the client's JSON line.
-#   bench/api_updates.sh GOSTD API_BENCH PG_PORT
+#   bench/api_updates.sh GOSTD API_BENCH PG_PORT [NODES]
+# NODES (1): that many gostd processes share the database as a cluster (distinct node ids);
+# the client spreads its connections over all of them.
 # Options through the environment: BENCH_API_OFFERS (20000), BENCH_API_CLIENTS (1024),
 # BENCH_API_SECONDS (20), BENCH_API_NODE_ARGS (extra gostd flags; default --shard.count=8:
 # fewer, larger group commits on 2 cores).
 set -euo pipefail
 
-gostd=$1 client=$2 port=$3
+gostd=$1 client=$2 port=$3 nodes=${4:-1}
 db=gost_api
 admin="host=127.0.0.1 port=$port user=gost dbname=postgres"
 dsn="host=127.0.0.1 port=$port user=gost dbname=$db"
 work=$(mktemp -d)
-node=
+pids=()
 cleanup() {
-  [[ -n $node ]] && kill -9 "$node" 2>/dev/null || true
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 psql "$admin" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-"$gostd" --pg.dsn="$dsn" --grpc.listen=127.0.0.1:0 --grpc.port_file="$work/ports" \
-  --caf.listen=127.0.0.1:0 --http.listen=127.0.0.1:0 --outbox.relay=false \
-  --pg.pool_size=4 --log.level=warn ${BENCH_API_NODE_ARGS:---shard.count=8} >"$work/gostd.log" 2>&1 &
-node=$!
-for _ in $(seq 300); do [[ -s $work/ports ]] && break; sleep 0.1; done
-[[ -s $work/ports ]] || { cat "$work/gostd.log" >&2; echo "api_updates: gostd did not start" >&2; exit 1; }
-grpc_port=$(head -1 "$work/ports")
-"$client" --addr "127.0.0.1:$grpc_port" --offers "${BENCH_API_OFFERS:-20000}" \
-  --concurrency "${BENCH_API_CLIENTS:-1024}" --seconds "${BENCH_API_SECONDS:-20}"
-kill -TERM "$node"
-wait "$node" || true
-node=
+addrs=
+for ((i = 0; i < nodes; ++i)); do
+  "$gostd" --pg.dsn="$dsn" --node.id="api$i" --grpc.listen=127.0.0.1:0 \
+    --grpc.port_file="$work/ports$i" --caf.listen=127.0.0.1:0 --http.listen=127.0.0.1:0 \
+    --outbox.relay=false --pg.pool_size=4 --log.level=warn ${BENCH_API_NODE_ARGS:---shard.count=8} \
+    >"$work/gostd$i.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 300); do [[ -s $work/ports$i ]] && break; sleep 0.1; done
+  [[ -s $work/ports$i ]] || { cat "$work/gostd$i.log" >&2; echo "api_updates: gostd did not start" >&2; exit 1; }
+  addrs+="${addrs:+,}127.0.0.1:$(head -1 "$work/ports$i")"
+done
+if ((nodes > 1)); then # until the shards are spread over every node
+  for _ in $(seq 300); do
+    [[ $(psql "$dsn" -qAtc "SELECT count(*) || ':' || (max(n) - min(n) <= 1) FROM (SELECT count(*) n
+         FROM shard_leases WHERE owner IS NOT NULL GROUP BY owner) o") == "$nodes:true" ]] && break
+    sleep 0.1
+  done
+fi
+"$client" --addr "$addrs" --offers "${BENCH_API_OFFERS:-20000}" \
+  --concurrency "${BENCH_API_CLIENTS:-1024}" --seconds "${BENCH_API_SECONDS:-20}" \
+  | sed -E "s/\}\$/, \"nodes\": $nodes}/"
+for p in "${pids[@]}"; do kill -TERM "$p"; done
+for p in "${pids[@]}"; do wait "$p" || true; done
+pids=()

@@ -2,7 +2,8 @@
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
 # port 54349) and prints one JSON line per benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
-#                              resident timers failover api_updates outbox_kafka (default: all)
+#                              resident timers failover api_updates api_cluster outbox_kafka
+#                              (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
 set -euo pipefail
@@ -10,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover api_updates outbox_kafka)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -72,6 +73,21 @@ for name in "${names[@]}"; do
         "$GOST_PG_PORT" 2>"$logs/api_updates.log" \
         || { tail -n 20 "$logs/api_updates.log" >&2; echo "bench/run.sh: api_updates failed" >&2; exit 1; }
       ;;
+    api_cluster)
+      # The same load on three nodes against one node, 12 shards each time, on this machine.
+      step "building gostd and the client" "$logs/build-api.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_api_bench
+      one=$(BENCH_API_NODE_ARGS=--shard.count=12 bench/api_updates.sh build/release/runtime/gostd \
+              build/release/bench/gost_api_bench "$GOST_PG_PORT" 1 2>"$logs/api_cluster-1.log") \
+        || { tail -n 20 "$logs/api_cluster-1.log" >&2; echo "bench/run.sh: api_cluster failed" >&2; exit 1; }
+      three=$(BENCH_API_NODE_ARGS=--shard.count=12 bench/api_updates.sh build/release/runtime/gostd \
+              build/release/bench/gost_api_bench "$GOST_PG_PORT" 3 2>"$logs/api_cluster-3.log") \
+        || { tail -n 20 "$logs/api_cluster-3.log" >&2; echo "bench/run.sh: api_cluster failed" >&2; exit 1; }
+      v1=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$one")
+      v3=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$three")
+      printf '{"bench": "api_cluster", "value": %s, "unit": "updates/s acknowledged, 3 nodes", "peer": "1 node", "peer_value": %s, "ratio": %.2f}\n' \
+        "$v3" "$v1" "$(awk -v a="$v3" -v b="$v1" 'BEGIN { print a / b }')"
+      ;;
     outbox_kafka)
       step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd gost_bench
       bench/outbox_kafka.sh build/release/runtime/gostd build/release/bench/gost_bench \
@@ -83,6 +99,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates outbox_kafka)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka)" >&2; exit 2 ;;
   esac
 done
