@@ -1,6 +1,7 @@
 #include "feed_exchange.hpp"
 
 #include <atomic>
+#include <deque>
 #include <future>
 #include <map>
 #include <optional>
@@ -128,7 +129,8 @@ struct feed_exchange::impl {
     }
   }
 
-  /// Creates or replaces one offer of a batch; `existing` is its stored row, if any.
+  /// Creates or replaces one offer of a batch, one step at a time (the redo path after a
+  /// race); `existing` is its stored row, if any.
   v1::OfferResult apply(v1::Offer content, const persistence::keyed_offer* existing) {
     v1::OfferResult res;
     res.set_external_id(content.external_id());
@@ -238,35 +240,81 @@ struct feed_exchange::impl {
     std::map<std::string, const persistence::keyed_offer*> by_ext;
     for (auto& s : stored)
       by_ext[s.external_id] = &s;
-    // Apply the offers concurrently (each goes to its own offer actor), bounded.
+    // Apply the offers concurrently (each goes to its own offer actor), at most `window` at
+    // once; those that lost a race (changed or created meanwhile) are redone one by one.
     constexpr size_t window = 256;
-    std::vector<std::pair<size_t, std::future<v1::OfferResult>>> running;
-    auto drain = [&](size_t keep) {
+    struct pending {
+      size_t pos;
+      bool create;
+      std::future<caf::expected<offer_msg>> reply;
+    };
+    std::deque<pending> running;
+    std::vector<size_t> redo;
+    auto settle = [&](size_t keep) {
       while (running.size() > keep) {
-        auto& [pos, f] = running.front();
-        auto r = f.get();
-        r.set_batch_id(batch.batch_id());
-        results[pos] = std::move(r);
-        running.erase(running.begin());
+        auto p = std::move(running.front());
+        running.pop_front();
+        auto r = p.reply.get();
+        auto& res = results[p.pos];
+        if (r) {
+          res.set_offer_id(r->value.id());
+          res.set_version(r->value.version());
+          res.set_outcome(p.create ? outcome::ADDED : outcome::UPDATED);
+        } else if (r.error() == db_errc::already_exists || r.error() == db_errc::conflict
+                   || r.error() == db_errc::not_found) {
+          redo.push_back(p.pos);
+        } else {
+          res.set_outcome(outcome::REJECTED);
+          res.set_reason("not stored: " + persistence::error_message(r.error()));
+        }
       }
     };
     persistence::feed_counts counts;
     for (size_t k = 0; k < ids.size(); ++k) {
       auto pos = static_cast<size_t>(id_index[k]);
+      auto& res = results[pos];
       if (items[k] == persistence::feed_item::duplicate) {
-        results[pos].set_outcome(outcome::DUPLICATE);
-        results[pos].set_reason("external_id " + ids[k] + " came earlier in this load");
+        res.set_outcome(outcome::DUPLICATE);
+        res.set_reason("external_id " + ids[k] + " came earlier in this load");
         ++counts.duplicates;
         continue;
       }
+      auto& c = contents[pos];
       auto i = by_ext.find(ids[k]);
-      auto* existing = i == by_ext.end() ? nullptr : i->second;
-      running.emplace_back(pos, std::async(std::launch::async, [this, c = contents[pos], existing] {
-                             return apply(c, existing);
-                           }));
-      drain(window);
+      if (i == by_ext.end()) {
+        c.set_id(make_offer_id());
+        running.push_back({pos, true,
+                           ask_async<offer_msg>(*opts.sys, opts.routes, opts.request_timeout, c.id(),
+                                                caf::make_message(create_atom::value, offer_msg{c}))});
+      } else {
+        auto& stored_offer = *i->second;
+        v1::Offer before;
+        before.ParseFromString(stored_offer.body);
+        before.set_version(stored_offer.version);
+        c.set_id(stored_offer.offer_id);
+        if (changed_fields(before, c).empty()) {
+          res.set_offer_id(stored_offer.offer_id);
+          res.set_version(stored_offer.version);
+          res.set_outcome(outcome::UNCHANGED);
+          continue;
+        }
+        running.push_back({pos, false,
+                           ask_async<offer_msg>(*opts.sys, opts.routes, opts.request_timeout, c.id(),
+                                                caf::make_message(update_atom::value, offer_msg{c},
+                                                                  stored_offer.version, std::string{}))});
+      }
+      settle(window);
     }
-    drain(0);
+    settle(0);
+    for (auto pos : redo) {
+      auto& c = contents[pos];
+      auto again = persistence::find_by_external_ids(*opts.pool, c.seller_id(), c.namespace_(),
+                                                     {c.external_id()});
+      const persistence::keyed_offer* existing = again && !again->empty() ? &again->front() : nullptr;
+      auto r = apply(c, existing);
+      r.set_batch_id(batch.batch_id());
+      results[pos] = std::move(r);
+    }
     for (size_t k = 0; k < ids.size(); ++k) {
       if (items[k] != persistence::feed_item::fresh)
         continue; // a re-delivered item was counted the first time

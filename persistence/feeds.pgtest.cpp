@@ -1,0 +1,88 @@
+// The feed exchange's bookkeeping on a real PostgreSQL: duplicates within a load, re-delivered
+// batches, the offers a load did not carry, running counts and finishing.
+#include <doctest/doctest.h>
+
+#include "gost/persistence/feeds.hpp"
+#include "gost/persistence/offer_store.hpp"
+#include "gost/v1/offer.pb.h"
+#include "pg_fixture.hpp"
+
+using namespace gost::persistence;
+
+namespace {
+
+gost::v1::Offer offer(const std::string& id, const std::string& ns, const std::string& ext) {
+  gost::v1::Offer o;
+  o.set_id(id);
+  o.set_seller_id("seller");
+  o.set_namespace_(ns);
+  o.set_external_id(ext);
+  o.set_version(1);
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("a load's external ids: fresh, re-delivered, duplicate") {
+  migrated_db m;
+  auto task = begin_feed_task(m.pool, "t1", "seller", "shop");
+  REQUIRE(task);
+  CHECK_FALSE(task->finished);
+  auto first = record_feed_items(m.pool, "t1", "b1", {"a", "b", "a"});
+  REQUIRE(first);
+  CHECK(*first == std::vector<feed_item>{feed_item::fresh, feed_item::fresh, feed_item::duplicate});
+  // The same batch again (re-delivered): known from it, not duplicates.
+  auto again = record_feed_items(m.pool, "t1", "b1", {"a", "b"});
+  REQUIRE(again);
+  CHECK(*again == std::vector<feed_item>{feed_item::again, feed_item::again});
+  // Another batch carrying "b" again: a duplicate; "c" is new.
+  auto second = record_feed_items(m.pool, "t1", "b2", {"b", "c"});
+  REQUIRE(second);
+  CHECK(*second == std::vector<feed_item>{feed_item::duplicate, feed_item::fresh});
+  // Another task knows nothing of these.
+  REQUIRE(begin_feed_task(m.pool, "t2", "seller", "shop"));
+  auto other = record_feed_items(m.pool, "t2", "x", {"a"});
+  REQUIRE(other);
+  CHECK(other->front() == feed_item::fresh);
+
+  REQUIRE_FALSE(add_feed_counts(m.pool, "t1", feed_counts{2, 1, 0, 1, 3}));
+  REQUIRE_FALSE(add_feed_counts(m.pool, "t1", feed_counts{1, 0, 4, 0, 0}));
+  auto progress = feed_progress(m.pool, "t1");
+  REQUIRE(progress);
+  CHECK(progress->first.added == 3);
+  CHECK(progress->first.unchanged == 4);
+  CHECK(progress->first.duplicates == 3);
+  CHECK(progress->second == 2); // batches b1 and b2
+
+  REQUIRE_FALSE(finish_feed_task(m.pool, "t1", "summary-bytes"));
+  auto done = begin_feed_task(m.pool, "t1", "seller", "shop");
+  REQUIRE(done);
+  CHECK(done->finished);
+  CHECK(done->summary == "summary-bytes");
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_items WHERE task_id = 't1'") == "0");
+}
+
+TEST_CASE("the seller's offers a load did not carry, and lookups by external id") {
+  migrated_db m;
+  offer_store store{m.pool};
+  REQUIRE_FALSE(store.insert(offer("o1", "shop", "a"), 0));
+  REQUIRE_FALSE(store.insert(offer("o2", "shop", "b"), 0));
+  REQUIRE_FALSE(store.insert(offer("o3", "shop", "c"), 0));
+  REQUIRE_FALSE(store.insert(offer("o4", "other", "d"), 0)); // another namespace
+  REQUIRE_FALSE(store.insert(offer("o5", "shop", ""), 0));    // no external id
+  REQUIRE(begin_feed_task(m.pool, "t", "seller", "shop"));
+  REQUIRE(record_feed_items(m.pool, "t", "b1", {"a", "c", "zzz"}));
+  auto missing = offers_missing_from(m.pool, "t", "seller", "shop");
+  REQUIRE(missing);
+  REQUIRE(missing->size() == 1);
+  CHECK(missing->front().offer_id == "o2");
+  CHECK(missing->front().external_id == "b");
+  gost::v1::Offer body;
+  REQUIRE(body.ParseFromString(missing->front().body));
+  CHECK(body.id() == "o2");
+  auto found = find_by_external_ids(m.pool, "seller", "shop", {"a", "d", "nope"});
+  REQUIRE(found);
+  REQUIRE(found->size() == 1);
+  CHECK(found->front().offer_id == "o1");
+  CHECK(found->front().version == 1);
+}
