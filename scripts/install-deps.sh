@@ -11,7 +11,7 @@ pkgs=(
   librdkafka-dev libspdlog-dev libfmt-dev doctest-dev
   libvips-dev libcurl4-openssl-dev libxml2-dev
   postgresql postgresql-contrib
-  curl procps iproute2
+  curl procps iproute2 openssl
 )
 if [[ "${1:-}" == "--kafka" ]]; then
   pkgs+=(default-jre-headless maven)

@@ -163,9 +163,18 @@ schema make_node_schema() {
             "When set, the node writes the bound gRPC port and then the admin HTTP port, one per "
             "line, to this file once it serves (for tests and scripts that use port 0)."));
   s.add(str("caf.listen", "127.0.0.1:0",
-            "host:port of CAF's middleman for node-to-node messages (requests for shards "
-            "owned by another node are forwarded there). Port 0 picks a free port; the chosen "
-            "one is registered in the `nodes` table."));
+            "host:port of the node-to-node link (gost.v1.NodeService over gRPC): requests for "
+            "shards owned by another node are forwarded there. Port 0 picks a free port; the "
+            "chosen one is registered in the `nodes` table."));
+  s.add(str("cluster.tls_cert", "",
+            "PEM certificate (chain) of this node for mutual TLS on node-to-node links. Set "
+            "together with `cluster.tls_key` and `cluster.tls_ca`; all empty: plaintext links "
+            "(loopback or a private network only). Certificates must name `gost-node` as a "
+            "subject alternative name (docs/cluster.md)."));
+  s.add(str("cluster.tls_key", "", "PEM private key of `cluster.tls_cert`."));
+  s.add(str("cluster.tls_ca", "",
+            "PEM certificate of the CA that signs every node's certificate; a peer without a "
+            "certificate it signed is refused."));
   s.add(str("cluster.advertise_host", "",
             "The host other nodes use to reach this node's `caf.listen`. Empty: the host of "
             "`caf.listen` (127.0.0.1 when that is 0.0.0.0)."));
@@ -428,6 +437,17 @@ load_result load_node_config(int argc, char** argv, char** envp) {
     c.scheduler_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.scheduler_policy = st.str("scheduler.policy");
   c.cluster_advertise_host = st.str("cluster.advertise_host");
+  c.cluster_tls_cert = st.str("cluster.tls_cert");
+  c.cluster_tls_key = st.str("cluster.tls_key");
+  c.cluster_tls_ca = st.str("cluster.tls_ca");
+  {
+    int set = !c.cluster_tls_cert.empty() + !c.cluster_tls_key.empty() + !c.cluster_tls_ca.empty();
+    if (set != 0 && set != 3) {
+      res.error = "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together "
+                  "(or none of them for plaintext links)";
+      return res;
+    }
+  }
   c.cluster_heartbeat = st.ms("cluster.heartbeat");
   c.cluster_lease_timeout = st.ms("cluster.lease_timeout");
   c.cluster_max_moves = static_cast<int>(st.num("cluster.max_moves"));

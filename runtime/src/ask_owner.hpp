@@ -38,8 +38,6 @@ inline std::chrono::milliseconds call_budget(const grpc::CallbackServerContext* 
   return std::max(std::chrono::milliseconds{1}, std::min(limit, left));
 }
 
-/// The least time a request forwarded to another node gets before it is routed again.
-constexpr auto remote_attempt = std::chrono::milliseconds{2000};
 
 /// Sends `msg` (an offer operation) to the owner of `id`'s shard, on this node or another,
 /// and hands the reply to `ok`. While the shard moves (no owner known, or the old owner says
@@ -57,7 +55,8 @@ void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point d
       ask_owner<Reply>(self, r, deadline, id, msg, ok, fail);
     });
   };
-  auto target = r.route_for(id);
+  bool remote = false;
+  auto target = r.route_for(id, &remote);
   if (!target) {
     again(persistence::make_db_error(persistence::db_errc::moved,
                                      "no node owns the shard of offer " + id + " right now"));
@@ -67,7 +66,6 @@ void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point d
   // Another node's gateway may die with the request unanswered (CAF does not fail requests
   // to a lost node): give a remote attempt a slice of the time and route again after it. A
   // request the dead node did carry out may so run twice (at least once, like any retry).
-  bool remote = target.node() != self->node();
   auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
   self->request(target, std::max(attempt, caf::timespan{1'000'000}), msg)
     .then([=](Reply& reply) { ok(reply); },

@@ -6,7 +6,6 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/io/middleman.hpp>
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -131,6 +130,8 @@ struct manager_state {
     // The node is stopping: the shards still here stop with their manager.
     for (auto& [shard, h] : held)
       caf::anon_send_exit(h.handle, caf::exit_reason::user_shutdown);
+    for (auto& [node, g] : gateways)
+      caf::anon_send_exit(g.handle, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -195,15 +196,14 @@ caf::actor gateway_of(self_ptr self, const persistence::node_row& n) {
   auto& g = st.gateways[n.node_id];
   if (g.handle && g.host == n.caf_host && g.port == n.caf_port)
     return g.handle;
-  // Blocking connect: fine here, this actor is detached.
-  auto h = self->system().middleman().remote_actor(n.caf_host, static_cast<uint16_t>(n.caf_port));
-  if (!h) {
-    spdlog::warn("cannot reach node={} at {}:{} error={}", n.node_id, n.caf_host, n.caf_port,
-                 self->system().render(h.error()));
-    st.gateways.erase(n.node_id);
-    return {};
-  }
-  g = {n.caf_host, n.caf_port, *h};
+  if (g.handle) // the node restarted elsewhere: a new link
+    caf::anon_send_exit(g.handle, caf::exit_reason::user_shutdown);
+  // A link connects lazily (gRPC): an unreachable node shows up as failed forwards, which
+  // callers re-route after the lease moved.
+  auto address = n.caf_host + ":" + std::to_string(n.caf_port);
+  g = {n.caf_host, n.caf_port,
+       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt)};
+  spdlog::info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
   return g.handle;
 }
 

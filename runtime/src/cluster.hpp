@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <functional>
+
+#include "node_link.hpp"
 #include <memory>
 #include <string>
 
@@ -38,6 +40,9 @@ constexpr auto reroute_pause = std::chrono::milliseconds{50};
 caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r);
 caf::actor spawn_pauser(caf::actor_system& sys);
 
+/// The least time a request forwarded to another node gets before it is routed again.
+constexpr auto remote_attempt = std::chrono::milliseconds{2000};
+
 struct cluster_options {
   std::string node_id;
   uint32_t shard_count = 0;
@@ -46,6 +51,8 @@ struct cluster_options {
   int max_moves = 4;
   persistence::pg_pool* pool = nullptr;
   std::shared_ptr<router> routes;
+  /// Credentials of the links to other nodes.
+  link_security security;
   /// Starts the shard actor of a lease this node just took.
   std::function<shard_actor(uint32_t shard, int64_t epoch)> spawn_shard;
 };

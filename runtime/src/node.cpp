@@ -8,7 +8,6 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
-#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -28,6 +27,7 @@
 #include "after_save.hpp"
 #include "external_stage.hpp"
 #include "feed_exchange.hpp"
+#include "node_link.hpp"
 #include "offer_service.hpp"
 #include "state_service.hpp"
 #include "router.hpp"
@@ -51,7 +51,10 @@ struct node::impl {
   std::vector<pool_actor> pools; ///< of the blocking stages
   caf::actor pauser;
   std::shared_ptr<router> routes;
-  caf::actor gateway; ///< published on caf.listen
+  caf::actor gateway; ///< answers forwarded requests (NodeService on caf.listen)
+  link_security security;
+  std::unique_ptr<grpc::Service> link_service;
+  std::unique_ptr<grpc::Server> link_server;
   caf::actor manager; ///< the cluster manager: leases, shards, routes
   caf::actor relay;   ///< the outbox relay to Kafka
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
@@ -123,7 +126,6 @@ std::string node::start() {
   d.caf_cfg->set("scheduler.policy", cfg.scheduler_policy == "stealing" ? caf::atom("stealing")
                                                                          : caf::atom("sharing"));
   d.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
-  d.caf_cfg->load<caf::io::middleman>();
   d.sys = std::make_unique<caf::actor_system>(*d.caf_cfg);
 
   // 3. actors. Shards are not started here: the cluster manager starts the shards whose
@@ -138,11 +140,24 @@ std::string node::start() {
   d.pauser = spawn_pauser(*d.sys);
   d.routes = std::make_shared<router>(cfg.shard_count, d.stores, d.pauser);
   d.gateway = spawn_gateway(*d.sys, d.routes);
-  auto mm_port = d.sys->middleman().publish(d.gateway, cfg.caf_listen.port,
-                                            cfg.caf_listen.host.c_str(), true);
-  if (!mm_port)
-    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string() + " ("
-           + d.sys->render(mm_port.error()) + "); choose another `caf.listen`";
+  // The node-to-node link: NodeService on caf.listen, mutual TLS when configured.
+  if (auto err = link_security::load(cfg.cluster_tls_cert, cfg.cluster_tls_key, cfg.cluster_tls_ca,
+                                     d.security);
+      !err.empty())
+    return "cluster TLS: " + err + "; check cluster.tls_cert, cluster.tls_key, cluster.tls_ca";
+  d.link_service = make_node_service(*d.sys, d.gateway, cfg.request_timeout);
+  int link_port = 0;
+  {
+    grpc::ServerBuilder lb;
+    lb.AddListeningPort(cfg.caf_listen.to_string(), d.security.server_credentials(), &link_port);
+    lb.RegisterService(d.link_service.get());
+    d.link_server = lb.BuildAndStart();
+  }
+  if (!d.link_server || link_port == 0)
+    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string()
+           + " (in use, or not an address of this host); choose another `caf.listen`";
+  spdlog::info("node link listening port={} tls={}", link_port,
+               d.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
   auto spawn_one = [&d, stages, pools](uint32_t s, int64_t epoch) {
     auto& c = d.cfg;
     shard_options so;
@@ -212,7 +227,7 @@ std::string node::start() {
   me.caf_host = cfg.cluster_advertise_host.empty() ? cfg.caf_listen.host : cfg.cluster_advertise_host;
   if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
     me.caf_host = "127.0.0.1";
-  me.caf_port = *mm_port;
+  me.caf_port = link_port;
   me.grpc_addr = cfg.grpc_listen.host + ":" + std::to_string(d.grpc_port);
   me.http_addr = cfg.http_listen.host + ":" + std::to_string(d.http_port);
   if (auto err = persistence::register_node(*d.pool, me))
@@ -225,6 +240,7 @@ std::string node::start() {
   co.max_moves = cfg.cluster_max_moves;
   co.pool = d.pool.get();
   co.routes = d.routes;
+  co.security = d.security;
   co.spawn_shard = spawn_one;
   d.manager = spawn_cluster_manager(*d.sys, std::move(co));
 
@@ -279,7 +295,7 @@ std::string node::start() {
   }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
-               me.caf_host, *mm_port, cfg.shard_count, cfg.pg_pool_size);
+               me.caf_host, link_port, cfg.shard_count, cfg.pg_pool_size);
   return {};
 }
 
@@ -324,6 +340,13 @@ void node::stop() {
     d.server->Wait();
     d.server.reset();
   }
+  // ... and the node link (other nodes stopped forwarding here once the hand-off was done)
+  if (d.link_server) {
+    d.link_server->Shutdown(deadline);
+    d.link_server->Wait();
+    d.link_server.reset();
+  }
+  d.link_service.reset();
   d.admin.reset();
   d.offers.reset();
   d.states.reset();

@@ -1,6 +1,6 @@
 #pragma once
 // Where requests go: offer id -> shard -> its owner, which is a local shard actor or another
-// node's gateway actor (reached over CAF's middleman). The cluster manager keeps the table
+// node's peer link (a local actor forwarding over gRPC, node_link.hpp). The cluster manager keeps the table
 // current; gRPC threads and call actors read it. A shard with no known owner (moving, or its
 // owner died and the lease has not expired yet) has no route: callers pause and ask again.
 
@@ -25,9 +25,13 @@ public:
 
   /// The owner of the offer's shard as known now (local shard or remote gateway); an invalid
   /// handle when no owner is known.
-  caf::actor route_for(const std::string& offer_id) const {
+  /// `remote`, when given, says whether the owner is another node.
+  caf::actor route_for(const std::string& offer_id, bool* remote = nullptr) const {
     std::lock_guard<std::mutex> guard{mtx_};
-    return routes_[shard_of(offer_id, shard_count())].target;
+    auto& r = routes_[shard_of(offer_id, shard_count())];
+    if (remote != nullptr)
+      *remote = r.target && !r.local;
+    return r.target;
   }
 
   /// The local shard actor of `shard`, when this node owns it.

@@ -20,6 +20,7 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/node_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
@@ -388,3 +389,88 @@ TEST_CASE("a paused node loses its leases; awake again it serves the new owner's
   }
 }
 
+
+namespace {
+
+/// A CA and a node certificate signed by it (subject alternative name gost-node), made with
+/// the openssl command line in `dir`: ca.pem, node.pem, node.key.
+void make_certs(const std::string& dir) {
+  auto script = "set -e; cd '" + dir + "';"
+    " openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2"
+    "   -subj '/CN=gost test CA' 2>/dev/null;"
+    " openssl req -newkey rsa:2048 -nodes -keyout node.key -out node.csr -subj '/CN=gost-node'"
+    "   2>/dev/null;"
+    " printf 'subjectAltName=DNS:gost-node\\n' > ext.cnf;"
+    " openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out node.pem"
+    "   -days 2 -extfile ext.cnf 2>/dev/null";
+  REQUIRE(std::system(("mkdir -p '" + dir + "' && sh -c \"" + script + "\"").c_str()) == 0);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// NodeService.Forward(get id) straight at a node's link port with the given credentials.
+grpc::Status probe(const std::string& addr, std::shared_ptr<grpc::ChannelCredentials> creds,
+                   const std::string& id) {
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("gost-node");
+  auto stub = v1::NodeService::NewStub(grpc::CreateCustomChannel(addr, creds, args));
+  v1::ForwardRequest req;
+  req.set_get(id);
+  v1::ForwardResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  return stub->Forward(&ctx, req, &resp);
+}
+
+} // namespace
+
+TEST_CASE("node links with mutual TLS: forwarding works, peers without a valid certificate are refused") {
+  auto dir = "/tmp/gost-tls-" + std::to_string(getpid());
+  make_certs(dir + "/good");
+  make_certs(dir + "/rogue"); // another CA: valid-looking, but not ours
+  auto tls = [&](const std::string& d) {
+    return std::vector<std::string>{"--cluster.tls_cert=" + d + "/node.pem",
+                                    "--cluster.tls_key=" + d + "/node.key",
+                                    "--cluster.tls_ca=" + d + "/ca.pem"};
+  };
+  testing::temp_db db;
+  node n1{"t1", db, tls(dir + "/good")};
+  node n2{"t2", db, tls(dir + "/good")};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"t1", "t2"}); }),
+                  describe(db));
+  CHECK(n1.proc->output().find("tls=mutual") != std::string::npos);
+  // Half of these go over a TLS link to the other node, and are read back through the other.
+  auto ids = create_offers(n1, 20);
+  for (auto& id : ids) {
+    v1::Offer got;
+    auto s = n2.get(id, got);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    CHECK(got.id() == id);
+  }
+
+  auto link = "127.0.0.1:" + db.scalar("SELECT caf_port FROM nodes WHERE node_id = 't1'");
+  auto good = [&](const std::string& d) {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = slurp(dir + "/good/ca.pem");
+    o.pem_private_key = slurp(d + "/node.key");
+    o.pem_cert_chain = slurp(d + "/node.pem");
+    return grpc::SslCredentials(o);
+  };
+  // A peer with a certificate of our CA is served.
+  CHECK(probe(link, good(dir + "/good"), ids.front()).ok());
+  // No fallback to plaintext, and a certificate of another CA is refused.
+  CHECK(probe(link, grpc::InsecureChannelCredentials(), ids.front()).error_code()
+        == grpc::StatusCode::UNAVAILABLE);
+  CHECK_FALSE(probe(link, good(dir + "/rogue"), ids.front()).ok());
+  {
+    grpc::SslCredentialsOptions no_client_cert;
+    no_client_cert.pem_root_certs = slurp(dir + "/good/ca.pem");
+    CHECK_FALSE(probe(link, grpc::SslCredentials(no_client_cert), ids.front()).ok());
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}

@@ -347,6 +347,18 @@ TEST_CASE("gostd refuses to start with one clear line") {
     CHECK(p.wait(30s) == 1);
     CHECK(p.output().find("pg.dsn") != std::string::npos);
   }
+  SUBCASE("node-link TLS half configured, or with unreadable files") {
+    child_process half{GOSTD_PATH, {"--cluster.tls_cert=/tmp/x.pem"}};
+    CHECK(half.wait(10s) == 2);
+    CHECK(half.output().find("must be set together") != std::string::npos);
+    testing::temp_db db;
+    child_process missing{GOSTD_PATH, node_args(db, temp_path("gostd-port"),
+                                                {"--cluster.tls_cert=/nonexistent/node.pem",
+                                                 "--cluster.tls_key=/nonexistent/node.key",
+                                                 "--cluster.tls_ca=/nonexistent/ca.pem"})};
+    CHECK(missing.wait(30s) == 1);
+    CHECK(missing.output().find("cannot read /nonexistent/node.pem") != std::string::npos);
+  }
   SUBCASE("a shard count different from the installation's") {
     testing::temp_db db;
     auto port_file = temp_path("gostd-port");

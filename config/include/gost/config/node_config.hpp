@@ -58,6 +58,9 @@ struct node_config {
   int scheduler_threads = 0; ///< resolved: never 0
   std::string scheduler_policy; ///< "sharing" or "stealing"
   std::string cluster_advertise_host;
+  std::string cluster_tls_cert; ///< all three empty: plaintext node links
+  std::string cluster_tls_key;
+  std::string cluster_tls_ca;
   std::chrono::milliseconds cluster_heartbeat{};
   std::chrono::milliseconds cluster_lease_timeout{};
   int cluster_max_moves = 4;

@@ -11,7 +11,7 @@ namespace gost::runtime {
 ///
 /// Start order (stop runs it backwards):
 ///   1. PostgreSQL: embedded server if no pg.dsn, connection pool, migrations, installation
-///   2. actor system (CAF scheduler, middleman on caf.listen)
+///   2. actor system (CAF scheduler); node links (NodeService) on caf.listen
 ///   3. store actors (one per pool connection), then shard supervisors
 ///   4. gRPC server (OfferService, reflection) on grpc.listen
 ///   5. admin HTTP on http.listen (/, /healthz, /metrics); port file written last

@@ -1,0 +1,49 @@
+#pragma once
+// Node-to-node forwarding over gRPC (docs/cluster.md): each node serves gost.v1.NodeService on
+// its `caf.listen` address and answers forwarded offer operations through its gateway actor;
+// a peer link is a local actor that speaks the gateway's protocol and forwards every message
+// to one peer node. With `cluster.tls_*` set, both sides use mutual TLS: a peer without a
+// certificate signed by the configured CA is refused, and there is no fallback to plaintext.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace grpc {
+class Service;
+class ServerCredentials;
+class ChannelCredentials;
+} // namespace grpc
+
+namespace gost::runtime {
+
+/// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
+/// private network only).
+struct link_security {
+  bool enabled = false;
+  std::string cert_pem; ///< this node's certificate chain
+  std::string key_pem;  ///< its private key
+  std::string ca_pem;   ///< the CA that signs every node's certificate
+
+  /// Reads the three PEM files; an error text names the file that failed.
+  static std::string load(const std::string& cert, const std::string& key, const std::string& ca,
+                          link_security& out);
+
+  std::shared_ptr<grpc::ServerCredentials> server_credentials() const;
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials() const;
+};
+
+/// The NodeService of this node: forwarded requests go to `gateway` (which hands them to the
+/// local shard or answers that the shard is not here).
+std::unique_ptr<grpc::Service> make_node_service(caf::actor_system& sys, caf::actor gateway,
+                                                 std::chrono::milliseconds timeout);
+
+/// A local actor forwarding the gateway protocol to the node at `address` (host:port). Each
+/// forwarded call gets `attempt` before it fails with a timeout (and the caller re-routes).
+caf::actor spawn_peer_link(caf::actor_system& sys, const std::string& address,
+                           const link_security& security, std::chrono::milliseconds attempt);
+
+} // namespace gost::runtime
