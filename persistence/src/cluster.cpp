@@ -1,5 +1,8 @@
 #include "gost/persistence/cluster.hpp"
 
+#include <atomic>
+#include <thread>
+
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -31,6 +34,7 @@ caf::error register_node(pg_pool& pool, const node_row& n) {
                    " http_addr = EXCLUDED.http_addr, started_at = now(), heartbeat_at = now(),"
                    " leaving = false",
                    n.node_id, n.caf_host, n.caf_port, n.grpc_addr, n.http_addr);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
   });
 }
 
@@ -38,6 +42,7 @@ caf::error set_leaving(pg_pool& pool, const std::string& node_id) {
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
     tx.exec_params("UPDATE nodes SET leaving = true WHERE node_id = $1", node_id);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
   });
 }
 
@@ -166,7 +171,58 @@ caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease l
     tx.exec_params("UPDATE shard_leases SET owner = NULL, heartbeat_at = NULL"
                    " WHERE shard = $1 AND epoch = $2 AND owner = $3",
                    static_cast<int64_t>(lease.shard), lease.epoch, node_id);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
   });
+}
+
+namespace {
+
+class change_receiver final : public pqxx::notification_receiver {
+public:
+  change_receiver(pqxx::connection_base& c, std::function<void()>& f)
+    : pqxx::notification_receiver(c, cluster_channel), f_(f) {}
+  void operator()(const std::string&, int) override { f_(); }
+
+private:
+  std::function<void()>& f_;
+};
+
+} // namespace
+
+struct cluster_listener::impl {
+  std::string dsn;
+  std::function<void()> on_change;
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+
+  void run() {
+    while (!stopping) {
+      try {
+        pqxx::connection c{dsn};
+        change_receiver r{c, on_change};
+        while (!stopping)
+          c.await_notification(0, 200'000);
+      } catch (const std::exception&) {
+        // The server went away: reconnect in a second (the heartbeat covers the gap).
+        for (int i = 0; i < 5 && !stopping; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+    }
+  }
+};
+
+cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change)
+  : impl_(std::make_unique<impl>()) {
+  impl_->dsn = std::move(dsn);
+  impl_->on_change = std::move(on_change);
+  auto* p = impl_.get();
+  impl_->thread = std::thread{[p] { p->run(); }};
+}
+
+cluster_listener::~cluster_listener() {
+  impl_->stopping = true;
+  if (impl_->thread.joinable())
+    impl_->thread.join();
 }
 
 } // namespace gost::persistence

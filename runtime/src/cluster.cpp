@@ -22,6 +22,7 @@ using persistence::db_errc;
 using persistence::held_lease;
 using persistence::make_db_error;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using notified_atom = caf::atom_constant<caf::atom("notified")>;
 
 caf::error not_here(uint32_t shard) {
   return make_db_error(db_errc::moved, "shard " + std::to_string(shard) + " is not on this node");
@@ -125,6 +126,9 @@ struct manager_state {
   std::map<std::string, gateway> gateways;
   bool leaving = false;
   caf::response_promise left;
+  std::unique_ptr<persistence::cluster_listener> listener;
+  std::chrono::steady_clock::time_point last_tick{};
+  bool notified_pending = false; ///< a notified round is scheduled
 
   ~manager_state() {
     // The node is stopping: the shards still here stop with their manager.
@@ -331,11 +335,36 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         return;
       }
   });
+  if (!self->state.opts.dsn.empty()) {
+    caf::actor_addr me = self->address();
+    self->state.listener = std::make_unique<persistence::cluster_listener>(
+      self->state.opts.dsn, [me] {
+        if (auto h = caf::actor_cast<caf::actor>(me))
+          caf::anon_send(h, notified_atom::value);
+      });
+  }
   self->send(self, tick_atom::value);
   return {
     [=](tick_atom) {
+      self->state.last_tick = std::chrono::steady_clock::now();
       tick(self);
       self->delayed_send(self, self->state.opts.heartbeat, tick_atom::value);
+    },
+    [=](notified_atom) {
+      // Another node joined, is leaving or released a lease: look now rather than at the next
+      // heartbeat (at most every 50 ms; a burst of notifications makes one extra round).
+      auto& st = self->state;
+      if (std::chrono::steady_clock::now() - st.last_tick < std::chrono::milliseconds{50}) {
+        if (!st.notified_pending) {
+          st.notified_pending = true;
+          self->delayed_send(self, std::chrono::milliseconds{50}, notified_atom::value);
+        }
+        return;
+      }
+      st.notified_pending = false;
+      spdlog::info("cluster change notified node={}; looking now", st.opts.node_id);
+      st.last_tick = std::chrono::steady_clock::now();
+      tick(self);
     },
     [=](leave_atom) {
       auto& st = self->state;

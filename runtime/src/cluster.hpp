@@ -50,6 +50,9 @@ struct cluster_options {
   std::chrono::milliseconds lease_timeout{5000};
   int max_moves = 4;
   persistence::pg_pool* pool = nullptr;
+  /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
+  /// empty: membership changes are noticed at the next heartbeat only.
+  std::string dsn;
   std::shared_ptr<router> routes;
   /// Credentials of the links to other nodes.
   link_security security;

@@ -239,6 +239,7 @@ std::string node::start() {
   co.lease_timeout = cfg.cluster_lease_timeout;
   co.max_moves = cfg.cluster_max_moves;
   co.pool = d.pool.get();
+  co.dsn = dsn;
   co.routes = d.routes;
   co.security = d.security;
   co.spawn_shard = spawn_one;

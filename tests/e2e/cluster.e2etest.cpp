@@ -474,3 +474,23 @@ TEST_CASE("node links with mutual TLS: forwarding works, peers without a valid c
   }
   std::system(("rm -rf '" + dir + "'").c_str());
 }
+
+TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next heartbeat") {
+  // Heartbeats every 10 s: without notifications the first node would see the second one (and
+  // the second the leases handed to it) only at their next heartbeats, seconds later.
+  testing::temp_db db;
+  std::vector<std::string> slow{"--cluster.heartbeat=10s", "--cluster.lease_timeout=30s",
+                                "--cluster.max_moves=16"};
+  node n1{"l1", db, slow};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1"}); }), describe(db));
+  std::this_thread::sleep_for(500ms); // n1's heartbeat round is behind it
+  auto t0 = std::chrono::steady_clock::now();
+  node n2{"l2", db, slow};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1", "l2"}); }),
+                  describe(db));
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  MESSAGE("shards spread over both nodes after " << took.count() << " ms");
+  CHECK(took < 5s);
+  CHECK(n1.proc->output().find("cluster change notified") != std::string::npos);
+  CHECK(n2.proc->output().find("cluster change notified") != std::string::npos);
+}

@@ -4,6 +4,8 @@
 // these are the calls that move leases between nodes.
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,5 +76,23 @@ caf::error mark_handoff(pg_pool& pool, const std::string& node_id, held_lease le
 /// Gives a lease up (graceful hand-off or stop): the shard is free at once. A no-op when the
 /// lease is no longer this node's at that epoch.
 caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease lease);
+
+/// The channel on which register_node, set_leaving and release_lease notify (NOTIFY).
+constexpr const char* cluster_channel = "gost_cluster";
+
+/// Listens on `cluster_channel` over a connection of its own and calls `on_change` (on its
+/// thread) for every notification: a node joined or is leaving, a lease was released. A lost
+/// connection is reopened after a second; what was missed meanwhile the heartbeat catches.
+class cluster_listener {
+public:
+  cluster_listener(std::string dsn, std::function<void()> on_change);
+  ~cluster_listener(); ///< stops and joins the thread (within ~200 ms)
+  cluster_listener(const cluster_listener&) = delete;
+  cluster_listener& operator=(const cluster_listener&) = delete;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
 
 } // namespace gost::persistence
