@@ -318,7 +318,9 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
           auto saved = state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
           auto impl = entry->impl;
           auto* metrics = st.args.stats->stage(stage_id);
-          pool_job job{[impl, offer, saved, metrics] {
+          auto run = st.args.run;
+          pool_job job{[impl, offer, saved, metrics, run] {
+            detail::run_scope scope{run.get()};
             auto t0 = std::chrono::steady_clock::now();
             auto r = impl->process(*offer, saved.get());
             if (metrics != nullptr)
@@ -341,6 +343,7 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       stage_result result;
       try {
         auto t0 = std::chrono::steady_clock::now();
+        detail::run_scope scope{st.args.run.get()};
         result = entry->impl->process(*cur, state);
         if (auto* m = st.args.stats->stage(stage_id))
           m->process.record(std::chrono::duration_cast<std::chrono::microseconds>(

@@ -22,6 +22,8 @@ struct offer_actor_args {
   std::shared_ptr<const stage_pools> pools; ///< blocking stages' pools; may be null
   std::shared_ptr<node_stats> stats;
   int max_chain = 10;
+  /// Node, shard and epoch for stages (current_run()); shared by the shard's offer actors.
+  std::shared_ptr<const run_context> run;
 };
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, offer_actor_args args);

@@ -51,6 +51,7 @@ struct shard_state {
   shard_options opts;
   writer_actor writer;
   std::unique_ptr<stage_scheduler> sched;
+  std::shared_ptr<const run_context> run; ///< node, shard, epoch: what stages see
   /// Resident offer actors, with their place in the LRU list (front: most recently used) and
   /// when the shard last handed them an event (the idle sweep walks the list from the back).
   struct resident {
@@ -121,6 +122,7 @@ offer_actor child(self_ptr self, const std::string& id) {
   args.pools = st.opts.pools;
   args.stats = st.opts.stats;
   args.max_chain = st.opts.max_chain;
+  args.run = st.run;
   auto a = detail::spawn_offer_actor(self, std::move(args));
   st.ids.emplace(a.address(), id);
   st.lru.push_front(id);
@@ -473,6 +475,7 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
   st.sched = std::make_unique<stage_scheduler>(*st.opts.stages, st.opts.background_share);
+  st.run = std::make_shared<const run_context>(run_context{st.opts.node_id, st.opts.shard, st.opts.epoch});
   detail::writer_args wa;
   wa.pool = st.opts.pool;
   wa.shard = st.opts.shard;

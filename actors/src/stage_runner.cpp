@@ -55,6 +55,18 @@ bool interested(const stage_registry::entry& e, const std::set<std::string>* cha
 
 } // namespace
 
+namespace {
+thread_local const run_context* running = nullptr;
+} // namespace
+
+const run_context* current_run() noexcept { return running; }
+
+detail::run_scope::run_scope(const run_context* ctx) noexcept : previous_(running) {
+  running = ctx;
+}
+
+detail::run_scope::~run_scope() { running = previous_; }
+
 stage_registry& stage_registry::add(std::string id, std::shared_ptr<const stage> impl,
                                     stage_options opts) {
   auto interests = impl->interests();

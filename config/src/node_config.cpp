@@ -294,6 +294,12 @@ schema make_node_schema() {
             "`parallelism=16` (calls at once on this node), `rate=0` (runs per second on this "
             "node, 0 unlimited), `deadline_ms=2000` (per call), `attempts=3` (calls per run, "
             "with back-off), `after_save=0` (1: call AfterSave with every after-save event). Example: `moderation=10.0.0.5:7000;interests=title|description`."));
+  s.add(num(vk::boolean, "stages.audit.enabled", "false", 0, 1,
+            "Run the built-in `audit` stage: every offer records where its runs happened (node, "
+            "shard, lease epoch) in its state, by a timer of `stages.audit.every`. For checks "
+            "and debugging: it writes every offer that often."));
+  s.add(num(vk::duration, "stages.audit.every", "60s", 10, 86'400'000,
+            "How often the `audit` stage runs per offer."));
   s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines.", false));
   s.add(choice("log.format", "text", {"text", "json"},
@@ -489,6 +495,8 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.rescan_page = static_cast<uint32_t>(st.num("rescan.page"));
   c.expire_enabled = st.flag("stages.expire.enabled");
   c.expire_after = st.ms("stages.expire.after");
+  c.audit_enabled = st.flag("stages.audit.enabled");
+  c.audit_every = st.ms("stages.audit.every");
   if (std::string why; !parse_external_stages(st.str("stages.external"), c.external_stages, why)) {
     res.error = "config key `stages.external` is invalid: " + why;
     return res;

@@ -86,6 +86,8 @@ std::string node::start() {
   auto stages = std::make_shared<stage_registry>();
   if (cfg.expire_enabled)
     stages->add("expire", make_expire_stage(cfg.expire_after));
+  if (cfg.audit_enabled)
+    stages->add("audit", make_audit_stage(cfg.audit_every));
   for (auto& ext : cfg.external_stages) {
     if (auto problem = check_external_stage(ext, *stages); !problem.empty())
       return "config key `stages.external` is invalid: " + problem;
@@ -162,6 +164,7 @@ std::string node::start() {
     auto& c = d.cfg;
     shard_options so;
     so.shard = s;
+    so.node_id = c.node_id;
     so.store = d.stores[s % d.stores.size()];
     so.offer_idle_timeout = c.offer_idle_timeout;
     so.max_resident = c.offer_max_resident;

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -20,6 +21,7 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/node_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 
@@ -317,9 +319,11 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
 
 TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothing acknowledged is lost") {
   testing::temp_db db;
-  node n1{"n1", db};
-  node n2{"n2", db};
-  node n3{"n3", db};
+  // The audit stage records, every 200 ms per offer, the node and lease epoch of its run.
+  std::vector<std::string> audit{"--stages.audit.enabled=true", "--stages.audit.every=200ms"};
+  node n1{"n1", db, audit};
+  node n2{"n2", db, audit};
+  node n3{"n3", db, audit};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3"}); }),
                   describe(db));
   auto epochs_before = db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
@@ -333,6 +337,8 @@ TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothi
   n3.proc->signal(SIGKILL);
   CHECK(n3.proc->wait(10s) == 128 + SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
+  auto killed_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
   REQUIRE_MESSAGE(testing::eventually(20s, [&] { return spread_over(db, {"n1", "n2"}); }),
                   describe(db));
   auto took = std::chrono::steady_clock::now() - t0;
@@ -354,6 +360,45 @@ TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothi
     moved += std::stoll(b) > std::stoll(a) ? 1 : 0;
   }
   CHECK(moved >= shard_count / 3); // at least the dead node's shards moved
+
+  // The audit trails: no offer was processed under two leases at once, and the timers of the
+  // dead node's offers kept firing on the new owners.
+  auto hex = db.scalar("SELECT string_agg(encode(state, 'hex'), ',') FROM stage_states"
+                       " WHERE stage_id = 'audit' AND state IS NOT NULL");
+  std::stringstream rows{hex};
+  std::string row;
+  std::map<std::pair<uint32_t, int64_t>, std::set<std::string>> nodes_of_lease;
+  int trails = 0, moved_trails = 0, fired_after_kill = 0;
+  while (std::getline(rows, row, ',')) {
+    std::string bytes;
+    for (size_t i = 0; i + 1 < row.size(); i += 2)
+      bytes.push_back(static_cast<char>(std::stoi(row.substr(i, 2), nullptr, 16)));
+    google::protobuf::Any any;
+    v1::AuditTrail trail;
+    REQUIRE(any.ParseFromString(bytes));
+    REQUIRE(any.UnpackTo(&trail));
+    ++trails;
+    std::map<uint32_t, int64_t> last_epoch;
+    std::set<std::string> nodes;
+    bool fired = false;
+    for (auto& e : trail.entries()) {
+      CHECK(e.epoch() > 0);
+      auto& seen = last_epoch[e.shard()];
+      CHECK_MESSAGE(e.epoch() >= seen, "an older lease ran after a newer one");
+      seen = e.epoch();
+      nodes_of_lease[{e.shard(), e.epoch()}].insert(e.node_id());
+      nodes.insert(e.node_id());
+      fired = fired || e.at_us() > killed_us;
+    }
+    moved_trails += nodes.count("n3") != 0 && nodes.size() > 1 ? 1 : 0;
+    fired_after_kill += fired ? 1 : 0;
+  }
+  CHECK(trails == 60);
+  for (auto& [lease, holders] : nodes_of_lease)
+    CHECK_MESSAGE(holders.size() == 1, "shard " << lease.first << " epoch " << lease.second
+                                                << " ran on several nodes");
+  CHECK(moved_trails > 0);          // offers of the killed node were audited by another one later
+  CHECK(fired_after_kill == trails); // every offer's timer fired again after the kill
 }
 
 TEST_CASE("a paused node loses its leases; awake again it serves the new owner's data, not its stale copies") {

@@ -34,6 +34,8 @@ struct shard_options {
   persistence::pg_pool* pool = nullptr;
   /// The shard lease epoch every commit is fenced with.
   int64_t epoch = 0;
+  /// This node's id (for stages' run_context).
+  std::string node_id;
   /// The stages run on this shard's offers. Never null.
   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
   /// The pools of the blocking stages (spawn_stage_pools); null: none.

@@ -39,6 +39,32 @@ struct stage_result {
   std::optional<stage_clock::time_point> timer;    ///< come back at this time
 };
 
+/// Where a `process` call runs: the node, the shard and the lease epoch under which its result
+/// will be committed (a result is only ever committed at this epoch). For diagnostics and
+/// audits; a stage's decisions should depend on the offer and its state only.
+struct run_context {
+  std::string node_id;
+  uint32_t shard = 0;
+  int64_t epoch = 0;
+};
+
+/// The context of the `process` call running on this thread; null outside one.
+const run_context* current_run() noexcept;
+
+namespace detail {
+/// Sets current_run() for its lifetime (used by the offer actor and the stage pools).
+class run_scope {
+public:
+  explicit run_scope(const run_context* ctx) noexcept;
+  ~run_scope();
+  run_scope(const run_scope&) = delete;
+  run_scope& operator=(const run_scope&) = delete;
+
+private:
+  const run_context* previous_;
+};
+} // namespace detail
+
 class stage {
 public:
   virtual ~stage() = default;

@@ -90,6 +90,8 @@ struct node_config {
   uint32_t rescan_page = 0;
   bool expire_enabled = false;
   std::chrono::milliseconds expire_after{};
+  bool audit_enabled = false;
+  std::chrono::milliseconds audit_every{};
   std::vector<external_stage_config> external_stages;
 
   std::string log_level;
