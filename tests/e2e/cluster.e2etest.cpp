@@ -536,6 +536,7 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   MESSAGE("shards spread over both nodes after " << took.count() << " ms");
   CHECK(took < 5s);
+  // n1 heard of n2 through the notification (its own heartbeat was seconds away). n2 may
+  // have found the handed-off leases in its first round already, so only n1 is checked.
   CHECK(n1.proc->output().find("cluster change notified") != std::string::npos);
-  CHECK(n2.proc->output().find("cluster change notified") != std::string::npos);
 }
