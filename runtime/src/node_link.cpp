@@ -142,10 +142,12 @@ struct link_call {
 struct link_state {
   static inline const char* name = "gost.peer_link";
   std::string address;
-  std::unique_ptr<v1::NodeService::Stub> stub;
+  std::shared_ptr<v1::NodeService::Stub> stub;
   std::chrono::milliseconds attempt{};
   uint64_t next_id = 0;
-  std::map<uint64_t, std::unique_ptr<link_call>> calls;
+  /// Calls in flight. gRPC's callback shares each call (and the stub): when this actor stops
+  /// with calls in flight, their contexts live on until gRPC is done with them.
+  std::map<uint64_t, std::shared_ptr<link_call>> calls;
 };
 
 using link_ptr = caf::stateful_actor<link_state>*;
@@ -155,17 +157,18 @@ using link_ptr = caf::stateful_actor<link_state>*;
 caf::response_promise forward(link_ptr self, v1::ForwardRequest req) {
   auto& st = self->state;
   auto id = st.next_id++;
-  auto call = std::make_unique<link_call>();
+  auto call = std::make_shared<link_call>();
   call->rp = self->make_response_promise();
   call->req = std::move(req);
   call->ctx.set_deadline(std::chrono::system_clock::now() + st.attempt);
-  auto* c = call.get();
-  auto rp = c->rp;
-  st.calls.emplace(id, std::move(call));
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  st.stub->async()->Forward(&c->ctx, &c->req, &c->resp, [me, id, c](grpc::Status s) {
-    c->status = std::move(s);
-    caf::anon_send(me, link_done_atom::value, id);
+  auto rp = call->rp;
+  st.calls.emplace(id, call);
+  caf::actor_addr me = self->address();
+  auto stub = st.stub;
+  stub->async()->Forward(&call->ctx, &call->req, &call->resp, [me, id, call, stub](grpc::Status s) {
+    call->status = std::move(s);
+    if (auto h = caf::actor_cast<caf::actor>(me))
+      caf::anon_send(h, link_done_atom::value, id);
   });
   return rp;
 }
@@ -200,7 +203,7 @@ caf::behavior link_fun(link_ptr self, std::string address, std::shared_ptr<grpc:
                        std::chrono::milliseconds attempt) {
   auto& st = self->state;
   st.address = std::move(address);
-  st.stub = v1::NodeService::NewStub(std::move(channel));
+  st.stub = std::shared_ptr<v1::NodeService::Stub>(v1::NodeService::NewStub(std::move(channel)));
   st.attempt = attempt;
   return {
     [=](create_atom, offer_msg& m) {
