@@ -195,10 +195,20 @@ struct cluster_listener::impl {
   std::atomic<bool> stopping{false};
   std::thread thread;
 
+  /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
+  /// destructor's join never waits on a hanging connect for long).
+  std::string listen_dsn() const {
+    const char* extra_kv = " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
+    const char* extra_uri = "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
+    if (dsn.find("://") != std::string::npos)
+      return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + extra_uri;
+    return dsn + extra_kv;
+  }
+
   void run() {
     while (!stopping) {
       try {
-        pqxx::connection c{dsn};
+        pqxx::connection c{listen_dsn()};
         change_receiver r{c, on_change};
         while (!stopping)
           c.await_notification(0, 200'000);

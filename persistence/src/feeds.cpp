@@ -31,12 +31,14 @@ caf::expected<feed_task> begin_feed_task(pg_pool& pool, const std::string& task_
     tx.exec_params("INSERT INTO feed_tasks (task_id, seller_id, namespace) VALUES ($1, $2, $3)"
                    " ON CONFLICT (task_id) DO NOTHING",
                    task_id, seller_id, ns);
-    auto r = tx.exec_params1("SELECT finished_at IS NOT NULL, summary FROM feed_tasks"
-                             " WHERE task_id = $1",
+    auto r = tx.exec_params1("SELECT finished_at IS NOT NULL, summary, seller_id, namespace"
+                             " FROM feed_tasks WHERE task_id = $1",
                              task_id);
     out.finished = r[0].as<bool>();
     if (!r[1].is_null())
       out.summary = pqxx::binarystring{r[1]}.str();
+    if (r[2].as<std::string>() != seller_id || r[3].as<std::string>() != ns)
+      out.other_owner = r[2].as<std::string>() + "/" + r[3].as<std::string>();
     tx.commit();
   });
   if (err)

@@ -117,7 +117,10 @@ std::unique_ptr<after_save_consumer> after_save_consumer::start(after_save_optio
                       {"auto.offset.reset", "earliest"},
                       {"enable.auto.commit", "true"},
                       {"enable.auto.offset.store", "false"},
-                      {"auto.commit.interval.ms", "1000"}}) {
+                      {"auto.commit.interval.ms", "1000"},
+                      // A hook retrying an unavailable service holds its event: stay in the
+                      // group meanwhile rather than hand the partition to another node.
+                      {"max.poll.interval.ms", "3600000"}}) {
     if (ok && rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
       error = std::string{"kafka consumer setting "} + k + ": " + err;
       ok = false;

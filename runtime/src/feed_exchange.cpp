@@ -26,6 +26,13 @@ namespace {
 using persistence::db_errc;
 using outcome = v1::OfferResult;
 
+/// Errors worth handling the request again for (the offer itself is fine).
+bool transient(const caf::error& e) {
+  return e == db_errc::unavailable || e == db_errc::moved || e == db_errc::fenced
+         || e == caf::sec::request_timeout || e == caf::sec::no_route_to_receiving_node
+         || e == caf::sec::request_receiver_down;
+}
+
 /// Sends an offer operation to its owner from a plain thread: the reply (or error) arrives
 /// through the future.
 template <class Reply>
@@ -51,6 +58,34 @@ struct feed_exchange::impl {
   rd_kafka_t* producer = nullptr;
   std::atomic<bool> stopping{false};
   std::thread thread;
+
+  /// Deliveries of responses that failed since the last flush (set by librdkafka's callback).
+  std::atomic<uint64_t> failed_deliveries{0};
+
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      static_cast<impl*>(opaque)->failed_deliveries.fetch_add(1);
+  }
+
+  /// The responses' producer (idempotent; delivery failures counted). Null with `error` set.
+  rd_kafka_t* make_producer(std::string& error) {
+    char err[512];
+    auto* conf = rd_kafka_conf_new();
+    for (auto [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", opts.brokers},
+                        {"enable.idempotence", "true"},
+                        {"linger.ms", "5"}})
+      if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+        error = std::string{"feed exchange kafka setting "} + k + ": " + err;
+        rd_kafka_conf_destroy(conf);
+        return nullptr;
+      }
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    auto* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (rk == nullptr)
+      error = std::string{"cannot create the feed exchange's Kafka producer: "} + err;
+    return rk;
+  }
 
   ~impl() {
     stopping = true;
@@ -100,19 +135,42 @@ struct feed_exchange::impl {
         RD_KAFKA_V_KEY(req.seller_id().data(), req.seller_id().size()),
         RD_KAFKA_V_VALUE(bytes.data(), bytes.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_END);
-      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
         return;
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        failed_deliveries.fetch_add(1); // the request is handled again
+        return;
+      }
       rd_kafka_poll(producer, 100); // queue full: let deliveries drain
     }
   }
 
-  /// Waits until every response produced so far is acknowledged. False when stopping.
+  /// Waits until every response produced so far is acknowledged. False when stopping, or
+  /// when a response could not be delivered (the request is then handled again: responses
+  /// are at least once, never lost).
   bool flushed() {
     while (!stopping) {
       if (rd_kafka_flush(producer, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        return true;
+        break;
       spdlog::warn("feed exchange: waiting for the broker to acknowledge responses");
     }
+    if (stopping)
+      return false;
+    if (failed_deliveries.exchange(0) == 0)
+      return true;
+    char reason[512];
+    if (rd_kafka_fatal_error(producer, reason, sizeof(reason)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // An idempotent producer in a fatal state delivers nothing more: start a new one.
+      spdlog::error("feed exchange: the responses' producer failed ({}); starting a new one", reason);
+      std::string error;
+      if (auto* fresh = make_producer(error)) {
+        rd_kafka_destroy(producer);
+        producer = fresh;
+      } else {
+        spdlog::error("feed exchange: {}", error);
+      }
+    }
+    spdlog::warn("feed exchange: responses were not delivered; the request is handled again");
     return false;
   }
 
@@ -200,6 +258,8 @@ struct feed_exchange::impl {
     std::vector<v1::Offer> contents(static_cast<size_t>(n));
     std::vector<std::string> ids;    // external ids of the valid offers, in order
     std::vector<int> id_index;       // their positions in the batch
+    std::vector<std::string> carried; // every external id of the batch, valid or not
+    std::vector<int> valid_at;        // per carried id: its index in `ids`, or -1 (rejected)
     for (int i = 0; i < n; ++i) {
       auto& r = results[static_cast<size_t>(i)];
       r.set_batch_id(batch.batch_id());
@@ -215,6 +275,10 @@ struct feed_exchange::impl {
       r.set_external_id(c.external_id());
       std::string problem = c.external_id().empty() ? "offer.external_id is required in a feed"
                                                     : check_content(c);
+      if (!c.external_id().empty()) {
+        carried.push_back(c.external_id());
+        valid_at.push_back(problem.empty() ? static_cast<int>(ids.size()) : -1);
+      }
       if (!problem.empty()) {
         r.set_outcome(outcome::REJECTED);
         r.set_reason(problem);
@@ -223,11 +287,19 @@ struct feed_exchange::impl {
       ids.push_back(c.external_id());
       id_index.push_back(i);
     }
-    std::vector<persistence::feed_item> items;
+    // Every external id the load carried is recorded, rejected ones too: a line that failed
+    // validation must not make the end message delete the seller's stored offer.
+    std::vector<persistence::feed_item> carried_items;
     if (!retry("recording the batch", [&] {
-          return persistence::record_feed_items(*opts.pool, req.task_id(), batch.batch_id(), ids);
-        }, items))
+          return persistence::record_feed_items(*opts.pool, req.task_id(), batch.batch_id(), carried);
+        }, carried_items))
       return false;
+    // What each valid offer was (its first occurrence in `carried`; a later one in the same batch
+    // is a duplicate).
+    std::vector<persistence::feed_item> items(ids.size(), persistence::feed_item::fresh);
+    for (size_t k = 0; k < carried.size(); ++k)
+      if (valid_at[k] >= 0)
+        items[static_cast<size_t>(valid_at[k])] = carried_items[k];
     std::vector<std::string> wanted;
     for (size_t k = 0; k < ids.size(); ++k)
       if (items[k] != persistence::feed_item::duplicate)
@@ -271,6 +343,10 @@ struct feed_exchange::impl {
     };
     persistence::feed_counts counts;
     for (size_t k = 0; k < ids.size(); ++k) {
+      if (stopping) {
+        settle(0);
+        return false;
+      }
       auto pos = static_cast<size_t>(id_index[k]);
       auto& res = results[pos];
       if (items[k] == persistence::feed_item::duplicate) {
@@ -307,6 +383,8 @@ struct feed_exchange::impl {
     }
     settle(0);
     for (auto pos : redo) {
+      if (stopping)
+        return false;
       auto& c = contents[pos];
       auto again = persistence::find_by_external_ids(*opts.pool, c.seller_id(), c.namespace_(),
                                                      {c.external_id()});
@@ -326,6 +404,11 @@ struct feed_exchange::impl {
         default: break;
       }
     }
+    // Offers rejected before they were applied: counted when their external id is new to the
+    // load (a re-delivered batch does not count them twice) or when they have none.
+    for (size_t k = 0; k < carried.size(); ++k)
+      if (valid_at[k] < 0 && carried_items[k] == persistence::feed_item::fresh)
+        ++counts.rejected;
     for (auto& r : results)
       if (r.outcome() == outcome::REJECTED && r.external_id().empty())
         ++counts.rejected;
@@ -379,6 +462,16 @@ struct feed_exchange::impl {
         if (res) {
           r.set_outcome(outcome::MADE_MANUAL);
           r.set_version(res->value.version());
+        } else if (transient(res.error())) {
+          spdlog::warn("feed exchange: making offer={} manual failed error={}; the end message is "
+                       "handled again", m.offer_id, persistence::error_message(res.error()));
+          return false;
+        } else if (res.error() == db_errc::not_found) {
+          continue;
+        } else {
+          r.set_outcome(outcome::REJECTED);
+          r.set_reason("missing from the load, but could not be made manual: "
+                       + persistence::error_message(res.error()));
         }
       } else {
         auto res = ask_async<int64_t>(*opts.sys, opts.routes, opts.request_timeout, m.offer_id,
@@ -389,15 +482,18 @@ struct feed_exchange::impl {
           r.set_version(*res);
         } else if (res.error() == db_errc::not_found) {
           continue; // gone already (a re-delivered end after a crash)
-        }
-        if (!res) {
+        } else if (transient(res.error())) {
           spdlog::warn("feed exchange: deleting offer={} failed error={}; the end message is "
                        "handled again", m.offer_id, persistence::error_message(res.error()));
           return false;
+        } else {
+          r.set_outcome(outcome::REJECTED);
+          r.set_reason("missing from the load, but could not be deleted: "
+                       + persistence::error_message(res.error()));
         }
       }
-      if (r.outcome() == outcome::OUTCOME_UNSPECIFIED)
-        return false; // not applied: handle the end again
+      if (stopping)
+        return false;
       note(summary, r.outcome());
       v1::FeedResponse resp;
       *resp.mutable_result() = r;
@@ -448,6 +544,11 @@ struct feed_exchange::impl {
           return persistence::begin_feed_task(*opts.pool, req.task_id(), req.seller_id(), req.namespace_());
         }, task))
       return false;
+    if (!task.other_owner.empty()) {
+      spdlog::error("feed request of task={} for seller={} namespace={} refused: the task id "
+                    "belongs to {}", req.task_id(), req.seller_id(), req.namespace_(), task.other_owner);
+      return true;
+    }
     switch (req.body_case()) {
       case v1::FeedRequest::kBatch:
         if (task.finished) {
@@ -485,8 +586,15 @@ struct feed_exchange::impl {
         rd_kafka_offset_store(m->rkt, m->partition, m->offset);
       } else if (!stopping) {
         // Not handled: read it again from here (seek back) after a pause.
-        rd_kafka_seek(m->rkt, m->partition, m->offset, 5000);
+        // Read it again from here after a pause; never go on past it.
         pause(std::chrono::milliseconds{500});
+        while (!stopping) {
+          auto err = rd_kafka_seek(m->rkt, m->partition, m->offset, 5000);
+          if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+          spdlog::warn("feed exchange: seek back failed error={}; retrying", rd_kafka_err2str(err));
+          pause(std::chrono::milliseconds{500});
+        }
       }
       rd_kafka_message_destroy(m);
     }
@@ -515,9 +623,7 @@ std::unique_ptr<feed_exchange> feed_exchange::start(feed_options opts, std::stri
   };
   auto p = std::make_unique<impl>();
   p->opts = std::move(opts);
-  p->producer = make(RD_KAFKA_PRODUCER, {{"bootstrap.servers", p->opts.brokers},
-                                         {"enable.idempotence", "true"},
-                                         {"linger.ms", "5"}});
+  p->producer = p->make_producer(error);
   if (p->producer == nullptr)
     return nullptr;
   p->consumer = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", p->opts.brokers},
@@ -525,7 +631,10 @@ std::unique_ptr<feed_exchange> feed_exchange::start(feed_options opts, std::stri
                                          {"auto.offset.reset", "earliest"},
                                          {"enable.auto.commit", "true"},
                                          {"enable.auto.offset.store", "false"},
-                                         {"auto.commit.interval.ms", "1000"}});
+                                         {"auto.commit.interval.ms", "1000"},
+                                         // A load's end message may take minutes (deletions):
+                                         // stay in the group meanwhile.
+                                         {"max.poll.interval.ms", "3600000"}});
   if (p->consumer == nullptr)
     return nullptr;
   rd_kafka_poll_set_consumer(p->consumer);

@@ -38,10 +38,17 @@ caf::error take_error(const v1::ForwardResponse::Error& e) {
 
 /// A failed link call: the peer is unreachable (re-route) or did not answer in time.
 caf::error link_error(const grpc::Status& st, const std::string& address) {
-  if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    return caf::make_error(caf::sec::request_timeout, "node " + address + " did not answer in time");
-  return caf::make_error(caf::sec::no_route_to_receiving_node,
-                         "node " + address + " is unreachable: " + st.error_message());
+  switch (st.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return caf::make_error(caf::sec::request_timeout, "node " + address + " did not answer in time");
+    case grpc::StatusCode::UNAVAILABLE:
+      return caf::make_error(caf::sec::no_route_to_receiving_node,
+                             "node " + address + " is unreachable: " + st.error_message());
+    default: // a link that works but refused the call: not something re-routing fixes
+      return persistence::make_db_error(db_errc::internal, "node " + address + " refused a forwarded call ("
+                                                             + std::to_string(st.error_code()) + " "
+                                                             + st.error_message() + ")");
+  }
 }
 
 // -- the serving side -------------------------------------------------------------------------

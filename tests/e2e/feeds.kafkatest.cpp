@@ -216,9 +216,14 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   CHECK(feed_offers() == "15");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE external_id = 'e3'") == "1");
 
-  // Load 2: e0..e9 (e0 retitled), its batch delivered twice; e10..e14 are missing: deleted.
+  // Load 2: e0..e9 (e0 retitled), its batch delivered twice; e10 comes with an invalid price
+  // (rejected, but carried: it must not be deleted); e11..e14 are missing: deleted.
   auto c1 = batch("t2", "c1", items(0, 10, "bike"));
   c1.mutable_batch()->mutable_offers(0)->set_title("red bike");
+  auto* bad = c1.mutable_batch()->add_offers();
+  bad->set_external_id("e10");
+  bad->set_title("bike");
+  bad->mutable_price()->set_currency("RUBL");
   p.send(c1);
   p.send(c1); // re-delivered
   p.send(end("t2", v1::FeedEnd::DELETE, 1));
@@ -227,11 +232,14 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   auto s2 = p.got["t2"].back().end();
   CHECK(s2.updated() == 1);
   CHECK(s2.unchanged() == 9);
-  CHECK(s2.deleted() == 5);
+  CHECK(s2.deleted() == 4);
+  CHECK(s2.rejected() == 1);
   CHECK(s2.duplicates() == 0);
   auto o2 = p.outcomes("t2");
   CHECK(o2["e12"] == outcome::DELETED);
-  CHECK(feed_offers() == "10");
+  CHECK(o2["e10"] == outcome::REJECTED);
+  CHECK(feed_offers() == "11");
+  CHECK(db.scalar("SELECT count(*) FROM offers WHERE external_id = 'e10'") == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE external_id = 'manual-1'") == "1");
   CHECK(db.scalar("SELECT version FROM offers WHERE external_id = 'e0'") == "2");
   CHECK(db.scalar("SELECT version FROM offers WHERE external_id = 'e1'") == "1"); // unchanged: no write
@@ -239,16 +247,16 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   // A re-delivered end of a finished load repeats the summary and deletes nothing more.
   p.send(end("t2", v1::FeedEnd::DELETE, 1));
   REQUIRE(p.wait_end("t2", 2));
-  CHECK(p.got["t2"].back().end().deleted() == 5);
-  CHECK(feed_offers() == "10");
+  CHECK(p.got["t2"].back().end().deleted() == 4);
+  CHECK(feed_offers() == "11");
 
-  // Load 3 with MAKE_MANUAL: e5..e9 are missing and become manual offers.
+  // Load 3 with MAKE_MANUAL: e5..e10 are missing and become manual offers.
   p.send(batch("t3", "d1", items(0, 5, "bike")));
   p.send(end("t3", v1::FeedEnd::MAKE_MANUAL, 1));
   REQUIRE_MESSAGE(p.wait_end("t3"), node.output());
   check_terminal_last(p, "t3");
-  CHECK(p.got["t3"].back().end().made_manual() == 5);
-  CHECK(feed_offers() == "10");
+  CHECK(p.got["t3"].back().end().made_manual() == 6);
+  CHECK(feed_offers() == "11");
   v1::GetOfferRequest g;
   g.mutable_ref()->mutable_key()->set_seller_id("feed-seller");
   g.mutable_ref()->mutable_key()->set_namespace_("shop");
@@ -258,6 +266,18 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   REQUIRE(offers->GetOffer(&ctx, g, &got).ok());
   CHECK(got.offer().source() == v1::OFFER_SOURCE_MANUAL);
   CHECK(got.offer().title() == "bike");
+
+  // A task id of another seller is refused: nothing of that load is touched.
+  auto foreign = end("t3", v1::FeedEnd::DELETE, 1);
+  foreign.set_seller_id("someone-else");
+  p.send(foreign);
+  auto marker = end("t4", v1::FeedEnd::DELETE, 0); // handled after the refused one
+  marker.set_namespace_("empty-namespace");
+  p.send(marker);
+  REQUIRE(p.wait_end("t4"));
+  CHECK(p.got["t3"].size() == 5 + 6 + 1); // d1's five results, six made manual, one end
+  CHECK(node.output().find("belongs to feed-seller/shop") != std::string::npos);
+  CHECK(feed_offers() == "11");
 
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);

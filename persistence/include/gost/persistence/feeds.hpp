@@ -16,6 +16,9 @@ class pg_pool;
 struct feed_task {
   bool finished = false;
   std::string summary; ///< serialized gost.v1.FeedSummary, when finished
+  /// Set when the task id is already another seller's or namespace's ("seller/namespace"):
+  /// the request must be refused, never applied to the other load.
+  std::string other_owner;
 };
 
 /// Registers the task (seller, namespace) unless known; returns its state.
