@@ -92,11 +92,11 @@ struct observer final : stage {
   std::vector<std::string> interests() const override { return {"attributes"}; }
 };
 
-void setup(const std::string& dsn, int offers, uint32_t shards, const std::string& stage_id) {
-  pqxx::connection c{dsn};
+/// Empties the database (every table of every migration, present and future) and migrates it
+/// for `shards` shards; exits on failure.
+void fresh_schema(pqxx::connection& c, const std::string& dsn, uint32_t shards) {
   {
     pqxx::nontransaction tx{c};
-    // Every table of every migration, present and future: the schema starts empty.
     tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
     tx.exec("CREATE SCHEMA public");
   }
@@ -108,6 +108,11 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
     std::fprintf(stderr, "gost_bench: cannot set up the schema\n");
     std::exit(1);
   }
+}
+
+void setup(const std::string& dsn, int offers, uint32_t shards, const std::string& stage_id) {
+  pqxx::connection c{dsn};
+  fresh_schema(c, dsn, shards);
   v1::Offer o;
   o.set_seller_id("bench-seller");
   o.set_title("A reasonably long title of a classified ad for a used bicycle");
@@ -188,21 +193,7 @@ size_t rss_bytes() {
 /// them; bench/outbox_kafka.sh times it.
 int outbox_fill(const std::string& dsn, int events, uint32_t shards) {
   pqxx::connection c{dsn};
-  {
-    pqxx::nontransaction tx{c};
-    tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
-    tx.exec("CREATE SCHEMA public");
-  }
-  {
-    persistence::pg_pool::options po;
-    po.dsn = dsn;
-    po.size = 1;
-    persistence::pg_pool pool{po};
-    if (!persistence::migrate(pool) || persistence::ensure_installation(pool, shards)) {
-      std::fprintf(stderr, "gost_bench: cannot set up the schema\n");
-      return 1;
-    }
-  }
+  fresh_schema(c, dsn, shards);
   constexpr int per_batch = 100;
   v1::OfferSaved ev;
   auto& o = *ev.mutable_offer();

@@ -11,6 +11,7 @@
 #include "gost/actors/stage.hpp"
 #include "gost/actors/stats.hpp"
 #include "gost/v1/events.pb.h"
+#include "kafka_consumer.hpp"
 
 namespace gost::runtime {
 
@@ -109,42 +110,9 @@ after_save_consumer::~after_save_consumer() = default;
 
 std::unique_ptr<after_save_consumer> after_save_consumer::start(after_save_options opts,
                                                                 std::string& error) {
-  char err[512];
-  auto* conf = rd_kafka_conf_new();
-  bool ok = true;
-  for (auto [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", opts.brokers},
-                      {"group.id", opts.group},
-                      {"auto.offset.reset", "earliest"},
-                      {"enable.auto.commit", "true"},
-                      {"enable.auto.offset.store", "false"},
-                      {"auto.commit.interval.ms", "1000"},
-                      // A hook retrying an unavailable service holds its event: stay in the
-                      // group meanwhile rather than hand the partition to another node.
-                      {"max.poll.interval.ms", "3600000"}}) {
-    if (ok && rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-      error = std::string{"kafka consumer setting "} + k + ": " + err;
-      ok = false;
-    }
-  }
-  if (!ok) {
-    rd_kafka_conf_destroy(conf);
+  auto* rk = make_group_consumer(opts.brokers, opts.group, opts.topic, error);
+  if (rk == nullptr)
     return nullptr;
-  }
-  auto* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-  if (rk == nullptr) {
-    error = std::string{"cannot create the after_save consumer: "} + err;
-    return nullptr;
-  }
-  rd_kafka_poll_set_consumer(rk);
-  auto* topics = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(topics, opts.topic.c_str(), RD_KAFKA_PARTITION_UA);
-  auto sub = rd_kafka_subscribe(rk, topics);
-  rd_kafka_topic_partition_list_destroy(topics);
-  if (sub != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    error = std::string{"cannot subscribe to "} + opts.topic + ": " + rd_kafka_err2str(sub);
-    rd_kafka_destroy(rk);
-    return nullptr;
-  }
   auto p = std::make_unique<impl>();
   p->opts = std::move(opts);
   p->rk = rk;

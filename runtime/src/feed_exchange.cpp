@@ -17,6 +17,7 @@
 #include "gost/actors/stage_runner.hpp"
 #include "gost/persistence/feeds.hpp"
 #include "gost/v1/feed_exchange.pb.h"
+#include "kafka_consumer.hpp"
 #include "offer_checks.hpp"
 
 namespace gost::runtime {
@@ -606,46 +607,16 @@ feed_exchange::feed_exchange(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 feed_exchange::~feed_exchange() = default;
 
 std::unique_ptr<feed_exchange> feed_exchange::start(feed_options opts, std::string& error) {
-  char err[512];
-  auto make = [&](rd_kafka_type_t type,
-                  std::initializer_list<std::pair<const char*, std::string>> settings) -> rd_kafka_t* {
-    auto* conf = rd_kafka_conf_new();
-    for (auto& [k, v] : settings)
-      if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        error = std::string{"feed exchange kafka setting "} + k + ": " + err;
-        rd_kafka_conf_destroy(conf);
-        return nullptr;
-      }
-    auto* rk = rd_kafka_new(type, conf, err, sizeof(err));
-    if (rk == nullptr)
-      error = std::string{"cannot create the feed exchange's Kafka client: "} + err;
-    return rk;
-  };
   auto p = std::make_unique<impl>();
   p->opts = std::move(opts);
   p->producer = p->make_producer(error);
   if (p->producer == nullptr)
     return nullptr;
-  p->consumer = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", p->opts.brokers},
-                                         {"group.id", p->opts.group},
-                                         {"auto.offset.reset", "earliest"},
-                                         {"enable.auto.commit", "true"},
-                                         {"enable.auto.offset.store", "false"},
-                                         {"auto.commit.interval.ms", "1000"},
-                                         // A load's end message may take minutes (deletions):
-                                         // stay in the group meanwhile.
-                                         {"max.poll.interval.ms", "3600000"}});
+  // A load's end message may take minutes (deletions): the group consumer stays a member
+  // that long.
+  p->consumer = make_group_consumer(p->opts.brokers, p->opts.group, p->opts.requests_topic, error);
   if (p->consumer == nullptr)
     return nullptr;
-  rd_kafka_poll_set_consumer(p->consumer);
-  auto* topics = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(topics, p->opts.requests_topic.c_str(), RD_KAFKA_PARTITION_UA);
-  auto sub = rd_kafka_subscribe(p->consumer, topics);
-  rd_kafka_topic_partition_list_destroy(topics);
-  if (sub != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    error = "cannot subscribe to " + p->opts.requests_topic + ": " + rd_kafka_err2str(sub);
-    return nullptr;
-  }
   auto* raw = p.get();
   p->thread = std::thread{[raw] { raw->loop(); }};
   spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.requests_topic,

@@ -15,8 +15,10 @@
 #include <google/protobuf/wrappers.pb.h>
 #include <grpcpp/grpcpp.h>
 
+#include "gost/testing/kafka.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/upper_stage.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/stage_service.grpc.pb.h"
 
@@ -26,13 +28,8 @@ using testing::child_process;
 
 namespace {
 
-std::string brokers() {
-  auto e = std::getenv("GOST_TEST_KAFKA");
-  return e ? e : "127.0.0.1:19092";
-}
-
-/// Upper-cases titles (state: the title it saw) and records every after-save event.
-class recording_stage final : public v1::StageService::Service {
+/// The upper-casing stage (its state: the title it saw), recording every after-save event.
+class recording_stage final : public testing::upper_stage {
 public:
   struct seen {
     int64_t version;
@@ -43,22 +40,6 @@ public:
   std::map<std::string, std::vector<seen>> events; ///< by offer id, in arrival order
   int failed_once = 0;
 
-  grpc::Status ShouldProcess(grpc::ServerContext*, const v1::StageRequest* req,
-                             v1::ShouldProcessResponse* resp) override {
-    resp->set_decision(req->offer().title() != upper(req->offer().title())
-                         ? v1::ShouldProcessResponse::PROCESS
-                         : v1::ShouldProcessResponse::SKIP);
-    return grpc::Status::OK;
-  }
-  grpc::Status Process(grpc::ServerContext*, const v1::StageRequest* req,
-                       v1::ProcessResponse* resp) override {
-    *resp->mutable_offer() = req->offer();
-    resp->mutable_offer()->set_title(upper(req->offer().title()));
-    google::protobuf::StringValue was;
-    was.set_value(req->offer().title());
-    resp->mutable_state()->PackFrom(was);
-    return grpc::Status::OK;
-  }
   grpc::Status AfterSave(grpc::ServerContext*, const v1::AfterSaveRequest* req,
                          v1::AfterSaveResponse*) override {
     std::lock_guard<std::mutex> g{m};
@@ -89,11 +70,6 @@ public:
     return n;
   }
 
-  static std::string upper(std::string s) {
-    for (auto& c : s)
-      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return s;
-  }
 };
 
 struct node {
@@ -107,17 +83,12 @@ struct node {
       GOSTD_PATH,
       std::vector<std::string>{"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
                                "--grpc.port_file=" + port_file, "--shard.count=4",
-                               "--kafka.brokers=" + brokers(), "--kafka.topic=" + topic,
+                               "--kafka.brokers=" + testing::kafka_brokers(), "--kafka.topic=" + topic,
                                "--kafka.after_save_group=" + topic + "-hooks",
                                "--stages.expire.enabled=false", "--queue.poll=50ms",
                                "--stages.external=upper=127.0.0.1:" + std::to_string(stage_port)
                                  + ";interests=title;after_save=1"});
-    int port = 0;
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      std::ifstream in(port_file);
-                      return static_cast<bool>(in >> port) || !proc->running();
-                    }),
-                    proc->output());
+    int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
     stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                                          grpc::InsecureChannelCredentials()));

@@ -57,12 +57,7 @@ struct node {
       args.push_back(e);
     }
     proc = std::make_unique<child_process>(GOSTD_PATH, args);
-    int port = 0;
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      std::ifstream in(port_file);
-                      return static_cast<bool>(in >> port) || !proc->running();
-                    }),
-                    proc->output());
+    int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
     addr = "127.0.0.1:" + std::to_string(port);
     stub = v1::OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));

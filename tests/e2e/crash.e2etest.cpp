@@ -17,12 +17,7 @@ using testing::child_process;
 namespace {
 
 int wait_port(child_process& p, const std::string& port_file) {
-  int port = 0;
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                    std::ifstream in(port_file);
-                    return static_cast<bool>(in >> port) || !p.running();
-                  }),
-                  p.output());
+  int port = testing::served_port(p, port_file);
   REQUIRE_MESSAGE(port > 0, p.output());
   return port;
 }

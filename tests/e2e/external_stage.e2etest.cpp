@@ -16,6 +16,7 @@
 
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/upper_stage.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/stage_service.grpc.pb.h"
 
@@ -24,35 +25,6 @@ using namespace std::chrono_literals;
 using testing::child_process;
 
 namespace {
-
-std::string upper(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-/// Upper-cases titles; remembers the original title in its state.
-class upper_stage final : public v1::StageService::Service {
-public:
-  std::atomic<int> processed{0};
-  grpc::Status ShouldProcess(grpc::ServerContext*, const v1::StageRequest* req,
-                             v1::ShouldProcessResponse* resp) override {
-    resp->set_decision(req->offer().title() != upper(req->offer().title())
-                         ? v1::ShouldProcessResponse::PROCESS
-                         : v1::ShouldProcessResponse::SKIP);
-    return grpc::Status::OK;
-  }
-  grpc::Status Process(grpc::ServerContext*, const v1::StageRequest* req,
-                       v1::ProcessResponse* resp) override {
-    *resp->mutable_offer() = req->offer();
-    resp->mutable_offer()->set_title(upper(req->offer().title()));
-    google::protobuf::StringValue was;
-    was.set_value(req->offer().title());
-    resp->mutable_state()->PackFrom(was);
-    ++processed;
-    return grpc::Status::OK;
-  }
-};
 
 /// Stamps each offer once (a state of 1).
 class stamp_stage final : public v1::StageService::Service {
@@ -96,7 +68,7 @@ int unused_port() {
 
 TEST_CASE("external stages are called over gRPC; one that is down backs off and catches up") {
   testing::temp_db db;
-  upper_stage up;
+  testing::upper_stage up;
   int up_port = 0;
   auto up_server = serve(&up, "127.0.0.1:0", &up_port);
   REQUIRE(up_port > 0);
@@ -111,12 +83,7 @@ TEST_CASE("external stages are called over gRPC; one that is down backs off and 
                       "--stages.external=upper=127.0.0.1:" + std::to_string(up_port)
                         + ";interests=title;parallelism=4 stamp=127.0.0.1:"
                         + std::to_string(stamp_port) + ";deadline_ms=500;attempts=2"}};
-  int port = 0;
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                    std::ifstream in(port_file);
-                    return static_cast<bool>(in >> port) || !node.running();
-                  }),
-                  node.output());
+  int port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto offers = v1::OfferService::NewStub(
     grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));

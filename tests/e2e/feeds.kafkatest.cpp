@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <librdkafka/rdkafka.h>
 
+#include "gost/testing/kafka.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/feed_exchange.pb.h"
@@ -23,15 +24,10 @@ using outcome = v1::OfferResult;
 
 namespace {
 
-std::string brokers() {
-  auto e = std::getenv("GOST_TEST_KAFKA");
-  return e ? e : "127.0.0.1:19092";
-}
-
 rd_kafka_t* client(rd_kafka_type_t type, std::vector<std::pair<const char*, std::string>> settings) {
   char err[512];
   auto* conf = rd_kafka_conf_new();
-  settings.emplace_back("bootstrap.servers", brokers());
+  settings.emplace_back("bootstrap.servers", testing::kafka_brokers());
   for (auto& [k, v] : settings)
     REQUIRE(rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) == RD_KAFKA_CONF_OK);
   auto* rk = rd_kafka_new(type, conf, err, sizeof(err));
@@ -160,15 +156,10 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   child_process node{GOSTD_PATH,
                      {"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
                       "--grpc.port_file=" + port_file, "--shard.count=4",
-                      "--kafka.brokers=" + brokers(), "--kafka.topic=gost.saved-" + tag,
+                      "--kafka.brokers=" + testing::kafka_brokers(), "--kafka.topic=gost.saved-" + tag,
                       "--feed.requests_topic=" + p.requests, "--feed.responses_topic=" + p.responses,
                       "--feed.group=gost.feeds-" + tag, "--stages.expire.enabled=false"}};
-  int port = 0;
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                    std::ifstream in(port_file);
-                    return static_cast<bool>(in >> port) || !node.running();
-                  }),
-                  node.output());
+  int port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto offers = v1::OfferService::NewStub(
     grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));

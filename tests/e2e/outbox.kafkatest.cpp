@@ -17,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 #include <librdkafka/rdkafka.h>
 
+#include "gost/testing/kafka.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/events.pb.h"
@@ -27,11 +28,6 @@ using namespace std::chrono_literals;
 using testing::child_process;
 
 namespace {
-
-std::string brokers() {
-  auto e = std::getenv("GOST_TEST_KAFKA");
-  return e ? e : "127.0.0.1:19092";
-}
 
 struct gostd {
   std::string port_file = "/tmp/gostd-outbox-" + std::to_string(getpid());
@@ -47,12 +43,7 @@ struct gostd {
                                            "--kafka.topic=" + topic,
                                            "--kafka.message_timeout=3s",
                                            "--stages.expire.enabled=false"});
-    int port = 0;
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      std::ifstream in(port_file);
-                      return static_cast<bool>(in >> port) || !proc->running();
-                    }),
-                    proc->output());
+    int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
     stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                                          grpc::InsecureChannelCredentials()));
@@ -97,7 +88,7 @@ struct gostd {
 std::map<std::string, std::vector<int64_t>> consume(const std::string& topic, size_t want) {
   char err[512];
   auto* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", brokers().c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "bootstrap.servers", testing::kafka_brokers().c_str(), err, sizeof(err));
   rd_kafka_conf_set(conf, "group.id", (topic + "-check").c_str(), err, sizeof(err));
   rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
   auto* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
@@ -160,7 +151,7 @@ TEST_CASE("every committed change is published once or more, in order per offer;
   auto topic = fresh_topic();
   std::map<std::string, int64_t> last;
   {
-    gostd node{db, brokers(), topic};
+    gostd node{db, testing::kafka_brokers(), topic};
     last = node.load(30, 3);
     REQUIRE_MESSAGE(testing::eventually(30s, [&] {
                       return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
@@ -185,7 +176,7 @@ TEST_CASE("with the broker unreachable the events wait in PostgreSQL and go out 
   }
   {
     // The broker is reachable again (here: the node restarts pointing at it).
-    gostd node{db, brokers(), topic};
+    gostd node{db, testing::kafka_brokers(), topic};
     REQUIRE_MESSAGE(testing::eventually(60s, [&] {
                       return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
                     }),
@@ -206,7 +197,7 @@ TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing
   auto topic = fresh_topic();
   std::map<std::string, int64_t> last;
   {
-    gostd node{db, brokers(), topic};
+    gostd node{db, testing::kafka_brokers(), topic};
     last = node.load(10, 2);
     REQUIRE(kill(broker, SIGSTOP) == 0);
     struct resume {

@@ -93,4 +93,16 @@ bool eventually(std::chrono::milliseconds timeout, Pred pred) {
   return true;
 }
 
+/// The gRPC port a gostd child writes first into its `grpc.port_file`, once it serves; 0 when
+/// the process exited first or `timeout` passed (callers REQUIRE it with the output).
+inline int served_port(child_process& p, const std::string& port_file,
+                       std::chrono::milliseconds timeout = std::chrono::seconds{30}) {
+  int port = 0;
+  eventually(timeout, [&] {
+    std::ifstream in(port_file);
+    return static_cast<bool>(in >> port) || !p.running();
+  });
+  return port;
+}
+
 } // namespace gost::testing
