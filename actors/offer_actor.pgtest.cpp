@@ -6,6 +6,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "gost/testing/process.hpp"
 #include "shard_fixture.hpp"
 
 using namespace gost;
@@ -103,4 +104,33 @@ TEST_CASE("the resident cap passivates the least recently used offer actor") {
     CHECK(got->value.id() == id);
   }
   CHECK(f.stats->resident_offer_actors.load() <= 2);
+}
+
+TEST_CASE("an offer actor killed from outside is forgotten and the next event starts a new one") {
+  shard_fixture f;
+  REQUIRE(f.ask(create_atom::value, offer_msg{new_offer("o1")}));
+  caf::scoped_actor self{*f.sys};
+  // The shard delegates a mailbox query to the offer actor, which answers itself: its
+  // address is the sender of the answer.
+  caf::strong_actor_ptr victim;
+  self->request(f.shard, std::chrono::seconds{10}, mailbox_atom::value, std::string{"o1"})
+    .receive([&](uint64_t) { victim = self->current_sender(); },
+             [&](caf::error& e) { FAIL("mailbox query failed: " << f.sys->render(e)); });
+  REQUIRE(victim);
+  REQUIRE(f.stats->resident_offer_actors.load() == 1);
+  caf::anon_send_exit(caf::actor_cast<caf::actor>(victim), caf::exit_reason::kill);
+  victim = nullptr;
+  // No monitor: the dying actor reports its stop, and the shard forgets it.
+  CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->resident_offer_actors.load() == 0; }));
+  bool resident = true;
+  self->request(f.shard, std::chrono::seconds{10}, resident_atom::value, std::string{"o1"})
+    .receive([&](bool r) { resident = r; }, [&](caf::error&) {});
+  CHECK_FALSE(resident);
+  auto o = new_offer("o1");
+  o.set_title("after the kill");
+  auto updated = f.ask(update_atom::value, offer_msg{o}, int64_t{1}, std::string{});
+  REQUIRE(updated);
+  CHECK(updated->value.version() == 2);
+  CHECK(f.stats->resident_offer_actors.load() == 1);
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
 }

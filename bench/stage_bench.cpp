@@ -26,6 +26,7 @@
 #include <thread>
 #include <tuple>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <caf/actor_system.hpp>
@@ -186,6 +187,12 @@ size_t rss_bytes() {
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+/// Bytes the allocator has handed out and not yet got back (glibc).
+size_t heap_in_use() {
+  auto mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
 /// Activates every offer (one get each) and reports the memory each resident idle offer
 /// actor costs beyond its offer's own data; then checks that the resident cap holds.
 /// outbox_kafka's input: an empty schema whose outbox holds `events` after-save events (batches
@@ -253,6 +260,7 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
       --outstanding;
     };
     auto before = rss_bytes();
+    auto heap_before = heap_in_use();
     for (int i = 0; i < offers; ++i) {
       auto id = "bench-" + std::to_string(i);
       self->send(handles[shard_of(id, shards)], get_atom::value, id);
@@ -262,7 +270,10 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     while (outstanding > 0)
       receive_one();
     auto after = rss_bytes();
+    auto heap_after = heap_in_use();
     auto resident = stats->resident_offer_actors.load();
+    std::fprintf(stderr, "gost_bench: heap in use +%.0f bytes per resident actor (offer data included)\n",
+                 (static_cast<double>(heap_after) - heap_before) / std::max<int64_t>(1, resident));
     for (auto& h : handles)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     std::this_thread::sleep_for(500ms);

@@ -10,6 +10,8 @@
 
 #include "offer_actor.hpp"
 
+#include <cassert>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -29,26 +31,46 @@ using persistence::db_errc;
 using persistence::make_db_error;
 using persistence::write_outcome;
 
-using offer_actor_impl = offer_actor;
-
 /// How often an event is redone after its write-set lost a version check (someone changed
 /// the offer behind this actor) before the caller hears of the conflict.
 constexpr int max_redo = 3;
 
 struct offer_state {
   static inline const char* name = "gost.offer";
-  offer_actor_args args;
-  offer_entity entity;
+  offer_env_ptr env;
+  offer_entity entity; ///< holds the offer's id too, loaded or not
   offer_context ctx;
+  caf::actor_id aid = 0;
+
+  offer_state() = default;
+  offer_state(const offer_state&) = delete;
+  offer_state& operator=(const offer_state&) = delete;
+
+  /// Runs when the actor stops, for any reason (CAF destroys a stateful actor's state on
+  /// exit): tells the shard, which then forgets the actor.
+  ~offer_state() {
+    if (env)
+      caf::anon_send(env->parent, stopped_atom::value, entity.id(), static_cast<uint64_t>(aid));
+  }
 };
 
-using self_ptr = offer_actor_impl::stateful_pointer<offer_state>;
+using offer_base = caf::stateful_actor<offer_state, offer_actor::base>;
+using self_ptr = offer_base*;
+
+/// The offer actor whose messages this thread is handling, set around `resume`: the handlers
+/// are shared by all offer actors (see offer_behavior) and find their actor here.
+thread_local offer_base* running = nullptr;
+
+self_ptr current() {
+  assert(running != nullptr);
+  return running;
+}
 
 int64_t now_us() { return to_us(stage_clock::now()); }
 
 /// Forgets the in-memory copy: the next event reloads from PostgreSQL.
 void forget(self_ptr self) {
-  self->state.entity = offer_entity{};
+  self->state.entity.forget();
   self->state.ctx.states.clear();
   self->state.ctx.queued_now.clear();
   self->state.ctx.chain.clear();
@@ -63,13 +85,12 @@ void with_loaded(self_ptr self, F f, Fail fail) {
     f();
     return;
   }
-  self->request(st.args.store, caf::infinite, load_atom::value, st.args.id)
+  self->request(st.env->store, caf::infinite, load_atom::value, st.entity.id())
     .await(
       [=](offer_snapshot& snap) mutable {
         auto& s = self->state;
         s.entity.committed(snap.found ? std::optional<v1::Offer>{std::move(snap.offer)}
                                       : std::nullopt);
-        s.ctx.shard = s.args.shard;
         s.ctx.states.clear();
         for (auto& stored : snap.states) {
           auto& held = s.ctx.states[stored.stage_id];
@@ -174,7 +195,7 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         return;
       }
       auto set = bookkeeping_copy(*ws);
-      self->request(st.args.writer, caf::infinite, write_atom::value, std::move(*ws))
+      self->request(st.env->writer, caf::infinite, write_atom::value, std::move(*ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
@@ -185,7 +206,7 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 committed(self, set,
                           next || set.op == persistence::offer_op::remove ? &next : nullptr);
                 if (!set.enqueue.empty())
-                  self->send(s.args.parent, enqueued_atom::value, set.enqueue);
+                  self->send(s.env->parent, enqueued_atom::value, set.enqueue);
                 rp.deliver(std::move(answer));
                 return;
               }
@@ -193,20 +214,20 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 forget(self);
                 if (set.op == persistence::offer_op::insert) {
                   rp.deliver(make_db_error(db_errc::already_exists,
-                                           "an offer with id " + s.args.id
+                                           "an offer with id " + s.entity.id()
                                              + " or with this seller_id/namespace/external_id "
                                                "already exists"));
                 } else if (attempt + 1 < max_redo) {
-                  s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+                  s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
                   external_change(self, rp, prepare, reply, attempt + 1);
                 } else {
-                  rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
+                  rp.deliver(make_db_error(db_errc::conflict, "offer " + s.entity.id()
                                                                 + " keeps changing; retry"));
                 }
                 return;
               case write_outcome::fenced:
                 forget(self);
-                rp.deliver(make_db_error(db_errc::fenced, "shard " + std::to_string(s.args.shard)
+                rp.deliver(make_db_error(db_errc::fenced, "shard " + std::to_string(s.env->shard)
                                                             + " is no longer owned by this node"));
                 return;
             }
@@ -228,27 +249,27 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
                int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
   auto& st = self->state;
   auto set = bookkeeping_copy(ws);
-  self->request(st.args.writer, caf::infinite, write_atom::value, std::move(ws))
+  self->request(st.env->writer, caf::infinite, write_atom::value, std::move(ws))
     .await(
       [=](write_outcome outcome) mutable {
         auto& s = self->state;
         switch (outcome) {
           case write_outcome::committed:
-            s.args.stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
-            if (auto* m = s.args.stats->stage(stage_id))
+            s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
+            if (auto* m = s.env->stats->stage(stage_id))
               m->runs.fetch_add(1, std::memory_order_relaxed);
-            s.args.stats->dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
+            s.env->stats->dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
             committed(self, set, next ? &next : nullptr);
             rp.deliver(std::move(set.enqueue));
             return;
           case write_outcome::conflict:
             // The offer changed behind us (seed step 7): reload and start again.
-            s.args.stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+            s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
             forget(self);
             if (attempt + 1 < max_redo)
               run_stage(self, rp, stage_id, attempt + 1);
             else
-              rp.deliver(make_db_error(db_errc::conflict, "offer " + s.args.id
+              rp.deliver(make_db_error(db_errc::conflict, "offer " + s.entity.id()
                                                             + " kept changing during stage " + stage_id));
             return;
           case write_outcome::fenced:
@@ -268,20 +289,20 @@ void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
                 const std::string& stage_id, int attempt, const stage_result& result) {
   auto& st = self->state;
   const auto& cur = st.entity.current();
-  auto out = after_process(*st.args.stages, stage_id, *cur, st.ctx, result, now_us(),
-                           runner_limits{st.args.max_chain});
+  auto out = after_process(*st.env->stages, stage_id, *cur, st.ctx, result, now_us(),
+                           runner_limits{st.env->max_chain});
   if (out.storms_cut > 0) {
-    st.args.stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
+    st.env->stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
                                                std::memory_order_relaxed);
-    spdlog::warn("change storm cut shard={} offer={} stage={}", st.args.shard, st.args.id, stage_id);
+    spdlog::warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(), stage_id);
   }
   write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
 }
 
 caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::string& what,
                         db_errc code = db_errc::internal) {
-  self->state.args.stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
-  if (auto* m = self->state.args.stats->stage(stage_id))
+  self->state.env->stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
+  if (auto* m = self->state.env->stats->stage(stage_id))
     m->failures.fetch_add(1, std::memory_order_relaxed);
   return make_db_error(code, "stage " + stage_id + (code == db_errc::unavailable ? " unavailable" : " failed") + what);
 }
@@ -296,13 +317,13 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
     self,
     [=]() mutable {
       auto& st = self->state;
-      auto* entry = st.args.stages->find(stage_id);
+      auto* entry = st.env->stages->find(stage_id);
       const auto& cur = st.entity.current();
       if (!cur || entry == nullptr || !entry->opts.enabled) {
         // Nothing to run (the offer is gone, or the stage is unknown or disabled): drop the
         // entry without touching the offer.
         persistence::write_set ws;
-        ws.offer_id = st.args.id;
+        ws.offer_id = st.entity.id();
         ws.op = persistence::offer_op::none;
         ws.dequeue.push_back(stage_id);
         write_run(self, rp, stage_id, attempt, std::move(ws), std::nullopt);
@@ -311,14 +332,14 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       const google::protobuf::Any* state = nullptr;
       if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
         state = &i->second.value;
-      if (entry->opts.blocking && st.args.pools != nullptr) {
-        if (auto p = st.args.pools->find(stage_id); p != st.args.pools->end()) {
+      if (entry->opts.blocking && st.env->pools != nullptr) {
+        if (auto p = st.env->pools->find(stage_id); p != st.env->pools->end()) {
           // The job owns copies of its inputs: this actor may be gone when it runs.
           auto offer = std::make_shared<const v1::Offer>(*cur);
           auto saved = state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
           auto impl = entry->impl;
-          auto* metrics = st.args.stats->stage(stage_id);
-          auto run = st.args.run;
+          auto* metrics = st.env->stats->stage(stage_id);
+          auto run = st.env->run;
           pool_job job{[impl, offer, saved, metrics, run] {
             detail::run_scope scope{run.get()};
             auto t0 = std::chrono::steady_clock::now();
@@ -343,9 +364,9 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
       stage_result result;
       try {
         auto t0 = std::chrono::steady_clock::now();
-        detail::run_scope scope{st.args.run.get()};
+        detail::run_scope scope{st.env->run.get()};
         result = entry->impl->process(*cur, state);
-        if (auto* m = st.args.stats->stage(stage_id))
+        if (auto* m = st.env->stats->stage(stage_id))
           m->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - t0));
       } catch (const unavailable_error& e) {
@@ -363,10 +384,14 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
-offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) {
-  self->state.args = std::move(args);
+/// The handlers of every offer actor. A typed behavior costs ~450 bytes per actor when each
+/// actor has its own (a match case per message type, each holding its captures), more than
+/// all of an idle actor's own state; so there is one, built once, capturing nothing, and each
+/// handler starts by looking up the actor it runs for.
+offer_actor::behavior_type offer_behavior() {
   return {
-    [=](create_atom, offer_msg& m) -> caf::result<offer_msg> {
+    [](create_atom, offer_msg& m) -> caf::result<offer_msg> {
+      auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
       auto in = std::move(m.value);
       auto prepare = [self, in](std::optional<v1::Offer>& next)
@@ -376,11 +401,11 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         if (!o)
           return std::move(o.error());
         persistence::write_set ws;
-        ws.offer_id = st.args.id;
+        ws.offer_id = st.entity.id();
         ws.op = persistence::offer_op::insert;
         ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
         ws.new_body = o->SerializeAsString();
-        ws.enqueue = ask_stages(*st.args.stages, nullptr, *o, st.ctx, {}, now_us(),
+        ws.enqueue = ask_stages(*st.env->stages, nullptr, *o, st.ctx, {}, now_us(),
                                 persistence::priority::normal);
         ws.outbox = saved_payload(*o, st.ctx, false);
         next = std::move(*o);
@@ -389,29 +414,31 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       external_change(self, rp, prepare, reply_offer, 0);
       return rp;
     },
-    [=](get_atom, const std::string&) -> caf::result<offer_msg> {
+    [](get_atom, const std::string&) -> caf::result<offer_msg> {
+      auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
       with_loaded(
         self,
         [=]() mutable {
-          auto& cur = self->state.entity.current();
+          const auto* cur = self->state.entity.current();
           if (cur)
             rp.deliver(offer_msg{*cur});
           else
             rp.deliver(make_db_error(db_errc::not_found,
-                                     "offer " + self->state.args.id + " does not exist"));
+                                     "offer " + self->state.entity.id() + " does not exist"));
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [=](update_atom, offer_msg& m, int64_t expected, std::string& mask) -> caf::result<offer_msg> {
+    [](update_atom, offer_msg& m, int64_t expected, std::string& mask) -> caf::result<offer_msg> {
+      auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
       auto in = std::move(m.value);
       auto prepare = [self, in, expected, mask](std::optional<v1::Offer>& next)
         -> caf::expected<persistence::write_set> {
         auto& st = self->state;
         auto req = in;
-        req.set_id(st.args.id);
+        req.set_id(st.entity.id());
         // Re-applied on every redo: a masked update merges into the offer as it is then.
         auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now(),
                                           mask);
@@ -419,10 +446,10 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
           return std::move(o.error());
         const auto& before = *st.entity.current();
         persistence::write_set ws;
-        ws.offer_id = st.args.id;
+        ws.offer_id = st.entity.id();
         ws.expected_version = before.version();
         ws.new_body = o->SerializeAsString();
-        ws.enqueue = ask_stages(*st.args.stages, &before, *o, st.ctx, {}, now_us(),
+        ws.enqueue = ask_stages(*st.env->stages, &before, *o, st.ctx, {}, now_us(),
                                 persistence::priority::normal);
         ws.outbox = saved_payload(*o, st.ctx, false);
         next = std::move(*o);
@@ -431,16 +458,17 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       external_change(self, rp, prepare, reply_offer, 0);
       return rp;
     },
-    [=](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
+    [](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
+      auto self = current();
       auto rp = self->make_response_promise<int64_t>();
       auto prepare = [self, expected](std::optional<v1::Offer>& next)
         -> caf::expected<persistence::write_set> {
         auto& st = self->state;
-        auto ver = st.entity.prepare_delete(st.args.id, expected);
+        auto ver = st.entity.prepare_delete(st.entity.id(), expected);
         if (!ver)
           return std::move(ver.error());
         persistence::write_set ws;
-        ws.offer_id = st.args.id;
+        ws.offer_id = st.entity.id();
         ws.op = persistence::offer_op::remove;
         ws.expected_version = *ver;
         auto gone = *st.entity.current();
@@ -455,15 +483,16 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       external_change(self, rp, prepare, reply, 0);
       return rp;
     },
-    [=](get_atom, state_atom, const std::string&,
-        const std::string& stage_id) -> caf::result<state_read_msg> {
+    [](get_atom, state_atom, const std::string&,
+       const std::string& stage_id) -> caf::result<state_read_msg> {
+      auto self = current();
       auto rp = self->make_response_promise<state_read_msg>();
       with_loaded(
         self,
         [=]() mutable {
           auto& st = self->state;
           if (!st.entity.current()) {
-            rp.deliver(make_db_error(db_errc::not_found, "offer " + st.args.id + " does not exist"));
+            rp.deliver(make_db_error(db_errc::not_found, "offer " + st.entity.id() + " does not exist"));
             return;
           }
           state_read_msg out;
@@ -476,21 +505,22 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [=](update_atom, state_atom, const std::string&, const std::string& stage_id,
-        std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+    [](update_atom, state_atom, const std::string&, const std::string& stage_id,
+       std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+      auto self = current();
       auto rp = self->make_response_promise<state_update_msg>();
       auto prepare = [self, stage_id, bytes, expected](std::optional<v1::Offer>&)
         -> caf::expected<persistence::write_set> {
         auto& st = self->state;
         const auto& cur = st.entity.current();
         if (!cur)
-          return make_db_error(db_errc::not_found, "offer " + st.args.id + " does not exist");
-        if (st.args.stages->find(stage_id) == nullptr)
+          return make_db_error(db_errc::not_found, "offer " + st.entity.id() + " does not exist");
+        if (st.env->stages->find(stage_id) == nullptr)
           return make_db_error(db_errc::invalid_argument,
                                "stage_id: " + stage_id + " is not a stage of this node "
                                "(gostctl stages lists them)");
         persistence::write_set ws;
-        ws.offer_id = st.args.id;
+        ws.offer_id = st.entity.id();
         ws.op = persistence::offer_op::none; // stays so when the version is stale: no write
         auto i = st.ctx.states.find(stage_id);
         int64_t current = i == st.ctx.states.end() ? 0 : i->second.version;
@@ -505,7 +535,7 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
         // The stage sees its new state: ask it (alone) whether it wants to run now.
         offer_context after = st.ctx;
         after.states[stage_id].value.ParseFromString(bytes);
-        ws.enqueue = ask_stage(*st.args.stages, stage_id, *cur, after, now_us());
+        ws.enqueue = ask_stage(*st.env->stages, stage_id, *cur, after, now_us());
         ws.states.push_back(std::move(written));
         return ws;
       };
@@ -523,29 +553,72 @@ offer_actor_impl::behavior_type offer_fun(self_ptr self, offer_actor_args args) 
       external_change(self, rp, prepare, reply, 0);
       return rp;
     },
-    [=](run_atom, std::string& stage_id) -> caf::result<queue_entries> {
+    [](run_atom, std::string& stage_id) -> caf::result<queue_entries> {
+      auto self = current();
       auto rp = self->make_response_promise<queue_entries>();
       run_stage(self, rp, std::move(stage_id), 0);
       return rp;
     },
-    [=](mailbox_atom) -> uint64_t { return self->mailbox().size(); },
-    [=](warm_atom) {
+    [](mailbox_atom) -> uint64_t { return current()->mailbox().size(); },
+    [](warm_atom) {
+      auto self = current();
       // Load errors are not news here: the run that follows loads again and reports them.
       with_loaded(self, [] {}, [](caf::error) {});
     },
-    [=](passivate_atom, ok_atom) { self->quit(); },
+    [](passivate_atom, ok_atom) { current()->quit(); },
   };
 }
 
+/// An offer actor: the shared behavior, and `running` set while it handles messages. CAF runs
+/// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
+class offer_actor_impl final : public offer_base {
+public:
+  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
+    : offer_base(cfg) {
+    state.entity = offer_entity{std::move(id)};
+    state.env = std::move(env);
+    state.aid = this->id();
+    // A throwing handler stops the actor: logged and counted here, with its offer. A
+    // capture-less handler: no allocation per actor.
+    set_exception_handler([](caf::scheduled_actor* self, std::exception_ptr& ep) -> caf::error {
+      auto* me = static_cast<offer_base*>(self);
+      me->state.env->stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      spdlog::error("offer actor crashed shard={} offer={} error={}", me->state.env->shard,
+                    me->state.entity.id(), what);
+      return caf::make_error(caf::sec::runtime_error, std::move(what));
+    });
+  }
+
+  resume_result resume(caf::execution_unit* eu, size_t max_throughput) override {
+    auto* outer = running;
+    running = this;
+    auto result = offer_base::resume(eu, max_throughput);
+    running = outer;
+    return result;
+  }
+
+protected:
+  behavior_type make_behavior() override {
+    static const behavior_type shared = offer_behavior();
+    return shared;
+  }
+};
+
 } // namespace
 
-offer_actor spawn_offer_actor(caf::local_actor* parent, offer_actor_args args) {
-  // Monitored, not linked: the shard hears of a crash through a down message. A link would put
-  // one attachable per offer actor on the shard, and CAF 0.17 removes attachables by a linear
-  // search, so every passivation cost O(resident actors). The shard stops its offer actors
-  // itself when it stops (see ~shard_state).
-  auto impl = parent->spawn<caf::monitored>(offer_fun, std::move(args));
-  return caf::actor_cast<offer_actor>(impl);
+offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env) {
+  // Neither linked nor monitored: the actor tells its shard when it stops (~offer_state). A
+  // link or a monitor puts an attachable on an actor (~48 bytes each), and CAF 0.17 removes a
+  // link by a linear search over the shard's attachables, so passivations cost O(resident
+  // actors). The shard stops its offer actors itself when it stops (see ~shard_state).
+  return parent->spawn<offer_actor_impl>(std::move(id), std::move(env));
 }
 
 } // namespace gost::detail

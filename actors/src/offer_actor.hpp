@@ -1,9 +1,11 @@
 #pragma once
 // Internal: the offer actor, spawned by shard supervisors only.
 
-#include <chrono>
 #include <memory>
 #include <string>
+
+#include <caf/intrusive_ptr.hpp>
+#include <caf/ref_counted.hpp>
 
 #include "gost/actors/actor_pool.hpp"
 #include "gost/actors/protocol.hpp"
@@ -12,8 +14,10 @@
 
 namespace gost::detail {
 
-struct offer_actor_args {
-  std::string id;
+/// What all offer actors of one shard share: one copy per shard, held by reference from each
+/// actor (an idle actor's own state is this pointer, its offer and its stage states).
+/// Reference-counted in place: an 8-byte pointer per actor.
+struct offer_env : caf::ref_counted {
   uint32_t shard = 0;
   shard_actor parent;
   store_actor store;
@@ -22,10 +26,13 @@ struct offer_actor_args {
   std::shared_ptr<const stage_pools> pools; ///< blocking stages' pools; may be null
   std::shared_ptr<node_stats> stats;
   int max_chain = 10;
-  /// Node, shard and epoch for stages (current_run()); shared by the shard's offer actors.
+  /// Node, shard and epoch for stages (current_run()).
   std::shared_ptr<const run_context> run;
 };
 
-offer_actor spawn_offer_actor(caf::local_actor* parent, offer_actor_args args);
+using offer_env_ptr = caf::intrusive_ptr<const offer_env>;
+
+/// Spawns the actor of offer `id` for its shard (`parent`), which it tells when it stops.
+offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env);
 
 } // namespace gost::detail

@@ -36,7 +36,7 @@ caf::error check_version(const v1::Offer& cur, int64_t expected) {
 } // namespace
 
 caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point now) const {
-  if (current_)
+  if (current())
     return make_db_error(db_errc::already_exists, "offer " + in.id() + " already exists");
   in.set_version(1);
   if (in.source() == v1::OFFER_SOURCE_UNSPECIFIED)
@@ -48,9 +48,9 @@ caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point n
 
 caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expected,
                                                       time_point now, const std::string& mask) const {
-  if (!current_)
+  if (!current())
     return missing(in.id());
-  if (auto err = check_version(*current_, expected))
+  if (auto err = check_version(offer_, expected))
     return err;
   if (!mask.empty()) {
     google::protobuf::FieldMask fm;
@@ -58,25 +58,25 @@ caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expe
     google::protobuf::util::FieldMaskUtil::MergeOptions opts;
     opts.set_replace_message_fields(true);
     opts.set_replace_repeated_fields(true);
-    v1::Offer merged = *current_;
+    v1::Offer merged = offer_;
     google::protobuf::util::FieldMaskUtil::MergeMessageTo(in, fm, opts, &merged);
     merged.set_id(in.id());
     in = std::move(merged);
   }
-  in.set_version(current_->version() + 1);
-  *in.mutable_created_at() = current_->created_at();
+  in.set_version(offer_.version() + 1);
+  *in.mutable_created_at() = offer_.created_at();
   stamp(in.mutable_updated_at(), now);
   if (in.source() == v1::OFFER_SOURCE_UNSPECIFIED)
-    in.set_source(current_->source());
+    in.set_source(offer_.source());
   return in;
 }
 
 caf::expected<int64_t> offer_entity::prepare_delete(const std::string& id, int64_t expected) const {
-  if (!current_)
+  if (!current())
     return missing(id);
-  if (auto err = check_version(*current_, expected))
+  if (auto err = check_version(offer_, expected))
     return err;
-  return current_->version();
+  return offer_.version();
 }
 
 } // namespace gost

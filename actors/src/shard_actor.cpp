@@ -32,6 +32,7 @@
 #include "gost/actors/spawn.hpp"
 #include "gost/actors/stage_runner.hpp"
 #include "offer_actor.hpp"
+#include "resident_set.hpp"
 #include "stage_scheduler.hpp"
 #include "writer_actor.hpp"
 
@@ -52,16 +53,11 @@ struct shard_state {
   writer_actor writer;
   std::unique_ptr<stage_scheduler> sched;
   std::shared_ptr<const run_context> run; ///< node, shard, epoch: what stages see
-  /// Resident offer actors, with their place in the LRU list (front: most recently used) and
-  /// when the shard last handed them an event (the idle sweep walks the list from the back).
-  struct resident {
-    offer_actor handle;
-    std::list<std::string>::iterator lru;
-    std::chrono::steady_clock::time_point last_used;
-  };
-  std::unordered_map<std::string, resident> children;
-  std::list<std::string> lru;
-  std::unordered_map<caf::actor_addr, std::string> ids;
+  /// What the shard's offer actors share (shard, handles, stages, stats, run context).
+  detail::offer_env_ptr env;
+  /// Resident offer actors in LRU order, with when the shard last handed each an event (the
+  /// idle sweep walks from the least recently used).
+  detail::resident_set residents;
   std::map<std::pair<std::string, std::string>, int> attempts;
   /// Consecutive runs per stage that failed as unavailable (back-off exponent).
   std::map<std::string, int> unavailable_streak;
@@ -81,14 +77,16 @@ struct shard_state {
   /// Draining for a hand-off: no new work; answered and stopped once no offer actor is left.
   bool draining = false;
   caf::typed_response_promise<ok_atom> drained;
-  /// Passivated offer actors until their down message: they may still be finishing events.
-  std::unordered_set<caf::actor_addr> stopping;
+  /// Passivated offer actors (CAF ids) until they report stopping: they may still be finishing
+  /// events.
+  std::unordered_set<caf::actor_id> stopping;
 
-  /// Offer actors are monitored, not linked: a stopping shard (for any reason) takes them
+  /// Offer actors are neither linked nor monitored: a stopping shard (for any reason) takes them
   /// along here. Their durable state is in PostgreSQL; an unfinished event is redone later.
   ~shard_state() {
-    for (auto& [id, r] : children)
-      caf::anon_send_exit(r.handle, caf::exit_reason::user_shutdown);
+    residents.for_each([](const std::string&, const offer_actor& a) {
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    });
   }
 };
 
@@ -102,47 +100,17 @@ void passivate(self_ptr self, const std::string& id);
 
 offer_actor child(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto i = st.children.find(id);
   auto now = std::chrono::steady_clock::now();
-  if (i != st.children.end()) {
-    st.lru.splice(st.lru.begin(), st.lru, i->second.lru);
-    i->second.last_used = now;
-    return i->second.handle;
-  }
+  if (auto* a = st.residents.use(id, now))
+    return *a;
   // The cap: make room by passivating the least recently used actor.
-  while (st.children.size() >= std::max<size_t>(1, st.opts.max_resident) && !st.lru.empty())
-    passivate(self, st.lru.back());
-  detail::offer_actor_args args;
-  args.id = id;
-  args.shard = st.opts.shard;
-  args.parent = caf::actor_cast<shard_actor>(self);
-  args.store = st.opts.store;
-  args.writer = st.writer;
-  args.stages = st.opts.stages;
-  args.pools = st.opts.pools;
-  args.stats = st.opts.stats;
-  args.max_chain = st.opts.max_chain;
-  args.run = st.run;
-  auto a = detail::spawn_offer_actor(self, std::move(args));
-  st.ids.emplace(a.address(), id);
-  st.lru.push_front(id);
-  st.children.emplace(id, shard_state::resident{a, st.lru.begin(), now});
+  while (st.residents.size() >= std::max<size_t>(1, st.opts.max_resident) && !st.residents.empty())
+    passivate(self, *st.residents.oldest_id());
+  auto a = detail::spawn_offer_actor(self, id, st.env);
+  st.residents.add(id, a, now);
   st.opts.stats->offer_actors_spawned.fetch_add(1, std::memory_order_relaxed);
   st.opts.stats->resident_offer_actors.fetch_add(1, std::memory_order_relaxed);
   return a;
-}
-
-void forget(self_ptr self, const caf::actor_addr& addr) {
-  auto& st = self->state;
-  auto i = st.ids.find(addr);
-  if (i == st.ids.end())
-    return;
-  if (auto c = st.children.find(i->second); c != st.children.end()) {
-    st.lru.erase(c->second.lru);
-    st.children.erase(c);
-  }
-  st.ids.erase(i);
-  st.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void dispatch(self_ptr self);
@@ -152,7 +120,7 @@ void poll(self_ptr self);
 /// answer the drain request and stop, taking the writer along.
 void check_drained(self_ptr self) {
   auto& st = self->state;
-  if (!st.draining || !st.children.empty() || !st.stopping.empty() || !st.drained.pending())
+  if (!st.draining || !st.residents.empty() || !st.stopping.empty() || !st.drained.pending())
     return;
   spdlog::info("shard drained shard={}", st.opts.shard);
   st.drained.deliver(ok_atom::value);
@@ -169,12 +137,11 @@ caf::error moved_error(self_ptr self) {
 /// it before is still in its mailbox and handled before it stops.
 void passivate(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto i = st.children.find(id);
-  if (i == st.children.end())
+  auto a = st.residents.remove(id); // its stopped message then finds nothing to forget
+  if (!a)
     return;
-  auto a = i->second.handle;
-  forget(self, a.address()); // its down message then finds nothing to forget
-  st.stopping.insert(a.address());
+  st.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
+  st.stopping.insert(a.id());
   st.opts.stats->offer_actors_passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom::value, ok_atom::value);
 }
@@ -184,12 +151,8 @@ void passivate(self_ptr self, const std::string& id) {
 void sweep_idle(self_ptr self) {
   auto& st = self->state;
   auto cutoff = std::chrono::steady_clock::now() - st.opts.offer_idle_timeout;
-  while (!st.lru.empty()) {
-    auto i = st.children.find(st.lru.back());
-    if (i == st.children.end() || i->second.last_used > cutoff)
-      break;
-    passivate(self, st.lru.back());
-  }
+  while (!st.residents.empty() && st.residents.oldest_last_used() <= cutoff)
+    passivate(self, *st.residents.oldest_id());
 }
 
 std::chrono::milliseconds sweep_interval(const shard_options& o) {
@@ -413,7 +376,6 @@ void rescan_page(self_ptr self, std::string after) {
         std::vector<persistence::write_set> sets;
         for (auto& snap : page) {
           offer_context ctx;
-          ctx.shard = s.opts.shard;
           for (auto& stored : snap.states) {
             auto& held = ctx.states[stored.stage_id];
             held.value.ParseFromString(stored.bytes);
@@ -484,25 +446,20 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   wa.flush_delay = st.opts.write_flush_delay;
   wa.stats = st.opts.stats;
   st.writer = detail::spawn_writer(self, wa);
+  auto env = caf::make_counted<detail::offer_env>();
+  env->shard = st.opts.shard;
+  env->parent = caf::actor_cast<shard_actor>(self);
+  env->store = st.opts.store;
+  env->writer = st.writer;
+  env->stages = st.opts.stages;
+  env->pools = st.opts.pools;
+  env->stats = st.opts.stats;
+  env->max_chain = st.opts.max_chain;
+  env->run = st.run;
+  st.env = std::move(env);
   // The writer is linked to its shard: any exit message (the node stopping the shard, the
-  // writer dying) stops the shard. Offer actors are monitored: their down messages arrive here.
+  // writer dying) stops the shard. Offer actors report their own stop (stopped_atom).
   self->set_exit_handler([=](caf::exit_msg& em) { self->quit(em.reason); });
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& s = self->state;
-    auto i = s.ids.find(dm.source);
-    if (i == s.ids.end()) {
-      s.stopping.erase(dm.source); // passivated: already forgotten
-      check_drained(self);
-      return;
-    }
-    if (dm.reason && dm.reason != caf::exit_reason::normal) {
-      s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
-      spdlog::warn("offer actor stopped abnormally shard={} offer={} reason={}", s.opts.shard,
-                   i->second, self->system().render(dm.reason));
-    }
-    forget(self, dm.source);
-    check_drained(self);
-  });
   self->delayed_send(self, sweep_interval(st.opts), sweep_atom::value);
   if (!st.opts.stages->all().empty()) {
     self->send(self, poll_atom::value);
@@ -549,26 +506,38 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
       s.draining = true;
       s.drained = self->make_response_promise<ok_atom>();
       auto rp = s.drained;
-      spdlog::info("shard draining shard={} resident={}", s.opts.shard, s.children.size());
+      spdlog::info("shard draining shard={} resident={}", s.opts.shard, s.residents.size());
       std::vector<std::string> ids;
-      for (auto& [id, r] : s.children)
-        ids.push_back(id);
+      s.residents.for_each([&](const std::string& id, const offer_actor&) { ids.push_back(id); });
       for (auto& id : ids)
         passivate(self, id);
-      // Passivated actors are forgotten at once; their down messages follow.
+      // Passivated actors are forgotten at once; their stopped messages follow.
       check_drained(self);
       return rp;
     },
     [=](enqueued_atom, const queue_entries& entries) { learn(self, entries); },
+    [=](stopped_atom, const std::string& id, uint64_t aid) {
+      auto& s = self->state;
+      if (s.stopping.erase(aid) == 0) {
+        // Not passivated: it stopped on its own (a crash) and is resident still, unless a
+        // newer actor for the offer took its place.
+        auto* a = s.residents.find(id);
+        if (a != nullptr && a->id() == aid) {
+          s.residents.remove(id);
+          s.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
+        }
+      }
+      check_drained(self);
+    },
     [=](resident_atom, const std::string& id) {
-      return self->state.children.count(id) != 0;
+      return self->state.residents.contains(id);
     },
     [=](mailbox_atom a, const std::string& id) -> caf::result<uint64_t> {
-      auto i = self->state.children.find(id);
-      if (i == self->state.children.end())
+      auto* actor = self->state.residents.find(id);
+      if (actor == nullptr)
         return persistence::make_db_error(persistence::db_errc::not_found,
                                           "offer " + id + " is not resident");
-      return self->delegate(i->second.handle, a);
+      return self->delegate(*actor, a);
     },
     [=](wake_atom) {
       self->state.wake_at_us = 0;

@@ -41,6 +41,7 @@ using warm_atom = caf::atom_constant<caf::atom("warm")>;
 using mailbox_atom = caf::atom_constant<caf::atom("mailbox")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using state_atom = caf::atom_constant<caf::atom("state")>;
+using stopped_atom = caf::atom_constant<caf::atom("stopped")>;
 using caf::delete_atom;
 using caf::get_atom;
 using caf::ok_atom;
@@ -130,6 +131,9 @@ using offer_actor = offer_ops::extend<
 using shard_actor = offer_ops::extend<
   // Queue entries an offer actor committed outside a stage run (API changes).
   caf::reacts_to<enqueued_atom, queue_entries>,
+  // An offer actor stopped (offer id, its CAF actor id): sent by the actor itself as its
+  // state goes, instead of a CAF monitor (an attachable per actor).
+  caf::reacts_to<stopped_atom, std::string, uint64_t>,
   // Whether an offer actor for this offer is in memory.
   caf::replies_to<resident_atom, std::string>::with<bool>,
   // The mailbox size of the offer's actor (db_errc::not_found when not resident).

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "gost/actors/flat_map.hpp"
 #include "gost/actors/stage.hpp"
 #include "gost/persistence/write_behind.hpp"
 
@@ -19,14 +20,14 @@ struct held_state {
   int64_t version = 0; ///< stage_states.state_version: every committed write adds one
 };
 
-/// What an offer actor knows of its offer besides the offer itself.
+/// What an offer actor knows of its offer besides the offer itself (flat containers: an
+/// offer has a handful of stages, and every resident actor holds one of these).
 struct offer_context {
-  uint32_t shard = 0;
-  std::map<std::string, held_state> states; ///< by stage id
+  flat_map<std::string, held_state> states; ///< by stage id
   /// Stages whose queue holds the offer due now or earlier (not just a future timer).
-  std::set<std::string> queued_now;
+  flat_set<std::string> queued_now;
   /// Re-triggers per stage in the current chain (reset when the offer's queues drain).
-  std::map<std::string, int> chain;
+  flat_map<std::string, int> chain;
 };
 
 struct runner_limits {

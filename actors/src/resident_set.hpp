@@ -1,0 +1,107 @@
+#pragma once
+// Internal: a shard's resident offer actors, found by offer id, kept in least
+// recently used order. One hash node per actor holds its id, handle, LRU links and last use:
+// the shard's share of an idle actor's memory.
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "gost/actors/protocol.hpp"
+
+namespace gost::detail {
+
+class resident_set {
+public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  size_t size() const noexcept { return by_id_.size(); }
+  bool empty() const noexcept { return by_id_.empty(); }
+
+  /// The actor of `id`, marked as used at `now` (moved to the front); nullptr if not resident.
+  const offer_actor* use(const std::string& id, time_point now) {
+    auto i = by_id_.find(id);
+    if (i == by_id_.end())
+      return nullptr;
+    unlink(&*i);
+    push_front(&*i);
+    i->second.last_used = now;
+    return &i->second.handle;
+  }
+
+  bool contains(const std::string& id) const { return by_id_.count(id) != 0; }
+
+  /// The actor of `id` without marking it used; nullptr if not resident.
+  const offer_actor* find(const std::string& id) const {
+    auto i = by_id_.find(id);
+    return i == by_id_.end() ? nullptr : &i->second.handle;
+  }
+
+  /// Adds a new actor as the most recently used one (`id` must not be resident).
+  void add(const std::string& id, offer_actor handle, time_point now) {
+    auto [i, fresh] = by_id_.emplace(id, node{std::move(handle), nullptr, nullptr, now});
+    if (!fresh)
+      return;
+    push_front(&*i);
+  }
+
+  /// The least recently used entry (id, last use); nullptr when empty.
+  const std::string* oldest_id() const { return oldest_ != nullptr ? &oldest_->first : nullptr; }
+  time_point oldest_last_used() const { return oldest_->second.last_used; }
+
+  /// Removes the actor of `id`; returns its handle (invalid if it was not resident).
+  offer_actor remove(const std::string& id) {
+    auto i = by_id_.find(id);
+    if (i == by_id_.end())
+      return {};
+    auto handle = i->second.handle;
+    erase(i);
+    return handle;
+  }
+
+  /// Calls f(id, handle) for every resident actor.
+  template <class F>
+  void for_each(F f) const {
+    for (auto& [id, n] : by_id_)
+      f(id, n.handle);
+  }
+
+private:
+  struct node;
+  using entry = std::pair<const std::string, node>;
+  struct node {
+    offer_actor handle;
+    entry* newer;
+    entry* older;
+    time_point last_used;
+  };
+
+  void push_front(entry* e) {
+    e->second.newer = nullptr;
+    e->second.older = newest_;
+    if (newest_ != nullptr)
+      newest_->second.newer = e;
+    newest_ = e;
+    if (oldest_ == nullptr)
+      oldest_ = e;
+  }
+
+  void unlink(entry* e) {
+    auto& n = e->second;
+    (n.newer != nullptr ? n.newer->second.older : newest_) = n.older;
+    (n.older != nullptr ? n.older->second.newer : oldest_) = n.newer;
+    n.newer = n.older = nullptr;
+  }
+
+  void erase(std::unordered_map<std::string, node>::iterator i) {
+    unlink(&*i);
+    by_id_.erase(i);
+  }
+
+  std::unordered_map<std::string, node> by_id_;
+  entry* newest_ = nullptr;
+  entry* oldest_ = nullptr;
+};
+
+} // namespace gost::detail
