@@ -86,3 +86,40 @@ TEST_CASE("the seller's offers a load did not carry, and lookups by external id"
   CHECK(found->front().offer_id == "o1");
   CHECK(found->front().version == 1);
 }
+
+TEST_CASE("a batch's counts go in with its record, once, however often it is handled") {
+  migrated_db m;
+  REQUIRE(begin_feed_task(m.pool, "t1", "seller", "shop"));
+  int calls = 0;
+  auto count = [&](const std::vector<feed_item>& items) {
+    ++calls;
+    feed_counts n;
+    for (auto i : items)
+      (i == feed_item::duplicate ? n.duplicates : n.added) += 1;
+    return n;
+  };
+  auto first = record_feed_batch(m.pool, "t1", "b1", {"a", "b", "a"}, count);
+  REQUIRE(first);
+  CHECK(first->first_time);
+  CHECK(first->items
+        == std::vector<feed_item>{feed_item::fresh, feed_item::fresh, feed_item::duplicate});
+  // Handled again (a crash before the consumer committed its offset, or a re-delivery): the
+  // items are known from this batch, and nothing is counted a second time.
+  auto again = record_feed_batch(m.pool, "t1", "b1", {"a", "b", "a"}, count);
+  REQUIRE(again);
+  CHECK_FALSE(again->first_time);
+  CHECK(again->items == std::vector<feed_item>{feed_item::again, feed_item::again, feed_item::duplicate});
+  CHECK(calls == 1);
+  // A correction after applying (one intended add turned out a rejection) adds a delta.
+  REQUIRE_FALSE(add_feed_counts(m.pool, "t1", feed_counts{-1, 0, 0, 1, 0}));
+  auto progress = feed_progress(m.pool, "t1");
+  REQUIRE(progress);
+  CHECK(progress->first.added == 1);
+  CHECK(progress->first.rejected == 1);
+  CHECK(progress->first.duplicates == 1);
+  // A batch that fails to record (here: an unknown task) counts nothing.
+  CHECK_FALSE(record_feed_batch(m.pool, "no-such-task", "b1", {"z"}, count));
+  CHECK(calls == 1);
+  REQUIRE_FALSE(finish_feed_task(m.pool, "t1", "summary"));
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_batches WHERE task_id = 't1'") == "0");
+}

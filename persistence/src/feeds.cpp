@@ -49,38 +49,60 @@ caf::expected<feed_task> begin_feed_task(pg_pool& pool, const std::string& task_
 caf::expected<std::vector<feed_item>> record_feed_items(pg_pool& pool, const std::string& task_id,
                                                         const std::string& batch_id,
                                                         const std::vector<std::string>& external_ids) {
-  std::vector<feed_item> out;
+  auto r = record_feed_batch(pool, task_id, batch_id, external_ids, {});
+  if (!r)
+    return std::move(r.error());
+  return std::move(r->items);
+}
+
+caf::expected<recorded_batch>
+record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& batch_id,
+                  const std::vector<std::string>& external_ids,
+                  const std::function<feed_counts(const std::vector<feed_item>&)>& count) {
+  recorded_batch out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
-    out.assign(external_ids.size(), feed_item::fresh);
-    if (external_ids.empty())
-      return;
+    out.items.assign(external_ids.size(), feed_item::fresh);
+    out.first_time = false;
     pqxx::work tx{c};
-    // What earlier messages recorded.
-    std::map<std::string, std::string> known; // external id -> batch
-    for (auto row : tx.exec("SELECT external_id, batch_id FROM feed_items WHERE task_id = "
-                            + tx.quote(task_id) + " AND external_id IN ("
-                            + quoted_list(tx, external_ids) + ")"))
-      known.emplace(row[0].as<std::string>(), row[1].as<std::string>());
-    std::set<std::string> in_this; // ids earlier in this very message
-    std::string values;
-    for (size_t i = 0; i < external_ids.size(); ++i) {
-      auto& id = external_ids[i];
-      if (!in_this.insert(id).second) {
-        out[i] = feed_item::duplicate;
-        continue;
+    out.first_time = !tx.exec_params("INSERT INTO feed_batches (task_id, batch_id) VALUES ($1, $2)"
+                                     " ON CONFLICT DO NOTHING RETURNING 1",
+                                     task_id, batch_id)
+                         .empty();
+    if (!external_ids.empty()) {
+      // What earlier messages recorded.
+      std::map<std::string, std::string> known; // external id -> batch
+      for (auto row : tx.exec("SELECT external_id, batch_id FROM feed_items WHERE task_id = "
+                              + tx.quote(task_id) + " AND external_id IN ("
+                              + quoted_list(tx, external_ids) + ")"))
+        known.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+      std::set<std::string> in_this; // ids earlier in this very message
+      std::string values;
+      for (size_t i = 0; i < external_ids.size(); ++i) {
+        auto& id = external_ids[i];
+        if (!in_this.insert(id).second) {
+          out.items[i] = feed_item::duplicate;
+          continue;
+        }
+        auto k = known.find(id);
+        if (k == known.end()) {
+          values += (values.empty() ? "" : ",") + ("(" + tx.quote(task_id) + "," + tx.quote(id) + ","
+                                                   + tx.quote(batch_id) + ")");
+          out.items[i] = feed_item::fresh;
+        } else {
+          out.items[i] = k->second == batch_id ? feed_item::again : feed_item::duplicate;
+        }
       }
-      auto k = known.find(id);
-      if (k == known.end()) {
-        values += (values.empty() ? "" : ",") + ("(" + tx.quote(task_id) + "," + tx.quote(id) + ","
-                                                 + tx.quote(batch_id) + ")");
-        out[i] = feed_item::fresh;
-      } else {
-        out[i] = k->second == batch_id ? feed_item::again : feed_item::duplicate;
-      }
+      if (!values.empty())
+        tx.exec("INSERT INTO feed_items (task_id, external_id, batch_id) VALUES " + values
+                + " ON CONFLICT DO NOTHING");
     }
-    if (!values.empty())
-      tx.exec("INSERT INTO feed_items (task_id, external_id, batch_id) VALUES " + values
-              + " ON CONFLICT DO NOTHING");
+    if (out.first_time && count) {
+      auto n = count(out.items);
+      tx.exec_params("UPDATE feed_tasks SET added = added + $2, updated = updated + $3,"
+                     " unchanged = unchanged + $4, rejected = rejected + $5,"
+                     " duplicates = duplicates + $6 WHERE task_id = $1",
+                     task_id, n.added, n.updated, n.unchanged, n.rejected, n.duplicates);
+    }
     tx.commit();
   });
   if (err)
@@ -135,6 +157,7 @@ caf::error finish_feed_task(pg_pool& pool, const std::string& task_id, const std
     tx.exec_params("UPDATE feed_tasks SET finished_at = now(), summary = $2 WHERE task_id = $1",
                    task_id, pqxx::binarystring{summary});
     tx.exec_params("DELETE FROM feed_items WHERE task_id = $1", task_id);
+    tx.exec_params("DELETE FROM feed_batches WHERE task_id = $1", task_id);
     tx.commit();
   });
 }

@@ -288,31 +288,70 @@ struct feed_exchange::impl {
       ids.push_back(c.external_id());
       id_index.push_back(i);
     }
+    // The seller's stored offers under these ids, read before recording: what each valid
+    // offer is meant to become (added, updated, unchanged) is counted with the record, in one
+    // transaction, the first time the batch is recorded.
+    std::vector<persistence::keyed_offer> stored;
+    if (!retry("reading the seller's offers", [&] {
+          return persistence::find_by_external_ids(*opts.pool, req.seller_id(), req.namespace_(), ids);
+        }, stored))
+      return false;
+    std::map<std::string, const persistence::keyed_offer*> by_ext;
+    for (auto& s : stored)
+      by_ext[s.external_id] = &s;
+    std::vector<v1::OfferResult::Outcome> intended(ids.size(), outcome::ADDED);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      auto i = by_ext.find(ids[k]);
+      if (i == by_ext.end())
+        continue;
+      auto& c = contents[static_cast<size_t>(id_index[k])];
+      v1::Offer before;
+      before.ParseFromString(i->second->body);
+      before.set_version(i->second->version);
+      auto probe = c;
+      probe.set_id(i->second->offer_id);
+      intended[k] = changed_fields(before, probe).empty() ? outcome::UNCHANGED : outcome::UPDATED;
+    }
     // Every external id the load carried is recorded, rejected ones too: a line that failed
     // validation must not make the end message delete the seller's stored offer.
-    std::vector<persistence::feed_item> carried_items;
+    auto count_batch = [&](const std::vector<persistence::feed_item>& recorded) {
+      persistence::feed_counts sum;
+      for (size_t k = 0; k < carried.size(); ++k) {
+        if (recorded[k] == persistence::feed_item::duplicate) {
+          if (valid_at[k] >= 0)
+            ++sum.duplicates;
+          continue;
+        }
+        if (recorded[k] != persistence::feed_item::fresh)
+          continue;
+        if (valid_at[k] < 0) {
+          ++sum.rejected;
+          continue;
+        }
+        switch (intended[static_cast<size_t>(valid_at[k])]) {
+          case outcome::ADDED: ++sum.added; break;
+          case outcome::UPDATED: ++sum.updated; break;
+          default: ++sum.unchanged; break;
+        }
+      }
+      for (auto& r : results)
+        if (r.outcome() == outcome::REJECTED && r.external_id().empty())
+          ++sum.rejected;
+      return sum;
+    };
+    persistence::recorded_batch recorded;
     if (!retry("recording the batch", [&] {
-          return persistence::record_feed_items(*opts.pool, req.task_id(), batch.batch_id(), carried);
-        }, carried_items))
+          return persistence::record_feed_batch(*opts.pool, req.task_id(), batch.batch_id(), carried,
+                                                count_batch);
+        }, recorded))
       return false;
+    auto& carried_items = recorded.items;
     // What each valid offer was (its first occurrence in `carried`; a later one in the same batch
     // is a duplicate).
     std::vector<persistence::feed_item> items(ids.size(), persistence::feed_item::fresh);
     for (size_t k = 0; k < carried.size(); ++k)
       if (valid_at[k] >= 0)
         items[static_cast<size_t>(valid_at[k])] = carried_items[k];
-    std::vector<std::string> wanted;
-    for (size_t k = 0; k < ids.size(); ++k)
-      if (items[k] != persistence::feed_item::duplicate)
-        wanted.push_back(ids[k]);
-    std::vector<persistence::keyed_offer> stored;
-    if (!retry("reading the seller's offers", [&] {
-          return persistence::find_by_external_ids(*opts.pool, req.seller_id(), req.namespace_(), wanted);
-        }, stored))
-      return false;
-    std::map<std::string, const persistence::keyed_offer*> by_ext;
-    for (auto& s : stored)
-      by_ext[s.external_id] = &s;
     // Apply the offers concurrently (each goes to its own offer actor), at most `window` at
     // once; those that lost a race (changed or created meanwhile) are redone one by one.
     constexpr size_t window = 256;
@@ -342,7 +381,6 @@ struct feed_exchange::impl {
         }
       }
     };
-    persistence::feed_counts counts;
     for (size_t k = 0; k < ids.size(); ++k) {
       if (stopping) {
         settle(0);
@@ -353,7 +391,6 @@ struct feed_exchange::impl {
       if (items[k] == persistence::feed_item::duplicate) {
         res.set_outcome(outcome::DUPLICATE);
         res.set_reason("external_id " + ids[k] + " came earlier in this load");
-        ++counts.duplicates;
         continue;
       }
       auto& c = contents[pos];
@@ -365,11 +402,8 @@ struct feed_exchange::impl {
                                                 caf::make_message(create_atom::value, offer_msg{c}))});
       } else {
         auto& stored_offer = *i->second;
-        v1::Offer before;
-        before.ParseFromString(stored_offer.body);
-        before.set_version(stored_offer.version);
         c.set_id(stored_offer.offer_id);
-        if (changed_fields(before, c).empty()) {
+        if (intended[k] == outcome::UNCHANGED) {
           res.set_offer_id(stored_offer.offer_id);
           res.set_version(stored_offer.version);
           res.set_outcome(outcome::UNCHANGED);
@@ -394,33 +428,39 @@ struct feed_exchange::impl {
       r.set_batch_id(batch.batch_id());
       results[pos] = std::move(r);
     }
-    for (size_t k = 0; k < ids.size(); ++k) {
-      if (items[k] != persistence::feed_item::fresh)
-        continue; // a re-delivered item was counted the first time
-      switch (results[static_cast<size_t>(id_index[k])].outcome()) {
-        case outcome::ADDED: ++counts.added; break;
-        case outcome::UPDATED: ++counts.updated; break;
-        case outcome::UNCHANGED: ++counts.unchanged; break;
-        case outcome::REJECTED: ++counts.rejected; break;
+    // The counts went in with the record as intended; correct them where the outcome differs
+    // (a race redone, a write refused). Only the first time: a batch handled again finds its
+    // offers applied already, so its outcomes say less than the first handling's.
+    persistence::feed_counts delta;
+    bool corrected = false;
+    auto bump = [](persistence::feed_counts& c, v1::OfferResult::Outcome o, int64_t by) {
+      switch (o) {
+        case outcome::ADDED: c.added += by; break;
+        case outcome::UPDATED: c.updated += by; break;
+        case outcome::UNCHANGED: c.unchanged += by; break;
+        case outcome::REJECTED: c.rejected += by; break;
         default: break;
       }
-    }
-    // Offers rejected before they were applied: counted when their external id is new to the
-    // load (a re-delivered batch does not count them twice) or when they have none.
-    for (size_t k = 0; k < carried.size(); ++k)
-      if (valid_at[k] < 0 && carried_items[k] == persistence::feed_item::fresh)
-        ++counts.rejected;
-    for (auto& r : results)
-      if (r.outcome() == outcome::REJECTED && r.external_id().empty())
-        ++counts.rejected;
+    };
+    if (recorded.first_time)
+      for (size_t k = 0; k < ids.size(); ++k) {
+        if (items[k] != persistence::feed_item::fresh)
+          continue;
+        auto actual = results[static_cast<size_t>(id_index[k])].outcome();
+        if (actual == intended[k])
+          continue;
+        bump(delta, intended[k], -1);
+        bump(delta, actual, +1);
+        corrected = true;
+      }
     for (auto& r : results) {
       v1::FeedResponse resp;
       *resp.mutable_result() = r;
       send(req, std::move(resp));
     }
     bool ok = false;
-    if (!retry("counting outcomes", [&]() -> caf::expected<bool> {
-          if (auto err = persistence::add_feed_counts(*opts.pool, req.task_id(), counts))
+    if (corrected && !retry("correcting the counts", [&]() -> caf::expected<bool> {
+          if (auto err = persistence::add_feed_counts(*opts.pool, req.task_id(), delta))
             return err;
           return true;
         }, ok))

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,30 @@ caf::expected<std::vector<feed_item>> record_feed_items(pg_pool& pool, const std
                                                         const std::string& batch_id,
                                                         const std::vector<std::string>& external_ids);
 
+/// Outcome counts of a batch, added to the task's.
+struct feed_counts {
+  int64_t added = 0;
+  int64_t updated = 0;
+  int64_t unchanged = 0;
+  int64_t rejected = 0;
+  int64_t duplicates = 0;
+};
+
+/// A batch as recorded: what each external id was, and whether this was the batch's first
+/// recording (then its counts were added with it).
+struct recorded_batch {
+  std::vector<feed_item> items;
+  bool first_time = false;
+};
+
+/// record_feed_items, and the first time the batch is recorded (no feed_batches row yet) adds
+/// `count(items)` to the task's counts in the same transaction: a batch handled again, after a
+/// crash or re-delivered, adds nothing.
+caf::expected<recorded_batch>
+record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& batch_id,
+                  const std::vector<std::string>& external_ids,
+                  const std::function<feed_counts(const std::vector<feed_item>&)>& count);
+
 /// A stored offer as the feed exchange needs it.
 struct keyed_offer {
   std::string offer_id;
@@ -56,15 +81,7 @@ caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool, const
                                                             const std::string& seller_id,
                                                             const std::string& ns);
 
-/// Outcome counts of a batch, added to the task's.
-struct feed_counts {
-  int64_t added = 0;
-  int64_t updated = 0;
-  int64_t unchanged = 0;
-  int64_t rejected = 0;
-  int64_t duplicates = 0;
-};
-
+/// Adds `n` (which may be negative: corrections) to the task's counts.
 caf::error add_feed_counts(pg_pool& pool, const std::string& task_id, const feed_counts& n);
 
 /// The task's counts so far and its distinct batches.
