@@ -122,6 +122,8 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   victim = nullptr;
   // No monitor: the dying actor reports its stop, and the shard forgets it.
   CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->resident_offer_actors.load() == 0; }));
+  CHECK(f.stats->offer_actors_crashed.load() == 1); // it was not passivated
+  CHECK(f.stats->offer_actors_passivated.load() == 0);
   bool resident = true;
   self->request(f.shard, std::chrono::seconds{10}, resident_atom::value, std::string{"o1"})
     .receive([&](bool r) { resident = r; }, [&](caf::error&) {});

@@ -50,7 +50,8 @@ struct offer_state {
   /// exit): tells the shard, which then forgets the actor.
   ~offer_state() {
     if (env)
-      caf::anon_send(env->parent, stopped_atom::value, entity.id(), static_cast<uint64_t>(aid));
+      if (auto shard = parent_of(*env))
+        caf::anon_send(shard, stopped_atom::value, entity.id(), static_cast<uint64_t>(aid));
   }
 };
 
@@ -206,7 +207,8 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 committed(self, set,
                           next || set.op == persistence::offer_op::remove ? &next : nullptr);
                 if (!set.enqueue.empty())
-                  self->send(s.env->parent, enqueued_atom::value, set.enqueue);
+                  if (auto shard = parent_of(*s.env))
+                    self->send(shard, enqueued_atom::value, set.enqueue);
                 rp.deliver(std::move(answer));
                 return;
               }
@@ -578,11 +580,11 @@ public:
     state.entity = offer_entity{std::move(id)};
     state.env = std::move(env);
     state.aid = this->id();
-    // A throwing handler stops the actor: logged and counted here, with its offer. A
-    // capture-less handler: no allocation per actor.
+    // A throwing handler stops the actor: logged here with its offer and the error (the shard
+    // counts the crash when the actor reports its stop). A capture-less handler: no
+    // allocation per actor.
     set_exception_handler([](caf::scheduled_actor* self, std::exception_ptr& ep) -> caf::error {
       auto* me = static_cast<offer_base*>(self);
-      me->state.env->stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
       std::string what = "unknown exception";
       try {
         std::rethrow_exception(ep);

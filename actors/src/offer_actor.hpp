@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <caf/actor_addr.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/intrusive_ptr.hpp>
 #include <caf/ref_counted.hpp>
 
@@ -19,7 +21,9 @@ namespace gost::detail {
 /// Reference-counted in place: an 8-byte pointer per actor.
 struct offer_env : caf::ref_counted {
   uint32_t shard = 0;
-  shard_actor parent;
+  /// The shard, weakly: the shard's own state holds this environment (a strong handle here
+  /// would keep the shard alive through itself if its state were never destroyed).
+  caf::actor_addr parent;
   store_actor store;
   writer_actor writer;
   std::shared_ptr<const stage_registry> stages;
@@ -31,6 +35,11 @@ struct offer_env : caf::ref_counted {
 };
 
 using offer_env_ptr = caf::intrusive_ptr<const offer_env>;
+
+/// The shard of an environment; invalid once the shard is gone.
+inline shard_actor parent_of(const offer_env& env) {
+  return caf::actor_cast<shard_actor>(env.parent);
+}
 
 /// Spawns the actor of offer `id` for its shard (`parent`), which it tells when it stops.
 offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env);

@@ -3,6 +3,7 @@
 // recently used order. One hash node per actor holds its id, handle, LRU links and last use:
 // the shard's share of an idle actor's memory.
 
+#include <cassert>
 #include <chrono>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,11 @@ namespace gost::detail {
 class resident_set {
 public:
   using time_point = std::chrono::steady_clock::time_point;
+
+  resident_set() = default;
+  // The LRU links point into the map's nodes: neither copied nor moved.
+  resident_set(const resident_set&) = delete;
+  resident_set& operator=(const resident_set&) = delete;
 
   size_t size() const noexcept { return by_id_.size(); }
   bool empty() const noexcept { return by_id_.empty(); }
@@ -41,6 +47,7 @@ public:
   /// Adds a new actor as the most recently used one (`id` must not be resident).
   void add(const std::string& id, offer_actor handle, time_point now) {
     auto [i, fresh] = by_id_.emplace(id, node{std::move(handle), nullptr, nullptr, now});
+    assert(fresh && "resident_set::add: the offer already has an actor");
     if (!fresh)
       return;
     push_front(&*i);

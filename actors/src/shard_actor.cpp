@@ -1,7 +1,8 @@
 // The shard supervisor: owns the offer actors of one shard and schedules its stage queues.
 //
-// - Offer actors are spawned on the first event for an offer, monitored by the shard (not
-//   linked: see spawn_offer_actor), and forgotten when they passivate or die. API events are
+// - Offer actors are spawned on the first event for an offer, neither linked nor monitored
+//   (see spawn_offer_actor): each reports its own stop (`stopped`), and the shard forgets it
+//   then; an actor that stops without being passivated crashed. API events are
 //   forwarded with `delegate` (the offer actor answers the original requester directly).
 // - Passivation: a sweep every idle_timeout/4 stops actors idle for idle_timeout, and the
 //   resident cap stops the least recently used one before a new one is spawned.
@@ -448,7 +449,7 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   st.writer = detail::spawn_writer(self, wa);
   auto env = caf::make_counted<detail::offer_env>();
   env->shard = st.opts.shard;
-  env->parent = caf::actor_cast<shard_actor>(self);
+  env->parent = self->address(); // weak: the shard's state holds the environment
   env->store = st.opts.store;
   env->writer = st.writer;
   env->stages = st.opts.stages;
@@ -523,6 +524,10 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
         // newer actor for the offer took its place.
         auto* a = s.residents.find(id);
         if (a != nullptr && a->id() == aid) {
+          // Not passivated, yet gone: a handler threw (logged by the actor with the error) or
+          // someone killed it. The next event for the offer starts a new one.
+          s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
+          spdlog::warn("offer actor stopped unexpectedly shard={} offer={}", s.opts.shard, id);
           s.residents.remove(id);
           s.opts.stats->resident_offer_actors.fetch_sub(1, std::memory_order_relaxed);
         }

@@ -18,9 +18,11 @@ public:
   using const_iterator = typename std::vector<value_type>::const_iterator;
 
   flat_map() = default;
+  /// Like std::map: of two equal keys, the first is kept.
   flat_map(std::initializer_list<value_type> init) {
     for (auto& kv : init)
-      (*this)[kv.first] = kv.second;
+      if (find(kv.first) == end())
+        (*this)[kv.first] = kv.second;
   }
 
   iterator begin() noexcept { return items_.begin(); }
