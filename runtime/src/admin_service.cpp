@@ -10,6 +10,7 @@
 #include "gost/actors/shard_hash.hpp"
 #include "gost/actors/stage_runner.hpp"
 #include "gost/persistence/cluster.hpp"
+#include "cluster.hpp"
 #include "router.hpp"
 #include "status.hpp"
 
@@ -31,6 +32,10 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
   auto store = r.any_store();
   auto local = r.local(shard_of(id, r.shard_count()));
   auto shard = local ? *local : shard_actor{};
+  // Residency is the owner's to tell: asked of the local shard, or of the owner node through
+  // its link; unknown (mailbox -1, resident false) while the shard has no owner.
+  bool remote = false;
+  auto owner = shard ? caf::actor{} : r.route_for(id, &remote);
   resp->set_shard(shard_of(id, r.shard_count()));
   sys_.spawn([=](caf::event_based_actor* self) {
     self->request(store, timeout, load_atom::value, id)
@@ -52,29 +57,20 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
             q->set_timer(e.due_at_us > now);
           }
           resp->set_mailbox(-1);
-          if (!shard) {
-            reactor->Finish(grpc::Status::OK); // the shard is on another node (or moving)
-            return;
+          auto answer = [=](bool resident, int64_t mailbox) {
+            resp->set_resident(resident);
+            resp->set_mailbox(mailbox);
+            reactor->Finish(grpc::Status::OK);
+          };
+          if (shard) {
+            residency(self, shard, id, answer, [=](caf::error err) { reactor->Finish(to_status(err)); });
+          } else if (owner) {
+            // Not fatal when the owner cannot say (moving, unreachable): the stored part stands.
+            self->request(owner, timeout, resident_atom::value, id)
+              .then(answer, [=](caf::error&) { reactor->Finish(grpc::Status::OK); });
+          } else {
+            reactor->Finish(grpc::Status::OK); // the shard is moving: no owner to ask
           }
-          self->request(shard, timeout, resident_atom::value, id)
-            .then(
-              [=](bool resident) {
-                resp->set_resident(resident);
-                resp->set_mailbox(-1);
-                if (!resident) {
-                  reactor->Finish(grpc::Status::OK);
-                  return;
-                }
-                // An actor inside an event answers after it: wait a second at most.
-                self->request(shard, std::chrono::seconds{1}, mailbox_atom::value, id)
-                  .then(
-                    [=](uint64_t n) {
-                      resp->set_mailbox(static_cast<int64_t>(n));
-                      reactor->Finish(grpc::Status::OK);
-                    },
-                    [=](caf::error&) { reactor->Finish(grpc::Status::OK); });
-              },
-              [=](caf::error& err) { reactor->Finish(to_status(err)); });
         },
         [=](caf::error& err) { reactor->Finish(to_status(err)); });
   });

@@ -30,6 +30,23 @@ caf::error not_here(uint32_t shard) {
 
 } // namespace
 
+void residency(caf::event_based_actor* self, const shard_actor& shard, const std::string& id,
+               std::function<void(bool, int64_t)> ok, std::function<void(caf::error)> fail) {
+  self->request(shard, std::chrono::seconds{5}, resident_atom::value, id)
+    .then(
+      [=](bool resident) {
+        if (!resident) {
+          ok(false, -1);
+          return;
+        }
+        // An actor inside an event answers after it: wait a second at most.
+        self->request(shard, std::chrono::seconds{1}, mailbox_atom::value, id)
+          .then([=](uint64_t n) { ok(true, static_cast<int64_t>(n)); },
+                [=](caf::error&) { ok(true, -1); });
+      },
+      [=](caf::error& err) { fail(err); });
+}
+
 caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r) {
   return sys.spawn([r](caf::event_based_actor* self) -> caf::behavior {
     auto shard = [r](const std::string& id) { return shard_of(id, r->shard_count()); };
@@ -68,6 +85,17 @@ caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r) {
         if (auto local = r->local(shard(id)))
           return self->delegate(*local, a, b, id, stage, std::move(bytes), expected);
         return not_here(shard(id));
+      },
+      // For the inspection console: (resident, mailbox size or -1).
+      [=](resident_atom, const std::string& id) -> caf::result<bool, int64_t> {
+        auto local = r->local(shard(id));
+        if (!local)
+          return not_here(shard(id));
+        auto rp = self->make_response_promise<bool, int64_t>();
+        residency(self, *local, id, [rp](bool resident, int64_t mailbox) mutable {
+          rp.deliver(resident, mailbox);
+        }, [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+        return rp;
       },
     };
   });

@@ -37,7 +37,13 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// How long callers pause before asking again for a shard that is moving.
 constexpr auto reroute_pause = std::chrono::milliseconds{50};
 
+/// Answers forwarded offer operations (and residency queries) with this node's shards.
 caf::actor spawn_gateway(caf::actor_system& sys, std::shared_ptr<router> r);
+
+/// Asks a local shard whether the actor of offer `id` is resident and how many messages wait
+/// in its mailbox (-1: not resident, or busy for over a second); for the inspection console.
+void residency(caf::event_based_actor* self, const shard_actor& shard, const std::string& id,
+               std::function<void(bool, int64_t)> ok, std::function<void(caf::error)> fail);
 caf::actor spawn_pauser(caf::actor_system& sys);
 
 /// The least time a request forwarded to another node gets before it is routed again.

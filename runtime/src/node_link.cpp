@@ -103,6 +103,24 @@ public:
                                 });
         break;
       }
+      case v1::ForwardRequest::kResidency: {
+        auto gw = gateway_;
+        auto id = req->residency();
+        sys_.spawn([=](caf::event_based_actor* self) {
+          self->request(gw, timeout, resident_atom::value, id)
+            .then(
+              [=](bool resident, int64_t mailbox) {
+                resp->mutable_residency()->set_resident(resident);
+                resp->mutable_residency()->set_mailbox(mailbox);
+                reactor->Finish(grpc::Status::OK);
+              },
+              [=](caf::error& err) {
+                put_error(err, *resp);
+                reactor->Finish(grpc::Status::OK);
+              });
+        });
+        break;
+      }
       default:
         reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT, "ForwardRequest without an op"});
     }
@@ -201,6 +219,9 @@ void finish(link_ptr self, uint64_t id) {
       rp.deliver(state_update_msg{std::move(*r.mutable_state_update())});
       break;
     case v1::ForwardResponse::kError: rp.deliver(take_error(r.error())); break;
+    case v1::ForwardResponse::kResidency:
+      rp.deliver(r.residency().resident(), r.residency().mailbox());
+      break;
     default:
       rp.deliver(persistence::make_db_error(db_errc::internal, "node " + st.address + " sent an empty answer"));
   }
@@ -251,6 +272,11 @@ caf::behavior link_fun(link_ptr self, std::string address, std::shared_ptr<grpc:
       u->set_stage_id(stage);
       u->set_state(std::move(bytes));
       u->set_expected_version(expected);
+      return forward(self, std::move(req));
+    },
+    [=](resident_atom, const std::string& id) {
+      v1::ForwardRequest req;
+      req.set_residency(id);
       return forward(self, std::move(req));
     },
     [=](link_done_atom, uint64_t id) { finish(self, id); },

@@ -20,6 +20,7 @@
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
 
+#include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/node_service.grpc.pb.h"
@@ -534,4 +535,48 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
   // n1 heard of n2 through the notification (its own heartbeat was seconds away). n2 may
   // have found the handed-off leases in its first round already, so only n1 is checked.
   CHECK(n1.proc->output().find("cluster change notified") != std::string::npos);
+}
+
+TEST_CASE("offer inspection tells residency and mailbox from the owner, asked on any node") {
+  testing::temp_db db;
+  node n1{"i1", db};
+  node n2{"i2", db};
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"i1", "i2"}); }),
+                  describe(db));
+  // Offers until each node owns at least one of them.
+  std::map<std::string, std::string> owner_of; // offer id -> owning node
+  for (int i = 0; i < 40; ++i) {
+    v1::Offer o;
+    REQUIRE(n1.create("inspect-" + std::to_string(i), o).ok());
+    auto owner = db.scalar("SELECT owner FROM shard_leases WHERE shard = "
+                           + db.scalar("SELECT shard FROM offers WHERE offer_id = '" + o.id() + "'"));
+    owner_of[o.id()] = owner;
+    std::set<std::string> seen;
+    for (auto& [id, n] : owner_of)
+      seen.insert(n);
+    if (seen.size() == 2)
+      break;
+  }
+  std::set<std::string> owners_seen;
+  for (auto& [id, n] : owner_of)
+    owners_seen.insert(n);
+  REQUIRE(owners_seen.size() == 2);
+  for (auto* asked : {&n1, &n2}) {
+    auto admin = v1::AdminService::NewStub(grpc::CreateChannel(asked->addr, grpc::InsecureChannelCredentials()));
+    for (auto& [id, owner] : owner_of) {
+      v1::Offer got;
+      REQUIRE(asked->get(id, got).ok()); // the owner's actor is resident after this
+      v1::InspectOfferRequest req;
+      req.set_offer_id(id);
+      v1::InspectOfferResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto s = admin->InspectOffer(&ctx, req, &resp);
+      REQUIRE_MESSAGE(s.ok(), s.error_message());
+      INFO("asked " << asked->id << " about " << id << " owned by " << owner);
+      CHECK(resp.found());
+      CHECK(resp.resident());
+      CHECK(resp.mailbox() >= 0);
+    }
+  }
 }
