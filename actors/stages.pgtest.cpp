@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <google/protobuf/wrappers.pb.h>
 
@@ -313,4 +314,61 @@ TEST_CASE("a blocking stage runs in its pool, never on a scheduler thread") {
   self->request(f.pools->at("slow"), 5s, get_atom::value)
     .receive([](pool_stats& s) { CHECK(s.completed == 4); },
              [](caf::error&) { FAIL("no pool stats"); });
+}
+
+TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, then stops") {
+  // While an offer actor awaits (here: its stage's pool), CAF 0.17 holds back every other
+  // message, exit messages included: a kill takes effect between events, so the run commits
+  // once and is neither cut in half nor lost; the next event gets a new actor.
+  struct gate final : stage {
+    mutable std::atomic<bool> armed{false};
+    mutable std::atomic<int> calls{0};
+    mutable std::atomic<bool> release{false};
+    decision should_process(const v1::Offer&, const google::protobuf::Any* st) const override {
+      return armed && st == nullptr ? decision::process() : decision::skip();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      ++calls;
+      testing::eventually(10s, [&] { return release.load(); });
+      stage_result r;
+      r.state = count_state(1);
+      return r;
+    }
+  };
+  auto impl = std::make_shared<gate>();
+  auto reg = std::make_shared<stage_registry>();
+  stage_options opts;
+  opts.blocking = true;
+  reg->add("gate", impl, opts);
+  shard_fixture f{60s, reg};
+  auto o = new_offer("o1");
+  REQUIRE(f.ask(create_atom::value, offer_msg{o}));
+  // The offer's actor, idle now, answers a mailbox query itself: its address is the sender.
+  caf::scoped_actor self{*f.sys};
+  caf::strong_actor_ptr victim;
+  self->request(f.shard, 5s, mailbox_atom::value, std::string{"o1"})
+    .receive([&](uint64_t) { victim = self->current_sender(); },
+             [&](caf::error& e) { FAIL("mailbox query failed: " << f.sys->render(e)); });
+  REQUIRE(victim);
+  // An update makes the stage want the offer; its run waits in the pool.
+  impl->armed = true;
+  o.set_title("armed");
+  REQUIRE(f.ask(update_atom::value, offer_msg{o}, int64_t{1}, std::string{}));
+  REQUIRE(testing::eventually(10s, [&] { return impl->calls.load() == 1; }));
+  caf::anon_send_exit(caf::actor_cast<caf::actor>(victim), caf::exit_reason::kill);
+  victim = nullptr;
+  std::this_thread::sleep_for(200ms);
+  CHECK(f.stats->offer_actors_crashed.load() == 0); // still awaiting its run
+  impl->release = true;
+  CHECK(testing::eventually(10s, [&] { return f.stats->offer_actors_crashed.load() == 1; }));
+  CHECK(f.db.scalar(count_sql("stage_states", "state IS NOT NULL")) == "1");
+  CHECK(f.db.scalar(queued_sql) == "0");
+  CHECK(f.stats->stage_runs.load() == 1);
+  CHECK(impl->calls.load() == 1);
+  // A new actor serves the offer.
+  o.set_title("after");
+  auto again = f.ask(update_atom::value, offer_msg{o}, int64_t{2}, std::string{});
+  REQUIRE(again);
+  CHECK(again->value.version() == 3);
+  CHECK(f.stats->resident_offer_actors.load() == 1);
 }
