@@ -268,6 +268,8 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
     return f.db.scalar(count_sql("stage_states")) == std::to_string(n)
            && f.db.scalar(queued_sql) == "0";
   }));
+  // The actors count a run once the writer's answer reaches them, just after the commit.
+  CHECK(testing::eventually(5s, [&] { return f.stats->stage_runs.load() == static_cast<uint64_t>(n); }));
   CHECK(f.stats->stage_runs.load() == static_cast<uint64_t>(n));
 }
 
