@@ -68,14 +68,16 @@ TEST_CASE("update bumps the version and keeps created_at") {
 }
 
 TEST_CASE("update and delete of a missing offer are not_found") {
-  offer_entity e;
+  offer_entity e{"o1"};
   e.committed(std::nullopt);
+  CHECK(e.id() == "o1"); // kept while the offer does not exist
   auto u = e.prepare_update(sample(), gost::any_version, t0);
   REQUIRE_FALSE(u);
   CHECK(u.error() == db_errc::not_found);
-  auto d = e.prepare_delete("o1", gost::any_version);
+  auto d = e.prepare_delete(gost::any_version);
   REQUIRE_FALSE(d);
   CHECK(d.error() == db_errc::not_found);
+  CHECK(gost::persistence::error_message(d.error()).find("o1") != std::string::npos);
 }
 
 TEST_CASE("a masked update takes only the listed fields and keeps the rest") {

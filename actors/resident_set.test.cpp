@@ -96,6 +96,9 @@ TEST_CASE("flat_map and flat_set behave like sorted maps and sets") {
   CHECK(m.count("b") == 0);
   m.clear();
   CHECK(m.empty());
+  flat_map<std::string, int> twice{{"k", 1}, {"k", 2}}; // like std::map: the first one stays
+  CHECK(twice.size() == 1);
+  CHECK(twice["k"] == 1);
 
   flat_set<std::string> s{"y", "x"};
   CHECK(s.insert("z"));

@@ -466,7 +466,7 @@ offer_actor::behavior_type offer_behavior() {
       auto prepare = [self, expected](std::optional<v1::Offer>& next)
         -> caf::expected<persistence::write_set> {
         auto& st = self->state;
-        auto ver = st.entity.prepare_delete(st.entity.id(), expected);
+        auto ver = st.entity.prepare_delete(expected);
         if (!ver)
           return std::move(ver.error());
         persistence::write_set ws;

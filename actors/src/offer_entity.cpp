@@ -71,9 +71,9 @@ caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expe
   return in;
 }
 
-caf::expected<int64_t> offer_entity::prepare_delete(const std::string& id, int64_t expected) const {
+caf::expected<int64_t> offer_entity::prepare_delete(int64_t expected) const {
   if (!current())
-    return missing(id);
+    return missing(id());
   if (auto err = check_version(offer_, expected))
     return err;
   return offer_.version();

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <list>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -53,7 +52,6 @@ struct shard_state {
   shard_options opts;
   writer_actor writer;
   std::unique_ptr<stage_scheduler> sched;
-  std::shared_ptr<const run_context> run; ///< node, shard, epoch: what stages see
   /// What the shard's offer actors share (shard, handles, stages, stats, run context).
   detail::offer_env_ptr env;
   /// Resident offer actors in LRU order, with when the shard last handed each an event (the
@@ -438,7 +436,6 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
   st.sched = std::make_unique<stage_scheduler>(*st.opts.stages, st.opts.background_share);
-  st.run = std::make_shared<const run_context>(run_context{st.opts.node_id, st.opts.shard, st.opts.epoch});
   detail::writer_args wa;
   wa.pool = st.opts.pool;
   wa.shard = st.opts.shard;
@@ -456,7 +453,8 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
   env->pools = st.opts.pools;
   env->stats = st.opts.stats;
   env->max_chain = st.opts.max_chain;
-  env->run = st.run;
+  env->run = std::make_shared<const run_context>(
+    run_context{st.opts.node_id, st.opts.shard, st.opts.epoch}); // what stages see
   st.env = std::move(env);
   // The writer is linked to its shard: any exit message (the node stopping the shard, the
   // writer dying) stops the shard. Offer actors report their own stop (stopped_atom).
@@ -520,12 +518,11 @@ shard_impl::behavior_type shard_fun(self_ptr self, shard_options opts) {
     [=](stopped_atom, const std::string& id, uint64_t aid) {
       auto& s = self->state;
       if (s.stopping.erase(aid) == 0) {
-        // Not passivated: it stopped on its own (a crash) and is resident still, unless a
-        // newer actor for the offer took its place.
+        // Not passivated, yet gone: a handler threw (logged by the actor with the error) or
+        // someone killed it. Forgotten unless a newer actor for the offer took its place; the
+        // next event for the offer starts a new one.
         auto* a = s.residents.find(id);
         if (a != nullptr && a->id() == aid) {
-          // Not passivated, yet gone: a handler threw (logged by the actor with the error) or
-          // someone killed it. The next event for the offer starts a new one.
           s.opts.stats->offer_actors_crashed.fetch_add(1, std::memory_order_relaxed);
           spdlog::warn("offer actor stopped unexpectedly shard={} offer={}", s.opts.shard, id);
           s.residents.remove(id);

@@ -62,7 +62,7 @@ public:
                                           const std::string& mask = {}) const;
 
   /// The version to delete at (checked against `expected` unless it is any_version).
-  caf::expected<int64_t> prepare_delete(const std::string& id, int64_t expected) const;
+  caf::expected<int64_t> prepare_delete(int64_t expected) const;
 
 private:
   // A plain Offer and a status byte rather than optional<Offer> and a flag: 8 bytes less in
