@@ -37,12 +37,12 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
-#include "gost/actors/shard_hash.hpp"
-#include "gost/actors/spawn.hpp"
-#include "gost/actors/stage_runner.hpp"
+#include "gost/core/shard_hash.hpp"
+#include "gost/offers/spawn.hpp"
+#include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
-#include "gost/persistence/write_behind.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/v1/events.pb.h"
 
 using namespace gost;
@@ -150,7 +150,7 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
 /// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
 /// own), a worker per core, CAF's log off.
 void configure(caf::actor_system_config& cfg, const std::string& policy) {
-  register_types(cfg);
+  register_offer_types(cfg);
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
   cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
@@ -263,7 +263,7 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     auto heap_before = heap_in_use();
     for (int i = 0; i < offers; ++i) {
       auto id = "bench-" + std::to_string(i);
-      self->send(handles[shard_of(id, shards)], get_atom::value, id);
+      self->send(handles[shard_of(id, shards)], get_atom_v, id);
       if (++outstanding >= 2000)
         receive_one();
     }

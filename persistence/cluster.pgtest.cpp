@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "gost/persistence/cluster.hpp"
+#include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"

@@ -15,6 +15,5 @@ TEST_CASE("db errors carry their code and message") {
 TEST_CASE("only unavailable is retryable as is") {
   CHECK(retryable(db_errc::unavailable));
   CHECK_FALSE(retryable(db_errc::conflict));
-  CHECK_FALSE(retryable(db_errc::fenced));
   CHECK_FALSE(retryable(db_errc::internal));
 }

@@ -2,8 +2,8 @@
 // batches, the offers a load did not carry, running counts and finishing.
 #include <doctest/doctest.h>
 
-#include "gost/persistence/feeds.hpp"
-#include "gost/persistence/offer_store.hpp"
+#include "gost/persistence/feeds/feeds.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
 #include "gost/v1/offer.pb.h"
 #include "pg_fixture.hpp"
 

@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 #include <pqxx/pqxx>
 
-#include "gost/persistence/offer_store.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
-#include "gost/persistence/write_behind.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/testing/pg.hpp"
 #include "pg_fixture.hpp"
 #include "gost/v1/events.pb.h"

@@ -12,10 +12,8 @@ const char* to_string(db_errc x) {
     case db_errc::not_found: return "not_found";
     case db_errc::already_exists: return "already_exists";
     case db_errc::invalid_argument: return "invalid_argument";
-    case db_errc::fenced: return "fenced";
     case db_errc::schema_mismatch: return "schema_mismatch";
     case db_errc::internal: return "internal";
-    case db_errc::moved: return "moved";
   }
   return "unknown";
 }

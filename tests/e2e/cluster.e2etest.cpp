@@ -23,7 +23,7 @@
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/events.pb.h"
-#include "gost/v1/node_service.grpc.pb.h"
+#include "gost/internal/v1/node_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
@@ -459,10 +459,10 @@ grpc::Status probe(const std::string& addr, std::shared_ptr<grpc::ChannelCredent
                    const std::string& id) {
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride("gost-node");
-  auto stub = v1::NodeService::NewStub(grpc::CreateCustomChannel(addr, creds, args));
-  v1::ForwardRequest req;
+  auto stub = internal::v1::NodeService::NewStub(grpc::CreateCustomChannel(addr, creds, args));
+  internal::v1::ForwardRequest req;
   req.set_get(id);
-  v1::ForwardResponse resp;
+  internal::v1::ForwardResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 5s);
   return stub->Forward(&ctx, req, &resp);

@@ -11,17 +11,16 @@
 namespace gost::persistence {
 
 /// What went wrong talking to the database. Each code says whether a retry makes sense and
-/// maps one-to-one onto a gRPC status code at the edge (runtime/).
+/// maps one-to-one onto a gRPC status code at the edge (runtime/). Storage errors stay
+/// storage errors; everything else gost reports is a gost::errc (actors/core/errc.hpp).
 enum class db_errc : uint8_t {
   unavailable = 1,  ///< server unreachable or connection lost; retry later (UNAVAILABLE)
   conflict,         ///< optimistic check failed (version changed); reload and redo (ABORTED/FAILED_PRECONDITION)
   not_found,        ///< row does not exist (NOT_FOUND)
   already_exists,   ///< a unique key is taken (ALREADY_EXISTS)
   invalid_argument, ///< the input cannot be stored as given (INVALID_ARGUMENT)
-  fenced,           ///< this node no longer holds the shard lease; never retry here
   schema_mismatch,  ///< installation differs from the node's config (e.g. shard_count)
   internal,         ///< a bug or an unexpected server answer (INTERNAL)
-  moved,            ///< this node does not own the offer's shard (any more): route again (UNAVAILABLE)
 };
 
 const char* to_string(db_errc x);

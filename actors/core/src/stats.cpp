@@ -1,0 +1,42 @@
+#include "gost/core/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gost {
+
+void latency_histogram::record(std::chrono::microseconds d) noexcept {
+  auto us = std::max<int64_t>(1, d.count());
+  // Bucket i covers (upper(i-1), upper(i)] with upper(i) = 2^((i+1)/8) µs.
+  auto i = static_cast<int>(std::ceil(std::log2(static_cast<double>(us)) * per_octave)) - 1;
+  i = std::clamp(i, 0, buckets - 1);
+  counts_[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(static_cast<uint64_t>(us), std::memory_order_relaxed);
+}
+
+uint64_t latency_histogram::count() const noexcept {
+  uint64_t n = 0;
+  for (auto& c : counts_)
+    n += c.load(std::memory_order_relaxed);
+  return n;
+}
+
+double latency_histogram::upper_us(int i) noexcept {
+  return std::exp2(static_cast<double>(i + 1) / per_octave);
+}
+
+double latency_histogram::percentile_ms(double p) const noexcept {
+  auto n = count();
+  if (n == 0)
+    return 0;
+  auto want = static_cast<uint64_t>(std::ceil(p * static_cast<double>(n)));
+  uint64_t seen = 0;
+  for (int i = 0; i < buckets; ++i) {
+    seen += bucket(i);
+    if (seen >= want && seen > 0)
+      return upper_us(i) / 1000.0;
+  }
+  return upper_us(buckets - 1) / 1000.0;
+}
+
+} // namespace gost

@@ -1,0 +1,167 @@
+#pragma once
+// The offer domain's protocol: its atoms, message types and typed interfaces. Its message
+// types are announced once, in the type-ID block at the end (chained to the core block), and
+// `register_offer_types(cfg)` registers the core block and this one with a config. Other
+// domains and runtime/ reach offers only through this header.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include "gost/core/errc.hpp"
+#include "gost/core/proto_inspect.hpp"
+#include "gost/core/protocol.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
+#include "gost/v1/offer.pb.h"
+#include "gost/v1/state_service.pb.h"
+
+// -- atoms of the offer domain (the kit's are in gost/core/protocol.hpp) -------------------
+
+CAF_ADD_ATOM(gost_offers, gost, create_atom, "create")
+CAF_ADD_ATOM(gost_offers, gost, find_atom, "find")
+CAF_ADD_ATOM(gost_offers, gost, count_atom, "count")
+CAF_ADD_ATOM(gost_offers, gost, scan_atom, "scan")
+CAF_ADD_ATOM(gost_offers, gost, list_atom, "list")
+CAF_ADD_ATOM(gost_offers, gost, state_atom, "state")
+CAF_ADD_ATOM(gost_offers, gost, rescan_atom, "rescan")
+
+namespace gost {
+
+using caf::delete_atom;
+using caf::delete_atom_v;
+using caf::update_atom;
+using caf::update_atom_v;
+
+// -- message types ----------------------------------------------------------------------------
+
+using offer_msg = pb<v1::Offer>;
+using state_read_msg = pb<v1::ReadStateResponse>;
+using state_update_msg = pb<v1::UpdateStateResponse>;
+
+/// Everything an offer actor loads when it activates. Process-local (never sent to another
+/// node), like the write-behind types below.
+struct offer_snapshot {
+  bool found = false;
+  v1::Offer offer;
+  std::vector<persistence::stored_state> states;
+  std::vector<persistence::queue_entry> queued;
+};
+
+using queue_entries = std::vector<persistence::queue_entry>;
+using stage_count_list = std::vector<persistence::stage_counts>;
+using offer_snapshots = std::vector<offer_snapshot>;
+using offer_list = std::vector<v1::Offer>;
+
+/// "No version expected": an update or delete that applies whatever the current version.
+constexpr int64_t any_version = -1;
+
+// -- interfaces -------------------------------------------------------------------------------
+
+/// Blocking reads of stored offers and queues; runs on its own thread (spawned detached). All
+/// writes go through the shard's writer_actor.
+/// Errors: db_errc values (gost/persistence/errors.hpp); errc::not_found for a missing key.
+using store_actor = caf::typed_actor<
+  // The stored offer with its states and queue entries (found = false when there is none).
+  caf::replies_to<load_atom, std::string>::with<offer_snapshot>,
+  // Queue entries of a shard due before a time (µs since the epoch), earliest first, after a
+  // cursor entry (an empty stage id: from the start), at most a page.
+  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
+  // A rescan page: the next offers of a shard after an id, with states and queue entries.
+  caf::replies_to<scan_atom, uint32_t, std::string, uint32_t>::with<offer_snapshots>,
+  // Queue and dead-letter counts per stage at a time (µs since the epoch).
+  caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
+  // The id of the offer under the seller's key (seller_id, namespace, external_id), or
+  // errc::not_found.
+  caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
+  // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
+  caf::replies_to<list_atom, std::string, bool, std::string, std::string, uint32_t>::with<offer_list>>;
+
+/// The write-behind writer of one shard (detached): group-commits write-sets and answers each
+/// with its outcome once the batch committed.
+using writer_actor = caf::typed_actor<
+  caf::replies_to<write_atom, persistence::write_set>::with<persistence::write_outcome>>;
+
+/// The operations on one offer. Each names its offer first, right after its atoms
+/// (gost/core/routing.hpp), so shards, routers and node links forward every operation the
+/// same way; the offer actor serializes them. An operation is added here, handled in the
+/// offer actor, and mapped to protobuf for the node link in one table
+/// (runtime/cluster/offer_link.hpp); nothing else spells it out.
+using offer_ops = caf::typed_actor<
+  // Creates offer `id` from the content (its id field is ignored); version and timestamps are
+  // set by the actor. Replies the stored offer.
+  caf::replies_to<create_atom, std::string, offer_msg>::with<offer_msg>,
+  caf::replies_to<get_atom, std::string>::with<offer_msg>,
+  // New content for offer `id`; the int64 is the expected current version or any_version; the
+  // last string is a field mask (comma-separated top-level Offer fields to take from the new
+  // content; empty: all of them).
+  caf::replies_to<update_atom, std::string, offer_msg, int64_t, std::string>::with<offer_msg>,
+  // Replies the version of the deletion.
+  caf::replies_to<delete_atom, std::string, int64_t>::with<int64_t>,
+  // A stage's state of the offer: (offer id, stage id).
+  caf::replies_to<get_atom, state_atom, std::string, std::string>::with<state_read_msg>,
+  // Compare-and-set of a stage's state: (offer id, stage id, serialized google.protobuf.Any,
+  // expected state version). A stale version answers updated = false, not an error.
+  caf::replies_to<update_atom, state_atom, std::string, std::string, std::string,
+                  int64_t>::with<state_update_msg>>;
+
+/// What operators ask of the owner of an offer (gostctl offer): whether an actor holds it, and
+/// the messages waiting in its mailbox (-1: not resident, or busy in an event for over a
+/// second).
+using offer_inspect_ops = caf::typed_actor<
+  caf::replies_to<resident_atom, std::string>::with<bool, int64_t>>;
+
+/// Everything a request for an offer may ask of the owner of its shard, on this node or through
+/// a node link: what routers hold.
+using offer_owner_ops = offer_ops::extend_with<offer_inspect_ops>;
+
+/// One actor per resident offer.
+using offer_actor = offer_ops::extend<
+  // A due entry of a stage's queue: run the stage. Replies the queue entries the run
+  // committed (to be scheduled by the shard).
+  caf::replies_to<run_atom, std::string>::with<queue_entries>,
+  // A stage entry comes due soon: load the offer now so the run starts on time.
+  caf::reacts_to<warm_atom>,
+  // Messages waiting in the actor's mailbox (answered between events).
+  caf::replies_to<mailbox_atom>::with<uint64_t>,
+  // Sent by its shard, which has forgotten the actor (idle, or over the resident cap): stop
+  // after what is already in the mailbox.
+  caf::reacts_to<passivate_atom, ok_atom>>;
+
+/// One supervisor per shard: spawns offer actors on demand and forwards to them.
+using shard_actor = offer_owner_ops::extend<
+  // Queue entries an offer actor committed outside a stage run (API changes).
+  caf::reacts_to<enqueued_atom, queue_entries>,
+  // An offer actor stopped (offer id, its CAF actor id): sent by the actor itself as its
+  // state goes, instead of a CAF monitor (an attachable per actor).
+  caf::reacts_to<stopped_atom, std::string, uint64_t>,
+  // The offer's actor while it is resident, else an invalid handle (tests, local diagnostics).
+  caf::replies_to<get_atom, resident_atom, std::string>::with<offer_actor>,
+  // Graceful hand-off: take no new work (new requests get errc::moved), let every offer
+  // actor finish what it has (all of it committed), then answer and stop.
+  caf::replies_to<drain_atom>::with<ok_atom>>;
+
+/// Registers the core block and the offer domain's message types with an actor system config
+/// (call once per config).
+void register_offer_types(caf::actor_system_config& cfg);
+
+} // namespace gost
+
+// Process-local message types: never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
+
+CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_core::end)
+  CAF_ADD_TYPE_ID(gost_offers, (gost::offer_msg))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::state_read_msg))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::state_update_msg))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::store_actor))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::offer_actor))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::shard_actor))
+CAF_END_TYPE_ID_BLOCK(gost_offers)

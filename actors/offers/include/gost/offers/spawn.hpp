@@ -1,0 +1,84 @@
+#pragma once
+// Entry points to spawn the actors of gost's core. Everything else in actors/ is internal.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include <map>
+#include <memory>
+
+#include "gost/core/actor_pool.hpp"
+#include "gost/offers/protocol.hpp"
+#include "gost/offers/stage.hpp"
+#include "gost/core/stats.hpp"
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost {
+
+/// Pools by stage id: one per blocking stage, shared by every shard of a node.
+using stage_pools = std::map<std::string, pool_actor>;
+
+/// A store actor on its own thread (it blocks on PostgreSQL). `pool` must outlive it.
+store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool);
+
+/// One actor pool per blocking stage of `reg` (stage_options::blocking), named
+/// "stage.<id>". Stop them with anon_send_exit after the shards.
+std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys, const stage_registry& reg);
+
+struct shard_options {
+  uint32_t shard = 0;
+  store_actor store;
+  /// Used by the shard's write-behind writer; must outlive the shard.
+  persistence::pg_pool* pool = nullptr;
+  /// The shard lease epoch every commit is fenced with.
+  int64_t epoch = 0;
+  /// This node's id (for stages' run_context).
+  std::string node_id;
+  /// The stages run on this shard's offers. Never null.
+  std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
+  /// The pools of the blocking stages (spawn_stage_pools); null: none.
+  std::shared_ptr<const stage_pools> pools;
+  /// Group commit: a batch commits when it has this many write-sets or after flush_delay.
+  size_t write_batch_max = 500;
+  std::chrono::milliseconds write_flush_delay{2};
+  /// Queue entries due within this window are kept in memory; later ones stay in PostgreSQL.
+  std::chrono::milliseconds queue_lookahead{1000};
+  /// How often the shard looks for due entries it does not know yet, and how many at once.
+  std::chrono::milliseconds queue_poll{250};
+  uint32_t queue_page = 5000;
+  /// Offers with an entry due within this window are activated (loaded) ahead of time, so a
+  /// timer's stage runs on time instead of after a load. 0: off.
+  std::chrono::milliseconds queue_prefetch{250};
+  /// Failed attempts of one stage on one offer before it is dead-lettered.
+  int max_attempts = 3;
+  /// A stage re-triggered more often than this in one chain is cut (change storm).
+  int max_chain = 10;
+  /// Background rescan (seed: "Фоновый переобход"): every this often the shard walks all its
+  /// offers, asks every stage and enqueues at background priority. 0: off.
+  std::chrono::milliseconds rescan_every{0};
+  uint32_t rescan_page = 500;
+  /// One dispatch in this many goes to background-priority work when normal work waits.
+  int background_share = 4;
+  /// An offer actor its shard handed no event for this long is passivated (a periodic sweep
+  /// by the shard, in LRU order).
+  std::chrono::milliseconds offer_idle_timeout{60'000};
+  /// At most this many offer actors in memory per shard; beyond it the least recently used
+  /// one is passivated.
+  size_t max_resident = 100'000;
+  /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
+  std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
+};
+
+/// The supervisor of one shard.
+shard_actor spawn_shard(caf::actor_system& sys, shard_options opts);
+
+/// A new random offer id: 32 lower-case hex digits (128 random bits).
+std::string make_offer_id();
+
+} // namespace gost

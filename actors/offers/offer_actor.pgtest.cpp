@@ -1,0 +1,138 @@
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "gost/testing/process.hpp"
+#include "shard_fixture.hpp"
+
+using namespace gost;
+using gost::errc;
+
+namespace {
+
+
+} // namespace
+
+TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
+  shard_fixture f;
+  auto created = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  REQUIRE_MESSAGE(created, f.sys->render(created.error()));
+  CHECK(created->value.version() == 1);
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "1");
+  CHECK(f.db.scalar("SELECT shard FROM offers WHERE offer_id = 'o1'") == "3");
+  auto got = f.ask(get_atom_v, std::string{"o1"});
+  REQUIRE(got);
+  CHECK(got->value.title() == "t");
+  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  REQUIRE_FALSE(again);
+  CHECK(again.error() == errc::already_exists);
+  auto missing = f.ask(get_atom_v, std::string{"nope"});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error() == errc::not_found);
+}
+
+TEST_CASE("events of one offer are applied one at a time") {
+  shard_fixture f;
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  // Many concurrent unconditional updates: if two ever interleaved, both would compute the
+  // same next version and one CAS would fail.
+  constexpr int n = 200;
+  caf::scoped_actor self{*f.sys};
+  for (int i = 0; i < n; ++i) {
+    auto o = new_offer("o1");
+    o.set_title("t" + std::to_string(i));
+    self->send(f.shard, update_atom_v, o.id(), offer_msg{o}, any_version, std::string{});
+  }
+  int ok = 0;
+  for (int i = 0; i < n; ++i)
+    self->receive([&](offer_msg&) { ++ok; }, [&](caf::error& e) { FAIL(f.sys->render(e)); });
+  CHECK(ok == n);
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == std::to_string(n + 1));
+}
+
+TEST_CASE("a stale expected version is rejected and nothing is written") {
+  shard_fixture f;
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  auto o = new_offer("o1");
+  o.set_title("changed");
+  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}));
+  o.set_title("lost update");
+  auto stale = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{});
+  REQUIRE_FALSE(stale);
+  CHECK(stale.error() == errc::conflict);
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
+  auto got = f.ask(get_atom_v, std::string{"o1"});
+  REQUIRE(got);
+  CHECK(got->value.title() == "changed");
+}
+
+TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
+  shard_fixture f{std::chrono::milliseconds{50}};
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  // Remove the row behind the actor's back. A resident actor still answers from memory; once it
+  // passivated, the next event loads from PostgreSQL and finds nothing. Poll (bounded) with
+  // gaps longer than the idle timeout so the actor can passivate in between.
+  f.db.scalar("DELETE FROM offers WHERE offer_id = 'o1'");
+  bool reloaded = false;
+  for (int i = 0; i < 50 && !reloaded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    auto got = f.ask(get_atom_v, std::string{"o1"});
+    reloaded = !got && got.error() == errc::not_found;
+  }
+  CHECK(reloaded);
+  // The shard spawns a fresh actor that sees the true state and can create the offer again.
+  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  REQUIRE(again);
+  CHECK(again->value.version() == 1);
+}
+
+TEST_CASE("the resident cap passivates the least recently used offer actor") {
+  shard_fixture f{std::chrono::seconds{60}, std::make_shared<stage_registry>(),
+                  [](shard_options& so) { so.max_resident = 2; }};
+  for (auto id : {"a", "b", "c", "d", "e"})
+    REQUIRE(f.ask(create_atom_v, std::string{id}, offer_msg{new_offer(id)}));
+  CHECK(f.stats->resident_offer_actors.load() <= 2);
+  CHECK(f.stats->offer_actors_passivated.load() >= 3);
+  // Every offer is still served: evicted ones come back from PostgreSQL.
+  for (auto id : {"a", "b", "c", "d", "e"}) {
+    auto got = f.ask(get_atom_v, std::string{id});
+    REQUIRE(got);
+    CHECK(got->value.id() == id);
+  }
+  CHECK(f.stats->resident_offer_actors.load() <= 2);
+}
+
+TEST_CASE("an offer actor killed from outside is forgotten and the next event starts a new one") {
+  shard_fixture f;
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  caf::scoped_actor self{*f.sys};
+  // The shard delegates a mailbox query to the offer actor, which answers itself: its
+  // address is the sender of the answer.
+  offer_actor victim;
+  self->request(f.shard, std::chrono::seconds{10}, get_atom_v, resident_atom_v, std::string{"o1"})
+    .receive([&](offer_actor& a) { victim = a; },
+             [&](caf::error& e) { FAIL("actor query failed: " << f.sys->render(e)); });
+  REQUIRE(victim);
+  REQUIRE(f.stats->resident_offer_actors.load() == 1);
+  caf::anon_send_exit(victim, caf::exit_reason::kill);
+  victim = offer_actor{};
+  // No monitor: the dying actor reports its stop, and the shard forgets it.
+  CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->resident_offer_actors.load() == 0; }));
+  CHECK(f.stats->offer_actors_crashed.load() == 1); // it was not passivated
+  CHECK(f.stats->offer_actors_passivated.load() == 0);
+  bool resident = true;
+  self->request(f.shard, std::chrono::seconds{10}, resident_atom_v, std::string{"o1"})
+    .receive([&](bool r, int64_t) { resident = r; }, [&](caf::error&) {});
+  CHECK_FALSE(resident);
+  auto o = new_offer("o1");
+  o.set_title("after the kill");
+  auto updated = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{});
+  REQUIRE(updated);
+  CHECK(updated->value.version() == 2);
+  CHECK(f.stats->resident_offer_actors.load() == 1);
+  CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
+}

@@ -1,0 +1,625 @@
+// The offer actor: one per resident offer, handling its events one at a time. Every request
+// to the store or the writer uses `await`, which holds back the actor's other messages until
+// the answer arrives, so an event never interleaves with another event of the same offer.
+// Its in-memory copy is what the database holds: it changes only after a commit.
+//
+// Passivation is the shard's decision (idle sweep or resident cap, in LRU order): the shard
+// forgets the actor and sends (passivate, ok); anything it forwarded before is still in the
+// mailbox and handled first, and an event in progress (`await`) finishes before the actor
+// stops. The actor itself keeps no timer, so an idle actor costs no clock entry.
+
+#include "offer_actor.hpp"
+
+#include <cassert>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gost/core/actor_pool.hpp"
+#include "gost/offers/offer_entity.hpp"
+#include "gost/offers/stage_runner.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/v1/events.pb.h"
+
+namespace gost::detail {
+
+namespace {
+
+using persistence::write_outcome;
+
+/// How often an event is redone after its write-set lost a version check (someone changed
+/// the offer behind this actor) before the caller hears of the conflict.
+constexpr int max_redo = 3;
+
+struct offer_state {
+  static inline const char* name = "gost.offer";
+  offer_env_ptr env;
+  offer_entity entity; ///< holds the offer's id too, loaded or not
+  offer_context ctx;
+  caf::actor_id aid = 0;
+
+  offer_state() = default;
+  offer_state(const offer_state&) = delete;
+  offer_state& operator=(const offer_state&) = delete;
+
+  /// Runs when the actor stops, for any reason (CAF destroys a stateful actor's state on
+  /// exit): tells the shard, which then forgets the actor.
+  ~offer_state() {
+    if (env)
+      if (auto shard = parent_of(*env))
+        caf::anon_send(shard, stopped_atom_v, entity.id(), static_cast<uint64_t>(aid));
+  }
+};
+
+using offer_base = caf::stateful_actor<offer_state, offer_actor::base>;
+using self_ptr = offer_base*;
+
+/// The offer actor whose messages this thread is handling, set around `resume`: the handlers
+/// are shared by all offer actors (see offer_behavior) and find their actor here.
+thread_local offer_base* running = nullptr;
+
+self_ptr current() {
+  assert(running != nullptr);
+  return running;
+}
+
+int64_t now_us() { return to_us(stage_clock::now()); }
+
+/// Forgets the in-memory copy: the next event reloads from PostgreSQL.
+void forget(self_ptr self) {
+  self->state.entity.forget();
+  self->state.ctx.states.clear();
+  self->state.ctx.queued_now.clear();
+  self->state.ctx.chain.clear();
+}
+
+/// Runs `f` once the stored offer is known: loads it (with its states and queue entries)
+/// first when needed. Load errors go to `fail`.
+template <class F, class Fail>
+void with_loaded(self_ptr self, F f, Fail fail) {
+  auto& st = self->state;
+  if (st.entity.loaded()) {
+    f();
+    return;
+  }
+  self->request(st.env->store, caf::infinite, load_atom_v, st.entity.id())
+    .await(
+      [=](offer_snapshot& snap) mutable {
+        auto& s = self->state;
+        s.entity.committed(snap.found ? std::optional<v1::Offer>{std::move(snap.offer)}
+                                      : std::nullopt);
+        s.ctx.states.clear();
+        for (auto& stored : snap.states) {
+          auto& held = s.ctx.states[stored.stage_id];
+          held.value.ParseFromString(stored.bytes);
+          held.version = stored.version;
+        }
+        s.ctx.queued_now.clear();
+        auto now = now_us();
+        for (auto& e : snap.queued)
+          if (e.due_at_us <= now)
+            s.ctx.queued_now.insert(e.stage_id);
+        f();
+      },
+      [=](caf::error& err) mutable { fail(std::move(err)); });
+}
+
+/// What `committed` needs of a write-set once it is handed to the writer: everything but the
+/// new body and the outbox event (the large parts), which are not copied.
+persistence::write_set bookkeeping_copy(const persistence::write_set& ws) {
+  persistence::write_set out;
+  out.offer_id = ws.offer_id;
+  out.expected_version = ws.expected_version;
+  out.op = ws.op;
+  out.states = ws.states;
+  out.dequeue = ws.dequeue;
+  out.enqueue = ws.enqueue;
+  out.dead_letters = ws.dead_letters;
+  return out;
+}
+
+/// Applies a committed write-set to the in-memory copy.
+/// `offer`: the offer after the set; nullptr: unchanged.
+void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1::Offer>* offer) {
+  auto& st = self->state;
+  if (offer != nullptr)
+    st.entity.committed(std::move(*offer));
+  for (auto& [stage, bytes] : ws.states) {
+    auto& held = st.ctx.states[stage];
+    held.value.ParseFromString(bytes);
+    ++held.version; // as the commit did (state_version + 1)
+  }
+  for (auto& stage : ws.dequeue)
+    st.ctx.queued_now.erase(stage);
+  auto now = now_us();
+  for (auto& e : ws.enqueue)
+    if (e.due_at_us <= now) {
+      st.ctx.queued_now.insert(e.stage_id);
+      ++st.ctx.chain[e.stage_id];
+    }
+  if (st.ctx.queued_now.empty())
+    st.ctx.chain.clear(); // the chain of stage runs ended
+  if (ws.op == persistence::offer_op::remove)
+    forget(self);
+}
+
+/// The outbox event of an API change. `new_state`: a state the change writes (stage id,
+/// serialized Any), replacing the held one in the event.
+std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool deleted,
+                          const std::string& changed_by = "api",
+                          const std::pair<std::string, std::string>* new_state = nullptr) {
+  v1::OfferSaved saved;
+  *saved.mutable_offer() = offer;
+  for (auto& [id, held] : ctx.states)
+    (*saved.mutable_states())[id] = held.value;
+  if (new_state != nullptr)
+    (*saved.mutable_states())[new_state->first].ParseFromString(new_state->second);
+  saved.set_deleted(deleted);
+  saved.set_changed_by(changed_by);
+  return saved.SerializeAsString();
+}
+
+/// A write-set that writes nothing: `prepare` decided there is nothing to change.
+bool writes_nothing(const persistence::write_set& ws) {
+  return ws.op == persistence::offer_op::none && !ws.new_body && ws.states.empty()
+         && ws.dequeue.empty() && ws.enqueue.empty() && !ws.outbox && ws.dead_letters.empty();
+}
+
+/// The answer to a create or update: the offer as committed.
+offer_msg reply_offer(const std::optional<v1::Offer>& next, const persistence::write_set&) {
+  return offer_msg{*next};
+}
+
+/// An API change (create / update / delete): `prepare` computes the write-set from the
+/// current state (or an error for the client); it is written, and on a lost version check
+/// the actor reloads and prepares again.
+template <class Result, class Prepare, class Reply>
+void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prepare prepare,
+                     Reply reply, int attempt) {
+  with_loaded(
+    self,
+    [=]() mutable {
+      auto& st = self->state;
+      st.ctx.chain.clear(); // an external change starts a new chain
+      std::optional<v1::Offer> next;
+      auto ws = prepare(next);
+      if (!ws) {
+        rp.deliver(std::move(ws.error()));
+        return;
+      }
+      if (writes_nothing(*ws)) {
+        rp.deliver(reply(next, *ws));
+        return;
+      }
+      auto set = bookkeeping_copy(*ws);
+      self->request(st.env->writer, caf::infinite, write_atom_v, std::move(*ws))
+        .await(
+          [=](write_outcome out) mutable {
+            auto& s = self->state;
+            switch (out) {
+              case write_outcome::committed: {
+                auto answer = reply(next, set); // before `next` moves into the entity
+                // An offer is replaced when the change computed a new one (or removed it).
+                committed(self, set,
+                          next || set.op == persistence::offer_op::remove ? &next : nullptr);
+                if (!set.enqueue.empty())
+                  if (auto shard = parent_of(*s.env))
+                    self->send(shard, enqueued_atom_v, set.enqueue);
+                rp.deliver(std::move(answer));
+                return;
+              }
+              case write_outcome::conflict:
+                forget(self);
+                if (set.op == persistence::offer_op::insert) {
+                  rp.deliver(make_error(errc::already_exists,
+                                           "an offer with id " + s.entity.id()
+                                             + " or with this seller_id/namespace/external_id "
+                                               "already exists"));
+                } else if (attempt + 1 < max_redo) {
+                  s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+                  external_change(self, rp, prepare, reply, attempt + 1);
+                } else {
+                  rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
+                                                                + " keeps changing; retry"));
+                }
+                return;
+              case write_outcome::fenced:
+                forget(self);
+                rp.deliver(make_error(errc::fenced, "shard " + std::to_string(s.env->shard)
+                                                            + " is no longer owned by this node"));
+                return;
+            }
+          },
+          [=](caf::error& err) mutable {
+            forget(self);
+            rp.deliver(std::move(err));
+          });
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+}
+
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+               std::string stage_id, int attempt);
+
+/// Writes a run's write-set; on commit applies it and answers the shard, on a lost version
+/// check reloads and runs the stage again (seed step 7).
+void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
+               int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
+  auto& st = self->state;
+  auto set = bookkeeping_copy(ws);
+  self->request(st.env->writer, caf::infinite, write_atom_v, std::move(ws))
+    .await(
+      [=](write_outcome outcome) mutable {
+        auto& s = self->state;
+        switch (outcome) {
+          case write_outcome::committed:
+            s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
+            if (auto* m = s.env->stats->stage(stage_id))
+              m->runs.fetch_add(1, std::memory_order_relaxed);
+            s.env->stats->dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
+            committed(self, set, next ? &next : nullptr);
+            rp.deliver(std::move(set.enqueue));
+            return;
+          case write_outcome::conflict:
+            // The offer changed behind us (seed step 7): reload and start again.
+            s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+            forget(self);
+            if (attempt + 1 < max_redo)
+              run_stage(self, rp, stage_id, attempt + 1);
+            else
+              rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
+                                                            + " kept changing during stage " + stage_id));
+            return;
+          case write_outcome::fenced:
+            forget(self);
+            rp.deliver(make_error(errc::fenced, "shard lease lost"));
+            return;
+        }
+      },
+      [=](caf::error& err) mutable {
+        forget(self);
+        rp.deliver(std::move(err));
+      });
+}
+
+/// A stage's result: decides what to write (and which other stages to ask), then writes it.
+void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+                const std::string& stage_id, int attempt, const stage_result& result) {
+  auto& st = self->state;
+  const auto& cur = st.entity.current();
+  auto out = after_process(*st.env->stages, stage_id, *cur, st.ctx, result, now_us(),
+                           runner_limits{st.env->max_chain});
+  if (out.storms_cut > 0) {
+    st.env->stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
+                                               std::memory_order_relaxed);
+    spdlog::warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(), stage_id);
+  }
+  write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
+}
+
+caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::string& what,
+                        errc code = errc::internal) {
+  self->state.env->stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
+  if (auto* m = self->state.env->stats->stage(stage_id))
+    m->failures.fetch_add(1, std::memory_order_relaxed);
+  return make_error(code, "stage " + stage_id + (code == errc::unavailable ? " unavailable" : " failed") + what);
+}
+
+/// A due stage (seed "Работа стейджа"): load, process, write if the version is unchanged,
+/// else start again; the write also asks the other stages and enqueues those that want it.
+/// A blocking stage's `process` runs in its pool; the actor waits (`await`) without holding a
+/// scheduler thread, and handles nothing else meanwhile.
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
+               std::string stage_id, int attempt) {
+  with_loaded(
+    self,
+    [=]() mutable {
+      auto& st = self->state;
+      auto* entry = st.env->stages->find(stage_id);
+      const auto& cur = st.entity.current();
+      if (!cur || entry == nullptr || !entry->opts.enabled) {
+        // Nothing to run (the offer is gone, or the stage is unknown or disabled): drop the
+        // entry without touching the offer.
+        persistence::write_set ws;
+        ws.offer_id = st.entity.id();
+        ws.op = persistence::offer_op::none;
+        ws.dequeue.push_back(stage_id);
+        write_run(self, rp, stage_id, attempt, std::move(ws), std::nullopt);
+        return;
+      }
+      const google::protobuf::Any* state = nullptr;
+      if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end())
+        state = &i->second.value;
+      if (entry->opts.blocking && st.env->pools != nullptr) {
+        if (auto p = st.env->pools->find(stage_id); p != st.env->pools->end()) {
+          // The job owns copies of its inputs: this actor may be gone when it runs.
+          auto offer = std::make_shared<const v1::Offer>(*cur);
+          auto saved = state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
+          auto impl = entry->impl;
+          auto* metrics = st.env->stats->stage(stage_id);
+          auto run = st.env->run;
+          pool_job job{[impl, offer, saved, metrics, run] {
+            detail::run_scope scope{run.get()};
+            auto t0 = std::chrono::steady_clock::now();
+            auto r = impl->process(*offer, saved.get());
+            if (metrics != nullptr)
+              metrics->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - t0));
+            return std::any{std::move(r)};
+          }};
+          self->request(p->second, caf::infinite, run_atom_v, std::move(job))
+            .await(
+              [=](pool_result& r) mutable {
+                finish_run(self, rp, stage_id, attempt, std::any_cast<const stage_result&>(r.value));
+              },
+              [=](caf::error& err) mutable {
+                auto code = classify(err) == disposition::retry ? errc::unavailable : errc::internal;
+                rp.deliver(stage_failed(self, stage_id, ": " + persistence::error_message(err), code));
+              });
+          return;
+        }
+      }
+      stage_result result;
+      try {
+        auto t0 = std::chrono::steady_clock::now();
+        detail::run_scope scope{st.env->run.get()};
+        result = entry->impl->process(*cur, state);
+        if (auto* m = st.env->stats->stage(stage_id))
+          m->process.record(std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - t0));
+      } catch (const unavailable_error& e) {
+        rp.deliver(stage_failed(self, stage_id, std::string{": "} + e.what(), errc::unavailable));
+        return;
+      } catch (const std::exception& e) {
+        rp.deliver(stage_failed(self, stage_id, std::string{": "} + e.what()));
+        return;
+      } catch (...) {
+        rp.deliver(stage_failed(self, stage_id, ""));
+        return;
+      }
+      finish_run(self, rp, stage_id, attempt, result);
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+}
+
+/// The handlers of every offer actor. A typed behavior costs ~450 bytes per actor when each
+/// actor has its own (a match case per message type, each holding its captures), more than
+/// all of an idle actor's own state; so there is one, built once, capturing nothing, and each
+/// handler starts by looking up the actor it runs for.
+offer_actor::behavior_type offer_behavior() {
+  return {
+    [](create_atom, const std::string&, offer_msg& m) -> caf::result<offer_msg> {
+      auto self = current();
+      auto rp = self->make_response_promise<offer_msg>();
+      auto in = std::move(m.value);
+      auto prepare = [self, in](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto o = st.entity.prepare_create(in, std::chrono::system_clock::now());
+        if (!o)
+          return std::move(o.error());
+        persistence::write_set ws;
+        ws.offer_id = st.entity.id();
+        ws.op = persistence::offer_op::insert;
+        ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
+        ws.new_body = o->SerializeAsString();
+        ws.enqueue = ask_stages(*st.env->stages, nullptr, *o, st.ctx, {}, now_us(),
+                                persistence::priority::normal);
+        ws.outbox = saved_payload(*o, st.ctx, false);
+        next = std::move(*o);
+        return ws;
+      };
+      external_change(self, rp, prepare, reply_offer, 0);
+      return rp;
+    },
+    [](get_atom, const std::string&) -> caf::result<offer_msg> {
+      auto self = current();
+      auto rp = self->make_response_promise<offer_msg>();
+      with_loaded(
+        self,
+        [=]() mutable {
+          const auto* cur = self->state.entity.current();
+          if (cur)
+            rp.deliver(offer_msg{*cur});
+          else
+            rp.deliver(make_error(errc::not_found,
+                                     "offer " + self->state.entity.id() + " does not exist"));
+        },
+        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [](update_atom, const std::string&, offer_msg& m, int64_t expected,
+       std::string& mask) -> caf::result<offer_msg> {
+      auto self = current();
+      auto rp = self->make_response_promise<offer_msg>();
+      auto in = std::move(m.value);
+      auto prepare = [self, in, expected, mask](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto req = in;
+        req.set_id(st.entity.id());
+        // Re-applied on every redo: a masked update merges into the offer as it is then.
+        auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now(),
+                                          mask);
+        if (!o)
+          return std::move(o.error());
+        const auto& before = *st.entity.current();
+        persistence::write_set ws;
+        ws.offer_id = st.entity.id();
+        ws.expected_version = before.version();
+        ws.new_body = o->SerializeAsString();
+        ws.enqueue = ask_stages(*st.env->stages, &before, *o, st.ctx, {}, now_us(),
+                                persistence::priority::normal);
+        ws.outbox = saved_payload(*o, st.ctx, false);
+        next = std::move(*o);
+        return ws;
+      };
+      external_change(self, rp, prepare, reply_offer, 0);
+      return rp;
+    },
+    [](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
+      auto self = current();
+      auto rp = self->make_response_promise<int64_t>();
+      auto prepare = [self, expected](std::optional<v1::Offer>& next)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        auto ver = st.entity.prepare_delete(expected);
+        if (!ver)
+          return std::move(ver.error());
+        persistence::write_set ws;
+        ws.offer_id = st.entity.id();
+        ws.op = persistence::offer_op::remove;
+        ws.expected_version = *ver;
+        auto gone = *st.entity.current();
+        gone.set_version(*ver + 1);
+        ws.outbox = saved_payload(gone, st.ctx, true);
+        next.reset();
+        return ws;
+      };
+      auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
+        return ws.expected_version + 1;
+      };
+      external_change(self, rp, prepare, reply, 0);
+      return rp;
+    },
+    [](get_atom, state_atom, const std::string&,
+       const std::string& stage_id) -> caf::result<state_read_msg> {
+      auto self = current();
+      auto rp = self->make_response_promise<state_read_msg>();
+      with_loaded(
+        self,
+        [=]() mutable {
+          auto& st = self->state;
+          if (!st.entity.current()) {
+            rp.deliver(make_error(errc::not_found, "offer " + st.entity.id() + " does not exist"));
+            return;
+          }
+          state_read_msg out;
+          if (auto i = st.ctx.states.find(stage_id); i != st.ctx.states.end()) {
+            *out.value.mutable_state() = i->second.value;
+            out.value.set_version(i->second.version);
+          }
+          rp.deliver(std::move(out));
+        },
+        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [](update_atom, state_atom, const std::string&, const std::string& stage_id,
+       std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+      auto self = current();
+      auto rp = self->make_response_promise<state_update_msg>();
+      auto prepare = [self, stage_id, bytes, expected](std::optional<v1::Offer>&)
+        -> caf::expected<persistence::write_set> {
+        auto& st = self->state;
+        const auto& cur = st.entity.current();
+        if (!cur)
+          return make_error(errc::not_found, "offer " + st.entity.id() + " does not exist");
+        if (st.env->stages->find(stage_id) == nullptr)
+          return make_error(errc::invalid_argument,
+                               "stage_id: " + stage_id + " is not a stage of this node "
+                               "(gostctl stages lists them)");
+        persistence::write_set ws;
+        ws.offer_id = st.entity.id();
+        ws.op = persistence::offer_op::none; // stays so when the version is stale: no write
+        auto i = st.ctx.states.find(stage_id);
+        int64_t current = i == st.ctx.states.end() ? 0 : i->second.version;
+        if (current != expected)
+          return ws;
+        // Checked against the offer's version too: the redo after a lost check re-reads the
+        // state's version.
+        ws.op = persistence::offer_op::change;
+        ws.expected_version = cur->version();
+        auto written = std::make_pair(stage_id, bytes);
+        ws.outbox = saved_payload(*cur, st.ctx, false, "state-api:" + stage_id, &written);
+        // The stage sees its new state: ask it (alone) whether it wants to run now.
+        offer_context after = st.ctx;
+        after.states[stage_id].value.ParseFromString(bytes);
+        ws.enqueue = ask_stage(*st.env->stages, stage_id, *cur, after, now_us());
+        ws.states.push_back(std::move(written));
+        return ws;
+      };
+      auto reply = [self, stage_id](const std::optional<v1::Offer>&,
+                                    const persistence::write_set& ws) {
+        // Computed before the commit is applied to the held state.
+        auto& states = self->state.ctx.states;
+        auto i = states.find(stage_id);
+        int64_t current = i == states.end() ? 0 : i->second.version;
+        state_update_msg out;
+        out.value.set_updated(!ws.states.empty());
+        out.value.set_version(ws.states.empty() ? current : current + 1);
+        return out;
+      };
+      external_change(self, rp, prepare, reply, 0);
+      return rp;
+    },
+    [](run_atom, std::string& stage_id) -> caf::result<queue_entries> {
+      auto self = current();
+      auto rp = self->make_response_promise<queue_entries>();
+      run_stage(self, rp, std::move(stage_id), 0);
+      return rp;
+    },
+    [](mailbox_atom) -> uint64_t { return current()->mailbox().size(); },
+    [](warm_atom) {
+      auto self = current();
+      // Load errors are not news here: the run that follows loads again and reports them.
+      with_loaded(self, [] {}, [](caf::error) {});
+    },
+    [](passivate_atom, ok_atom) { current()->quit(); },
+  };
+}
+
+/// An offer actor: the shared behavior, and `running` set while it handles messages. CAF runs
+/// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
+class offer_actor_impl final : public offer_base {
+public:
+  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
+    : offer_base(cfg) {
+    state.entity = offer_entity{std::move(id)};
+    state.env = std::move(env);
+    state.aid = this->id();
+    // A throwing handler stops the actor: logged here with its offer and the error (the shard
+    // counts the crash when the actor reports its stop). A capture-less handler: no
+    // allocation per actor.
+    set_exception_handler([](caf::scheduled_actor* self, std::exception_ptr& ep) -> caf::error {
+      auto* me = static_cast<offer_base*>(self);
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      spdlog::error("offer actor crashed shard={} offer={} error={}", me->state.env->shard,
+                    me->state.entity.id(), what);
+      return caf::make_error(caf::sec::runtime_error, std::move(what));
+    });
+  }
+
+  resume_result resume(caf::execution_unit* eu, size_t max_throughput) override {
+    auto* outer = running;
+    running = this;
+    auto result = offer_base::resume(eu, max_throughput);
+    running = outer;
+    return result;
+  }
+
+protected:
+  behavior_type make_behavior() override {
+    static const behavior_type shared = offer_behavior();
+    return shared;
+  }
+};
+
+} // namespace
+
+offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env) {
+  // Neither linked nor monitored: the actor tells its shard when it stops (~offer_state). A
+  // link or a monitor puts an attachable on an actor (~48 bytes each), and CAF 0.17 removes a
+  // link by a linear search over the shard's attachables, so passivations cost O(resident
+  // actors). The shard stops its offer actors itself when it stops (see ~shard_state).
+  return parent->spawn<offer_actor_impl>(std::move(id), std::move(env));
+}
+
+} // namespace gost::detail

@@ -1,0 +1,147 @@
+// The store actor: a thin shell over persistence::offer_store. It runs detached (its own
+// thread) because every call blocks on PostgreSQL.
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gost/offers/spawn.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
+#include "gost/persistence/pg_pool.hpp"
+
+namespace gost {
+
+namespace {
+
+using store_impl = store_actor::extend<caf::reacts_to<flush_atom>>;
+
+/// Loads wait up to this long to be answered together (one set of queries for many offers).
+constexpr auto load_delay = std::chrono::milliseconds{1};
+constexpr size_t max_load_batch = 512;
+
+struct store_state {
+  static inline const char* name = "gost.store";
+  std::unique_ptr<persistence::offer_store> store;
+  std::vector<std::string> pending;
+  std::vector<caf::typed_response_promise<offer_snapshot>> waiting;
+  bool flush_scheduled = false;
+};
+
+using self_ptr = store_impl::stateful_pointer<store_state>;
+
+void flush_loads(self_ptr self, persistence::pg_pool* pool) {
+  auto& st = self->state;
+  if (st.pending.empty())
+    return;
+  auto t0 = std::chrono::steady_clock::now();
+  auto rows = persistence::load_offers(*pool, st.pending);
+  spdlog::debug("group load offers={} ms={:.2f}", st.pending.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  for (size_t i = 0; i < st.waiting.size(); ++i) {
+    if (!rows) {
+      st.waiting[i].deliver(rows.error());
+      continue;
+    }
+    auto& r = (*rows)[i];
+    offer_snapshot snap;
+    snap.found = r.found;
+    if (r.found && !snap.offer.ParseFromString(r.body)) {
+      st.waiting[i].deliver(make_error(errc::internal, "stored offer body does not parse as gost.v1.Offer"));
+      continue;
+    }
+    snap.offer.set_version(r.version);
+    snap.states = std::move(r.states);
+    snap.queued = std::move(r.queued);
+    st.waiting[i].deliver(std::move(snap));
+  }
+  st.pending.clear();
+  st.waiting.clear();
+}
+
+store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
+  self->state.store = std::make_unique<persistence::offer_store>(*pool);
+  return {
+    [=](load_atom, std::string& id) -> caf::result<offer_snapshot> {
+      // Group load: activations arrive in bursts (a shard dispatching a page of work).
+      auto& st = self->state;
+      auto rp = self->make_response_promise<offer_snapshot>();
+      st.pending.push_back(std::move(id));
+      st.waiting.push_back(rp);
+      if (st.pending.size() >= max_load_batch) {
+        flush_loads(self, pool);
+      } else if (!st.flush_scheduled) {
+        st.flush_scheduled = true;
+        self->delayed_send(self, load_delay, flush_atom_v);
+      }
+      return rp;
+    },
+    [=](flush_atom) {
+      self->state.flush_scheduled = false;
+      flush_loads(self, pool);
+    },
+    [=](scan_atom, uint32_t shard, const std::string& after,
+        uint32_t limit) -> caf::result<offer_snapshots> {
+      auto ids = persistence::offer_ids_page(*pool, shard, after, limit);
+      if (!ids)
+        return std::move(ids.error());
+      auto rows = persistence::load_offers(*pool, *ids);
+      if (!rows)
+        return std::move(rows.error());
+      offer_snapshots out;
+      for (auto& r : *rows) {
+        offer_snapshot snap;
+        snap.found = r.found && snap.offer.ParseFromString(r.body);
+        if (!snap.found)
+          continue; // deleted since the id was read
+        snap.offer.set_version(r.version);
+        snap.states = std::move(r.states);
+        snap.queued = std::move(r.queued);
+        out.push_back(std::move(snap));
+      }
+      return out;
+    },
+    [=](count_atom, int64_t now) -> caf::result<stage_count_list> {
+      auto r = persistence::count_stages(*pool, now);
+      if (!r)
+        return std::move(r.error());
+      return std::move(*r);
+    },
+    [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
+        const queue_entries& after) -> caf::result<queue_entries> {
+      auto r = persistence::due_entries(*pool, shard, until_us, limit,
+                                        after.empty() ? nullptr : &after.front());
+      if (!r)
+        return std::move(r.error());
+      return std::move(*r);
+    },
+    [=](list_atom, const std::string& seller, bool has_ns, const std::string& ns,
+        const std::string& after, uint32_t limit) -> caf::result<offer_list> {
+      auto r = self->state.store->list_by_seller(seller, has_ns ? std::optional<std::string>{ns}
+                                                                : std::nullopt,
+                                                 after, limit);
+      if (!r)
+        return std::move(r.error());
+      return std::move(*r);
+    },
+    [=](find_atom, const std::string& seller, const std::string& ns,
+        const std::string& external_id) -> caf::result<std::string> {
+      auto r = self->state.store->find_id(seller, ns, external_id);
+      if (!r)
+        return std::move(r.error());
+      if (!*r)
+        return make_error(errc::not_found,
+                                          "no offer with seller_id=" + seller + " namespace=" + ns
+                                            + " external_id=" + external_id);
+      return std::move(**r);
+    },
+  };
+}
+
+} // namespace
+
+store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool) {
+  return caf::actor_cast<store_actor>(sys.spawn<caf::detached>(store_fun, &pool));
+}
+
+} // namespace gost

@@ -1,0 +1,238 @@
+#include "gost/persistence/cluster/leases.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+std::string interval(std::chrono::milliseconds d) {
+  return std::to_string(d.count()) + " milliseconds";
+}
+
+} // namespace
+
+caf::error ensure_lease_rows(pg_pool& pool, uint32_t shard_count) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("INSERT INTO shard_leases (shard) SELECT generate_series(0, $1 - 1)"
+                   " ON CONFLICT DO NOTHING",
+                   static_cast<int64_t>(shard_count));
+  });
+}
+
+caf::error register_node(pg_pool& pool, const node_row& n) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("INSERT INTO nodes (node_id, caf_host, caf_port, grpc_addr, http_addr)"
+                   " VALUES ($1, $2, $3, $4, $5)"
+                   " ON CONFLICT (node_id) DO UPDATE SET caf_host = EXCLUDED.caf_host,"
+                   " caf_port = EXCLUDED.caf_port, grpc_addr = EXCLUDED.grpc_addr,"
+                   " http_addr = EXCLUDED.http_addr, started_at = now(), heartbeat_at = now(),"
+                   " leaving = false",
+                   n.node_id, n.caf_host, n.caf_port, n.grpc_addr, n.http_addr);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
+  });
+}
+
+caf::error set_leaving(pg_pool& pool, const std::string& node_id) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("UPDATE nodes SET leaving = true WHERE node_id = $1", node_id);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
+  });
+}
+
+caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::string& node_id,
+                                                 const std::vector<held_lease>& held) {
+  std::vector<held_lease> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::work tx{c};
+    tx.exec_params("UPDATE nodes SET heartbeat_at = now() WHERE node_id = $1", node_id);
+    if (!held.empty()) {
+      std::string pairs;
+      for (auto& h : held)
+        pairs += (pairs.empty() ? "(" : ",(") + std::to_string(h.shard) + ","
+                 + std::to_string(h.epoch) + ")";
+      for (auto row : tx.exec_params("UPDATE shard_leases l SET heartbeat_at = now()"
+                                     " FROM (VALUES " + pairs + ") AS h(shard, epoch)"
+                                     " WHERE l.shard = h.shard AND l.epoch = h.epoch"
+                                     " AND l.owner = $1 RETURNING l.shard, l.epoch",
+                                     node_id))
+        out.push_back({row[0].as<uint32_t>(), row[1].as<int64_t>()});
+    }
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::milliseconds node_timeout) {
+  std::vector<node_row> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec(
+           "SELECT node_id, caf_host, caf_port, grpc_addr, http_addr, leaving,"
+           " (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
+           " (extract(epoch FROM started_at) * 1000000)::bigint,"
+           " heartbeat_at > now() - interval '" + interval(node_timeout) + "'"
+           " FROM nodes ORDER BY node_id")) {
+      node_row n;
+      n.node_id = row[0].as<std::string>();
+      n.caf_host = row[1].as<std::string>();
+      n.caf_port = row[2].as<int>();
+      n.grpc_addr = row[3].as<std::string>();
+      n.http_addr = row[4].as<std::string>();
+      n.leaving = row[5].as<bool>();
+      n.heartbeat_age_ms = row[6].as<int64_t>();
+      n.started_at_us = row[7].as<int64_t>();
+      n.alive = row[8].as<bool>() && !n.leaving;
+      out.push_back(std::move(n));
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool, std::chrono::milliseconds lease_timeout) {
+  std::vector<lease_row> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec(
+           "SELECT shard, coalesce(owner, ''), epoch,"
+           " owner IS NULL OR heartbeat_at IS NULL"
+           "   OR heartbeat_at < now() - interval '" + interval(lease_timeout) + "',"
+           " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
+           " coalesce(handoff_to, '')"
+           " FROM shard_leases ORDER BY shard")) {
+      lease_row l;
+      l.shard = row[0].as<uint32_t>();
+      l.owner = row[1].as<std::string>();
+      l.epoch = row[2].as<int64_t>();
+      l.free = row[3].as<bool>();
+      l.heartbeat_age_ms = row[4].as<int64_t>();
+      l.handoff_to = row[5].as<std::string>();
+      out.push_back(std::move(l));
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::optional<held_lease>> acquire_free_lease(pg_pool& pool, const std::string& node_id,
+                                                            std::chrono::milliseconds lease_timeout) {
+  std::optional<held_lease> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::work tx{c};
+    // SKIP LOCKED: two nodes acquiring at once take different shards instead of waiting.
+    auto r = tx.exec_params(
+      "UPDATE shard_leases SET owner = $1, epoch = epoch + 1, acquired_at = now(),"
+      " heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
+      " WHERE shard = (SELECT shard FROM shard_leases"
+      "   WHERE owner IS NULL OR heartbeat_at IS NULL"
+      "      OR heartbeat_at < now() - interval '" + interval(lease_timeout) + "'"
+      "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
+      "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
+      " RETURNING shard, epoch",
+      node_id);
+    if (!r.empty())
+      out = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::error mark_handoff(pg_pool& pool, const std::string& node_id, held_lease lease,
+                        const std::string& to) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("UPDATE shard_leases SET handoff_to = $4"
+                   " WHERE shard = $1 AND epoch = $2 AND owner = $3",
+                   static_cast<int64_t>(lease.shard), lease.epoch, node_id, to);
+  });
+}
+
+caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease lease) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    // handoff_to stays: the node it was meant for takes this lease first.
+    tx.exec_params("UPDATE shard_leases SET owner = NULL, heartbeat_at = NULL"
+                   " WHERE shard = $1 AND epoch = $2 AND owner = $3",
+                   static_cast<int64_t>(lease.shard), lease.epoch, node_id);
+    tx.exec(std::string{"NOTIFY "} + cluster_channel);
+  });
+}
+
+namespace {
+
+class change_receiver final : public pqxx::notification_receiver {
+public:
+  change_receiver(pqxx::connection_base& c, std::function<void()>& f)
+    : pqxx::notification_receiver(c, cluster_channel), f_(f) {}
+  void operator()(const std::string&, int) override { f_(); }
+
+private:
+  std::function<void()>& f_;
+};
+
+} // namespace
+
+struct cluster_listener::impl {
+  std::string dsn;
+  std::function<void()> on_change;
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+
+  /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
+  /// destructor's join never waits on a hanging connect for long).
+  std::string listen_dsn() const {
+    const char* extra_kv = " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
+    const char* extra_uri = "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
+    if (dsn.find("://") != std::string::npos)
+      return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + extra_uri;
+    return dsn + extra_kv;
+  }
+
+  void run() {
+    while (!stopping) {
+      try {
+        pqxx::connection c{listen_dsn()};
+        change_receiver r{c, on_change};
+        while (!stopping)
+          c.await_notification(0, 200'000);
+      } catch (const std::exception&) {
+        // The server went away: reconnect in a second (the heartbeat covers the gap).
+        for (int i = 0; i < 5 && !stopping; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+    }
+  }
+};
+
+cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change)
+  : impl_(std::make_unique<impl>()) {
+  impl_->dsn = std::move(dsn);
+  impl_->on_change = std::move(on_change);
+  auto* p = impl_.get();
+  impl_->thread = std::thread{[p] { p->run(); }};
+}
+
+cluster_listener::~cluster_listener() {
+  impl_->stopping = true;
+  if (impl_->thread.joinable())
+    impl_->thread.join();
+}
+
+} // namespace gost::persistence

@@ -1,0 +1,145 @@
+#include "gost/persistence/offers/offer_store.hpp"
+
+#include <stdexcept>
+
+#include "gost/v1/offer.pb.h"
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+// NULL for an empty external id, so the unique key only covers offers that have one.
+const std::string* nullable(const std::string& s) { return s.empty() ? nullptr : &s; }
+
+caf::error decode(const pqxx::field& f, v1::Offer& out) {
+  pqxx::binarystring bytes{f};
+  if (!out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return make_db_error(db_errc::internal, "stored offer body does not parse as gost.v1.Offer");
+  return caf::error{};
+}
+
+} // namespace
+
+caf::expected<std::optional<v1::Offer>> offer_store::load(const std::string& offer_id) {
+  std::optional<v1::Offer> out;
+  caf::error decode_err;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT body, version FROM offers WHERE offer_id = $1", offer_id);
+    if (r.empty())
+      return;
+    out.emplace();
+    decode_err = decode(r[0][0], *out);
+    out->set_version(r[0][1].as<int64_t>()); // the column is authoritative
+  });
+  if (err)
+    return err;
+  if (decode_err)
+    return decode_err;
+  return out;
+}
+
+caf::error offer_store::insert(const v1::Offer& offer, uint32_t shard) {
+  std::string body;
+  offer.SerializeToString(&body);
+  return with_connection(pool_, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c}; // one statement: autocommit saves two round trips
+    tx.exec_params("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id,"
+                   " version, body) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                   offer.id(), static_cast<int64_t>(shard), offer.seller_id(), offer.namespace_(),
+                   nullable(offer.external_id()), offer.version(), pqxx::binarystring{body});
+  });
+}
+
+caf::error offer_store::update(const v1::Offer& offer, int64_t expected_version) {
+  std::string body;
+  offer.SerializeToString(&body);
+  bool updated = false;
+  bool exists = false;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params(
+      "UPDATE offers SET version = $2, body = $3, seller_id = $4, namespace = $5,"
+      " external_id = $6, updated_at = now() WHERE offer_id = $1 AND version = $7",
+      offer.id(), offer.version(), pqxx::binarystring{body}, offer.seller_id(), offer.namespace_(),
+      nullable(offer.external_id()), expected_version);
+    updated = r.affected_rows() == 1;
+    if (!updated)
+      exists = !tx.exec_params("SELECT 1 FROM offers WHERE offer_id = $1", offer.id()).empty();
+  });
+  if (err)
+    return err;
+  if (!updated)
+    return exists ? make_db_error(db_errc::conflict, "offer " + offer.id() + " is not at version "
+                                                       + std::to_string(expected_version))
+                  : make_db_error(db_errc::not_found, "offer " + offer.id() + " does not exist");
+  return caf::error{};
+}
+
+caf::error offer_store::remove(const std::string& offer_id, int64_t expected_version) {
+  bool removed = false;
+  bool exists = false;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("DELETE FROM offers WHERE offer_id = $1 AND version = $2", offer_id,
+                            expected_version);
+    removed = r.affected_rows() == 1;
+    if (!removed)
+      exists = !tx.exec_params("SELECT 1 FROM offers WHERE offer_id = $1", offer_id).empty();
+  });
+  if (err)
+    return err;
+  if (!removed)
+    return exists ? make_db_error(db_errc::conflict, "offer " + offer_id + " is not at version "
+                                                       + std::to_string(expected_version))
+                  : make_db_error(db_errc::not_found, "offer " + offer_id + " does not exist");
+  return caf::error{};
+}
+
+caf::expected<std::optional<std::string>>
+offer_store::find_id(const std::string& seller_id, const std::string& ns,
+                     const std::string& external_id) {
+  std::optional<std::string> out;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT offer_id FROM offers WHERE seller_id = $1 AND namespace = $2"
+                            " AND external_id = $3",
+                            seller_id, ns, external_id);
+    if (!r.empty())
+      out = r[0][0].as<std::string>();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<v1::Offer>>
+offer_store::list_by_seller(const std::string& seller_id, const std::optional<std::string>& ns,
+                            const std::string& after_id, size_t limit) {
+  std::vector<v1::Offer> out;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r = ns ? tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
+                                 " AND offer_id > $2 AND namespace = $4 ORDER BY offer_id LIMIT $3",
+                                 seller_id, after_id, static_cast<int64_t>(limit), *ns)
+                : tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
+                                 " AND offer_id > $2 ORDER BY offer_id LIMIT $3",
+                                 seller_id, after_id, static_cast<int64_t>(limit));
+    for (auto row : r) {
+      v1::Offer o;
+      if (!o.ParseFromString(pqxx::binarystring{row[0]}.str()))
+        throw std::runtime_error("a stored offer body does not parse as gost.v1.Offer");
+      o.set_version(row[1].as<int64_t>());
+      out.push_back(std::move(o));
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+} // namespace gost::persistence

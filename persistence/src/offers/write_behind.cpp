@@ -1,0 +1,474 @@
+#include "gost/persistence/offers/write_behind.hpp"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+/// Joins "(a, b, c)" rows with commas.
+class values_list {
+public:
+  void row(std::string r) {
+    if (!text_.empty())
+      text_ += ",";
+    text_ += "(" + r + ")";
+    ++rows_;
+  }
+  bool empty() const { return rows_ == 0; }
+  size_t size() const { return rows_; }
+  const std::string& str() const { return text_; }
+
+private:
+  std::string text_;
+  size_t rows_ = 0;
+};
+
+/// Binary parameters ($n) of one statement: bytea values travel as they are, with no escaping
+/// on our side and no hex decoding on the server's.
+class blob_params {
+public:
+  /// Adds a value and returns its placeholder.
+  std::string add(const std::string& bytes) {
+    blobs_.emplace_back(bytes);
+    return "$" + std::to_string(blobs_.size()) + "::bytea";
+  }
+  pqxx::result exec(pqxx::transaction_base& tx, const std::string& sql) const {
+    return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(blobs_));
+  }
+
+private:
+  std::vector<pqxx::binarystring> blobs_;
+};
+
+struct state_key {
+  std::string offer_id;
+  std::string stage_id;
+  bool operator<(const state_key& o) const {
+    return std::tie(offer_id, stage_id) < std::tie(o.offer_id, o.stage_id);
+  }
+};
+
+/// What a batch does to one (offer, stage) row of stage_states: its state, and its queue
+/// entry (the row's due_at_us / priority).
+struct row_change {
+  const std::string* state = nullptr; ///< new state; nullptr: keep
+  int64_t state_writes = 0;           ///< writes of the state in the batch (version increment)
+  enum class due : uint8_t {
+    keep,  ///< untouched
+    exact, ///< set to `at` / `prio` (the entry was consumed in this batch, maybe re-queued)
+    least, ///< queued: the earlier due time and the higher priority of old and new win
+    clear, ///< consumed and not re-queued
+  } due_mode = due::keep;
+  int64_t at = 0;
+  priority prio = priority::normal;
+
+  void dequeue() { due_mode = due::clear; }
+  void enqueue(const queue_entry& e) {
+    switch (due_mode) {
+      case due::keep: due_mode = due::least; at = e.due_at_us; prio = e.prio; return;
+      case due::clear: due_mode = due::exact; at = e.due_at_us; prio = e.prio; return;
+      case due::exact:
+      case due::least:
+        at = std::min(at, e.due_at_us);
+        prio = std::min(prio, e.prio);
+        return;
+    }
+  }
+};
+
+/// The length-delimited framing of `repeated OfferSaved events = 1` in gost.v1.OutboxBatch:
+/// appending each event's bytes like this yields a serialized OutboxBatch.
+void append_event(std::string& batch, const std::string& event) {
+  batch.push_back('\x0a'); // field 1, wire type 2
+  auto n = static_cast<uint64_t>(event.size());
+  while (n >= 0x80) {
+    batch.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    n >>= 7;
+  }
+  batch.push_back(static_cast<char>(n));
+  batch += event;
+}
+
+/// Writes the stage_states rows of a batch: one multi-row upsert per kind of change (at most
+/// four statements), and for entries consumed without a state of their own, a clear.
+void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
+                      const std::map<state_key, row_change>& rows) {
+  // Kinds: (state set?, due mode) -> the ON CONFLICT clause.
+  struct group {
+    values_list values;
+    blob_params blobs;
+  };
+  std::map<std::pair<bool, row_change::due>, group> groups;
+  values_list cleared; // (offer, stage): consumed, no new state, not re-queued
+  for (auto& [key, ch] : rows) {
+    auto kind = std::make_pair(ch.state != nullptr, ch.due_mode);
+    if (!kind.first && ch.due_mode == row_change::due::clear) {
+      cleared.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id));
+      continue;
+    }
+    if (!kind.first && ch.due_mode == row_change::due::keep)
+      continue;
+    auto& g = groups[kind];
+    bool queued = ch.due_mode == row_change::due::exact || ch.due_mode == row_change::due::least;
+    g.values.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id) + "," + shard_txt + ","
+                 + (ch.state != nullptr ? g.blobs.add(*ch.state) : std::string{"NULL::bytea"}) + ","
+                 + std::to_string(ch.state_writes) + ","
+                 + (queued ? std::to_string(ch.at) : std::string{"NULL::bigint"}) + ","
+                 + std::to_string(static_cast<int16_t>(ch.prio)));
+  }
+  for (auto& [kind, g] : groups) {
+    auto [has_state, due] = kind;
+    std::string set;
+    if (has_state)
+      set = "state = EXCLUDED.state, state_version = s.state_version + EXCLUDED.state_version,"
+            " updated_at = now()";
+    switch (due) {
+      case row_change::due::keep: break;
+      case row_change::due::exact:
+      case row_change::due::clear:
+        set += std::string{set.empty() ? "" : ", "}
+               + "due_at_us = EXCLUDED.due_at_us, priority = EXCLUDED.priority";
+        break;
+      case row_change::due::least:
+        set += std::string{set.empty() ? "" : ", "}
+               + "due_at_us = LEAST(s.due_at_us, EXCLUDED.due_at_us),"
+                 " priority = CASE WHEN s.due_at_us IS NULL THEN EXCLUDED.priority"
+                 " ELSE LEAST(s.priority, EXCLUDED.priority) END";
+        break;
+    }
+    g.blobs.exec(tx, "INSERT INTO stage_states AS s (offer_id, stage_id, shard, state,"
+                     " state_version, due_at_us, priority) VALUES " + g.values.str()
+                     + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET " + set);
+  }
+  if (!cleared.empty()) {
+    // A row that only held the queue entry goes; one with a state keeps it.
+    auto keys = "(offer_id, stage_id) IN (VALUES " + cleared.str() + ")";
+    tx.exec("DELETE FROM stage_states WHERE " + keys + " AND state IS NULL");
+    tx.exec("UPDATE stage_states SET due_at_us = NULL WHERE " + keys + " AND due_at_us IS NOT NULL");
+  }
+}
+
+} // namespace
+
+caf::expected<std::vector<write_outcome>>
+commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets) {
+  std::vector<write_outcome> outcomes;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    outcomes.assign(sets.size(), write_outcome::conflict);
+    pqxx::work tx{c};
+    auto shard_txt = std::to_string(shard);
+    // Fencing: FOR SHARE blocks a takeover (which updates the row) until we commit, and a
+    // takeover that happened already shows as a different epoch.
+    auto lease = tx.exec("SELECT epoch FROM shard_leases WHERE shard = " + shard_txt + " FOR SHARE");
+    if (lease.empty() || lease[0][0].as<int64_t>() != epoch) {
+      outcomes.assign(sets.size(), write_outcome::fenced);
+      return; // rolled back by the destructor
+    }
+    // Current versions. No row locks: only the lease holder writes a shard's rows, and it
+    // writes them from this one writer, one batch at a time, so nothing can change them
+    // between this read and the commit (a takeover waits on the lease row above).
+    std::set<std::string> ids;
+    for (auto& s : sets)
+      ids.insert(s.offer_id);
+    std::string id_list;
+    for (auto& id : ids)
+      id_list += (id_list.empty() ? "" : ",") + tx.quote(id);
+    std::map<std::string, int64_t> version;
+    if (!ids.empty())
+      for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
+        version[row[0].as<std::string>()] = row[1].as<int64_t>();
+
+    // New offers first: their rows must exist before anything refers to them. A row that is
+    // not inserted (id or seller key taken) makes its set a conflict.
+    std::set<std::string> inserted;
+    values_list insert_rows;
+    blob_params insert_blobs;
+    for (auto& s : sets)
+      if (s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
+        insert_rows.row(tx.quote(s.offer_id) + "," + shard_txt + "," + tx.quote(s.key.seller_id)
+                        + "," + tx.quote(s.key.ns) + ","
+                        + (s.key.external_id.empty() ? std::string{"NULL"}
+                                                     : tx.quote(s.key.external_id))
+                        + ",1," + insert_blobs.add(*s.new_body));
+    if (!insert_rows.empty())
+      for (auto row : insert_blobs.exec(tx, "INSERT INTO offers (offer_id, shard, seller_id,"
+                                            " namespace, external_id, version, body) VALUES "
+                                            + insert_rows.str()
+                                            + " ON CONFLICT DO NOTHING RETURNING offer_id"))
+        inserted.insert(row[0].as<std::string>());
+
+    // Decide each set in order; later sets of the same offer see earlier ones.
+    std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
+    std::map<state_key, row_change> state_rows;
+    std::set<std::string> removed;
+    std::string outbox;
+    int32_t events = 0;
+    values_list dead_rows;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      auto& s = sets[i];
+      if (s.op == offer_op::insert) {
+        if (inserted.erase(s.offer_id) == 0)
+          continue; // conflict: it existed, or its seller key is taken
+        version[s.offer_id] = 1;
+        removed.erase(s.offer_id);
+      }
+      auto v = version.find(s.offer_id);
+      if (s.op == offer_op::none) {
+        if (v == version.end()) {
+          // The offer is gone: bookkeeping still applies (drop its queue entry, keep the letter).
+          v = version.emplace(s.offer_id, 0).first;
+        }
+      } else if (s.op != offer_op::insert && (v == version.end() || v->second != s.expected_version)) {
+        continue; // conflict
+      }
+      outcomes[i] = write_outcome::committed;
+      for (auto& d : s.dead_letters)
+        dead_rows.row(shard_txt + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id) + ","
+                      + tx.quote(d.reason) + "," + std::to_string(d.attempts));
+      if (s.outbox) {
+        append_event(outbox, *s.outbox);
+        ++events;
+      }
+      if (s.op == offer_op::remove) {
+        bodies.erase(s.offer_id);
+        for (auto it = state_rows.begin(); it != state_rows.end();)
+          it = it->first.offer_id == s.offer_id ? state_rows.erase(it) : std::next(it);
+        removed.insert(s.offer_id);
+        version.erase(v);
+        continue;
+      }
+      if (s.op == offer_op::insert) {
+        bodies.erase(s.offer_id); // the row was just written with this body
+      } else if (s.new_body) {
+        v->second = s.expected_version + 1;
+        bodies[s.offer_id] = {v->second, &*s.new_body};
+      }
+      // A gone offer (bookkeeping only): its consumed entries go, nothing else is written back.
+      bool gone = s.op == offer_op::none && v->second == 0;
+      if (!gone)
+        for (auto& [stage, bytes] : s.states) {
+          auto& row = state_rows[{s.offer_id, stage}];
+          row.state = &bytes;
+          ++row.state_writes;
+        }
+      for (auto& stage : s.dequeue)
+        state_rows[{s.offer_id, stage}].dequeue();
+      if (!gone)
+        for (auto& e : s.enqueue)
+          state_rows[{e.offer_id, e.stage_id}].enqueue(e);
+    }
+
+    if (!removed.empty()) {
+      std::string list;
+      for (auto& id : removed)
+        list += (list.empty() ? "" : ",") + tx.quote(id);
+      tx.exec("DELETE FROM stage_states WHERE offer_id IN (" + list + ")");
+      tx.exec("DELETE FROM offers WHERE offer_id IN (" + list + ")");
+    }
+    if (!dead_rows.empty())
+      tx.exec("INSERT INTO dead_letters (shard, offer_id, stage_id, reason, attempts) VALUES "
+              + dead_rows.str());
+    values_list offer_rows;
+    blob_params offer_blobs;
+    for (auto& [id, vb] : bodies)
+      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + offer_blobs.add(*vb.second));
+    if (!offer_rows.empty())
+      offer_blobs.exec(tx, "UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
+                           " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
+                           " WHERE o.offer_id = v.offer_id");
+    write_state_rows(tx, shard_txt, state_rows);
+    if (events > 0)
+      tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
+                     static_cast<int64_t>(shard), events, pqxx::binarystring{outbox});
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return outcomes;
+}
+
+caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
+                                                       uint32_t shard_count) {
+  std::vector<int64_t> epochs(shard_count, 0);
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::work tx{c};
+    tx.exec_params("INSERT INTO shard_leases (shard) SELECT generate_series(0, $1 - 1)"
+                   " ON CONFLICT DO NOTHING",
+                   static_cast<int64_t>(shard_count));
+    auto r = tx.exec_params("UPDATE shard_leases SET owner = $1, epoch = epoch + 1,"
+                            " acquired_at = now(), heartbeat_at = now()"
+                            " WHERE shard < $2 RETURNING shard, epoch",
+                            owner, static_cast<int64_t>(shard_count));
+    for (auto row : r)
+      epochs[row[0].as<size_t>()] = row[1].as<int64_t>();
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return epochs;
+}
+
+caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shard, int64_t until_us,
+                                                    size_t limit, const queue_entry* after) {
+  std::vector<queue_entry> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r = after == nullptr
+               ? tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
+               : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
+                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
+                                after->due_at_us, after->stage_id, after->offer_id);
+    out.reserve(r.size());
+    for (auto row : r)
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
+                     static_cast<priority>(row[3].as<int16_t>())});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<stored_state>> load_states(pg_pool& pool, const std::string& offer_id) {
+  std::vector<stored_state> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row :
+         tx.exec_params("SELECT stage_id, state, state_version FROM stage_states"
+                        " WHERE offer_id = $1 AND state IS NOT NULL ORDER BY stage_id",
+                        offer_id)) {
+      pqxx::binarystring bytes{row[1]};
+      out.push_back({row[0].as<std::string>(), bytes.str(), row[2].as<int64_t>()});
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
+                                                 const std::vector<std::string>& ids) {
+  std::vector<offer_row> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(ids.size(), offer_row{});
+    if (ids.empty())
+      return;
+    pqxx::nontransaction tx{c};
+    std::map<std::string, std::vector<size_t>> index;
+    std::string list;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto& slot = index[ids[i]];
+      if (slot.empty())
+        list += (list.empty() ? "" : ",") + tx.quote(ids[i]);
+      slot.push_back(i);
+    }
+    auto each = [&](const std::string& id, auto&& f) {
+      for (auto i : index[id])
+        f(out[i]);
+    };
+    for (auto row : tx.exec("SELECT offer_id, body, version FROM offers WHERE offer_id IN (" + list + ")")) {
+      pqxx::binarystring bytes{row[1]};
+      auto body = bytes.str();
+      auto version = row[2].as<int64_t>();
+      each(row[0].as<std::string>(), [&](offer_row& r) {
+        r.found = true;
+        r.body = body;
+        r.version = version;
+      });
+    }
+    for (auto row : tx.exec("SELECT offer_id, stage_id, state, due_at_us, priority, state_version"
+                            " FROM stage_states"
+                            " WHERE offer_id IN (" + list + ")")) {
+      auto offer_id = row[0].as<std::string>();
+      auto stage_id = row[1].as<std::string>();
+      if (!row[2].is_null()) {
+        pqxx::binarystring bytes{row[2]};
+        auto st = stored_state{stage_id, bytes.str(), row[5].as<int64_t>()};
+        each(offer_id, [&](offer_row& r) { r.states.push_back(st); });
+      }
+      if (!row[3].is_null()) {
+        queue_entry e{stage_id, offer_id, row[3].as<int64_t>(),
+                      static_cast<priority>(row[4].as<int16_t>())};
+        each(offer_id, [&](offer_row& r) { r.queued.push_back(e); });
+      }
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<std::string>> offer_ids_page(pg_pool& pool, uint32_t shard,
+                                                       const std::string& after_id, size_t limit) {
+  std::vector<std::string> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT offer_id FROM offers WHERE shard = $1 AND offer_id > $2"
+                                   " ORDER BY offer_id LIMIT $3",
+                                   static_cast<int64_t>(shard), after_id,
+                                   static_cast<int64_t>(limit)))
+      out.push_back(row[0].as<std::string>());
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now_us) {
+  std::vector<stage_counts> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    std::map<std::string, stage_counts> by;
+    for (auto row : tx.exec_params("SELECT stage_id, count(*) FILTER (WHERE due_at_us <= $1),"
+                                   " count(*) FILTER (WHERE due_at_us > $1)"
+                                   " FROM stage_states WHERE due_at_us IS NOT NULL"
+                                   " GROUP BY stage_id",
+                                   now_us)) {
+      auto& sc = by[row[0].as<std::string>()];
+      sc.queued = row[1].as<uint64_t>();
+      sc.timers = row[2].as<uint64_t>();
+    }
+    for (auto row : tx.exec("SELECT stage_id, count(*) FROM dead_letters"
+                            " WHERE released_at IS NULL GROUP BY stage_id"))
+      by[row[0].as<std::string>()].dead_letters = row[1].as<uint64_t>();
+    for (auto& [id, sc] : by) {
+      sc.stage_id = id;
+      out.push_back(sc);
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id) {
+  std::vector<queue_entry> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                                   " WHERE offer_id = $1 AND due_at_us IS NOT NULL ORDER BY stage_id",
+                                   offer_id))
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
+                     static_cast<priority>(row[3].as<int16_t>())});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+} // namespace gost::persistence

@@ -1,0 +1,272 @@
+#include "api/offer_service.hpp"
+
+#include <functional>
+#include <set>
+
+#include <google/protobuf/util/field_mask_util.h>
+
+#include <caf/event_based_actor.hpp>
+
+#include "gost/offers/protocol.hpp"
+#include "gost/offers/spawn.hpp"
+#include "cluster/ask_owner.hpp"
+#include "gost/offers/content_rules.hpp"
+#include "cluster/router.hpp"
+#include "gost/core/call_hub.hpp"
+#include "api/status.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+/// Checks an update mask; on success `out` is its comma-separated form.
+std::string check_mask(const google::protobuf::FieldMask& mask, std::string& out) {
+  static const std::set<std::string> fixed{"id", "version", "created_at", "updated_at"};
+  for (auto& path : mask.paths()) {
+    if (v1::Offer::descriptor()->FindFieldByName(path) == nullptr)
+      return "update_mask: " + path + " is not a field of gost.v1.Offer (use top-level field "
+             "names like title, price, attributes)";
+    if (fixed.count(path) != 0)
+      return "update_mask: " + path + " is set by gost, not by clients";
+  }
+  out = google::protobuf::util::FieldMaskUtil::ToString(mask);
+  return {};
+}
+
+std::string check_ref(const v1::OfferRef& ref) {
+  switch (ref.ref_case()) {
+    case v1::OfferRef::kId:
+      return ref.id().empty() || ref.id().size() > max_id_len ? "ref.id must be 1..256 bytes" : "";
+    case v1::OfferRef::kKey:
+      return ref.key().seller_id().empty() || ref.key().external_id().empty()
+               ? "ref.key needs seller_id and external_id (namespace may be empty)"
+               : "";
+    default: return "set ref.id or ref.key to name the offer";
+  }
+}
+
+/// Resolves an OfferRef to the offer id inside `self` (a hub actor), then calls `next`.
+void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
+             const v1::OfferRef& ref, std::function<void(const std::string&)> next, fail_fn fail) {
+  if (ref.ref_case() == v1::OfferRef::kId) {
+    next(ref.id());
+    return;
+  }
+  auto& k = ref.key();
+  self->request(r.any_store(), timeout, find_atom_v, k.seller_id(), k.namespace_(),
+                k.external_id())
+    .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
+}
+
+} // namespace
+
+std::function<void(grpc::Status)> offer_service::finisher(grpc::ServerUnaryReactor* reactor,
+                                                          api_method m) {
+  auto* counters = &metrics_;
+  return [reactor, counters, m](grpc::Status s) {
+    counters->count(m, s.error_code());
+    reactor->Finish(std::move(s));
+  };
+}
+
+grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::CreateOfferRequest* req,
+                                                     v1::CreateOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::create_offer);
+  auto& o = req->offer();
+  if (!o.id().empty()) {
+    done(invalid("offer.id must be empty on create: gost assigns ids"));
+    return reactor;
+  }
+  if (o.version() != 0) {
+    done(invalid("offer.version must be 0 on create: gost assigns versions"));
+    return reactor;
+  }
+  if (auto problem = check_content(o); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  offer_msg msg{o};
+  auto id = make_offer_id();
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_owner(
+      self, r, deadline,
+      [=](offer_msg& stored) {
+        *resp->mutable_offer() = std::move(stored.value);
+        done(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { done(to_status(err)); }, create_atom_v, id, msg);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* ctx,
+                                                  const v1::GetOfferRequest* req,
+                                                  v1::GetOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::get_offer);
+  if (auto problem = check_ref(req->ref()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  auto budget = call_budget(ctx->deadline(), timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
+  auto& r = router_;
+  auto ref = req->ref();
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              ask_owner(
+                self, r, deadline,
+                [=](offer_msg& m) {
+                  *resp->mutable_offer() = std::move(m.value);
+                  done(grpc::Status::OK);
+                },
+                fail, get_atom_v, id);
+            },
+            fail);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::UpdateOfferRequest* req,
+                                                     v1::UpdateOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::update_offer);
+  v1::OfferRef ref = req->ref();
+  if (ref.ref_case() == v1::OfferRef::REF_NOT_SET && !req->offer().id().empty())
+    ref.set_id(req->offer().id());
+  if (auto problem = check_ref(ref); !problem.empty()) {
+    done(invalid(problem + " (or offer.id)"));
+    return reactor;
+  }
+  std::string mask;
+  if (auto problem = check_mask(req->update_mask(), mask); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  // With a mask only the listed fields are new: check those (the rest is stored already).
+  v1::Offer probe = req->offer();
+  if (!mask.empty()) {
+    probe.Clear();
+    google::protobuf::util::FieldMaskUtil::MergeMessageTo(
+      req->offer(), req->update_mask(), google::protobuf::util::FieldMaskUtil::MergeOptions{},
+      &probe);
+    if (probe.seller_id().empty() && !google::protobuf::util::FieldMaskUtil::IsPathInFieldMask(
+                                       "seller_id", req->update_mask()))
+      probe.set_seller_id("(kept)");
+  }
+  if (auto problem = check_content(probe); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  if (req->has_expected_version() && req->expected_version() < 1) {
+    done(invalid("expected_version must be at least 1 (versions start at 1)"));
+    return reactor;
+  }
+  int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  offer_msg msg{req->offer()};
+  auto budget = call_budget(ctx->deadline(), timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
+  auto& r = router_;
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              if (!msg.value.id().empty() && msg.value.id() != id) {
+                done(invalid("offer.id and ref name different offers"));
+                return;
+              }
+              ask_owner(
+                self, r, deadline,
+                [=](offer_msg& stored) {
+                  *resp->mutable_offer() = std::move(stored.value);
+                  done(grpc::Status::OK);
+                },
+                fail, update_atom_v, id, msg, expected, mask);
+            },
+            fail);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext* ctx,
+                                                     const v1::DeleteOfferRequest* req,
+                                                     v1::DeleteOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::delete_offer);
+  if (auto problem = check_ref(req->ref()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  if (req->has_expected_version() && req->expected_version() < 1) {
+    done(invalid("expected_version must be at least 1 (versions start at 1)"));
+    return reactor;
+  }
+  int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  auto budget = call_budget(ctx->deadline(), timeout_);
+  caf::timespan timeout{budget};
+  auto deadline = clock_type::now() + budget;
+  auto& r = router_;
+  auto ref = req->ref();
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    resolve(self, r, timeout, ref,
+            [=, &r](const std::string& id) {
+              ask_owner(
+                self, r, deadline,
+                [=](int64_t& version) {
+                  resp->set_version(version);
+                  done(grpc::Status::OK);
+                },
+                fail, delete_atom_v, id, expected);
+            },
+            fail);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext* ctx,
+                                                   const v1::ListOffersRequest* req,
+                                                   v1::ListOffersResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto done = finisher(reactor, api_method::list_offers);
+  if (req->seller_id().empty() || req->seller_id().size() > max_id_len) {
+    done(invalid("seller_id is required (1..256 bytes)"));
+    return reactor;
+  }
+  if (req->page_size() < 0 || req->page_size() > 1000) {
+    done(invalid("page_size must be between 1 and 1000 (0: 100)"));
+    return reactor;
+  }
+  auto limit = static_cast<uint32_t>(req->page_size() == 0 ? 100 : req->page_size());
+  caf::timespan timeout{call_budget(ctx->deadline(), timeout_)};
+  auto store = router_.any_store();
+  auto seller = req->seller_id();
+  auto has_ns = req->has_namespace_();
+  auto ns = req->namespace_();
+  auto after = req->page_token();
+  hub_.run([=](caf::event_based_actor* self) {
+    // Committed data only: every acknowledged change is in PostgreSQL.
+    self->request(store, timeout, list_atom_v, seller, has_ns, ns, after, limit)
+      .then(
+        [=](offer_list& page) {
+          for (auto& o : page)
+            *resp->add_offers() = std::move(o);
+          if (resp->offers_size() == static_cast<int>(limit))
+            resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
+          done(grpc::Status::OK);
+        },
+        [=](caf::error& err) { done(to_status(err)); });
+  });
+  return reactor;
+}
+
+} // namespace gost::runtime

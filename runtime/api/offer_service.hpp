@@ -1,0 +1,51 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "gost/v1/offer_service.grpc.pb.h"
+#include "api/call_stats.hpp"
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::runtime {
+
+class router;
+
+/// gost.v1.OfferService on gRPC's callback API: each call validates its input, then a
+/// short-lived actor sends the request to the owning shard and finishes the call when the
+/// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
+class offer_service final : public v1::OfferService::CallbackService {
+public:
+  offer_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {}
+
+  grpc::ServerUnaryReactor* CreateOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateOfferRequest* req,
+                                        v1::CreateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* GetOffer(grpc::CallbackServerContext* ctx,
+                                     const v1::GetOfferRequest* req,
+                                     v1::GetOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdateOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::UpdateOfferRequest* req,
+                                        v1::UpdateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteOffer(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteOfferRequest* req,
+                                        v1::DeleteOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* ListOffers(grpc::CallbackServerContext* ctx,
+                                       const v1::ListOffersRequest* req,
+                                       v1::ListOffersResponse* resp) override;
+
+private:
+  /// Finishes a call and counts it.
+  std::function<void(grpc::Status)> finisher(grpc::ServerUnaryReactor* reactor, api_method m);
+
+  call_hub& hub_;
+  router& router_;
+  call_stats& metrics_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace gost::runtime

@@ -1,0 +1,96 @@
+#include "api/state_service.hpp"
+
+#include <caf/event_based_actor.hpp>
+
+#include "cluster/ask_owner.hpp"
+#include "gost/core/call_hub.hpp"
+#include "gost/offers/content_rules.hpp"
+#include "gost/offers/protocol.hpp"
+#include "api/status.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+constexpr size_t max_state_bytes = 1 << 20;
+
+std::string check_ids(const std::string& offer_id, const std::string& stage_id) {
+  if (offer_id.empty() || offer_id.size() > max_id_len)
+    return "offer_id must be 1..256 bytes";
+  if (stage_id.empty() || stage_id.size() > max_id_len)
+    return "stage_id must be 1..256 bytes (gostctl stages lists the stages)";
+  return {};
+}
+
+} // namespace
+
+grpc::ServerUnaryReactor* state_service::Read(grpc::CallbackServerContext* ctx,
+                                              const v1::ReadStateRequest* req,
+                                              v1::ReadStateResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto* counters = &metrics_;
+  auto done = [reactor, counters](grpc::Status s) {
+    counters->count(api_method::read_state, s.error_code());
+    reactor->Finish(std::move(s));
+  };
+  if (auto problem = check_ids(req->offer_id(), req->stage_id()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  auto id = req->offer_id();
+  auto stage = req->stage_id();
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_owner(
+      self, r, deadline,
+      [=](state_read_msg& m) {
+        *resp = std::move(m.value);
+        done(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { done(to_status(err)); }, get_atom_v, state_atom_v, id, stage);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx,
+                                                const v1::UpdateStateRequest* req,
+                                                v1::UpdateStateResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto* counters = &metrics_;
+  auto done = [reactor, counters](grpc::Status s) {
+    counters->count(api_method::update_state, s.error_code());
+    reactor->Finish(std::move(s));
+  };
+  std::string problem = check_ids(req->offer_id(), req->stage_id());
+  if (problem.empty() && (!req->has_state() || req->state().type_url().empty()))
+    problem = "state is required: a google.protobuf.Any with type_url set (a packed message)";
+  if (problem.empty() && req->state().ByteSizeLong() > max_state_bytes)
+    problem = "state is larger than 1 MiB; keep stage states small";
+  if (problem.empty() && req->expected_version() < 0)
+    problem = "expected_version must be >= 0 (0: the stage has no state yet; Read gives the "
+              "current version)";
+  if (!problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  auto id = req->offer_id();
+  auto stage = req->stage_id();
+  auto bytes = req->state().SerializeAsString();
+  int64_t expected = req->expected_version();
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_owner(
+      self, r, deadline,
+      [=](state_update_msg& m) {
+        *resp = std::move(m.value);
+        done(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { done(to_status(err)); }, update_atom_v, state_atom_v, id,
+      stage, bytes, expected);
+  });
+  return reactor;
+}
+
+} // namespace gost::runtime

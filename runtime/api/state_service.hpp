@@ -1,0 +1,37 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "gost/v1/state_service.grpc.pb.h"
+#include "api/call_stats.hpp"
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::runtime {
+
+class router;
+
+/// gost.v1.StateService: a stage's state of an offer, read and compare-and-set through the
+/// offer's actor (on whichever node owns its shard), like offer_service's calls.
+class state_service final : public v1::StateService::CallbackService {
+public:
+  state_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {}
+
+  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, const v1::ReadStateRequest* req,
+                                 v1::ReadStateResponse* resp) override;
+  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx,
+                                   const v1::UpdateStateRequest* req,
+                                   v1::UpdateStateResponse* resp) override;
+
+private:
+  call_hub& hub_;
+  router& router_;
+  call_stats& metrics_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace gost::runtime

@@ -1,0 +1,75 @@
+#pragma once
+// Sending an offer operation to whoever owns the offer's shard, on this node or another, and
+// riding out a shard move. Runs inside a call-hub actor (gost/core/call_hub.hpp); the request
+// is typed against `offer_owner_ops`, so a wrong argument list does not compile.
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <tuple>
+
+#include <caf/event_based_actor.hpp>
+
+#include "cluster/router.hpp"
+#include "gost/core/call_hub.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/routing.hpp"
+
+namespace gost::runtime {
+
+using fail_fn = std::function<void(const caf::error&)>;
+
+using clock_type = std::chrono::steady_clock;
+
+/// The least time a request forwarded to another node gets before it is routed again.
+constexpr auto remote_attempt = std::chrono::milliseconds{2000};
+
+/// Sends the offer operation `xs...` (it names its offer first) to the owner of the offer's
+/// shard, on this node or another, and hands the reply to `ok(reply&...)`. While the shard
+/// moves (no owner known, or the old owner says it moved), parks in the hub and asks again
+/// until `deadline`; the caller sees an error only if the shard found no owner in time.
+template <class Ok, class... Ts>
+void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline, Ok ok,
+               fail_fn fail, Ts... xs) {
+  auto args = std::make_tuple(xs...);
+  auto again = [=, &r](caf::error why) {
+    if (clock_type::now() + call_hub::pause >= deadline) {
+      fail(why);
+      return;
+    }
+    call_hub::later(self, [=, &r](caf::event_based_actor* s) {
+      std::apply([&](const auto&... ys) { ask_owner(s, r, deadline, ok, fail, ys...); }, args);
+    });
+  };
+  const auto& id = entity_id_of(xs...);
+  bool remote = false;
+  auto target = r.route_for(id, &remote);
+  if (!target) {
+    again(make_error(errc::moved, "no node owns the shard of offer " + id + " right now"));
+    return;
+  }
+  auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
+  // Another node may die with the request unanswered: give a remote attempt a slice of the
+  // time and route again after it. A request the dead node did carry out may so run twice (at
+  // least once, like any retry).
+  auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
+  self->request(target, std::max(attempt, caf::timespan{1'000'000}), xs...)
+    .then(on_reply<offer_owner_ops, Ts...>(ok), [=](caf::error& err) {
+      bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
+      if (classify(err) == disposition::reroute || attempt_over)
+        again(err);
+      else
+        fail(err);
+    });
+}
+
+/// How long a call may take: the server's limit (`api.request_timeout`), or less when the
+/// client's deadline comes earlier (gRPC deadlines are wall-clock times).
+inline std::chrono::milliseconds call_budget(std::chrono::system_clock::time_point client_deadline,
+                                             std::chrono::milliseconds limit) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+    client_deadline - std::chrono::system_clock::now());
+  return std::max(std::chrono::milliseconds{1}, std::min(limit, left));
+}
+
+} // namespace gost::runtime

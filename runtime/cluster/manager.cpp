@@ -1,0 +1,316 @@
+#include "cluster/manager.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gost/core/shard_hash.hpp"
+#include "gost/persistence/cluster/leases.hpp"
+#include "cluster/ask_owner.hpp"
+#include "cluster/router.hpp"
+
+CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
+
+namespace gost::runtime {
+
+namespace {
+
+using persistence::held_lease;
+
+} // namespace
+
+namespace {
+
+struct held_shard {
+  int64_t epoch = 0;
+  shard_actor handle;
+  bool draining = false;
+};
+
+struct manager_state {
+  static inline const char* name = "gost.cluster";
+  cluster_options opts;
+  std::map<uint32_t, held_shard> held;
+  /// The link to each other node (forwarding its shards' requests there).
+  struct peer {
+    std::string host;
+    int port = 0;
+    offer_owner_ops link;
+  };
+  std::map<std::string, peer> peers;
+  bool leaving = false;
+  caf::response_promise left;
+  std::unique_ptr<persistence::cluster_listener> listener;
+  std::chrono::steady_clock::time_point last_tick{};
+  bool notified_pending = false; ///< a notified round is scheduled
+
+  ~manager_state() {
+    // The node is stopping: the shards still here stop with their manager.
+    for (auto& [shard, h] : held)
+      caf::anon_send_exit(h.handle, caf::exit_reason::user_shutdown);
+    for (auto& [node, p] : peers)
+      caf::anon_send_exit(p.link, caf::exit_reason::user_shutdown);
+  }
+};
+
+using self_ptr = caf::stateful_actor<manager_state>*;
+
+std::string err_text(const caf::error& e) { return persistence::error_message(e); }
+
+/// Stops a shard actor this node must no longer run and forgets it.
+void drop(self_ptr self, uint32_t shard, const char* why) {
+  auto& st = self->state;
+  auto i = st.held.find(shard);
+  if (i == st.held.end())
+    return;
+  spdlog::warn("shard stopped shard={} epoch={} reason={}", shard, i->second.epoch, why);
+  self->demonitor(i->second.handle.address());
+  caf::anon_send_exit(i->second.handle, caf::exit_reason::user_shutdown);
+  st.opts.routes->clear(shard);
+  st.held.erase(i);
+}
+
+void release(self_ptr self, uint32_t shard) {
+  auto& st = self->state;
+  auto i = st.held.find(shard);
+  if (i == st.held.end())
+    return;
+  if (auto err = persistence::release_lease(*st.opts.pool, st.opts.node_id, {shard, i->second.epoch}))
+    spdlog::warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
+  else
+    spdlog::info("lease released shard={} epoch={}", shard, i->second.epoch);
+  st.opts.routes->clear(shard);
+  st.held.erase(i);
+  if (st.leaving && st.held.empty() && st.left.pending()) {
+    spdlog::info("all shards handed off node={}", st.opts.node_id);
+    st.left.deliver(ok_atom_v);
+  }
+}
+
+/// Graceful hand-off: the shard takes no new work, finishes and commits what it has, stops;
+/// then the lease is released. A drain that takes too long is cut: the lease is released
+/// anyway, and fencing rejects anything the old shard might still try to commit.
+void drain(self_ptr self, uint32_t shard) {
+  auto& st = self->state;
+  auto& h = st.held.at(shard);
+  if (h.draining)
+    return;
+  h.draining = true;
+  spdlog::info("shard hand-off started shard={} epoch={}", shard, h.epoch);
+  self->request(h.handle, std::chrono::seconds{30}, drain_atom_v)
+    .then([=](ok_atom) { release(self, shard); },
+          [=](caf::error& err) {
+            spdlog::warn("shard drain failed shard={} error={}; releasing anyway", shard,
+                         err_text(err));
+            auto i = self->state.held.find(shard);
+            if (i != self->state.held.end())
+              caf::anon_send_exit(i->second.handle, caf::exit_reason::kill);
+            release(self, shard);
+          });
+}
+
+offer_owner_ops link_to(self_ptr self, const persistence::node_row& n) {
+  auto& st = self->state;
+  auto& g = st.peers[n.node_id];
+  if (g.link && g.host == n.caf_host && g.port == n.caf_port)
+    return g.link;
+  if (g.link) // the node restarted elsewhere: a new link
+    caf::anon_send_exit(g.link, caf::exit_reason::user_shutdown);
+  // A link connects lazily (gRPC): an unreachable node shows up as failed forwards, which
+  // callers re-route after the lease moved.
+  auto address = n.caf_host + ":" + std::to_string(n.caf_port);
+  g = {n.caf_host, n.caf_port,
+       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt)};
+  spdlog::info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
+  return g.link;
+}
+
+void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nodes,
+                    const std::vector<persistence::lease_row>& leases) {
+  auto& st = self->state;
+  std::map<std::string, const persistence::node_row*> by_id;
+  for (auto& n : nodes)
+    by_id[n.node_id] = &n;
+  for (auto& l : leases) {
+    if (l.shard >= st.opts.shard_count)
+      continue;
+    if (st.held.count(l.shard) != 0)
+      continue; // local (set when acquired)
+    auto n = by_id.find(l.owner);
+    if (l.free || l.owner == st.opts.node_id || n == by_id.end()) {
+      st.opts.routes->clear(l.shard);
+      continue;
+    }
+    if (auto link = link_to(self, *n->second))
+      st.opts.routes->set_remote(l.shard, link);
+    else
+      st.opts.routes->clear(l.shard);
+  }
+}
+
+void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
+               const std::vector<persistence::lease_row>& leases) {
+  auto& st = self->state;
+  auto n_shards = st.opts.shard_count;
+  std::map<std::string, uint32_t> load; // alive nodes -> shards owned
+  for (auto& n : nodes)
+    if (n.alive)
+      load[n.node_id] = 0;
+  load[st.opts.node_id]; // this node counts even before its first heartbeat shows
+  for (auto& l : leases)
+    if (!l.free && load.count(l.owner) != 0)
+      ++load[l.owner];
+  auto alive = static_cast<uint32_t>(load.size());
+  auto hi = (n_shards + alive - 1) / alive;
+  auto lo = n_shards / alive;
+  size_t mine = 0;
+  size_t moving = 0;
+  for (auto& [shard, h] : st.held)
+    (h.draining ? moving : mine) += 1;
+  // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
+  while (mine < hi) {
+    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.lease_timeout);
+    if (!got) {
+      spdlog::warn("lease acquisition failed error={}", err_text(got.error()));
+      break;
+    }
+    if (!*got)
+      break;
+    auto [shard, epoch] = **got;
+    auto handle = st.opts.spawn_shard(shard, epoch);
+    self->monitor(handle);
+    st.held[shard] = {epoch, handle, false};
+    st.opts.routes->set_local(shard, handle);
+    spdlog::info("lease acquired shard={} epoch={}", shard, epoch);
+    ++mine;
+    ++load[st.opts.node_id];
+  }
+  // Hand shards to nodes below their share, a few at a time.
+  for (auto& [shard, h] : st.held) {
+    if (moving >= static_cast<size_t>(std::max(1, st.opts.max_moves)) || mine <= lo)
+      break;
+    if (h.draining)
+      continue;
+    auto neediest = std::min_element(load.begin(), load.end(),
+                                     [](auto& a, auto& b) { return a.second < b.second; });
+    if (neediest == load.end() || neediest->first == st.opts.node_id
+        || (neediest->second >= lo && mine <= hi))
+      break;
+    persistence::mark_handoff(*st.opts.pool, st.opts.node_id, {shard, h.epoch}, neediest->first);
+    ++neediest->second;
+    --load[st.opts.node_id];
+    --mine;
+    ++moving;
+    drain(self, shard);
+  }
+}
+
+void tick(self_ptr self) {
+  auto& st = self->state;
+  std::vector<held_lease> held;
+  for (auto& [shard, h] : st.held)
+    held.push_back({shard, h.epoch});
+  auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
+  if (!renewed) {
+    spdlog::warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
+    return;
+  }
+  std::set<uint32_t> still;
+  for (auto& l : *renewed)
+    still.insert(l.shard);
+  for (auto& l : held)
+    if (still.count(l.shard) == 0)
+      drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
+  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.lease_timeout);
+  auto leases = persistence::list_leases(*st.opts.pool, st.opts.lease_timeout);
+  if (!nodes || !leases) {
+    spdlog::warn("cluster view unavailable error={}",
+                 err_text(nodes ? leases.error() : nodes.error()));
+    return;
+  }
+  if (!st.leaving)
+    rebalance(self, *nodes, *leases);
+  refresh_routes(self, *nodes, *leases);
+}
+
+caf::behavior manager_fun(self_ptr self, cluster_options opts) {
+  self->state.opts = std::move(opts);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (auto& [shard, h] : st.held)
+      if (h.handle.address() == dm.source) {
+        if (!h.draining) {
+          // A shard that stopped on its own (its lease was fenced, or it failed): give the
+          // lease up; the next heartbeat takes a lease again and starts a fresh shard.
+          spdlog::warn("shard actor stopped shard={} reason={}", shard,
+                       self->system().render(dm.reason));
+          release(self, shard);
+        }
+        return;
+      }
+  });
+  if (!self->state.opts.dsn.empty()) {
+    caf::actor_addr me = self->address();
+    self->state.listener = std::make_unique<persistence::cluster_listener>(
+      self->state.opts.dsn, [me] {
+        if (auto h = caf::actor_cast<caf::actor>(me))
+          caf::anon_send(h, notified_atom_v);
+      });
+  }
+  self->send(self, tick_atom_v);
+  return {
+    [=](tick_atom) {
+      self->state.last_tick = std::chrono::steady_clock::now();
+      tick(self);
+      self->delayed_send(self, self->state.opts.heartbeat, tick_atom_v);
+    },
+    [=](notified_atom) {
+      // Another node joined, is leaving or released a lease: look now rather than at the next
+      // heartbeat (at most every 50 ms; a burst of notifications makes one extra round).
+      auto& st = self->state;
+      if (std::chrono::steady_clock::now() - st.last_tick < std::chrono::milliseconds{50}) {
+        if (!st.notified_pending) {
+          st.notified_pending = true;
+          self->delayed_send(self, std::chrono::milliseconds{50}, notified_atom_v);
+        }
+        return;
+      }
+      st.notified_pending = false;
+      spdlog::info("cluster change notified node={}; looking now", st.opts.node_id);
+      st.last_tick = std::chrono::steady_clock::now();
+      tick(self);
+    },
+    [=](leave_atom) {
+      auto& st = self->state;
+      st.leaving = true;
+      st.left = self->make_response_promise();
+      auto rp = st.left;
+      if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id))
+        spdlog::warn("cannot mark the node leaving error={}", err_text(err));
+      if (st.held.empty()) {
+        st.left.deliver(ok_atom_v);
+        return rp;
+      }
+      spdlog::info("handing off shards node={} count={}", st.opts.node_id, st.held.size());
+      std::vector<uint32_t> shards;
+      for (auto& [shard, h] : st.held)
+        shards.push_back(shard);
+      for (auto s : shards)
+        drain(self, s);
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts) {
+  return sys.spawn<caf::detached>(manager_fun, std::move(opts));
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,53 @@
+#pragma once
+// The cluster side of a node (MISSION R7, seed 001):
+//
+// - the manager: a detached actor that heartbeats the node and its leases every
+//   `cluster.heartbeat`, takes free leases up to an even share, hands shards to underloaded
+//   nodes (drain, then release; at most `cluster.max_moves` at a time), stops shards whose
+//   lease was taken over, and keeps the router's table of owners current (node_link.hpp
+//   serves and forwards the requests themselves).
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cluster/node_link.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "gost/offers/protocol.hpp"
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
+
+namespace gost::runtime {
+
+class router;
+
+struct cluster_options {
+  std::string node_id;
+  uint32_t shard_count = 0;
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds lease_timeout{5000};
+  int max_moves = 4;
+  persistence::pg_pool* pool = nullptr;
+  /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
+  /// empty: membership changes are noticed at the next heartbeat only.
+  std::string dsn;
+  std::shared_ptr<router> routes;
+  /// Credentials of the links to other nodes.
+  link_security security;
+  /// Starts the shard actor of a lease this node just took.
+  std::function<shard_actor(uint32_t shard, int64_t epoch)> spawn_shard;
+};
+
+/// The manager. Answers (leave_atom) with ok_atom once every shard it held is drained and
+/// released (the node is marked leaving first, so nobody hands it new shards).
+caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
+
+} // namespace gost::runtime

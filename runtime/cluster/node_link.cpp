@@ -1,0 +1,266 @@
+#include "cluster/node_link.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include "cluster/offer_link.hpp"
+#include "cluster/router.hpp"
+#include "gost/core/call_hub.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/routing.hpp"
+#include "gost/internal/v1/node_service.grpc.pb.h"
+
+CAF_ADD_ATOM(gost_runtime, gost::runtime, link_done_atom, "linkdone")
+
+namespace gost::runtime {
+
+namespace {
+
+using persistence::db_errc;
+
+// -- errors across the link -------------------------------------------------------------------
+
+void put_error(const caf::error& err, internal::v1::ForwardResponse& resp) {
+  auto* e = resp.mutable_error();
+  e->set_category(err.category() == caf::atom("db")     ? "db"
+                  : err.category() == caf::atom("gost") ? "gost"
+                                                        : "system");
+  e->set_code(err.code());
+  e->set_message(persistence::error_message(err));
+}
+
+caf::error take_error(const internal::v1::ForwardResponse::Error& e) {
+  if (e.category() == "db")
+    return persistence::make_db_error(static_cast<db_errc>(e.code()), e.message());
+  if (e.category() == "gost")
+    return make_error(static_cast<errc>(e.code()), e.message());
+  return caf::make_error(static_cast<caf::sec>(e.code()), e.message());
+}
+
+/// A failed link call: the peer is unreachable (re-route) or did not answer in time.
+caf::error link_error(const grpc::Status& st, const std::string& address) {
+  switch (st.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return caf::make_error(caf::sec::request_timeout, "node " + address + " did not answer in time");
+    case grpc::StatusCode::UNAVAILABLE:
+      return caf::make_error(caf::sec::no_route_to_receiving_node,
+                             "node " + address + " is unreachable: " + st.error_message());
+    default: // a link that works but refused the call: not something re-routing fixes
+      return make_error(errc::internal, "node " + address + " refused a forwarded call ("
+                                                             + std::to_string(st.error_code()) + " "
+                                                             + st.error_message() + ")");
+  }
+}
+
+// -- the serving side -------------------------------------------------------------------------
+
+class node_service final : public internal::v1::NodeService::CallbackService {
+public:
+  node_service(call_hub& hub, std::shared_ptr<router> r, std::chrono::milliseconds timeout)
+    : hub_(hub), router_(std::move(r)), timeout_(timeout) {}
+
+  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
+                                    const internal::v1::ForwardRequest* req,
+                                    internal::v1::ForwardResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      ctx->deadline() - std::chrono::system_clock::now());
+    caf::timespan timeout{std::max(std::chrono::milliseconds{1}, std::min(timeout_, left))};
+    bool known = offer_link::decode(*req, [&](auto&&... xs) {
+      serve(reactor, resp, timeout, std::forward<decltype(xs)>(xs)...);
+    });
+    if (!known)
+      reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT, "ForwardRequest without an op"});
+    return reactor;
+  }
+
+private:
+  /// Asks the local shard of the offer and finishes the call with its answer or its error (a
+  /// shard that is not here answers errc::moved: the sender routes again).
+  template <class... Ts>
+  void serve(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
+             caf::timespan timeout, Ts... xs) {
+    const auto& id = entity_id_of(xs...);
+    auto shard = router_->shard_of(id);
+    auto local = router_->local(shard);
+    if (!local) {
+      put_error(make_error(errc::moved, "shard " + std::to_string(shard) + " is not on this node"),
+                *resp);
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    hub_.run([=, target = *local](caf::event_based_actor* self) {
+      self->request(target, timeout, xs...)
+        .then(on_reply<shard_actor, Ts...>([=](auto&... ys) {
+                offer_link::encode_reply(*resp, ys...);
+                reactor->Finish(grpc::Status::OK);
+              }),
+              [=](caf::error& err) {
+                put_error(err, *resp);
+                reactor->Finish(grpc::Status::OK);
+              });
+    });
+  }
+
+  call_hub& hub_;
+  std::shared_ptr<router> router_;
+  std::chrono::milliseconds timeout_;
+};
+
+// -- the forwarding side ----------------------------------------------------------------------
+
+/// One forwarded call: gRPC's callback shares it (and the stub), so a link that stops with
+/// calls in flight frees nothing gRPC still uses.
+struct link_call {
+  std::function<void(link_call&)> finish; ///< delivers the answer to the requester's promise
+  grpc::ClientContext ctx;
+  internal::v1::ForwardRequest req;
+  internal::v1::ForwardResponse resp;
+  grpc::Status status;
+};
+
+struct link_state {
+  static inline const char* name = "gost.peer_link";
+  std::string address;
+  std::shared_ptr<internal::v1::NodeService::Stub> stub;
+  std::chrono::milliseconds attempt{};
+  uint64_t next_id = 0;
+  std::map<uint64_t, std::shared_ptr<link_call>> calls;
+};
+
+using link_actor = offer_owner_ops::extend<caf::reacts_to<link_done_atom, uint64_t>>;
+using link_ptr = link_actor::stateful_pointer<link_state>;
+
+/// Sends one operation to the peer; the answer is delivered from this actor (gRPC's callback
+/// only tells the actor that the call is done).
+template <class... Outs, class... Ts>
+caf::typed_response_promise<Outs...> forward(link_ptr self, reply_tag<Outs...>, Ts&... xs) {
+  auto& st = self->state;
+  auto id = st.next_id++;
+  auto call = std::make_shared<link_call>();
+  offer_link::encode(call->req, xs...);
+  auto rp = self->make_response_promise<Outs...>();
+  call->finish = [rp, address = st.address](link_call& c) mutable {
+    if (!c.status.ok()) {
+      rp.deliver(link_error(c.status, address));
+    } else if (c.resp.has_error()) {
+      rp.deliver(take_error(c.resp.error()));
+    } else if (!offer_link::deliver(c.resp, rp)) {
+      rp.deliver(make_error(errc::internal, "node " + address + " sent an answer of another kind"));
+    }
+  };
+  call->ctx.set_deadline(std::chrono::system_clock::now() + st.attempt);
+  st.calls.emplace(id, call);
+  caf::actor_addr me = self->address();
+  auto stub = st.stub;
+  stub->async()->Forward(&call->ctx, &call->req, &call->resp, [me, id, call, stub](grpc::Status s) {
+    call->status = std::move(s);
+    if (auto h = caf::actor_cast<link_actor>(me))
+      caf::anon_send(h, link_done_atom_v, id);
+  });
+  return rp;
+}
+
+link_actor::behavior_type link_fun(link_ptr self, std::string address,
+                                   std::shared_ptr<grpc::Channel> channel,
+                                   std::chrono::milliseconds attempt) {
+  auto& st = self->state;
+  st.address = std::move(address);
+  st.stub = std::shared_ptr<internal::v1::NodeService::Stub>(
+    internal::v1::NodeService::NewStub(std::move(channel)));
+  st.attempt = attempt;
+  return make_behavior<link_actor::behavior_type>(
+    make_handlers<offer_owner_ops::signatures>(
+      [=](auto tag, auto&... xs) -> typename decltype(tag)::result_type {
+        return forward(self, tag, xs...);
+      }),
+    [=](link_done_atom, uint64_t id) {
+      auto& calls = self->state.calls;
+      auto i = calls.find(id);
+      if (i == calls.end())
+        return;
+      auto call = std::move(i->second);
+      calls.erase(i);
+      call->finish(*call);
+    });
+}
+
+std::string read_file(const std::string& path, std::string& out) {
+  std::ifstream in{path};
+  if (!in)
+    return "cannot read " + path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  if (out.empty())
+    return path + " is empty";
+  return {};
+}
+
+} // namespace
+
+std::string link_security::load(const std::string& cert, const std::string& key,
+                                const std::string& ca, link_security& out) {
+  out = {};
+  if (cert.empty() && key.empty() && ca.empty())
+    return {};
+  for (auto* p : {&cert, &key, &ca})
+    if (p->empty())
+      return "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together";
+  for (auto [path, dst] : {std::pair<const std::string*, std::string*>{&cert, &out.cert_pem},
+                           {&key, &out.key_pem},
+                           {&ca, &out.ca_pem}})
+    if (auto err = read_file(*path, *dst); !err.empty())
+      return err;
+  out.enabled = true;
+  return {};
+}
+
+std::shared_ptr<grpc::ServerCredentials> link_security::server_credentials() const {
+  if (!enabled)
+    return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions o{GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY};
+  o.pem_root_certs = ca_pem;
+  o.pem_key_cert_pairs.push_back({key_pem, cert_pem});
+  return grpc::SslServerCredentials(o);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> link_security::channel_credentials() const {
+  if (!enabled)
+    return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = ca_pem;
+  o.pem_private_key = key_pem;
+  o.pem_cert_chain = cert_pem;
+  return grpc::SslCredentials(o);
+}
+
+std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<router> r,
+                                                 std::chrono::milliseconds timeout) {
+  return std::make_unique<node_service>(hub, std::move(r), timeout);
+}
+
+offer_owner_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
+                           const link_security& security, std::chrono::milliseconds attempt) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Certificates name nodes by host; a node reached by IP checks the name "gost-node"
+  // (docs/cluster.md: every node certificate carries it as a subject alternative name).
+  if (security.enabled)
+    args.SetSslTargetNameOverride("gost-node");
+  auto channel = grpc::CreateCustomChannel(address, security.channel_credentials(), args);
+  return sys.spawn(link_fun, address, std::move(channel), attempt);
+}
+
+} // namespace gost::runtime

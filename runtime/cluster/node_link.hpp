@@ -1,0 +1,56 @@
+#pragma once
+// Node-to-node forwarding over gRPC (docs/cluster.md): each node serves gost.v1.NodeService on
+// its `caf.listen` address and answers forwarded offer operations through its gateway actor;
+// a peer link is a local actor that speaks the gateway's protocol and forwards every message
+// to one peer node. With `cluster.tls_*` set, both sides use mutual TLS: a peer without a
+// certificate signed by the configured CA is refused, and there is no fallback to plaintext.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "gost/offers/protocol.hpp"
+
+namespace grpc {
+class Service;
+class ServerCredentials;
+class ChannelCredentials;
+} // namespace grpc
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::runtime {
+
+class router;
+
+/// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
+/// private network only).
+struct link_security {
+  bool enabled = false;
+  std::string cert_pem; ///< this node's certificate chain
+  std::string key_pem;  ///< its private key
+  std::string ca_pem;   ///< the CA that signs every node's certificate
+
+  /// Reads the three PEM files; an error text names the file that failed.
+  static std::string load(const std::string& cert, const std::string& key, const std::string& ca,
+                          link_security& out);
+
+  std::shared_ptr<grpc::ServerCredentials> server_credentials() const;
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials() const;
+};
+
+/// The NodeService of this node: a forwarded request goes to the local shard of its offer
+/// (through `hub`), or is answered errc::moved when the shard is not here.
+std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<router> r,
+                                                 std::chrono::milliseconds timeout);
+
+/// A local actor forwarding every offer operation to the node at `address` (host:port). Each
+/// forwarded call gets `attempt` before it fails with a timeout (and the caller re-routes).
+offer_owner_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
+                                const link_security& security, std::chrono::milliseconds attempt);
+
+} // namespace gost::runtime

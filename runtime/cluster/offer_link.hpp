@@ -1,0 +1,138 @@
+#pragma once
+// The one table that maps the offer operations (`offer_owner_ops`, gost/offers/protocol.hpp)
+// to the node link's protobuf (gost.internal.v1.ForwardRequest / ForwardResponse) and back.
+// The peer link encodes with `encode`, the serving node decodes with `decode` and calls its
+// local shard with the very same typed arguments; replies travel through `encode_reply` and
+// `deliver`. A new operation adds one line to each (the compiler finds a missing one: the
+// peer link's behavior calls `encode` for every signature of the interface).
+
+#include <string>
+
+#include <caf/typed_response_promise.hpp>
+
+#include "gost/internal/v1/node_service.pb.h"
+#include "gost/offers/protocol.hpp"
+
+namespace gost::runtime::offer_link {
+
+using internal::v1::ForwardRequest;
+using internal::v1::ForwardResponse;
+
+// -- requests ---------------------------------------------------------------------------------
+
+inline void encode(ForwardRequest& r, create_atom, const std::string& id, const offer_msg& m) {
+  *r.mutable_create() = m.value;
+  r.mutable_create()->set_id(id);
+}
+
+inline void encode(ForwardRequest& r, get_atom, const std::string& id) { r.set_get(id); }
+
+inline void encode(ForwardRequest& r, update_atom, const std::string& id, const offer_msg& m,
+                   int64_t expected, const std::string& mask) {
+  auto* u = r.mutable_update();
+  *u->mutable_offer() = m.value;
+  u->mutable_offer()->set_id(id);
+  u->set_expected_version(expected);
+  u->set_mask(mask);
+}
+
+inline void encode(ForwardRequest& r, delete_atom, const std::string& id, int64_t expected) {
+  r.mutable_delete_()->set_offer_id(id);
+  r.mutable_delete_()->set_expected_version(expected);
+}
+
+inline void encode(ForwardRequest& r, get_atom, state_atom, const std::string& id,
+                   const std::string& stage) {
+  r.mutable_read_state()->set_offer_id(id);
+  r.mutable_read_state()->set_stage_id(stage);
+}
+
+inline void encode(ForwardRequest& r, update_atom, state_atom, const std::string& id,
+                   const std::string& stage, const std::string& state, int64_t expected) {
+  auto* u = r.mutable_update_state();
+  u->set_offer_id(id);
+  u->set_stage_id(stage);
+  u->set_state(state);
+  u->set_expected_version(expected);
+}
+
+inline void encode(ForwardRequest& r, resident_atom, const std::string& id) { r.set_residency(id); }
+
+/// Calls `f` with the operation's typed arguments; false when the request carries none this
+/// node knows.
+template <class F>
+bool decode(const ForwardRequest& r, F&& f) {
+  switch (r.op_case()) {
+    case ForwardRequest::kCreate:
+      f(create_atom_v, r.create().id(), offer_msg{r.create()});
+      return true;
+    case ForwardRequest::kGet: f(get_atom_v, r.get()); return true;
+    case ForwardRequest::kUpdate: {
+      auto& u = r.update();
+      f(update_atom_v, u.offer().id(), offer_msg{u.offer()}, u.expected_version(), u.mask());
+      return true;
+    }
+    case ForwardRequest::kDelete:
+      f(delete_atom_v, r.delete_().offer_id(), r.delete_().expected_version());
+      return true;
+    case ForwardRequest::kReadState:
+      f(get_atom_v, state_atom_v, r.read_state().offer_id(), r.read_state().stage_id());
+      return true;
+    case ForwardRequest::kUpdateState: {
+      auto& u = r.update_state();
+      f(update_atom_v, state_atom_v, u.offer_id(), u.stage_id(), u.state(), u.expected_version());
+      return true;
+    }
+    case ForwardRequest::kResidency: f(resident_atom_v, r.residency()); return true;
+    default: return false;
+  }
+}
+
+// -- replies ----------------------------------------------------------------------------------
+
+inline void encode_reply(ForwardResponse& r, offer_msg& m) { *r.mutable_offer() = std::move(m.value); }
+inline void encode_reply(ForwardResponse& r, int64_t version) { r.set_version(version); }
+inline void encode_reply(ForwardResponse& r, state_read_msg& m) {
+  *r.mutable_state() = std::move(m.value);
+}
+inline void encode_reply(ForwardResponse& r, state_update_msg& m) {
+  *r.mutable_state_update() = std::move(m.value);
+}
+inline void encode_reply(ForwardResponse& r, bool resident, int64_t mailbox) {
+  r.mutable_residency()->set_resident(resident);
+  r.mutable_residency()->set_mailbox(mailbox);
+}
+
+/// Delivers the reply in `r` to `rp`; false when `r` holds no reply of that type.
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<offer_msg>& rp) {
+  if (!r.has_offer())
+    return false;
+  rp.deliver(offer_msg{std::move(*r.mutable_offer())});
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<int64_t>& rp) {
+  if (r.result_case() != ForwardResponse::kVersion)
+    return false;
+  rp.deliver(r.version());
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<state_read_msg>& rp) {
+  if (!r.has_state())
+    return false;
+  rp.deliver(state_read_msg{std::move(*r.mutable_state())});
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<state_update_msg>& rp) {
+  if (!r.has_state_update())
+    return false;
+  rp.deliver(state_update_msg{std::move(*r.mutable_state_update())});
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<bool, int64_t>& rp) {
+  if (!r.has_residency())
+    return false;
+  rp.deliver(r.residency().resident(), r.residency().mailbox());
+  return true;
+}
+
+} // namespace gost::runtime::offer_link

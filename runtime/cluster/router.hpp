@@ -1,0 +1,87 @@
+#pragma once
+// Where requests go: offer id -> shard -> its owner, which is a local shard actor or another
+// node's peer link (a local actor forwarding over gRPC, node_link.hpp). Both are held as the
+// same typed interface (`offer_owner_ops`), so a request that compiles against it works
+// against either. The cluster manager keeps the table current; gRPC threads and the call hub
+// read it. A shard with no known owner (moving, or its owner died and the lease has not
+// expired yet) has no route: callers pause and ask again.
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "gost/core/shard_hash.hpp"
+#include "gost/offers/protocol.hpp"
+
+namespace gost::runtime {
+
+class router {
+public:
+  router(uint32_t shard_count, std::vector<store_actor> stores)
+    : routes_(shard_count), stores_(std::move(stores)) {}
+
+  uint32_t shard_count() const noexcept { return static_cast<uint32_t>(routes_.size()); }
+
+  uint32_t shard_of(const std::string& id) const { return gost::shard_of(id, shard_count()); }
+
+  /// The owner of the offer's shard as known now (local shard or another node's link); an
+  /// invalid handle when no owner is known. `remote`, when given, says whether the owner is
+  /// another node.
+  offer_owner_ops route_for(const std::string& offer_id, bool* remote = nullptr) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& r = routes_[shard_of(offer_id)];
+    if (remote != nullptr)
+      *remote = r.target && !r.local;
+    return r.target;
+  }
+
+  /// The local shard actor of `shard`, when this node owns it.
+  std::optional<shard_actor> local(uint32_t shard) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& r = routes_[shard];
+    if (!r.local)
+      return std::nullopt;
+    return r.local;
+  }
+
+  /// The shards this node owns now.
+  std::vector<uint32_t> local_shards() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::vector<uint32_t> out;
+    for (uint32_t s = 0; s < routes_.size(); ++s)
+      if (routes_[s].local)
+        out.push_back(s);
+    return out;
+  }
+
+  void set_local(uint32_t shard, shard_actor a) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {a, a};
+  }
+  void set_remote(uint32_t shard, offer_owner_ops link) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {std::move(link), shard_actor{}};
+  }
+  void clear(uint32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    routes_[shard] = {};
+  }
+
+  /// A store actor for lookups that are not tied to one offer (round robin).
+  const store_actor& any_store() {
+    return stores_[next_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
+  }
+
+private:
+  struct route {
+    offer_owner_ops target;
+    shard_actor local;
+  };
+  mutable std::mutex mtx_;
+  std::vector<route> routes_;
+  std::vector<store_actor> stores_;
+  std::atomic<size_t> next_{0};
+};
+
+} // namespace gost::runtime

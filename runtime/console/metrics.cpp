@@ -1,0 +1,104 @@
+#include "console/metrics.hpp"
+
+#include <sstream>
+
+namespace gost::runtime {
+
+namespace {
+
+const char* code_name(size_t c) {
+  static const char* names[] = {"OK",
+                                "CANCELLED",
+                                "UNKNOWN",
+                                "INVALID_ARGUMENT",
+                                "DEADLINE_EXCEEDED",
+                                "NOT_FOUND",
+                                "ALREADY_EXISTS",
+                                "PERMISSION_DENIED",
+                                "RESOURCE_EXHAUSTED",
+                                "FAILED_PRECONDITION",
+                                "ABORTED",
+                                "OUT_OF_RANGE",
+                                "UNIMPLEMENTED",
+                                "INTERNAL",
+                                "UNAVAILABLE",
+                                "DATA_LOSS",
+                                "UNAUTHENTICATED"};
+  return names[c];
+}
+
+} // namespace
+
+std::string metrics::prometheus_text() const {
+  std::ostringstream out;
+  out << "# HELP gost_grpc_requests_total gRPC requests answered, by method and status code.\n"
+      << "# TYPE gost_grpc_requests_total counter\n";
+  for (size_t m = 0; m < call_stats::methods; ++m)
+    for (size_t c = 0; c < call_stats::codes; ++c) {
+      auto v = calls_.get(m, c);
+      if (v != 0 || c == 0)
+        out << "gost_grpc_requests_total{method=\"" << to_string(static_cast<api_method>(m)) << "\",code=\""
+            << code_name(c) << "\"} " << v << "\n";
+    }
+  auto& a = *actors_;
+  out << "# HELP gost_offer_actors_resident Offer actors currently in memory.\n"
+      << "# TYPE gost_offer_actors_resident gauge\n"
+      << "gost_offer_actors_resident " << a.resident_offer_actors.load() << "\n"
+      << "# HELP gost_offer_actors_spawned_total Offer actors spawned (activations).\n"
+      << "# TYPE gost_offer_actors_spawned_total counter\n"
+      << "gost_offer_actors_spawned_total " << a.offer_actors_spawned.load() << "\n"
+      << "# HELP gost_offer_actors_passivated_total Offer actors stopped after being idle.\n"
+      << "# TYPE gost_offer_actors_passivated_total counter\n"
+      << "gost_offer_actors_passivated_total " << a.offer_actors_passivated.load() << "\n"
+      << "# HELP gost_offer_actors_crashed_total Offer actors that stopped abnormally.\n"
+      << "# TYPE gost_offer_actors_crashed_total counter\n"
+      << "gost_offer_actors_crashed_total " << a.offer_actors_crashed.load() << "\n";
+  out << "# HELP gost_outbox_events_published_total After-save events acknowledged by Kafka.\n"
+      << "# TYPE gost_outbox_events_published_total counter\n"
+      << "gost_outbox_events_published_total " << a.outbox_events_published.load() << "\n"
+      << "# HELP gost_outbox_publish_failures_total Outbox rows whose publishing failed (retried).\n"
+      << "# TYPE gost_outbox_publish_failures_total counter\n"
+      << "gost_outbox_publish_failures_total " << a.outbox_publish_failures.load() << "\n"
+      << "# HELP gost_after_save_calls_total Stage after_save hook calls that succeeded.\n"
+      << "# TYPE gost_after_save_calls_total counter\n"
+      << "gost_after_save_calls_total " << a.after_save_calls.load() << "\n"
+      << "# HELP gost_after_save_failures_total Stage after_save hook calls that failed.\n"
+      << "# TYPE gost_after_save_failures_total counter\n"
+      << "gost_after_save_failures_total " << a.after_save_failures.load() << "\n"
+      << "# HELP gost_after_save_skipped_total Events a hook gave up on after its retries.\n"
+      << "# TYPE gost_after_save_skipped_total counter\n"
+      << "gost_after_save_skipped_total " << a.after_save_skipped.load() << "\n";
+  out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
+      << "# TYPE gost_stage_runs_total counter\n";
+  for (auto& s : a.stages)
+    out << "gost_stage_runs_total{stage=\"" << s.id << "\"} " << s.runs.load() << "\n";
+  out << "# HELP gost_stage_failures_total Stage process calls that failed, by stage.\n"
+      << "# TYPE gost_stage_failures_total counter\n";
+  for (auto& s : a.stages)
+    out << "gost_stage_failures_total{stage=\"" << s.id << "\"} " << s.failures.load() << "\n";
+  auto histogram = [&](const char* name, const char* help, auto member) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+    for (auto& s : a.stages) {
+      const latency_histogram& h = s.*member;
+      uint64_t cumulative = 0;
+      // Every 8th bucket: powers of two from 2 µs up.
+      for (int i = 0; i < latency_histogram::buckets; ++i) {
+        cumulative += h.bucket(i);
+        if ((i + 1) % latency_histogram::per_octave == 0)
+          out << name << "_bucket{stage=\"" << s.id << "\",le=\""
+              << latency_histogram::upper_us(i) / 1e6 << "\"} " << cumulative << "\n";
+      }
+      out << name << "_bucket{stage=\"" << s.id << "\",le=\"+Inf\"} " << cumulative << "\n"
+          << name << "_sum{stage=\"" << s.id << "\"} " << h.sum_us() / 1e6 << "\n"
+          << name << "_count{stage=\"" << s.id << "\"} " << cumulative << "\n";
+    }
+  };
+  histogram("gost_stage_run_seconds",
+            "From the shard's dispatch to the commit of a stage run (load, process, write).",
+            &stage_metrics::run);
+  histogram("gost_stage_process_seconds", "The stage's process call alone.",
+            &stage_metrics::process);
+  return out.str();
+}
+
+} // namespace gost::runtime

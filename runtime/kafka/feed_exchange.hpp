@@ -1,0 +1,54 @@
+#pragma once
+// The offer store's side of the feed exchange (MISSION F5, seed 004 "Взаимодействие с
+// GOST"; formats in proto/gost/v1/feed_exchange.proto, docs/feeds.md): a consumer in group
+// `feed.group` reads load requests from `feed.requests_topic`, applies each offer by its
+// external id through the offer actors, answers per offer on `feed.responses_topic`, and on a
+// load's end message deletes (or makes manual) the feed offers the load did not carry, then
+// sends the terminal summary strictly after every result of the load.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::runtime {
+
+class router;
+
+struct feed_options {
+  std::string brokers;
+  std::string requests_topic;
+  std::string responses_topic;
+  std::string group;
+  std::chrono::milliseconds request_timeout{10'000}; ///< per offer operation
+  call_hub* hub = nullptr; ///< makes the offer requests
+  std::shared_ptr<router> routes;
+  persistence::pg_pool* pool = nullptr;
+};
+
+class feed_exchange {
+public:
+  /// Starts the consumer thread; nullptr with `error` set when Kafka clients cannot be made.
+  static std::unique_ptr<feed_exchange> start(feed_options opts, std::string& error);
+
+  /// Stops: a request in progress is abandoned without storing its offset (it is handled
+  /// again, idempotently, by the group's next member).
+  ~feed_exchange();
+
+  struct impl;
+
+private:
+  explicit feed_exchange(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace gost::runtime
