@@ -14,6 +14,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "gost/v1/admin.grpc.pb.h"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 
 namespace {
@@ -25,23 +26,28 @@ const char* usage =
   "Usage: gostctl [--addr HOST:PORT] COMMAND [ARGS]\n\n"
   "Commands:\n"
   "  create --seller S [--ns N] [--external-id X] [--title T] [--price MINOR] [--currency C]\n"
+  "         [--status STATUS] [--photos URL,URL,...]\n"
   "                       create an offer; prints it as JSON\n"
   "  get ID               print one offer as JSON\n"
   "  get --seller S [--ns N] --external-id X\n"
   "                       the same, by the seller's key\n"
-  "  update ID [--title T] [--price MINOR] [--expected-version V]\n"
-  "                       change an offer (other fields are kept)\n"
+  "  update ID [--title T] [--price MINOR] [--status STATUS] [--photos URL,URL,...]\n"
+  "         [--expected-version V]\n"
+  "                       change an offer (other fields are kept; --photos '' removes all)\n"
   "  delete ID [--expected-version V]\n"
   "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
   "                       decoded stage states, queue entries and timers\n"
   "  stages               per-stage queue lengths, timers, dead letters, runs, latency\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
-  "  demo [--count N] [--concurrency C]\n"
-  "                       create N offers (default 1000) from C concurrent clients (default 16),\n"
-  "                       read every one back, check it, and print a summary\n\n"
+  "  demo [--count N] [--concurrency C] [--status STATUS]\n"
+  "                       create N offers (default 1000, status active) from C concurrent\n"
+  "                       clients (default 16), read every one back, check it, print a summary\n\n"
   "Options:\n"
   "  --addr HOST:PORT     the node (default 127.0.0.1:50051, or GOST_ADDR)\n"
+  "  --status STATUS      draft, active, inactive or banned (gost.v1.OfferStatus); stages such\n"
+  "                       as `expire` act on active offers only\n"
+  "  --photos URL,...     the offer's photos, in this order (Photo.order 1, 2, ...)\n"
   "Exit code: 0 on success, 1 when the node answered an error, 2 on bad usage.\n";
 
 struct cli {
@@ -96,6 +102,52 @@ void set_deadline(grpc::ClientContext& ctx) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds{30});
 }
 
+// --status: the statuses a client sets (DELETED is the result of DeleteOffer, not a choice).
+bool status_from(const std::string& name, gost::v1::OfferStatus& out) {
+  static const std::map<std::string, gost::v1::OfferStatus> names{
+    {"draft", gost::v1::OFFER_STATUS_DRAFT},
+    {"active", gost::v1::OFFER_STATUS_ACTIVE},
+    {"inactive", gost::v1::OFFER_STATUS_INACTIVE},
+    {"banned", gost::v1::OFFER_STATUS_BANNED},
+  };
+  auto i = names.find(name);
+  if (i == names.end())
+    return false;
+  out = i->second;
+  return true;
+}
+
+// Applies --status and --photos when given. False (after saying why) on a bad value.
+bool apply_status_and_photos(const cli& c, const char* cmd, gost::v1::Offer& o) {
+  if (c.opts.count("status") != 0) {
+    gost::v1::OfferStatus st{};
+    if (!status_from(opt(c, "status"), st)) {
+      std::fprintf(stderr, "gostctl %s: --status must be draft, active, inactive or banned, not `%s`\n",
+                   cmd, opt(c, "status").c_str());
+      return false;
+    }
+    o.set_status(st);
+  }
+  if (c.opts.count("photos") != 0) {
+    // Comma-separated URLs; empty pieces are skipped, so `--photos ''` removes all photos.
+    o.clear_photos();
+    auto list = opt(c, "photos");
+    size_t from = 0;
+    while (from <= list.size()) {
+      auto comma = list.find(',', from);
+      if (comma == std::string::npos)
+        comma = list.size();
+      if (comma > from) {
+        auto* p = o.add_photos();
+        p->set_url(list.substr(from, comma - from));
+        p->set_order(o.photos_size());
+      }
+      from = comma + 1;
+    }
+  }
+  return true;
+}
+
 bool ref_from(const cli& c, gost::v1::OfferRef& ref) {
   if (!c.positional.empty()) {
     ref.set_id(c.positional[0]);
@@ -118,6 +170,12 @@ int demo(OfferService::Stub& stub, const cli& c) {
     std::fputs("gostctl demo: --count and --concurrency must be positive\n", stderr);
     return 2;
   }
+  // Active by default: the stages (e.g. `expire`) act on active offers.
+  gost::v1::OfferStatus status = gost::v1::OFFER_STATUS_ACTIVE;
+  if (!status_from(opt(c, "status", "active"), status)) {
+    std::fputs("gostctl demo: --status must be draft, active, inactive or banned\n", stderr);
+    return 2;
+  }
   std::atomic<int> next{0}, created{0}, read_back{0}, errors{0};
   std::atomic<bool> first_error_printed{false};
   auto t0 = std::chrono::steady_clock::now();
@@ -133,6 +191,7 @@ int demo(OfferService::Stub& stub, const cli& c) {
         o->set_title("Demo offer #" + std::to_string(i));
         o->mutable_price()->set_amount_minor(100'00 + i);
         o->mutable_price()->set_currency("RUB");
+        o->set_status(status);
         gost::v1::CreateOfferResponse resp;
         grpc::ClientContext ctx;
         set_deadline(ctx);
@@ -150,7 +209,11 @@ int demo(OfferService::Stub& stub, const cli& c) {
         grpc::ClientContext gctx;
         set_deadline(gctx);
         s = stub.GetOffer(&gctx, g, &gr);
-        if (s.ok() && gr.offer().title() == o->title() && gr.offer().version() == 1)
+        // The content as created. Not the version or status: a stage may already have
+        // changed the offer (e.g. `expire` with a short `stages.expire.after`).
+        if (s.ok() && gr.offer().title() == o->title()
+            && gr.offer().price().amount_minor() == o->price().amount_minor()
+            && gr.offer().external_id() == o->external_id() && gr.offer().version() >= 1)
           ++read_back;
         else {
           if (!s.ok() && !first_error_printed.exchange(true))
@@ -163,9 +226,10 @@ int demo(OfferService::Stub& stub, const cli& c) {
   for (auto& t : workers)
     t.join();
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("demo: created %d offers and read back %d intact through gRPC in %.2fs "
+  std::printf("demo: created %d %s offers and read back %d intact through gRPC in %.2fs "
               "(%.0f create+get pairs/s, %d clients); errors: %d\n",
-              created.load(), read_back.load(), secs, created.load() / secs, conc, errors.load());
+              created.load(), opt(c, "status", "active").c_str(), read_back.load(), secs,
+              created.load() / secs, conc, errors.load());
   return errors == 0 ? 0 : 1;
 }
 
@@ -192,6 +256,8 @@ int main(int argc, char** argv) {
       o->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
       o->mutable_price()->set_currency(opt(c, "currency", "RUB"));
     }
+    if (!apply_status_and_photos(c, "create", *o))
+      return 2;
     gost::v1::CreateOfferResponse resp;
     auto s = stub->CreateOffer(&ctx, req, &resp);
     if (!s.ok())
@@ -229,6 +295,8 @@ int main(int argc, char** argv) {
       req.mutable_offer()->set_title(opt(c, "title"));
     if (c.opts.count("price") != 0)
       req.mutable_offer()->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+    if (!apply_status_and_photos(c, "update", *req.mutable_offer()))
+      return 2;
     req.set_expected_version(c.opts.count("expected-version") != 0
                                ? std::atoll(opt(c, "expected-version").c_str())
                                : cur.offer().version());
@@ -282,6 +350,9 @@ int main(int argc, char** argv) {
     std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
                 static_cast<long long>(resp.offer().version()), resp.shard(), where.c_str());
     print_json(resp.offer());
+    // The built-in stages' state types (gost.v1.AuditTrail), named here so that the linker
+    // keeps them: the JSON printer finds an Any's type in the generated descriptor pool.
+    (void) gost::v1::AuditTrail::descriptor();
     std::printf("\nstage states:\n");
     if (resp.states().empty())
       std::printf("  (none)\n");

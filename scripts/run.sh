@@ -1,64 +1,197 @@
 #!/usr/bin/env bash
 # The run command: installs what is missing, builds gostd and gostctl (preset `release`),
-# starts a node with the embedded PostgreSQL (var/pg), runs a demo workload through gRPC
-# (creates offers, reads them back) and prints what happened. The node is stopped with SIGTERM
-# at the end unless --keep is given.
+# starts a node with the embedded PostgreSQL, runs a demo workload through gRPC (creates
+# active offers, reads them back), waits until the stages have run on them and prints a short
+# summary. Two stages run: `expire` (made to act after 3 s instead of 180 days: every active
+# offer becomes inactive 3 s after its creation) and `audit` (runs once on every new offer and
+# records in its state where it ran).
+#
+# The node is stopped with SIGTERM at the end unless --keep is given. The embedded PostgreSQL
+# server keeps running either way, so the next run starts fast: `scripts/pg.sh stop` stops it
+# (with the same GOST_PG_* variables).
+#
+# Nothing collides with what else runs on the machine: the gRPC API takes 127.0.0.1:50051 when
+# that is free and a free port otherwise, the node link and the admin HTTP endpoint take free
+# ports, and the PostgreSQL server on GOST_PG_PORT must be this checkout's (scripts/pg.sh).
 #   scripts/run.sh [--keep] [--count N]
+# Environment: GOST_PG_DIR (default var/pg), GOST_PG_PORT (54329): the embedded PostgreSQL,
+# as for scripts/pg.sh.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+pg_dir=${GOST_PG_DIR:-$root/var/pg}
+[[ $pg_dir == /* ]] || pg_dir=$PWD/$pg_dir   # relative to where run.sh was started
+pg_port=${GOST_PG_PORT:-54329}
+export GOST_PG_DIR=$pg_dir GOST_PG_PORT=$pg_port   # for scripts/pg.sh, here and in gostd
 cd "$root"
 keep=0
 count=2000
+usage() { echo "usage: scripts/run.sh [--keep] [--count N]" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --keep) keep=1 ;;
-    --count) count=$2; shift ;;
-    *) echo "usage: scripts/run.sh [--keep] [--count N]" >&2; exit 2 ;;
+    --count) [[ $# -ge 2 ]] || usage; count=$2; shift ;;
+    *) usage ;;
   esac
   shift
 done
+[[ $count =~ ^[1-9][0-9]*$ ]] || usage
 logs=$root/var/run-logs
 mkdir -p "$logs"
 
 source "$root/scripts/lib.sh"
 
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# Anything listening on 127.0.0.1:PORT (a TCP connect succeeds)?
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+bin=$root/build/release/runtime
+pid_file=$root/var/gostd.pid     # the node of a `run.sh --keep`, while it runs
+port_file=$root/var/gostd.port   # written by gostd: the gRPC port, then the admin HTTP port
+
+# How to reach this run's PostgreSQL with scripts/pg.sh (the variables only when not default).
+pg_cmd=scripts/pg.sh
+if [[ $pg_dir != "$root/var/pg" || $pg_port != 54329 ]]; then
+  pg_cmd="GOST_PG_DIR=$pg_dir GOST_PG_PORT=$pg_port scripts/pg.sh"
+fi
+
+# A node left running by `run.sh --keep` uses the same database: a second one would join it.
+if [[ -s $pid_file ]]; then
+  old=$(cat "$pid_file")
+  # Still that gostd? (Its exe link reads "... (deleted)" when gostd was rebuilt since.)
+  if [[ $(readlink "/proc/$old/exe" 2>/dev/null) == "$bin/gostd"* ]]; then
+    die "the node of an earlier 'scripts/run.sh --keep' is still running (pid $old); stop it with: kill -TERM $old"
+  fi
+  rm -f "$pid_file"
+fi
+
 step "installing dependencies" "$logs/install.log" scripts/install-deps.sh
 step "configuring" "$logs/configure.log" cmake --preset release
 step "building" "$logs/build.log" cmake --build --preset release -j "$(nproc)" --target gostd gostctl
+# Started here rather than by gostd, so that a refusal (another server on the port) is shown
+# as pg.sh's own one line. gostd's own `pg.sh start` then finds it running.
+step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
 
-bin=$root/build/release/runtime
-port_file=$root/var/gostd.port
-rm -f "$port_file"
-"$bin/gostd" --node.id=demo --grpc.listen=127.0.0.1:50051 --grpc.port_file="$port_file" \
-  >"$logs/gostd.log" 2>&1 &
-pid=$!
-stop_node() { kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
-for _ in $(seq 1 300); do
-  [[ -s $port_file ]] && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    cat "$logs/gostd.log" >&2
-    echo "run.sh: gostd exited during start (log: $logs/gostd.log)" >&2
-    exit 1
+pid=""
+# Stops the node (SIGTERM, then waits up to 60 s). Returns gostd's exit code.
+stop_node() {
+  [[ -n $pid ]] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 600); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  local rc=0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+    rc=124
   fi
-  sleep 0.1
-done
-[[ -s $port_file ]] || { stop_node; echo "run.sh: gostd did not start within 30 s" >&2; exit 1; }
-addr=127.0.0.1:$(cat "$port_file")
+  wait "$pid" 2>/dev/null || rc=$?
+  pid=""
+  return "$rc"
+}
+trap 'stop_node || true' EXIT
 
-echo "gostd is serving on $addr (embedded PostgreSQL: $(scripts/pg.sh dsn); log: $logs/gostd.log)"
-if ! "$bin/gostctl" --addr "$addr" demo --count "$count" --concurrency 32; then
-  stop_node
-  echo "run.sh: the demo workload failed" >&2
-  exit 1
+# start_node GRPC_PORT: starts gostd and waits until it serves. Returns 1 when it exited.
+start_node() {
+  rm -f "$port_file"
+  # Every listener on loopback; node link and admin HTTP on free ports (their defaults, given
+  # here so that a GOST_* variable or config file cannot move them onto a taken port).
+  # pg.dsn empty: the embedded server of GOST_PG_DIR / GOST_PG_PORT.
+  "$bin/gostd" --node.id=demo \
+    --grpc.listen="127.0.0.1:$1" --grpc.port_file="$port_file" \
+    --caf.listen=127.0.0.1:0 --http.listen=127.0.0.1:0 \
+    --pg.dsn= --pg.embedded_dir="$pg_dir" --pg.embedded_port="$pg_port" \
+    --pg.embedded_script="$root/scripts/pg.sh" \
+    --stages.expire.enabled=true --stages.expire.after=3s \
+    --stages.audit.enabled=true --stages.audit.every=1h \
+    >"$logs/gostd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    [[ -s $port_file ]] && return 0   # written whole (renamed into place) once it serves
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" 2>/dev/null || true
+      pid=""
+      return 1
+    fi
+    sleep 0.1
+  done
+  die "gostd did not start within 60 s (log: $logs/gostd.log)"
+}
+
+# The gRPC API on 50051 when that is free. Checked first rather than left to the bind: gRPC
+# binds with SO_REUSEPORT, so a node on 50051 would silently share the port with another one.
+grpc_port=50051
+port_taken 50051 && grpc_port=0
+if ! start_node "$grpc_port"; then
+  # Lost a race for 50051 (taken meanwhile): once more on a free port. Else a real failure.
+  if [[ $grpc_port -eq 50051 ]] && port_taken 50051; then
+    grpc_port=0
+    start_node 0 || true
+  fi
+  if [[ -z $pid ]]; then
+    tail -n 30 "$logs/gostd.log" >&2
+    die "gostd exited during start (log: $logs/gostd.log)"
+  fi
 fi
-id=$("$bin/gostctl" --addr "$addr" create --seller demo-seller --ns demo --external-id "sku-$(date +%s%N)" \
-  --title "Велосипед" --price 1500000 | sed -n 's/.*"id": "\(.*\)".*/\1/p')
-echo "one offer, created and read back by id with gostctl get $id:"
-"$bin/gostctl" --addr "$addr" get "$id"
+addr=127.0.0.1:$(sed -n 1p "$port_file")
+http_addr=127.0.0.1:$(sed -n 2p "$port_file")
+ctl=("$bin/gostctl" --addr "$addr")
+
+# The database must be this node's alone: another live node on it would share the shards.
+nodes=$("${ctl[@]}" nodes) || die "gostctl nodes failed (log: $logs/gostd.log)"
+others=$(awk 'NR > 1 && $2 == "alive" && $1 != "demo" { printf " %s", $1 }' <<<"$nodes")
+[[ -z $others ]] \
+  || die "another node is running on the demo's database ($pg_dir):$others; stop it, or set GOST_PG_DIR and GOST_PG_PORT to another database"
+caf_addr=$(awk '$1 == "demo" { print $5 }' <<<"$nodes")
+
+note=""
+[[ $grpc_port -eq 0 ]] && note=" (50051 is taken, so a free port)"
+echo "gostd serving gRPC on $addr$note, admin HTTP on http://$http_addr/, node link on $caf_addr"
+echo "  PostgreSQL $(scripts/pg.sh dsn) ($pg_dir); log: $logs/gostd.log"
+
+# The workload: active offers (so that `expire` acts on them), and one more with photos,
+# looked at in detail below.
+"${ctl[@]}" demo --count "$count" --concurrency 32 --status active \
+  || die "the demo workload failed (log: $logs/gostd.log)"
+created_at=$(date +%s%N)
+id=$("${ctl[@]}" create --seller demo-seller --ns demo --external-id "sku-$created_at" \
+       --title "Велосипед" --price 1500000 --status active \
+       --photos https://example.com/bike-1.jpg,https://example.com/bike-2.jpg \
+     | sed -n 's/.*"id": "\(.*\)".*/\1/p')
+[[ -n $id ]] || die "gostctl create printed no offer id (log: $logs/gostd.log)"
+
+# Wait (bounded) until the stages have run on every offer of this run: `expire` (3 s after
+# each creation) and `audit` (at creation). `runs` (column 6) counts this node's committed
+# runs since it started.
+expected=$((count + 1))
+runs_of() { awk -v s="$1" '$1 == s { print $6 }' <<<"$stages"; }
+deadline=$((SECONDS + 90))
+while :; do
+  stages=$("${ctl[@]}" stages) || die "gostctl stages failed (log: $logs/gostd.log)"
+  expire_runs=$(runs_of expire)
+  audit_runs=$(runs_of audit)
+  ((${expire_runs:-0} >= expected && ${audit_runs:-0} >= expected)) && break
+  if ((SECONDS >= deadline)); then
+    echo "$stages" >&2
+    die "the stages did not run on the $expected demo offers within 90 s (log: $logs/gostd.log)"
+  fi
+  sleep 0.5
+done
+waited=$((($(date +%s%N) - created_at) / 1000000))
+echo "stage runs committed (gostctl stages), $((waited / 1000)).$((waited % 1000 / 100)) s after the last offer was created:"
+echo "  expire  $expire_runs  (active offers made inactive 3 s after creation)"
+echo "  audit   $audit_runs  (records on each offer where its run happened)"
+echo "one of them, as 'gostctl offer $id' shows it (created active at version 1):"
+"${ctl[@]}" offer "$id" | sed 's/^./  &/'
+
 if [[ $keep -eq 1 ]]; then
-  echo "node left running (pid $pid); stop it with: kill -TERM $pid"
+  echo "$pid" >"$pid_file"
+  trap - EXIT
+  echo "node left running (pid $pid) on $addr: try '$bin/gostctl --addr $addr stages'; stop it with: kill -TERM $pid"
+  echo "the embedded PostgreSQL keeps running on 127.0.0.1:$pg_port; '$pg_cmd stop' stops it"
   exit 0
 fi
-stop_node
-echo "node stopped cleanly (SIGTERM)"
+stop_node || die "gostd did not stop cleanly on SIGTERM (log: $logs/gostd.log)"
+echo "node stopped cleanly (SIGTERM); the embedded PostgreSQL keeps running on 127.0.0.1:$pg_port for the next run: '$pg_cmd stop' stops it"
