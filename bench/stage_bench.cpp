@@ -158,8 +158,8 @@ void configure(caf::actor_system_config& cfg, const std::string& policy) {
 
 /// One shard per lease, the store actors taken round robin; `tweak` sets what a benchmark
 /// changes.
-std::vector<shard_actor> spawn_shards(caf::actor_system& sys, persistence::pg_pool& pool,
-                                      const std::vector<store_actor>& stores,
+std::vector<shard_actor> spawn_shards(caf::actor_system& sys, const std::vector<store_actor>& stores,
+                                      const std::vector<writer_actor>& writers,
                                       const std::vector<int64_t>& epochs,
                                       std::shared_ptr<const stage_registry> reg,
                                       std::shared_ptr<node_stats> stats,
@@ -169,7 +169,7 @@ std::vector<shard_actor> spawn_shards(caf::actor_system& sys, persistence::pg_po
     shard_options so;
     so.shard = s;
     so.store = stores[s % stores.size()];
-    so.pool = &pool;
+    so.writer = kit::writer_for(writers, s);
     so.epoch = epochs[s];
     so.stages = reg;
     so.stats = stats;
@@ -242,8 +242,9 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   caf::actor_system sys{cfg};
   auto stats = std::make_shared<node_stats>();
   std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
+  auto writers = spawn_offer_writers(sys, pool, 2, 500, 2ms, stats);
   auto run = [&](size_t cap) {
-    auto handles = spawn_shards(sys, pool, stores, *epochs, std::make_shared<stage_registry>(),
+    auto handles = spawn_shards(sys, stores, writers, *epochs, std::make_shared<stage_registry>(),
                                 stats, [cap](shard_options& so) {
                                   so.offer_idle_timeout = 3600s;
                                   so.max_resident = cap;
@@ -271,13 +272,13 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
       receive_one();
     auto after = rss_bytes();
     auto heap_after = heap_in_use();
-    auto resident = stats->resident_offer_actors.load();
+    auto resident = stats->offers.resident.load();
     std::fprintf(stderr, "gost_bench: heap in use +%.0f bytes per resident actor (offer data included)\n",
                  (static_cast<double>(heap_after) - heap_before) / std::max<int64_t>(1, resident));
     for (auto& h : handles)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     std::this_thread::sleep_for(500ms);
-    stats->resident_offer_actors = 0;
+    stats->offers.resident = 0;
     return std::make_tuple(before, after, resident, offer_bytes);
   };
   // 1. No cap: every offer stays resident.
@@ -301,7 +302,10 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   }
   for (auto& h : stores)
     caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  for (auto& h : writers)
+    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
   stores.clear();
+  writers.clear();
   std::printf("{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\"}\n",
               per_actor);
   return 0;
@@ -433,7 +437,8 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   {
     caf::actor_system sys{cfg};
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
-    auto handles = spawn_shards(sys, pool, stores, *epochs, reg, stats, [](shard_options& so) {
+    auto writers = spawn_offer_writers(sys, pool, 2, 500, 2ms, stats);
+    auto handles = spawn_shards(sys, stores, writers, *epochs, reg, stats, [](shard_options& so) {
       so.offer_idle_timeout = 2s; // fired offers go again; memory stays bounded
     });
     auto deadline = stage_clock::now() + lead + span + 120s;
@@ -455,6 +460,8 @@ int timers_bench(std::map<std::string, std::string>& opt) {
     for (auto& h : handles)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     for (auto& h : stores)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    for (auto& h : writers)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
   }
   pqxx::connection c{opt["dsn"]};
@@ -490,7 +497,7 @@ int main(int argc, char** argv) {
   }
   std::string name = argv[1];
   std::map<std::string, std::string> opt{{"offers", "100000"}, {"shards", "4"}, {"pool", "6"},
-                                         {"parallelism", "1000"}, {"batch", "1000"},
+                                         {"parallelism", "1000"}, {"batch", "1000"}, {"writers", "2"},
                                          {"policy", "sharing"}};
   for (int i = 2; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
@@ -539,9 +546,9 @@ int main(int argc, char** argv) {
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
     auto t0 = std::chrono::steady_clock::now();
     auto batch = std::stoul(opt["batch"]);
-    auto handles = spawn_shards(sys, pool, stores, *epochs, reg, stats, [batch](shard_options& so) {
+    auto writers = spawn_offer_writers(sys, pool, std::stoul(opt["writers"]), batch, 2ms, stats);
+    auto handles = spawn_shards(sys, stores, writers, *epochs, reg, stats, [](shard_options& so) {
       so.queue_poll = 20ms;
-      so.write_batch_max = batch;
       so.queue_page = 20000;
       so.offer_idle_timeout = 2s;
     });
@@ -568,8 +575,11 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     for (auto& h : stores)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    for (auto& h : writers)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     handles.clear();
     stores.clear();
+    writers.clear();
     pqxx::connection c{opt["dsn"]};
     pqxx::nontransaction tx{c};
     auto left = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();

@@ -15,11 +15,13 @@ using namespace gost::persistence;
 namespace {
 
 struct fixture : migrated_db {
-  int64_t epoch = 0;
+  int64_t epoch = 0;           ///< of shard 1, where a and b live
+  std::vector<int64_t> epochs; ///< of every shard
 
   fixture() {
     auto e = acquire_all_leases(pool, "test-node", 4);
     REQUIRE(e);
+    epochs = *e;
     epoch = (*e)[1];
     offer_store store{pool};
     for (auto id : {"a", "b"}) {
@@ -66,8 +68,12 @@ struct fixture : migrated_db {
     return out;
   }
 
+  /// Commits `sets` of shard 1 at the lease epoch (or `at_epoch`).
   std::vector<write_outcome> commit(const std::vector<write_set>& sets, int64_t at_epoch = -1) {
-    auto r = commit_write_sets(pool, 1, at_epoch < 0 ? epoch : at_epoch, sets);
+    std::vector<fenced_write<write_set>> batch;
+    for (auto& ws : sets)
+      batch.push_back({1, at_epoch < 0 ? epoch : at_epoch, ws});
+    auto r = commit_write_sets(pool, batch);
     REQUIRE_MESSAGE(r, error_message(r.error()));
     return *r;
   }
@@ -140,7 +146,7 @@ TEST_CASE_FIXTURE(fixture, "an offer is at most once in a stage's queue; earlies
   auto q = queued_for(pool, "a");
   REQUIRE(q);
   REQUIRE(q->size() == 1);
-  CHECK(q->front().stage_id == "s1");
+  CHECK(q->front().lane == "s1");
   auto due = due_entries(pool, 1, 300, 10);
   REQUIRE(due);
   CHECK(due->size() == 1);
@@ -255,4 +261,35 @@ TEST_CASE_FIXTURE(fixture, "bookkeeping for a deleted offer drops its entry and 
   CHECK(commit({late}) == std::vector<write_outcome>{write_outcome::committed});
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'b'") == "0");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "1");
+}
+
+TEST_CASE_FIXTURE(fixture, "one batch of several shards fences each set by its own shard's epoch") {
+  // Shard 2 moved away (its epoch went up behind this node's back); 1 and 3 are still held.
+  REQUIRE(db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = 2 RETURNING epoch")
+          == std::to_string(epochs[2] + 1));
+  write_set up{"a", 1, body("a", 2, "moved on"), {}, {}, {}, event("a", 2)};
+  write_set lost;
+  lost.offer_id = "m";
+  lost.op = offer_op::insert;
+  lost.key = {"s", "", "ext-m"};
+  lost.new_body = body("m", 1, "never");
+  lost.outbox = event("m", 1);
+  auto fresh = lost;
+  fresh.offer_id = "n";
+  fresh.key.external_id = "ext-n";
+  fresh.new_body = body("n", 1, "new");
+  fresh.outbox = event("n", 1);
+  std::vector<fenced_write<write_set>> batch{
+    {1, epochs[1], up}, {2, epochs[2], lost}, {3, epochs[3], fresh}};
+  auto r = commit_write_sets(pool, batch);
+  REQUIRE_MESSAGE(r, error_message(r.error()));
+  CHECK(*r == std::vector<write_outcome>{write_outcome::committed, write_outcome::fenced,
+                                         write_outcome::committed});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
+  CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'm'") == "0");
+  CHECK(db.scalar("SELECT shard FROM offers WHERE offer_id = 'n'") == "3");
+  // One outbox row per shard that committed, each with its own shard's events.
+  CHECK(db.scalar("SELECT string_agg(shard || ':' || events, ',' ORDER BY shard) FROM outbox_batches")
+        == "1:1,3:1");
+  CHECK(outbox() == "a:2|n:1");
 }

@@ -95,15 +95,15 @@ TEST_CASE("the resident cap passivates the least recently used offer actor") {
                   [](shard_options& so) { so.max_resident = 2; }};
   for (auto id : {"a", "b", "c", "d", "e"})
     REQUIRE(f.ask(create_atom_v, std::string{id}, offer_msg{new_offer(id)}));
-  CHECK(f.stats->resident_offer_actors.load() <= 2);
-  CHECK(f.stats->offer_actors_passivated.load() >= 3);
+  CHECK(f.stats->offers.resident.load() <= 2);
+  CHECK(f.stats->offers.passivated.load() >= 3);
   // Every offer is still served: evicted ones come back from PostgreSQL.
   for (auto id : {"a", "b", "c", "d", "e"}) {
     auto got = f.ask(get_atom_v, std::string{id});
     REQUIRE(got);
     CHECK(got->value.id() == id);
   }
-  CHECK(f.stats->resident_offer_actors.load() <= 2);
+  CHECK(f.stats->offers.resident.load() <= 2);
 }
 
 TEST_CASE("an offer actor killed from outside is forgotten and the next event starts a new one") {
@@ -117,13 +117,13 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
     .receive([&](offer_actor& a) { victim = a; },
              [&](caf::error& e) { FAIL("actor query failed: " << f.sys->render(e)); });
   REQUIRE(victim);
-  REQUIRE(f.stats->resident_offer_actors.load() == 1);
+  REQUIRE(f.stats->offers.resident.load() == 1);
   caf::anon_send_exit(victim, caf::exit_reason::kill);
   victim = offer_actor{};
   // No monitor: the dying actor reports its stop, and the shard forgets it.
-  CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->resident_offer_actors.load() == 0; }));
-  CHECK(f.stats->offer_actors_crashed.load() == 1); // it was not passivated
-  CHECK(f.stats->offer_actors_passivated.load() == 0);
+  CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->offers.resident.load() == 0; }));
+  CHECK(f.stats->offers.crashed.load() == 1); // it was not passivated
+  CHECK(f.stats->offers.passivated.load() == 0);
   bool resident = true;
   self->request(f.shard, std::chrono::seconds{10}, resident_atom_v, std::string{"o1"})
     .receive([&](bool r, int64_t) { resident = r; }, [&](caf::error&) {});
@@ -133,6 +133,6 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   auto updated = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{});
   REQUIRE(updated);
   CHECK(updated->value.version() == 2);
-  CHECK(f.stats->resident_offer_actors.load() == 1);
+  CHECK(f.stats->offers.resident.load() == 1);
   CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
 }

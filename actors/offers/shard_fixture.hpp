@@ -23,6 +23,7 @@ struct shard_fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   store_actor store;
+  writer_actor writer;
   shard_actor shard;
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
@@ -41,11 +42,12 @@ struct shard_fixture {
     cfg.set("scheduler.max-threads", size_t{2});
     sys = std::make_unique<caf::actor_system>(cfg);
     store = spawn_store(*sys, *pool);
+    writer = spawn_offer_writers(*sys, *pool, 1, 500, std::chrono::milliseconds{2}, stats).front();
     shard_options so;
     so.shard = 3;
     so.store = store;
+    so.writer = writer;
     so.offer_idle_timeout = idle;
-    so.pool = pool.get();
     so.epoch = (*epochs)[3];
     so.stages = std::move(stages);
     so.queue_poll = std::chrono::milliseconds{50};
@@ -62,11 +64,13 @@ struct shard_fixture {
   ~shard_fixture() {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
     for (auto& [id, p] : *pools)
       caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
     // The actor system waits for detached actors to be destroyed: drop our handles first.
     shard = shard_actor{};
     store = store_actor{};
+    writer = writer_actor{};
     pools.reset();
     sys.reset();
   }

@@ -107,7 +107,7 @@ TEST_CASE("a changed offer asks the other stages, honouring field interests") {
   CHECK(saved.offer().version() == 5);
   std::map<std::string, int64_t> enq;
   for (auto& e : out.ws.enqueue)
-    enq[e.stage_id] = e.due_at_us;
+    enq[e.lane] = e.due_at_us;
   // title: interested; price: not; fails: should_process threw, enqueued anyway (seed);
   // timer: at its time; skip: no; changer: not asked about its own change.
   CHECK(enq == std::map<std::string, int64_t>{{"fails", now}, {"timer", now + 500}, {"title", now}});
@@ -147,6 +147,6 @@ TEST_CASE("an external change asks every stage not queued; a new offer asks all"
   b.set_description("longer");
   auto changed = ask_stages(reg, &a0, b, ctx, {}, now, persistence::priority::normal);
   REQUIRE(changed.size() == 1);
-  CHECK(changed.front().stage_id == "any");
+  CHECK(changed.front().lane == "any");
   CHECK(ask_stages(reg, &b, b, ctx, {}, now, persistence::priority::normal).empty());
 }

@@ -360,9 +360,9 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   caf::anon_send_exit(victim, caf::exit_reason::kill);
   victim = offer_actor{};
   std::this_thread::sleep_for(200ms);
-  CHECK(f.stats->offer_actors_crashed.load() == 0); // still awaiting its run
+  CHECK(f.stats->offers.crashed.load() == 0); // still awaiting its run
   impl->release = true;
-  CHECK(testing::eventually(10s, [&] { return f.stats->offer_actors_crashed.load() == 1; }));
+  CHECK(testing::eventually(10s, [&] { return f.stats->offers.crashed.load() == 1; }));
   CHECK(f.db.scalar(count_sql("stage_states", "state IS NOT NULL")) == "1");
   CHECK(f.db.scalar(queued_sql) == "0");
   CHECK(f.stats->stage_runs.load() == 1);
@@ -372,5 +372,5 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   auto again = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{2}, std::string{});
   REQUIRE(again);
   CHECK(again->value.version() == 3);
-  CHECK(f.stats->resident_offer_actors.load() == 1);
+  CHECK(f.stats->offers.resident.load() == 1);
 }

@@ -48,7 +48,7 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
           auto now = to_us(stage_clock::now());
           for (auto& e : snap.queued) {
             auto* q = resp->add_queue();
-            q->set_stage_id(e.stage_id);
+            q->set_stage_id(e.lane);
             *q->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp(e.due_at_us);
             q->set_background(e.prio == persistence::priority::background);
             q->set_timer(e.due_at_us > now);
@@ -116,8 +116,8 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
           resp->set_stage_failures(stats->stage_failures.load());
           resp->set_stage_conflicts(stats->stage_conflicts.load());
           resp->set_change_storms_cut(stats->change_storms_cut.load());
-          resp->set_resident_offer_actors(static_cast<uint64_t>(stats->resident_offer_actors.load()));
-          resp->set_write_batches(stats->write_batches.load());
+          resp->set_resident_offer_actors(static_cast<uint64_t>(stats->offers.resident.load()));
+          resp->set_write_batches(stats->offer_writes.batches.load());
           reactor->Finish(grpc::Status::OK);
         },
         [=](caf::error& err) { reactor->Finish(to_status(err)); });

@@ -41,33 +41,11 @@ std::string metrics::prometheus_text() const {
             << code_name(c) << "\"} " << v << "\n";
     }
   auto& a = *actors_;
-  out << "# HELP gost_offer_actors_resident Offer actors currently in memory.\n"
-      << "# TYPE gost_offer_actors_resident gauge\n"
-      << "gost_offer_actors_resident " << a.resident_offer_actors.load() << "\n"
-      << "# HELP gost_offer_actors_spawned_total Offer actors spawned (activations).\n"
-      << "# TYPE gost_offer_actors_spawned_total counter\n"
-      << "gost_offer_actors_spawned_total " << a.offer_actors_spawned.load() << "\n"
-      << "# HELP gost_offer_actors_passivated_total Offer actors stopped after being idle.\n"
-      << "# TYPE gost_offer_actors_passivated_total counter\n"
-      << "gost_offer_actors_passivated_total " << a.offer_actors_passivated.load() << "\n"
-      << "# HELP gost_offer_actors_crashed_total Offer actors that stopped abnormally.\n"
-      << "# TYPE gost_offer_actors_crashed_total counter\n"
-      << "gost_offer_actors_crashed_total " << a.offer_actors_crashed.load() << "\n";
-  out << "# HELP gost_outbox_events_published_total After-save events acknowledged by Kafka.\n"
-      << "# TYPE gost_outbox_events_published_total counter\n"
-      << "gost_outbox_events_published_total " << a.outbox_events_published.load() << "\n"
-      << "# HELP gost_outbox_publish_failures_total Outbox rows whose publishing failed (retried).\n"
-      << "# TYPE gost_outbox_publish_failures_total counter\n"
-      << "gost_outbox_publish_failures_total " << a.outbox_publish_failures.load() << "\n"
-      << "# HELP gost_after_save_calls_total Stage after_save hook calls that succeeded.\n"
-      << "# TYPE gost_after_save_calls_total counter\n"
-      << "gost_after_save_calls_total " << a.after_save_calls.load() << "\n"
-      << "# HELP gost_after_save_failures_total Stage after_save hook calls that failed.\n"
-      << "# TYPE gost_after_save_failures_total counter\n"
-      << "gost_after_save_failures_total " << a.after_save_failures.load() << "\n"
-      << "# HELP gost_after_save_skipped_total Events a hook gave up on after its retries.\n"
-      << "# TYPE gost_after_save_skipped_total counter\n"
-      << "gost_after_save_skipped_total " << a.after_save_skipped.load() << "\n";
+  // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
+  a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {
+    out << "# HELP gost_" << name << " " << help << "\n# TYPE gost_" << name << " "
+        << (kind == stat_kind::counter ? "counter" : "gauge") << "\ngost_" << name << " " << v << "\n";
+  });
   out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
       << "# TYPE gost_stage_runs_total counter\n";
   for (auto& s : a.stages)

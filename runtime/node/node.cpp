@@ -49,6 +49,7 @@ struct node::impl {
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
   std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
   std::vector<store_actor> stores;
+  std::vector<writer_actor> writers; ///< offers' write-behind writers, shared by the shards
   std::vector<pool_actor> pools; ///< of the blocking stages
   std::unique_ptr<call_hub> hub; ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
@@ -134,6 +135,9 @@ std::string node::start() {
   // leases it takes (all of them on a single node) after the node is registered.
   for (int i = 0; i < cfg.pg_pool_size; ++i)
     d.stores.push_back(spawn_store(*d.sys, *d.pool));
+  // Writers matched to connections: two share a 4-connection pool with the stores.
+  d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg_pool_size / 2)),
+                                  cfg.write_batch_max, cfg.write_flush_delay, d.stats);
   for (auto& e : stages->all())
     d.stats->add_stage(e.id);
   auto pools = spawn_stage_pools(*d.sys, *stages);
@@ -170,12 +174,10 @@ std::string node::start() {
     so.rescan_every = c.rescan_interval;
     so.rescan_page = c.rescan_page;
     so.stats = d.stats;
-    so.pool = d.pool.get();
+    so.writer = kit::writer_for(d.writers, s);
     so.epoch = epoch;
     so.stages = stages;
     so.pools = pools;
-    so.write_batch_max = c.write_batch_max;
-    so.write_flush_delay = c.write_flush_delay;
     so.queue_lookahead = c.queue_lookahead;
     so.queue_poll = c.queue_poll;
     so.queue_prefetch = c.queue_prefetch;
@@ -373,6 +375,7 @@ void node::stop() {
     d.relay = d.manager = caf::actor{};
     d.hub.reset();
     stop_all(d.pools);
+    stop_all(d.writers);
     stop_all(d.stores);
   }
   d.routes.reset();

@@ -48,8 +48,7 @@ struct offer_state {
   /// exit): tells the shard, which then forgets the actor.
   ~offer_state() {
     if (env)
-      if (auto shard = parent_of(*env))
-        caf::anon_send(shard, stopped_atom_v, entity.id(), static_cast<uint64_t>(aid));
+      kit::report_stopped(*env, entity.id(), aid);
   }
 };
 
@@ -100,7 +99,7 @@ void with_loaded(self_ptr self, F f, Fail fail) {
         auto now = now_us();
         for (auto& e : snap.queued)
           if (e.due_at_us <= now)
-            s.ctx.queued_now.insert(e.stage_id);
+            s.ctx.queued_now.insert(e.lane);
         f();
       },
       [=](caf::error& err) mutable { fail(std::move(err)); });
@@ -136,8 +135,8 @@ void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1
   auto now = now_us();
   for (auto& e : ws.enqueue)
     if (e.due_at_us <= now) {
-      st.ctx.queued_now.insert(e.stage_id);
-      ++st.ctx.chain[e.stage_id];
+      st.ctx.queued_now.insert(e.lane);
+      ++st.ctx.chain[e.lane];
     }
   if (st.ctx.queued_now.empty())
     st.ctx.chain.clear(); // the chain of stage runs ended
@@ -194,7 +193,8 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         return;
       }
       auto set = bookkeeping_copy(*ws);
-      self->request(st.env->writer, caf::infinite, write_atom_v, std::move(*ws))
+      self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+                    std::move(*ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
@@ -205,8 +205,7 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 committed(self, set,
                           next || set.op == persistence::offer_op::remove ? &next : nullptr);
                 if (!set.enqueue.empty())
-                  if (auto shard = parent_of(*s.env))
-                    self->send(shard, enqueued_atom_v, set.enqueue);
+                  kit::report_enqueued(*s.env, set.enqueue);
                 rp.deliver(std::move(answer));
                 return;
               }
@@ -249,7 +248,8 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
                int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
   auto& st = self->state;
   auto set = bookkeeping_copy(ws);
-  self->request(st.env->writer, caf::infinite, write_atom_v, std::move(ws))
+  self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+                std::move(ws))
     .await(
       [=](write_outcome outcome) mutable {
         auto& s = self->state;
@@ -258,7 +258,7 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
             s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
             if (auto* m = s.env->stats->stage(stage_id))
               m->runs.fetch_add(1, std::memory_order_relaxed);
-            s.env->stats->dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
+            s.env->stats->offers.dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
             committed(self, set, next ? &next : nullptr);
             rp.deliver(std::move(set.enqueue));
             return;

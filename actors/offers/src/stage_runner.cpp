@@ -198,10 +198,10 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
     ws.enqueue.push_back({stage_id, offer.id(), to_us(*result.timer), priority::normal});
   if (out.offer_changed) {
     for (auto& e : ask(reg, &changed, *out.offer, ctx, stage_id, now_us, priority::normal)) {
-      auto seen = ctx.chain.find(e.stage_id);
+      auto seen = ctx.chain.find(e.lane);
       int n = (seen == ctx.chain.end() ? 0 : seen->second) + 1;
       if (e.due_at_us <= now_us && n > limits.max_chain) {
-        ws.dead_letters.push_back({e.stage_id,
+        ws.dead_letters.push_back({e.lane,
                                    "change storm: re-triggered more than "
                                      + std::to_string(limits.max_chain) + " times in one chain (last by "
                                      + stage_id + ")",

@@ -6,6 +6,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "gost/core/kit/load_batch.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/pg_pool.hpp"
@@ -23,40 +24,41 @@ constexpr size_t max_load_batch = 512;
 struct store_state {
   static inline const char* name = "gost.store";
   std::unique_ptr<persistence::offer_store> store;
-  std::vector<std::string> pending;
-  std::vector<caf::typed_response_promise<offer_snapshot>> waiting;
+  kit::load_batch<offer_snapshot> loads{max_load_batch};
   bool flush_scheduled = false;
 };
 
 using self_ptr = store_impl::stateful_pointer<store_state>;
 
-void flush_loads(self_ptr self, persistence::pg_pool* pool) {
-  auto& st = self->state;
-  if (st.pending.empty())
-    return;
+/// The snapshots of `ids` (one load for all of them), each on its own: a stored body that does
+/// not parse fails its own request only.
+caf::expected<std::vector<caf::expected<offer_snapshot>>>
+load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) {
   auto t0 = std::chrono::steady_clock::now();
-  auto rows = persistence::load_offers(*pool, st.pending);
-  spdlog::debug("group load offers={} ms={:.2f}", st.pending.size(),
+  auto rows = persistence::load_offers(*pool, ids);
+  spdlog::debug("group load offers={} ms={:.2f}", ids.size(),
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  for (size_t i = 0; i < st.waiting.size(); ++i) {
-    if (!rows) {
-      st.waiting[i].deliver(rows.error());
-      continue;
-    }
-    auto& r = (*rows)[i];
+  if (!rows)
+    return std::move(rows.error());
+  std::vector<caf::expected<offer_snapshot>> out;
+  out.reserve(rows->size());
+  for (auto& r : *rows) {
     offer_snapshot snap;
     snap.found = r.found;
     if (r.found && !snap.offer.ParseFromString(r.body)) {
-      st.waiting[i].deliver(make_error(errc::internal, "stored offer body does not parse as gost.v1.Offer"));
+      out.emplace_back(make_error(errc::internal, "stored offer body does not parse as gost.v1.Offer"));
       continue;
     }
     snap.offer.set_version(r.version);
     snap.states = std::move(r.states);
     snap.queued = std::move(r.queued);
-    st.waiting[i].deliver(std::move(snap));
+    out.emplace_back(std::move(snap));
   }
-  st.pending.clear();
-  st.waiting.clear();
+  return out;
+}
+
+void flush_loads(self_ptr self, persistence::pg_pool* pool) {
+  self->state.loads.flush([pool](const std::vector<std::string>& ids) { return load_snapshots(pool, ids); });
 }
 
 store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
@@ -66,9 +68,7 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
       // Group load: activations arrive in bursts (a shard dispatching a page of work).
       auto& st = self->state;
       auto rp = self->make_response_promise<offer_snapshot>();
-      st.pending.push_back(std::move(id));
-      st.waiting.push_back(rp);
-      if (st.pending.size() >= max_load_batch) {
+      if (st.loads.add(std::move(id), rp)) {
         flush_loads(self, pool);
       } else if (!st.flush_scheduled) {
         st.flush_scheduled = true;

@@ -56,6 +56,7 @@ struct state_key {
 /// What a batch does to one (offer, stage) row of stage_states: its state, and its queue
 /// entry (the row's due_at_us / priority).
 struct row_change {
+  uint32_t shard = 0;                 ///< the offer's shard (the column)
   const std::string* state = nullptr; ///< new state; nullptr: keep
   int64_t state_writes = 0;           ///< writes of the state in the batch (version increment)
   enum class due : uint8_t {
@@ -96,8 +97,7 @@ void append_event(std::string& batch, const std::string& event) {
 
 /// Writes the stage_states rows of a batch: one multi-row upsert per kind of change (at most
 /// four statements), and for entries consumed without a state of their own, a clear.
-void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
-                      const std::map<state_key, row_change>& rows) {
+void write_state_rows(pqxx::work& tx, const std::map<state_key, row_change>& rows) {
   // Kinds: (state set?, due mode) -> the ON CONFLICT clause.
   struct group {
     values_list values;
@@ -115,7 +115,8 @@ void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
       continue;
     auto& g = groups[kind];
     bool queued = ch.due_mode == row_change::due::exact || ch.due_mode == row_change::due::least;
-    g.values.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id) + "," + shard_txt + ","
+    g.values.row(tx.quote(key.offer_id) + "," + tx.quote(key.stage_id) + ","
+                 + std::to_string(ch.shard) + ","
                  + (ch.state != nullptr ? g.blobs.add(*ch.state) : std::string{"NULL::bytea"}) + ","
                  + std::to_string(ch.state_writes) + ","
                  + (queued ? std::to_string(ch.at) : std::string{"NULL::bigint"}) + ","
@@ -156,25 +157,41 @@ void write_state_rows(pqxx::work& tx, const std::string& shard_txt,
 } // namespace
 
 caf::expected<std::vector<write_outcome>>
-commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets) {
+commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets) {
   std::vector<write_outcome> outcomes;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     outcomes.assign(sets.size(), write_outcome::conflict);
     pqxx::work tx{c};
-    auto shard_txt = std::to_string(shard);
-    // Fencing: FOR SHARE blocks a takeover (which updates the row) until we commit, and a
-    // takeover that happened already shows as a different epoch.
-    auto lease = tx.exec("SELECT epoch FROM shard_leases WHERE shard = " + shard_txt + " FOR SHARE");
-    if (lease.empty() || lease[0][0].as<int64_t>() != epoch) {
-      outcomes.assign(sets.size(), write_outcome::fenced);
-      return; // rolled back by the destructor
+    // Fencing, per shard of the batch: FOR SHARE blocks a takeover (which updates the lease
+    // row) until we commit, and a takeover that happened already shows as another epoch. Sets
+    // of a shard held at another epoch are fenced; the rest of the batch goes on.
+    std::map<uint32_t, int64_t> held;
+    {
+      std::set<uint32_t> shards;
+      for (auto& f : sets)
+        shards.insert(f.shard);
+      std::string list;
+      for (auto sh : shards)
+        list += (list.empty() ? "" : ",") + std::to_string(sh);
+      if (!shards.empty())
+        for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN (" + list
+                                + ") ORDER BY shard FOR SHARE"))
+          held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+    }
+    std::vector<bool> live(sets.size(), false);
+    for (size_t i = 0; i < sets.size(); ++i) {
+      auto h = held.find(sets[i].shard);
+      live[i] = h != held.end() && h->second == sets[i].epoch;
+      if (!live[i])
+        outcomes[i] = write_outcome::fenced;
     }
     // Current versions. No row locks: only the lease holder writes a shard's rows, and it
-    // writes them from this one writer, one batch at a time, so nothing can change them
+    // writes them from one writer per shard, one batch at a time, so nothing can change them
     // between this read and the commit (a takeover waits on the lease row above).
     std::set<std::string> ids;
-    for (auto& s : sets)
-      ids.insert(s.offer_id);
+    for (size_t i = 0; i < sets.size(); ++i)
+      if (live[i])
+        ids.insert(sets[i].ws.offer_id);
     std::string id_list;
     for (auto& id : ids)
       id_list += (id_list.empty() ? "" : ",") + tx.quote(id);
@@ -188,13 +205,15 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
     std::set<std::string> inserted;
     values_list insert_rows;
     blob_params insert_blobs;
-    for (auto& s : sets)
-      if (s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
-        insert_rows.row(tx.quote(s.offer_id) + "," + shard_txt + "," + tx.quote(s.key.seller_id)
-                        + "," + tx.quote(s.key.ns) + ","
+    for (size_t i = 0; i < sets.size(); ++i) {
+      auto& s = sets[i].ws;
+      if (live[i] && s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
+        insert_rows.row(tx.quote(s.offer_id) + "," + std::to_string(sets[i].shard) + ","
+                        + tx.quote(s.key.seller_id) + "," + tx.quote(s.key.ns) + ","
                         + (s.key.external_id.empty() ? std::string{"NULL"}
                                                      : tx.quote(s.key.external_id))
                         + ",1," + insert_blobs.add(*s.new_body));
+    }
     if (!insert_rows.empty())
       for (auto row : insert_blobs.exec(tx, "INSERT INTO offers (offer_id, shard, seller_id,"
                                             " namespace, external_id, version, body) VALUES "
@@ -206,11 +225,17 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
     std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
     std::map<state_key, row_change> state_rows;
     std::set<std::string> removed;
-    std::string outbox;
-    int32_t events = 0;
+    struct shard_outbox {
+      std::string payload;
+      int32_t events = 0;
+    };
+    std::map<uint32_t, shard_outbox> outbox; ///< one outbox_batches row per shard of the batch
     values_list dead_rows;
     for (size_t i = 0; i < sets.size(); ++i) {
-      auto& s = sets[i];
+      if (!live[i])
+        continue;
+      auto& s = sets[i].ws;
+      auto shard = sets[i].shard;
       if (s.op == offer_op::insert) {
         if (inserted.erase(s.offer_id) == 0)
           continue; // conflict: it existed, or its seller key is taken
@@ -228,11 +253,12 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       }
       outcomes[i] = write_outcome::committed;
       for (auto& d : s.dead_letters)
-        dead_rows.row(shard_txt + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id) + ","
-                      + tx.quote(d.reason) + "," + std::to_string(d.attempts));
+        dead_rows.row(std::to_string(shard) + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id)
+                      + "," + tx.quote(d.reason) + "," + std::to_string(d.attempts));
       if (s.outbox) {
-        append_event(outbox, *s.outbox);
-        ++events;
+        auto& o = outbox[shard];
+        append_event(o.payload, *s.outbox);
+        ++o.events;
       }
       if (s.op == offer_op::remove) {
         bodies.erase(s.offer_id);
@@ -250,17 +276,22 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       }
       // A gone offer (bookkeeping only): its consumed entries go, nothing else is written back.
       bool gone = s.op == offer_op::none && v->second == 0;
+      auto row_of = [&](const std::string& offer, const std::string& stage) -> row_change& {
+        auto& row = state_rows[{offer, stage}];
+        row.shard = shard;
+        return row;
+      };
       if (!gone)
         for (auto& [stage, bytes] : s.states) {
-          auto& row = state_rows[{s.offer_id, stage}];
+          auto& row = row_of(s.offer_id, stage);
           row.state = &bytes;
           ++row.state_writes;
         }
       for (auto& stage : s.dequeue)
-        state_rows[{s.offer_id, stage}].dequeue();
+        row_of(s.offer_id, stage).dequeue();
       if (!gone)
         for (auto& e : s.enqueue)
-          state_rows[{e.offer_id, e.stage_id}].enqueue(e);
+          row_of(e.entity_id, e.lane).enqueue(e);
     }
 
     if (!removed.empty()) {
@@ -281,10 +312,10 @@ commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vecto
       offer_blobs.exec(tx, "UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
                            " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
                            " WHERE o.offer_id = v.offer_id");
-    write_state_rows(tx, shard_txt, state_rows);
-    if (events > 0)
+    write_state_rows(tx, state_rows);
+    for (auto& [shard, o] : outbox)
       tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
-                     static_cast<int64_t>(shard), events, pqxx::binarystring{outbox});
+                     static_cast<int64_t>(shard), o.events, pqxx::binarystring{o.payload});
     tx.commit();
   });
   if (err)
@@ -329,7 +360,7 @@ caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shar
                                 " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
                                 " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
-                                after->due_at_us, after->stage_id, after->offer_id);
+                                after->due_at_us, after->lane, after->entity_id);
     out.reserve(r.size());
     for (auto row : r)
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),

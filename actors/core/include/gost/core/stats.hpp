@@ -8,6 +8,45 @@
 #include <string>
 #include <string_view>
 
+// -- counters and gauges declared once ----------------------------------------------------------
+//
+// A stats struct lists its values once, in an X-macro: the member, the Prometheus name (after
+// the owner's prefix, e.g. "gost_offer_"), its kind and its help text. The member is a relaxed
+// atomic the actors bump; `visit(f)` hands every value to a renderer (Prometheus text, the
+// admin API), so nothing the code counts is left out of /metrics (Envoy's ALL_*_STATS idea).
+//
+//   #define GOST_EXAMPLE_STATS(X) X(counter, runs, "runs_total", "Runs committed.")
+//   struct example_stats { GOST_EXAMPLE_STATS(GOST_STAT_MEMBER) GOST_STATS_VISIT(GOST_EXAMPLE_STATS) };
+
+namespace gost {
+
+enum class stat_kind : uint8_t { counter, gauge };
+
+/// Counters only grow (unsigned); gauges go up and down.
+template <stat_kind K>
+struct stat_value {
+  using type = uint64_t;
+};
+template <>
+struct stat_value<stat_kind::gauge> {
+  using type = int64_t;
+};
+
+} // namespace gost
+
+#define GOST_STAT_MEMBER(kind, member, name, help)                                                \
+  std::atomic<::gost::stat_value<::gost::stat_kind::kind>::type> member{0};
+#define GOST_STAT_VISIT_ONE(kind, member, name, help)                                             \
+  f(::gost::stat_kind::kind, name, help,                                                          \
+    static_cast<int64_t>(member.load(std::memory_order_relaxed)));
+#define GOST_STAT_VISIT_AS_G(kind, member, name, help)                                            \
+  g(::gost::stat_kind::kind, name, help, static_cast<int64_t>(member.load(std::memory_order_relaxed)));
+#define GOST_STATS_VISIT(LIST)                                                                     \
+  template <class F>                                                                               \
+  void visit(F&& f) const {                                                                        \
+    LIST(GOST_STAT_VISIT_ONE)                                                                      \
+  }
+
 namespace gost {
 
 /// A lock-free latency histogram: 8 buckets per power of two (within 10%), from 1 µs to
@@ -34,6 +73,41 @@ private:
   std::atomic<uint64_t> sum_us_{0};
 };
 
+namespace kit {
+
+#define GOST_ENTITY_STATS(X)                                                                      \
+  X(gauge, resident, "actors_resident", "Entity actors in memory.")                               \
+  X(counter, spawned, "actors_spawned_total", "Entity actors spawned (activations).")             \
+  X(counter, passivated, "actors_passivated_total",                                               \
+    "Entity actors stopped after being idle or over the resident cap.")                           \
+  X(counter, crashed, "actors_crashed_total",                                                     \
+    "Entity actors that stopped without being passivated (an exception, a kill).")                \
+  X(counter, dead_letters, "dead_letters_total",                                                  \
+    "Runs given up after their attempts and recorded as dead letters.")
+
+/// What the entity kit's shards count for one kind of entity (shared by all shards of a node).
+struct entity_stats {
+  GOST_ENTITY_STATS(GOST_STAT_MEMBER)
+  GOST_STATS_VISIT(GOST_ENTITY_STATS)
+};
+
+#define GOST_WRITER_STATS(X)                                                                      \
+  X(counter, batches, "write_batches_total", "Write-behind batches committed.")                  \
+  X(counter, sets, "write_sets_total", "Write-sets committed (in any outcome).")                 \
+  X(counter, failed_batches, "write_batches_failed_total",                                        \
+    "Write-behind batches whose transaction failed (nothing committed; the writers reload).")     \
+  X(counter, fenced, "write_sets_fenced_total",                                                   \
+    "Write-sets refused because their shard's lease moved to another node.")                      \
+  X(gauge, pending, "write_sets_pending", "Write-sets waiting in the writers for their batch.")
+
+/// What the entity kit's writers count for one kind of entity.
+struct writer_stats {
+  GOST_WRITER_STATS(GOST_STAT_MEMBER)
+  GOST_STATS_VISIT(GOST_WRITER_STATS)
+};
+
+} // namespace kit
+
 /// What a node knows about one stage's runs.
 struct stage_metrics {
   explicit stage_metrics(std::string stage_id) : id(std::move(stage_id)) {}
@@ -44,24 +118,55 @@ struct stage_metrics {
   latency_histogram process; ///< the stage's own `process` call
 };
 
-/// Counters the actors of one node keep up to date and the node exports (Prometheus). Shared
-/// by all shards of a node; relaxed atomics, read without stopping anyone.
+#define GOST_STAGE_ENGINE_STATS(X)                                                                \
+  X(counter, stage_runs, "stage_runs_committed_total", "Stage runs committed, all stages.")        \
+  X(counter, stage_failures, "stage_run_failures_total",                                          \
+    "Stage process calls that failed (each attempt), all stages.")                                \
+  X(counter, stage_conflicts, "version_conflicts_total",                                          \
+    "Events redone because the offer changed behind the actor (a lost version check).")          \
+  X(counter, change_storms_cut, "change_storms_cut_total",                                        \
+    "Stages cut for re-triggering more than stage.max_chain times in one chain.")
+
+#define GOST_KAFKA_STATS(X)                                                                       \
+  X(counter, outbox_events_published, "outbox_events_published_total",                           \
+    "After-save events acknowledged by Kafka (their outbox rows deleted).")                       \
+  X(counter, outbox_publish_failures, "outbox_publish_failures_total",                            \
+    "Outbox rows whose publishing failed (retried).")                                             \
+  X(counter, after_save_calls, "after_save_calls_total", "Stage after_save hook calls that succeeded.") \
+  X(counter, after_save_failures, "after_save_failures_total",                                    \
+    "Stage after_save hook calls that failed (retried or skipped).")                              \
+  X(counter, after_save_skipped, "after_save_skipped_total",                                      \
+    "After-save events a hook gave up on after its retries.")
+
+/// Counters the actors of one node keep up to date and the node exports (Prometheus and the
+/// admin API render them through `visit`). Shared by all shards of a node; relaxed atomics,
+/// read without stopping anyone.
 struct node_stats {
-  std::atomic<int64_t> resident_offer_actors{0};
-  std::atomic<uint64_t> offer_actors_spawned{0};
-  std::atomic<uint64_t> offer_actors_passivated{0};
-  std::atomic<uint64_t> offer_actors_crashed{0};
-  std::atomic<uint64_t> write_batches{0};
-  std::atomic<uint64_t> stage_runs{0};
-  std::atomic<uint64_t> stage_failures{0};
-  std::atomic<uint64_t> stage_conflicts{0};
-  std::atomic<uint64_t> change_storms_cut{0};
-  std::atomic<uint64_t> dead_letters{0};
-  std::atomic<uint64_t> outbox_events_published{0}; ///< acknowledged by Kafka, rows deleted
-  std::atomic<uint64_t> outbox_publish_failures{0}; ///< rows whose events failed (retried)
-  std::atomic<uint64_t> after_save_calls{0};    ///< after_save hooks that returned
-  std::atomic<uint64_t> after_save_failures{0}; ///< hook calls that threw (retried or skipped)
-  std::atomic<uint64_t> after_save_skipped{0};  ///< events a hook gave up on
+  kit::entity_stats offers;       ///< the offer actors (gost_offer_actors_*)
+  kit::writer_stats offer_writes; ///< the offers' write-behind writers (gost_offer_write_*)
+  GOST_STAGE_ENGINE_STATS(GOST_STAT_MEMBER)
+  GOST_KAFKA_STATS(GOST_STAT_MEMBER)
+
+  /// Every node-level value (not the per-stage ones): f(kind, name, help, value), names
+  /// without the "gost_" prefix.
+  template <class F>
+  void visit(F&& f) const {
+    auto prefixed = [&f](const char* prefix) {
+      return [&f, prefix](stat_kind k, const char* name, const char* help, int64_t v) {
+        f(k, std::string{prefix} + name, help, v);
+      };
+    };
+    offers.visit(prefixed("offer_"));
+    offer_writes.visit(prefixed("offer_"));
+    {
+      auto g = prefixed("offer_");
+      GOST_STAGE_ENGINE_STATS(GOST_STAT_VISIT_AS_G)
+    }
+    {
+      auto g = prefixed("");
+      GOST_KAFKA_STATS(GOST_STAT_VISIT_AS_G)
+    }
+  }
 
   /// Adds a stage's figures. Call for every stage before the shards start: the set is read
   /// without locks afterwards.

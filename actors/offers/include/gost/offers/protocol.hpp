@@ -11,6 +11,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include "gost/core/errc.hpp"
+#include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
@@ -49,7 +50,7 @@ struct offer_snapshot {
   std::vector<persistence::queue_entry> queued;
 };
 
-using queue_entries = std::vector<persistence::queue_entry>;
+using persistence::queue_entries;
 using stage_count_list = std::vector<persistence::stage_counts>;
 using offer_snapshots = std::vector<offer_snapshot>;
 using offer_list = std::vector<v1::Offer>;
@@ -78,11 +79,6 @@ using store_actor = caf::typed_actor<
   // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
   caf::replies_to<list_atom, std::string, bool, std::string, std::string, uint32_t>::with<offer_list>>;
 
-/// The write-behind writer of one shard (detached): group-commits write-sets and answers each
-/// with its outcome once the batch committed.
-using writer_actor = caf::typed_actor<
-  caf::replies_to<write_atom, persistence::write_set>::with<persistence::write_outcome>>;
-
 /// The operations on one offer. Each names its offer first, right after its atoms
 /// (gost/core/routing.hpp), so shards, routers and node links forward every operation the
 /// same way; the offer actor serializes them. An operation is added here, handled in the
@@ -106,41 +102,20 @@ using offer_ops = caf::typed_actor<
   caf::replies_to<update_atom, state_atom, std::string, std::string, std::string,
                   int64_t>::with<state_update_msg>>;
 
-/// What operators ask of the owner of an offer (gostctl offer): whether an actor holds it, and
-/// the messages waiting in its mailbox (-1: not resident, or busy in an event for over a
-/// second).
-using offer_inspect_ops = caf::typed_actor<
-  caf::replies_to<resident_atom, std::string>::with<bool, int64_t>>;
-
 /// Everything a request for an offer may ask of the owner of its shard, on this node or through
-/// a node link: what routers hold.
-using offer_owner_ops = offer_ops::extend_with<offer_inspect_ops>;
+/// a node link: what routers hold (the operations and the kit's inspection).
+using offer_owner_ops = offer_ops::extend_with<kit::inspect_ops>;
 
-/// One actor per resident offer.
-using offer_actor = offer_ops::extend<
-  // A due entry of a stage's queue: run the stage. Replies the queue entries the run
-  // committed (to be scheduled by the shard).
-  caf::replies_to<run_atom, std::string>::with<queue_entries>,
-  // A stage entry comes due soon: load the offer now so the run starts on time.
-  caf::reacts_to<warm_atom>,
-  // Messages waiting in the actor's mailbox (answered between events).
-  caf::replies_to<mailbox_atom>::with<uint64_t>,
-  // Sent by its shard, which has forgotten the actor (idle, or over the resident cap): stop
-  // after what is already in the mailbox.
-  caf::reacts_to<passivate_atom, ok_atom>>;
+/// One actor per resident offer: the offer operations and the kit's entity interface (a lane
+/// is a stage: `run` runs a due stage).
+using offer_actor = kit::entity_actor<offer_ops>;
 
-/// One supervisor per shard: spawns offer actors on demand and forwards to them.
-using shard_actor = offer_owner_ops::extend<
-  // Queue entries an offer actor committed outside a stage run (API changes).
-  caf::reacts_to<enqueued_atom, queue_entries>,
-  // An offer actor stopped (offer id, its CAF actor id): sent by the actor itself as its
-  // state goes, instead of a CAF monitor (an attachable per actor).
-  caf::reacts_to<stopped_atom, std::string, uint64_t>,
-  // The offer's actor while it is resident, else an invalid handle (tests, local diagnostics).
-  caf::replies_to<get_atom, resident_atom, std::string>::with<offer_actor>,
-  // Graceful hand-off: take no new work (new requests get errc::moved), let every offer
-  // actor finish what it has (all of it committed), then answer and stop.
-  caf::replies_to<drain_atom>::with<ok_atom>>;
+/// One supervisor per shard (the kit's shard, gost/core/kit/shard.hpp): spawns offer actors on
+/// demand and forwards to them, schedules the stage queues; plus the background rescan.
+using shard_actor = kit::shard_actor<offer_ops, offer_actor, caf::reacts_to<rescan_atom>>;
+
+/// A write-behind writer of offers (gost/core/kit/writer.hpp), shared by several shards.
+using writer_actor = kit::writer_actor<persistence::write_set>;
 
 /// Registers the core block and the offer domain's message types with an actor system config
 /// (call once per config).
@@ -150,7 +125,6 @@ void register_offer_types(caf::actor_system_config& cfg);
 
 // Process-local message types: never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::queue_entries)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)

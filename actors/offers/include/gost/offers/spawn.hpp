@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "gost/core/actor_pool.hpp"
 #include "gost/offers/protocol.hpp"
@@ -31,11 +32,19 @@ store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool);
 /// "stage.<id>". Stop them with anon_send_exit after the shards.
 std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys, const stage_registry& reg);
 
+/// `n` write-behind writers for offers (kit/writer.hpp: detached, group commit, each batch
+/// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match
+/// `n` to the database connections the writers may use at once. `pool` must outlive them.
+std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool,
+                                              size_t n, size_t batch_max,
+                                              std::chrono::milliseconds flush_delay,
+                                              std::shared_ptr<node_stats> stats);
+
 struct shard_options {
   uint32_t shard = 0;
   store_actor store;
-  /// Used by the shard's write-behind writer; must outlive the shard.
-  persistence::pg_pool* pool = nullptr;
+  /// The writer of this shard's offers (one of spawn_offer_writers'); must outlive the shard.
+  writer_actor writer;
   /// The shard lease epoch every commit is fenced with.
   int64_t epoch = 0;
   /// This node's id (for stages' run_context).
@@ -44,9 +53,6 @@ struct shard_options {
   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
   /// The pools of the blocking stages (spawn_stage_pools); null: none.
   std::shared_ptr<const stage_pools> pools;
-  /// Group commit: a batch commits when it has this many write-sets or after flush_delay.
-  size_t write_batch_max = 500;
-  std::chrono::milliseconds write_flush_delay{2};
   /// Queue entries due within this window are kept in memory; later ones stay in PostgreSQL.
   std::chrono::milliseconds queue_lookahead{1000};
   /// How often the shard looks for due entries it does not know yet, and how many at once.

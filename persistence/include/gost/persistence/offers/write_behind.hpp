@@ -8,21 +8,14 @@
 #include <vector>
 
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/queue.hpp"
+#include "gost/persistence/writes.hpp"
 
 namespace gost::persistence {
 
 class pg_pool;
 
-/// Queue priorities (column stage_states.priority).
-enum class priority : int16_t { normal = 0, background = 1 };
-
-/// An entry of a stage's queue; a timer is an entry due in the future.
-struct queue_entry {
-  std::string stage_id;
-  std::string offer_id;
-  int64_t due_at_us = 0; ///< microseconds since the Unix epoch
-  priority prio = priority::normal;
-};
+// Queue entries of offers: lane = stage id, entity_id = offer id (gost/persistence/queue.hpp).
 
 /// A dead letter: an event that is not retried until an operator releases it.
 struct dead_letter {
@@ -69,17 +62,13 @@ struct write_set {
   std::vector<dead_letter> dead_letters;
 };
 
-enum class write_outcome : uint8_t {
-  committed,
-  conflict, ///< the offer's version moved (or the offer is gone): reload and redo
-  fenced,   ///< this node does not hold the shard at this epoch: stop the shard
-};
-
-/// Commits `sets` (in order; several may touch the same offer) for `shard` at lease `epoch`
-/// in one transaction, and says what happened to each. An error means nothing was committed
-/// and nothing is known to be (retry the whole batch or reload).
+/// Commits `sets` (in order; several may touch the same offer; any mix of shards) in one
+/// transaction, each fenced by its own shard's lease epoch, and says what happened to each
+/// (a set of a shard this node no longer holds at that epoch is `fenced`, the others commit or
+/// conflict as usual). An error means nothing was committed and nothing is known to be (retry
+/// the whole batch or reload).
 caf::expected<std::vector<write_outcome>>
-commit_write_sets(pg_pool& pool, uint32_t shard, int64_t epoch, const std::vector<write_set>& sets);
+commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets);
 
 /// Takes every shard's lease for `owner` at once, bumping each epoch, and returns the epochs
 /// indexed by shard. For tests and benchmarks that run shards without a cluster manager;

@@ -1,0 +1,543 @@
+#pragma once
+// The entity kit's shard supervisor, generic over a kind of entity (offers, tasks, ...): what
+// every actor type of gost shares, written once.
+//
+// - Entity actors are spawned on the first request for an entity, neither linked nor
+//   monitored: each reports its own stop (`stopped`), and the shard forgets it then; an actor
+//   that stops without being passivated crashed (counted, logged). Requests are forwarded with
+//   `delegate` (the entity actor answers the requester directly) by one generic handler per
+//   operation of the kind's interface.
+// - Passivation: a sweep every idle_timeout/4 stops actors idle for idle_timeout, and the
+//   resident cap stops the least recently used one before a new one is spawned.
+// - Durable queues: the shard keeps the entries due within `queue_lookahead` in memory
+//   (lane_scheduler), polls PostgreSQL for more every `queue_poll` (a page at a time behind a
+//   cursor, never the whole table), learns about new entries from the entity actors that
+//   committed them, and hands due entries to entity actors (`run`) within each lane's limits.
+//   Failed runs go through retry_policy: retried with back-off, dead-lettered after the
+//   attempts (written through the kind's writer), never dead-lettered for outages.
+// - Drain (graceful hand-off): no new work (requests get errc::moved), every entity actor
+//   finishes what it has (committed), then the shard answers and stops.
+// - A run that fails with errc::fenced means this node lost the lease: the shard stops.
+//
+// A kind plugs in with a traits struct:
+//
+//   struct my_kind {
+//     using ops = my_ops;                        // requests routed by entity id
+//     using actor = kit::entity_actor<my_ops>;   // ops + the kit's entity interface
+//     using shard = kit::shard_actor<my_ops, actor /*, extra signatures... */>;
+//     using write_set = ...;                     // what its writer commits
+//     using env = ...;                           // derives from kit::entity_env<write_set>
+//     static constexpr const char* name = "my";  // logs and metrics
+//     static actor spawn_entity(caf::local_actor* shard, std::string id, caf::intrusive_ptr<env>);
+//     static write_set dead_letter(const std::string& lane, const std::string& id, int attempts,
+//                                  const std::string& reason);
+//     template <class Self> static auto extra_handlers(Self self);  // std::tuple<> when none
+//     template <class Self> static void on_start(Self self);        // timers of its own
+//   };
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include <caf/actor_addr.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/intrusive_ptr.hpp>
+#include <caf/ref_counted.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "gost/core/detail/resident_set.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/kit/lane_scheduler.hpp"
+#include "gost/core/kit/protocol.hpp"
+#include "gost/core/kit/retry_policy.hpp"
+#include "gost/core/kit/writer.hpp"
+#include "gost/core/protocol.hpp"
+#include "gost/core/routing.hpp"
+#include "gost/core/stats.hpp"
+#include "gost/persistence/queue.hpp"
+
+namespace gost::kit {
+
+/// What the entity actors of one shard share, the kit's part: a kind's environment derives
+/// from it and adds its own (stores, stages, ...). One copy per shard, held by intrusive
+/// pointer from each actor (8 bytes per resident actor).
+template <class WriteSet>
+struct entity_env : caf::ref_counted {
+  uint32_t shard = 0;
+  int64_t epoch = 0; ///< every write of the shard is fenced with it
+  /// The shard, weakly: the shard's own state holds this environment (a strong handle here
+  /// would keep the shard alive through itself if its state were never destroyed).
+  caf::actor_addr parent;
+  writer_actor<WriteSet> writer;
+};
+
+/// Tells the shard of `env` that an entity actor stopped (call from the actor state's
+/// destructor: it runs whatever the reason).
+template <class Env>
+void report_stopped(const Env& env, const std::string& id, caf::actor_id aid) {
+  if (auto shard = caf::actor_cast<caf::actor>(env.parent))
+    caf::anon_send(shard, stopped_atom_v, id, static_cast<uint64_t>(aid));
+}
+
+/// Sends queue entries committed outside a run to the shard of `env`.
+template <class Env>
+void report_enqueued(const Env& env, persistence::queue_entries entries) {
+  if (auto shard = caf::actor_cast<caf::actor>(env.parent))
+    caf::anon_send(shard, enqueued_atom_v, std::move(entries));
+}
+
+/// What a shard is told by the node (the kit's part; the kind's part is its env).
+struct shard_config {
+  uint32_t shard = 0;
+  int64_t epoch = 0;
+  /// The lanes' limits and back-off (asked once per lane).
+  lane_scheduler::options_fn lanes;
+  /// Where due entries come from (polled); may be invalid when the kind has no queues.
+  queue_store store;
+  /// Whether to poll queues at all (a kind without lanes, e.g. offers without stages).
+  bool has_queues = true;
+  std::chrono::milliseconds queue_lookahead{1000};
+  std::chrono::milliseconds queue_poll{250};
+  uint32_t queue_page = 5000;
+  /// Entities with an entry due within this window are activated ahead of time. 0: off.
+  std::chrono::milliseconds queue_prefetch{250};
+  int max_attempts = 3;
+  int background_share = 4;
+  std::chrono::milliseconds idle_timeout{60'000};
+  size_t max_resident = 100'000;
+  /// Shared by the kind's shards of a node. Never null.
+  std::shared_ptr<entity_stats> stats = std::make_shared<entity_stats>();
+};
+
+/// Logging of the kit's shards (kit/shard.cpp: keeps spdlog out of this header).
+namespace log {
+void drained(const char* kind, uint32_t shard);
+void draining(const char* kind, uint32_t shard, size_t resident);
+void dead_letter(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
+                 int attempts, const std::string& reason);
+void dead_letter_not_written(const char* kind, uint32_t shard, const std::string& id,
+                             const std::string& lane, const caf::error& err);
+void lease_lost(const char* kind, uint32_t shard);
+void run_failed(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
+                int attempt, bool outage, int64_t retry_in_ms, const caf::error& err);
+void poll_failed(const char* kind, uint32_t shard, const caf::error& err);
+void crashed(const char* kind, uint32_t shard, const std::string& id);
+} // namespace log
+
+int64_t now_us();
+
+// -- the shard --------------------------------------------------------------------------------
+
+template <class Kind>
+struct shard_state {
+  using kind = Kind;
+  static inline const char* name = "gost.shard";
+  shard_config cfg;
+  caf::intrusive_ptr<typename Kind::env> env;
+  std::unique_ptr<lane_scheduler> sched;
+  std::unique_ptr<retry_policy> retries;
+  /// Resident entity actors in LRU order, with when the shard last handed each a request.
+  gost::detail::resident_set<typename Kind::actor> residents;
+  int64_t wake_at_us = 0;
+  /// Entries finished while a poll was in flight: the poll may have read them before their
+  /// commit, and must not bring them back.
+  bool polling = false;
+  std::set<std::pair<std::string, std::string>> done_during_poll;
+  /// Where the next poll continues: the last entry read (empty: from the start). Entries
+  /// committed behind it by this shard are learned from the commits; a full scan from the
+  /// start every `full_scan_every` catches anything else.
+  persistence::queue_entries cursor;
+  std::chrono::steady_clock::time_point last_full_scan{};
+  bool poll_timer_pending = false;
+  bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
+  bool draining = false;
+  caf::typed_response_promise<ok_atom> drained;
+  /// Passivated entity actors (CAF ids) until they report stopping: they may still be finishing
+  /// events.
+  std::unordered_set<caf::actor_id> stopping;
+
+  shard_state() = default;
+  shard_state(const shard_state&) = delete;
+  shard_state& operator=(const shard_state&) = delete;
+
+  /// Entity actors are neither linked nor monitored: a stopping shard (for any reason) takes
+  /// them along here. Their durable state is in PostgreSQL; an unfinished event is redone.
+  ~shard_state() {
+    residents.for_each([](const std::string&, const typename Kind::actor& a) {
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    });
+  }
+};
+
+template <class Kind>
+using shard_impl = typename Kind::shard::template extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
+                                                          caf::reacts_to<sweep_atom>>;
+
+template <class Kind>
+using shard_ptr = typename shard_impl<Kind>::template stateful_pointer<shard_state<Kind>>;
+
+constexpr auto full_scan_every = std::chrono::seconds{30};
+
+template <class Self>
+void learn(Self self, const persistence::queue_entries& entries);
+
+namespace detail {
+
+inline int64_t us(std::chrono::milliseconds d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+template <class Self>
+caf::error moved_error(Self self) {
+  return make_error(errc::moved, "shard " + std::to_string(self->state.cfg.shard)
+                                   + " is moving to another node");
+}
+
+/// Stops an entity actor gracefully: forgotten here first, then told; everything forwarded to
+/// it before is still in its mailbox and handled before it stops.
+template <class Self>
+void passivate(Self self, const std::string& id) {
+  auto& st = self->state;
+  auto a = st.residents.remove(id); // its stopped message then finds nothing to forget
+  if (!a)
+    return;
+  st.cfg.stats->resident.fetch_sub(1, std::memory_order_relaxed);
+  st.stopping.insert(a.id());
+  st.cfg.stats->passivated.fetch_add(1, std::memory_order_relaxed);
+  self->send(a, passivate_atom_v, ok_atom_v);
+}
+
+template <class Self>
+auto child(Self self, const std::string& id) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  if (auto* a = st.residents.use(id, now))
+    return *a;
+  // The cap: make room by passivating the least recently used actor.
+  while (st.residents.size() >= std::max<size_t>(1, st.cfg.max_resident) && !st.residents.empty())
+    passivate(self, *st.residents.oldest_id());
+  auto a = Kind::spawn_entity(self, id, st.env);
+  st.residents.add(id, a, now);
+  st.cfg.stats->spawned.fetch_add(1, std::memory_order_relaxed);
+  st.cfg.stats->resident.fetch_add(1, std::memory_order_relaxed);
+  return a;
+}
+
+/// While draining: once every entity actor is gone (each finished and committed what it had),
+/// answer the drain request and stop.
+template <class Self>
+void check_drained(Self self) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto& st = self->state;
+  if (!st.draining || !st.residents.empty() || !st.stopping.empty() || !st.drained.pending())
+    return;
+  log::drained(Kind::name, st.cfg.shard);
+  st.drained.deliver(ok_atom_v);
+  self->quit(caf::exit_reason::user_shutdown);
+}
+
+/// The idle sweep: passivates, least recently used first, every entity actor the shard has not
+/// handed a request for `idle_timeout`. One timer per shard instead of one per actor.
+template <class Self>
+void sweep_idle(Self self) {
+  auto& st = self->state;
+  auto cutoff = std::chrono::steady_clock::now() - st.cfg.idle_timeout;
+  while (!st.residents.empty() && st.residents.oldest_last_used() <= cutoff)
+    passivate(self, *st.residents.oldest_id());
+}
+
+inline std::chrono::milliseconds sweep_interval(const shard_config& c) {
+  return std::clamp(c.idle_timeout / 4, std::chrono::milliseconds{5}, std::chrono::milliseconds{10'000});
+}
+
+template <class Self>
+void dispatch(Self self);
+
+template <class Self>
+void poll(Self self);
+
+template <class Self>
+void schedule_poll(Self self) {
+  auto& st = self->state;
+  if (st.poll_timer_pending || !st.cfg.has_queues)
+    return;
+  st.poll_timer_pending = true;
+  self->delayed_send(self, st.cfg.queue_poll, poll_atom_v);
+}
+
+/// An entry is finished (committed or dead-lettered): free its slot.
+template <class Self>
+void finished(Self self, const std::string& lane, const std::string& id) {
+  auto& st = self->state;
+  st.sched->done(lane, id);
+  if (st.polling)
+    st.done_during_poll.emplace(lane, id);
+  else if (st.more_waiting && st.sched->known() < st.cfg.queue_page / 2)
+    poll(self); // keep the in-memory queue fed while a backlog waits in PostgreSQL
+}
+
+template <class Self>
+void schedule_wakeup(Self self) {
+  auto& st = self->state;
+  auto due = st.sched->next_due();
+  if (st.cfg.queue_prefetch.count() > 0) {
+    auto warm = st.sched->next_warm_due();
+    if (warm != std::numeric_limits<int64_t>::max())
+      due = std::min(due, warm - us(st.cfg.queue_prefetch));
+  }
+  if (due == std::numeric_limits<int64_t>::max())
+    return;
+  if (st.wake_at_us != 0 && st.wake_at_us <= due)
+    return;
+  st.wake_at_us = due;
+  auto wait = std::max<int64_t>(0, due - now_us());
+  self->delayed_send(self, std::chrono::microseconds{wait}, wake_atom_v);
+}
+
+template <class Self>
+void dead_letter(Self self, const std::string& lane, const std::string& id, int attempts,
+                 const std::string& reason) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto& st = self->state;
+  log::dead_letter(Kind::name, st.cfg.shard, id, lane, attempts, reason);
+  self->request(st.env->writer, caf::infinite, write_atom_v, st.cfg.shard, st.cfg.epoch,
+                Kind::dead_letter(lane, id, attempts, reason))
+    .then(
+      [=](persistence::write_outcome) {
+        self->state.cfg.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
+        finished(self, lane, id);
+        dispatch(self);
+      },
+      [=](caf::error& err) {
+        // Not recorded: the entry stays queued in PostgreSQL and is found again by a poll.
+        log::dead_letter_not_written(Kind::name, self->state.cfg.shard, id, lane, err);
+        finished(self, lane, id);
+      });
+}
+
+template <class Self>
+void start_run(Self self, lane_scheduler::work w) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto target = child(self, w.entity_id);
+  // No timeout (a timeout is a clock entry per run): an entity actor that dies answers with an
+  // error through CAF, and one that lives finishes its event.
+  self->request(target, caf::infinite, run_atom_v, w.lane)
+    .then(
+      [=](persistence::queue_entries& committed) {
+        auto& st = self->state;
+        st.retries->succeeded(w.lane, w.entity_id);
+        finished(self, w.lane, w.entity_id);
+        learn(self, committed);
+        dispatch(self);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (err == errc::fenced) {
+          log::lease_lost(Kind::name, st.cfg.shard);
+          self->quit(err);
+          return;
+        }
+        auto backoff = st.sched->options(w.lane).retry_backoff;
+        auto now = now_us();
+        auto d = st.retries->failed(w.lane, w.entity_id, err, backoff, now);
+        if (d.what == retry_policy::decision::kind::dead_letter) {
+          dead_letter(self, w.lane, w.entity_id, d.attempts, error_message(err));
+          return;
+        }
+        log::run_failed(Kind::name, st.cfg.shard, w.entity_id, w.lane, d.attempts, !d.counted,
+                        (d.retry_at_us - now) / 1000, err);
+        st.sched->retry(w.lane, w.entity_id, d.retry_at_us);
+        dispatch(self);
+      });
+}
+
+template <class Self>
+void dispatch(Self self) {
+  auto& st = self->state;
+  if (st.draining)
+    return;
+  auto now = now_us();
+  if (st.cfg.queue_prefetch.count() > 0)
+    for (auto& id : st.sched->take_warm(now, now + us(st.cfg.queue_prefetch)))
+      self->send(child(self, id), warm_atom_v);
+  for (auto& w : st.sched->take(now))
+    start_run(self, std::move(w));
+  schedule_wakeup(self);
+}
+
+template <class Self>
+void poll(Self self) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto& st = self->state;
+  if (st.polling || st.draining || !st.cfg.has_queues || !st.cfg.store)
+    return;
+  // Memory bound: hold at most about a page of entries; the rest waits in PostgreSQL.
+  if (st.sched->known() >= st.cfg.queue_page) {
+    schedule_poll(self);
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now - st.last_full_scan >= full_scan_every) {
+    st.cursor.clear();
+    st.last_full_scan = now;
+  }
+  auto until = now_us() + us(st.cfg.queue_lookahead);
+  st.polling = true;
+  st.done_during_poll.clear();
+  auto room = static_cast<uint32_t>(st.cfg.queue_page - st.sched->known());
+  self->request(st.cfg.store, std::chrono::seconds{30}, due_atom_v, st.cfg.shard, until, room,
+                st.cursor)
+    .then(
+      [=](persistence::queue_entries& entries) {
+        auto& s = self->state;
+        s.polling = false;
+        if (!entries.empty())
+          s.cursor.assign(1, entries.back());
+        if (!s.done_during_poll.empty()) {
+          entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                       [&](const persistence::queue_entry& e) {
+                                         return s.done_during_poll.count({e.lane, e.entity_id}) != 0;
+                                       }),
+                        entries.end());
+          s.done_during_poll.clear();
+        }
+        s.more_waiting = entries.size() >= room;
+        s.sched->add(entries);
+        dispatch(self);
+        schedule_poll(self);
+      },
+      [=](caf::error& err) {
+        self->state.polling = false;
+        self->state.done_during_poll.clear();
+        log::poll_failed(Kind::name, self->state.cfg.shard, err);
+        schedule_poll(self);
+      });
+}
+
+} // namespace detail
+
+/// Adds committed or loaded entries that are due within the lookahead window; later ones are
+/// found by a later poll. For kinds' own handlers (e.g. a rescan) too.
+template <class Self>
+void learn(Self self, const persistence::queue_entries& entries) {
+  auto& st = self->state;
+  auto horizon = now_us() + detail::us(st.cfg.queue_lookahead);
+  persistence::queue_entries near;
+  for (auto& e : entries)
+    if (e.due_at_us <= horizon)
+      near.push_back(e);
+  if (!near.empty() && st.sched->add(near) > 0)
+    detail::dispatch(self);
+}
+
+template <class Kind>
+typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_config cfg,
+                                                   caf::intrusive_ptr<typename Kind::env> env) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.sched = std::make_unique<lane_scheduler>(st.cfg.lanes, st.cfg.background_share);
+  st.retries = std::make_unique<retry_policy>(st.cfg.max_attempts);
+  env->shard = st.cfg.shard;
+  env->epoch = st.cfg.epoch;
+  env->parent = self->address(); // weak: the shard's state holds the environment
+  st.env = std::move(env);
+  // Any exit message (the node stopping the shard) stops the shard; entity actors report their
+  // own stop (stopped_atom).
+  self->set_exit_handler([=](caf::exit_msg& em) { self->quit(em.reason); });
+  self->delayed_send(self, detail::sweep_interval(st.cfg), sweep_atom_v);
+  if (st.cfg.has_queues)
+    self->send(self, poll_atom_v);
+  Kind::on_start(self);
+  // Every operation of the kind: spawn the entity's actor if needed and hand the request over
+  // (the actor answers the requester directly).
+  auto forward = [=](auto tag, auto&... xs) -> typename decltype(tag)::result_type {
+    if (self->state.draining)
+      return detail::moved_error(self);
+    return self->delegate(detail::child(self, entity_id_of(xs...)), std::move(xs)...);
+  };
+  return std::apply(
+    [&](auto... extra) {
+      return make_behavior<typename shard_impl<Kind>::behavior_type>(
+        make_handlers<typename Kind::ops::signatures>(forward),
+        [=](drain_atom) -> caf::result<ok_atom> {
+          auto& s = self->state;
+          s.draining = true;
+          s.drained = self->template make_response_promise<ok_atom>();
+          auto rp = s.drained;
+          log::draining(Kind::name, s.cfg.shard, s.residents.size());
+          std::vector<std::string> ids;
+          s.residents.for_each(
+            [&](const std::string& id, const typename Kind::actor&) { ids.push_back(id); });
+          for (auto& id : ids)
+            detail::passivate(self, id);
+          // Passivated actors are forgotten at once; their stopped messages follow.
+          detail::check_drained(self);
+          return rp;
+        },
+        [=](enqueued_atom, const persistence::queue_entries& entries) { learn(self, entries); },
+        [=](stopped_atom, const std::string& id, uint64_t aid) {
+          auto& s = self->state;
+          if (s.stopping.erase(aid) == 0) {
+            // Not passivated, yet gone: a handler threw (logged by the actor with the error)
+            // or someone killed it. Forgotten unless a newer actor for the entity took its
+            // place; the next request for the entity starts a new one.
+            auto* a = s.residents.find(id);
+            if (a != nullptr && a->id() == aid) {
+              s.cfg.stats->crashed.fetch_add(1, std::memory_order_relaxed);
+              log::crashed(Kind::name, s.cfg.shard, id);
+              s.residents.remove(id);
+              s.cfg.stats->resident.fetch_sub(1, std::memory_order_relaxed);
+            }
+          }
+          detail::check_drained(self);
+        },
+        [=](get_atom, resident_atom, const std::string& id) -> typename Kind::actor {
+          auto* a = self->state.residents.find(id);
+          return a != nullptr ? *a : typename Kind::actor{};
+        },
+        [=](resident_atom, const std::string& id) -> caf::result<bool, int64_t> {
+          auto* a = self->state.residents.find(id);
+          if (a == nullptr)
+            return {false, int64_t{-1}};
+          // An actor inside an event answers after it: wait a second at most.
+          auto rp = self->template make_response_promise<bool, int64_t>();
+          self->request(*a, std::chrono::seconds{1}, mailbox_atom_v)
+            .then([rp](uint64_t n) mutable { rp.deliver(true, static_cast<int64_t>(n)); },
+                  [rp](caf::error&) mutable { rp.deliver(true, int64_t{-1}); });
+          return rp;
+        },
+        [=](wake_atom) {
+          self->state.wake_at_us = 0;
+          detail::dispatch(self);
+        },
+        [=](sweep_atom) {
+          detail::sweep_idle(self);
+          self->delayed_send(self, detail::sweep_interval(self->state.cfg), sweep_atom_v);
+        },
+        [=](poll_atom) {
+          self->state.poll_timer_pending = false;
+          detail::poll(self);
+        },
+        extra...);
+    },
+    Kind::extra_handlers(self));
+}
+
+/// The shard supervisor of one shard for entities of `Kind`.
+template <class Kind>
+typename Kind::shard spawn_shard(caf::actor_system& sys, shard_config cfg,
+                                 caf::intrusive_ptr<typename Kind::env> env) {
+  return caf::actor_cast<typename Kind::shard>(
+    sys.spawn(&shard_fun<Kind>, std::move(cfg), std::move(env)));
+}
+
+} // namespace gost::kit

@@ -1,0 +1,25 @@
+#pragma once
+// What every entity kind's write-behind writes have in common: a write-set travels with the
+// shard it belongs to and the lease epoch it was computed under, and comes back with one of
+// three outcomes. Batches of many shards commit in one transaction; each set is fenced by its
+// own shard's epoch.
+
+#include <cstdint>
+
+namespace gost::persistence {
+
+enum class write_outcome : uint8_t {
+  committed,
+  conflict, ///< the entity's version moved (or it is gone): reload and redo
+  fenced,   ///< this node does not hold the shard at this epoch: stop the shard
+};
+
+/// A write-set of `WriteSet`'s kind for one shard at one lease epoch.
+template <class WriteSet>
+struct fenced_write {
+  uint32_t shard = 0;
+  int64_t epoch = 0;
+  WriteSet ws;
+};
+
+} // namespace gost::persistence
