@@ -5,45 +5,11 @@
 #include <tuple>
 
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
 namespace {
-
-/// Joins "(a, b, c)" rows with commas.
-class values_list {
-public:
-  void row(std::string r) {
-    if (!text_.empty())
-      text_ += ",";
-    text_ += "(" + r + ")";
-    ++rows_;
-  }
-  bool empty() const { return rows_ == 0; }
-  size_t size() const { return rows_; }
-  const std::string& str() const { return text_; }
-
-private:
-  std::string text_;
-  size_t rows_ = 0;
-};
-
-/// Binary parameters ($n) of one statement: bytea values travel as they are, with no escaping
-/// on our side and no hex decoding on the server's.
-class blob_params {
-public:
-  /// Adds a value and returns its placeholder.
-  std::string add(const std::string& bytes) {
-    blobs_.emplace_back(bytes);
-    return "$" + std::to_string(blobs_.size()) + "::bytea";
-  }
-  pqxx::result exec(pqxx::transaction_base& tx, const std::string& sql) const {
-    return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(blobs_));
-  }
-
-private:
-  std::vector<pqxx::binarystring> blobs_;
-};
 
 struct state_key {
   std::string offer_id;
@@ -170,11 +136,9 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
       std::set<uint32_t> shards;
       for (auto& f : sets)
         shards.insert(f.shard);
-      std::string list;
-      for (auto sh : shards)
-        list += (list.empty() ? "" : ",") + std::to_string(sh);
       if (!shards.empty())
-        for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN (" + list
+        for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
+                                + number_list(shards)
                                 + ") ORDER BY shard FOR SHARE"))
           held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
     }
@@ -192,9 +156,7 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     for (size_t i = 0; i < sets.size(); ++i)
       if (live[i])
         ids.insert(sets[i].ws.offer_id);
-    std::string id_list;
-    for (auto& id : ids)
-      id_list += (id_list.empty() ? "" : ",") + tx.quote(id);
+    auto id_list = quoted_list(tx, ids);
     std::map<std::string, int64_t> version;
     if (!ids.empty())
       for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
@@ -295,9 +257,7 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     }
 
     if (!removed.empty()) {
-      std::string list;
-      for (auto& id : removed)
-        list += (list.empty() ? "" : ",") + tx.quote(id);
+      auto list = quoted_list(tx, removed);
       tx.exec("DELETE FROM stage_states WHERE offer_id IN (" + list + ")");
       tx.exec("DELETE FROM offers WHERE offer_id IN (" + list + ")");
     }

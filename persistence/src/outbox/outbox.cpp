@@ -1,6 +1,7 @@
 #include "gost/persistence/outbox/outbox.hpp"
 
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -9,9 +10,7 @@ caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vec
   std::vector<outbox_row> out;
   if (shards.empty())
     return out;
-  std::string list;
-  for (auto s : shards)
-    list += (list.empty() ? "" : ",") + std::to_string(s);
+  auto list = number_list(shards);
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
@@ -34,9 +33,7 @@ caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vec
 caf::error delete_outbox(pg_pool& pool, const std::vector<int64_t>& ids) {
   if (ids.empty())
     return {};
-  std::string list;
-  for (auto id : ids)
-    list += (list.empty() ? "" : ",") + std::to_string(id);
+  auto list = number_list(ids);
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
     tx.exec("DELETE FROM outbox_batches WHERE id IN (" + list + ")");

@@ -42,12 +42,14 @@ using caf::ok_atom;
 using caf::get_atom_v;
 using caf::ok_atom_v;
 
-/// Registers the core block (call once per actor system config, before the domains' blocks).
+/// Registers the core blocks (the kit's and the durable entities'); call once per actor system
+/// config, before the domains' blocks.
 void register_core_types(caf::actor_system_config& cfg);
 
 } // namespace gost
 
-// The kit's own message types join this block as the kit grows; the domains chain theirs
-// to its end.
+// The kit's own block; the durable entities' block (gost/core/entity/protocol.hpp) chains to
+// its end, and the domains chain theirs after that (gost_offers to gost_entities::end, the next
+// domain to gost_offers::end, ...).
 CAF_BEGIN_TYPE_ID_BLOCK(gost_core, caf::first_custom_type_id)
 CAF_END_TYPE_ID_BLOCK(gost_core)

@@ -11,6 +11,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include "gost/core/errc.hpp"
+#include "gost/core/entity/protocol.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
 #include "gost/core/protocol.hpp"
@@ -131,7 +132,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
-CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_core::end)
+CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_entities::end)
   CAF_ADD_TYPE_ID(gost_offers, (gost::offer_msg))
   CAF_ADD_TYPE_ID(gost_offers, (gost::state_read_msg))
   CAF_ADD_TYPE_ID(gost_offers, (gost::state_update_msg))

@@ -1,0 +1,72 @@
+#pragma once
+// The protocol of the kit's durable entities (entity_type.hpp): what routers, the node link
+// and EntityService send to the owner of an entity. Entities are named `kind/id`
+// (persistence::entity_key) in every request, so one shard supervisor per shard hosts every
+// registered type.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <google/protobuf/any.pb.h>
+
+#include "gost/core/kit/protocol.hpp"
+#include "gost/core/proto_inspect.hpp"
+#include "gost/persistence/entities/entities.hpp"
+
+CAF_ADD_ATOM(gost_core, gost, send_atom, "send")
+
+namespace gost {
+
+using any_msg = pb<google::protobuf::Any>;
+
+/// What the owner of an entity tells about it.
+struct entity_view {
+  bool exists = false; ///< it was ever sent an event
+  int64_t version = 0; ///< events handled
+  std::optional<google::protobuf::Any> state;
+  std::string lane;
+  int64_t pending = 0;     ///< events waiting (timers included)
+  int64_t next_due_us = 0; ///< the earliest of them (0: none)
+};
+
+/// The operations on one durable entity, each naming it first (`kind/id`).
+using entity_ops = caf::typed_actor<
+  // Stores `event` (an Any of the kind's event type) for the entity, due after the delay (ms);
+  // with a non-empty request id at most once per id (a client's retry gets the same answer and
+  // stores nothing twice). Answers once committed.
+  caf::replies_to<send_atom, std::string, any_msg, std::string, int64_t>::with<ok_atom>,
+  caf::replies_to<get_atom, std::string>::with<entity_view>>;
+
+/// What routers hold for durable entities: the operations and the kit's inspection.
+using entity_owner_ops = entity_ops::extend_with<kit::inspect_ops>;
+
+/// One actor per live entity.
+using durable_actor = kit::entity_actor<entity_ops>;
+
+/// The supervisor of one shard's durable entities (all registered types).
+using entity_shard_actor = kit::shard_actor<entity_ops, durable_actor>;
+
+/// Blocking reads of the entity tables (detached): batched loads, and the shard's queue.
+using entity_store_actor = caf::typed_actor<
+  caf::replies_to<load_atom, std::string>::with<persistence::entity_row>,
+  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, persistence::queue_entries>::with<
+    persistence::queue_entries>>;
+
+/// A write-behind writer of entity write-sets, shared by shards.
+using entity_writer_actor = kit::writer_actor<persistence::entity_write>;
+
+} // namespace gost
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::entity_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_row)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_write)
+
+// The durable entities' block, chained to the kit's; the domains chain theirs to its end.
+CAF_BEGIN_TYPE_ID_BLOCK(gost_entities, caf::id_block::gost_core::end)
+  CAF_ADD_TYPE_ID(gost_entities, (gost::any_msg))
+  CAF_ADD_TYPE_ID(gost_entities, (gost::durable_actor))
+  CAF_ADD_TYPE_ID(gost_entities, (gost::entity_shard_actor))
+  CAF_ADD_TYPE_ID(gost_entities, (gost::entity_store_actor))
+CAF_END_TYPE_ID_BLOCK(gost_entities)

@@ -1,0 +1,305 @@
+#include "gost/persistence/entities/entities.hpp"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "pg_internal.hpp"
+#include "sql.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+using key = std::pair<std::string, std::string>; ///< (kind, entity_id)
+
+/// "(kind, id),(kind, id)" for `(kind, entity_id) IN (VALUES ...)`.
+template <class Keys>
+std::string key_rows(pqxx::transaction_base& tx, const Keys& keys) {
+  values_list rows;
+  for (auto& [kind, id] : keys)
+    rows.row(tx.quote(kind) + "," + tx.quote(id));
+  return rows.str();
+}
+
+} // namespace
+
+caf::expected<std::vector<write_outcome>>
+commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes) {
+  std::vector<write_outcome> outcomes;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    outcomes.assign(writes.size(), write_outcome::conflict);
+    pqxx::work tx{c};
+    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit).
+    std::set<uint32_t> shards;
+    for (auto& w : writes)
+      shards.insert(w.shard);
+    std::map<uint32_t, int64_t> held;
+    if (!shards.empty())
+      for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
+                              + number_list(shards) + ") ORDER BY shard FOR SHARE"))
+        held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+    std::vector<bool> live(writes.size());
+    std::set<key> checked; // entities whose version a write checks
+    for (size_t i = 0; i < writes.size(); ++i) {
+      auto h = held.find(writes[i].shard);
+      live[i] = h != held.end() && h->second == writes[i].epoch;
+      if (!live[i])
+        outcomes[i] = write_outcome::fenced;
+      else if (writes[i].ws.expected_version >= 0)
+        checked.emplace(writes[i].ws.kind, writes[i].ws.entity_id);
+    }
+    // Current versions (plain reads: one writer per shard writes its entities' states).
+    std::map<key, int64_t> version;
+    if (!checked.empty())
+      for (auto row : tx.exec("SELECT kind, entity_id, version FROM entities WHERE (kind, entity_id)"
+                              " IN (VALUES " + key_rows(tx, checked) + ")"))
+        version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[2].as<int64_t>();
+
+    struct final_state {
+      int64_t version;
+      const std::string* state;
+      const std::string* lane;
+      uint32_t shard;
+    };
+    std::map<key, final_state> states;
+    std::set<key> touched;    // entities whose pending events change: their due time is recomputed
+    std::map<key, std::pair<uint32_t, const std::string*>> targets; // rows to create: shard, lane
+    values_list consumed, retried, outputs;
+    blob_params output_blobs;
+    std::vector<std::tuple<key, int64_t, uint32_t, const std::string*, int32_t>> dead;
+    std::vector<std::pair<const entity_event_out*, bool>> events; // (event, has request id)
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (!live[i])
+        continue;
+      auto& w = writes[i].ws;
+      key k{w.kind, w.entity_id};
+      if (w.expected_version >= 0) {
+        auto v = version.find(k);
+        if (v == version.end() || v->second != w.expected_version)
+          continue; // conflict: another event of this entity committed first (or it is gone)
+        if (w.new_state) {
+          v->second += 1;
+          states[k] = {v->second, &*w.new_state, &w.lane, writes[i].shard};
+        }
+      }
+      outcomes[i] = write_outcome::committed;
+      auto ent = tx.quote(w.kind) + "," + tx.quote(w.entity_id);
+      if (w.consumed_seq != 0) {
+        consumed.row(ent + "," + std::to_string(w.consumed_seq));
+        touched.insert(k);
+      }
+      if (w.retry_seq != 0) {
+        retried.row(ent + "," + std::to_string(w.retry_seq) + "," + std::to_string(w.retry_at_us));
+        touched.insert(k);
+      }
+      if (w.dead_seq != 0) {
+        dead.emplace_back(k, w.dead_seq, writes[i].shard, &w.dead_reason, w.dead_attempts);
+        touched.insert(k);
+      }
+      targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
+      for (auto& e : w.events) {
+        events.emplace_back(&e, !e.request_id.empty());
+        key t{e.kind, e.entity_id};
+        touched.insert(t);
+        targets.emplace(t, std::make_pair(e.shard, &e.lane));
+      }
+      for (auto& [lane, payload] : w.outputs)
+        outputs.row(tx.quote(w.kind) + "," + tx.quote(lane) + "," + tx.quote(w.entity_id) + ","
+                    + output_blobs.add(payload));
+    }
+
+    // Rows of entities seen for the first time (a first event sent to them).
+    if (!targets.empty()) {
+      values_list rows;
+      for (auto& [k, t] : targets)
+        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(t.first) + ","
+                 + tx.quote(*t.second));
+      tx.exec("INSERT INTO entities (kind, entity_id, shard, lane) VALUES " + rows.str()
+              + " ON CONFLICT DO NOTHING");
+    }
+    if (!consumed.empty())
+      tx.exec("DELETE FROM entity_events e USING (VALUES " + consumed.str()
+              + ") AS d(kind, entity_id, seq) WHERE e.kind = d.kind AND e.entity_id = d.entity_id"
+                " AND e.seq = d.seq::bigint");
+    if (!retried.empty())
+      tx.exec("UPDATE entity_events e SET attempts = e.attempts + 1, due_at_us = r.due::bigint"
+              " FROM (VALUES " + retried.str() + ") AS r(kind, entity_id, seq, due)"
+              " WHERE e.kind = r.kind AND e.entity_id = r.entity_id AND e.seq = r.seq::bigint");
+    for (auto& [k, seq, shard, reason, attempts] : dead) {
+      tx.exec_params("INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
+                     " SELECT kind, entity_id, $4, payload, $5, $6 FROM entity_events"
+                     " WHERE kind = $1 AND entity_id = $2 AND seq = $3",
+                     k.first, k.second, seq, static_cast<int64_t>(shard), *reason, attempts);
+      tx.exec_params("DELETE FROM entity_events WHERE kind = $1 AND entity_id = $2 AND seq = $3",
+                     k.first, k.second, seq);
+    }
+    // New events; those carrying a request id only the first time that id is seen.
+    if (!events.empty()) {
+      blob_params blobs;
+      values_list plain;
+      for (auto& [e, with_id] : events) {
+        if (with_id) {
+          // One statement per request id: rare (client sends), and it needs its own answer.
+          auto r = tx.exec_params(
+            "WITH req AS (INSERT INTO entity_requests (kind, entity_id, request_id, seq)"
+            " VALUES ($1, $2, $3, nextval(pg_get_serial_sequence('entity_events', 'seq')))"
+            " ON CONFLICT DO NOTHING RETURNING seq)"
+            " INSERT INTO entity_events (kind, entity_id, seq, due_at_us, payload)"
+            " SELECT $1, $2, seq, $4, $5 FROM req RETURNING seq",
+            e->kind, e->entity_id, e->request_id, e->due_at_us, pqxx::binarystring{e->payload});
+          (void) r;
+          continue;
+        }
+        plain.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
+                  + std::to_string(e->due_at_us) + "," + blobs.add(e->payload));
+      }
+      if (!plain.empty())
+        blobs.exec(tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES "
+                         + plain.str());
+    }
+    if (!outputs.empty())
+      output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
+                              + outputs.str());
+    if (!states.empty()) {
+      values_list rows;
+      blob_params blobs;
+      for (auto& [k, f] : states)
+        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(f.version)
+                 + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane));
+      blobs.exec(tx, "UPDATE entities e SET version = v.version::bigint, state = v.state,"
+                     " lane = v.lane, updated_at = now()"
+                     " FROM (VALUES " + rows.str() + ") AS v(kind, entity_id, version, state, lane)"
+                     " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
+    }
+    // The kit's queue entry of every entity whose pending events changed: its earliest event.
+    if (!touched.empty())
+      tx.exec("UPDATE entities e SET due_at_us = (SELECT min(v.due_at_us) FROM entity_events v"
+              " WHERE v.kind = e.kind AND v.entity_id = e.entity_id)"
+              " WHERE (e.kind, e.entity_id) IN (VALUES " + key_rows(tx, touched) + ")");
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return outcomes;
+}
+
+caf::expected<std::vector<entity_row>> load_entities(pg_pool& pool,
+                                                     const std::vector<std::string>& keys,
+                                                     int64_t now_us, size_t max_due) {
+  std::vector<entity_row> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(keys.size(), entity_row{});
+    if (keys.empty())
+      return;
+    std::map<key, std::vector<size_t>> index;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      std::string kind, id;
+      if (split_entity_key(keys[i], kind, id))
+        index[{kind, id}].push_back(i);
+    }
+    if (index.empty())
+      return;
+    std::set<key> ks;
+    for (auto& [k, _] : index)
+      ks.insert(k);
+    pqxx::nontransaction tx{c};
+    auto in = " IN (VALUES " + key_rows(tx, ks) + ")";
+    auto each = [&](const pqxx::row& row, auto&& f) {
+      for (auto i : index[{row[0].as<std::string>(), row[1].as<std::string>()}])
+        f(out[i]);
+    };
+    for (auto row : tx.exec("SELECT kind, entity_id, version, state, lane FROM entities"
+                            " WHERE (kind, entity_id)" + in))
+      each(row, [&](entity_row& r) {
+        r.found = true;
+        r.version = row[2].as<int64_t>();
+        if (!row[3].is_null())
+          r.state = pqxx::binarystring{row[3]}.str();
+        r.lane = row[4].as<std::string>();
+      });
+    for (auto row : tx.exec("SELECT kind, entity_id, count(*), min(due_at_us) FROM entity_events"
+                            " WHERE (kind, entity_id)" + in + " GROUP BY kind, entity_id"))
+      each(row, [&](entity_row& r) {
+        r.pending = row[2].as<int64_t>();
+        r.next_due_us = row[3].as<int64_t>();
+      });
+    for (auto row : tx.exec_params(
+           "SELECT kind, entity_id, seq, due_at_us, attempts, payload FROM ("
+           " SELECT *, row_number() OVER (PARTITION BY kind, entity_id ORDER BY due_at_us, seq) AS n"
+           " FROM entity_events WHERE (kind, entity_id)" + in + " AND due_at_us <= $1) d"
+           " WHERE n <= $2 ORDER BY due_at_us, seq",
+           now_us, static_cast<int64_t>(max_due)))
+      each(row, [&](entity_row& r) {
+        r.due.push_back({row[2].as<int64_t>(), row[3].as<int64_t>(), row[4].as<int32_t>(),
+                         pqxx::binarystring{row[5]}.str()});
+      });
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<queue_entries> due_entities(pg_pool& pool, uint32_t shard, int64_t until_us,
+                                          size_t limit, const queue_entry* after) {
+  queue_entries out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    std::string after_kind, after_id;
+    if (after != nullptr)
+      split_entity_key(after->entity_id, after_kind, after_id);
+    auto r = after == nullptr
+               ? tx.exec_params("SELECT kind, entity_id, lane, due_at_us FROM entities"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                " ORDER BY due_at_us, kind, entity_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
+               : tx.exec_params("SELECT kind, entity_id, lane, due_at_us FROM entities"
+                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                " AND (due_at_us, kind, entity_id) > ($4, $5, $6)"
+                                " ORDER BY due_at_us, kind, entity_id LIMIT $3",
+                                static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
+                                after->due_at_us, after_kind, after_id);
+    out.reserve(r.size());
+    for (auto row : r) {
+      auto kind = row[0].as<std::string>();
+      out.push_back({kind + "/" + row[2].as<std::string>(), entity_key(kind, row[1].as<std::string>()),
+                     row[3].as<int64_t>(), priority::normal});
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool, const std::string& kind,
+                                                             const std::string& lane,
+                                                             int64_t after_seq, size_t limit) {
+  std::vector<entity_output> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT seq, entity_id, payload FROM entity_outputs"
+                                   " WHERE kind = $1 AND lane = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+                                   kind, lane, after_seq, static_cast<int64_t>(limit)))
+      out.push_back({row[0].as<int64_t>(), row[1].as<std::string>(), pqxx::binarystring{row[2]}.str()});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s) {
+  int64_t n = 0;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("DELETE FROM entity_requests WHERE created_at < now() - make_interval(secs => $1)",
+                            static_cast<double>(max_age_s));
+    n = static_cast<int64_t>(r.affected_rows());
+  });
+  if (err)
+    return err;
+  return n;
+}
+
+} // namespace gost::persistence
