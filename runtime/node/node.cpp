@@ -257,10 +257,10 @@ std::string node::start() {
   ro.routes = d.routes;
   ro.stats = d.stats;
   if (cfg.outbox_relay) {
-    std::string relay_error;
-    d.relay = spawn_outbox_relay(*d.sys, std::move(ro), relay_error);
-    if (!d.relay)
-      return relay_error + "; check kafka.brokers";
+    auto relay = spawn_outbox_relay(*d.sys, std::move(ro));
+    if (!relay)
+      return error_message(relay.error());
+    d.relay = std::move(*relay);
   }
   // 8. stages' after_save hooks, fed from the topic by the node's consumer group
   bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
@@ -275,10 +275,10 @@ std::string node::start() {
     ao.group = cfg.kafka_after_save_group;
     ao.stages = stages;
     ao.stats = d.stats;
-    std::string hook_error;
-    d.after_save = after_save_consumer::start(std::move(ao), hook_error);
-    if (!d.after_save)
-      return hook_error + "; check kafka.brokers and kafka.after_save_group";
+    auto consumer = after_save_consumer::start(std::move(ao));
+    if (!consumer)
+      return error_message(consumer.error());
+    d.after_save = std::move(*consumer);
   }
   // 9. the feed exchange (offer store side)
   if (!cfg.feed_requests_topic.empty()) {
