@@ -291,10 +291,10 @@ std::string node::start() {
     fo.hub = d.hub.get();
     fo.routes = d.routes;
     fo.pool = d.pool.get();
-    std::string feed_error;
-    d.feeds = feed_exchange::start(std::move(fo), feed_error);
-    if (!d.feeds)
-      return feed_error + "; check kafka.brokers and feed.*";
+    auto exchange = feed_exchange::start(std::move(fo));
+    if (!exchange)
+      return error_message(exchange.error());
+    d.feeds = std::move(*exchange);
   }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
