@@ -3,6 +3,7 @@
 # PostgreSQL and a real Kafka broker, runs every test tier (unit, pg, kafka, e2e) and stops
 # what it started. Quiet on success apart from ctest's summary; on failure it prints why.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit
+#   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 scripts/test.sh     (ports of your own; see below)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,9 +18,11 @@ step "configuring" "$logs/configure.log" cmake --preset ci
 step "building" "$logs/build.log" cmake --build --preset ci -j "$(nproc)"
 
 # Test services on their own ports and directories, so a developer's demo node is untouched.
-export GOST_PG_DIR=$root/var/pgtest GOST_PG_PORT=54339
+# Another checkout testing at the same time sets its own (GOST_PG_PORT, GOST_PG_DIR,
+# GOST_KAFKA_PORT, GOST_KAFKA_DIR; Kafka also takes GOST_KAFKA_PORT + 1 for its controller).
+export GOST_PG_DIR=${GOST_PG_DIR:-$root/var/pgtest} GOST_PG_PORT=${GOST_PG_PORT:-54339}
 export GOST_TEST_PG="host=127.0.0.1 port=$GOST_PG_PORT user=gost"
-export GOST_KAFKA_PORT=19092 GOST_KAFKA_DIR=$root/var/kafkatest
+export GOST_KAFKA_PORT=${GOST_KAFKA_PORT:-19092} GOST_KAFKA_DIR=${GOST_KAFKA_DIR:-$root/var/kafkatest}
 export GOST_TEST_KAFKA=127.0.0.1:$GOST_KAFKA_PORT
 cleanup() {
   scripts/kafka.sh stop >/dev/null 2>&1 || true

@@ -1,12 +1,12 @@
 #include "api/external_stage.hpp"
 
-#include <algorithm>
 #include <thread>
 
 #include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include "api/status.hpp"
+#include "gost/core/backoff.hpp"
 #include "gost/v1/stage_service.grpc.pb.h"
 
 namespace gost::runtime {
@@ -83,7 +83,7 @@ private:
   template <class Rpc>
   void call(const char* method, Rpc rpc) const {
     grpc::Status st;
-    auto backoff = std::chrono::milliseconds{50};
+    backoff delay{std::chrono::milliseconds{50}, std::chrono::milliseconds{2000}};
     for (int attempt = 1; attempt <= cfg_.attempts; ++attempt) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + cfg_.deadline);
@@ -92,8 +92,8 @@ private:
         return;
       if (classify(st.error_code()) != disposition::retry || attempt == cfg_.attempts)
         break;
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds{2000});
+      // A pool worker, stopped only after its job: nothing to cut the wait short.
+      std::this_thread::sleep_for(delay.next());
     }
     auto what = std::string{"StageService."} + method + " at " + cfg_.address + ": "
                 + std::to_string(static_cast<int>(st.error_code())) + " " + st.error_message();

@@ -1,50 +1,32 @@
 #include "kafka/after_save.hpp"
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <thread>
+#include <vector>
 
-#include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
-#include "gost/offers/stage.hpp"
+#include "gost/core/backoff.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/offers/stage.hpp"
 #include "gost/v1/events.pb.h"
-#include "kafka/kafka_consumer.hpp"
+#include "kafka/group_consumer.hpp"
 
 namespace gost::runtime {
 
 struct after_save_consumer::impl {
   after_save_options opts;
-  rd_kafka_t* rk = nullptr;
-  std::atomic<bool> stopping{false};
-  std::thread thread;
+  std::vector<const stage_registry::entry*> hooks; ///< enabled stages that want the events
+  // Declared last: stops (and with it the handler) before what the handler uses goes.
+  std::unique_ptr<kafka::group_consumer> consumer;
 
-  ~impl() {
-    stopping = true;
-    if (thread.joinable())
-      thread.join();
-    if (rk != nullptr) {
-      rd_kafka_consumer_close(rk); // commits the stored offsets, leaves the group
-      rd_kafka_destroy(rk);
-    }
-  }
-
-  /// Sleeps up to `d`, waking early when the consumer stops.
-  void pause(std::chrono::milliseconds d) {
-    auto until = std::chrono::steady_clock::now() + d;
-    while (!stopping && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  }
-
-  /// Runs one stage's hook on an event. False when the consumer stopped before it succeeded
-  /// or gave up (the event must not be marked handled).
-  bool run_hook(const stage_registry::entry& e, const v1::OfferSaved& event) {
+  /// Runs one stage's hook on an event, retrying with a back-off. False when the consumer
+  /// stopped before the hook succeeded or gave up (the event must not be marked handled).
+  bool run_hook(const stage_registry::entry& e, const v1::OfferSaved& event,
+                const stop_signal& stop) {
     auto& stats = *opts.stats;
-    auto backoff = std::chrono::milliseconds{100};
+    backoff delay{std::chrono::milliseconds{100}, std::chrono::milliseconds{5000}};
     for (int failures = 0;;) {
-      if (stopping)
+      if (stop.requested())
         return false;
       try {
         e.impl->after_save(event);
@@ -65,42 +47,23 @@ struct after_save_consumer::impl {
         spdlog::warn("after_save failed stage={} offer={} version={} attempt={} error={}", e.id,
                      event.offer().id(), event.offer().version(), failures, ex.what());
       }
-      pause(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds{5000});
+      if (!delay.wait(stop))
+        return false;
     }
   }
 
-  void loop() {
-    std::vector<const stage_registry::entry*> hooks;
-    for (auto& e : opts.stages->all())
-      if (e.opts.enabled && e.impl->wants_after_save())
-        hooks.push_back(&e);
-    while (!stopping) {
-      auto* m = rd_kafka_consumer_poll(rk, 200);
-      if (m == nullptr)
-        continue;
-      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-          spdlog::warn("after_save consumer error={}", rd_kafka_message_errstr(m));
-        rd_kafka_message_destroy(m);
-        continue;
-      }
-      v1::OfferSaved event;
-      bool handled = true;
-      if (!event.ParseFromArray(m->payload, static_cast<int>(m->len))) {
-        spdlog::error("after_save: a message of {} [{}] at offset {} is not a gost.v1.OfferSaved;"
-                      " skipped", opts.topic, m->partition, m->offset);
-      } else {
-        for (auto* e : hooks)
-          if (!run_hook(*e, event)) {
-            handled = false;
-            break;
-          }
-      }
-      if (handled)
-        rd_kafka_offset_store(m->rkt, m->partition, m->offset);
-      rd_kafka_message_destroy(m);
+  /// Every hook in turn; handled when each returned or gave up.
+  kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
+    v1::OfferSaved event;
+    if (!event.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
+      spdlog::error("after_save: a message of {} [{}] at offset {} is not a gost.v1.OfferSaved;"
+                    " skipped", m.topic, m.partition, m.offset);
+      return kafka::verdict::handled;
     }
+    for (auto* e : hooks)
+      if (!run_hook(*e, event, stop))
+        return kafka::verdict::not_handled;
+    return kafka::verdict::handled;
   }
 };
 
@@ -108,16 +71,28 @@ after_save_consumer::after_save_consumer(std::unique_ptr<impl> p) : impl_(std::m
 
 after_save_consumer::~after_save_consumer() = default;
 
-std::unique_ptr<after_save_consumer> after_save_consumer::start(after_save_options opts,
-                                                                std::string& error) {
-  auto* rk = make_group_consumer(opts.brokers, opts.group, opts.topic, error);
-  if (rk == nullptr)
-    return nullptr;
+caf::expected<std::unique_ptr<after_save_consumer>>
+after_save_consumer::start(after_save_options opts) {
   auto p = std::make_unique<impl>();
   p->opts = std::move(opts);
-  p->rk = rk;
+  for (auto& e : p->opts.stages->all())
+    if (e.opts.enabled && e.impl->wants_after_save())
+      p->hooks.push_back(&e);
+  kafka::consumer_options co;
+  co.role = "the after_save consumer";
+  co.brokers = p->opts.brokers;
+  co.group = p->opts.group;
+  co.group_key = "kafka.after_save_group";
+  co.topic = p->opts.topic;
+  co.topic_key = "kafka.topic";
   auto* raw = p.get();
-  p->thread = std::thread{[raw] { raw->loop(); }};
+  auto consumer = kafka::make_group_consumer(
+    std::move(co), [raw](const kafka::message_view& m, const stop_signal& stop) {
+      return raw->handle(m, stop);
+    });
+  if (!consumer)
+    return std::move(consumer.error());
+  p->consumer = std::move(*consumer);
   spdlog::info("after_save consumer started topic={} group={}", raw->opts.topic, raw->opts.group);
   return std::unique_ptr<after_save_consumer>(new after_save_consumer(std::move(p)));
 }

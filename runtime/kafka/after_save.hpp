@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include <caf/expected.hpp>
+
 namespace gost {
 class stage_registry;
 struct node_stats;
@@ -26,9 +28,9 @@ struct after_save_options {
 
 class after_save_consumer {
 public:
-  /// Subscribes and starts the consumer thread; nullptr with `error` set when the consumer
-  /// cannot be created.
-  static std::unique_ptr<after_save_consumer> start(after_save_options opts, std::string& error);
+  /// Subscribes and starts the consumer thread (kafka/group_consumer.hpp). Errors name the
+  /// config key to change (`kafka.brokers`, `kafka.after_save_group`, `kafka.topic`).
+  static caf::expected<std::unique_ptr<after_save_consumer>> start(after_save_options opts);
 
   /// Stops the thread (a hook in progress finishes or, while retrying, gives up without
   /// storing the event's offset) and leaves the group, committing what was handled.

@@ -1,15 +1,17 @@
 #pragma once
 // The offer store's side of the feed exchange (MISSION F5, seed 004 "Взаимодействие с
 // GOST"; formats in proto/gost/v1/feed_exchange.proto, docs/feeds.md): a consumer in group
-// `feed.group` reads load requests from `feed.requests_topic`, applies each offer by its
-// external id through the offer actors, answers per offer on `feed.responses_topic`, and on a
-// load's end message deletes (or makes manual) the feed offers the load did not carry, then
-// sends the terminal summary strictly after every result of the load.
+// `feed.group` reads load requests from `feed.requests_topic` and hands each to the feed
+// applier (actors/feeds: the rules — counting, what to delete, the summary after every
+// result), which answers on `feed.responses_topic`. This file is the Kafka side only: the
+// consumer loop, the responses' producer, and the applier's ports onto PostgreSQL and the
+// offers' owners.
 
 #include <chrono>
 #include <memory>
 #include <string>
 
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
 namespace gost::persistence {
@@ -37,8 +39,9 @@ struct feed_options {
 
 class feed_exchange {
 public:
-  /// Starts the consumer thread; nullptr with `error` set when Kafka clients cannot be made.
-  static std::unique_ptr<feed_exchange> start(feed_options opts, std::string& error);
+  /// Starts the consumer thread. Errors: a Kafka client cannot be made (they name the config
+  /// key: `kafka.brokers`, `feed.group`, `feed.requests_topic`).
+  static caf::expected<std::unique_ptr<feed_exchange>> start(feed_options opts);
 
   /// Stops: a request in progress is abandoned without storing its offset (it is handled
   /// again, idempotently, by the group's next member).

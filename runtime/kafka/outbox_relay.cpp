@@ -6,22 +6,22 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
-#include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"
 #include "cluster/router.hpp"
+#include "kafka/producer.hpp"
 
 namespace gost::runtime {
 
 namespace {
-
 
 /// One outbox row of the round in flight.
 struct row_state {
@@ -36,25 +36,21 @@ struct relay_state {
   relay_options opts;
   std::deque<row_state> round; ///< stable addresses: delivery reports point into it
   bool waiting_logged = false;
-  // Declared last: destroyed first, while `round` (which its reports point into) still lives.
-  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> producer{nullptr, [](rd_kafka_t* p) {
-                                                                   // Reports of purged messages
-                                                                   // arrive during destroy.
-                                                                   rd_kafka_flush(p, 2000);
-                                                                   rd_kafka_destroy(p);
-                                                                 }};
+  // Declared last: destroyed first, while `round` (which its reports point into, also those
+  // of messages purged as it goes) still lives.
+  std::optional<kafka::producer> producer;
 };
 
 using self_ptr = caf::stateful_actor<relay_state>*;
 
-void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
-  auto* r = static_cast<row_state*>(m->_private);
+void on_delivery(void* opaque, const char* error) {
+  auto* r = static_cast<row_state*>(opaque);
   if (r == nullptr)
     return;
   --r->pending;
-  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (error != nullptr) {
     r->failed = true;
-    r->error = rd_kafka_err2str(m->err);
+    r->error = error;
   }
 }
 
@@ -88,6 +84,8 @@ void finish_round(self_ptr self) {
   }
   st.opts.stats->outbox_publish_failures.fetch_add(failures, std::memory_order_relaxed);
   st.round.clear();
+  if (failures > 0)
+    st.producer->replace_if_fatal(); // no message is outstanding between rounds
 }
 
 void start_round(self_ptr self) {
@@ -114,15 +112,10 @@ void start_round(self_ptr self) {
       auto key = e.offer().id();
       auto value = e.SerializeAsString();
       ++r.pending;
-      auto rc = rd_kafka_producev(st.producer.get(), RD_KAFKA_V_TOPIC(st.opts.topic.c_str()),
-                                  RD_KAFKA_V_KEY(key.data(), key.size()),
-                                  RD_KAFKA_V_VALUE(value.data(), value.size()),
-                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_OPAQUE(&r), RD_KAFKA_V_END);
-      if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (auto err = st.producer->produce(st.opts.topic, key, value, &r)) {
         --r.pending;
         r.failed = true;
-        r.error = rd_kafka_err2str(rc);
+        r.error = persistence::error_message(err);
         break;
       }
     }
@@ -131,7 +124,7 @@ void start_round(self_ptr self) {
 
 void tick(self_ptr self) {
   auto& st = self->state;
-  rd_kafka_poll(st.producer.get(), 0); // serves delivery reports
+  st.producer->poll(); // serves delivery reports
   if (!st.round.empty()) {
     for (auto& r : st.round)
       if (r.pending > 0) {
@@ -149,40 +142,28 @@ void tick(self_ptr self) {
 
 } // namespace
 
-caf::actor spawn_outbox_relay(caf::actor_system& sys, relay_options opts, std::string& error) {
-  char err[512];
-  auto* conf = rd_kafka_conf_new();
-  auto set = [&](const char* k, const std::string& v) {
-    if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-      error = std::string{"kafka setting "} + k + ": " + err;
-      return false;
-    }
-    return true;
-  };
-  bool ok = true;
+caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_options opts) {
+  kafka::producer_options po;
+  po.role = "the outbox relay's Kafka producer";
   if (opts.brokers.empty()) {
     spdlog::warn("kafka.brokers is empty: after-save events go to librdkafka's in-process mock "
                  "cluster and are not kept anywhere (set kafka.brokers for a real broker)");
-    ok = set("test.mock.num.brokers", "1");
+    po.settings.push_back({"test.mock.num.brokers", "1", "kafka.brokers"});
   } else {
-    ok = set("bootstrap.servers", opts.brokers);
+    po.settings.push_back(kafka::brokers_setting(opts.brokers));
   }
-  ok = ok && set("enable.idempotence", "true") && set("linger.ms", "5")
-       && set("message.timeout.ms", std::to_string(opts.message_timeout.count()));
-  if (!ok) {
-    rd_kafka_conf_destroy(conf);
-    return {};
-  }
-  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-  auto* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-  if (producer == nullptr) {
-    error = std::string{"cannot create the Kafka producer: "} + err;
-    return {};
-  }
+  po.settings.push_back({"message.timeout.ms", std::to_string(opts.message_timeout.count()),
+                         "kafka.message_timeout"});
+  po.on_delivery = on_delivery;
+  auto made = kafka::producer::make(std::move(po));
+  if (!made)
+    return std::move(made.error());
+  // Shared only to pass it through spawn (which copies its arguments); the actor takes it.
+  auto producer = std::make_shared<kafka::producer>(std::move(*made));
   return sys.spawn<caf::detached>([opts, producer](caf::stateful_actor<relay_state>* self) mutable
                                   -> caf::behavior {
     self->state.opts = std::move(opts);
-    self->state.producer.reset(producer);
+    self->state.producer.emplace(std::move(*producer));
     self->send(self, tick_atom_v);
     return {
       [=](tick_atom) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <caf/actor.hpp>
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
 namespace gost {
@@ -36,7 +37,8 @@ struct relay_options {
 };
 
 /// Starts the relay (a detached actor: it blocks on PostgreSQL and on the producer's flush).
-/// Returns an error text when the producer cannot be created.
-caf::actor spawn_outbox_relay(caf::actor_system& sys, relay_options opts, std::string& error);
+/// Errors: the producer cannot be made (they name the key: `kafka.brokers`,
+/// `kafka.message_timeout`).
+caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_options opts);
 
 } // namespace gost::runtime

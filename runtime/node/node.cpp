@@ -259,10 +259,10 @@ std::string node::start() {
   ro.routes = d.routes;
   ro.stats = d.stats;
   if (cfg.outbox_relay) {
-    std::string relay_error;
-    d.relay = spawn_outbox_relay(*d.sys, std::move(ro), relay_error);
-    if (!d.relay)
-      return relay_error + "; check kafka.brokers";
+    auto relay = spawn_outbox_relay(*d.sys, std::move(ro));
+    if (!relay)
+      return error_message(relay.error());
+    d.relay = std::move(*relay);
   }
   // 8. stages' after_save hooks, fed from the topic by the node's consumer group
   bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
@@ -277,10 +277,10 @@ std::string node::start() {
     ao.group = cfg.kafka_after_save_group;
     ao.stages = stages;
     ao.stats = d.stats;
-    std::string hook_error;
-    d.after_save = after_save_consumer::start(std::move(ao), hook_error);
-    if (!d.after_save)
-      return hook_error + "; check kafka.brokers and kafka.after_save_group";
+    auto consumer = after_save_consumer::start(std::move(ao));
+    if (!consumer)
+      return error_message(consumer.error());
+    d.after_save = std::move(*consumer);
   }
   // 9. the feed exchange (offer store side)
   if (!cfg.feed_requests_topic.empty()) {
@@ -293,10 +293,10 @@ std::string node::start() {
     fo.hub = d.hub.get();
     fo.routes = d.routes;
     fo.pool = d.pool.get();
-    std::string feed_error;
-    d.feeds = feed_exchange::start(std::move(fo), feed_error);
-    if (!d.feeds)
-      return feed_error + "; check kafka.brokers and feed.*";
+    auto exchange = feed_exchange::start(std::move(fo));
+    if (!exchange)
+      return error_message(exchange.error());
+    d.feeds = std::move(*exchange);
   }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
                cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,

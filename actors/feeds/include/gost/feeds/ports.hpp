@@ -1,0 +1,111 @@
+#pragma once
+// What the feed applier (feed_applier.hpp) needs from the rest of gost, as small interfaces:
+// the bookkeeping of loads, the offers, and where answers go. The node implements them
+// (runtime/kafka/feed_exchange.cpp: PostgreSQL, the offers' owners through the call hub, the
+// responses topic); unit tests implement them with fakes. Each call may block its caller (the
+// exchange's consumer thread); none is called from an actor.
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "gost/core/backoff.hpp"
+#include "gost/persistence/feeds/feeds.hpp"
+#include "gost/v1/feed_exchange.pb.h"
+
+namespace gost::feeds {
+
+/// The offer store's bookkeeping of loads (gost/persistence/feeds/feeds.hpp, which says what
+/// each call reads and writes). Errors are the database's (db_errc): the applier retries them.
+class feed_store {
+public:
+  using count_fn =
+    std::function<persistence::feed_counts(const std::vector<persistence::feed_item>&)>;
+
+  virtual ~feed_store() = default;
+
+  virtual caf::expected<persistence::feed_task>
+  begin_task(const std::string& task_id, const std::string& seller_id, const std::string& ns) = 0;
+
+  /// The seller's stored offers under these external ids.
+  virtual caf::expected<std::vector<persistence::keyed_offer>>
+  find(const std::string& seller_id, const std::string& ns,
+       const std::vector<std::string>& external_ids) = 0;
+
+  /// Records a batch's external ids; on its first recording adds `count(items)` to the task's
+  /// counts in the same transaction.
+  virtual caf::expected<persistence::recorded_batch>
+  record_batch(const std::string& task_id, const std::string& batch_id,
+               const std::vector<std::string>& external_ids, const count_fn& count) = 0;
+
+  virtual caf::error add_counts(const std::string& task_id,
+                                const persistence::feed_counts& delta) = 0;
+
+  /// The seller's offers with an external id the task did not carry.
+  virtual caf::expected<std::vector<persistence::keyed_offer>>
+  missing(const std::string& task_id, const std::string& seller_id, const std::string& ns) = 0;
+
+  /// The task's counts so far and its distinct batches.
+  virtual caf::expected<std::pair<persistence::feed_counts, int32_t>>
+  progress(const std::string& task_id) = 0;
+
+  /// Marks the task finished with its summary (serialized gost.v1.FeedSummary).
+  virtual caf::error finish_task(const std::string& task_id, const std::string& summary) = 0;
+};
+
+/// The offer domain as the applier sees it: its rules (feeds reaches offers only through
+/// their protocol, so the node passes the rules in) and operations on one offer, carried out
+/// by the offer's owner. Operations answer through futures, so a batch keeps many in flight.
+/// Errors are gost::errc (already_exists, conflict, not_found, moved, ...) or CAF's.
+class offer_port {
+public:
+  template <class T>
+  using reply = std::future<caf::expected<T>>;
+
+  virtual ~offer_port() = default;
+
+  /// A fresh offer id.
+  virtual std::string new_id() = 0;
+
+  /// Why the content cannot be stored (a message naming the field), or empty.
+  virtual std::string check(const v1::Offer& content) = 0;
+
+  /// Whether storing `wanted` over `stored` changes the offer (false: nothing to write).
+  virtual bool changes(const v1::Offer& stored, const v1::Offer& wanted) = 0;
+
+  /// Creates offer `content.id()`. The stored offer, or errc::already_exists.
+  virtual reply<v1::Offer> create(const v1::Offer& content) = 0;
+
+  /// Replaces offer `content.id()`: the fields in `mask` (comma-separated; empty: all of
+  /// them), when its version is `expected_version` (nullopt: whatever it is). The stored
+  /// offer, or errc::conflict / errc::not_found.
+  virtual reply<v1::Offer> update(const v1::Offer& content,
+                                  std::optional<int64_t> expected_version,
+                                  const std::string& mask) = 0;
+
+  /// Deletes the offer whatever its version; the version of the deletion, or errc::not_found.
+  virtual reply<int64_t> remove(const std::string& offer_id) = 0;
+};
+
+/// Where the answers go (the responses topic, keyed by seller: in order per seller).
+class response_sink {
+public:
+  virtual ~response_sink() = default;
+
+  /// Queues a response (seller_id, namespace and task_id are set). A response that cannot be
+  /// queued makes the next `flushed` say false.
+  virtual void send(const v1::FeedResponse& resp, const stop_signal& stop) = 0;
+
+  /// Waits until every response sent so far is acknowledged. False when stopped, or when one
+  /// was not delivered (then the request is handled again: responses are at least once).
+  virtual bool flushed(const stop_signal& stop) = 0;
+};
+
+} // namespace gost::feeds

@@ -1,0 +1,103 @@
+#include "kafka/group_consumer.hpp"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "gost/core/errc.hpp"
+#include "kafka/client.hpp"
+
+namespace gost::runtime::kafka {
+
+struct group_consumer::impl {
+  consumer_options opts;
+  message_handler handler;
+  stop_signal stop;
+  client_ptr client;
+  std::thread thread; // joined by ~impl before the client closes
+
+  ~impl() {
+    stop.request();
+    if (thread.joinable())
+      thread.join();
+    if (client)
+      rd_kafka_consumer_close(client.get()); // commits the stored offsets, leaves the group
+  }
+
+  /// Reads `m` again next: seeks its partition back to it after the back-off. Retries the
+  /// seek until it succeeds or the consumer stops (going on without it would skip `m`).
+  void read_again(const rd_kafka_message_t& m, backoff& delay) {
+    while (delay.wait(stop)) {
+      auto err = rd_kafka_seek(m.rkt, m.partition, m.offset, 5000);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return;
+      spdlog::warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
+                   opts.role, opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
+    }
+  }
+
+  void loop() {
+    backoff delay{opts.retry_first, opts.retry_cap};
+    while (!stop.requested()) {
+      message_ptr m{rd_kafka_consumer_poll(client.get(), 200)};
+      if (!m)
+        continue;
+      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+          spdlog::warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
+        continue;
+      }
+      message_view view{{static_cast<const char*>(m->payload), m->len},
+                        opts.topic,
+                        m->partition,
+                        m->offset};
+      if (handler(view, stop) == verdict::handled) {
+        rd_kafka_offset_store(m->rkt, m->partition, m->offset);
+        delay.reset();
+      } else if (!stop.requested()) {
+        read_again(*m, delay);
+      }
+    }
+  }
+};
+
+group_consumer::group_consumer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+group_consumer::~group_consumer() = default;
+
+caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
+                                                                   message_handler handler) {
+  client_spec spec;
+  spec.type = RD_KAFKA_CONSUMER;
+  spec.role = opts.role;
+  spec.settings = {brokers_setting(opts.brokers),
+                   {"group.id", opts.group, opts.group_key},
+                   // gost's own choices: at least once by hand (offsets stored after handling,
+                   // committed every second), from the start for a new group, and an hour per
+                   // message before the group evicts the member.
+                   {"auto.offset.reset", "earliest", ""},
+                   {"enable.auto.commit", "true", ""},
+                   {"enable.auto.offset.store", "false", ""},
+                   {"auto.commit.interval.ms", "1000", ""},
+                   {"max.poll.interval.ms", "3600000", ""}};
+  auto client = make_client(spec);
+  if (!client)
+    return std::move(client.error());
+  rd_kafka_poll_set_consumer(client->get());
+  partition_list_ptr topics{rd_kafka_topic_partition_list_new(1)};
+  rd_kafka_topic_partition_list_add(topics.get(), opts.topic.c_str(), RD_KAFKA_PARTITION_UA);
+  if (auto err = rd_kafka_subscribe(client->get(), topics.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return make_error(errc::invalid_argument, opts.topic_key + ": " + opts.role
+                                                + " cannot subscribe to " + opts.topic + ": "
+                                                + rd_kafka_err2str(err) + "; change "
+                                                + opts.topic_key);
+  auto p = std::make_unique<group_consumer::impl>();
+  p->opts = std::move(opts);
+  p->handler = std::move(handler);
+  p->client = std::move(*client);
+  auto* raw = p.get();
+  p->thread = std::thread{[raw] { raw->loop(); }};
+  return std::make_unique<group_consumer>(std::move(p));
+}
+
+} // namespace gost::runtime::kafka

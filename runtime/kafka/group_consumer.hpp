@@ -1,0 +1,79 @@
+#pragma once
+// The Kafka kit's consumer loop, shared by the node's readers (after_save hooks, the feed
+// exchange): a member of a consumer group, subscribed to one topic, hands each message to a
+// handler on its own thread, at least once —
+//
+// - a message's offset is stored (`rd_kafka_offset_store`) only after the handler said
+//   `handled`; stored offsets are committed every second and when the consumer closes, so a
+//   crash or a stop re-delivers what was not handled, here or to the group's next member;
+// - `not_handled` seeks the partition back to that message and reads it again after a
+//   back-off (doubling from `retry_first` to `retry_cap`, reset by a handled message): the
+//   loop never goes on past it;
+// - the stop signal is honoured in every wait, and handed to the handler for its own waits.
+//
+// Owner: the subsystem that starts it (after_save_consumer, feed_exchange) holds it last, so
+// it stops (and its handler with it) before what the handler uses goes.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <caf/expected.hpp>
+
+#include "gost/core/backoff.hpp"
+
+namespace gost::runtime::kafka {
+
+struct consumer_options {
+  /// Who consumes, for errors and logs: "the after_save consumer".
+  std::string role;
+  std::string brokers; ///< `kafka.brokers`
+  std::string group;
+  std::string group_key; ///< the config key `group` comes from, named in errors
+  std::string topic;
+  std::string topic_key; ///< the config key `topic` comes from
+  std::chrono::milliseconds retry_first{500};
+  std::chrono::milliseconds retry_cap{5000};
+};
+
+/// A message as the handler sees it (valid during the call).
+struct message_view {
+  std::string_view payload;
+  std::string_view topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+};
+
+enum class verdict : uint8_t {
+  handled,     ///< store the offset, go on
+  not_handled, ///< read this message again (unless stopping)
+};
+
+/// Runs on the consumer's thread, one message at a time. It should return soon after `stop`
+/// is requested (with not_handled unless the message's work is complete).
+using message_handler = std::function<verdict(const message_view&, const stop_signal& stop)>;
+
+class group_consumer {
+public:
+  /// Requests the stop, waits for the handler to return, then closes the consumer (commits
+  /// the stored offsets, leaves the group).
+  ~group_consumer();
+
+  struct impl;
+  explicit group_consumer(std::unique_ptr<impl> p);
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+/// Joins `opts.group`, subscribes to `opts.topic` (from its start when the group has no
+/// offsets yet) and starts the loop. A member may hold one message for up to an hour
+/// (`max.poll.interval.ms`: long work, a handler retrying an unavailable service) before the
+/// group evicts it. Errors: those of `make_client`, naming the config keys.
+caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
+                                                                   message_handler handler);
+
+} // namespace gost::runtime::kafka

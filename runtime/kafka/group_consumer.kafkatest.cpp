@@ -1,0 +1,143 @@
+// The Kafka kit's consumer loop against the real broker (GOST_TEST_KAFKA): at least once,
+// never past a message that was not handled, and a stop that cuts every wait short.
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gost/core/errc.hpp"
+#include "gost/testing/kafka.hpp"
+#include "kafka/group_consumer.hpp"
+#include "kafka/producer.hpp"
+
+using namespace gost;
+using namespace gost::runtime;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string fresh_name(const std::string& prefix) {
+  std::mt19937_64 rng{std::random_device{}()};
+  return prefix + std::to_string(rng());
+}
+
+/// Produces `values` to `topic` under one key (one partition: one order) and waits for the
+/// broker's acknowledgement.
+void produce(const std::string& topic, const std::vector<std::string>& values) {
+  kafka::producer_options po;
+  po.role = "the test's producer";
+  po.settings = {kafka::brokers_setting(testing::kafka_brokers())};
+  auto p = kafka::producer::make(std::move(po));
+  REQUIRE_MESSAGE(p, error_message(p.error()));
+  for (auto& v : values)
+    REQUIRE_FALSE(p->produce(topic, "one-key", v));
+  stop_signal never;
+  REQUIRE(p->flush(never));
+  REQUIRE(p->take_failures() == 0);
+}
+
+/// What a handler saw, for the test thread to wait on.
+struct seen {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<std::string> values;
+
+  void add(std::string_view v) {
+    std::lock_guard<std::mutex> guard{mtx};
+    values.emplace_back(v);
+    cv.notify_all();
+  }
+
+  /// Waits until `n` values were seen (at most a minute: a broken loop fails, not hangs).
+  std::vector<std::string> wait(size_t n) {
+    std::unique_lock<std::mutex> lock{mtx};
+    cv.wait_for(lock, 60s, [&] { return values.size() >= n; });
+    return values;
+  }
+};
+
+kafka::consumer_options options(const std::string& topic, const std::string& group) {
+  kafka::consumer_options co;
+  co.role = "the test's consumer";
+  co.brokers = testing::kafka_brokers();
+  co.group = group;
+  co.group_key = "test.group";
+  co.topic = topic;
+  co.topic_key = "test.topic";
+  co.retry_first = 10ms;
+  co.retry_cap = 10ms;
+  return co;
+}
+
+/// What a new member of `group` reads first (`n` messages, each handled).
+std::vector<std::string> next_member_reads(const std::string& topic, const std::string& group,
+                                           size_t n) {
+  seen s;
+  auto consumer = kafka::make_group_consumer(
+    options(topic, group), [&](const kafka::message_view& m, const stop_signal&) {
+      s.add(m.payload);
+      return kafka::verdict::handled;
+    });
+  REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+  return s.wait(n);
+}
+
+} // namespace
+
+TEST_CASE("a message not handled is read again before any later one") {
+  auto topic = fresh_name("gost-kit-");
+  produce(topic, {"m1", "m2", "m3"});
+  seen s;
+  int refusals = 0;
+  auto consumer = kafka::make_group_consumer(
+    options(topic, fresh_name("gost-kit-group-")),
+    [&](const kafka::message_view& m, const stop_signal&) {
+      s.add(m.payload);
+      if (m.payload == "m2" && refusals++ < 2)
+        return kafka::verdict::not_handled;
+      return kafka::verdict::handled;
+    });
+  REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+  CHECK(s.wait(5) == std::vector<std::string>{"m1", "m2", "m2", "m2", "m3"});
+}
+
+TEST_CASE("a stop cuts the back-off short; the next member starts at the message not handled") {
+  auto topic = fresh_name("gost-kit-");
+  auto group = fresh_name("gost-kit-group-");
+  produce(topic, {"m1", "m2", "m3"});
+  {
+    seen s;
+    auto co = options(topic, group);
+    co.retry_first = co.retry_cap = 1h; // only the stop can end this wait
+    auto consumer = kafka::make_group_consumer(
+      co, [&](const kafka::message_view& m, const stop_signal&) {
+        s.add(m.payload);
+        return m.payload == "m2" ? kafka::verdict::not_handled : kafka::verdict::handled;
+      });
+    REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+    REQUIRE(s.wait(2) == std::vector<std::string>{"m1", "m2"});
+    // Leaving the scope stops the consumer in its hour-long back-off and commits m1 only.
+  }
+  CHECK(next_member_reads(topic, group, 2) == std::vector<std::string>{"m2", "m3"});
+}
+
+TEST_CASE("the handler is handed the stop, and an unfinished message is not committed") {
+  auto topic = fresh_name("gost-kit-");
+  auto group = fresh_name("gost-kit-group-");
+  produce(topic, {"m1"});
+  {
+    seen s;
+    auto consumer = kafka::make_group_consumer(
+      options(topic, group), [&](const kafka::message_view& m, const stop_signal& stop) {
+        s.add(m.payload);
+        stop.wait_for(1h); // long work that gives way to the stop
+        return stop.requested() ? kafka::verdict::not_handled : kafka::verdict::handled;
+      });
+    REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+    REQUIRE(s.wait(1).size() == 1);
+  }
+  CHECK(next_member_reads(topic, group, 1) == std::vector<std::string>{"m1"});
+}
