@@ -1,20 +1,6 @@
-// gostd: one gost node. See `gostd --help` and docs/config.md.
-#include <cstdio>
+// gostd: one gost node, with the built-in stages and no actor types of an application's own.
+// An application builds its own node the same way (gost/runtime/node_builder.hpp). See
+// `gostd --help` and docs/config.md.
+#include "gost/runtime/node_builder.hpp"
 
-#include "gost/config/node_config.hpp"
-#include "gost/runtime/node.hpp"
-
-extern char** environ;
-
-int main(int argc, char** argv) {
-  auto r = gost::config::load_node_config(argc, argv, environ);
-  if (!r.output.empty()) {
-    std::fputs(r.output.c_str(), stdout);
-    return 0;
-  }
-  if (!r.config) {
-    std::fprintf(stderr, "gostd: %s\n", r.error.c_str());
-    return 2;
-  }
-  return gost::runtime::run_node(std::move(*r.config));
-}
+int main(int argc, char** argv) { return gost::node_builder{}.run(argc, argv); }

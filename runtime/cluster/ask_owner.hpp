@@ -24,28 +24,30 @@ using clock_type = std::chrono::steady_clock;
 /// The least time a request forwarded to another node gets before it is routed again.
 constexpr auto remote_attempt = std::chrono::milliseconds{2000};
 
-/// Sends the offer operation `xs...` (it names its offer first) to the owner of the offer's
-/// shard, on this node or another, and hands the reply to `ok(reply&...)`. While the shard
-/// moves (no owner known, or the old owner says it moved), parks in the hub and asks again
-/// until `deadline`; the caller sees an error only if the shard found no owner in time.
-template <class Ok, class... Ts>
-void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline, Ok ok,
-               fail_fn fail, Ts... xs) {
+/// Sends the operation `xs...` (it names its entity first) to the owner of the entity's shard
+/// as `route(id, &remote)` finds it (an `Ops` handle, on this node or another), and hands the
+/// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
+/// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
+/// the shard found no owner in time.
+template <class Ops, class Route, class Ok, class... Ts>
+void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
+                fail_fn fail, Ts... xs) {
   auto args = std::make_tuple(xs...);
-  auto again = [=, &r](caf::error why) {
+  auto again = [=](caf::error why) {
     if (clock_type::now() + call_hub::pause >= deadline) {
       fail(why);
       return;
     }
-    call_hub::later(self, [=, &r](caf::event_based_actor* s) {
-      std::apply([&](const auto&... ys) { ask_owner(s, r, deadline, ok, fail, ys...); }, args);
+    call_hub::later(self, [=](caf::event_based_actor* s) {
+      std::apply([&](const auto&... ys) { ask_routed<Ops>(s, route, deadline, ok, fail, ys...); },
+                 args);
     });
   };
   const auto& id = entity_id_of(xs...);
   bool remote = false;
-  auto target = r.route_for(id, &remote);
+  Ops target = route(id, &remote);
   if (!target) {
-    again(make_error(errc::moved, "no node owns the shard of offer " + id + " right now"));
+    again(make_error(errc::moved, "no node owns the shard of " + id + " right now"));
     return;
   }
   auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
@@ -54,13 +56,31 @@ void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point d
   // least once, like any retry).
   auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
   self->request(target, std::max(attempt, caf::timespan{1'000'000}), xs...)
-    .then(on_reply<offer_owner_ops, Ts...>(ok), [=](caf::error& err) {
+    .then(on_reply<Ops, Ts...>(ok), [=](caf::error& err) {
       bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
-      if (classify(err) == disposition::reroute || attempt_over)
+      if (gost::classify(err) == disposition::reroute || attempt_over)
         again(err);
       else
         fail(err);
     });
+}
+
+/// ask_routed for an offer operation: to the owner of the offer's shard.
+template <class Ok, class... Ts>
+void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline, Ok ok,
+               fail_fn fail, Ts... xs) {
+  ask_routed<offer_owner_ops>(
+    self, [&r](const std::string& id, bool* remote) { return r.route_for(id, remote); }, deadline,
+    ok, fail, xs...);
+}
+
+/// ask_routed for a durable entity operation: to the owner of the entity's shard.
+template <class Ok, class... Ts>
+void ask_entity_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline,
+                      Ok ok, fail_fn fail, Ts... xs) {
+  ask_routed<entity_owner_ops>(
+    self, [&r](const std::string& key, bool* remote) { return r.route_entity(key, remote); },
+    deadline, ok, fail, xs...);
 }
 
 /// How long a call may take: the server's limit (`api.request_timeout`), or less when the

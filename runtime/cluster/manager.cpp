@@ -28,8 +28,19 @@ namespace {
 
 struct held_shard {
   int64_t epoch = 0;
-  shard_actor handle;
+  local_shard handles; ///< the supervisors of the shard (offers, and entities when hosted)
   bool draining = false;
+
+  /// Each supervisor of the shard, as an actor handle.
+  std::vector<caf::actor> actors() const {
+    std::vector<caf::actor> out{caf::actor_cast<caf::actor>(handles.offers)};
+    if (handles.entities)
+      out.push_back(caf::actor_cast<caf::actor>(handles.entities));
+    return out;
+  }
+  bool holds(const caf::actor_addr& a) const {
+    return handles.offers.address() == a || (handles.entities && handles.entities.address() == a);
+  }
 };
 
 struct manager_state {
@@ -40,7 +51,7 @@ struct manager_state {
   struct peer {
     std::string host;
     int port = 0;
-    offer_owner_ops link;
+    peer_link_ops link;
   };
   std::map<std::string, peer> peers;
   bool leaving = false;
@@ -52,7 +63,8 @@ struct manager_state {
   ~manager_state() {
     // The node is stopping: the shards still here stop with their manager.
     for (auto& [shard, h] : held)
-      caf::anon_send_exit(h.handle, caf::exit_reason::user_shutdown);
+      for (auto& a : h.actors())
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& [node, p] : peers)
       caf::anon_send_exit(p.link, caf::exit_reason::user_shutdown);
   }
@@ -69,8 +81,10 @@ void drop(self_ptr self, uint32_t shard, const char* why) {
   if (i == st.held.end())
     return;
   spdlog::warn("shard stopped shard={} epoch={} reason={}", shard, i->second.epoch, why);
-  self->demonitor(i->second.handle.address());
-  caf::anon_send_exit(i->second.handle, caf::exit_reason::user_shutdown);
+  for (auto& a : i->second.actors()) {
+    self->demonitor(a);
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
   st.opts.routes->clear(shard);
   st.held.erase(i);
 }
@@ -102,19 +116,27 @@ void drain(self_ptr self, uint32_t shard) {
     return;
   h.draining = true;
   spdlog::info("shard hand-off started shard={} epoch={}", shard, h.epoch);
-  self->request(h.handle, std::chrono::seconds{30}, drain_atom_v)
-    .then([=](ok_atom) { release(self, shard); },
-          [=](caf::error& err) {
-            spdlog::warn("shard drain failed shard={} error={}; releasing anyway", shard,
-                         err_text(err));
-            auto i = self->state.held.find(shard);
-            if (i != self->state.held.end())
-              caf::anon_send_exit(i->second.handle, caf::exit_reason::kill);
+  // Every supervisor of the shard drains; the lease goes when the last one is done.
+  auto actors = h.actors();
+  auto left = std::make_shared<size_t>(actors.size());
+  for (auto& a : actors)
+    self->request(caf::actor_cast<caf::typed_actor<caf::replies_to<drain_atom>::with<ok_atom>>>(a),
+                  std::chrono::seconds{30}, drain_atom_v)
+      .then(
+        [=](ok_atom) {
+          if (--*left == 0)
             release(self, shard);
-          });
+        },
+        [=](caf::error& err) {
+          spdlog::warn("shard drain failed shard={} error={}; releasing anyway", shard,
+                       err_text(err));
+          caf::anon_send_exit(a, caf::exit_reason::kill);
+          if (--*left == 0)
+            release(self, shard);
+        });
 }
 
-offer_owner_ops link_to(self_ptr self, const persistence::node_row& n) {
+peer_link_ops link_to(self_ptr self, const persistence::node_row& n) {
   auto& st = self->state;
   auto& g = st.peers[n.node_id];
   if (g.link && g.host == n.caf_host && g.port == n.caf_port)
@@ -182,10 +204,12 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     if (!*got)
       break;
     auto [shard, epoch] = **got;
-    auto handle = st.opts.spawn_shard(shard, epoch);
-    self->monitor(handle);
-    st.held[shard] = {epoch, handle, false};
-    st.opts.routes->set_local(shard, handle);
+    auto handles = st.opts.spawn_shard(shard, epoch);
+    held_shard h{epoch, handles, false};
+    for (auto& a : h.actors())
+      self->monitor(a);
+    st.held[shard] = h;
+    st.opts.routes->set_local(shard, handles);
     spdlog::info("lease acquired shard={} epoch={}", shard, epoch);
     ++mine;
     ++load[st.opts.node_id];
@@ -243,12 +267,18 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     for (auto& [shard, h] : st.held)
-      if (h.handle.address() == dm.source) {
+      if (h.holds(dm.source)) {
         if (!h.draining) {
-          // A shard that stopped on its own (its lease was fenced, or it failed): give the
-          // lease up; the next heartbeat takes a lease again and starts a fresh shard.
+          // A supervisor that stopped on its own (its lease was fenced, or it failed): stop
+          // the shard's others and give the lease up; the next heartbeat takes a lease again
+          // and starts fresh supervisors.
           spdlog::warn("shard actor stopped shard={} reason={}", shard,
                        self->system().render(dm.reason));
+          for (auto& a : h.actors())
+            if (a.address() != dm.source) {
+              self->demonitor(a);
+              caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+            }
           release(self, shard);
         }
         return;

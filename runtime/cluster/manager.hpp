@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cluster/node_link.hpp"
+#include "cluster/router.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -27,8 +28,6 @@ CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
 
 namespace gost::runtime {
 
-class router;
-
 struct cluster_options {
   std::string node_id;
   uint32_t shard_count = 0;
@@ -42,8 +41,8 @@ struct cluster_options {
   std::shared_ptr<router> routes;
   /// Credentials of the links to other nodes.
   link_security security;
-  /// Starts the shard actor of a lease this node just took.
-  std::function<shard_actor(uint32_t shard, int64_t epoch)> spawn_shard;
+  /// Starts the supervisors of a lease this node just took.
+  std::function<local_shard(uint32_t shard, int64_t epoch)> spawn_shard;
 };
 
 /// The manager. Answers (leave_atom) with ok_atom once every shard it held is drained and

@@ -12,7 +12,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
-#include "cluster/offer_link.hpp"
+#include "cluster/link_table.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
@@ -75,7 +75,7 @@ public:
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       ctx->deadline() - std::chrono::system_clock::now());
     caf::timespan timeout{std::max(std::chrono::milliseconds{1}, std::min(timeout_, left))};
-    bool known = offer_link::decode(*req, [&](auto&&... xs) {
+    bool known = link_table::decode(*req, [&](auto&&... xs) {
       serve(reactor, resp, timeout, std::forward<decltype(xs)>(xs)...);
     });
     if (!known)
@@ -84,24 +84,47 @@ public:
   }
 
 private:
-  /// Asks the local shard of the offer and finishes the call with its answer or its error (a
-  /// shard that is not here answers errc::moved: the sender routes again).
+  /// Asks the local supervisor of the operation's shard (offers or durable entities) and
+  /// finishes the call with its answer or its error (a shard that is not here answers
+  /// errc::moved: the sender routes again).
   template <class... Ts>
   void serve(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
              caf::timespan timeout, Ts... xs) {
+    constexpr bool for_offers = caf::response_type<offer_owner_ops::signatures, Ts...>::valid;
+    constexpr bool for_entities = caf::response_type<entity_owner_ops::signatures, Ts...>::valid;
     const auto& id = entity_id_of(xs...);
     auto shard = router_->shard_of(id);
-    auto local = router_->local(shard);
-    if (!local) {
+    auto not_here = [&] {
       put_error(make_error(errc::moved, "shard " + std::to_string(shard) + " is not on this node"),
                 *resp);
       reactor->Finish(grpc::Status::OK);
-      return;
+    };
+    // Inspection is both kinds': entity keys hold a '/', offer ids never do.
+    bool entity = for_entities && (!for_offers || id.find('/') != std::string::npos);
+    if constexpr (for_entities) {
+      if (entity) {
+        auto local = router_->local_entities(shard);
+        if (!local)
+          return not_here();
+        ask(reactor, resp, timeout, *local, xs...);
+        return;
+      }
     }
-    hub_.run([=, target = *local](caf::event_based_actor* self) {
+    if constexpr (for_offers) {
+      auto local = router_->local(shard);
+      if (!local)
+        return not_here();
+      ask(reactor, resp, timeout, *local, xs...);
+    }
+  }
+
+  template <class Target, class... Ts>
+  void ask(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
+           caf::timespan timeout, Target target, Ts... xs) {
+    hub_.run([=](caf::event_based_actor* self) {
       self->request(target, timeout, xs...)
-        .then(on_reply<shard_actor, Ts...>([=](auto&... ys) {
-                offer_link::encode_reply(*resp, ys...);
+        .then(on_reply<Target, Ts...>([=](auto&... ys) {
+                link_table::encode_reply(*resp, ys...);
                 reactor->Finish(grpc::Status::OK);
               }),
               [=](caf::error& err) {
@@ -137,7 +160,7 @@ struct link_state {
   std::map<uint64_t, std::shared_ptr<link_call>> calls;
 };
 
-using link_actor = offer_owner_ops::extend<caf::reacts_to<link_done_atom, uint64_t>>;
+using link_actor = peer_link_ops::extend<caf::reacts_to<link_done_atom, uint64_t>>;
 using link_ptr = link_actor::stateful_pointer<link_state>;
 
 /// Sends one operation to the peer; the answer is delivered from this actor (gRPC's callback
@@ -147,14 +170,14 @@ caf::typed_response_promise<Outs...> forward(link_ptr self, reply_tag<Outs...>, 
   auto& st = self->state;
   auto id = st.next_id++;
   auto call = std::make_shared<link_call>();
-  offer_link::encode(call->req, xs...);
+  link_table::encode(call->req, xs...);
   auto rp = self->make_response_promise<Outs...>();
   call->finish = [rp, address = st.address](link_call& c) mutable {
     if (!c.status.ok()) {
       rp.deliver(link_error(c.status, address));
     } else if (c.resp.has_error()) {
       rp.deliver(take_error(c.resp.error()));
-    } else if (!offer_link::deliver(c.resp, rp)) {
+    } else if (!link_table::deliver(c.resp, rp)) {
       rp.deliver(make_error(errc::internal, "node " + address + " sent an answer of another kind"));
     }
   };
@@ -179,7 +202,7 @@ link_actor::behavior_type link_fun(link_ptr self, std::string address,
     internal::v1::NodeService::NewStub(std::move(channel)));
   st.attempt = attempt;
   return make_behavior<link_actor::behavior_type>(
-    make_handlers<offer_owner_ops::signatures>(
+    make_handlers<peer_link_ops::signatures>(
       [=](auto tag, auto&... xs) -> typename decltype(tag)::result_type {
         return forward(self, tag, xs...);
       }),
@@ -249,7 +272,7 @@ std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<
   return std::make_unique<node_service>(hub, std::move(r), timeout);
 }
 
-offer_owner_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
+peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
                            const link_security& security, std::chrono::milliseconds attempt) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);

@@ -11,7 +11,7 @@
 
 #include <caf/fwd.hpp>
 
-#include "gost/offers/protocol.hpp"
+#include "cluster/router.hpp"
 
 namespace grpc {
 class Service;
@@ -25,7 +25,6 @@ class call_hub;
 
 namespace gost::runtime {
 
-class router;
 
 /// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
 /// private network only).
@@ -48,9 +47,10 @@ struct link_security {
 std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<router> r,
                                                  std::chrono::milliseconds timeout);
 
-/// A local actor forwarding every offer operation to the node at `address` (host:port). Each
-/// forwarded call gets `attempt` before it fails with a timeout (and the caller re-routes).
-offer_owner_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
+/// A local actor forwarding every offer and entity operation to the node at `address`
+/// (host:port). Each forwarded call gets `attempt` before it fails with a timeout (and the
+/// caller re-routes).
+peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
                                 const link_security& security, std::chrono::milliseconds attempt);
 
 } // namespace gost::runtime

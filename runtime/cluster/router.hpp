@@ -11,10 +11,21 @@
 #include <optional>
 #include <vector>
 
+#include "gost/core/entity/protocol.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/protocol.hpp"
 
 namespace gost::runtime {
+
+/// What a link to another node forwards: every offer operation (with inspection) and every
+/// durable entity operation (node_link.hpp; mapped to protobuf in link_table.hpp).
+using peer_link_ops = offer_owner_ops::extend_with<entity_ops>;
+
+/// The supervisors this node runs for one shard it owns.
+struct local_shard {
+  shard_actor offers;
+  entity_shard_actor entities; ///< invalid when the node hosts no entity types
+};
 
 class router {
 public:
@@ -32,17 +43,38 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     auto& r = routes_[shard_of(offer_id)];
     if (remote != nullptr)
-      *remote = r.target && !r.local;
+      *remote = static_cast<bool>(r.link);
     return r.target;
   }
 
-  /// The local shard actor of `shard`, when this node owns it.
+  /// The owner of entity `key`'s shard (kind/id): the local entity shard or another node's
+  /// link; an invalid handle when no owner is known (or the local node hosts no entity types).
+  entity_owner_ops route_entity(const std::string& key, bool* remote = nullptr) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& r = routes_[shard_of(key)];
+    if (remote != nullptr)
+      *remote = static_cast<bool>(r.link);
+    if (r.link)
+      return caf::actor_cast<entity_owner_ops>(r.link);
+    return r.local.entities;
+  }
+
+  /// The local offer shard actor of `shard`, when this node owns it.
   std::optional<shard_actor> local(uint32_t shard) const {
     std::lock_guard<std::mutex> guard{mtx_};
     auto& r = routes_[shard];
-    if (!r.local)
+    if (!r.local.offers)
       return std::nullopt;
-    return r.local;
+    return r.local.offers;
+  }
+
+  /// The local entity shard actor of `shard`, when this node owns it and hosts entity types.
+  std::optional<entity_shard_actor> local_entities(uint32_t shard) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& r = routes_[shard];
+    if (!r.local.entities)
+      return std::nullopt;
+    return r.local.entities;
   }
 
   /// The shards this node owns now.
@@ -50,18 +82,18 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     std::vector<uint32_t> out;
     for (uint32_t s = 0; s < routes_.size(); ++s)
-      if (routes_[s].local)
+      if (routes_[s].local.offers)
         out.push_back(s);
     return out;
   }
 
-  void set_local(uint32_t shard, shard_actor a) {
+  void set_local(uint32_t shard, local_shard here) {
     std::lock_guard<std::mutex> guard{mtx_};
-    routes_[shard] = {a, a};
+    routes_[shard] = {here.offers, here, {}};
   }
-  void set_remote(uint32_t shard, offer_owner_ops link) {
+  void set_remote(uint32_t shard, peer_link_ops link) {
     std::lock_guard<std::mutex> guard{mtx_};
-    routes_[shard] = {std::move(link), shard_actor{}};
+    routes_[shard] = {link, {}, link};
   }
   void clear(uint32_t shard) {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -75,8 +107,9 @@ public:
 
 private:
   struct route {
-    offer_owner_ops target;
-    shard_actor local;
+    offer_owner_ops target; ///< local offer shard or link
+    local_shard local;      ///< when this node owns the shard
+    peer_link_ops link;     ///< when another node does
   };
   mutable std::mutex mtx_;
   std::vector<route> routes_;

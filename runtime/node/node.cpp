@@ -28,10 +28,12 @@
 #include "api/external_stage.hpp"
 #include "kafka/feed_exchange.hpp"
 #include "cluster/node_link.hpp"
+#include "api/entity_service.hpp"
 #include "api/offer_service.hpp"
 #include "api/state_service.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/entity/spawn.hpp"
 #include "cluster/manager.hpp"
 #include "kafka/outbox_relay.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -42,6 +44,7 @@ using persistence::error_message;
 
 struct node::impl {
   config::node_config cfg;
+  extensions ext; ///< the application's stages and actor types
   // Declared in start order; stop() releases them in reverse.
   std::unique_ptr<persistence::pg_pool> pool;
   std::unique_ptr<caf::actor_system_config> caf_cfg;
@@ -50,6 +53,13 @@ struct node::impl {
   std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
   std::vector<store_actor> stores;
   std::vector<writer_actor> writers; ///< offers' write-behind writers, shared by the shards
+  /// Durable entities (the application's actor types): stores and writers, when any type is
+  /// registered.
+  std::vector<entity_store_actor> entity_stores;
+  std::vector<entity_writer_actor> entity_writers;
+  std::shared_ptr<kit::entity_stats> entity_stats = std::make_shared<kit::entity_stats>();
+  std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
+  std::unique_ptr<entity_service> entities;
   std::vector<pool_actor> pools; ///< of the blocking stages
   std::unique_ptr<call_hub> hub; ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
@@ -70,8 +80,11 @@ struct node::impl {
   bool stopped = false;
 };
 
-node::node(config::node_config cfg) : impl_(std::make_unique<impl>()) {
+node::node(config::node_config cfg, extensions ext) : impl_(std::make_unique<impl>()) {
   impl_->cfg = std::move(cfg);
+  impl_->ext = std::move(ext);
+  if (!impl_->ext.entity_types)
+    impl_->ext.entity_types = std::make_shared<entity_registry>();
 }
 
 node::~node() { stop(); }
@@ -96,6 +109,17 @@ std::string node::start() {
     spdlog::info("external stage id={} address={} parallelism={}", ext.id, ext.address,
                  ext.parallelism);
   }
+  // The application's own stages (node_builder::add_stage).
+  for (auto& app : d.ext.stages) {
+    if (stages->find(app.id) != nullptr)
+      return "stage id `" + app.id + "` is registered twice (a built-in or external stage has it)";
+    stages->add(app.id, app.impl, app.opts ? *app.opts : stage_options{});
+    spdlog::info("stage id={} (application)", app.id);
+  }
+  bool hosts_entities = !d.ext.entity_types->empty();
+  for (auto& t : d.ext.entity_types->all())
+    spdlog::info("entity type kind={} state={} event={}", t->kind(),
+                 t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
 
   // 1. PostgreSQL
   auto dsn = cfg.pg_dsn;
@@ -135,6 +159,11 @@ std::string node::start() {
   // leases it takes (all of them on a single node) after the node is registered.
   for (int i = 0; i < cfg.pg_pool_size; ++i)
     d.stores.push_back(spawn_store(*d.sys, *d.pool));
+  if (hosts_entities) {
+    d.entity_stores.push_back(spawn_entity_store(*d.sys, *d.pool));
+    d.entity_writers = spawn_entity_writers(*d.sys, *d.pool, 1, cfg.write_batch_max,
+                                            cfg.write_flush_delay, d.entity_write_stats);
+  }
   // Writers matched to connections: two share a 4-connection pool with the stores.
   d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg_pool_size / 2)),
                                   cfg.write_batch_max, cfg.write_flush_delay, d.stats);
@@ -184,7 +213,31 @@ std::string node::start() {
     so.queue_page = c.queue_page;
     so.max_attempts = c.stage_max_attempts;
     so.max_chain = c.stage_max_chain;
-    return spawn_shard(*d.sys, std::move(so));
+    local_shard here;
+    here.offers = spawn_shard(*d.sys, std::move(so));
+    if (!d.entity_stores.empty()) {
+      entity_shard_options eo;
+      eo.shard = s;
+      eo.epoch = epoch;
+      eo.shard_count = c.shard_count;
+      eo.store = d.entity_stores[s % d.entity_stores.size()];
+      eo.writer = kit::writer_for(d.entity_writers, s);
+      eo.types = d.ext.entity_types;
+      // Events for entities of other shards this node owns reach them at once; other nodes'
+      // shards find theirs by polling.
+      eo.notify = [routes = d.routes](uint32_t shard, const persistence::queue_entries& entries) {
+        if (auto local = routes->local_entities(shard))
+          caf::anon_send(*local, enqueued_atom_v, entries);
+      };
+      eo.queue_lookahead = c.queue_lookahead;
+      eo.queue_poll = c.queue_poll;
+      eo.queue_page = c.queue_page;
+      eo.idle_timeout = c.offer_idle_timeout;
+      eo.max_resident = c.offer_max_resident;
+      eo.stats = d.entity_stats;
+      here.entities = spawn_entity_shard(*d.sys, std::move(eo));
+    }
+    return here;
   };
 
   // 4. gRPC
@@ -199,6 +252,11 @@ std::string node::start() {
     *d.hub, *d.routes, stages, d.stats, cfg.request_timeout,
     admin_service::cluster_view{d.pool.get(), cfg.node_id, cfg.cluster_lease_timeout});
   b.RegisterService(d.offers.get());
+  if (hosts_entities) {
+    d.entities = std::make_unique<entity_service>(*d.hub, *d.routes, d.ext.entity_types, *d.pool,
+                                                  cfg.request_timeout);
+    b.RegisterService(d.entities.get());
+  }
   b.RegisterService(d.admin.get());
   b.RegisterService(d.states.get());
   d.server = b.BuildAndStart();
@@ -355,6 +413,7 @@ void node::stop() {
   d.admin.reset();
   d.offers.reset();
   d.states.reset();
+  d.entities.reset();
   // 3. the cluster manager (it stops the shards it still runs), the gateway, then the stage
   // pools and the stores the shards used
   if (d.sys) {
@@ -377,6 +436,8 @@ void node::stop() {
     stop_all(d.pools);
     stop_all(d.writers);
     stop_all(d.stores);
+    stop_all(d.entity_writers);
+    stop_all(d.entity_stores);
   }
   d.routes.reset();
   // 2. actor system (its destructor waits for every actor)
@@ -398,7 +459,7 @@ sigset_t stop_signals() {
 
 } // namespace
 
-int run_node(config::node_config cfg) {
+int run_node(config::node_config cfg, extensions ext) {
   // Block the stop signals before any thread exists so every thread inherits the mask and
   // only the sigwait below sees them.
   auto set = stop_signals();
@@ -407,7 +468,7 @@ int run_node(config::node_config cfg) {
   spdlog::info("starting gostd node_id={}", cfg.node_id);
   spdlog::debug("configuration:\n{}", cfg.config_dump);
   auto port_file = cfg.grpc_port_file;
-  node n{std::move(cfg)};
+  node n{std::move(cfg), std::move(ext)};
   if (auto err = n.start(); !err.empty()) {
     spdlog::error("gostd cannot start: {}", err);
     n.stop();

@@ -406,7 +406,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [=](get_atom, const std::string&) -> caf::result<entity_view> {
+    [=](view_atom, const std::string&) -> caf::result<entity_view> {
       auto rp = self->make_response_promise<entity_view>();
       self->request(self->state.env->store, caf::infinite, load_atom_v, self->state.key)
         .await(

@@ -1,10 +1,31 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gost/config/node_config.hpp"
 
+namespace gost {
+class entity_registry;
+class stage;
+struct stage_options;
+} // namespace gost
+
 namespace gost::runtime {
+
+/// What an application adds to a node (gost/runtime/node_builder.hpp fills it): its stages and
+/// its actor types, hosted next to the built-in ones.
+struct extensions {
+  struct stage_entry {
+    std::string id;
+    std::shared_ptr<const stage> impl;
+    std::shared_ptr<const stage_options> opts;
+  };
+  std::vector<stage_entry> stages;
+  std::shared_ptr<entity_registry> entity_types;
+};
 
 /// One gost node. `start` brings the parts up in order and returns the first failure as one
 /// line naming what to change; `stop` takes them down in reverse, draining what is in flight.
@@ -17,7 +38,7 @@ namespace gost::runtime {
 ///   5. admin HTTP on http.listen (/, /healthz, /metrics); port file written last
 class node {
 public:
-  explicit node(config::node_config cfg);
+  explicit node(config::node_config cfg, extensions ext = {});
   ~node();
   node(const node&) = delete;
   node& operator=(const node&) = delete;
@@ -37,6 +58,6 @@ private:
 
 /// gostd's main after configuration: start, wait for SIGTERM/SIGINT, stop. Returns the exit
 /// code (0 on a clean stop, 1 when start failed).
-int run_node(config::node_config cfg);
+int run_node(config::node_config cfg, extensions ext = {});
 
 } // namespace gost::runtime

@@ -16,6 +16,7 @@
 #include "gost/persistence/entities/entities.hpp"
 
 CAF_ADD_ATOM(gost_core, gost, send_atom, "send")
+CAF_ADD_ATOM(gost_core, gost, view_atom, "view")
 
 namespace gost {
 
@@ -37,7 +38,8 @@ using entity_ops = caf::typed_actor<
   // with a non-empty request id at most once per id (a client's retry gets the same answer and
   // stores nothing twice). Answers once committed.
   caf::replies_to<send_atom, std::string, any_msg, std::string, int64_t>::with<ok_atom>,
-  caf::replies_to<get_atom, std::string>::with<entity_view>>;
+  // What the entity is now (its committed state, pending events).
+  caf::replies_to<view_atom, std::string>::with<entity_view>>;
 
 /// What routers hold for durable entities: the operations and the kit's inspection.
 using entity_owner_ops = entity_ops::extend_with<kit::inspect_ops>;

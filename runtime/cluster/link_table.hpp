@@ -1,6 +1,8 @@
 #pragma once
-// The one table that maps the offer operations (`offer_owner_ops`, gost/offers/protocol.hpp)
-// to the node link's protobuf (gost.internal.v1.ForwardRequest / ForwardResponse) and back.
+// The one table that maps every operation a node forwards to another — the offer operations
+// (`offer_owner_ops`, gost/offers/protocol.hpp) and the durable entities' (`entity_ops`,
+// gost/core/entity/protocol.hpp) — to the node link's protobuf (gost.internal.v1.ForwardRequest
+// / ForwardResponse) and back.
 // The peer link encodes with `encode`, the serving node decodes with `decode` and calls its
 // local shard with the very same typed arguments; replies travel through `encode_reply` and
 // `deliver`. A new operation adds one line to each (the compiler finds a missing one: the
@@ -11,21 +13,22 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "gost/internal/v1/node_service.pb.h"
+#include "gost/core/entity/protocol.hpp"
 #include "gost/offers/protocol.hpp"
 
-namespace gost::runtime::offer_link {
+namespace gost::runtime::link_table {
 
 using internal::v1::ForwardRequest;
 using internal::v1::ForwardResponse;
 
 // -- requests ---------------------------------------------------------------------------------
 
+inline void encode(ForwardRequest& r, get_atom, const std::string& id) { r.set_get(id); }
+
 inline void encode(ForwardRequest& r, create_atom, const std::string& id, const offer_msg& m) {
   *r.mutable_create() = m.value;
   r.mutable_create()->set_id(id);
 }
-
-inline void encode(ForwardRequest& r, get_atom, const std::string& id) { r.set_get(id); }
 
 inline void encode(ForwardRequest& r, update_atom, const std::string& id, const offer_msg& m,
                    int64_t expected, const std::string& mask) {
@@ -58,6 +61,17 @@ inline void encode(ForwardRequest& r, update_atom, state_atom, const std::string
 
 inline void encode(ForwardRequest& r, resident_atom, const std::string& id) { r.set_residency(id); }
 
+inline void encode(ForwardRequest& r, send_atom, const std::string& key, const any_msg& event,
+                   const std::string& request_id, int64_t delay_ms) {
+  auto* e = r.mutable_entity_send();
+  e->set_key(key);
+  *e->mutable_event() = event.value;
+  e->set_request_id(request_id);
+  e->set_delay_ms(delay_ms);
+}
+
+inline void encode(ForwardRequest& r, view_atom, const std::string& key) { r.set_entity_get(key); }
+
 /// Calls `f` with the operation's typed arguments; false when the request carries none this
 /// node knows.
 template <class F>
@@ -84,6 +98,12 @@ bool decode(const ForwardRequest& r, F&& f) {
       return true;
     }
     case ForwardRequest::kResidency: f(resident_atom_v, r.residency()); return true;
+    case ForwardRequest::kEntitySend: {
+      auto& e = r.entity_send();
+      f(send_atom_v, e.key(), any_msg{e.event()}, e.request_id(), e.delay_ms());
+      return true;
+    }
+    case ForwardRequest::kEntityGet: f(view_atom_v, r.entity_get()); return true;
     default: return false;
   }
 }
@@ -101,6 +121,19 @@ inline void encode_reply(ForwardResponse& r, state_update_msg& m) {
 inline void encode_reply(ForwardResponse& r, bool resident, int64_t mailbox) {
   r.mutable_residency()->set_resident(resident);
   r.mutable_residency()->set_mailbox(mailbox);
+}
+
+inline void encode_reply(ForwardResponse& r, ok_atom) { r.set_ok(true); }
+inline void encode_reply(ForwardResponse& r, entity_view& v) {
+  auto* e = r.mutable_entity();
+  e->set_exists(v.exists);
+  e->set_version(v.version);
+  if (v.state) {
+    *e->mutable_state() = std::move(*v.state);
+  }
+  e->set_lane(v.lane);
+  e->set_pending(v.pending);
+  e->set_next_due_us(v.next_due_us);
 }
 
 /// Delivers the reply in `r` to `rp`; false when `r` holds no reply of that type.
@@ -135,4 +168,26 @@ inline bool deliver(ForwardResponse& r, caf::typed_response_promise<bool, int64_
   return true;
 }
 
-} // namespace gost::runtime::offer_link
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<ok_atom>& rp) {
+  if (r.result_case() != ForwardResponse::kOk)
+    return false;
+  rp.deliver(ok_atom_v);
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<entity_view>& rp) {
+  if (!r.has_entity())
+    return false;
+  auto& e = *r.mutable_entity();
+  entity_view v;
+  v.exists = e.exists();
+  v.version = e.version();
+  if (e.has_state())
+    v.state = std::move(*e.mutable_state());
+  v.lane = e.lane();
+  v.pending = e.pending();
+  v.next_due_us = e.next_due_us();
+  rp.deliver(std::move(v));
+  return true;
+}
+
+} // namespace gost::runtime::link_table

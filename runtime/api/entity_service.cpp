@@ -1,0 +1,166 @@
+#include "api/entity_service.hpp"
+
+#include <google/protobuf/util/time_util.h>
+
+#include <caf/event_based_actor.hpp>
+
+#include "api/status.hpp"
+#include "cluster/ask_owner.hpp"
+#include "cluster/router.hpp"
+#include "gost/core/call_hub.hpp"
+#include "gost/core/entity/entity_type.hpp"
+#include "gost/offers/content_rules.hpp"
+#include "gost/persistence/entities/entities.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+/// Checks kind and id; on success `key` is `kind/id`.
+std::string check_entity(const entity_registry& types, const std::string& kind,
+                         const std::string& id, std::string& key, grpc::StatusCode& code) {
+  code = grpc::StatusCode::INVALID_ARGUMENT;
+  if (kind.empty())
+    return "kind is required (ListTypes lists the kinds this node hosts)";
+  if (types.find(kind) == nullptr) {
+    code = grpc::StatusCode::NOT_FOUND;
+    return "kind: `" + kind + "` is not an entity type of this node (ListTypes lists them)";
+  }
+  if (id.empty() || id.size() > max_id_len)
+    return "id must be 1..256 bytes";
+  key = persistence::entity_key(kind, id);
+  return {};
+}
+
+} // namespace
+
+grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
+                                               const v1::SendEventRequest* req,
+                                               v1::SendEventResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  std::string key;
+  grpc::StatusCode code;
+  if (auto problem = check_entity(*types_, req->kind(), req->id(), key, code); !problem.empty()) {
+    reactor->Finish({code, problem});
+    return reactor;
+  }
+  auto* type = types_->find(req->kind());
+  auto want = type->event_descriptor()->full_name();
+  if (!req->has_event() || req->event().type_url().empty()) {
+    reactor->Finish(invalid("event is required: a google.protobuf.Any holding a " + want));
+    return reactor;
+  }
+  if (req->request_id().size() > max_id_len) {
+    reactor->Finish(invalid("request_id must be at most 256 bytes"));
+    return reactor;
+  }
+  int64_t delay_ms = 0;
+  if (req->has_delay()) {
+    delay_ms = TimeUtil::DurationToMilliseconds(req->delay());
+    if (delay_ms < 0) {
+      reactor->Finish(invalid("delay must not be negative"));
+      return reactor;
+    }
+  }
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  any_msg event{req->event()};
+  auto request_id = req->request_id();
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_entity_owner(
+      self, r, deadline, [=](ok_atom) { reactor->Finish(grpc::Status::OK); },
+      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, send_atom_v, key, event,
+      request_id, delay_ms);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* entity_service::Get(grpc::CallbackServerContext* ctx,
+                                              const v1::GetEntityRequest* req,
+                                              v1::GetEntityResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::string key;
+  grpc::StatusCode code;
+  if (auto problem = check_entity(*types_, req->kind(), req->id(), key, code); !problem.empty()) {
+    reactor->Finish({code, problem});
+    return reactor;
+  }
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_entity_owner(
+      self, r, deadline,
+      [=](entity_view& v) {
+        resp->set_exists(v.exists);
+        resp->set_version(v.version);
+        if (v.state)
+          *resp->mutable_state() = std::move(*v.state);
+        resp->set_lane(v.lane);
+        resp->set_pending_events(v.pending);
+        if (v.next_due_us > 0)
+          *resp->mutable_next_due() = TimeUtil::MicrosecondsToTimestamp(v.next_due_us);
+        reactor->Finish(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContext* ctx,
+                                                      const v1::PullOutputsRequest* req,
+                                                      v1::PullOutputsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (types_->find(req->kind()) == nullptr) {
+    reactor->Finish({grpc::StatusCode::NOT_FOUND,
+                     "kind: `" + req->kind() + "` is not an entity type of this node"});
+    return reactor;
+  }
+  if (req->limit() < 0 || req->limit() > 1000 || req->after() < 0) {
+    reactor->Finish(invalid("limit must be 0..1000 (0: 100) and after (a cursor) not negative"));
+    return reactor;
+  }
+  auto limit = static_cast<size_t>(req->limit() == 0 ? 100 : req->limit());
+  auto kind = req->kind();
+  auto lane = req->lane();
+  auto after = req->after();
+  auto* pool = &pool_;
+  // A blocking read: off the scheduler threads (rare, and bounded by `limit`).
+  hub_.run([=](caf::event_based_actor* self) {
+    self->system().spawn<caf::detached>([=](caf::event_based_actor* worker) {
+      auto rows = persistence::read_entity_outputs(*pool, kind, lane, after, limit);
+      if (!rows) {
+        reactor->Finish(to_status(rows.error()));
+      } else {
+        resp->set_cursor(after);
+        for (auto& o : *rows) {
+          auto* out = resp->add_outputs();
+          out->set_seq(o.seq);
+          out->set_id(o.entity_id);
+          out->mutable_output()->ParseFromString(o.payload);
+          resp->set_cursor(o.seq);
+        }
+        reactor->Finish(grpc::Status::OK);
+      }
+      worker->quit();
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* entity_service::ListTypes(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListTypesRequest*,
+                                                    v1::ListTypesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  for (auto& t : types_->all()) {
+    auto* out = resp->add_types();
+    out->set_kind(t->kind());
+    out->set_state_type(t->state_descriptor()->full_name());
+    out->set_event_type(t->event_descriptor()->full_name());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,49 @@
+#pragma once
+// gost.v1.EntityService: events in, states and outputs out, for the application's actor types
+// (gost/core/entity/entity_type.hpp). Requests for an entity go to the owner of its shard, on
+// this node or another (ask_entity_owner); outputs are read from PostgreSQL (committed only).
+
+#include <chrono>
+#include <memory>
+
+#include "gost/v1/entity_service.grpc.pb.h"
+
+namespace gost {
+class call_hub;
+class entity_registry;
+} // namespace gost
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::runtime {
+
+class router;
+
+class entity_service final : public v1::EntityService::CallbackService {
+public:
+  entity_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
+                 persistence::pg_pool& pool, std::chrono::milliseconds timeout)
+    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout) {}
+
+  grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* ctx, const v1::SendEventRequest* req,
+                                 v1::SendEventResponse* resp) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetEntityRequest* req,
+                                v1::GetEntityResponse* resp) override;
+  grpc::ServerUnaryReactor* PullOutputs(grpc::CallbackServerContext* ctx,
+                                        const v1::PullOutputsRequest* req,
+                                        v1::PullOutputsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListTypes(grpc::CallbackServerContext* ctx,
+                                      const v1::ListTypesRequest* req,
+                                      v1::ListTypesResponse* resp) override;
+
+private:
+  call_hub& hub_;
+  router& router_;
+  std::shared_ptr<const entity_registry> types_;
+  persistence::pg_pool& pool_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace gost::runtime

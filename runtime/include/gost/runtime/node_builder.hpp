@@ -1,0 +1,59 @@
+#pragma once
+// gost as a library: an application links gost_runtime, registers its own stages and actor
+// types in its own `main`, and runs a node — without editing gost's source (the way Orleans
+// or Akka applications host their runtime). gostd is such an application with nothing of its
+// own; examples/bank is one with an actor type (docs/adding-an-actor-type.md).
+//
+//   int main(int argc, char** argv) {
+//     return gost::node_builder{}
+//       .add_stage<photo_count>("photo_count")      // docs/adding-a-stage.md
+//       .add_entity_type<bank::account>()           // docs/adding-an-actor-type.md
+//       .run(argc, argv);
+//   }
+//
+// The node reads its configuration as gostd does (file, GOST_* environment, command line;
+// `--help` lists every key, the application's stages' `stages.<id>.enabled` included).
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "gost/core/entity/entity_type.hpp"
+#include "gost/offers/stage.hpp"
+#include "gost/runtime/node.hpp"
+
+namespace gost {
+
+class node_builder {
+public:
+  node_builder();
+
+  /// A C++ stage under a stable id (stored in queues and states: never rename one in use).
+  node_builder& add_stage(std::string id, std::shared_ptr<const stage> impl,
+                          stage_options opts = {});
+
+  template <class Stage, class... Args>
+  node_builder& add_stage(std::string id, Args&&... args) {
+    return add_stage(std::move(id), std::make_shared<const Stage>(std::forward<Args>(args)...));
+  }
+
+  /// An actor type: entities of its kind are hosted by every node of the cluster that
+  /// registers it (register the same types on every node).
+  node_builder& add_entity_type(std::shared_ptr<const entity_type_base> type);
+
+  template <class Type, class... Args>
+  node_builder& add_entity_type(Args&&... args) {
+    return add_entity_type(std::make_shared<const Type>(std::forward<Args>(args)...));
+  }
+
+  /// Reads the configuration, starts the node and serves until SIGTERM or SIGINT (which drain
+  /// it). The exit code for `main`: 0 after a clean stop, 1 when the node could not start, 2
+  /// for a configuration or registration error (printed to stderr).
+  int run(int argc, char** argv);
+
+private:
+  runtime::extensions ext_;
+  std::string error_; ///< the first registration error
+};
+
+} // namespace gost

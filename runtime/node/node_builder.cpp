@@ -1,0 +1,49 @@
+#include "gost/runtime/node_builder.hpp"
+
+#include <cstdio>
+
+#include "gost/config/node_config.hpp"
+
+extern char** environ;
+
+namespace gost {
+
+node_builder::node_builder() { ext_.entity_types = std::make_shared<entity_registry>(); }
+
+node_builder& node_builder::add_stage(std::string id, std::shared_ptr<const stage> impl,
+                                      stage_options opts) {
+  if (id.empty() && error_.empty())
+    error_ = "add_stage: a stage needs an id";
+  for (auto& s : ext_.stages)
+    if (s.id == id && error_.empty())
+      error_ = "add_stage: stage id `" + id + "` is registered twice";
+  ext_.stages.push_back({std::move(id), std::move(impl),
+                         std::make_shared<const stage_options>(std::move(opts))});
+  return *this;
+}
+
+node_builder& node_builder::add_entity_type(std::shared_ptr<const entity_type_base> type) {
+  if (auto err = ext_.entity_types->add(std::move(type)); err && error_.empty())
+    error_ = "add_entity_type: " + error_message(err);
+  return *this;
+}
+
+int node_builder::run(int argc, char** argv) {
+  auto name = argc > 0 ? std::string{argv[0]} : std::string{"gost"};
+  if (!error_.empty()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), error_.c_str());
+    return 2;
+  }
+  auto r = config::load_node_config(argc, argv, environ);
+  if (!r.output.empty()) {
+    std::fputs(r.output.c_str(), stdout);
+    return 0;
+  }
+  if (!r.config) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), r.error.c_str());
+    return 2;
+  }
+  return runtime::run_node(std::move(*r.config), std::move(ext_));
+}
+
+} // namespace gost
