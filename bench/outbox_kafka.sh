@@ -5,7 +5,8 @@
 # with the broker configured and relays them; the time runs from the first event leaving the
 # outbox to the last (acknowledged by the broker, rows deleted). Prints one JSON line.
 #   bench/outbox_kafka.sh GOSTD GOST_BENCH PG_PORT
-# Starts its own broker (scripts/kafka.sh, port 19192, var/kafkabench) and stops it.
+# Starts its own broker (scripts/kafka.sh, port BENCH_KAFKA_PORT (19192), var/kafkabench) and
+# stops it.
 set -euo pipefail
 
 gostd=$1 bench=$2 port=$3
@@ -14,7 +15,7 @@ events=${BENCH_OUTBOX_EVENTS:-500000}
 db=gost_outbox
 admin="host=127.0.0.1 port=$port user=gost dbname=postgres"
 dsn="host=127.0.0.1 port=$port user=gost dbname=$db"
-export GOST_KAFKA_PORT=19192 GOST_KAFKA_DIR=$root/var/kafkabench
+export GOST_KAFKA_PORT=${BENCH_KAFKA_PORT:-19192} GOST_KAFKA_DIR=$root/var/kafkabench
 work=$(mktemp -d)
 node=
 cleanup() {

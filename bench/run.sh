@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
-# port 54349) and prints one JSON line per benchmark, last on its output.
+# port 54349 unless GOST_PG_DIR / GOST_PG_PORT say otherwise) and prints one JSON line per
+# benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
 #                              (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
-# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
+# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it), GOST_PG_PORT
+# (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
+# two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
+# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, outbox_kafka's broker).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +25,7 @@ step "installing dependencies" "$logs/install.log" scripts/install-deps.sh
 step "configuring" "$logs/configure.log" cmake --preset release
 step "building" "$logs/build.log" cmake --build --preset release -j "$(nproc)" --target gost_bench
 
-export GOST_PG_DIR=$root/var/pgbench GOST_PG_PORT=54349 GOST_PG_DB=gost_bench
+export GOST_PG_DIR=${GOST_PG_DIR:-$root/var/pgbench} GOST_PG_PORT=${GOST_PG_PORT:-54349} GOST_PG_DB=gost_bench
 step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
 dsn="host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=gost_bench"
 
