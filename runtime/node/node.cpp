@@ -134,7 +134,7 @@ std::string node::start() {
   // 3. actors. Shards are not started here: the cluster manager starts the shards whose
   // leases it takes (all of them on a single node) after the node is registered.
   for (int i = 0; i < cfg.pg_pool_size; ++i)
-    d.stores.push_back(spawn_store(*d.sys, *d.pool));
+    d.stores.push_back(spawn_store(*d.sys, *d.pool, d.stats));
   // Writers matched to connections: two share a 4-connection pool with the stores.
   d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg_pool_size / 2)),
                                   cfg.write_batch_max, cfg.write_flush_delay, d.stats);
