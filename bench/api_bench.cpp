@@ -1,9 +1,12 @@
 // api_updates: UpdateOffer through gostd's gRPC API with many concurrent clients, each reply
 // arriving after the commit. Creates the offers first, then keeps `--concurrency` updates in
 // flight over `--channels` connections for `--seconds`, and prints one JSON line:
-// acknowledged updates per second (and errors, and latency percentiles).
+// acknowledged updates per second (and errors, and latency percentiles). With --gost-pids
+// (the gostd processes, comma-separated) and --pg-postmaster (the server's postmaster pid), also
+// the CPU time per acknowledged update of gostd, PostgreSQL and this client over the measured
+// seconds (proc_cpu.hpp).
 //   gost_api_bench --addr HOST:PORT[,HOST:PORT...] [--offers 20000] [--concurrency 512] [--channels 8]
-//                  [--seconds 20]
+//                  [--seconds 20] [--gost-pids PID[,PID...] --pg-postmaster PID]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,12 +21,26 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "proc_cpu.hpp"
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 namespace v1 = gost::v1;
 
 namespace {
+
+/// "a,b,c" -> {a, b, c}.
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; pos <= list.size();) {
+    auto end = list.find(',', pos);
+    if (end == std::string::npos)
+      end = list.size();
+    out.push_back(list.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
 
 struct shared_state {
   std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs;
@@ -94,21 +111,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("addr") == 0) {
-    std::fprintf(stderr, "usage: gost_api_bench --addr HOST:PORT [--offers N] [--concurrency C]"
-                         " [--channels K] [--seconds S]\n");
+    std::fprintf(stderr, "usage: gost_api_bench --addr HOST:PORT[,HOST:PORT...] [--offers N]"
+                         " [--concurrency C] [--channels K] [--seconds S]"
+                         " [--gost-pids PID[,PID...] --pg-postmaster PID]\n");
     return 2;
   }
   shared_state s;
   auto channels = std::stoi(opt["channels"]);
   // --addr may name several nodes (a,b,c): the channels go round-robin over them.
-  std::vector<std::string> addrs;
-  for (size_t pos = 0; pos <= opt["addr"].size();) {
-    auto end = opt["addr"].find(',', pos);
-    if (end == std::string::npos)
-      end = opt["addr"].size();
-    addrs.push_back(opt["addr"].substr(pos, end - pos));
-    pos = end + 1;
-  }
+  auto addrs = split_commas(opt["addr"]);
+  // The CPU measured: the gostd processes (summed) and the server, when given; this client's
+  // own (its sending threads and gRPC's) apart.
+  std::vector<pid_t> gost_pids;
+  if (opt.count("gost-pids") != 0)
+    for (auto& p : split_commas(opt["gost-pids"]))
+      gost_pids.push_back(static_cast<pid_t>(std::stol(p)));
+  auto measure_cpu = !gost_pids.empty() && opt.count("pg-postmaster") != 0;
+  gost::bench::cpu_meter meter{gost_pids,
+                               measure_cpu ? static_cast<pid_t>(std::stol(opt["pg-postmaster"])) : 0};
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.channel_id", i); // distinct connections, not one shared subchannel
@@ -170,6 +190,8 @@ int main(int argc, char** argv) {
     std::lock_guard<std::mutex> g{s.m};
     s.latencies_us.clear();
   }
+  auto cpu0 = meter.sample();
+  auto client0 = gost::bench::process_cpu_seconds(getpid());
   auto t0 = clock_type::now();
   for (int i = 0; i < seconds; ++i) {
     std::this_thread::sleep_for(1s);
@@ -179,6 +201,8 @@ int main(int argc, char** argv) {
   }
   auto done = s.ok.load() - ok0;
   auto elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  auto cpu1 = meter.sample();
+  auto client1 = gost::bench::process_cpu_seconds(getpid());
   s.stop = true;
   {
     std::unique_lock<std::mutex> lock{s.m};
@@ -192,9 +216,16 @@ int main(int argc, char** argv) {
   };
   for (auto& [code, n] : s.codes)
     std::fprintf(stderr, "api_bench: status %d: %llu\n", code, static_cast<unsigned long long>(n));
+  std::string cpu;
+  if (measure_cpu && done > 0) {
+    char client[64];
+    std::snprintf(client, sizeof client, ", \"client_cpu_us_per_op\": %.1f",
+                  (client1 - client0) * 1e6 / static_cast<double>(done));
+    cpu = ", " + gost::bench::cpu_fields(cpu0, cpu1, static_cast<double>(done)) + client;
+  }
   std::printf("{\"bench\": \"api_updates\", \"value\": %.0f, \"unit\": \"updates/s acknowledged after "
-              "commit\", \"clients\": %d, \"failed\": %llu, \"p50_ms\": %.2f, \"p99_ms\": %.2f}\n",
+              "commit\", \"clients\": %d, \"failed\": %llu, \"p50_ms\": %.2f, \"p99_ms\": %.2f%s}\n",
               static_cast<double>(done) / elapsed, concurrency,
-              static_cast<unsigned long long>(s.failed.load()), pct(0.5), pct(0.99));
+              static_cast<unsigned long long>(s.failed.load()), pct(0.5), pct(0.99), cpu.c_str());
   return s.failed.load() == 0 ? 0 : 1;
 }

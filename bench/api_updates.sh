@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # api_updates: one gostd on a fresh database (gost_api), loaded by gost_api_bench: many
 # concurrent clients sending UpdateOffer (a field-masked title change), each acknowledged after
-# its commit. Prints the client's JSON line.
+# its commit. Prints the client's JSON line, with the CPU time per acknowledged update of the
+# gostd processes, of PostgreSQL and of the client over the measured seconds (proc_cpu.hpp).
 #   bench/api_updates.sh GOSTD API_BENCH PG_PORT [NODES]
 # NODES (1): that many gostd processes share the database as a cluster (distinct node ids);
 # the client spreads its connections over all of them.
@@ -11,6 +12,7 @@
 set -euo pipefail
 
 gostd=$1 client=$2 port=$3 nodes=${4:-1}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 db=gost_api
 admin="host=127.0.0.1 port=$port user=gost dbname=postgres"
 dsn="host=127.0.0.1 port=$port user=gost dbname=$db"
@@ -41,8 +43,10 @@ if ((nodes > 1)); then # until the shards are spread over every node
     sleep 0.1
   done
 fi
+postmaster=$(python3 "$here/proc_cpu.py" postmaster "$dsn")
 "$client" --addr "$addrs" --offers "${BENCH_API_OFFERS:-20000}" \
   --concurrency "${BENCH_API_CLIENTS:-1024}" --seconds "${BENCH_API_SECONDS:-20}" \
+  --gost-pids "$(IFS=,; echo "${pids[*]}")" --pg-postmaster "$postmaster" \
   | sed -E "s/\}\$/, \"nodes\": $nodes}/"
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 for p in "${pids[@]}"; do wait "$p" || true; done

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs gost's benchmarks: builds the release preset, starts a private PostgreSQL (var/pgbench,
-# port 54349) and prints one JSON line per benchmark, last on its output.
+# port 54349 unless GOST_PG_DIR / GOST_PG_PORT say otherwise) and prints one JSON line per
+# benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
 #                              (default: all)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
-# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it).
+# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it), GOST_PG_PORT
+# (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
+# two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
+# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, outbox_kafka's broker).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +25,7 @@ step "installing dependencies" "$logs/install.log" scripts/install-deps.sh
 step "configuring" "$logs/configure.log" cmake --preset release
 step "building" "$logs/build.log" cmake --build --preset release -j "$(nproc)" --target gost_bench
 
-export GOST_PG_DIR=$root/var/pgbench GOST_PG_PORT=54349 GOST_PG_DB=gost_bench
+export GOST_PG_DIR=${GOST_PG_DIR:-$root/var/pgbench} GOST_PG_PORT=${GOST_PG_PORT:-54349} GOST_PG_DB=gost_bench
 step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
 dsn="host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=gost_bench"
 
@@ -36,6 +40,9 @@ gost_bench() {
     || { tail -n 20 "$logs/$name.log" >&2; echo "bench/run.sh: $name failed" >&2; exit 1; }
 }
 
+# The number in field NAME of a JSON line: field NAME LINE.
+field() { sed -E "s/.*\"$1\": *([0-9.]+).*/\1/" <<<"$2"; }
+
 # Runs graphile-worker on the same work (one job per offer writing its state row) and prints
 # gost's line extended by the peer's figure and the ratio.
 with_graphile_peer() {
@@ -46,8 +53,8 @@ with_graphile_peer() {
   peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "${BENCH_OFFERS:-100000}" \
            2>"$logs/graphile-worker.log") \
     || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
-  value=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$line")
-  peer_value=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$peer")
+  value=$(field value "$line")
+  peer_value=$(field value "$peer")
   printf '%s, "peer": "graphile-worker 0.17.3", "peer_value": %s, "ratio": %.2f}\n' \
     "${line%\}}" "$peer_value" "$(awk -v a="$value" -v b="$peer_value" 'BEGIN { print a / b }')"
 }
@@ -83,10 +90,13 @@ for name in "${names[@]}"; do
       three=$(BENCH_API_NODE_ARGS=--shard.count=12 bench/api_updates.sh build/release/runtime/gostd \
               build/release/bench/gost_api_bench "$GOST_PG_PORT" 3 2>"$logs/api_cluster-3.log") \
         || { tail -n 20 "$logs/api_cluster-3.log" >&2; echo "bench/run.sh: api_cluster failed" >&2; exit 1; }
-      v1=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$one")
-      v3=$(sed -E 's/.*"value": *([0-9.]+).*/\1/' <<<"$three")
-      printf '{"bench": "api_cluster", "value": %s, "unit": "updates/s acknowledged, 3 nodes", "peer": "1 node", "peer_value": %s, "ratio": %.2f}\n' \
-        "$v3" "$v1" "$(awk -v a="$v3" -v b="$v1" 'BEGIN { print a / b }')"
+      v1=$(field value "$one")
+      v3=$(field value "$three")
+      # CPU per acknowledged update: of the three nodes together, and of the one node (peer_).
+      printf '{"bench": "api_cluster", "value": %s, "unit": "updates/s acknowledged, 3 nodes", "gost_cpu_us_per_op": %s, "pg_cpu_us_per_op": %s, "peer": "1 node", "peer_value": %s, "ratio": %.2f, "peer_gost_cpu_us_per_op": %s, "peer_pg_cpu_us_per_op": %s}\n' \
+        "$v3" "$(field gost_cpu_us_per_op "$three")" "$(field pg_cpu_us_per_op "$three")" "$v1" \
+        "$(awk -v a="$v3" -v b="$v1" 'BEGIN { print a / b }')" \
+        "$(field gost_cpu_us_per_op "$one")" "$(field pg_cpu_us_per_op "$one")"
       ;;
     outbox_kafka)
       step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd gost_bench

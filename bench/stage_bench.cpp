@@ -2,7 +2,8 @@
 //
 //   gost_bench stage_noop  --dsn DSN [--offers N] [--shards S]
 //       N offers, each queued once for a stage that writes its state (no offer change);
-//       time until every run committed.
+//       time until every run committed. Then the floor: the same data prepared again and the
+//       same work done by plain threads calling the persistence layer (no actors).
 //   gost_bench stage_offer --dsn DSN [--offers N] [--shards S]
 //       the same with a stage that changes the offer (offer CAS + state + outbox), while a
 //       second stage is asked about every change.
@@ -12,14 +13,20 @@
 //       N offers with one pending timer each, due evenly over SPAN seconds: firing lag
 //       p50/p99 (process() call minus due time) and the process's RSS.
 //
-// The database named in DSN is emptied and set up by the benchmark.
+// Every benchmark that runs the engine also prints the CPU time per operation of this process
+// ("gost_cpu_us_per_op") and of the PostgreSQL server ("pg_cpu_us_per_op") over the measured
+// interval (proc_cpu.hpp). The database named in DSN is emptied and set up by the benchmark.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <string>
 #include <fstream>
 #include <functional>
@@ -44,6 +51,7 @@
 #include "gost/persistence/schema.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "gost/v1/events.pb.h"
+#include "proc_cpu.hpp"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -100,6 +108,9 @@ void fresh_schema(pqxx::connection& c, const std::string& dsn, uint32_t shards) 
     pqxx::nontransaction tx{c};
     tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
     tx.exec("CREATE SCHEMA public");
+    // Starts the server's checkpoint interval afresh, so that no checkpoint (nor the full-page
+    // images it forces on the next writes) falls into the run that follows, gost's or the floor's.
+    tx.exec("CHECKPOINT");
   }
   persistence::pg_pool::options po;
   po.dsn = dsn;
@@ -145,6 +156,31 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
   }
   pqxx::nontransaction tx{c};
   tx.exec("ANALYZE");
+}
+
+/// Samples the CPU time of this process (gost, and the benchmark's own thread that waits for
+/// it) and of the PostgreSQL server `dsn` names (proc_cpu.hpp).
+bench::cpu_meter process_and_server(const std::string& dsn) {
+  pqxx::connection c{dsn};
+  pqxx::nontransaction tx{c};
+  auto r = tx.exec(bench::kPostmasterChildSql);
+  auto postmaster = r.empty() ? 0 : bench::parent_pid(r[0][0].as<pid_t>());
+  if (postmaster <= 1) {
+    std::fprintf(stderr, "gost_bench: cannot find the server's postmaster; is it on this machine?\n");
+    std::exit(1);
+  }
+  return bench::cpu_meter{{getpid()}, postmaster};
+}
+
+/// Stops actors (shards first, then what they use: pass them in that order).
+template <class... Handles>
+void stop_all(std::vector<Handles>&... lists) {
+  auto stop = [](auto& list) {
+    for (auto& h : list)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    list.clear();
+  };
+  (stop(lists), ...);
 }
 
 /// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
@@ -237,6 +273,7 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   po.size = 4;
   persistence::pg_pool pool{po};
   auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
+  auto meter = process_and_server(dsn);
   caf::actor_system_config cfg;
   configure(cfg, "sharing");
   caf::actor_system sys{cfg};
@@ -262,6 +299,7 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     };
     auto before = rss_bytes();
     auto heap_before = heap_in_use();
+    auto cpu_before = meter.sample();
     for (int i = 0; i < offers; ++i) {
       auto id = "bench-" + std::to_string(i);
       self->send(handles[shard_of(id, shards)], get_atom_v, id);
@@ -270,19 +308,20 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     }
     while (outstanding > 0)
       receive_one();
+    auto cpu = bench::cpu_fields(cpu_before, meter.sample(), offers);
     auto after = rss_bytes();
     auto heap_after = heap_in_use();
     auto resident = stats->offers.resident.load();
     std::fprintf(stderr, "gost_bench: heap in use +%.0f bytes per resident actor (offer data included)\n",
                  (static_cast<double>(heap_after) - heap_before) / std::max<int64_t>(1, resident));
-    for (auto& h : handles)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    stop_all(handles);
     std::this_thread::sleep_for(500ms);
     stats->offers.resident = 0;
-    return std::make_tuple(before, after, resident, offer_bytes);
+    return std::make_tuple(before, after, resident, offer_bytes, cpu);
   };
-  // 1. No cap: every offer stays resident.
-  auto [before, after, resident, offer_bytes] = run(static_cast<size_t>(offers));
+  // 1. No cap: every offer stays resident. The CPU is that of its activations (one get each,
+  //    which spawns the offer's actor and loads it), the sending thread included.
+  auto [before, after, resident, offer_bytes, cpu] = run(static_cast<size_t>(offers));
   auto per_actor = (static_cast<double>(after) - before - offer_bytes) / std::max<int64_t>(1, resident);
   std::fprintf(stderr,
                "gost_bench: %lld resident actors, RSS +%.1f MiB, offers' own data %.1f MiB\n",
@@ -290,24 +329,21 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
                offer_bytes / 1048576.0);
   // 2. A cap of offers/10 per node: the count must stay at it.
   auto cap = static_cast<size_t>(offers) / 10 / shards;
-  auto [b2, a2, resident2, ob2] = run(cap);
+  auto [b2, a2, resident2, ob2, cpu2] = run(cap);
   (void) b2;
   (void) a2;
   (void) ob2;
+  (void) cpu2;
   std::fprintf(stderr, "gost_bench: with max_resident=%zu per shard: %lld resident (cap %zu)\n",
                cap, static_cast<long long>(resident2), cap * shards);
   if (resident2 > static_cast<int64_t>(cap * shards)) {
     std::fprintf(stderr, "gost_bench: the resident cap did not hold\n");
     return 1;
   }
-  for (auto& h : stores)
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  for (auto& h : writers)
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  stores.clear();
-  writers.clear();
-  std::printf("{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\"}\n",
-              per_actor);
+  stop_all(stores, writers);
+  std::printf("{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\", "
+              "%s, \"cpu_per\": \"activation\"}\n",
+              per_actor, cpu.c_str());
   return 0;
 }
 
@@ -432,8 +468,10 @@ int timers_bench(std::map<std::string, std::string>& opt) {
     stats->add_stage(e.id);
   caf::actor_system_config cfg;
   configure(cfg, opt["policy"]);
+  auto meter = process_and_server(opt["dsn"]);
   size_t rss_before = rss_bytes();
   size_t rss_max = rss_before;
+  std::string cpu; // from the first timer's due time until the last timer's run committed
   {
     caf::actor_system sys{cfg};
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
@@ -443,8 +481,14 @@ int timers_bench(std::map<std::string, std::string>& opt) {
     });
     auto deadline = stage_clock::now() + lead + span + 120s;
     auto last_print = std::chrono::steady_clock::now();
+    auto cpu_before = meter.sample(); // taken again when the first timer is due
+    bool first_due = false;
     while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {
       std::this_thread::sleep_for(10ms);
+      if (!first_due && to_us(stage_clock::now()) >= first) {
+        cpu_before = meter.sample();
+        first_due = true;
+      }
       rss_max = std::max(rss_max, rss_bytes());
       if (std::chrono::steady_clock::now() - last_print >= 5s) {
         last_print = std::chrono::steady_clock::now();
@@ -457,12 +501,8 @@ int timers_bench(std::map<std::string, std::string>& opt) {
         return 1;
       }
     }
-    for (auto& h : handles)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    for (auto& h : stores)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    for (auto& h : writers)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    cpu = bench::cpu_fields(cpu_before, meter.sample(), offers);
+    stop_all(handles, stores, writers);
   }
   pqxx::connection c{opt["dsn"]};
   pqxx::nontransaction tx{c};
@@ -482,8 +522,339 @@ int timers_bench(std::map<std::string, std::string>& opt) {
                        "%.0f MiB at most\n",
                pct(0.5), pct(0.99), lags.back() / 1000.0, rss_before / 1048576.0, rss_max / 1048576.0);
   std::printf("{\"bench\": \"timers\", \"value\": %.1f, \"unit\": \"ms firing lag p99\", "
-              "\"p50_ms\": %.1f, \"timers\": %d, \"span_s\": %lld, \"rss_max_mib\": %.0f}\n",
-              pct(0.99), pct(0.5), offers, static_cast<long long>(span.count()), rss_max / 1048576.0);
+              "\"p50_ms\": %.1f, \"timers\": %d, \"span_s\": %lld, \"rss_max_mib\": %.0f, %s}\n",
+              pct(0.99), pct(0.5), offers, static_cast<long long>(span.count()), rss_max / 1048576.0,
+              cpu.c_str());
+  return 0;
+}
+
+// -- stage_noop and stage_offer: gost, then the floor, on the same freshly prepared data -------
+
+/// What both halves of a stage benchmark share.
+struct stage_bench_plan {
+  std::string name;     ///< stage_noop | stage_offer
+  std::string stage_id; ///< the stage every offer is queued for
+  std::string dsn;
+  int offers = 0;
+  uint32_t shards = 0;
+  size_t loaders = 2;  ///< store actors (gost) / loader threads (floor)
+  size_t writers = 2;  ///< writer actors (gost) / writer threads (floor)
+  size_t batch_max = 1000;
+  int parallelism = 1000;
+  std::string policy;
+};
+
+/// The stages of a benchmark: a state writer alone (stage_noop), or an offer changer with an
+/// observer that is asked about every change and declines (stage_offer).
+std::shared_ptr<const stage_registry> bench_stages(const stage_bench_plan& plan) {
+  auto reg = std::make_shared<stage_registry>();
+  stage_options fast;
+  fast.max_parallelism = plan.parallelism;
+  if (plan.name == "stage_noop")
+    reg->add("noop", std::make_shared<state_writer>(), fast);
+  else
+    reg->add("changer", std::make_shared<offer_changer>(), fast)
+      .add("observer", std::make_shared<observer>(), fast);
+  return reg;
+}
+
+/// Fresh data for one half: every offer queued once for the stage, the leases taken (their
+/// epochs, by shard).
+std::vector<int64_t> prepare_stage_data(persistence::pg_pool& pool, const stage_bench_plan& plan) {
+  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", plan.offers, plan.shards);
+  setup(plan.dsn, plan.offers, plan.shards, plan.stage_id);
+  auto epochs = persistence::acquire_all_leases(pool, "bench", plan.shards);
+  if (!epochs) {
+    std::fprintf(stderr, "gost_bench: cannot take the leases: %s\n",
+                 persistence::error_message(epochs.error()).c_str());
+    std::exit(1);
+  }
+  return *epochs;
+}
+
+/// Every offer ran once: no queue entry left, a state per offer; exits otherwise.
+void check_all_ran(const stage_bench_plan& plan, const char* who) {
+  pqxx::connection c{plan.dsn};
+  pqxx::nontransaction tx{c};
+  auto left = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
+  auto states = tx.exec("SELECT count(*) FROM stage_states WHERE state IS NOT NULL")[0][0].as<long>();
+  if (left != 0 || states != plan.offers) {
+    std::fprintf(stderr, "gost_bench: inconsistent result (%s): %ld queue entries left, %ld states\n",
+                 who, left, states);
+    std::exit(1);
+  }
+}
+
+/// How one half went: its wall time and the CPU samples around it.
+struct half_result {
+  double secs = 0;
+  bench::cpu_sample from, to;
+};
+
+/// What gost's run measured beyond its time: the mean sizes of the batches its loaders and
+/// writers formed (the floor replays them).
+struct engine_result : half_result {
+  double load_batch = 0;  ///< offers per group load
+  double write_batch = 0; ///< write-sets per commit
+};
+
+/// gost: the shards run every queued offer's stage through the offer actors, the store actors
+/// (group loads) and the writers (group commits); until every run committed.
+engine_result run_engine(persistence::pg_pool& pool, const stage_bench_plan& plan,
+                         const std::vector<int64_t>& epochs,
+                         std::shared_ptr<const stage_registry> reg, const bench::cpu_meter& meter) {
+  auto stats = std::make_shared<node_stats>();
+  for (auto& e : reg->all())
+    stats->add_stage(e.id);
+  caf::actor_system_config cfg;
+  configure(cfg, plan.policy);
+  engine_result out;
+  caf::actor_system sys{cfg};
+  std::vector<store_actor> stores;
+  for (size_t i = 0; i < plan.loaders; ++i)
+    stores.push_back(spawn_store(sys, pool, stats));
+  out.from = meter.sample();
+  auto t0 = std::chrono::steady_clock::now();
+  auto writers = spawn_offer_writers(sys, pool, plan.writers, plan.batch_max, 2ms, stats);
+  auto handles = spawn_shards(sys, stores, writers, epochs, reg, stats, [](shard_options& so) {
+    so.queue_poll = 20ms;
+    so.queue_page = 20000;
+    so.offer_idle_timeout = 2s;
+  });
+  uint64_t last = 0;
+  auto last_print = t0;
+  while (stats->stage_runs.load() < static_cast<uint64_t>(plan.offers)) {
+    std::this_thread::sleep_for(10ms);
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_print >= 2s) {
+      auto runs = stats->stage_runs.load();
+      std::fprintf(stderr, "gost_bench: %llu/%d runs committed (%.0f/s)\n",
+                   static_cast<unsigned long long>(runs), plan.offers,
+                   (runs - last) / std::chrono::duration<double>(now - last_print).count());
+      last = runs;
+      last_print = now;
+    }
+    if (now - t0 > 600s) {
+      std::fprintf(stderr, "gost_bench: gave up after 600 s\n");
+      std::exit(1);
+    }
+  }
+  out.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.to = meter.sample();
+  auto mean = [](uint64_t items, uint64_t batches) {
+    return batches == 0 ? 0.0 : static_cast<double>(items) / static_cast<double>(batches);
+  };
+  out.load_batch = mean(stats->offer_loads.loaded.load(), stats->offer_loads.batches.load());
+  out.write_batch = mean(stats->offer_writes.sets.load(), stats->offer_writes.batches.load());
+  stop_all(handles, stores, writers);
+  return out;
+}
+
+using fenced_set = persistence::fenced_write<persistence::write_set>;
+
+/// The floor's hand-off of write-sets from its loader threads to one writer thread, bounded
+/// like gost's (whose shards keep at most `parallelism` runs in flight).
+class write_queue {
+public:
+  write_queue(size_t capacity, size_t loaders) : capacity_(capacity), loaders_(loaders) {}
+
+  /// Appends `sets`; waits while the queue is full.
+  void push(std::vector<fenced_set>& sets) {
+    std::unique_lock<std::mutex> lock{m_};
+    room_.wait(lock, [&] { return q_.size() < capacity_; });
+    for (auto& s : sets)
+      q_.push_back(std::move(s));
+    sets.clear();
+    ready_.notify_one();
+  }
+
+  /// A loader has no more sets.
+  void loader_done() {
+    std::lock_guard<std::mutex> lock{m_};
+    --loaders_;
+    ready_.notify_one();
+  }
+
+  /// The next `n` sets, fewer once the loaders are done; empty: nothing more will come.
+  std::vector<fenced_set> pop(size_t n) {
+    std::unique_lock<std::mutex> lock{m_};
+    ready_.wait(lock, [&] { return q_.size() >= n || loaders_ == 0; });
+    std::vector<fenced_set> out;
+    while (out.size() < n && !q_.empty()) {
+      out.push_back(std::move(q_.front()));
+      q_.pop_front();
+    }
+    room_.notify_all();
+    return out;
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable ready_, room_;
+  std::deque<fenced_set> q_;
+  size_t capacity_;
+  size_t loaders_;
+};
+
+/// The write-set of one stage run on a loaded offer, built as the offer actor builds it: the
+/// snapshot parsed (store actor), the context filled (activation), the stage's `process` and
+/// the runner's `after_process` (dequeue, state, new body, outbox event, other stages asked).
+persistence::write_set stage_run_write_set(const stage_registry& reg, const std::string& stage_id,
+                                           const persistence::offer_row& row, int64_t now) {
+  v1::Offer offer;
+  offer.ParseFromString(row.body);
+  offer.set_version(row.version);
+  offer_context ctx;
+  for (auto& stored : row.states) {
+    auto& held = ctx.states[stored.stage_id];
+    held.value.ParseFromString(stored.bytes);
+    held.version = stored.version;
+  }
+  for (auto& e : row.queued)
+    if (e.due_at_us <= now)
+      ctx.queued_now.insert(e.lane);
+  const auto& entry = *reg.find(stage_id);
+  auto held = ctx.states.find(stage_id);
+  auto result = entry.impl->process(offer, held == ctx.states.end() ? nullptr : &held->second.value);
+  return after_process(reg, stage_id, offer, ctx, result, now, runner_limits{}).ws;
+}
+
+/// The floor: the statements gost's loaders and writers issue for the same work, from plain
+/// threads and no actors. `plan.loaders` threads load their shards' queued offers (shard s:
+/// loader s mod loaders, as gost's shards pick their store) with persistence::load_offers in
+/// groups of `load_batch`, build each run's write-set, and hand it to the writer of its shard
+/// (s mod writers, as gost's writer_for); `plan.writers` threads commit them with
+/// persistence::commit_write_sets in batches of `write_batch`. Same pool, same connections.
+half_result run_floor(persistence::pg_pool& pool, const stage_bench_plan& plan,
+                      const std::vector<int64_t>& epochs, const stage_registry& reg,
+                      size_t load_batch, size_t write_batch, const bench::cpu_meter& meter) {
+  // Each loader's offers in gost's dispatch order (a shard's queue by due time, then id), its
+  // shards interleaved. Read before the clock starts: gost's shards read them with one page
+  // query each, which the floor leaves out.
+  std::vector<std::vector<std::pair<uint32_t, std::string>>> work(plan.loaders);
+  {
+    std::vector<std::vector<std::string>> by_shard(plan.shards);
+    for (uint32_t s = 0; s < plan.shards; ++s) {
+      auto due = persistence::due_entries(pool, s, to_us(stage_clock::now()),
+                                          static_cast<size_t>(plan.offers));
+      if (!due) {
+        std::fprintf(stderr, "gost_bench: cannot read the queues\n");
+        std::exit(1);
+      }
+      for (auto& e : *due)
+        by_shard[s].push_back(e.entity_id);
+    }
+    for (size_t i = 0;; ++i) {
+      bool any = false;
+      for (uint32_t s = 0; s < plan.shards; ++s)
+        if (i < by_shard[s].size()) {
+          work[s % plan.loaders].emplace_back(s, by_shard[s][i]);
+          any = true;
+        }
+      if (!any)
+        break;
+    }
+  }
+  std::deque<write_queue> queues;
+  for (size_t w = 0; w < plan.writers; ++w)
+    queues.emplace_back(2 * write_batch + load_batch, plan.loaders);
+  auto fail = [](const char* what, const caf::error& err) {
+    std::fprintf(stderr, "gost_bench: floor: %s failed: %s\n", what,
+                 persistence::error_message(err).c_str());
+    std::exit(1);
+  };
+
+  half_result out;
+  out.from = meter.sample();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (size_t l = 0; l < plan.loaders; ++l)
+    threads.emplace_back([&, l] {
+      auto& mine = work[l];
+      std::vector<std::vector<fenced_set>> to_writer(plan.writers);
+      for (size_t at = 0; at < mine.size(); at += load_batch) {
+        auto end = std::min(mine.size(), at + load_batch);
+        std::vector<std::string> ids;
+        for (auto i = at; i < end; ++i)
+          ids.push_back(mine[i].second);
+        auto rows = persistence::load_offers(pool, ids);
+        if (!rows)
+          fail("load_offers", rows.error());
+        auto now = to_us(stage_clock::now());
+        for (auto i = at; i < end; ++i) {
+          auto shard = mine[i].first;
+          to_writer[shard % plan.writers].push_back(
+            {shard, epochs[shard], stage_run_write_set(reg, plan.stage_id, (*rows)[i - at], now)});
+        }
+        for (size_t w = 0; w < plan.writers; ++w)
+          if (!to_writer[w].empty())
+            queues[w].push(to_writer[w]);
+      }
+      for (auto& q : queues)
+        q.loader_done();
+    });
+  for (size_t w = 0; w < plan.writers; ++w)
+    threads.emplace_back([&, w] {
+      for (auto batch = queues[w].pop(write_batch); !batch.empty(); batch = queues[w].pop(write_batch)) {
+        auto outcomes = persistence::commit_write_sets(pool, batch);
+        if (!outcomes)
+          fail("commit_write_sets", outcomes.error());
+        for (auto o : *outcomes)
+          if (o != persistence::write_outcome::committed) {
+            std::fprintf(stderr, "gost_bench: floor: a write-set did not commit\n");
+            std::exit(1);
+          }
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  out.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.to = meter.sample();
+  return out;
+}
+
+/// stage_noop / stage_offer: gost's run, then the floor's on data prepared again the same way,
+/// at the batch sizes gost formed; one JSON line with both.
+int stage_bench(const std::string& name, std::map<std::string, std::string>& opt) {
+  stage_bench_plan plan;
+  plan.name = name;
+  plan.stage_id = name == "stage_noop" ? "noop" : "changer";
+  plan.dsn = opt["dsn"];
+  plan.offers = std::stoi(opt["offers"]);
+  plan.shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
+  plan.writers = std::stoul(opt["writers"]);
+  plan.batch_max = std::stoul(opt["batch"]);
+  plan.parallelism = std::stoi(opt["parallelism"]);
+  plan.policy = opt["policy"];
+  auto reg = bench_stages(plan);
+  persistence::pg_pool::options po;
+  po.dsn = plan.dsn;
+  po.size = std::stoi(opt["pool"]);
+  persistence::pg_pool pool{po};
+  auto meter = process_and_server(plan.dsn);
+
+  auto gost = run_engine(pool, plan, prepare_stage_data(pool, plan), reg, meter);
+  check_all_ran(plan, "gost");
+  auto load_batch = static_cast<size_t>(std::max(1L, std::lround(gost.load_batch)));
+  auto write_batch = static_cast<size_t>(std::max(1L, std::lround(gost.write_batch)));
+  std::fprintf(stderr, "gost_bench: gost: %.0f runs/s; mean group load %.1f offers, mean commit "
+                       "%.1f write-sets; the floor replays %zu and %zu\n",
+               plan.offers / gost.secs, gost.load_batch, gost.write_batch, load_batch, write_batch);
+  auto floor = run_floor(pool, plan, prepare_stage_data(pool, plan), *reg, load_batch, write_batch, meter);
+  check_all_ran(plan, "floor");
+  std::fprintf(stderr, "gost_bench: floor: %.0f runs/s\n", plan.offers / floor.secs);
+
+  auto value = plan.offers / gost.secs;
+  auto floor_value = plan.offers / floor.secs;
+  std::printf("{\"bench\": \"%s\", \"value\": %.0f, \"unit\": \"stage executions/s\", %s, "
+              "\"floor_value\": %.0f, \"floor_ratio\": %.2f, %s, \"load_batch\": %.1f, "
+              "\"write_batch\": %.1f}\n",
+              name.c_str(), value, bench::cpu_fields(gost.from, gost.to, plan.offers).c_str(),
+              floor_value, value / floor_value,
+              bench::cpu_fields(floor.from, floor.to, plan.offers, "floor_client_cpu_us_per_op",
+                                "floor_pg_cpu_us_per_op")
+                .c_str(),
+              gost.load_batch, gost.write_batch);
   return 0;
 }
 
@@ -519,78 +890,5 @@ int main(int argc, char** argv) {
     opt.emplace("span", "240");
     return timers_bench(opt);
   }
-  auto stage_id = name == "stage_noop" ? std::string{"noop"} : std::string{"changer"};
-  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", offers, shards);
-  setup(opt["dsn"], offers, shards, stage_id);
-
-  persistence::pg_pool::options po;
-  po.dsn = opt["dsn"];
-  po.size = std::stoi(opt["pool"]);
-  persistence::pg_pool pool{po};
-  auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
-  auto reg = std::make_shared<stage_registry>();
-  stage_options fast;
-  fast.max_parallelism = std::stoi(opt["parallelism"]);
-  if (name == "stage_noop")
-    reg->add("noop", std::make_shared<state_writer>(), fast);
-  else
-    reg->add("changer", std::make_shared<offer_changer>(), fast)
-      .add("observer", std::make_shared<observer>(), fast);
-  auto stats = std::make_shared<node_stats>();
-  for (auto& e : reg->all())
-    stats->add_stage(e.id);
-  caf::actor_system_config cfg;
-  configure(cfg, opt["policy"]);
-  {
-    caf::actor_system sys{cfg};
-    std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
-    auto t0 = std::chrono::steady_clock::now();
-    auto batch = std::stoul(opt["batch"]);
-    auto writers = spawn_offer_writers(sys, pool, std::stoul(opt["writers"]), batch, 2ms, stats);
-    auto handles = spawn_shards(sys, stores, writers, *epochs, reg, stats, [](shard_options& so) {
-      so.queue_poll = 20ms;
-      so.queue_page = 20000;
-      so.offer_idle_timeout = 2s;
-    });
-    uint64_t last = 0;
-    auto last_print = t0;
-    while (stats->stage_runs.load() < static_cast<uint64_t>(offers)) {
-      std::this_thread::sleep_for(10ms);
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_print >= 2s) {
-        auto runs = stats->stage_runs.load();
-        std::fprintf(stderr, "gost_bench: %llu/%d runs committed (%.0f/s)\n",
-                     static_cast<unsigned long long>(runs), offers,
-                     (runs - last) / std::chrono::duration<double>(now - last_print).count());
-        last = runs;
-        last_print = now;
-      }
-      if (now - t0 > 600s) {
-        std::fprintf(stderr, "gost_bench: gave up after 600 s\n");
-        return 1;
-      }
-    }
-    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (auto& h : handles)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    for (auto& h : stores)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    for (auto& h : writers)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    handles.clear();
-    stores.clear();
-    writers.clear();
-    pqxx::connection c{opt["dsn"]};
-    pqxx::nontransaction tx{c};
-    auto left = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
-    auto states = tx.exec("SELECT count(*) FROM stage_states WHERE state IS NOT NULL")[0][0].as<long>();
-    if (left != 0 || states != offers) {
-      std::fprintf(stderr, "gost_bench: inconsistent result: %ld queue entries left, %ld states\n",
-                   left, states);
-      return 1;
-    }
-    std::printf("{\"bench\": \"%s\", \"value\": %.0f, \"unit\": \"stage executions/s\"}\n",
-                name.c_str(), offers / secs);
-  }
-  return 0;
+  return stage_bench(name, opt);
 }

@@ -158,7 +158,7 @@ std::string node::start() {
   // 3. actors. Shards are not started here: the cluster manager starts the shards whose
   // leases it takes (all of them on a single node) after the node is registered.
   for (int i = 0; i < cfg.pg_pool_size; ++i)
-    d.stores.push_back(spawn_store(*d.sys, *d.pool));
+    d.stores.push_back(spawn_store(*d.sys, *d.pool, d.stats));
   if (hosts_entities) {
     d.entity_stores.push_back(spawn_entity_store(*d.sys, *d.pool));
     d.entity_writers = spawn_entity_writers(*d.sys, *d.pool, 1, cfg.write_batch_max,

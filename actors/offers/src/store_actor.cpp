@@ -26,6 +26,7 @@ struct store_state {
   std::unique_ptr<persistence::offer_store> store;
   kit::load_batch<offer_snapshot> loads{max_load_batch};
   bool flush_scheduled = false;
+  std::shared_ptr<kit::loader_stats> stats; ///< null: not counted
 };
 
 using self_ptr = store_impl::stateful_pointer<store_state>;
@@ -58,11 +59,18 @@ load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) 
 }
 
 void flush_loads(self_ptr self, persistence::pg_pool* pool) {
-  self->state.loads.flush([pool](const std::vector<std::string>& ids) { return load_snapshots(pool, ids); });
+  auto& st = self->state;
+  if (st.stats != nullptr && !st.loads.empty()) {
+    st.stats->batches.fetch_add(1, std::memory_order_relaxed);
+    st.stats->loaded.fetch_add(st.loads.size(), std::memory_order_relaxed);
+  }
+  st.loads.flush([pool](const std::vector<std::string>& ids) { return load_snapshots(pool, ids); });
 }
 
-store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
+store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
+                                    std::shared_ptr<kit::loader_stats> stats) {
   self->state.store = std::make_unique<persistence::offer_store>(*pool);
+  self->state.stats = std::move(stats);
   return {
     [=](load_atom, std::string& id) -> caf::result<offer_snapshot> {
       // Group load: activations arrive in bursts (a shard dispatching a page of work).
@@ -140,8 +148,12 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool) {
 
 } // namespace
 
-store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool) {
-  return caf::actor_cast<store_actor>(sys.spawn<caf::detached>(store_fun, &pool));
+store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool,
+                        std::shared_ptr<node_stats> stats) {
+  std::shared_ptr<kit::loader_stats> counted;
+  if (stats != nullptr)
+    counted = std::shared_ptr<kit::loader_stats>(stats, &stats->offer_loads);
+  return caf::actor_cast<store_actor>(sys.spawn<caf::detached>(store_fun, &pool, std::move(counted)));
 }
 
 } // namespace gost

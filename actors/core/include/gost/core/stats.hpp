@@ -106,6 +106,18 @@ struct writer_stats {
   GOST_STATS_VISIT(GOST_WRITER_STATS)
 };
 
+#define GOST_LOADER_STATS(X)                                                                      \
+  X(counter, batches, "load_batches_total",                                                       \
+    "Group loads of entities being activated (one set of queries for many entities).")            \
+  X(counter, loaded, "loads_total", "Entities asked for by group loads.")
+
+/// What the entity kit's loaders count for one kind of entity (load_batch.hpp): loads / batches
+/// is the mean group size.
+struct loader_stats {
+  GOST_LOADER_STATS(GOST_STAT_MEMBER)
+  GOST_STATS_VISIT(GOST_LOADER_STATS)
+};
+
 } // namespace kit
 
 /// What a node knows about one stage's runs.
@@ -144,6 +156,7 @@ struct stage_metrics {
 struct node_stats {
   kit::entity_stats offers;       ///< the offer actors (gost_offer_actors_*)
   kit::writer_stats offer_writes; ///< the offers' write-behind writers (gost_offer_write_*)
+  kit::loader_stats offer_loads;  ///< the offers' group loads (gost_offer_load*)
   GOST_STAGE_ENGINE_STATS(GOST_STAT_MEMBER)
   GOST_KAFKA_STATS(GOST_STAT_MEMBER)
 
@@ -158,6 +171,7 @@ struct node_stats {
     };
     offers.visit(prefixed("offer_"));
     offer_writes.visit(prefixed("offer_"));
+    offer_loads.visit(prefixed("offer_"));
     {
       auto g = prefixed("offer_");
       GOST_STAGE_ENGINE_STATS(GOST_STAT_VISIT_AS_G)

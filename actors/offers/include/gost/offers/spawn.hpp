@@ -25,8 +25,10 @@ namespace gost {
 /// Pools by stage id: one per blocking stage, shared by every shard of a node.
 using stage_pools = std::map<std::string, pool_actor>;
 
-/// A store actor on its own thread (it blocks on PostgreSQL). `pool` must outlive it.
-store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool);
+/// A store actor on its own thread (it blocks on PostgreSQL). `pool` must outlive it. Its group
+/// loads are counted in `stats->offer_loads` (null: not counted).
+store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool,
+                        std::shared_ptr<node_stats> stats = nullptr);
 
 /// One actor pool per blocking stage of `reg` (stage_options::blocking), named
 /// "stage.<id>". Stop them with anon_send_exit after the shards.
