@@ -151,21 +151,8 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
     done(invalid(problem));
     return reactor;
   }
-  // With a mask only the listed fields are new: check those (the rest is stored already).
-  v1::Offer probe = req->offer();
-  if (!mask.empty()) {
-    probe.Clear();
-    google::protobuf::util::FieldMaskUtil::MergeMessageTo(
-      req->offer(), req->update_mask(), google::protobuf::util::FieldMaskUtil::MergeOptions{},
-      &probe);
-    if (probe.seller_id().empty() && !google::protobuf::util::FieldMaskUtil::IsPathInFieldMask(
-                                       "seller_id", req->update_mask()))
-      probe.set_seller_id("(kept)");
-  }
-  if (auto problem = check_content(probe); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  // The content rules are the offer entity's: checked there on the offer as it will be stored
+  // (a masked update merged with the stored fields), answered INVALID_ARGUMENT naming the field.
   if (req->has_expected_version() && req->expected_version() < 1) {
     done(invalid("expected_version must be at least 1 (versions start at 1)"));
     return reactor;

@@ -12,6 +12,7 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "cluster/ask_owner.hpp"
+#include "cluster/lease_planner.hpp"
 #include "cluster/router.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
@@ -178,24 +179,20 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
 void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
                const std::vector<persistence::lease_row>& leases) {
   auto& st = self->state;
-  auto n_shards = st.opts.shard_count;
-  std::map<std::string, uint32_t> load; // alive nodes -> shards owned
+  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.max_moves};
+  std::vector<std::string> alive;
   for (auto& n : nodes)
     if (n.alive)
-      load[n.node_id] = 0;
-  load[st.opts.node_id]; // this node counts even before its first heartbeat shows
+      alive.push_back(n.node_id);
+  std::vector<lease_planner::lease> all;
   for (auto& l : leases)
-    if (!l.free && load.count(l.owner) != 0)
-      ++load[l.owner];
-  auto alive = static_cast<uint32_t>(load.size());
-  auto hi = (n_shards + alive - 1) / alive;
-  auto lo = n_shards / alive;
-  size_t mine = 0;
-  size_t moving = 0;
+    all.push_back({l.shard, l.owner, l.free});
+  std::vector<lease_planner::held> mine;
   for (auto& [shard, h] : st.held)
-    (h.draining ? moving : mine) += 1;
+    mine.push_back({shard, h.draining});
+  plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
-  while (mine < hi) {
+  while (plan.wants_more()) {
     auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.lease_timeout);
     if (!got) {
       spdlog::warn("lease acquisition failed error={}", err_text(got.error()));
@@ -211,25 +208,12 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     st.held[shard] = h;
     st.opts.routes->set_local(shard, handles);
     spdlog::info("lease acquired shard={} epoch={}", shard, epoch);
-    ++mine;
-    ++load[st.opts.node_id];
+    plan.acquired();
   }
   // Hand shards to nodes below their share, a few at a time.
-  for (auto& [shard, h] : st.held) {
-    if (moving >= static_cast<size_t>(std::max(1, st.opts.max_moves)) || mine <= lo)
-      break;
-    if (h.draining)
-      continue;
-    auto neediest = std::min_element(load.begin(), load.end(),
-                                     [](auto& a, auto& b) { return a.second < b.second; });
-    if (neediest == load.end() || neediest->first == st.opts.node_id
-        || (neediest->second >= lo && mine <= hi))
-      break;
-    persistence::mark_handoff(*st.opts.pool, st.opts.node_id, {shard, h.epoch}, neediest->first);
-    ++neediest->second;
-    --load[st.opts.node_id];
-    --mine;
-    ++moving;
+  while (auto move = plan.next_handoff()) {
+    auto [shard, to] = *move;
+    persistence::mark_handoff(*st.opts.pool, st.opts.node_id, {shard, st.held.at(shard).epoch}, to);
     drain(self, shard);
   }
 }

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/offers/offer_changes.hpp"
 #include "gost/offers/offer_entity.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/core/errc.hpp"
@@ -144,36 +145,20 @@ void committed(self_ptr self, const persistence::write_set& ws, std::optional<v1
     forget(self);
 }
 
-/// The outbox event of an API change. `new_state`: a state the change writes (stage id,
-/// serialized Any), replacing the held one in the event.
-std::string saved_payload(const v1::Offer& offer, const offer_context& ctx, bool deleted,
-                          const std::string& changed_by = "api",
-                          const std::pair<std::string, std::string>* new_state = nullptr) {
-  v1::OfferSaved saved;
-  *saved.mutable_offer() = offer;
-  for (auto& [id, held] : ctx.states)
-    (*saved.mutable_states())[id] = held.value;
-  if (new_state != nullptr)
-    (*saved.mutable_states())[new_state->first].ParseFromString(new_state->second);
-  saved.set_deleted(deleted);
-  saved.set_changed_by(changed_by);
-  return saved.SerializeAsString();
-}
-
-/// A write-set that writes nothing: `prepare` decided there is nothing to change.
-bool writes_nothing(const persistence::write_set& ws) {
-  return ws.op == persistence::offer_op::none && !ws.new_body && ws.states.empty()
-         && ws.dequeue.empty() && ws.enqueue.empty() && !ws.outbox && ws.dead_letters.empty();
-}
-
 /// The answer to a create or update: the offer as committed.
 offer_msg reply_offer(const std::optional<v1::Offer>& next, const persistence::write_set&) {
   return offer_msg{*next};
 }
 
-/// An API change (create / update / delete): `prepare` computes the write-set from the
-/// current state (or an error for the client); it is written, and on a lost version check
-/// the actor reloads and prepares again.
+/// The inputs of offer_changes.hpp's functions: what the actor holds now.
+change_input inputs(self_ptr self) {
+  auto& st = self->state;
+  return {st.entity, st.ctx, *st.env->stages, std::chrono::system_clock::now()};
+}
+
+/// An API change (create / update / delete / state update): `prepare` computes the write-set
+/// from the current state (offer_changes.hpp: or an error for the client); it is written, and
+/// on a lost version check the actor reloads and prepares again.
 template <class Result, class Prepare, class Reply>
 void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prepare prepare,
                      Reply reply, int attempt) {
@@ -182,19 +167,19 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
     [=]() mutable {
       auto& st = self->state;
       st.ctx.chain.clear(); // an external change starts a new chain
-      std::optional<v1::Offer> next;
-      auto ws = prepare(next);
-      if (!ws) {
-        rp.deliver(std::move(ws.error()));
+      auto change = prepare();
+      if (!change) {
+        rp.deliver(std::move(change.error()));
         return;
       }
-      if (writes_nothing(*ws)) {
-        rp.deliver(reply(next, *ws));
+      auto next = std::move(change->next);
+      if (writes_nothing(change->ws)) {
+        rp.deliver(reply(next, change->ws));
         return;
       }
-      auto set = bookkeeping_copy(*ws);
+      auto set = bookkeeping_copy(change->ws);
       self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                    std::move(*ws))
+                    std::move(change->ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
@@ -393,24 +378,7 @@ offer_actor::behavior_type offer_behavior() {
     [](create_atom, const std::string&, offer_msg& m) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
-      auto in = std::move(m.value);
-      auto prepare = [self, in](std::optional<v1::Offer>& next)
-        -> caf::expected<persistence::write_set> {
-        auto& st = self->state;
-        auto o = st.entity.prepare_create(in, std::chrono::system_clock::now());
-        if (!o)
-          return std::move(o.error());
-        persistence::write_set ws;
-        ws.offer_id = st.entity.id();
-        ws.op = persistence::offer_op::insert;
-        ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
-        ws.new_body = o->SerializeAsString();
-        ws.enqueue = ask_stages(*st.env->stages, nullptr, *o, st.ctx, {}, now_us(),
-                                persistence::priority::normal);
-        ws.outbox = saved_payload(*o, st.ctx, false);
-        next = std::move(*o);
-        return ws;
-      };
+      auto prepare = [self, in = std::move(m.value)] { return prepare_create(inputs(self), in); };
       external_change(self, rp, prepare, reply_offer, 0);
       return rp;
     },
@@ -434,27 +402,8 @@ offer_actor::behavior_type offer_behavior() {
        std::string& mask) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
-      auto in = std::move(m.value);
-      auto prepare = [self, in, expected, mask](std::optional<v1::Offer>& next)
-        -> caf::expected<persistence::write_set> {
-        auto& st = self->state;
-        auto req = in;
-        req.set_id(st.entity.id());
-        // Re-applied on every redo: a masked update merges into the offer as it is then.
-        auto o = st.entity.prepare_update(std::move(req), expected, std::chrono::system_clock::now(),
-                                          mask);
-        if (!o)
-          return std::move(o.error());
-        const auto& before = *st.entity.current();
-        persistence::write_set ws;
-        ws.offer_id = st.entity.id();
-        ws.expected_version = before.version();
-        ws.new_body = o->SerializeAsString();
-        ws.enqueue = ask_stages(*st.env->stages, &before, *o, st.ctx, {}, now_us(),
-                                persistence::priority::normal);
-        ws.outbox = saved_payload(*o, st.ctx, false);
-        next = std::move(*o);
-        return ws;
+      auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask)] {
+        return prepare_update(inputs(self), in, expected, mask);
       };
       external_change(self, rp, prepare, reply_offer, 0);
       return rp;
@@ -462,22 +411,7 @@ offer_actor::behavior_type offer_behavior() {
     [](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
       auto self = current();
       auto rp = self->make_response_promise<int64_t>();
-      auto prepare = [self, expected](std::optional<v1::Offer>& next)
-        -> caf::expected<persistence::write_set> {
-        auto& st = self->state;
-        auto ver = st.entity.prepare_delete(expected);
-        if (!ver)
-          return std::move(ver.error());
-        persistence::write_set ws;
-        ws.offer_id = st.entity.id();
-        ws.op = persistence::offer_op::remove;
-        ws.expected_version = *ver;
-        auto gone = *st.entity.current();
-        gone.set_version(*ver + 1);
-        ws.outbox = saved_payload(gone, st.ctx, true);
-        next.reset();
-        return ws;
-      };
+      auto prepare = [self, expected] { return prepare_delete(inputs(self), expected); };
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.expected_version + 1;
       };
@@ -510,35 +444,8 @@ offer_actor::behavior_type offer_behavior() {
        std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
       auto self = current();
       auto rp = self->make_response_promise<state_update_msg>();
-      auto prepare = [self, stage_id, bytes, expected](std::optional<v1::Offer>&)
-        -> caf::expected<persistence::write_set> {
-        auto& st = self->state;
-        const auto& cur = st.entity.current();
-        if (!cur)
-          return make_error(errc::not_found, "offer " + st.entity.id() + " does not exist");
-        if (st.env->stages->find(stage_id) == nullptr)
-          return make_error(errc::invalid_argument,
-                               "stage_id: " + stage_id + " is not a stage of this node "
-                               "(gostctl stages lists them)");
-        persistence::write_set ws;
-        ws.offer_id = st.entity.id();
-        ws.op = persistence::offer_op::none; // stays so when the version is stale: no write
-        auto i = st.ctx.states.find(stage_id);
-        int64_t current = i == st.ctx.states.end() ? 0 : i->second.version;
-        if (current != expected)
-          return ws;
-        // Checked against the offer's version too: the redo after a lost check re-reads the
-        // state's version.
-        ws.op = persistence::offer_op::change;
-        ws.expected_version = cur->version();
-        auto written = std::make_pair(stage_id, bytes);
-        ws.outbox = saved_payload(*cur, st.ctx, false, "state-api:" + stage_id, &written);
-        // The stage sees its new state: ask it (alone) whether it wants to run now.
-        offer_context after = st.ctx;
-        after.states[stage_id].value.ParseFromString(bytes);
-        ws.enqueue = ask_stage(*st.env->stages, stage_id, *cur, after, now_us());
-        ws.states.push_back(std::move(written));
-        return ws;
+      auto prepare = [self, stage_id, bytes = std::move(bytes), expected] {
+        return prepare_state_update(inputs(self), stage_id, bytes, expected);
       };
       auto reply = [self, stage_id](const std::optional<v1::Offer>&,
                                     const persistence::write_set& ws) {

@@ -5,6 +5,7 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/core/errc.hpp"
 
@@ -36,6 +37,8 @@ caf::error check_version(const v1::Offer& cur, int64_t expected) {
 caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point now) const {
   if (current())
     return make_error(errc::already_exists, "offer " + id() + " already exists");
+  if (auto problem = check_content(in); !problem.empty())
+    return make_error(errc::invalid_argument, problem);
   in.set_id(id()); // the entity's id, whatever the content said
   in.set_version(1);
   if (in.source() == v1::OFFER_SOURCE_UNSPECIFIED)
@@ -62,6 +65,9 @@ caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expe
     merged.set_id(in.id());
     in = std::move(merged);
   }
+  // The rules hold for the offer as it will be stored (a masked update is checked merged).
+  if (auto problem = check_content(in); !problem.empty())
+    return make_error(errc::invalid_argument, problem);
   in.set_version(offer_.version() + 1);
   *in.mutable_created_at() = offer_.created_at();
   stamp(in.mutable_updated_at(), now);

@@ -1,5 +1,7 @@
 #include "gost/offers/stage_runner.hpp"
 
+#include "gost/core/proto_wire.hpp"
+
 #include <algorithm>
 
 #include <google/protobuf/util/message_differencer.h>
@@ -126,20 +128,6 @@ std::vector<queue_entry> ask(const stage_registry& reg, const std::set<std::stri
   return out;
 }
 
-std::string outbox_payload(const v1::Offer& offer, const offer_context& ctx,
-                           const std::vector<std::pair<std::string, std::string>>& new_states,
-                           const std::string& stage_id) {
-  v1::OfferSaved saved;
-  *saved.mutable_offer() = offer;
-  saved.set_changed_by(stage_id);
-  auto& states = *saved.mutable_states();
-  for (auto& [id, held] : ctx.states)
-    states[id] = held.value;
-  for (auto& [id, bytes] : new_states)
-    states[id].ParseFromString(bytes);
-  return saved.SerializeAsString();
-}
-
 } // namespace
 
 std::vector<queue_entry> ask_stages(const stage_registry& reg, const v1::Offer* before,
@@ -213,7 +201,38 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
     }
   }
   if (out.offer_changed || out.state_changed)
-    ws.outbox = outbox_payload(out.offer ? *out.offer : offer, ctx, ws.states, stage_id);
+    ws.outbox = saved_event(ws.new_body ? *ws.new_body : offer.SerializeAsString(), ctx, ws.states,
+                            false, stage_id);
+  return out;
+}
+
+std::string saved_event(const std::string& body, const offer_context& ctx,
+                        const std::vector<std::pair<std::string, std::string>>& new_states,
+                        bool deleted, const std::string& changed_by) {
+  // OfferSaved: offer = 1 (the body as it is), states = 2 (map entries: key = 1, value = 2),
+  // deleted = 3, changed_by = 4.
+  std::string out;
+  out.reserve(body.size() + 64);
+  wire::append_bytes(out, 1, body);
+  auto entry = [&out](const std::string& stage, const std::string& any_bytes) {
+    std::string e;
+    wire::append_bytes(e, 1, stage);
+    wire::append_bytes(e, 2, any_bytes);
+    wire::append_bytes(out, 2, e);
+  };
+  for (auto& [id, held] : ctx.states) {
+    bool replaced = false;
+    for (auto& [nid, _] : new_states)
+      replaced = replaced || nid == id;
+    if (!replaced)
+      entry(id, held.value.SerializeAsString());
+  }
+  for (auto& [id, bytes] : new_states)
+    entry(id, bytes);
+  v1::OfferSaved tail;
+  tail.set_deleted(deleted);
+  tail.set_changed_by(changed_by);
+  out += tail.SerializeAsString();
   return out;
 }
 

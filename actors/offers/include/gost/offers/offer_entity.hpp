@@ -51,13 +51,15 @@ public:
     status_ = status::unknown;
   }
 
-  /// The offer to insert: version 1, both timestamps `now`, source defaulting to manual.
+  /// The offer to insert: version 1, both timestamps `now`, source defaulting to manual; the
+  /// content rules (content_rules.hpp) checked (errc::invalid_argument naming the field).
   caf::expected<v1::Offer> prepare_create(v1::Offer in, time_point now) const;
 
   /// The new content with version + 1, created_at kept and updated_at `now`; `expected` is
   /// the version the client saw or any_version (-1). A non-empty `mask` (comma-separated
   /// top-level field names, checked by the caller) takes only those fields from `in` and
-  /// keeps the others as stored; a masked field absent from `in` is cleared.
+  /// keeps the others as stored; a masked field absent from `in` is cleared. The content rules
+  /// are checked on the merged offer.
   caf::expected<v1::Offer> prepare_update(v1::Offer in, int64_t expected, time_point now,
                                           const std::string& mask = {}) const;
 

@@ -1,7 +1,9 @@
-// The example actor type (examples/bank, docs/adding-an-actor-type.md) end to end: an
-// application's own node (gost_bank, built on node_builder) hosts bank accounts; a plain gRPC
-// client sends events and reads states through gost.v1.EntityService; kill -9 and a restart
-// lose nothing committed, and timers set before the kill fire after it.
+// The example application (examples/app: gost_example, built on node_builder) end to end:
+// - its actor type (examples/bank, docs/adding-an-actor-type.md): a plain gRPC client sends
+//   events and reads states through gost.v1.EntityService; kill -9 and a restart lose nothing
+//   committed, and timers set before the kill fire after it;
+// - its stage (examples/photos, docs/adding-a-stage.md): registered with one line, it runs on
+//   offers like a built-in one, its typed state readable through StateService.
 #include <doctest/doctest.h>
 
 #include <grpcpp/grpcpp.h>
@@ -10,6 +12,9 @@
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
+#include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/state_service.grpc.pb.h"
+#include "photos/v1/photo_count.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -98,7 +103,7 @@ bank::v1::AccountEvent withdraw(int64_t amount) {
 
 TEST_CASE("an application's actor type: events in, states out, exactly once, across kill -9") {
   testing::temp_db db;
-  auto port_file = "/tmp/gost-bank-" + std::to_string(getpid());
+  auto port_file = "/tmp/gost-example-" + std::to_string(getpid());
   std::vector<std::string> args{"--pg.dsn=" + db.dsn(),        "--grpc.listen=127.0.0.1:0",
                                 "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
                                 "--shard.count=8",              "--queue.poll=50ms",
@@ -106,7 +111,7 @@ TEST_CASE("an application's actor type: events in, states out, exactly once, acr
   int64_t cursor = 0;
   size_t pulled = 0; // statements the consumer took, all pulls together
   {
-    child_process node{GOST_BANK_PATH, args};
+    child_process node{GOST_EXAMPLE_PATH, args};
     auto port = testing::served_port(node, port_file);
     REQUIRE_MESSAGE(port > 0, node.output());
     bank_client bank{port};
@@ -166,7 +171,7 @@ TEST_CASE("an application's actor type: events in, states out, exactly once, acr
   // Committed before the kill: the states as the database holds them now.
   auto paid_at_kill = std::stoll(db.scalar(
     "SELECT count(*) FROM entity_outputs WHERE entity_id = 'bob' AND lane = 'statements'"));
-  child_process again{GOST_BANK_PATH, args};
+  child_process again{GOST_EXAMPLE_PATH, args};
   auto port = testing::served_port(again, port_file);
   REQUIRE_MESSAGE(port > 0, again.output());
   bank_client bank{port};
@@ -193,5 +198,56 @@ TEST_CASE("an application's actor type: events in, states out, exactly once, acr
   CHECK(db.scalar("SELECT count(*) FROM entity_events WHERE entity_id = 'alice'") == "0");
   again.signal(SIGTERM);
   CHECK(again.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("an application's stage runs on offers like a built-in one, with its typed state") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-example-stage-" + std::to_string(getpid());
+  child_process node{GOST_EXAMPLE_PATH,
+                     {"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
+                      "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                      "--shard.count=4", "--queue.poll=50ms", "--outbox.relay=false"}};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials());
+  auto offers = v1::OfferService::NewStub(channel);
+  auto states = v1::StateService::NewStub(channel);
+  auto create = [&](int photos) {
+    v1::CreateOfferRequest req;
+    req.mutable_offer()->set_seller_id("s");
+    req.mutable_offer()->set_status(v1::OFFER_STATUS_ACTIVE);
+    for (int i = 0; i < photos; ++i)
+      req.mutable_offer()->add_photos()->set_url(i == 0 ? "" : "https://example.org/" + std::to_string(i));
+    v1::CreateOfferResponse resp;
+    grpc::ClientContext ctx;
+    auto s = offers->CreateOffer(&ctx, req, &resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return resp.offer().id();
+  };
+  auto with_photos = create(3);
+  auto without = create(0);
+  photos::v1::PhotoCount count;
+  CHECK(testing::eventually(10s, [&] {
+    v1::ReadStateRequest req;
+    req.set_offer_id(with_photos);
+    req.set_stage_id("photo_count");
+    v1::ReadStateResponse resp;
+    grpc::ClientContext ctx;
+    return states->Read(&ctx, req, &resp).ok() && resp.has_state() && resp.state().UnpackTo(&count);
+  }));
+  CHECK(count.photos() == 3);
+  CHECK(count.without_url() == 1);
+  // An active offer without photos went back to draft through the stage.
+  CHECK(testing::eventually(10s, [&] {
+    v1::GetOfferRequest req;
+    req.mutable_ref()->set_id(without);
+    v1::GetOfferResponse resp;
+    grpc::ClientContext ctx;
+    return offers->GetOffer(&ctx, req, &resp).ok() && resp.offer().status() == v1::OFFER_STATUS_DRAFT;
+  }));
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
   std::remove(port_file.c_str());
 }

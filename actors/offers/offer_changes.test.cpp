@@ -1,0 +1,131 @@
+#include <doctest/doctest.h>
+
+#include <google/protobuf/util/message_differencer.h>
+#include <google/protobuf/wrappers.pb.h>
+
+#include "gost/offers/offer_changes.hpp"
+#include "gost/offers/protocol.hpp"
+#include "gost/v1/events.pb.h"
+
+using namespace gost;
+
+namespace {
+
+const auto t0 = std::chrono::system_clock::time_point{std::chrono::seconds{1'700'000'000}};
+
+v1::Offer content() {
+  v1::Offer o;
+  o.set_seller_id("s1");
+  o.set_title("bike");
+  return o;
+}
+
+struct wants_everything final : stage {
+  decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
+    return decision::process();
+  }
+  stage_result process(const v1::Offer&, const google::protobuf::Any*) const override { return {}; }
+};
+
+google::protobuf::Any counter(int64_t n) {
+  google::protobuf::Int64Value v;
+  v.set_value(n);
+  google::protobuf::Any a;
+  a.PackFrom(v);
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("the outbox event built from the body equals the event serialized in full") {
+  offer_context ctx;
+  ctx.states["a"].value = counter(1);
+  ctx.states["b"].value = counter(2);
+  auto o = content();
+  o.set_id("o1");
+  o.set_version(3);
+  auto bytes = saved_event(o.SerializeAsString(), ctx, {{"b", counter(7).SerializeAsString()}},
+                           false, "b");
+  v1::OfferSaved got;
+  REQUIRE(got.ParseFromString(bytes));
+  v1::OfferSaved want;
+  *want.mutable_offer() = o;
+  (*want.mutable_states())["a"] = counter(1);
+  (*want.mutable_states())["b"] = counter(7); // the new state replaces the held one
+  want.set_changed_by("b");
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(got, want));
+}
+
+TEST_CASE("a create is an insert with its body, the stages that want it and its event") {
+  stage_registry reg;
+  reg.add("any", std::make_shared<wants_everything>());
+  offer_entity e{"o1"};
+  e.committed(std::nullopt);
+  offer_context ctx;
+  auto c = prepare_create({e, ctx, reg, t0}, content());
+  REQUIRE(c);
+  CHECK(c->ws.op == persistence::offer_op::insert);
+  CHECK(c->ws.key.seller_id == "s1");
+  REQUIRE(c->ws.new_body);
+  v1::Offer body;
+  REQUIRE(body.ParseFromString(*c->ws.new_body));
+  CHECK(body.id() == "o1");
+  CHECK(body.version() == 1);
+  REQUIRE(c->ws.enqueue.size() == 1);
+  CHECK(c->ws.enqueue.front().lane == "any");
+  v1::OfferSaved saved;
+  REQUIRE(saved.ParseFromString(*c->ws.outbox));
+  CHECK(saved.offer().id() == "o1");
+  CHECK(saved.changed_by() == "api");
+  REQUIRE(c->next);
+  CHECK(c->next->title() == "bike");
+}
+
+TEST_CASE("content rules hold for the offer as stored: a masked update is checked merged") {
+  stage_registry reg;
+  offer_entity e{"o1"};
+  auto stored = *offer_entity{"o1"}.prepare_create(content(), t0);
+  e.committed(stored);
+  offer_context ctx;
+  // Only the title changes: the stored seller_id keeps the merged offer valid.
+  v1::Offer title_only;
+  title_only.set_title("red bike");
+  auto ok = prepare_update({e, ctx, reg, t0}, title_only, any_version, "title");
+  REQUIRE(ok);
+  CHECK(ok->next->seller_id() == "s1");
+  CHECK(ok->next->title() == "red bike");
+  // A mask naming seller_id without a value clears it: refused, naming the field.
+  auto bad = prepare_update({e, ctx, reg, t0}, title_only, any_version, "seller_id");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error() == errc::invalid_argument);
+  CHECK(error_message(bad.error()).find("seller_id") != std::string::npos);
+  // So is a create breaking a rule.
+  offer_entity fresh{"o2"};
+  fresh.committed(std::nullopt);
+  auto no_seller = content();
+  no_seller.clear_seller_id();
+  CHECK(prepare_create({fresh, ctx, reg, t0}, no_seller).error() == errc::invalid_argument);
+}
+
+TEST_CASE("a state update with a stale version writes nothing; a current one writes state and event") {
+  stage_registry reg;
+  reg.add("any", std::make_shared<wants_everything>());
+  offer_entity e{"o1"};
+  e.committed(*offer_entity{"o1"}.prepare_create(content(), t0));
+  offer_context ctx;
+  ctx.states["any"].value = counter(1);
+  ctx.states["any"].version = 4;
+  auto stale = prepare_state_update({e, ctx, reg, t0}, "any", counter(2).SerializeAsString(), 3);
+  REQUIRE(stale);
+  CHECK(writes_nothing(stale->ws));
+  auto fresh = prepare_state_update({e, ctx, reg, t0}, "any", counter(2).SerializeAsString(), 4);
+  REQUIRE(fresh);
+  REQUIRE(fresh->ws.states.size() == 1);
+  v1::OfferSaved saved;
+  REQUIRE(saved.ParseFromString(*fresh->ws.outbox));
+  google::protobuf::Int64Value v;
+  REQUIRE(saved.states().at("any").UnpackTo(&v));
+  CHECK(v.value() == 2);
+  CHECK(saved.changed_by() == "state-api:any");
+  CHECK(prepare_state_update({e, ctx, reg, t0}, "nope", {}, 0).error() == errc::invalid_argument);
+}

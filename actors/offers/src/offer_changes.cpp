@@ -1,0 +1,102 @@
+#include "gost/offers/offer_changes.hpp"
+
+#include "gost/core/errc.hpp"
+#include "gost/offers/protocol.hpp"
+
+namespace gost {
+
+namespace {
+
+int64_t now_us(std::chrono::system_clock::time_point t) { return to_us(t); }
+
+} // namespace
+
+bool writes_nothing(const persistence::write_set& ws) {
+  return ws.op == persistence::offer_op::none && !ws.new_body && ws.states.empty()
+         && ws.dequeue.empty() && ws.enqueue.empty() && !ws.outbox && ws.dead_letters.empty();
+}
+
+caf::expected<prepared_change> prepare_create(const change_input& in, v1::Offer content) {
+  auto o = in.entity.prepare_create(std::move(content), in.now);
+  if (!o)
+    return std::move(o.error());
+  prepared_change out;
+  auto& ws = out.ws;
+  ws.offer_id = in.entity.id();
+  ws.op = persistence::offer_op::insert;
+  ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
+  ws.new_body = o->SerializeAsString(); // once: the body and the outbox event share it
+  ws.enqueue = ask_stages(in.stages, nullptr, *o, in.ctx, {}, now_us(in.now),
+                          persistence::priority::normal);
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
+  out.next = std::move(*o);
+  return out;
+}
+
+caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer content,
+                                              int64_t expected, const std::string& mask) {
+  content.set_id(in.entity.id());
+  // Re-applied on every redo: a masked update merges into the offer as it is then.
+  auto o = in.entity.prepare_update(std::move(content), expected, in.now, mask);
+  if (!o)
+    return std::move(o.error());
+  const auto& before = *in.entity.current();
+  prepared_change out;
+  auto& ws = out.ws;
+  ws.offer_id = in.entity.id();
+  ws.expected_version = before.version();
+  ws.new_body = o->SerializeAsString();
+  ws.enqueue = ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now),
+                          persistence::priority::normal);
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
+  out.next = std::move(*o);
+  return out;
+}
+
+caf::expected<prepared_change> prepare_delete(const change_input& in, int64_t expected) {
+  auto ver = in.entity.prepare_delete(expected);
+  if (!ver)
+    return std::move(ver.error());
+  prepared_change out;
+  auto& ws = out.ws;
+  ws.offer_id = in.entity.id();
+  ws.op = persistence::offer_op::remove;
+  ws.expected_version = *ver;
+  auto gone = *in.entity.current();
+  gone.set_version(*ver + 1);
+  ws.outbox = saved_event(gone.SerializeAsString(), in.ctx, {}, true, "api");
+  return out;
+}
+
+caf::expected<prepared_change> prepare_state_update(const change_input& in,
+                                                    const std::string& stage_id,
+                                                    const std::string& state, int64_t expected) {
+  const auto* cur = in.entity.current();
+  if (cur == nullptr)
+    return make_error(errc::not_found, "offer " + in.entity.id() + " does not exist");
+  if (in.stages.find(stage_id) == nullptr)
+    return make_error(errc::invalid_argument, "stage_id: " + stage_id
+                                                + " is not a stage of this node (gostctl stages lists them)");
+  prepared_change out;
+  auto& ws = out.ws;
+  ws.offer_id = in.entity.id();
+  ws.op = persistence::offer_op::none; // stays so when the version is stale: no write
+  auto i = in.ctx.states.find(stage_id);
+  int64_t current = i == in.ctx.states.end() ? 0 : i->second.version;
+  if (current != expected)
+    return out;
+  // Checked against the offer's version too: the redo after a lost check re-reads the
+  // state's version.
+  ws.op = persistence::offer_op::change;
+  ws.expected_version = cur->version();
+  std::vector<std::pair<std::string, std::string>> written{{stage_id, state}};
+  ws.outbox = saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id);
+  // The stage sees its new state: ask it (alone) whether it wants to run now.
+  offer_context after = in.ctx;
+  after.states[stage_id].value.ParseFromString(state);
+  ws.enqueue = ask_stage(in.stages, stage_id, *cur, after, now_us(in.now));
+  ws.states = std::move(written);
+  return out;
+}
+
+} // namespace gost
