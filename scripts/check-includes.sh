@@ -68,10 +68,12 @@ check_file() {
         local from=${f#runtime/}; from=${from%%/*}
         local to; to=$(runtime_folder "$inc")
         case "$from:$to" in
+          rpc:cluster|rpc:api|rpc:kafka|rpc:console|rpc:node)
+            report "$f" "$n" "$inc" "runtime/rpc includes no other runtime folder" ;;
           cluster:api|cluster:kafka|cluster:console|cluster:node)
-            report "$f" "$n" "$inc" "runtime/cluster includes no other runtime folder" ;;
+            report "$f" "$n" "$inc" "runtime/cluster includes only rpc/" ;;
           api:kafka|api:console|api:node|kafka:api|kafka:console|kafka:node|console:kafka|console:node)
-            report "$f" "$n" "$inc" "runtime/$from may include only cluster/$([[ $from == console ]] && echo ' and api/')" ;;
+            report "$f" "$n" "$inc" "runtime/$from may include only rpc/, cluster/$([[ $from == console ]] && echo ' and api/')" ;;
         esac
         ;;
     esac

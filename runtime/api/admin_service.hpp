@@ -5,6 +5,7 @@
 
 #include "gost/offers/stage.hpp"
 #include "gost/core/stats.hpp"
+#include "rpc/parse_guard.hpp"
 #include "gost/v1/admin.grpc.pb.h"
 
 namespace gost::persistence {
@@ -20,7 +21,7 @@ namespace gost::runtime {
 class router;
 
 /// gost.v1.AdminService: the read side of the inspection console (gostctl offer, stages).
-class admin_service final : public v1::AdminService::CallbackService {
+class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
     persistence::pg_pool* pool = nullptr;
@@ -32,7 +33,13 @@ public:
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
                 cluster_view cluster)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
-      timeout_(timeout), cluster_(std::move(cluster)) {}
+      timeout_(timeout), cluster_(std::move(cluster)) {
+    guard("InspectOffer", &admin_service::InspectOffer);
+    guard("ListStages", &admin_service::ListStages);
+    guard("ListNodes", &admin_service::ListNodes);
+    guard("ListShards", &admin_service::ListShards);
+    require_all_guarded();
+  }
 
   grpc::ServerUnaryReactor* InspectOffer(grpc::CallbackServerContext* ctx,
                                          const v1::InspectOfferRequest* req,

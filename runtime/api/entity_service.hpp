@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "rpc/parse_guard.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
 
 namespace gost {
@@ -21,11 +22,17 @@ namespace gost::runtime {
 
 class router;
 
-class entity_service final : public v1::EntityService::CallbackService {
+class entity_service final : public rpc::guarded<v1::EntityService> {
 public:
   entity_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
                  persistence::pg_pool& pool, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout) {}
+    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout) {
+    guard("Send", &entity_service::Send);
+    guard("Get", &entity_service::Get);
+    guard("PullOutputs", &entity_service::PullOutputs);
+    guard("ListTypes", &entity_service::ListTypes);
+    require_all_guarded();
+  }
 
   grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* ctx, const v1::SendEventRequest* req,
                                  v1::SendEventResponse* resp) override;

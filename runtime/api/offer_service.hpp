@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 
+#include "rpc/parse_guard.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "api/call_stats.hpp"
 
@@ -17,10 +18,17 @@ class router;
 /// gost.v1.OfferService on gRPC's callback API: each call validates its input, then a
 /// short-lived actor sends the request to the owning shard and finishes the call when the
 /// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
-class offer_service final : public v1::OfferService::CallbackService {
+class offer_service final : public rpc::guarded<v1::OfferService> {
 public:
   offer_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {}
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {
+    guard("CreateOffer", &offer_service::CreateOffer);
+    guard("GetOffer", &offer_service::GetOffer);
+    guard("UpdateOffer", &offer_service::UpdateOffer);
+    guard("DeleteOffer", &offer_service::DeleteOffer);
+    guard("ListOffers", &offer_service::ListOffers);
+    require_all_guarded();
+  }
 
   grpc::ServerUnaryReactor* CreateOffer(grpc::CallbackServerContext* ctx,
                                         const v1::CreateOfferRequest* req,

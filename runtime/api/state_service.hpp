@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 
+#include "rpc/parse_guard.hpp"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "api/call_stats.hpp"
 
@@ -16,10 +17,14 @@ class router;
 
 /// gost.v1.StateService: a stage's state of an offer, read and compare-and-set through the
 /// offer's actor (on whichever node owns its shard), like offer_service's calls.
-class state_service final : public v1::StateService::CallbackService {
+class state_service final : public rpc::guarded<v1::StateService> {
 public:
   state_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {}
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {
+    guard("Read", &state_service::Read);
+    guard("Update", &state_service::Update);
+    require_all_guarded();
+  }
 
   grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, const v1::ReadStateRequest* req,
                                  v1::ReadStateResponse* resp) override;

@@ -14,6 +14,7 @@
 
 #include "cluster/link_table.hpp"
 #include "cluster/router.hpp"
+#include "rpc/parse_guard.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/routing.hpp"
@@ -63,10 +64,13 @@ caf::error link_error(const grpc::Status& st, const std::string& address) {
 
 // -- the serving side -------------------------------------------------------------------------
 
-class node_service final : public internal::v1::NodeService::CallbackService {
+class node_service final : public rpc::guarded<internal::v1::NodeService> {
 public:
   node_service(call_hub& hub, std::shared_ptr<router> r, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(std::move(r)), timeout_(timeout) {}
+    : hub_(hub), router_(std::move(r)), timeout_(timeout) {
+    guard("Forward", &node_service::Forward);
+    require_all_guarded();
+  }
 
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
                                     const internal::v1::ForwardRequest* req,

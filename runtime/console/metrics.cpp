@@ -1,5 +1,7 @@
 #include "console/metrics.hpp"
 
+#include "rpc/parse_guard.hpp"
+
 #include <sstream>
 
 namespace gost::runtime {
@@ -40,6 +42,10 @@ std::string metrics::prometheus_text() const {
         out << "gost_grpc_requests_total{method=\"" << to_string(static_cast<api_method>(m)) << "\",code=\""
             << code_name(c) << "\"} " << v << "\n";
     }
+  out << "# HELP gost_grpc_undecodable_requests_total Requests whose bytes were not their method's"
+         " message (answered INVALID_ARGUMENT).\n"
+      << "# TYPE gost_grpc_undecodable_requests_total counter\n"
+      << "gost_grpc_undecodable_requests_total " << rpc::undecodable_requests() << "\n";
   auto& a = *actors_;
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {

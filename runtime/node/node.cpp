@@ -32,6 +32,7 @@
 #include "api/offer_service.hpp"
 #include "api/state_service.hpp"
 #include "cluster/router.hpp"
+#include "rpc/parse_guard.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "cluster/manager.hpp"
@@ -96,6 +97,9 @@ uint16_t node::http_port() const { return impl_->http_port; }
 std::string node::start() {
   auto& d = *impl_;
   auto& cfg = d.cfg;
+  // Before any gRPC server exists: undecodable requests are answered INVALID_ARGUMENT and
+  // logged rate-limited (rpc/parse_guard.hpp).
+  rpc::install_protobuf_log_hook();
   // 0. stages (a bad declaration stops the start before anything else runs)
   auto stages = std::make_shared<stage_registry>();
   if (cfg.expire_enabled)
