@@ -293,3 +293,35 @@ TEST_CASE_FIXTURE(fixture, "one batch of several shards fences each set by its o
         == "1:1,3:1");
   CHECK(outbox() == "a:2|n:1");
 }
+
+TEST_CASE_FIXTURE(fixture, "a write with a request id commits once; a retry is a duplicate and applies nothing") {
+  write_set up{"a", 1, body("a", 2, "first"), {}, {}, {}, event("a", 2)};
+  up.request_id = "req-1";
+  up.answer = "the first answer";
+  CHECK(commit({up}) == std::vector<write_outcome>{write_outcome::committed});
+  // The retry was computed on the offer as it is now (version 2): it would apply again.
+  write_set again{"a", 2, body("a", 3, "second"), {}, {}, {}, event("a", 3)};
+  again.request_id = "req-1";
+  again.answer = "another answer";
+  CHECK(commit({again}) == std::vector<write_outcome>{write_outcome::duplicate});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
+  auto answer = find_answer(pool, "a", "req-1");
+  REQUIRE(answer);
+  REQUIRE(*answer);
+  CHECK(**answer == "the first answer");
+  CHECK_FALSE(*find_answer(pool, "a", "req-2"));
+  // Twice in one batch: the second is the duplicate.
+  write_set b1{"b", 1, body("b", 2, "once"), {}, {}, {}, event("b", 2)};
+  b1.request_id = "req-9";
+  auto b2 = b1;
+  b2.expected_version = 2;
+  CHECK(commit({b1, b2}) == std::vector<write_outcome>{write_outcome::committed, write_outcome::duplicate});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
+  // Every committed batch left its commit mark (for an outcome lost with the connection).
+  CHECK(std::stoi(db.scalar("SELECT count(*) FROM commit_marks")) >= 3);
+  // Old request ids go with the reaper.
+  db.scalar("UPDATE offer_requests SET created_at = now() - interval '2 days'");
+  auto reaped = reap_requests(pool, {1}, 86'400);
+  REQUIRE(reaped);
+  CHECK(*reaped == 2);
+}

@@ -19,7 +19,7 @@ namespace {
 
 TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
   shard_fixture f;
-  auto created = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  auto created = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{});
   REQUIRE_MESSAGE(created, f.sys->render(created.error()));
   CHECK(created->value.version() == 1);
   CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "1");
@@ -27,7 +27,7 @@ TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
   auto got = f.ask(get_atom_v, std::string{"o1"});
   REQUIRE(got);
   CHECK(got->value.title() == "t");
-  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{});
   REQUIRE_FALSE(again);
   CHECK(again.error() == errc::already_exists);
   auto missing = f.ask(get_atom_v, std::string{"nope"});
@@ -37,7 +37,7 @@ TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
 
 TEST_CASE("events of one offer are applied one at a time") {
   shard_fixture f;
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   // Many concurrent unconditional updates: if two ever interleaved, both would compute the
   // same next version and one CAS would fail.
   constexpr int n = 200;
@@ -45,7 +45,7 @@ TEST_CASE("events of one offer are applied one at a time") {
   for (int i = 0; i < n; ++i) {
     auto o = new_offer("o1");
     o.set_title("t" + std::to_string(i));
-    self->send(f.shard, update_atom_v, o.id(), offer_msg{o}, any_version, std::string{});
+    self->send(f.shard, update_atom_v, o.id(), offer_msg{o}, any_version, std::string{}, request_id{});
   }
   int ok = 0;
   for (int i = 0; i < n; ++i)
@@ -56,12 +56,12 @@ TEST_CASE("events of one offer are applied one at a time") {
 
 TEST_CASE("a stale expected version is rejected and nothing is written") {
   shard_fixture f;
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   auto o = new_offer("o1");
   o.set_title("changed");
-  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}));
+  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{}));
   o.set_title("lost update");
-  auto stale = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{});
+  auto stale = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{});
   REQUIRE_FALSE(stale);
   CHECK(stale.error() == errc::conflict);
   CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
@@ -72,7 +72,7 @@ TEST_CASE("a stale expected version is rejected and nothing is written") {
 
 TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
   shard_fixture f{std::chrono::milliseconds{50}};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   // Remove the row behind the actor's back. A resident actor still answers from memory; once it
   // passivated, the next event loads from PostgreSQL and finds nothing. Poll (bounded) with
   // gaps longer than the idle timeout so the actor can passivate in between.
@@ -85,7 +85,7 @@ TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
   }
   CHECK(reloaded);
   // The shard spawns a fresh actor that sees the true state and can create the offer again.
-  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")});
+  auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{});
   REQUIRE(again);
   CHECK(again->value.version() == 1);
 }
@@ -94,7 +94,7 @@ TEST_CASE("the resident cap passivates the least recently used offer actor") {
   shard_fixture f{std::chrono::seconds{60}, std::make_shared<stage_registry>(),
                   [](shard_options& so) { so.max_resident = 2; }};
   for (auto id : {"a", "b", "c", "d", "e"})
-    REQUIRE(f.ask(create_atom_v, std::string{id}, offer_msg{new_offer(id)}));
+    REQUIRE(f.ask(create_atom_v, std::string{id}, offer_msg{new_offer(id)}, request_id{}));
   CHECK(f.stats->offers.resident.load() <= 2);
   CHECK(f.stats->offers.passivated.load() >= 3);
   // Every offer is still served: evicted ones come back from PostgreSQL.
@@ -108,7 +108,7 @@ TEST_CASE("the resident cap passivates the least recently used offer actor") {
 
 TEST_CASE("an offer actor killed from outside is forgotten and the next event starts a new one") {
   shard_fixture f;
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   caf::scoped_actor self{*f.sys};
   // The shard delegates a mailbox query to the offer actor, which answers itself: its
   // address is the sender of the answer.
@@ -130,7 +130,7 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   CHECK_FALSE(resident);
   auto o = new_offer("o1");
   o.set_title("after the kill");
-  auto updated = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{});
+  auto updated = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{});
   REQUIRE(updated);
   CHECK(updated->value.version() == 2);
   CHECK(f.stats->offers.resident.load() == 1);

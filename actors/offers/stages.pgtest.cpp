@@ -64,7 +64,7 @@ TEST_CASE("timers bring an offer back into its stage's queue; states persist") {
   auto reg = std::make_shared<stage_registry>();
   reg->add("counter", std::make_shared<counter>(3));
   shard_fixture f{60s, reg};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] {
     return f.db.scalar(queued_sql) == "0"
            && f.stats->stage_runs.load() == 3;
@@ -105,7 +105,7 @@ TEST_CASE("a stage whose offer changed behind its back reloads and redoes") {
   reg->add("title", st);
   shard_fixture f{60s, reg};
   st->db = &f.db;
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] {
     return f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "3";
   }));
@@ -130,7 +130,7 @@ TEST_CASE("a stage that keeps failing is retried, then dead-lettered") {
   opts.retry_backoff = 10ms;
   reg->add("failing", std::make_shared<failing>(), opts);
   shard_fixture f{60s, reg, [](shard_options& so) { so.max_attempts = 3; }};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return f.db.scalar(count_sql("dead_letters")) == "1"; }));
   CHECK(f.db.scalar("SELECT stage_id || ':' || attempts FROM dead_letters") == "failing:3");
   CHECK(f.db.scalar("SELECT reason FROM dead_letters").find("catalog service down")
@@ -163,7 +163,7 @@ TEST_CASE("a change storm between two stages is cut and dead-lettered") {
   auto reg = std::make_shared<stage_registry>();
   reg->add("ping", std::make_shared<appender>('p')).add("pong", std::make_shared<appender>('q'));
   shard_fixture f{60s, reg, [](shard_options& so) { so.max_chain = 4; }};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] {
     return f.db.scalar(count_sql("dead_letters")) == "1"
            && f.db.scalar(queued_sql) == "0";
@@ -187,7 +187,7 @@ TEST_CASE("a stage that changes nothing leaves offer, states and outbox alone") 
   auto reg = std::make_shared<stage_registry>();
   reg->add("noop", std::make_shared<noop>());
   shard_fixture f{60s, reg};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return f.stats->stage_runs.load() == 1; }));
   CHECK(f.db.scalar(queued_sql) == "0");
   CHECK(f.db.scalar("SELECT version FROM offers") == "1");
@@ -214,18 +214,18 @@ TEST_CASE("an update through the API asks the stages again, honouring interests"
   auto reg = std::make_shared<stage_registry>();
   reg->add("on_title", st);
   shard_fixture f{60s, reg};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   CHECK(st->asked.load() == 1); // a new offer asks every stage
   CHECK(f.db.scalar(queued_sql) == "0"); // title "t": not wanted
   // A change of another field is not even asked about.
   auto o = new_offer("o1");
   o.set_description("longer");
-  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}));
+  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{}));
   CHECK(st->asked.load() == 1);
   CHECK(f.db.scalar(queued_sql) == "0");
   // The title change makes the stage want it: enqueued by the update, then run.
   o.set_title("sale");
-  auto up = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{2}, std::string{});
+  auto up = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{2}, std::string{}, request_id{});
   REQUIRE(up);
   CHECK(up->value.version() == 3);
   REQUIRE(testing::eventually(10s, [&] {
@@ -261,7 +261,7 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
                   }};
   constexpr int n = 30;
   for (int i = 0; i < n; ++i)
-    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}));
+    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
   CHECK(f.db.scalar(queued_sql) == "0");
   wanted = true;
   REQUIRE(testing::eventually(20s, [&] {
@@ -305,7 +305,7 @@ TEST_CASE("a blocking stage runs in its pool, never on a scheduler thread") {
   shard_fixture f{60s, reg};
   REQUIRE(f.pools->count("slow") == 1);
   for (int i = 0; i < 4; ++i)
-    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}));
+    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] {
     return f.db.scalar(queued_sql) == "0" && f.stats->stage_runs.load() == 4;
   }));
@@ -344,7 +344,7 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   reg->add("gate", impl, opts);
   shard_fixture f{60s, reg};
   auto o = new_offer("o1");
-  REQUIRE(f.ask(create_atom_v, o.id(), offer_msg{o}));
+  REQUIRE(f.ask(create_atom_v, o.id(), offer_msg{o}, request_id{}));
   // The offer's actor, idle now, answers a mailbox query itself: its address is the sender.
   caf::scoped_actor self{*f.sys};
   offer_actor victim;
@@ -355,7 +355,7 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   // An update makes the stage want the offer; its run waits in the pool.
   impl->armed = true;
   o.set_title("armed");
-  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}));
+  REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return impl->calls.load() == 1; }));
   caf::anon_send_exit(victim, caf::exit_reason::kill);
   victim = offer_actor{};
@@ -369,7 +369,7 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   CHECK(impl->calls.load() == 1);
   // A new actor serves the offer.
   o.set_title("after");
-  auto again = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{2}, std::string{});
+  auto again = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{2}, std::string{}, request_id{});
   REQUIRE(again);
   CHECK(again->value.version() == 3);
   CHECK(f.stats->offers.resident.load() == 1);

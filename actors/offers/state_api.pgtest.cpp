@@ -62,7 +62,7 @@ caf::expected<state_read_msg> read(shard_fixture& f, const std::string& offer,
 caf::expected<state_update_msg> update(shard_fixture& f, const std::string& offer,
                                        const std::string& stage, int64_t value, int64_t expected) {
   return ask<state_update_msg>(f, update_atom_v, state_atom_v, offer, stage,
-                               packed(value), expected);
+                               packed(value), expected, request_id{});
 }
 
 const std::string outbox_events_sql = "SELECT coalesce(sum(events), 0) FROM outbox_batches";
@@ -73,7 +73,7 @@ TEST_CASE("a stage state is read and compare-and-set through the offer actor") {
   auto reg = std::make_shared<stage_registry>();
   reg->add("gate", std::make_shared<gate>());
   shard_fixture f{60s, reg};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
 
   // Never stored: version 0, no state.
   auto r0 = read(f, "o1", "gate");
@@ -161,7 +161,7 @@ TEST_CASE("a state update waits for a running stage of the same offer") {
   opts.pool_workers = 1;
   reg->add("slow", impl, opts);
   shard_fixture f{60s, reg};
-  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return impl->started.load(); }));
 
   caf::expected<state_update_msg> raced{caf::error{}};

@@ -253,6 +253,9 @@ schema make_node_schema() {
             "used one is passivated (its state stays in PostgreSQL)."));
   s.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
             "Deadline for one API request inside the node (routing, actor, database).", false));
+  s.add(num(vk::duration, "api.request_ttl", "24h", 60'000, 2'592'000'000,
+            "A write sent with a request_id is answered again, not applied again, when it is "
+            "retried within this long; after it the id is forgotten (docs/api.md, Retries)."));
   s.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
             "On SIGTERM the node drains for at most this long before it stops anyway."));
   s.add(num(vk::integer, "write.batch_max", "500", 1, 10'000,
@@ -482,6 +485,7 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.offer_idle_timeout = st.ms("offer.idle_timeout");
   c.offer_max_resident = static_cast<size_t>(st.num("offer.max_resident"));
   c.request_timeout = st.ms("api.request_timeout");
+  c.request_ttl = st.ms("api.request_ttl");
   c.shutdown_timeout = st.ms("shutdown.timeout");
   c.write_batch_max = static_cast<size_t>(st.num("write.batch_max"));
   c.write_flush_delay = st.ms("write.flush_delay");

@@ -14,6 +14,7 @@ const char* to_string(db_errc x) {
     case db_errc::invalid_argument: return "invalid_argument";
     case db_errc::schema_mismatch: return "schema_mismatch";
     case db_errc::internal: return "internal";
+    case db_errc::outcome_unknown: return "outcome_unknown";
   }
   return "unknown";
 }

@@ -37,4 +37,18 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
 /// Converts the exception in flight to an error (call from a catch block).
 caf::error current_exception_to_error();
 
+/// Runs a write transaction `fn` that records `mark` (write_mark) before it commits. When the
+/// connection is lost during COMMIT (pqxx::in_doubt_error), looks `mark` up on a new
+/// connection (retrying while the database is away, up to the pool's acquire timeout) before
+/// answering: no error when it committed, db_errc::unavailable when it did not (nothing was
+/// written: safe to retry), db_errc::outcome_unknown only when the lookup could not be made.
+caf::error commit_marked(pg_pool& pool, const std::string& mark,
+                         const std::function<void(pqxx::connection&)>& fn);
+
+/// A new random commit mark.
+std::string new_commit_mark();
+
+/// Records `mark` in the transaction (and now and then reaps old marks).
+void write_mark(pqxx::transaction_base& tx, const std::string& mark);
+
 } // namespace gost::persistence

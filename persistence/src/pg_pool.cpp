@@ -1,5 +1,6 @@
 #include "gost/persistence/pg_pool.hpp"
 
+#include <random>
 #include <thread>
 
 #include "pg_internal.hpp"
@@ -32,7 +33,8 @@ caf::error current_exception_to_error() {
   } catch (const pqxx::broken_connection& e) {
     return make_db_error(db_errc::unavailable, std::string{"database connection lost: "} + e.what());
   } catch (const pqxx::in_doubt_error& e) {
-    return make_db_error(db_errc::unavailable, std::string{"commit outcome unknown: "} + e.what());
+    return make_db_error(db_errc::outcome_unknown,
+                         std::string{"the connection was lost during COMMIT: "} + e.what());
   } catch (const pqxx::sql_error& e) {
     return make_db_error(classify(e.sqlstate()), std::string{e.what()} + " [" + e.sqlstate() + "]");
   } catch (const std::exception& e) {
@@ -129,6 +131,67 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
   }
   release();
   return result;
+}
+
+std::string new_commit_mark() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    auto bits = gen();
+    for (int i = 0; i < 16; ++i) {
+      out[static_cast<size_t>(half * 16 + i)] = hex[bits & 0xf];
+      bits >>= 4;
+    }
+  }
+  return out;
+}
+
+void write_mark(pqxx::transaction_base& tx, const std::string& mark) {
+  tx.exec("INSERT INTO commit_marks (id) VALUES (" + tx.quote(mark) + ")");
+  // A mark is only looked at right after a lost COMMIT: keep a few minutes of them.
+  thread_local uint32_t batches = 0;
+  if (++batches % 256 == 0)
+    tx.exec("DELETE FROM commit_marks WHERE at < now() - interval '10 minutes'");
+}
+
+caf::error commit_marked(pg_pool& pool, const std::string& mark,
+                         const std::function<void(pqxx::connection&)>& fn) {
+  bool in_doubt = false;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    try {
+      fn(c);
+    } catch (const pqxx::in_doubt_error&) {
+      in_doubt = true;
+      throw;
+    }
+  });
+  if (!err || !in_doubt)
+    return err;
+  // The outcome is the database's to tell: ask it on a new connection, while it comes back.
+  auto deadline = clock_type::now() + pool.opts().acquire_timeout;
+  auto wait = std::chrono::milliseconds{50};
+  caf::error last;
+  for (;;) {
+    bool committed = false;
+    last = with_connection(pool, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      committed = !tx.exec("SELECT 1 FROM commit_marks WHERE id = " + tx.quote(mark)).empty();
+    });
+    if (!last)
+      return committed ? caf::error{}
+                       : make_db_error(db_errc::unavailable,
+                                       "the connection to the database was lost before the commit "
+                                       "completed; nothing was written");
+    if (clock_type::now() + wait >= deadline)
+      break;
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, std::chrono::milliseconds{1000});
+  }
+  return make_db_error(db_errc::outcome_unknown,
+                       "the connection to the database was lost during COMMIT and whether it "
+                       "committed could not be read back (" + error_message(last)
+                         + "); read the data to see, or retry with the same request_id");
 }
 
 } // namespace gost::persistence

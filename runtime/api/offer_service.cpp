@@ -33,6 +33,10 @@ std::string check_mask(const google::protobuf::FieldMask& mask, std::string& out
   return {};
 }
 
+std::string check_request_id(const std::string& rid) {
+  return rid.size() > max_id_len ? "request_id must be at most 256 bytes" : "";
+}
+
 std::string check_ref(const v1::OfferRef& ref) {
   switch (ref.ref_case()) {
     case v1::OfferRef::kId:
@@ -88,7 +92,14 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
     return reactor;
   }
   offer_msg msg{o};
-  auto id = make_offer_id();
+  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  // A create with a request id makes the same offer id on every retry: the retry reaches the
+  // same actor, which answers it with the first answer.
+  auto rid = request_id{req->request_id()};
+  auto id = rid.empty() ? make_offer_id() : offer_id_for_request(o.seller_id(), rid.value);
   auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
   auto& r = router_;
   hub_.run([=, &r](caf::event_based_actor* self) {
@@ -98,7 +109,7 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
         *resp->mutable_offer() = std::move(stored.value);
         done(grpc::Status::OK);
       },
-      [=](const caf::error& err) { done(to_status(err)); }, create_atom_v, id, msg);
+      [=](const caf::error& err) { done(to_status(err)); }, create_atom_v, id, msg, rid);
   });
   return reactor;
 }
@@ -158,6 +169,11 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
     return reactor;
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  auto rid = request_id{req->request_id()};
   offer_msg msg{req->offer()};
   auto budget = call_budget(ctx->deadline(), timeout_);
   caf::timespan timeout{budget};
@@ -177,7 +193,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
                   *resp->mutable_offer() = std::move(stored.value);
                   done(grpc::Status::OK);
                 },
-                fail, update_atom_v, id, msg, expected, mask);
+                fail, update_atom_v, id, msg, expected, mask, rid);
             },
             fail);
   });
@@ -198,6 +214,11 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
     return reactor;
   }
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
+  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
+    done(invalid(problem));
+    return reactor;
+  }
+  auto rid = request_id{req->request_id()};
   auto budget = call_budget(ctx->deadline(), timeout_);
   caf::timespan timeout{budget};
   auto deadline = clock_type::now() + budget;
@@ -213,7 +234,7 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
                   resp->set_version(version);
                   done(grpc::Status::OK);
                 },
-                fail, delete_atom_v, id, expected);
+                fail, delete_atom_v, id, expected, rid);
             },
             fail);
   });

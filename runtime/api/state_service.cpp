@@ -67,6 +67,8 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
     problem = "state is required: a google.protobuf.Any with type_url set (a packed message)";
   if (problem.empty() && req->state().ByteSizeLong() > max_state_bytes)
     problem = "state is larger than 1 MiB; keep stage states small";
+  if (problem.empty() && req->request_id().size() > max_id_len)
+    problem = "request_id must be at most 256 bytes";
   if (problem.empty() && req->expected_version() < 0)
     problem = "expected_version must be >= 0 (0: the stage has no state yet; Read gives the "
               "current version)";
@@ -80,6 +82,7 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
   auto stage = req->stage_id();
   auto bytes = req->state().SerializeAsString();
   int64_t expected = req->expected_version();
+  auto rid = request_id{req->request_id()};
   hub_.run([=, &r](caf::event_based_actor* self) {
     ask_owner(
       self, r, deadline,
@@ -88,7 +91,7 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
         done(grpc::Status::OK);
       },
       [=](const caf::error& err) { done(to_status(err)); }, update_atom_v, state_atom_v, id,
-      stage, bytes, expected);
+      stage, bytes, expected, rid);
   });
   return reactor;
 }

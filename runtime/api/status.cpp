@@ -34,6 +34,7 @@ grpc::Status to_status(const caf::error& err) {
       case db_errc::invalid_argument: return {grpc::StatusCode::INVALID_ARGUMENT, msg};
       case db_errc::schema_mismatch: return {grpc::StatusCode::FAILED_PRECONDITION, msg};
       case db_errc::internal: return {grpc::StatusCode::INTERNAL, msg};
+      case db_errc::outcome_unknown: return {grpc::StatusCode::UNKNOWN, msg};
     }
   }
   if (err.category() == caf::atom("system")) {

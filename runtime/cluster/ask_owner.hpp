@@ -14,6 +14,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/routing.hpp"
+#include "gost/offers/spawn.hpp"
 
 namespace gost::runtime {
 
@@ -29,9 +30,28 @@ constexpr auto remote_attempt = std::chrono::milliseconds{2000};
 /// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
 /// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
 /// the shard found no owner in time.
+namespace detail {
+
+template <class T>
+void give_request_id(T&) {}
+
+/// A write forwarded to another node gets a request id (unless the client gave one): the
+/// owner applies it once, so sending it again after a timeout is answered, never redone.
+inline void give_request_id(request_id& rid) {
+  if (rid.empty())
+    rid.value = "fwd-" + make_offer_id();
+}
+
+} // namespace detail
+
 template <class Ops, class Route, class Ok, class... Ts>
 void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
                 fail_fn fail, Ts... xs) {
+  const auto& id = entity_id_of(xs...);
+  bool remote = false;
+  Ops target = route(id, &remote);
+  if (remote)
+    (detail::give_request_id(xs), ...);
   auto args = std::make_tuple(xs...);
   auto again = [=](caf::error why) {
     if (clock_type::now() + call_hub::pause >= deadline) {
@@ -43,17 +63,14 @@ void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_poin
                  args);
     });
   };
-  const auto& id = entity_id_of(xs...);
-  bool remote = false;
-  Ops target = route(id, &remote);
   if (!target) {
     again(make_error(errc::moved, "no node owns the shard of " + id + " right now"));
     return;
   }
   auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
   // Another node may die with the request unanswered: give a remote attempt a slice of the
-  // time and route again after it. A request the dead node did carry out may so run twice (at
-  // least once, like any retry).
+  // time and route again after it. A write sent again carries the same request id, so an owner
+  // that did carry it out answers the first answer instead of doing it twice.
   auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
   self->request(target, std::max(attempt, caf::timespan{1'000'000}), xs...)
     .then(on_reply<Ops, Ts...>(ok), [=](caf::error& err) {

@@ -25,23 +25,28 @@ using internal::v1::ForwardResponse;
 
 inline void encode(ForwardRequest& r, get_atom, const std::string& id) { r.set_get(id); }
 
-inline void encode(ForwardRequest& r, create_atom, const std::string& id, const offer_msg& m) {
-  *r.mutable_create() = m.value;
-  r.mutable_create()->set_id(id);
+inline void encode(ForwardRequest& r, create_atom, const std::string& id, const offer_msg& m,
+                   const request_id& rid) {
+  *r.mutable_create()->mutable_offer() = m.value;
+  r.mutable_create()->mutable_offer()->set_id(id);
+  r.mutable_create()->set_request_id(rid.value);
 }
 
 inline void encode(ForwardRequest& r, update_atom, const std::string& id, const offer_msg& m,
-                   int64_t expected, const std::string& mask) {
+                   int64_t expected, const std::string& mask, const request_id& rid) {
   auto* u = r.mutable_update();
   *u->mutable_offer() = m.value;
   u->mutable_offer()->set_id(id);
   u->set_expected_version(expected);
   u->set_mask(mask);
+  u->set_request_id(rid.value);
 }
 
-inline void encode(ForwardRequest& r, delete_atom, const std::string& id, int64_t expected) {
+inline void encode(ForwardRequest& r, delete_atom, const std::string& id, int64_t expected,
+                   const request_id& rid) {
   r.mutable_delete_()->set_offer_id(id);
   r.mutable_delete_()->set_expected_version(expected);
+  r.mutable_delete_()->set_request_id(rid.value);
 }
 
 inline void encode(ForwardRequest& r, get_atom, state_atom, const std::string& id,
@@ -51,12 +56,14 @@ inline void encode(ForwardRequest& r, get_atom, state_atom, const std::string& i
 }
 
 inline void encode(ForwardRequest& r, update_atom, state_atom, const std::string& id,
-                   const std::string& stage, const std::string& state, int64_t expected) {
+                   const std::string& stage, const std::string& state, int64_t expected,
+                   const request_id& rid) {
   auto* u = r.mutable_update_state();
   u->set_offer_id(id);
   u->set_stage_id(stage);
   u->set_state(state);
   u->set_expected_version(expected);
+  u->set_request_id(rid.value);
 }
 
 inline void encode(ForwardRequest& r, resident_atom, const std::string& id) { r.set_residency(id); }
@@ -78,23 +85,27 @@ template <class F>
 bool decode(const ForwardRequest& r, F&& f) {
   switch (r.op_case()) {
     case ForwardRequest::kCreate:
-      f(create_atom_v, r.create().id(), offer_msg{r.create()});
+      f(create_atom_v, r.create().offer().id(), offer_msg{r.create().offer()},
+        request_id{r.create().request_id()});
       return true;
     case ForwardRequest::kGet: f(get_atom_v, r.get()); return true;
     case ForwardRequest::kUpdate: {
       auto& u = r.update();
-      f(update_atom_v, u.offer().id(), offer_msg{u.offer()}, u.expected_version(), u.mask());
+      f(update_atom_v, u.offer().id(), offer_msg{u.offer()}, u.expected_version(), u.mask(),
+        request_id{u.request_id()});
       return true;
     }
     case ForwardRequest::kDelete:
-      f(delete_atom_v, r.delete_().offer_id(), r.delete_().expected_version());
+      f(delete_atom_v, r.delete_().offer_id(), r.delete_().expected_version(),
+        request_id{r.delete_().request_id()});
       return true;
     case ForwardRequest::kReadState:
       f(get_atom_v, state_atom_v, r.read_state().offer_id(), r.read_state().stage_id());
       return true;
     case ForwardRequest::kUpdateState: {
       auto& u = r.update_state();
-      f(update_atom_v, state_atom_v, u.offer_id(), u.stage_id(), u.state(), u.expected_version());
+      f(update_atom_v, state_atom_v, u.offer_id(), u.stage_id(), u.state(), u.expected_version(),
+        request_id{u.request_id()});
       return true;
     }
     case ForwardRequest::kResidency: f(resident_atom_v, r.residency()); return true;

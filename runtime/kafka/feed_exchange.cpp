@@ -58,18 +58,20 @@ public:
   }
 
   reply<v1::Offer> create(const v1::Offer& content) override {
-    return ask_async<v1::Offer>(opts_, offer_of, create_atom_v, content.id(), offer_msg{content});
+    return ask_async<v1::Offer>(opts_, offer_of, create_atom_v, content.id(), offer_msg{content},
+                                request_id{});
   }
 
   reply<v1::Offer> update(const v1::Offer& content, std::optional<int64_t> expected_version,
                           const std::string& mask) override {
     return ask_async<v1::Offer>(opts_, offer_of, update_atom_v, content.id(), offer_msg{content},
-                                expected_version.value_or(any_version), mask);
+                                expected_version.value_or(any_version), mask, request_id{});
   }
 
   reply<int64_t> remove(const std::string& offer_id) override {
     return ask_async<int64_t>(
-      opts_, [](int64_t version) { return version; }, delete_atom_v, offer_id, any_version);
+      opts_, [](int64_t version) { return version; }, delete_atom_v, offer_id, any_version,
+      request_id{});
   }
 
 private:

@@ -37,6 +37,7 @@
 #include "gost/core/entity/spawn.hpp"
 #include "cluster/manager.hpp"
 #include "kafka/outbox_relay.hpp"
+#include "node/housekeeping.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 
 namespace gost::runtime {
@@ -69,6 +70,7 @@ struct node::impl {
   std::unique_ptr<grpc::Server> link_server;
   caf::actor manager; ///< the cluster manager: leases, shards, routes
   caf::actor relay;   ///< the outbox relay to Kafka
+  caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads from Kafka
   std::unique_ptr<offer_service> offers;
@@ -311,6 +313,13 @@ std::string node::start() {
   co.spawn_shard = spawn_one;
   d.manager = spawn_cluster_manager(*d.sys, std::move(co));
 
+  housekeeping_options ho;
+  ho.request_ttl = cfg.request_ttl;
+  ho.entities = hosts_entities;
+  ho.pool = d.pool.get();
+  ho.local_shards = [routes = d.routes] { return routes->local_shards(); };
+  d.housekeeper = spawn_housekeeping(*d.sys, std::move(ho));
+
   // 7. after-save events: the outbox relay of the shards this node owns
   relay_options ro;
   ro.brokers = cfg.kafka_brokers;
@@ -431,11 +440,11 @@ void node::stop() {
         self->receive([](const caf::down_msg&) {});
       handles.clear();
     };
-    std::vector<caf::actor> cluster{d.relay, d.manager};
+    std::vector<caf::actor> cluster{d.housekeeper, d.relay, d.manager};
     cluster.erase(std::remove(cluster.begin(), cluster.end(), caf::actor{}), cluster.end());
     stop_all(cluster);
     // The actor system waits until the last handle of every detached actor is gone.
-    d.relay = d.manager = caf::actor{};
+    d.housekeeper = d.relay = d.manager = caf::actor{};
     d.hub.reset();
     stop_all(d.pools);
     stop_all(d.writers);

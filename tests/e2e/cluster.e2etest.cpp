@@ -580,3 +580,111 @@ TEST_CASE("offer inspection tells residency and mailbox from the owner, asked on
     }
   }
 }
+
+namespace {
+
+/// Holds row locks from a session of its own (psql) for `hold`: `lock_sql` selects the rows
+/// FOR UPDATE. Returns once the locks are taken.
+std::unique_ptr<child_process> hold_rows(const testing::temp_db& db, const std::string& lock_sql,
+                                         std::chrono::milliseconds hold, const std::string& flag) {
+  std::remove(flag.c_str());
+  auto sql = "BEGIN; " + lock_sql + "; COPY (SELECT 1) TO '" + flag + "'; SELECT pg_sleep("
+             + std::to_string(hold.count() / 1000.0) + "); COMMIT;";
+  auto p = std::make_unique<child_process>("/usr/bin/psql", std::vector<std::string>{db.dsn(), "-qXc", sql});
+  REQUIRE_MESSAGE(testing::eventually(10s, [&] { return std::ifstream{flag}.good() || !p->running(); }),
+                  p->output());
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one true answer)") {
+  testing::temp_db db;
+  node a{"a", db};
+  node b{"b", db};
+  REQUIRE(testing::eventually(20s, [&] {
+    auto o = owners(db);
+    return o.size() == 2 && o["a"] + o["b"] == shard_count;
+  }));
+  // An offer owned by b, changed through a: every call is forwarded.
+  std::string id;
+  for (int i = 0; id.empty() && i < 64; ++i) {
+    v1::Offer o;
+    REQUIRE(a.create("slow-" + std::to_string(i), o).ok());
+    if (db.scalar("SELECT l.owner FROM shard_leases l JOIN offers o ON o.shard = l.shard"
+                  " WHERE o.offer_id = '" + o.id() + "'") == "b")
+      id = o.id();
+  }
+  REQUIRE_FALSE(id.empty());
+  auto version_of = [&] { return db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'"); };
+
+  SUBCASE("UpdateOffer with an expected version") {
+    // The owner's commit waits 4 s on a row lock: longer than a forwarded call's 2 s attempt,
+    // after which the forwarding node sends the call again (with the same request id).
+    auto lock = hold_rows(db, "SELECT 1 FROM offers WHERE offer_id = '" + id + "' FOR UPDATE", 4s,
+                          "/tmp/gost-lock-" + std::to_string(getpid()));
+    v1::UpdateOfferRequest req;
+    req.mutable_offer()->set_id(id);
+    req.mutable_offer()->set_seller_id("cluster-seller");
+    req.mutable_offer()->set_title("once");
+    req.set_expected_version(1);
+    v1::UpdateOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = a.stub->UpdateOffer(&ctx, req, &resp);
+    CHECK_MESSAGE(s.ok(), s.error_code() << " " << s.error_message());
+    CHECK(resp.offer().version() == 2);
+    CHECK(resp.offer().title() == "once");
+    CHECK(lock->wait(10s) == 0);
+    CHECK(version_of() == "2"); // applied once: a second application would be version 3
+    // Every forwarded write got a request id: the create and this update, each once.
+    CHECK(db.scalar("SELECT count(*) FROM offer_requests WHERE offer_id = '" + id + "'") == "2");
+  }
+  SUBCASE("StateService.Update compare-and-set") {
+    auto states = v1::StateService::NewStub(grpc::CreateChannel(a.addr, grpc::InsecureChannelCredentials()));
+    google::protobuf::Int64Value v;
+    auto update = [&](int64_t value, int64_t expected, v1::UpdateStateResponse& resp) {
+      v.set_value(value);
+      v1::UpdateStateRequest req;
+      req.set_offer_id(id);
+      req.set_stage_id("expire");
+      req.mutable_state()->PackFrom(v);
+      req.set_expected_version(expected);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      return states->Update(&ctx, req, &resp);
+    };
+    v1::UpdateStateResponse first;
+    REQUIRE(update(1, 0, first).ok());
+    REQUIRE(first.updated());
+    auto lock = hold_rows(db, "SELECT 1 FROM stage_states WHERE offer_id = '" + id
+                                + "' AND stage_id = 'expire' FOR UPDATE", 4s,
+                          "/tmp/gost-lock-" + std::to_string(getpid()));
+    v1::UpdateStateResponse second;
+    auto s = update(2, 1, second);
+    CHECK_MESSAGE(s.ok(), s.error_message());
+    CHECK(second.updated()); // the caller's write applied, and so answered
+    CHECK(second.version() == 2);
+    CHECK(lock->wait(10s) == 0);
+    CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
+                    + "' AND stage_id = 'expire'") == "2");
+  }
+  SUBCASE("CreateOffer retried with its request id is stored once, answered the same") {
+    auto create = [&](v1::CreateOfferResponse& resp) {
+      v1::CreateOfferRequest req;
+      req.mutable_offer()->set_seller_id("retrying-seller");
+      req.mutable_offer()->set_title("once");
+      req.set_request_id("create-1");
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      return a.stub->CreateOffer(&ctx, req, &resp);
+    };
+    v1::CreateOfferResponse r1, r2;
+    REQUIRE(create(r1).ok());
+    auto s = create(r2);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    CHECK(r2.offer().id() == r1.offer().id());
+    CHECK(r2.offer().version() == 1);
+    CHECK(db.scalar("SELECT count(*) FROM offers WHERE seller_id = 'retrying-seller'") == "1");
+  }
+}

@@ -156,12 +156,79 @@ change_input inputs(self_ptr self) {
   return {st.entity, st.ctx, *st.env->stages, std::chrono::system_clock::now()};
 }
 
+/// How a write's answer is kept with its request id (offer_requests.answer) and read back
+/// for a retry: the offer as committed (its body, as written), a version, a state update.
+template <class Result>
+struct answer_codec;
+
+template <>
+struct answer_codec<offer_msg> {
+  static std::string encode(const std::optional<v1::Offer>& next, const persistence::write_set& ws) {
+    return ws.new_body ? *ws.new_body : next ? next->SerializeAsString() : std::string{};
+  }
+  static caf::expected<offer_msg> decode(const std::string& bytes) {
+    offer_msg m;
+    if (!m.value.ParseFromString(bytes))
+      return make_error(errc::internal, "a stored answer does not parse as gost.v1.Offer");
+    return m;
+  }
+};
+
+template <>
+struct answer_codec<int64_t> {
+  static std::string encode(int64_t version) { return std::to_string(version); }
+  static caf::expected<int64_t> decode(const std::string& bytes) { return std::stoll(bytes); }
+};
+
+template <>
+struct answer_codec<state_update_msg> {
+  static std::string encode(const state_update_msg& m) { return m.value.SerializeAsString(); }
+  static caf::expected<state_update_msg> decode(const std::string& bytes) {
+    state_update_msg m;
+    if (!m.value.ParseFromString(bytes))
+      return make_error(errc::internal, "a stored answer does not parse as UpdateStateResponse");
+    return m;
+  }
+};
+
+template <class Result, class Reply>
+std::string encode_answer(Reply& reply, const std::optional<v1::Offer>& next,
+                          const persistence::write_set& ws) {
+  if constexpr (std::is_same<Result, offer_msg>::value)
+    return answer_codec<offer_msg>::encode(next, ws);
+  else
+    return answer_codec<Result>::encode(reply(next, ws));
+}
+
+/// The first answer of a write whose request id committed before, read back; `otherwise`
+/// when no write with that id is kept.
+template <class Result>
+void answer_again(self_ptr self, caf::typed_response_promise<Result> rp, const request_id& rid,
+                  caf::error otherwise) {
+  auto& st = self->state;
+  self->request(st.env->store, caf::infinite, find_atom_v, st.entity.id(), rid)
+    .await(
+      [=](std::string& bytes) mutable {
+        if (bytes.empty()) {
+          rp.deliver(otherwise);
+          return;
+        }
+        auto r = answer_codec<Result>::decode(bytes);
+        if (r)
+          rp.deliver(std::move(*r));
+        else
+          rp.deliver(std::move(r.error()));
+      },
+      [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+}
+
 /// An API change (create / update / delete / state update): `prepare` computes the write-set
 /// from the current state (offer_changes.hpp: or an error for the client); it is written, and
-/// on a lost version check the actor reloads and prepares again.
+/// on a lost version check the actor reloads and prepares again. With a request id the write
+/// commits at most once: a retry whose id committed before gets the first answer.
 template <class Result, class Prepare, class Reply>
 void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prepare prepare,
-                     Reply reply, int attempt) {
+                     Reply reply, request_id rid, int attempt) {
   with_loaded(
     self,
     [=]() mutable {
@@ -169,11 +236,22 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
       st.ctx.chain.clear(); // an external change starts a new chain
       auto change = prepare();
       if (!change) {
-        rp.deliver(std::move(change.error()));
+        // A retry of a write that did apply fails the rules it met the first time (the
+        // version moved on, the offer exists): its request id tells.
+        auto& err = change.error();
+        if (!rid.empty() && (err == errc::conflict || err == errc::already_exists)) {
+          answer_again<Result>(self, rp, rid, std::move(err));
+          return;
+        }
+        rp.deliver(std::move(err));
         return;
       }
       auto next = std::move(change->next);
-      if (writes_nothing(change->ws)) {
+      if (!rid.empty()) {
+        // Written even when nothing else is: the answer is what a retry gets.
+        change->ws.request_id = rid.value;
+        change->ws.answer = encode_answer<Result>(reply, next, change->ws);
+      } else if (writes_nothing(change->ws)) {
         rp.deliver(reply(next, change->ws));
         return;
       }
@@ -194,6 +272,13 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 rp.deliver(std::move(answer));
                 return;
               }
+              case write_outcome::duplicate:
+                answer_again<Result>(self, rp, rid,
+                                     make_error(errc::conflict, "offer " + s.entity.id()
+                                                                  + ": the write with request_id "
+                                                                  + rid.value + " applied before; "
+                                                                  "its answer is no longer kept"));
+                return;
               case write_outcome::conflict:
                 forget(self);
                 if (set.op == persistence::offer_op::insert) {
@@ -203,7 +288,7 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                                                "already exists"));
                 } else if (attempt + 1 < max_redo) {
                   s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
-                  external_change(self, rp, prepare, reply, attempt + 1);
+                  external_change(self, rp, prepare, reply, rid, attempt + 1);
                 } else {
                   rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
                                                                 + " keeps changing; retry"));
@@ -260,6 +345,9 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
           case write_outcome::fenced:
             forget(self);
             rp.deliver(make_error(errc::fenced, "shard lease lost"));
+            return;
+          case write_outcome::duplicate: // stage runs carry no request id
+            rp.deliver(make_error(errc::internal, "a stage run's write was a duplicate"));
             return;
         }
       },
@@ -375,11 +463,11 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
 /// handler starts by looking up the actor it runs for.
 offer_actor::behavior_type offer_behavior() {
   return {
-    [](create_atom, const std::string&, offer_msg& m) -> caf::result<offer_msg> {
+    [](create_atom, const std::string&, offer_msg& m, request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
       auto prepare = [self, in = std::move(m.value)] { return prepare_create(inputs(self), in); };
-      external_change(self, rp, prepare, reply_offer, 0);
+      external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp;
     },
     [](get_atom, const std::string&) -> caf::result<offer_msg> {
@@ -398,24 +486,24 @@ offer_actor::behavior_type offer_behavior() {
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [](update_atom, const std::string&, offer_msg& m, int64_t expected,
-       std::string& mask) -> caf::result<offer_msg> {
+    [](update_atom, const std::string&, offer_msg& m, int64_t expected, std::string& mask,
+       request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
       auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask)] {
         return prepare_update(inputs(self), in, expected, mask);
       };
-      external_change(self, rp, prepare, reply_offer, 0);
+      external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp;
     },
-    [](delete_atom, const std::string&, int64_t expected) -> caf::result<int64_t> {
+    [](delete_atom, const std::string&, int64_t expected, request_id& rid) -> caf::result<int64_t> {
       auto self = current();
       auto rp = self->make_response_promise<int64_t>();
       auto prepare = [self, expected] { return prepare_delete(inputs(self), expected); };
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.expected_version + 1;
       };
-      external_change(self, rp, prepare, reply, 0);
+      external_change(self, rp, prepare, reply, std::move(rid), 0);
       return rp;
     },
     [](get_atom, state_atom, const std::string&,
@@ -441,7 +529,7 @@ offer_actor::behavior_type offer_behavior() {
       return rp;
     },
     [](update_atom, state_atom, const std::string&, const std::string& stage_id,
-       std::string& bytes, int64_t expected) -> caf::result<state_update_msg> {
+       std::string& bytes, int64_t expected, request_id& rid) -> caf::result<state_update_msg> {
       auto self = current();
       auto rp = self->make_response_promise<state_update_msg>();
       auto prepare = [self, stage_id, bytes = std::move(bytes), expected] {
@@ -458,7 +546,7 @@ offer_actor::behavior_type offer_behavior() {
         out.value.set_version(ws.states.empty() ? current : current + 1);
         return out;
       };
-      external_change(self, rp, prepare, reply, 0);
+      external_change(self, rp, prepare, reply, std::move(rid), 0);
       return rp;
     },
     [](run_atom, std::string& stage_id) -> caf::result<queue_entries> {

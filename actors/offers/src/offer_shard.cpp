@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gost/core/kit/shard.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
@@ -223,6 +224,21 @@ std::string make_offer_id() {
   std::string out(32, '0');
   for (int half = 0; half < 2; ++half) {
     auto bits = gen();
+    for (int i = 0; i < 16; ++i) {
+      out[static_cast<size_t>(half * 16 + i)] = hex[bits & 0xf];
+      bits >>= 4;
+    }
+  }
+  return out;
+}
+
+std::string offer_id_for_request(const std::string& seller_id, const std::string& request_id) {
+  static const char* hex = "0123456789abcdef";
+  std::string out(32, '0');
+  uint64_t halves[2] = {offer_hash(seller_id + '\x1f' + request_id),
+                        offer_hash(request_id + '\x1f' + seller_id + '\x1f')};
+  for (int half = 0; half < 2; ++half) {
+    auto bits = halves[half];
     for (int i = 0; i < 16; ++i) {
       out[static_cast<size_t>(half * 16 + i)] = hex[bits & 0xf];
       bits >>= 4;

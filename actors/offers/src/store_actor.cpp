@@ -132,6 +132,12 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
         return std::move(r.error());
       return std::move(*r);
     },
+    [=](find_atom, const std::string& offer_id, const request_id& rid) -> caf::result<std::string> {
+      auto r = persistence::find_answer(*pool, offer_id, rid.value);
+      if (!r)
+        return std::move(r.error());
+      return r->value_or(std::string{}); // empty: no write with this id is kept
+    },
     [=](find_atom, const std::string& seller, const std::string& ns,
         const std::string& external_id) -> caf::result<std::string> {
       auto r = self->state.store->find_id(seller, ns, external_id);

@@ -27,7 +27,8 @@ std::string key_rows(pqxx::transaction_base& tx, const Keys& keys) {
 caf::expected<std::vector<write_outcome>>
 commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes) {
   std::vector<write_outcome> outcomes;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
+  auto mark = new_commit_mark();
+  auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
     outcomes.assign(writes.size(), write_outcome::conflict);
     pqxx::work tx{c};
     // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit).
@@ -177,6 +178,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       tx.exec("UPDATE entities e SET due_at_us = (SELECT min(v.due_at_us) FROM entity_events v"
               " WHERE v.kind = e.kind AND v.entity_id = e.entity_id)"
               " WHERE (e.kind, e.entity_id) IN (VALUES " + key_rows(tx, touched) + ")");
+    write_mark(tx, mark);
     tx.commit();
   });
   if (err)

@@ -125,7 +125,8 @@ void write_state_rows(pqxx::work& tx, const std::map<state_key, row_change>& row
 caf::expected<std::vector<write_outcome>>
 commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets) {
   std::vector<write_outcome> outcomes;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
+  auto mark = new_commit_mark();
+  auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
     outcomes.assign(sets.size(), write_outcome::conflict);
     pqxx::work tx{c};
     // Fencing, per shard of the batch: FOR SHARE blocks a takeover (which updates the lease
@@ -162,6 +163,22 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
       for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
         version[row[0].as<std::string>()] = row[1].as<int64_t>();
 
+    // Sets carrying a request id that committed before are duplicates: nothing is applied.
+    std::set<std::pair<std::string, std::string>> requests_seen;
+    {
+      values_list keys;
+      for (size_t i = 0; i < sets.size(); ++i)
+        if (live[i] && !sets[i].ws.request_id.empty())
+          keys.row(tx.quote(sets[i].ws.offer_id) + "," + tx.quote(sets[i].ws.request_id));
+      if (!keys.empty())
+        for (auto row : tx.exec("SELECT offer_id, request_id FROM offer_requests"
+                                " WHERE (offer_id, request_id) IN (VALUES " + keys.str() + ")"))
+          requests_seen.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+    }
+    auto duplicate = [&](const write_set& ws) {
+      return !ws.request_id.empty() && requests_seen.count({ws.offer_id, ws.request_id}) != 0;
+    };
+
     // New offers first: their rows must exist before anything refers to them. A row that is
     // not inserted (id or seller key taken) makes its set a conflict.
     std::set<std::string> inserted;
@@ -169,7 +186,8 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     blob_params insert_blobs;
     for (size_t i = 0; i < sets.size(); ++i) {
       auto& s = sets[i].ws;
-      if (live[i] && s.op == offer_op::insert && s.new_body && version.count(s.offer_id) == 0)
+      if (live[i] && !duplicate(s) && s.op == offer_op::insert && s.new_body
+          && version.count(s.offer_id) == 0)
         insert_rows.row(tx.quote(s.offer_id) + "," + std::to_string(sets[i].shard) + ","
                         + tx.quote(s.key.seller_id) + "," + tx.quote(s.key.ns) + ","
                         + (s.key.external_id.empty() ? std::string{"NULL"}
@@ -193,11 +211,17 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     };
     std::map<uint32_t, shard_outbox> outbox; ///< one outbox_batches row per shard of the batch
     values_list dead_rows;
+    values_list request_rows;
+    blob_params request_blobs;
     for (size_t i = 0; i < sets.size(); ++i) {
       if (!live[i])
         continue;
       auto& s = sets[i].ws;
       auto shard = sets[i].shard;
+      if (duplicate(s)) {
+        outcomes[i] = write_outcome::duplicate;
+        continue;
+      }
       if (s.op == offer_op::insert) {
         if (inserted.erase(s.offer_id) == 0)
           continue; // conflict: it existed, or its seller key is taken
@@ -214,6 +238,11 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
         continue; // conflict
       }
       outcomes[i] = write_outcome::committed;
+      if (!s.request_id.empty()) {
+        request_rows.row(tx.quote(s.offer_id) + "," + tx.quote(s.request_id) + ","
+                         + std::to_string(shard) + "," + request_blobs.add(s.answer));
+        requests_seen.emplace(s.offer_id, s.request_id); // a second one in this batch: duplicate
+      }
       for (auto& d : s.dead_letters)
         dead_rows.row(std::to_string(shard) + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id)
                       + "," + tx.quote(d.reason) + "," + std::to_string(d.attempts));
@@ -276,11 +305,48 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     for (auto& [shard, o] : outbox)
       tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
                      static_cast<int64_t>(shard), o.events, pqxx::binarystring{o.payload});
+    if (!request_rows.empty())
+      request_blobs.exec(tx, "INSERT INTO offer_requests (offer_id, request_id, shard, answer) VALUES "
+                               + request_rows.str());
+    write_mark(tx, mark);
     tx.commit();
   });
   if (err)
     return err;
   return outcomes;
+}
+
+caf::expected<std::optional<std::string>> find_answer(pg_pool& pool, const std::string& offer_id,
+                                                      const std::string& request_id) {
+  std::optional<std::string> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT answer FROM offer_requests WHERE offer_id = $1 AND request_id = $2",
+                            offer_id, request_id);
+    if (!r.empty())
+      out = pqxx::binarystring{r[0][0]}.str();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<int64_t> reap_requests(pg_pool& pool, const std::vector<uint32_t>& shards,
+                                     int64_t max_age_s) {
+  int64_t n = 0;
+  if (shards.empty())
+    return n;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("DELETE FROM offer_requests WHERE shard IN (" + number_list(shards)
+                              + ") AND created_at < now() - make_interval(secs => $1)",
+                            static_cast<double>(max_age_s));
+    n = static_cast<int64_t>(r.affected_rows());
+  });
+  if (err)
+    return err;
+  return n;
 }
 
 caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,

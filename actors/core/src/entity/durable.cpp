@@ -224,6 +224,7 @@ void write_run(entity_ptr self, caf::typed_response_promise<persistence::queue_e
       [=](write_outcome out) mutable {
         auto& s = self->state;
         switch (out) {
+          case write_outcome::duplicate: // entity writes carry no offer request ids: never
           case write_outcome::committed:
             if (new_state) {
               s.state = std::move(new_state);

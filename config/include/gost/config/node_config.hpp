@@ -76,6 +76,7 @@ struct node_config {
   std::chrono::milliseconds offer_idle_timeout{};
   size_t offer_max_resident = 0;
   std::chrono::milliseconds request_timeout{};
+  std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
   std::chrono::milliseconds shutdown_timeout{};
 
   size_t write_batch_max = 0;

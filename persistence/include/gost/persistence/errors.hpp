@@ -21,6 +21,8 @@ enum class db_errc : uint8_t {
   invalid_argument, ///< the input cannot be stored as given (INVALID_ARGUMENT)
   schema_mismatch,  ///< installation differs from the node's config (e.g. shard_count)
   internal,         ///< a bug or an unexpected server answer (INTERNAL)
+  outcome_unknown,  ///< the connection was lost during COMMIT and it is not known whether it
+                    ///< committed: never "safe to retry" (read back, or retry with a request id)
 };
 
 const char* to_string(db_errc x);

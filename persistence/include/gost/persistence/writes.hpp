@@ -10,8 +10,9 @@ namespace gost::persistence {
 
 enum class write_outcome : uint8_t {
   committed,
-  conflict, ///< the entity's version moved (or it is gone): reload and redo
-  fenced,   ///< this node does not hold the shard at this epoch: stop the shard
+  conflict,  ///< the entity's version moved (or it is gone): reload and redo
+  fenced,    ///< this node does not hold the shard at this epoch: stop the shard
+  duplicate, ///< its request id committed before: nothing applied; answer what was answered
 };
 
 /// A write-set of `WriteSet`'s kind for one shard at one lease epoch.

@@ -59,6 +59,20 @@ using offer_list = std::vector<v1::Offer>;
 /// "No version expected": an update or delete that applies whatever the current version.
 constexpr int64_t any_version = -1;
 
+/// The idempotency key of a write (issue 12, "one true answer per write"): the client's, or the
+/// one a node gives a call it forwards. A write carrying one commits at most once per offer; a
+/// retry with the same id — after a timeout, through another node, after the owner moved —
+/// gets the first answer and changes nothing. Empty: none (every call is a new write).
+struct request_id {
+  std::string value;
+  bool empty() const noexcept { return value.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_id& x) {
+  return f(caf::meta::type_name("gost::request_id"), x.value);
+}
+
 // -- interfaces -------------------------------------------------------------------------------
 
 /// Blocking reads of stored offers and queues; runs on its own thread (spawned detached). All
@@ -77,6 +91,9 @@ using store_actor = caf::typed_actor<
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
+  // The answer kept with a write's request id (offer id, request id); empty when no write with
+  // this id is kept (none committed, or it was reaped after api.request_ttl).
+  caf::replies_to<find_atom, std::string, request_id>::with<std::string>,
   // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
   caf::replies_to<list_atom, std::string, bool, std::string, std::string, uint32_t>::with<offer_list>>;
 
@@ -88,20 +105,20 @@ using store_actor = caf::typed_actor<
 using offer_ops = caf::typed_actor<
   // Creates offer `id` from the content (its id field is ignored); version and timestamps are
   // set by the actor. Replies the stored offer.
-  caf::replies_to<create_atom, std::string, offer_msg>::with<offer_msg>,
+  caf::replies_to<create_atom, std::string, offer_msg, request_id>::with<offer_msg>,
   caf::replies_to<get_atom, std::string>::with<offer_msg>,
   // New content for offer `id`; the int64 is the expected current version or any_version; the
-  // last string is a field mask (comma-separated top-level Offer fields to take from the new
+  // string is a field mask (comma-separated top-level Offer fields to take from the new
   // content; empty: all of them).
-  caf::replies_to<update_atom, std::string, offer_msg, int64_t, std::string>::with<offer_msg>,
+  caf::replies_to<update_atom, std::string, offer_msg, int64_t, std::string, request_id>::with<offer_msg>,
   // Replies the version of the deletion.
-  caf::replies_to<delete_atom, std::string, int64_t>::with<int64_t>,
+  caf::replies_to<delete_atom, std::string, int64_t, request_id>::with<int64_t>,
   // A stage's state of the offer: (offer id, stage id).
   caf::replies_to<get_atom, state_atom, std::string, std::string>::with<state_read_msg>,
   // Compare-and-set of a stage's state: (offer id, stage id, serialized google.protobuf.Any,
   // expected state version). A stale version answers updated = false, not an error.
-  caf::replies_to<update_atom, state_atom, std::string, std::string, std::string,
-                  int64_t>::with<state_update_msg>>;
+  caf::replies_to<update_atom, state_atom, std::string, std::string, std::string, int64_t,
+                  request_id>::with<state_update_msg>>;
 
 /// Everything a request for an offer may ask of the owner of its shard, on this node or through
 /// a node link: what routers hold (the operations and the kit's inspection).
@@ -134,6 +151,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
 CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_entities::end)
   CAF_ADD_TYPE_ID(gost_offers, (gost::offer_msg))
+  CAF_ADD_TYPE_ID(gost_offers, (gost::request_id))
   CAF_ADD_TYPE_ID(gost_offers, (gost::state_read_msg))
   CAF_ADD_TYPE_ID(gost_offers, (gost::state_update_msg))
   CAF_ADD_TYPE_ID(gost_offers, (gost::store_actor))

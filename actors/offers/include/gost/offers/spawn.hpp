@@ -89,4 +89,9 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts);
 /// A new random offer id: 32 lower-case hex digits (128 random bits).
 std::string make_offer_id();
 
+/// The id of the offer a create with a request id makes: the same for every retry of the call
+/// (32 hex digits from the seller and the request id), so a retry reaches the same offer's
+/// actor, which answers it with the first answer.
+std::string offer_id_for_request(const std::string& seller_id, const std::string& request_id);
+
 } // namespace gost

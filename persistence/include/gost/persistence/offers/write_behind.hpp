@@ -60,13 +60,29 @@ struct write_set {
   offer_op op = offer_op::change;
   offer_key_columns key; ///< offer_op::insert only
   std::vector<dead_letter> dead_letters;
+  /// A request id (client's or forwarding node's): the set commits at most once per
+  /// (offer, request id); a later set with the same id is `duplicate` and applies nothing.
+  /// Committed with `answer`, what the caller was answered (found again by find_answer).
+  std::string request_id;
+  std::string answer;
 };
+
+/// The answer stored with request `request_id` of offer `offer_id`; none when no such write
+/// committed (or it was reaped).
+caf::expected<std::optional<std::string>> find_answer(pg_pool& pool, const std::string& offer_id,
+                                                      const std::string& request_id);
+
+/// Forgets request ids of `shards` older than `max_age_s` seconds; how many went.
+caf::expected<int64_t> reap_requests(pg_pool& pool, const std::vector<uint32_t>& shards,
+                                     int64_t max_age_s);
 
 /// Commits `sets` (in order; several may touch the same offer; any mix of shards) in one
 /// transaction, each fenced by its own shard's lease epoch, and says what happened to each
-/// (a set of a shard this node no longer holds at that epoch is `fenced`, the others commit or
-/// conflict as usual). An error means nothing was committed and nothing is known to be (retry
-/// the whole batch or reload).
+/// (a set of a shard this node no longer holds at that epoch is `fenced`, one whose request
+/// id committed before is `duplicate`, the others commit or conflict as usual). An error means
+/// nothing was committed: when the connection is lost during COMMIT the batch's commit mark is
+/// looked up on a new connection first, and db_errc::outcome_unknown is returned only when
+/// that could not be done in time.
 caf::expected<std::vector<write_outcome>>
 commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets);
 

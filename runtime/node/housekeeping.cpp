@@ -1,0 +1,61 @@
+#include "node/housekeeping.hpp"
+
+#include <algorithm>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gost/core/protocol.hpp"
+#include "gost/persistence/entities/entities.hpp"
+#include "gost/persistence/errors.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
+
+
+namespace gost::runtime {
+
+namespace {
+
+std::chrono::milliseconds interval_of(const housekeeping_options& o) {
+  if (o.every.count() > 0)
+    return o.every;
+  return std::clamp(o.request_ttl / 10, std::chrono::milliseconds{1000},
+                    std::chrono::milliseconds{600'000});
+}
+
+void sweep(const housekeeping_options& o) {
+  auto ttl_s = std::max<int64_t>(1, o.request_ttl.count() / 1000);
+  auto shards = o.local_shards();
+  auto offers = persistence::reap_requests(*o.pool, shards, ttl_s);
+  if (!offers)
+    spdlog::warn("request ids not reaped (next round tries again) error={}",
+                 persistence::error_message(offers.error()));
+  else if (*offers > 0)
+    spdlog::info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
+                 shards.size());
+  if (!o.entities)
+    return;
+  auto entities = persistence::reap_entity_requests(*o.pool, ttl_s);
+  if (!entities)
+    spdlog::warn("entity request ids not reaped (next round tries again) error={}",
+                 persistence::error_message(entities.error()));
+  else if (*entities > 0)
+    spdlog::info("entity request ids forgotten count={} older_than_s={}", *entities, ttl_s);
+}
+
+} // namespace
+
+caf::actor spawn_housekeeping(caf::actor_system& sys, housekeeping_options opts) {
+  return sys.spawn<caf::detached>([opts](caf::event_based_actor* self) -> caf::behavior {
+    auto every = interval_of(opts);
+    self->delayed_send(self, every, sweep_atom_v);
+    return {
+      [=](sweep_atom) {
+        sweep(opts);
+        self->delayed_send(self, every, sweep_atom_v);
+      },
+    };
+  });
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,34 @@
+#pragma once
+// Housekeeping: the node forgets, now and then, what it no longer needs to remember —
+// the request ids of writes older than `api.request_ttl` (offers' ids of the shards this
+// node owns; durable entities' ids). A retry older than that is applied as a new write
+// (docs/api.md, Retries).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::runtime {
+
+struct housekeeping_options {
+  std::chrono::milliseconds request_ttl{24 * 3'600'000};
+  /// How often it looks; default: a tenth of the ttl, at most every 10 minutes.
+  std::chrono::milliseconds every{0};
+  bool entities = false; ///< durable entity types are registered (their table exists)
+  persistence::pg_pool* pool = nullptr;
+  /// The shards this node owns now (the router's view).
+  std::function<std::vector<uint32_t>()> local_shards;
+};
+
+/// A detached actor (it blocks on PostgreSQL); the first round runs one interval after start.
+caf::actor spawn_housekeeping(caf::actor_system& sys, housekeeping_options opts);
+
+} // namespace gost::runtime
