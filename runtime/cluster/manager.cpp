@@ -179,7 +179,7 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
 void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
                const std::vector<persistence::lease_row>& leases) {
   auto& st = self->state;
-  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.max_moves};
+  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.cfg.max_moves};
   std::vector<std::string> alive;
   for (auto& n : nodes)
     if (n.alive)
@@ -193,7 +193,7 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
   while (plan.wants_more()) {
-    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.lease_timeout);
+    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
       spdlog::warn("lease acquisition failed error={}", err_text(got.error()));
       break;
@@ -234,8 +234,8 @@ void tick(self_ptr self) {
   for (auto& l : held)
     if (still.count(l.shard) == 0)
       drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
-  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.lease_timeout);
-  auto leases = persistence::list_leases(*st.opts.pool, st.opts.lease_timeout);
+  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
+  auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
     spdlog::warn("cluster view unavailable error={}",
                  err_text(nodes ? leases.error() : nodes.error()));
@@ -281,7 +281,7 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
     [=](tick_atom) {
       self->state.last_tick = std::chrono::steady_clock::now();
       tick(self);
-      self->delayed_send(self, self->state.opts.heartbeat, tick_atom_v);
+      self->delayed_send(self, self->state.opts.cfg.heartbeat, tick_atom_v);
     },
     [=](notified_atom) {
       // Another node joined, is leaving or released a lease: look now rather than at the next

@@ -7,6 +7,7 @@
 //   lease was taken over, and keeps the router's table of owners current (node_link.hpp
 //   serves and forwards the requests themselves).
 
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "gost/config/node_config.hpp"
 #include "gost/offers/protocol.hpp"
 
 namespace gost::persistence {
@@ -29,11 +31,11 @@ CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
 namespace gost::runtime {
 
 struct cluster_options {
+  /// `cluster.*`: heartbeat, lease timeout, moves at once (the TLS files are read into
+  /// `security`).
+  config::cluster_config cfg;
   std::string node_id;
   uint32_t shard_count = 0;
-  std::chrono::milliseconds heartbeat{1000};
-  std::chrono::milliseconds lease_timeout{5000};
-  int max_moves = 4;
   persistence::pg_pool* pool = nullptr;
   /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
   /// empty: membership changes are noticed at the next heartbeat only.

@@ -80,10 +80,10 @@ after_save_consumer::start(after_save_options opts) {
       p->hooks.push_back(&e);
   kafka::consumer_options co;
   co.role = "the after_save consumer";
-  co.brokers = p->opts.brokers;
-  co.group = p->opts.group;
+  co.brokers = p->opts.kafka.brokers;
+  co.group = p->opts.kafka.after_save_group;
   co.group_key = "kafka.after_save_group";
-  co.topic = p->opts.topic;
+  co.topic = p->opts.kafka.topic;
   co.topic_key = "kafka.topic";
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
@@ -93,7 +93,7 @@ after_save_consumer::start(after_save_options opts) {
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  spdlog::info("after_save consumer started topic={} group={}", raw->opts.topic, raw->opts.group);
+  spdlog::info("after_save consumer started topic={} group={}", raw->opts.kafka.topic, raw->opts.kafka.after_save_group);
   return std::unique_ptr<after_save_consumer>(new after_save_consumer(std::move(p)));
 }
 

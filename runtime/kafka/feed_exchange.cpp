@@ -31,7 +31,7 @@ std::future<caf::expected<T>> ask_async(const feed_options& opts, Map map, Ts...
   using reply = reply_of<offer_owner_ops, Ts...>;
   auto p = std::make_shared<std::promise<caf::expected<T>>>();
   auto f = p->get_future();
-  auto deadline = clock_type::now() + opts.request_timeout;
+  auto deadline = clock_type::now() + opts.api.request_timeout;
   opts.hub->run([=, r = opts.routes](caf::event_based_actor* self) {
     ask_owner(
       self, *r, deadline, [p, map](reply& x) { p->set_value(map(x)); },
@@ -165,7 +165,7 @@ struct feed_exchange::impl {
     : opts(std::move(o)),
       store(*opts.pool),
       offers(opts),
-      responses(std::move(p), opts.responses_topic),
+      responses(std::move(p), opts.feed.responses_topic),
       applier(store, offers, responses) {
   }
 
@@ -188,7 +188,7 @@ feed_exchange::~feed_exchange() = default;
 caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options opts) {
   kafka::producer_options po;
   po.role = "the feed exchange's Kafka producer";
-  po.settings = {kafka::brokers_setting(opts.brokers)};
+  po.settings = {kafka::brokers_setting(opts.kafka.brokers)};
   po.close_wait = std::chrono::milliseconds{5000};
   auto producer = kafka::producer::make(std::move(po));
   if (!producer)
@@ -198,10 +198,10 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   // group that long (kafka/group_consumer.hpp).
   kafka::consumer_options co;
   co.role = "the feed exchange's Kafka consumer";
-  co.brokers = p->opts.brokers;
-  co.group = p->opts.group;
+  co.brokers = p->opts.kafka.brokers;
+  co.group = p->opts.feed.group;
   co.group_key = "feed.group";
-  co.topic = p->opts.requests_topic;
+  co.topic = p->opts.feed.requests_topic;
   co.topic_key = "feed.requests_topic";
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
@@ -210,8 +210,8 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.requests_topic,
-               raw->opts.responses_topic, raw->opts.group);
+  spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.feed.requests_topic,
+               raw->opts.feed.responses_topic, raw->opts.feed.group);
   return std::unique_ptr<feed_exchange>(new feed_exchange(std::move(p)));
 }
 

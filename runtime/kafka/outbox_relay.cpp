@@ -112,7 +112,7 @@ void start_round(self_ptr self) {
       auto key = e.offer().id();
       auto value = e.SerializeAsString();
       ++r.pending;
-      if (auto err = st.producer->produce(st.opts.topic, key, value, &r)) {
+      if (auto err = st.producer->produce(st.opts.kafka.topic, key, value, &r)) {
         --r.pending;
         r.failed = true;
         r.error = persistence::error_message(err);
@@ -145,14 +145,14 @@ void tick(self_ptr self) {
 caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_options opts) {
   kafka::producer_options po;
   po.role = "the outbox relay's Kafka producer";
-  if (opts.brokers.empty()) {
+  if (opts.kafka.brokers.empty()) {
     spdlog::warn("kafka.brokers is empty: after-save events go to librdkafka's in-process mock "
                  "cluster and are not kept anywhere (set kafka.brokers for a real broker)");
     po.settings.push_back({"test.mock.num.brokers", "1", "kafka.brokers"});
   } else {
-    po.settings.push_back(kafka::brokers_setting(opts.brokers));
+    po.settings.push_back(kafka::brokers_setting(opts.kafka.brokers));
   }
-  po.settings.push_back({"message.timeout.ms", std::to_string(opts.message_timeout.count()),
+  po.settings.push_back({"message.timeout.ms", std::to_string(opts.kafka.message_timeout.count()),
                          "kafka.message_timeout"});
   po.on_delivery = on_delivery;
   auto made = kafka::producer::make(std::move(po));
@@ -168,7 +168,7 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
     return {
       [=](tick_atom) {
         tick(self);
-        self->delayed_send(self, self->state.opts.poll, tick_atom_v);
+        self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
       },
     };
   });

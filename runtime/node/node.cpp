@@ -102,11 +102,11 @@ std::string node::start() {
   rpc::install_protobuf_log_hook();
   // 0. stages (a bad declaration stops the start before anything else runs)
   auto stages = std::make_shared<stage_registry>();
-  if (cfg.expire_enabled)
-    stages->add("expire", make_expire_stage(cfg.expire_after));
-  if (cfg.audit_enabled)
-    stages->add("audit", make_audit_stage(cfg.audit_every));
-  for (auto& ext : cfg.external_stages) {
+  if (cfg.stages.expire.enabled)
+    stages->add("expire", make_expire_stage(cfg.stages.expire.after));
+  if (cfg.stages.audit.enabled)
+    stages->add("audit", make_audit_stage(cfg.stages.audit.every));
+  for (auto& ext : cfg.stages.external) {
     if (auto problem = check_external_stage(ext, *stages); !problem.empty())
       return "config key `stages.external` is invalid: " + problem;
     stages->add(ext.id, make_external_stage(ext), external_stage_options(ext));
@@ -126,9 +126,9 @@ std::string node::start() {
                  t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
 
   // 1. PostgreSQL
-  auto dsn = cfg.pg_dsn;
+  auto dsn = cfg.pg.dsn;
   if (dsn.empty()) {
-    auto started = start_embedded_pg(cfg);
+    auto started = start_embedded_pg(cfg.pg);
     if (!started)
       return error_message(started.error());
     dsn = *started;
@@ -136,63 +136,63 @@ std::string node::start() {
   }
   persistence::pg_pool::options po;
   po.dsn = dsn;
-  po.size = cfg.pg_pool_size;
-  po.acquire_timeout = cfg.request_timeout;
+  po.size = cfg.pg.pool_size;
+  po.acquire_timeout = cfg.api.request_timeout;
   d.pool = std::make_unique<persistence::pg_pool>(po);
-  if (auto err = d.pool->wait_ready(cfg.pg_connect_timeout))
+  if (auto err = d.pool->wait_ready(cfg.pg.connect_timeout))
     return error_message(err);
   auto applied = persistence::migrate(*d.pool);
   if (!applied)
     return error_message(applied.error());
   if (*applied > 0)
     spdlog::info("schema migrations applied count={}", *applied);
-  if (auto err = persistence::ensure_installation(*d.pool, cfg.shard_count))
+  if (auto err = persistence::ensure_installation(*d.pool, cfg.shard.count))
     return error_message(err);
-  if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard_count))
+  if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard.count))
     return error_message(err);
   // 2. actor system
   d.caf_cfg = std::make_unique<caf::actor_system_config>();
   register_offer_types(*d.caf_cfg);
-  d.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
-  d.caf_cfg->set("scheduler.policy", cfg.scheduler_policy == "stealing" ? caf::atom("stealing")
+  d.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler.threads));
+  d.caf_cfg->set("scheduler.policy", cfg.scheduler.policy == "stealing" ? caf::atom("stealing")
                                                                          : caf::atom("sharing"));
   d.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
   d.sys = std::make_unique<caf::actor_system>(*d.caf_cfg);
 
   // 3. actors. Shards are not started here: the cluster manager starts the shards whose
   // leases it takes (all of them on a single node) after the node is registered.
-  for (int i = 0; i < cfg.pg_pool_size; ++i)
+  for (int i = 0; i < cfg.pg.pool_size; ++i)
     d.stores.push_back(spawn_store(*d.sys, *d.pool, d.stats));
   if (hosts_entities) {
     d.entity_stores.push_back(spawn_entity_store(*d.sys, *d.pool));
-    d.entity_writers = spawn_entity_writers(*d.sys, *d.pool, 1, cfg.write_batch_max,
-                                            cfg.write_flush_delay, d.entity_write_stats);
+    d.entity_writers = spawn_entity_writers(*d.sys, *d.pool, 1, cfg.write.batch_max,
+                                            cfg.write.flush_delay, d.entity_write_stats);
   }
   // Writers matched to connections: two share a 4-connection pool with the stores.
-  d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg_pool_size / 2)),
-                                  cfg.write_batch_max, cfg.write_flush_delay, d.stats);
+  d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg.pool_size / 2)),
+                                  cfg.write.batch_max, cfg.write.flush_delay, d.stats);
   for (auto& e : stages->all())
     d.stats->add_stage(e.id);
   auto pools = spawn_stage_pools(*d.sys, *stages);
   for (auto& [id, p] : *pools)
     d.pools.push_back(p);
-  d.hub = std::make_unique<call_hub>(*d.sys, static_cast<size_t>(std::max(2, cfg.scheduler_threads)));
-  d.routes = std::make_shared<router>(cfg.shard_count, d.stores);
+  d.hub = std::make_unique<call_hub>(*d.sys, static_cast<size_t>(std::max(2, cfg.scheduler.threads)));
+  d.routes = std::make_shared<router>(cfg.shard.count, d.stores);
   // The node-to-node link: NodeService on caf.listen, mutual TLS when configured.
-  if (auto err = link_security::load(cfg.cluster_tls_cert, cfg.cluster_tls_key, cfg.cluster_tls_ca,
-                                     d.security);
-      !err.empty())
-    return "cluster TLS: " + err + "; check cluster.tls_cert, cluster.tls_key, cluster.tls_ca";
-  d.link_service = make_node_service(*d.hub, d.routes, cfg.request_timeout);
+  auto security = link_security::load(cfg.cluster);
+  if (!security)
+    return error_message(security.error());
+  d.security = std::move(*security);
+  d.link_service = make_node_service(*d.hub, d.routes, cfg.api.request_timeout);
   int link_port = 0;
   {
     grpc::ServerBuilder lb;
-    lb.AddListeningPort(cfg.caf_listen.to_string(), d.security.server_credentials(), &link_port);
+    lb.AddListeningPort(cfg.caf.listen.to_string(), d.security.server_credentials(), &link_port);
     lb.RegisterService(d.link_service.get());
     d.link_server = lb.BuildAndStart();
   }
   if (!d.link_server || link_port == 0)
-    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string()
+    return "cannot listen on caf.listen=" + cfg.caf.listen.to_string()
            + " (in use, or not an address of this host); choose another `caf.listen`";
   spdlog::info("node link listening port={} tls={}", link_port,
                d.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
@@ -200,30 +200,30 @@ std::string node::start() {
     auto& c = d.cfg;
     shard_options so;
     so.shard = s;
-    so.node_id = c.node_id;
+    so.node_id = c.node.id;
     so.store = d.stores[s % d.stores.size()];
-    so.offer_idle_timeout = c.offer_idle_timeout;
-    so.max_resident = c.offer_max_resident;
-    so.rescan_every = c.rescan_interval;
-    so.rescan_page = c.rescan_page;
+    so.offer_idle_timeout = c.offer.idle_timeout;
+    so.max_resident = c.offer.max_resident;
+    so.rescan_every = c.rescan.interval;
+    so.rescan_page = c.rescan.page;
     so.stats = d.stats;
     so.writer = kit::writer_for(d.writers, s);
     so.epoch = epoch;
     so.stages = stages;
     so.pools = pools;
-    so.queue_lookahead = c.queue_lookahead;
-    so.queue_poll = c.queue_poll;
-    so.queue_prefetch = c.queue_prefetch;
-    so.queue_page = c.queue_page;
-    so.max_attempts = c.stage_max_attempts;
-    so.max_chain = c.stage_max_chain;
+    so.queue_lookahead = c.queue.lookahead;
+    so.queue_poll = c.queue.poll;
+    so.queue_prefetch = c.queue.prefetch;
+    so.queue_page = c.queue.page;
+    so.max_attempts = c.stage.max_attempts;
+    so.max_chain = c.stage.max_chain;
     local_shard here;
     here.offers = spawn_shard(*d.sys, std::move(so));
     if (!d.entity_stores.empty()) {
       entity_shard_options eo;
       eo.shard = s;
       eo.epoch = epoch;
-      eo.shard_count = c.shard_count;
+      eo.shard_count = c.shard.count;
       eo.store = d.entity_stores[s % d.entity_stores.size()];
       eo.writer = kit::writer_for(d.entity_writers, s);
       eo.types = d.ext.entity_types;
@@ -233,11 +233,11 @@ std::string node::start() {
         if (auto local = routes->local_entities(shard))
           caf::anon_send(*local, enqueued_atom_v, entries);
       };
-      eo.queue_lookahead = c.queue_lookahead;
-      eo.queue_poll = c.queue_poll;
-      eo.queue_page = c.queue_page;
-      eo.idle_timeout = c.offer_idle_timeout;
-      eo.max_resident = c.offer_max_resident;
+      eo.queue_lookahead = c.queue.lookahead;
+      eo.queue_poll = c.queue.poll;
+      eo.queue_page = c.queue.page;
+      eo.idle_timeout = c.offer.idle_timeout;
+      eo.max_resident = c.offer.max_resident;
       eo.stats = d.entity_stats;
       here.entities = spawn_entity_shard(*d.sys, std::move(eo));
     }
@@ -245,34 +245,34 @@ std::string node::start() {
   };
 
   // 4. gRPC
-  d.offers = std::make_unique<offer_service>(*d.hub, *d.routes, d.counters->calls(), cfg.request_timeout);
-  d.states = std::make_unique<state_service>(*d.hub, *d.routes, d.counters->calls(), cfg.request_timeout);
+  d.offers = std::make_unique<offer_service>(*d.hub, *d.routes, d.counters->calls(), cfg.api.request_timeout);
+  d.states = std::make_unique<state_service>(*d.hub, *d.routes, d.counters->calls(), cfg.api.request_timeout);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
-  b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
+  b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
   d.admin = std::make_unique<admin_service>(
-    *d.hub, *d.routes, stages, d.stats, cfg.request_timeout,
-    admin_service::cluster_view{d.pool.get(), cfg.node_id, cfg.cluster_lease_timeout});
+    *d.hub, *d.routes, stages, d.stats, cfg.api.request_timeout,
+    admin_service::cluster_view{d.pool.get(), cfg.node.id, cfg.cluster.lease_timeout});
   b.RegisterService(d.offers.get());
   if (hosts_entities) {
     d.entities = std::make_unique<entity_service>(*d.hub, *d.routes, d.ext.entity_types, *d.pool,
-                                                  cfg.request_timeout);
+                                                  cfg.api.request_timeout);
     b.RegisterService(d.entities.get());
   }
   b.RegisterService(d.admin.get());
   b.RegisterService(d.states.get());
   d.server = b.BuildAndStart();
   if (!d.server || d.grpc_port == 0)
-    return "cannot listen on grpc.listen=" + cfg.grpc_listen.to_string()
+    return "cannot listen on grpc.listen=" + cfg.grpc.listen.to_string()
            + " (address in use or not local?); choose another `grpc.listen`";
 
   // 5. admin HTTP
   auto* counters = d.counters.get();
-  auto node_id = cfg.node_id;
+  auto node_id = cfg.node.id;
   auto grpc_port = d.grpc_port;
-  auto status_page = [counters, node_id, grpc_port, shards = cfg.shard_count,
+  auto status_page = [counters, node_id, grpc_port, shards = cfg.shard.count,
                       dump = cfg.config_dump] {
     return "<!doctype html><title>gost " + node_id + "</title><h1>gost node " + node_id
            + "</h1><p>gRPC port " + std::to_string(grpc_port) + ", " + std::to_string(shards)
@@ -283,27 +283,25 @@ std::string node::start() {
   d.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
                                         status_page);
   std::string http_error;
-  d.http_port = d.http->start(cfg.http_listen.host, cfg.http_listen.port, http_error);
+  d.http_port = d.http->start(cfg.http.listen.host, cfg.http.listen.port, http_error);
   if (d.http_port == 0)
     return http_error;
 
   // 6. the cluster: register, then the manager takes leases and starts shards
   persistence::node_row me;
-  me.node_id = cfg.node_id;
-  me.caf_host = cfg.cluster_advertise_host.empty() ? cfg.caf_listen.host : cfg.cluster_advertise_host;
+  me.node_id = cfg.node.id;
+  me.caf_host = cfg.cluster.advertise_host.empty() ? cfg.caf.listen.host : cfg.cluster.advertise_host;
   if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
     me.caf_host = "127.0.0.1";
   me.caf_port = link_port;
-  me.grpc_addr = cfg.grpc_listen.host + ":" + std::to_string(d.grpc_port);
-  me.http_addr = cfg.http_listen.host + ":" + std::to_string(d.http_port);
+  me.grpc_addr = cfg.grpc.listen.host + ":" + std::to_string(d.grpc_port);
+  me.http_addr = cfg.http.listen.host + ":" + std::to_string(d.http_port);
   if (auto err = persistence::register_node(*d.pool, me))
     return error_message(err);
   cluster_options co;
-  co.node_id = cfg.node_id;
-  co.shard_count = cfg.shard_count;
-  co.heartbeat = cfg.cluster_heartbeat;
-  co.lease_timeout = cfg.cluster_lease_timeout;
-  co.max_moves = cfg.cluster_max_moves;
+  co.cfg = cfg.cluster;
+  co.node_id = cfg.node.id;
+  co.shard_count = cfg.shard.count;
   co.pool = d.pool.get();
   co.dsn = dsn;
   co.routes = d.routes;
@@ -313,14 +311,12 @@ std::string node::start() {
 
   // 7. after-save events: the outbox relay of the shards this node owns
   relay_options ro;
-  ro.brokers = cfg.kafka_brokers;
-  ro.topic = cfg.kafka_topic;
-  ro.poll = cfg.outbox_poll;
-  ro.message_timeout = cfg.kafka_message_timeout;
+  ro.kafka = cfg.kafka;
+  ro.outbox = cfg.outbox;
   ro.pool = d.pool.get();
   ro.routes = d.routes;
   ro.stats = d.stats;
-  if (cfg.outbox_relay) {
+  if (cfg.outbox.relay) {
     auto relay = spawn_outbox_relay(*d.sys, std::move(ro));
     if (!relay)
       return error_message(relay.error());
@@ -329,14 +325,12 @@ std::string node::start() {
   // 8. stages' after_save hooks, fed from the topic by the node's consumer group
   bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
                            [](auto& e) { return e.opts.enabled && e.impl->wants_after_save(); });
-  if (hooks && cfg.kafka_brokers.empty()) {
+  if (hooks && cfg.kafka.brokers.empty()) {
     spdlog::warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
                  "called (the in-process mock cluster cannot be consumed by other nodes)");
   } else if (hooks) {
     after_save_options ao;
-    ao.brokers = cfg.kafka_brokers;
-    ao.topic = cfg.kafka_topic;
-    ao.group = cfg.kafka_after_save_group;
+    ao.kafka = cfg.kafka;
     ao.stages = stages;
     ao.stats = d.stats;
     auto consumer = after_save_consumer::start(std::move(ao));
@@ -345,13 +339,11 @@ std::string node::start() {
     d.after_save = std::move(*consumer);
   }
   // 9. the feed exchange (offer store side)
-  if (!cfg.feed_requests_topic.empty()) {
+  if (!cfg.feed.requests_topic.empty()) {
     feed_options fo;
-    fo.brokers = cfg.kafka_brokers;
-    fo.requests_topic = cfg.feed_requests_topic;
-    fo.responses_topic = cfg.feed_responses_topic;
-    fo.group = cfg.feed_group;
-    fo.request_timeout = cfg.request_timeout;
+    fo.kafka = cfg.kafka;
+    fo.feed = cfg.feed;
+    fo.api = cfg.api;
     fo.hub = d.hub.get();
     fo.routes = d.routes;
     fo.pool = d.pool.get();
@@ -361,8 +353,8 @@ std::string node::start() {
     d.feeds = std::move(*exchange);
   }
   spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
-               cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
-               me.caf_host, link_port, cfg.shard_count, cfg.pg_pool_size);
+               cfg.grpc.listen.host, d.grpc_port, cfg.http.listen.host, d.http_port,
+               me.caf_host, link_port, cfg.shard.count, cfg.pg.pool_size);
   return {};
 }
 
@@ -371,7 +363,7 @@ void node::stop() {
   if (d.stopped)
     return;
   d.stopped = true;
-  auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
+  auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown.timeout;
   // 9. the feed exchange, 8. the after_save consumer (what they did not finish is handled
   // again by their groups' next members)
   d.feeds.reset();
@@ -390,12 +382,12 @@ void node::stop() {
                });
     // Give the other nodes (if any) a heartbeat to take the released leases, so requests
     // still in flight here find the new owners.
-    auto nodes = persistence::list_nodes(*d.pool, d.cfg.cluster_lease_timeout);
+    auto nodes = persistence::list_nodes(*d.pool, d.cfg.cluster.lease_timeout);
     bool others = nodes && std::any_of(nodes->begin(), nodes->end(), [&](auto& n) {
-                    return n.alive && n.node_id != d.cfg.node_id;
+                    return n.alive && n.node_id != d.cfg.node.id;
                   });
     if (others)
-      std::this_thread::sleep_for(std::min(d.cfg.cluster_heartbeat * 2, std::chrono::milliseconds{2000}));
+      std::this_thread::sleep_for(std::min(d.cfg.cluster.heartbeat * 2, std::chrono::milliseconds{2000}));
   }
   // 5. admin HTTP
   d.http.reset();
@@ -468,10 +460,10 @@ int run_node(config::node_config cfg, extensions ext) {
   // only the sigwait below sees them.
   auto set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  setup_logging(cfg.node_id, cfg.log_level, cfg.log_format);
-  spdlog::info("starting gostd node_id={}", cfg.node_id);
+  setup_logging(cfg.node.id, cfg.log.level, cfg.log.format);
+  spdlog::info("starting gostd node_id={}", cfg.node.id);
   spdlog::debug("configuration:\n{}", cfg.config_dump);
-  auto port_file = cfg.grpc_port_file;
+  auto port_file = cfg.grpc.port_file;
   node n{std::move(cfg), std::move(ext)};
   if (auto err = n.start(); !err.empty()) {
     spdlog::error("gostd cannot start: {}", err);
