@@ -105,7 +105,8 @@ TEST_CASE("out-of-range and mistyped values are rejected") {
                                   {"--api.request_timeout=10", "api.request_timeout"},
                                   {"--grpc.listen=nohostport", "grpc.listen"},
                                   {"--grpc.listen=h:70000", "grpc.listen"},
-                                  {"--outbox.relay=maybe", "outbox.relay"}}) {
+                                  {"--outbox.relay=maybe", "outbox.relay"},
+                                  {"--log.levels=x", "log.levels"}}) {
     CAPTURE(b.arg);
     args a{"gostd", b.arg};
     auto r = load_node_config(a.argc(), a.argv(), nullptr);
@@ -172,7 +173,8 @@ TEST_CASE("every key lands in the member it is bound to") {
          "--offer.max_resident=77",
          "--stages.expire.after=2h",
          "--stages.audit.enabled=true",
-         "--stages.external=m=h:1"};
+         "--stages.external=m=h:1",
+         "--log.levels=cluster=debug, kafka=warn"};
   args env{"PATH=/bin"};
   auto r = load_node_config(a.argc(), a.argv(), env.argv());
   REQUIRE_MESSAGE(r.config, r.error);
@@ -191,6 +193,11 @@ TEST_CASE("every key lands in the member it is bound to") {
   CHECK(c.stages.audit.enabled);
   REQUIRE(c.stages.external.size() == 1);
   CHECK(c.stages.external[0].address == "h:1");
+  REQUIRE(c.log.levels.size() == 2);
+  CHECK(c.log.levels[0].logger == "cluster");
+  CHECK(c.log.levels[0].level == "debug");
+  CHECK(c.log.levels[1].logger == "kafka");
+  CHECK(c.log.levels[1].level == "warn");
   // Derived values are resolved.
   CHECK_FALSE(c.node.id.empty());
   CHECK_FALSE(c.pg.embedded_script.empty());
@@ -242,6 +249,37 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   c = *base.config;
   c.feed.requests_topic = "feeds";
   CHECK(validate(c).find("kafka.brokers") != std::string::npos);
+}
+
+TEST_CASE("log.levels names known loggers and levels; a mistake names the key") {
+  struct bad_case {
+    const char* text;
+    const char* says;
+  };
+  for (auto [text, says] : {bad_case{"clustr=debug", "no logger is named `clustr`"},
+                            bad_case{"cluster=loud", "`loud` is not a level"},
+                            bad_case{"cluster", "expected LOGGER=LEVEL"},
+                            bad_case{"kafka=warn,kafka=info", "named twice"}}) {
+    CAPTURE(text);
+    args a{"gostd", std::string{"--log.levels="} + text};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("`log.levels`") != std::string::npos);
+    CHECK(r.error.find("(command line)") != std::string::npos);
+    CHECK(r.error.find(says) != std::string::npos);
+  }
+  auto f = temp_file("[log]\nlevels = \"offers=trace\"\n");
+  args a{"gostd", "--config", f};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  REQUIRE(r.config->log.levels.size() == 1);
+  CHECK(r.config->log.levels[0].logger == "offers");
+  std::remove(f.c_str());
+  // Every logger the description lists is one log.levels accepts.
+  auto* spec = node_schema().find("log.levels");
+  REQUIRE(spec != nullptr);
+  for (auto& name : logger_names())
+    CHECK(spec->description.find("`" + name + "`") != std::string::npos);
 }
 
 TEST_CASE("a missing config file is an error") {

@@ -50,6 +50,19 @@ key_spec num(value_kind kind, std::string name, std::string def, int64_t min, in
   return k;
 }
 
+/// The levels a logger may be set to (`log.level` offers the same).
+const std::vector<std::string>& level_names() {
+  static const std::vector<std::string> names{"trace", "debug", "info", "warn", "error", "off"};
+  return names;
+}
+
+std::string trimmed(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos)
+    return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 std::string joined(const std::vector<std::string>& xs) {
   std::string out;
   for (auto& x : xs)
@@ -156,6 +169,42 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
   return true;
 }
 
+const std::vector<std::string>& logger_names() {
+  static const std::vector<std::string> names{"node",  "pg",      "cluster", "api",   "kafka",
+                                              "feeds", "console", "offers",  "kit"};
+  return names;
+}
+
+namespace {
+
+/// `log.levels`: `LOGGER=LEVEL` entries separated by commas (spaces around them allowed).
+std::string parse_logger_levels(const std::string& text, std::vector<logger_level>& out) {
+  out.clear();
+  if (trimmed(text).empty())
+    return {};
+  for (auto& raw : split(text, ',')) {
+    auto entry = trimmed(raw);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos)
+      return "`" + entry + "`: expected LOGGER=LEVEL, entries separated by commas";
+    logger_level l{trimmed(entry.substr(0, eq)), trimmed(entry.substr(eq + 1))};
+    auto& loggers = logger_names();
+    if (std::find(loggers.begin(), loggers.end(), l.logger) == loggers.end())
+      return "`" + entry + "`: no logger is named `" + l.logger + "` (loggers: " + joined(loggers)
+             + ")";
+    auto& levels = level_names();
+    if (std::find(levels.begin(), levels.end(), l.level) == levels.end())
+      return "`" + entry + "`: `" + l.level + "` is not a level (levels: " + joined(levels) + ")";
+    for (auto& before : out)
+      if (before.logger == l.logger)
+        return "logger `" + l.logger + "` is named twice";
+    out.push_back(std::move(l));
+  }
+  return {};
+}
+
+} // namespace
+
 // Member types parsed from a string key (binding.hpp): their parse runs when a value is read,
 // so a bad one is reported with its source.
 
@@ -185,6 +234,15 @@ struct member_traits<std::vector<external_stage_config>> {
     std::string why;
     parse_external_stages(v.text, out, why);
     return why;
+  }
+};
+
+template <>
+struct member_traits<std::vector<logger_level>> {
+  static constexpr bool parses_text = true;
+  static bool fits(const key_spec& k) { return k.kind == value_kind::string; }
+  static std::string parse(const value& v, std::vector<logger_level>& out) {
+    return parse_logger_levels(v.text, out);
   }
 };
 
@@ -396,6 +454,15 @@ node_keys make_node_keys() {
   k.add(choice("log.format", "text", {"text", "json"},
                "`text` for people, `json` for log collectors (one object per line)."),
         bind_to(&node_config::log, &log_config::format));
+  k.add(str("log.levels", "",
+            "Levels of single loggers, each overriding `log.level` for its own lines: "
+            "`LOGGER=LEVEL` entries separated by commas, e.g. `cluster=debug,kafka=warn`. "
+            "Loggers: `node` (start and stop), `pg` (embedded PostgreSQL, migrations), "
+            "`cluster` (leases, hand-off, node links), `api` (gRPC services), `kafka` (outbox "
+            "relay, after_save hooks), `feeds` (feed exchange), `console` (admin HTTP), "
+            "`offers` (shards, offer actors, stages), `kit` (actor pools and other shared "
+            "actors). Every line names its logger (`logger=` in text, `\"logger\"` in JSON)."),
+        bind_to(&node_config::log, &log_config::levels));
   return k;
 }
 

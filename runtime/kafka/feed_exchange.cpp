@@ -7,9 +7,9 @@
 #include <future>
 #include <optional>
 
-#include <spdlog/spdlog.h>
 
 #include "cluster/ask_owner.hpp"
+#include "gost/core/log.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/feeds/feed_applier.hpp"
 #include "gost/offers/content_rules.hpp"
@@ -23,6 +23,8 @@
 namespace gost::runtime {
 
 namespace {
+
+const auto lg = gost::log::get("feeds");
 
 /// Sends an offer operation to its owner from a plain thread (through the call hub): the
 /// reply, passed through `map`, or the error arrives through the future.
@@ -141,7 +143,7 @@ public:
     if (producer_.take_failures() == 0)
       return true;
     producer_.replace_if_fatal();
-    spdlog::warn("feed exchange: responses were not delivered; the request is handled again");
+    lg->warn("responses were not delivered; the request is handled again");
     return false;
   }
 
@@ -172,9 +174,8 @@ struct feed_exchange::impl {
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
     v1::FeedRequest req;
     if (!req.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
-      spdlog::error("feed exchange: a message of {} [{}] at offset {} is not a "
-                    "gost.v1.FeedRequest; skipped",
-                    m.topic, m.partition, m.offset);
+      lg->error("a message of {} [{}] at offset {} is not a gost.v1.FeedRequest; skipped",
+                m.topic, m.partition, m.offset);
       return kafka::verdict::handled;
     }
     return applier.handle(req, stop) ? kafka::verdict::handled : kafka::verdict::not_handled;
@@ -210,8 +211,8 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.feed.requests_topic,
-               raw->opts.feed.responses_topic, raw->opts.feed.group);
+  lg->info("feed exchange started requests={} responses={} group={}", raw->opts.feed.requests_topic,
+           raw->opts.feed.responses_topic, raw->opts.feed.group);
   return std::unique_ptr<feed_exchange>(new feed_exchange(std::move(p)));
 }
 

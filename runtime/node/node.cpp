@@ -14,6 +14,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "console/admin_http.hpp"
 #include "api/admin_service.hpp"
 #include "node/embedded_pg.hpp"
@@ -40,6 +41,12 @@
 #include "gost/persistence/cluster/leases.hpp"
 
 namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("node");
+
+} // namespace
 
 using persistence::error_message;
 
@@ -110,20 +117,20 @@ std::string node::start() {
     if (auto problem = check_external_stage(ext, *stages); !problem.empty())
       return "config key `stages.external` is invalid: " + problem;
     stages->add(ext.id, make_external_stage(ext), external_stage_options(ext));
-    spdlog::info("external stage id={} address={} parallelism={}", ext.id, ext.address,
-                 ext.parallelism);
+    lg->info("external stage id={} address={} parallelism={}", ext.id, ext.address,
+             ext.parallelism);
   }
   // The application's own stages (node_builder::add_stage).
   for (auto& app : d.ext.stages) {
     if (stages->find(app.id) != nullptr)
       return "stage id `" + app.id + "` is registered twice (a built-in or external stage has it)";
     stages->add(app.id, app.impl, app.opts ? *app.opts : stage_options{});
-    spdlog::info("stage id={} (application)", app.id);
+    lg->info("stage id={} (application)", app.id);
   }
   bool hosts_entities = !d.ext.entity_types->empty();
   for (auto& t : d.ext.entity_types->all())
-    spdlog::info("entity type kind={} state={} event={}", t->kind(),
-                 t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
+    lg->info("entity type kind={} state={} event={}", t->kind(),
+             t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
 
   // 1. PostgreSQL
   auto dsn = cfg.pg.dsn;
@@ -132,7 +139,7 @@ std::string node::start() {
     if (!started)
       return error_message(started.error());
     dsn = *started;
-    spdlog::info("embedded PostgreSQL ready dsn={}", dsn);
+    lg->info("embedded PostgreSQL ready dsn={}", dsn);
   }
   persistence::pg_pool::options po;
   po.dsn = dsn;
@@ -145,7 +152,7 @@ std::string node::start() {
   if (!applied)
     return error_message(applied.error());
   if (*applied > 0)
-    spdlog::info("schema migrations applied count={}", *applied);
+    lg->info("schema migrations applied count={}", *applied);
   if (auto err = persistence::ensure_installation(*d.pool, cfg.shard.count))
     return error_message(err);
   if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard.count))
@@ -194,8 +201,8 @@ std::string node::start() {
   if (!d.link_server || link_port == 0)
     return "cannot listen on caf.listen=" + cfg.caf.listen.to_string()
            + " (in use, or not an address of this host); choose another `caf.listen`";
-  spdlog::info("node link listening port={} tls={}", link_port,
-               d.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
+  lg->info("node link listening port={} tls={}", link_port,
+           d.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
   auto spawn_one = [&d, stages, pools](uint32_t s, int64_t epoch) {
     auto& c = d.cfg;
     shard_options so;
@@ -326,8 +333,8 @@ std::string node::start() {
   bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
                            [](auto& e) { return e.opts.enabled && e.impl->wants_after_save(); });
   if (hooks && cfg.kafka.brokers.empty()) {
-    spdlog::warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
-                 "called (the in-process mock cluster cannot be consumed by other nodes)");
+    lg->warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
+             "called (the in-process mock cluster cannot be consumed by other nodes)");
   } else if (hooks) {
     after_save_options ao;
     ao.kafka = cfg.kafka;
@@ -352,9 +359,9 @@ std::string node::start() {
       return error_message(exchange.error());
     d.feeds = std::move(*exchange);
   }
-  spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
-               cfg.grpc.listen.host, d.grpc_port, cfg.http.listen.host, d.http_port,
-               me.caf_host, link_port, cfg.shard.count, cfg.pg.pool_size);
+  lg->info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
+           cfg.grpc.listen.host, d.grpc_port, cfg.http.listen.host, d.http_port,
+           me.caf_host, link_port, cfg.shard.count, cfg.pg.pool_size);
   return {};
 }
 
@@ -377,8 +384,8 @@ void node::stop() {
     self->request(d.manager, std::max(left, std::chrono::milliseconds{1}), leave_atom_v)
       .receive([](ok_atom) {},
                [](caf::error& err) {
-                 spdlog::warn("shard hand-off incomplete at stop error={}; leases expire instead",
-                              error_message(err));
+                 lg->warn("shard hand-off incomplete at stop error={}; leases expire instead",
+                          error_message(err));
                });
     // Give the other nodes (if any) a heartbeat to take the released leases, so requests
     // still in flight here find the new owners.
@@ -460,13 +467,13 @@ int run_node(config::node_config cfg, extensions ext) {
   // only the sigwait below sees them.
   auto set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  setup_logging(cfg.node.id, cfg.log.level, cfg.log.format);
-  spdlog::info("starting gostd node_id={}", cfg.node.id);
-  spdlog::debug("configuration:\n{}", cfg.config_dump);
+  setup_logging(cfg.node.id, cfg.log);
+  lg->info("starting gostd node_id={}", cfg.node.id);
+  lg->debug("configuration:\n{}", cfg.config_dump);
   auto port_file = cfg.grpc.port_file;
   node n{std::move(cfg), std::move(ext)};
   if (auto err = n.start(); !err.empty()) {
-    spdlog::error("gostd cannot start: {}", err);
+    lg->error("gostd cannot start: {}", err);
     n.stop();
     return 1;
   }
@@ -477,9 +484,9 @@ int run_node(config::node_config cfg, extensions ext) {
   }
   int sig = 0;
   sigwait(&set, &sig);
-  spdlog::info("stopping on {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  lg->info("stopping on {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   n.stop();
-  spdlog::info("stopped cleanly");
+  lg->info("stopped cleanly");
   spdlog::shutdown();
   return 0;
 }

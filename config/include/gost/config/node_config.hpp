@@ -39,6 +39,16 @@ struct external_stage_config {
 bool parse_external_stages(const std::string& text, std::vector<external_stage_config>& out,
                            std::string& error);
 
+/// The named loggers of a node, one per runtime folder or actor domain: node, pg, cluster, api,
+/// kafka, feeds, console, offers, kit. `log.levels` may name only these.
+const std::vector<std::string>& logger_names();
+
+/// One entry of `log.levels`: this logger logs from `level` up (instead of `log.level`).
+struct logger_level {
+  std::string logger;
+  std::string level; ///< trace, debug, info, warn, error or off
+};
+
 // The sections of node_config: one struct per key prefix, one member per key, named as in the
 // key (`pg.pool_size` is `node_config::pg.pool_size`). The values are set from the schema
 // (defaults included) by load_node_config; a default-constructed section holds no defaults.
@@ -162,6 +172,7 @@ struct stages_config {
 struct log_config {
   std::string level;
   std::string format; ///< "text" or "json"
+  std::vector<logger_level> levels;
 };
 
 /// The immutable configuration of one node, built after every check passed. Nothing in the
