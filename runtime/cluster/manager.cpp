@@ -57,6 +57,7 @@ struct manager_state {
     peer_link_ops link;
   };
   std::map<std::string, peer> peers;
+  bool joined = false;
   bool leaving = false;
   caf::response_promise left;
   std::unique_ptr<persistence::cluster_listener> listener;
@@ -270,16 +271,22 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         return;
       }
   });
-  if (!self->state.opts.dsn.empty()) {
-    caf::actor_addr me = self->address();
-    self->state.listener = std::make_unique<persistence::cluster_listener>(
-      self->state.opts.dsn, [me] {
-        if (auto h = caf::actor_cast<caf::actor>(me))
-          caf::anon_send(h, notified_atom_v);
-      });
-  }
-  self->send(self, tick_atom_v);
   return {
+    [=](join_atom) {
+      auto& st = self->state;
+      if (st.joined || st.leaving)
+        return ok_atom_v;
+      st.joined = true;
+      if (!st.opts.dsn.empty()) {
+        caf::actor_addr me = self->address();
+        st.listener = std::make_unique<persistence::cluster_listener>(st.opts.dsn, [me] {
+          if (auto h = caf::actor_cast<caf::actor>(me))
+            caf::anon_send(h, notified_atom_v);
+        });
+      }
+      self->send(self, tick_atom_v);
+      return ok_atom_v;
+    },
     [=](tick_atom) {
       self->state.last_tick = std::chrono::steady_clock::now();
       tick(self);

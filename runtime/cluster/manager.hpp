@@ -6,7 +6,10 @@
 //   nodes (drain, then release; at most `cluster.max_moves` at a time), stops shards whose
 //   lease was taken over, and keeps the router's table of owners current (node_link.hpp
 //   serves and forwards the requests themselves).
-
+//
+// It starts idle and joins the cluster on `join` (after the node registered itself): it is
+// spawned before the node's gRPC servers and stopped after them, because calls in flight
+// there are forwarded through the peer links it owns.
 
 #include <chrono>
 #include <functional>
@@ -26,6 +29,7 @@ namespace gost::persistence {
 class pg_pool;
 }
 
+CAF_ADD_ATOM(gost_runtime, gost::runtime, join_atom, "join")
 CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
 
 namespace gost::runtime {
@@ -47,8 +51,10 @@ struct cluster_options {
   std::function<local_shard(uint32_t shard, int64_t epoch)> spawn_shard;
 };
 
-/// The manager. Answers (leave_atom) with ok_atom once every shard it held is drained and
-/// released (the node is marked leaving first, so nobody hands it new shards).
+/// The manager, idle until (join_atom): it answers ok_atom at once, and its first heartbeat
+/// (taking leases, starting shards) follows; the node must be registered first. Answers
+/// (leave_atom) with ok_atom once every shard it held is drained and released (the node is
+/// marked leaving first, so nobody hands it new shards); before a join it holds none.
 caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
 
 } // namespace gost::runtime
