@@ -28,6 +28,12 @@ struct args {
   char** argv() { return ptrs.data(); }
 };
 
+/// A text that must be refused, and what the error must say.
+struct bad_case {
+  const char* text;
+  const char* says;
+};
+
 std::string temp_file(const std::string& content) {
   char name[] = "/tmp/gost-config-XXXXXX";
   int fd = mkstemp(name);
@@ -136,10 +142,6 @@ TEST_CASE("external stages are declared with an address and options") {
   CHECK(parse_external_stages("", out, error));
   CHECK(out.empty());
 
-  struct bad_case {
-    const char* text;
-    const char* says;
-  };
   for (auto [text, says] : {bad_case{"moderation", "ID=HOST:PORT"},
                             bad_case{"m=host", "HOST:PORT"},
                             bad_case{"m=host:0", "port in [1, 65535]"},
@@ -252,10 +254,6 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
 }
 
 TEST_CASE("log.levels names known loggers and levels; a mistake names the key") {
-  struct bad_case {
-    const char* text;
-    const char* says;
-  };
   for (auto [text, says] : {bad_case{"clustr=debug", "no logger is named `clustr`"},
                             bad_case{"cluster=loud", "`loud` is not a level"},
                             bad_case{"cluster", "expected LOGGER=LEVEL"},

@@ -106,6 +106,13 @@ struct node_context {
     for (size_t i = 0; i < handles.size(); ++i)
       self->receive([](const caf::down_msg&) {});
   }
+
+  /// The same for one actor, whose handle is released afterwards.
+  void stop_actor(caf::actor& handle) {
+    std::vector<caf::actor> one{handle};
+    stop_actors(one);
+    handle = caf::actor{};
+  }
 };
 
 } // namespace gost::runtime

@@ -147,11 +147,7 @@ caf::error start_cluster_manager(node_context& n) {
   };
   n.manager = spawn_cluster_manager(*n.sys, std::move(co));
   // Stops the shards it still runs (none after a complete hand-off) and the peer links.
-  n.stops.push("cluster manager", [&n] {
-    std::vector<caf::actor> m{n.manager};
-    n.stop_actors(m);
-    n.manager = caf::actor{};
-  });
+  n.stops.push("cluster manager", [&n] { n.stop_actor(n.manager); });
   return {};
 }
 

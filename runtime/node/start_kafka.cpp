@@ -29,11 +29,7 @@ caf::error start_outbox_relay(node_context& n) {
   if (!relay)
     return relay.error(); // names the key to change
   n.relay = std::move(*relay);
-  n.stops.push("outbox relay", [&n] {
-    std::vector<caf::actor> r{n.relay};
-    n.stop_actors(r);
-    n.relay = caf::actor{};
-  });
+  n.stops.push("outbox relay", [&n] { n.stop_actor(n.relay); });
   return {};
 }
 
