@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "gost/config/binding.hpp"
 #include "gost/config/node_config.hpp"
 
 using namespace gost::config;
@@ -27,6 +28,12 @@ struct args {
   char** argv() { return ptrs.data(); }
 };
 
+/// A text that must be refused, and what the error must say.
+struct bad_case {
+  const char* text;
+  const char* says;
+};
+
 std::string temp_file(const std::string& content) {
   char name[] = "/tmp/gost-config-XXXXXX";
   int fd = mkstemp(name);
@@ -43,12 +50,12 @@ TEST_CASE("defaults produce a complete config") {
   args env{"PATH=/bin"};
   auto r = load_node_config(a.argc(), a.argv(), env.argv());
   REQUIRE_MESSAGE(r.config, r.error);
-  CHECK(r.config->grpc_listen.host == "127.0.0.1");
-  CHECK(r.config->grpc_listen.port == 50051);
-  CHECK(r.config->shard_count == 64);
-  CHECK(r.config->scheduler_threads >= 1);
-  CHECK(r.config->pg_dsn.empty());
-  CHECK(r.config->offer_idle_timeout == std::chrono::seconds{60});
+  CHECK(r.config->grpc.listen.host == "127.0.0.1");
+  CHECK(r.config->grpc.listen.port == 50051);
+  CHECK(r.config->shard.count == 64);
+  CHECK(r.config->scheduler.threads >= 1);
+  CHECK(r.config->pg.dsn.empty());
+  CHECK(r.config->offer.idle_timeout == std::chrono::seconds{60});
 }
 
 TEST_CASE("command line beats environment beats file") {
@@ -58,10 +65,10 @@ TEST_CASE("command line beats environment beats file") {
   args env{"GOST_SHARD_COUNT=32", "GOST_UNRELATED=1"};
   auto r = load_node_config(a.argc(), a.argv(), env.argv());
   REQUIRE_MESSAGE(r.config, r.error);
-  CHECK(r.config->shard_count == 32);   // env over file
-  CHECK(r.config->pg_pool_size == 7);   // cli over file
-  CHECK(r.config->pg_dsn == "host=a port=1");
-  CHECK(r.config->log_level == "debug");
+  CHECK(r.config->shard.count == 32);   // env over file
+  CHECK(r.config->pg.pool_size == 7);   // cli over file
+  CHECK(r.config->pg.dsn == "host=a port=1");
+  CHECK(r.config->log.level == "debug");
   CHECK(r.config->config_dump.find("shard.count = 32  (env GOST_SHARD_COUNT)") != std::string::npos);
   std::remove(f.c_str());
 }
@@ -70,8 +77,8 @@ TEST_CASE("space-separated option values work") {
   args a{"gostd", "--shard.count", "8", "--api.request_timeout", "250ms"};
   auto r = load_node_config(a.argc(), a.argv(), nullptr);
   REQUIRE_MESSAGE(r.config, r.error);
-  CHECK(r.config->shard_count == 8);
-  CHECK(r.config->request_timeout == std::chrono::milliseconds{250});
+  CHECK(r.config->shard.count == 8);
+  CHECK(r.config->api.request_timeout == std::chrono::milliseconds{250});
 }
 
 TEST_CASE("unknown keys are rejected with the key named") {
@@ -103,7 +110,9 @@ TEST_CASE("out-of-range and mistyped values are rejected") {
                                   {"--log.level=loud", "log.level"},
                                   {"--api.request_timeout=10", "api.request_timeout"},
                                   {"--grpc.listen=nohostport", "grpc.listen"},
-                                  {"--grpc.listen=h:70000", "grpc.listen"}}) {
+                                  {"--grpc.listen=h:70000", "grpc.listen"},
+                                  {"--outbox.relay=maybe", "outbox.relay"},
+                                  {"--log.levels=x", "log.levels"}}) {
     CAPTURE(b.arg);
     args a{"gostd", b.arg};
     auto r = load_node_config(a.argc(), a.argv(), nullptr);
@@ -133,10 +142,6 @@ TEST_CASE("external stages are declared with an address and options") {
   CHECK(parse_external_stages("", out, error));
   CHECK(out.empty());
 
-  struct bad_case {
-    const char* text;
-    const char* says;
-  };
   for (auto [text, says] : {bad_case{"moderation", "ID=HOST:PORT"},
                             bad_case{"m=host", "HOST:PORT"},
                             bad_case{"m=host:0", "port in [1, 65535]"},
@@ -155,6 +160,124 @@ TEST_CASE("external stages are declared with an address and options") {
   CHECK_FALSE(r.config);
   CHECK(r.error.find("stages.external") != std::string::npos);
   CHECK(r.error.find("rate") != std::string::npos);
+}
+
+TEST_CASE("every key lands in the member it is bound to") {
+  // One key of each member type, and one of a nested section, set away from its default.
+  args a{"gostd",
+         "--pg.pool_size=9",
+         "--pg.embedded_port=6000",
+         "--pg.dsn=host=x",
+         "--caf.listen=0.0.0.0:7001",
+         "--cluster.heartbeat=300ms",
+         "--cluster.lease_timeout=3s",
+         "--outbox.relay=false",
+         "--offer.max_resident=77",
+         "--stages.expire.after=2h",
+         "--stages.audit.enabled=true",
+         "--stages.external=m=h:1",
+         "--log.levels=cluster=debug, kafka=warn"};
+  args env{"PATH=/bin"};
+  auto r = load_node_config(a.argc(), a.argv(), env.argv());
+  REQUIRE_MESSAGE(r.config, r.error);
+  auto& c = *r.config;
+  CHECK(c.pg.pool_size == 9);
+  CHECK(c.pg.embedded_port == 6000);
+  CHECK(c.pg.dsn == "host=x");
+  CHECK(c.caf.listen.host == "0.0.0.0");
+  CHECK(c.caf.listen.port == 7001);
+  CHECK(c.cluster.heartbeat == std::chrono::milliseconds{300});
+  CHECK(c.cluster.lease_timeout == std::chrono::seconds{3});
+  CHECK_FALSE(c.outbox.relay);
+  CHECK(c.offer.max_resident == 77);
+  CHECK(c.stages.expire.after == std::chrono::hours{2});
+  CHECK(c.stages.expire.enabled); // the default
+  CHECK(c.stages.audit.enabled);
+  REQUIRE(c.stages.external.size() == 1);
+  CHECK(c.stages.external[0].address == "h:1");
+  REQUIRE(c.log.levels.size() == 2);
+  CHECK(c.log.levels[0].logger == "cluster");
+  CHECK(c.log.levels[0].level == "debug");
+  CHECK(c.log.levels[1].logger == "kafka");
+  CHECK(c.log.levels[1].level == "warn");
+  // Derived values are resolved.
+  CHECK_FALSE(c.node.id.empty());
+  CHECK_FALSE(c.pg.embedded_script.empty());
+}
+
+TEST_CASE("a key whose kind or bounds do not fit its member is refused when the schema is built") {
+  struct cfg {
+    uint16_t port = 0;
+    std::string name;
+  };
+  bound_schema<cfg> keys;
+  key_spec port;
+  port.name = "x.port";
+  port.kind = value_kind::integer;
+  port.default_value = "1";
+  port.min = 0;
+  port.max = 70000; // more than a uint16_t holds
+  CHECK_THROWS_AS(keys.add(port, bind_to(&cfg::port)), std::logic_error);
+  port.max = 65535;
+  CHECK_NOTHROW(keys.add(port, bind_to(&cfg::port)));
+  key_spec name;
+  name.name = "x.name";
+  name.kind = value_kind::duration; // a duration cannot fill a string
+  name.default_value = "1s";
+  CHECK_THROWS_AS(keys.add(name, bind_to(&cfg::name)), std::logic_error);
+}
+
+TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
+  args a{"gostd", "--cluster.tls_cert=/etc/gost/node.pem"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_FALSE(r.config);
+  CHECK(r.error.find("must be set together") != std::string::npos);
+  CHECK(r.error.find("set: cluster.tls_cert") != std::string::npos);
+  CHECK(r.error.find("missing: cluster.tls_key, cluster.tls_ca") != std::string::npos);
+
+  // The same rule on a config built by hand, and the other cross-key rules.
+  args ok{"gostd"};
+  auto base = load_node_config(ok.argc(), ok.argv(), nullptr);
+  REQUIRE_MESSAGE(base.config, base.error);
+  CHECK(validate(*base.config).empty());
+  auto c = *base.config;
+  c.cluster.tls_key = "k.pem";
+  c.cluster.tls_ca = "ca.pem";
+  CHECK(validate(c).find("missing: cluster.tls_cert") != std::string::npos);
+  c.cluster.tls_cert = "c.pem";
+  CHECK(validate(c).empty());
+  c.cluster.lease_timeout = c.cluster.heartbeat;
+  CHECK(validate(c).find("cluster.lease_timeout") != std::string::npos);
+  c = *base.config;
+  c.feed.requests_topic = "feeds";
+  CHECK(validate(c).find("kafka.brokers") != std::string::npos);
+}
+
+TEST_CASE("log.levels names known loggers and levels; a mistake names the key") {
+  for (auto [text, says] : {bad_case{"clustr=debug", "no logger is named `clustr`"},
+                            bad_case{"cluster=loud", "`loud` is not a level"},
+                            bad_case{"cluster", "expected LOGGER=LEVEL"},
+                            bad_case{"kafka=warn,kafka=info", "named twice"}}) {
+    CAPTURE(text);
+    args a{"gostd", std::string{"--log.levels="} + text};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("`log.levels`") != std::string::npos);
+    CHECK(r.error.find("(command line)") != std::string::npos);
+    CHECK(r.error.find(says) != std::string::npos);
+  }
+  auto f = temp_file("[log]\nlevels = \"offers=trace\"\n");
+  args a{"gostd", "--config", f};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  REQUIRE(r.config->log.levels.size() == 1);
+  CHECK(r.config->log.levels[0].logger == "offers");
+  std::remove(f.c_str());
+  // Every logger the description lists is one log.levels accepts.
+  auto* spec = node_schema().find("log.levels");
+  REQUIRE(spec != nullptr);
+  for (auto& name : logger_names())
+    CHECK(spec->description.find("`" + name + "`") != std::string::npos);
 }
 
 TEST_CASE("a missing config file is an error") {

@@ -1,5 +1,6 @@
 #include "gost/config/node_config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -7,6 +8,8 @@
 #include <thread>
 
 #include <unistd.h>
+
+#include "gost/config/binding.hpp"
 
 #ifndef GOST_VERSION
 #  define GOST_VERSION "dev"
@@ -19,25 +22,24 @@ namespace gost::config {
 
 namespace {
 
-key_spec str(std::string name, std::string def, std::string desc, bool restart = true) {
+key_spec str(std::string name, std::string def, std::string desc) {
   key_spec k;
   k.name = std::move(name);
   k.kind = value_kind::string;
   k.default_value = std::move(def);
   k.description = std::move(desc);
-  k.needs_restart = restart;
   return k;
 }
 
 key_spec choice(std::string name, std::string def, std::vector<std::string> choices,
-                std::string desc, bool restart = true) {
-  auto k = str(std::move(name), std::move(def), std::move(desc), restart);
+                std::string desc) {
+  auto k = str(std::move(name), std::move(def), std::move(desc));
   k.choices = std::move(choices);
   return k;
 }
 
 key_spec num(value_kind kind, std::string name, std::string def, int64_t min, int64_t max,
-             std::string desc, bool restart = true) {
+             std::string desc) {
   key_spec k;
   k.name = std::move(name);
   k.kind = kind;
@@ -45,8 +47,27 @@ key_spec num(value_kind kind, std::string name, std::string def, int64_t min, in
   k.min = min;
   k.max = max;
   k.description = std::move(desc);
-  k.needs_restart = restart;
   return k;
+}
+
+/// The levels a logger may be set to (`log.level` offers the same).
+const std::vector<std::string>& level_names() {
+  static const std::vector<std::string> names{"trace", "debug", "info", "warn", "error", "off"};
+  return names;
+}
+
+std::string trimmed(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos)
+    return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+std::string joined(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs)
+    out += (out.empty() ? "" : ", ") + x;
+  return out;
 }
 
 /// A whole-string integer in [min, max], or nullopt.
@@ -148,190 +169,305 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
   return true;
 }
 
+const std::vector<std::string>& logger_names() {
+  static const std::vector<std::string> names{"node",  "pg",      "cluster", "api",   "kafka",
+                                              "feeds", "console", "offers",  "kit"};
+  return names;
+}
+
 namespace {
 
-schema make_node_schema() {
+/// `log.levels`: `LOGGER=LEVEL` entries separated by commas (spaces around them allowed).
+std::string parse_logger_levels(const std::string& text, std::vector<logger_level>& out) {
+  out.clear();
+  if (trimmed(text).empty())
+    return {};
+  for (auto& raw : split(text, ',')) {
+    auto entry = trimmed(raw);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos)
+      return "`" + entry + "`: expected LOGGER=LEVEL, entries separated by commas";
+    logger_level l{trimmed(entry.substr(0, eq)), trimmed(entry.substr(eq + 1))};
+    auto& loggers = logger_names();
+    if (std::find(loggers.begin(), loggers.end(), l.logger) == loggers.end())
+      return "`" + entry + "`: no logger is named `" + l.logger + "` (loggers: " + joined(loggers)
+             + ")";
+    auto& levels = level_names();
+    if (std::find(levels.begin(), levels.end(), l.level) == levels.end())
+      return "`" + entry + "`: `" + l.level + "` is not a level (levels: " + joined(levels) + ")";
+    for (auto& before : out)
+      if (before.logger == l.logger)
+        return "logger `" + l.logger + "` is named twice";
+    out.push_back(std::move(l));
+  }
+  return {};
+}
+
+} // namespace
+
+// Member types parsed from a string key (binding.hpp): their parse runs when a value is read,
+// so a bad one is reported with its source.
+
+template <>
+struct member_traits<endpoint> {
+  static constexpr bool parses_text = true;
+  static bool fits(const key_spec& k) { return k.kind == value_kind::string; }
+  static std::string parse(const value& v, endpoint& out) {
+    auto& text = v.text;
+    auto colon = text.rfind(':');
+    auto port = colon == std::string::npos || colon == 0
+                  ? std::nullopt
+                  : whole_number(text.substr(colon + 1), 0, 65535);
+    if (!port)
+      return "expected host:port with a port in [0, 65535]";
+    out.host = text.substr(0, colon);
+    out.port = static_cast<uint16_t>(*port);
+    return {};
+  }
+};
+
+template <>
+struct member_traits<std::vector<external_stage_config>> {
+  static constexpr bool parses_text = true;
+  static bool fits(const key_spec& k) { return k.kind == value_kind::string; }
+  static std::string parse(const value& v, std::vector<external_stage_config>& out) {
+    std::string why;
+    parse_external_stages(v.text, out, why);
+    return why;
+  }
+};
+
+template <>
+struct member_traits<std::vector<logger_level>> {
+  static constexpr bool parses_text = true;
+  static bool fits(const key_spec& k) { return k.kind == value_kind::string; }
+  static std::string parse(const value& v, std::vector<logger_level>& out) {
+    return parse_logger_levels(v.text, out);
+  }
+};
+
+namespace {
+
+using node_keys = bound_schema<node_config>;
+
+node_keys make_node_keys() {
   using vk = value_kind;
-  schema s;
-  s.add(str("node.id", "",
+  node_keys k;
+  k.add(str("node.id", "",
             "Unique name of this node in the cluster. Empty: derived from the host name and "
-            "the gRPC port."));
-  s.add(str("grpc.listen", "127.0.0.1:50051",
+            "the gRPC port."),
+        bind_to(&node_config::node, &identity_config::id));
+  k.add(str("grpc.listen", "127.0.0.1:50051",
             "host:port of the public gRPC API (OfferService, server reflection). Port 0 "
-            "picks a free port; the chosen one is logged and written to `grpc.port_file`."));
-  s.add(str("grpc.port_file", "",
+            "picks a free port; the chosen one is logged and written to `grpc.port_file`."),
+        bind_to(&node_config::grpc, &grpc_config::listen));
+  k.add(str("grpc.port_file", "",
             "When set, the node writes the bound gRPC port and then the admin HTTP port, one per "
-            "line, to this file once it serves (for tests and scripts that use port 0)."));
-  s.add(str("caf.listen", "127.0.0.1:0",
+            "line, to this file once it serves (for tests and scripts that use port 0)."),
+        bind_to(&node_config::grpc, &grpc_config::port_file));
+  k.add(str("caf.listen", "127.0.0.1:0",
             "host:port of the node-to-node link (gost.v1.NodeService over gRPC): requests for "
             "shards owned by another node are forwarded there. Port 0 picks a free port; the "
-            "chosen one is registered in the `nodes` table."));
-  s.add(str("cluster.tls_cert", "",
+            "chosen one is registered in the `nodes` table."),
+        bind_to(&node_config::caf, &node_link_config::listen));
+  k.add(str("cluster.tls_cert", "",
             "PEM certificate (chain) of this node for mutual TLS on node-to-node links. Set "
             "together with `cluster.tls_key` and `cluster.tls_ca`; all empty: plaintext links "
             "(loopback or a private network only). Certificates must name `gost-node` as a "
-            "subject alternative name (docs/cluster.md)."));
-  s.add(str("cluster.tls_key", "", "PEM private key of `cluster.tls_cert`."));
-  s.add(str("cluster.tls_ca", "",
+            "subject alternative name (docs/cluster.md)."),
+        bind_to(&node_config::cluster, &cluster_config::tls_cert));
+  k.add(str("cluster.tls_key", "", "PEM private key of `cluster.tls_cert`."),
+        bind_to(&node_config::cluster, &cluster_config::tls_key));
+  k.add(str("cluster.tls_ca", "",
             "PEM certificate of the CA that signs every node's certificate; a peer without a "
-            "certificate it signed is refused."));
-  s.add(str("cluster.advertise_host", "",
+            "certificate it signed is refused."),
+        bind_to(&node_config::cluster, &cluster_config::tls_ca));
+  k.add(str("cluster.advertise_host", "",
             "The host other nodes use to reach this node's `caf.listen`. Empty: the host of "
-            "`caf.listen` (127.0.0.1 when that is 0.0.0.0)."));
-  s.add(num(vk::duration, "cluster.heartbeat", "1s", 50, 60'000,
+            "`caf.listen` (127.0.0.1 when that is 0.0.0.0)."),
+        bind_to(&node_config::cluster, &cluster_config::advertise_host));
+  k.add(num(vk::duration, "cluster.heartbeat", "1s", 50, 60'000,
             "How often a node renews its heartbeat and its shard leases, takes free leases up "
-            "to an even share and hands shards to nodes below theirs."));
-  s.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
+            "to an even share and hands shards to nodes below theirs."),
+        bind_to(&node_config::cluster, &cluster_config::heartbeat));
+  k.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
             "A node (and its leases) whose heartbeat is older than this is dead: its shards "
-            "are taken by the others, at a new epoch. Keep it several heartbeats long."));
-  s.add(str("kafka.brokers", "",
+            "are taken by the others, at a new epoch. Keep it several heartbeats long."),
+        bind_to(&node_config::cluster, &cluster_config::lease_timeout));
+  k.add(str("kafka.brokers", "",
             "Kafka bootstrap servers (host:port,...) the after-save events go to. Empty: "
-            "librdkafka's in-process mock cluster, for a zero-setup run (events are not kept)."));
-  s.add(str("kafka.topic", "gost.offer-saved",
+            "librdkafka's in-process mock cluster, for a zero-setup run (events are not kept)."),
+        bind_to(&node_config::kafka, &kafka_config::brokers));
+  k.add(str("kafka.topic", "gost.offer-saved",
             "Topic of the after-save events: one message per saved offer, key = offer id, value "
-            "= gost.v1.OfferSaved."));
-  s.add(str("kafka.after_save_group", "gost.after-save",
+            "= gost.v1.OfferSaved."),
+        bind_to(&node_config::kafka, &kafka_config::topic));
+  k.add(str("kafka.after_save_group", "gost.after-save",
             "Kafka consumer group of the nodes that feed stages' after_save hooks from "
             "`kafka.topic` (only when a stage has one and `kafka.brokers` is set). Every event "
-            "reaches each hook once per group, at least once."));
-  s.add(str("feed.requests_topic", "",
+            "reaches each hook once per group, at least once."),
+        bind_to(&node_config::kafka, &kafka_config::after_save_group));
+  k.add(str("feed.requests_topic", "",
             "Kafka topic of feed load requests (gost.v1.FeedRequest, docs/feeds.md). Empty: the "
-            "feed exchange is off. Needs `kafka.brokers`."));
-  s.add(str("feed.responses_topic", "gost.feed-responses",
-            "Kafka topic of the per-offer results and terminal summaries (gost.v1.FeedResponse)."));
-  s.add(str("feed.group", "gost.feeds",
-            "Kafka consumer group of the nodes that apply feed loads."));
-  s.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
+            "feed exchange is off. Needs `kafka.brokers`."),
+        bind_to(&node_config::feed, &feed_config::requests_topic));
+  k.add(str("feed.responses_topic", "gost.feed-responses",
+            "Kafka topic of the per-offer results and terminal summaries (gost.v1.FeedResponse)."),
+        bind_to(&node_config::feed, &feed_config::responses_topic));
+  k.add(str("feed.group", "gost.feeds",
+            "Kafka consumer group of the nodes that apply feed loads."),
+        bind_to(&node_config::feed, &feed_config::group));
+  k.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
             "How long the producer tries to deliver an event before the relay gives the round "
-            "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."));
-  s.add(num(vk::boolean, "outbox.relay", "true", 0, 1,
+            "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."),
+        bind_to(&node_config::kafka, &kafka_config::message_timeout));
+  k.add(num(vk::boolean, "outbox.relay", "true", 0, 1,
             "Publish the committed after-save events of the shards this node owns to Kafka. "
             "false: they stay in the outbox table (for tests, or when another process relays "
-            "them)."));
-  s.add(num(vk::duration, "outbox.poll", "50ms", 5, 60'000,
+            "them)."),
+        bind_to(&node_config::outbox, &outbox_config::relay));
+  k.add(num(vk::duration, "outbox.poll", "50ms", 5, 60'000,
             "How often the outbox relay looks for committed events of the shards this node "
-            "owns."));
-  s.add(num(vk::integer, "cluster.max_moves", "4", 1, 1024,
+            "owns."),
+        bind_to(&node_config::outbox, &outbox_config::poll));
+  k.add(num(vk::integer, "cluster.max_moves", "4", 1, 1024,
             "Shards a node hands off at once when another node is below its share (a join "
-            "or a leave never moves everything at once)."));
-  s.add(str("http.listen", "127.0.0.1:0",
+            "or a leave never moves everything at once)."),
+        bind_to(&node_config::cluster, &cluster_config::max_moves));
+  k.add(str("http.listen", "127.0.0.1:0",
             "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz`, "
-            "`/metrics` (Prometheus). Port 0 picks a free port."));
-  s.add(str("pg.dsn", "",
+            "`/metrics` (Prometheus). Port 0 picks a free port."),
+        bind_to(&node_config::http, &http_config::listen));
+  k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
-            "server described by `pg.embedded_*`."));
-  s.add(str("pg.embedded_dir", "var/pg",
+            "server described by `pg.embedded_*`."),
+        bind_to(&node_config::pg, &pg_config::dsn));
+  k.add(str("pg.embedded_dir", "var/pg",
             "Data directory of the embedded PostgreSQL server (created with initdb on first "
-            "start). Relative paths are taken from the working directory."));
-  s.add(num(vk::integer, "pg.embedded_port", "54329", 1024, 65535,
-            "Loopback port of the embedded PostgreSQL server."));
-  s.add(str("pg.embedded_script", "",
+            "start). Relative paths are taken from the working directory."),
+        bind_to(&node_config::pg, &pg_config::embedded_dir));
+  k.add(num(vk::integer, "pg.embedded_port", "54329", 1024, 65535,
+            "Loopback port of the embedded PostgreSQL server."),
+        bind_to(&node_config::pg, &pg_config::embedded_port));
+  k.add(str("pg.embedded_script", "",
             "Script that starts the embedded server (`pg.sh start`). Empty: `scripts/pg.sh` of "
             "the source tree gostd was built from, else `../libexec/gost/pg.sh` beside the "
-            "binary."));
-  s.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
-            "Number of PostgreSQL connections of this node's pool."));
-  s.add(num(vk::duration, "pg.connect_timeout", "10s", 100, 600'000,
-            "How long the node waits for PostgreSQL at start before giving up."));
-  s.add(num(vk::integer, "shard.count", "64", 1, 65536,
+            "binary."),
+        bind_to(&node_config::pg, &pg_config::embedded_script));
+  k.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
+            "Number of PostgreSQL connections of this node's pool."),
+        bind_to(&node_config::pg, &pg_config::pool_size));
+  k.add(num(vk::duration, "pg.connect_timeout", "10s", 100, 600'000,
+            "How long the node waits for PostgreSQL at start before giving up."),
+        bind_to(&node_config::pg, &pg_config::connect_timeout));
+  k.add(num(vk::integer, "shard.count", "64", 1, 65536,
             "Number of shards of the installation. Fixed at the first start and stored in the "
-            "database; a node configured with another value refuses to start."));
-  s.add(num(vk::integer, "scheduler.threads", "0", 0, 256,
-            "CAF scheduler worker threads. 0: the number of cores."));
-  s.add(choice("scheduler.policy", "sharing", {"sharing", "stealing"},
+            "database; a node configured with another value refuses to start."),
+        bind_to(&node_config::shard, &shard_config::count));
+  k.add(num(vk::integer, "scheduler.threads", "0", 0, 256,
+            "CAF scheduler worker threads. 0: the number of cores."),
+        bind_to(&node_config::scheduler, &scheduler_config::threads));
+  k.add(choice("scheduler.policy", "sharing", {"sharing", "stealing"},
                "CAF scheduling policy. `sharing`: one queue, idle workers sleep; measured "
                "fastest on small machines where PostgreSQL shares the cores (the stage "
                "benchmark ran 1.5x faster on 2 cores). `stealing`: per-worker queues whose idle "
-               "workers poll each other (CAF's default; can pay off with many cores)."));
-  s.add(num(vk::duration, "offer.idle_timeout", "60s", 10, 86'400'000,
+               "workers poll each other (CAF's default; can pay off with many cores)."),
+        bind_to(&node_config::scheduler, &scheduler_config::policy));
+  k.add(num(vk::duration, "offer.idle_timeout", "60s", 10, 86'400'000,
             "An offer actor with no event for this long is passivated (stopped; its state "
-            "stays in PostgreSQL).",
-            false));
-  s.add(num(vk::integer, "offer.max_resident", "100000", 1, 100'000'000,
+            "stays in PostgreSQL)."),
+        bind_to(&node_config::offer, &offer_config::idle_timeout));
+  k.add(num(vk::integer, "offer.max_resident", "100000", 1, 100'000'000,
             "At most this many offer actors in memory per shard; beyond it the least recently "
-            "used one is passivated (its state stays in PostgreSQL)."));
-  s.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
-            "Deadline for one API request inside the node (routing, actor, database).", false));
-  s.add(num(vk::duration, "api.request_ttl", "24h", 60'000, 2'592'000'000,
+            "used one is passivated (its state stays in PostgreSQL)."),
+        bind_to(&node_config::offer, &offer_config::max_resident));
+  k.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
+            "Deadline for one API request inside the node (routing, actor, database)."),
+        bind_to(&node_config::api, &api_config::request_timeout));
+  k.add(num(vk::duration, "api.request_ttl", "24h", 60'000, 2'592'000'000,
             "A write sent with a request_id is answered again, not applied again, when it is "
-            "retried within this long; after it the id is forgotten (docs/api.md, Retries)."));
-  s.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
-            "On SIGTERM the node drains for at most this long before it stops anyway."));
-  s.add(num(vk::integer, "write.batch_max", "500", 1, 10'000,
+            "retried within this long; after it the id is forgotten (docs/api.md, Retries)."),
+        bind_to(&node_config::api, &api_config::request_ttl));
+  k.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
+            "On SIGTERM the node drains for at most this long before it stops anyway."),
+        bind_to(&node_config::shutdown, &shutdown_config::timeout));
+  k.add(num(vk::integer, "write.batch_max", "500", 1, 10'000,
             "Write-behind group commit: a shard's batch commits once it holds this many "
-            "write-sets."));
-  s.add(num(vk::duration, "write.flush_delay", "2ms", 0, 1000,
+            "write-sets."),
+        bind_to(&node_config::write, &write_config::batch_max));
+  k.add(num(vk::duration, "write.flush_delay", "2ms", 0, 1000,
             "Write-behind group commit: the longest a write-set waits for others to join its "
-            "batch."));
-  s.add(num(vk::duration, "queue.lookahead", "1s", 10, 600'000,
+            "batch."),
+        bind_to(&node_config::write, &write_config::flush_delay));
+  k.add(num(vk::duration, "queue.lookahead", "1s", 10, 600'000,
             "Stage queue entries due within this window are held in memory by their shard; "
-            "later ones stay in PostgreSQL."));
-  s.add(num(vk::duration, "queue.poll", "250ms", 5, 60'000,
-            "How often a shard looks in PostgreSQL for queue entries coming due."));
-  s.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
-            "Most queue entries a shard loads from PostgreSQL at once."));
-  s.add(num(vk::duration, "queue.prefetch", "250ms", 0, 600'000,
+            "later ones stay in PostgreSQL."),
+        bind_to(&node_config::queue, &queue_config::lookahead));
+  k.add(num(vk::duration, "queue.poll", "250ms", 5, 60'000,
+            "How often a shard looks in PostgreSQL for queue entries coming due."),
+        bind_to(&node_config::queue, &queue_config::poll));
+  k.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
+            "Most queue entries a shard loads from PostgreSQL at once."),
+        bind_to(&node_config::queue, &queue_config::page));
+  k.add(num(vk::duration, "queue.prefetch", "250ms", 0, 600'000,
             "Offers with a stage entry (a timer) due within this window are loaded ahead of "
             "time, so the stage runs on time instead of after a load. Keep it below "
-            "queue.lookahead minus queue.poll. 0: off."));
-  s.add(num(vk::integer, "stage.max_attempts", "3", 1, 100,
-            "Failed attempts of one stage on one offer before the entry is dead-lettered."));
-  s.add(num(vk::integer, "stage.max_chain", "10", 1, 1000,
+            "queue.lookahead minus queue.poll. 0: off."),
+        bind_to(&node_config::queue, &queue_config::prefetch));
+  k.add(num(vk::integer, "stage.max_attempts", "3", 1, 100,
+            "Failed attempts of one stage on one offer before the entry is dead-lettered."),
+        bind_to(&node_config::stage, &stage_config::max_attempts));
+  k.add(num(vk::integer, "stage.max_chain", "10", 1, 1000,
             "A stage re-triggered more often than this in one chain of stage runs is cut and "
-            "dead-lettered (change storm)."));
-  s.add(num(vk::duration, "rescan.interval", "24h", 0, 30LL * 86'400'000,
+            "dead-lettered (change storm)."),
+        bind_to(&node_config::stage, &stage_config::max_chain));
+  k.add(num(vk::duration, "rescan.interval", "24h", 0, 30LL * 86'400'000,
             "Background rescan: every this often each shard walks all its offers, asks every "
-            "stage and enqueues at background priority. 0ms: off."));
-  s.add(num(vk::integer, "rescan.page", "500", 1, 100'000,
-            "Offers a shard reads at once during a background rescan."));
-  s.add(num(vk::boolean, "stages.expire.enabled", "true", 0, 1,
+            "stage and enqueues at background priority. 0ms: off."),
+        bind_to(&node_config::rescan, &rescan_config::interval));
+  k.add(num(vk::integer, "rescan.page", "500", 1, 100'000,
+            "Offers a shard reads at once during a background rescan."),
+        bind_to(&node_config::rescan, &rescan_config::page));
+  k.add(num(vk::boolean, "stages.expire.enabled", "true", 0, 1,
             "Run the built-in `expire` stage (seed task 1: take offers off exposure after a "
-            "while)."));
-  s.add(num(vk::duration, "stages.expire.after", "180d", 1000, 3650LL * 86'400'000,
-            "How long after its creation an active offer is made inactive by `expire`."));
-  s.add(str("stages.external", "",
+            "while)."),
+        bind_to(&node_config::stages, &stages_config::expire, &expire_stage_config::enabled));
+  k.add(num(vk::duration, "stages.expire.after", "180d", 1000, 3650LL * 86'400'000,
+            "How long after its creation an active offer is made inactive by `expire`."),
+        bind_to(&node_config::stages, &stages_config::expire, &expire_stage_config::after));
+  k.add(str("stages.external", "",
             "Stages served by other processes over gost.v1.StageService (gRPC). Entries "
             "separated by spaces: `ID=HOST:PORT` with optional `;KEY=VALUE` options: "
             "`interests=title|price` (top-level Offer fields it reacts to; default every change), "
             "`parallelism=16` (calls at once on this node), `rate=0` (runs per second on this "
             "node, 0 unlimited), `deadline_ms=2000` (per call), `attempts=3` (calls per run, "
-            "with back-off), `after_save=0` (1: call AfterSave with every after-save event). Example: `moderation=10.0.0.5:7000;interests=title|description`."));
-  s.add(num(vk::boolean, "stages.audit.enabled", "false", 0, 1,
+            "with back-off), `after_save=0` (1: call AfterSave with every after-save event). Example: `moderation=10.0.0.5:7000;interests=title|description`."),
+        bind_to(&node_config::stages, &stages_config::external));
+  k.add(num(vk::boolean, "stages.audit.enabled", "false", 0, 1,
             "Run the built-in `audit` stage: every offer records where its runs happened (node, "
             "shard, lease epoch) in its state, by a timer of `stages.audit.every`. For checks "
-            "and debugging: it writes every offer that often."));
-  s.add(num(vk::duration, "stages.audit.every", "60s", 10, 86'400'000,
-            "How often the `audit` stage runs per offer."));
-  s.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
-               "Minimum level of log lines.", false));
-  s.add(choice("log.format", "text", {"text", "json"},
-               "`text` for people, `json` for log collectors (one object per line)."));
-  return s;
-}
-
-bool parse_endpoint(const settings& st, const char* key, endpoint& out, std::string& error) {
-  auto& text = st.str(key);
-  auto colon = text.rfind(':');
-  int64_t port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    try {
-      size_t pos = 0;
-      port = std::stoll(text.substr(colon + 1), &pos);
-      if (pos != text.size() - colon - 1)
-        port = -1;
-    } catch (const std::exception&) {
-      port = -1;
-    }
-  }
-  if (port < 0 || port > 65535) {
-    error = std::string{"config key `"} + key + "` = \"" + text
-            + "\" is invalid: expected host:port with a port in [0, 65535]";
-    return false;
-  }
-  out.host = text.substr(0, colon);
-  out.port = static_cast<uint16_t>(port);
-  return true;
+            "and debugging: it writes every offer that often."),
+        bind_to(&node_config::stages, &stages_config::audit, &audit_stage_config::enabled));
+  k.add(num(vk::duration, "stages.audit.every", "60s", 10, 86'400'000,
+            "How often the `audit` stage runs per offer."),
+        bind_to(&node_config::stages, &stages_config::audit, &audit_stage_config::every));
+  k.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
+               "Minimum level of log lines."),
+        bind_to(&node_config::log, &log_config::level));
+  k.add(choice("log.format", "text", {"text", "json"},
+               "`text` for people, `json` for log collectors (one object per line)."),
+        bind_to(&node_config::log, &log_config::format));
+  k.add(str("log.levels", "",
+            "Levels of single loggers, each overriding `log.level` for its own lines: "
+            "`LOGGER=LEVEL` entries separated by commas, e.g. `cluster=debug,kafka=warn`. "
+            "Loggers: `node` (start and stop), `pg` (embedded PostgreSQL, migrations), "
+            "`cluster` (leases, hand-off, node links), `api` (gRPC services), `kafka` (outbox "
+            "relay, after_save hooks), `feeds` (feed exchange), `console` (admin HTTP), "
+            "`offers` (shards, offer actors, stages), `kit` (actor pools and other shared "
+            "actors). Every line names its logger (`logger=` in text, `\"logger\"` in JSON)."),
+        bind_to(&node_config::log, &log_config::levels));
+  return k;
 }
 
 std::string usage(const schema& s) {
@@ -344,11 +480,56 @@ std::string usage(const schema& s) {
          + s.help_text();
 }
 
+const node_keys& node_bindings() {
+  static const node_keys k = make_node_keys();
+  return k;
+}
+
+/// What the schema leaves for the node to work out: its id, the embedded server's script, the
+/// scheduler's threads.
+void resolve(node_config& c, const char* argv0) {
+  if (c.node.id.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0)
+      std::strcpy(host, "node");
+    c.node.id = std::string{host} + "-" + std::to_string(c.grpc.listen.port);
+  }
+  if (c.pg.embedded_script.empty()) {
+    c.pg.embedded_script = GOST_DEFAULT_PG_SCRIPT;
+    if (access(c.pg.embedded_script.c_str(), X_OK) != 0 && argv0 != nullptr) {
+      std::string self = argv0;
+      auto slash = self.rfind('/');
+      if (slash != std::string::npos)
+        c.pg.embedded_script = self.substr(0, slash) + "/../libexec/gost/pg.sh";
+    }
+  }
+  if (c.scheduler.threads == 0)
+    c.scheduler.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 } // namespace
 
-const schema& node_schema() {
-  static const schema s = make_node_schema();
-  return s;
+const schema& node_schema() { return node_bindings().keys(); }
+
+std::string validate(const node_config& c) {
+  {
+    std::vector<std::string> set, missing;
+    for (auto [key, value] : {std::pair{"cluster.tls_cert", &c.cluster.tls_cert},
+                              std::pair{"cluster.tls_key", &c.cluster.tls_key},
+                              std::pair{"cluster.tls_ca", &c.cluster.tls_ca}})
+      (value->empty() ? missing : set).push_back(key);
+    if (!set.empty() && !missing.empty())
+      return "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together (or none "
+             "of them for plaintext links); set: " + joined(set) + "; missing: " + joined(missing);
+  }
+  if (!c.feed.requests_topic.empty() && c.kafka.brokers.empty())
+    return "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
+  if (c.kafka.topic.empty())
+    return "kafka.topic must not be empty";
+  if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
+    return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
+           "survive one late heartbeat)";
+  return {};
 }
 
 load_result load_node_config(int argc, char** argv, char** envp) {
@@ -413,100 +594,11 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   }
 
   node_config c;
-  if (!parse_endpoint(st, "grpc.listen", c.grpc_listen, res.error)
-      || !parse_endpoint(st, "caf.listen", c.caf_listen, res.error)
-      || !parse_endpoint(st, "http.listen", c.http_listen, res.error))
+  if (!node_bindings().fill(st, c, res.error))
     return res;
-  c.grpc_port_file = st.str("grpc.port_file");
-  c.node_id = st.str("node.id");
-  if (c.node_id.empty()) {
-    char host[256] = {0};
-    if (gethostname(host, sizeof(host) - 1) != 0)
-      std::strcpy(host, "node");
-    c.node_id = std::string{host} + "-" + std::to_string(c.grpc_listen.port);
-  }
-  c.pg_dsn = st.str("pg.dsn");
-  c.pg_embedded_dir = st.str("pg.embedded_dir");
-  c.pg_embedded_port = static_cast<uint16_t>(st.num("pg.embedded_port"));
-  c.pg_embedded_script = st.str("pg.embedded_script");
-  if (c.pg_embedded_script.empty()) {
-    c.pg_embedded_script = GOST_DEFAULT_PG_SCRIPT;
-    if (access(c.pg_embedded_script.c_str(), X_OK) != 0 && argc > 0) {
-      std::string self = argv[0];
-      auto slash = self.rfind('/');
-      if (slash != std::string::npos)
-        c.pg_embedded_script = self.substr(0, slash) + "/../libexec/gost/pg.sh";
-    }
-  }
-  c.pg_pool_size = static_cast<int>(st.num("pg.pool_size"));
-  c.pg_connect_timeout = st.ms("pg.connect_timeout");
-  c.shard_count = static_cast<uint32_t>(st.num("shard.count"));
-  c.scheduler_threads = static_cast<int>(st.num("scheduler.threads"));
-  if (c.scheduler_threads == 0)
-    c.scheduler_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  c.scheduler_policy = st.str("scheduler.policy");
-  c.cluster_advertise_host = st.str("cluster.advertise_host");
-  c.cluster_tls_cert = st.str("cluster.tls_cert");
-  c.cluster_tls_key = st.str("cluster.tls_key");
-  c.cluster_tls_ca = st.str("cluster.tls_ca");
-  {
-    int set = !c.cluster_tls_cert.empty() + !c.cluster_tls_key.empty() + !c.cluster_tls_ca.empty();
-    if (set != 0 && set != 3) {
-      res.error = "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together "
-                  "(or none of them for plaintext links)";
-      return res;
-    }
-  }
-  c.cluster_heartbeat = st.ms("cluster.heartbeat");
-  c.cluster_lease_timeout = st.ms("cluster.lease_timeout");
-  c.cluster_max_moves = static_cast<int>(st.num("cluster.max_moves"));
-  c.kafka_brokers = st.str("kafka.brokers");
-  c.kafka_topic = st.str("kafka.topic");
-  c.kafka_message_timeout = st.ms("kafka.message_timeout");
-  c.kafka_after_save_group = st.str("kafka.after_save_group");
-  c.feed_requests_topic = st.str("feed.requests_topic");
-  c.feed_responses_topic = st.str("feed.responses_topic");
-  c.feed_group = st.str("feed.group");
-  if (!c.feed_requests_topic.empty() && c.kafka_brokers.empty()) {
-    res.error = "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
+  resolve(c, argc > 0 ? argv[0] : nullptr);
+  if (res.error = validate(c); !res.error.empty())
     return res;
-  }
-  c.outbox_poll = st.ms("outbox.poll");
-  c.outbox_relay = st.flag("outbox.relay");
-  if (c.kafka_topic.empty()) {
-    res.error = "kafka.topic must not be empty";
-    return res;
-  }
-  if (c.cluster_lease_timeout < 2 * c.cluster_heartbeat) {
-    res.error = "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
-                "survive one late heartbeat)";
-    return res;
-  }
-  c.offer_idle_timeout = st.ms("offer.idle_timeout");
-  c.offer_max_resident = static_cast<size_t>(st.num("offer.max_resident"));
-  c.request_timeout = st.ms("api.request_timeout");
-  c.request_ttl = st.ms("api.request_ttl");
-  c.shutdown_timeout = st.ms("shutdown.timeout");
-  c.write_batch_max = static_cast<size_t>(st.num("write.batch_max"));
-  c.write_flush_delay = st.ms("write.flush_delay");
-  c.queue_lookahead = st.ms("queue.lookahead");
-  c.queue_poll = st.ms("queue.poll");
-  c.queue_page = static_cast<uint32_t>(st.num("queue.page"));
-  c.queue_prefetch = st.ms("queue.prefetch");
-  c.stage_max_attempts = static_cast<int>(st.num("stage.max_attempts"));
-  c.stage_max_chain = static_cast<int>(st.num("stage.max_chain"));
-  c.rescan_interval = st.ms("rescan.interval");
-  c.rescan_page = static_cast<uint32_t>(st.num("rescan.page"));
-  c.expire_enabled = st.flag("stages.expire.enabled");
-  c.expire_after = st.ms("stages.expire.after");
-  c.audit_enabled = st.flag("stages.audit.enabled");
-  c.audit_every = st.ms("stages.audit.every");
-  if (std::string why; !parse_external_stages(st.str("stages.external"), c.external_stages, why)) {
-    res.error = "config key `stages.external` is invalid: " + why;
-    return res;
-  }
-  c.log_level = st.str("log.level");
-  c.log_format = st.str("log.format");
   c.config_dump = st.dump();
   res.config = std::move(c);
   return res;

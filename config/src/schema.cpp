@@ -181,6 +181,13 @@ std::optional<value> schema::parse(const key_spec& spec, const std::string& raw,
             + allowed_text(spec);
     return std::nullopt;
   }
+  if (spec.check) {
+    if (auto problem = spec.check(raw); !problem.empty()) {
+      error = "config key `" + spec.name + "` = \"" + raw + "\" (" + v.source + ") is invalid: "
+              + problem;
+      return std::nullopt;
+    }
+  }
   return v;
 }
 
@@ -193,14 +200,14 @@ std::string schema::reference_markdown() const {
       << "by `--config FILE` (or `GOST_CONFIG`), `GOST_*` environment variables, and\n"
       << "`--key=value` arguments. Unknown keys and out-of-range values stop the node with a\n"
       << "message naming the key. The file is INI: `[pg]` followed by `dsn = \"...\"` sets\n"
-      << "`pg.dsn`; `;` and `#` start comments.\n\n"
-      << "| key | type | default | allowed | env | restart | description |\n"
-      << "|---|---|---|---|---|---|---|\n";
+      << "`pg.dsn`; `;` and `#` start comments. Every key is read once, when the node starts:\n"
+      << "changing one takes a restart (nothing reloads configuration).\n\n"
+      << "| key | type | default | allowed | env | description |\n"
+      << "|---|---|---|---|---|---|\n";
   for (auto& k : keys_) {
     out << "| `" << k.name << "` | " << to_string(k.kind) << " | "
         << (k.default_value.empty() ? "(empty)" : "`" + k.default_value + "`") << " | "
-        << allowed_text(k) << " | `" << k.env_name() << "` | " << (k.needs_restart ? "yes" : "no")
-        << " | " << k.description << " |\n";
+        << allowed_text(k) << " | `" << k.env_name() << "` | " << k.description << " |\n";
   }
   return out.str();
 }

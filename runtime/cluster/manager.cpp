@@ -7,8 +7,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "cluster/ask_owner.hpp"
@@ -20,6 +20,8 @@ CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
 namespace gost::runtime {
 
 namespace {
+
+const auto lg = gost::log::get("cluster");
 
 using persistence::held_lease;
 
@@ -55,6 +57,7 @@ struct manager_state {
     peer_link_ops link;
   };
   std::map<std::string, peer> peers;
+  bool joined = false;
   bool leaving = false;
   caf::response_promise left;
   std::unique_ptr<persistence::cluster_listener> listener;
@@ -81,7 +84,7 @@ void drop(self_ptr self, uint32_t shard, const char* why) {
   auto i = st.held.find(shard);
   if (i == st.held.end())
     return;
-  spdlog::warn("shard stopped shard={} epoch={} reason={}", shard, i->second.epoch, why);
+  lg->warn("shard stopped shard={} epoch={} reason={}", shard, i->second.epoch, why);
   for (auto& a : i->second.actors()) {
     self->demonitor(a);
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -96,13 +99,13 @@ void release(self_ptr self, uint32_t shard) {
   if (i == st.held.end())
     return;
   if (auto err = persistence::release_lease(*st.opts.pool, st.opts.node_id, {shard, i->second.epoch}))
-    spdlog::warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
+    lg->warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
   else
-    spdlog::info("lease released shard={} epoch={}", shard, i->second.epoch);
+    lg->info("lease released shard={} epoch={}", shard, i->second.epoch);
   st.opts.routes->clear(shard);
   st.held.erase(i);
   if (st.leaving && st.held.empty() && st.left.pending()) {
-    spdlog::info("all shards handed off node={}", st.opts.node_id);
+    lg->info("all shards handed off node={}", st.opts.node_id);
     st.left.deliver(ok_atom_v);
   }
 }
@@ -116,7 +119,7 @@ void drain(self_ptr self, uint32_t shard) {
   if (h.draining)
     return;
   h.draining = true;
-  spdlog::info("shard hand-off started shard={} epoch={}", shard, h.epoch);
+  lg->info("shard hand-off started shard={} epoch={}", shard, h.epoch);
   // Every supervisor of the shard drains; the lease goes when the last one is done.
   auto actors = h.actors();
   auto left = std::make_shared<size_t>(actors.size());
@@ -129,8 +132,8 @@ void drain(self_ptr self, uint32_t shard) {
             release(self, shard);
         },
         [=](caf::error& err) {
-          spdlog::warn("shard drain failed shard={} error={}; releasing anyway", shard,
-                       err_text(err));
+          lg->warn("shard drain failed shard={} error={}; releasing anyway", shard,
+                   err_text(err));
           caf::anon_send_exit(a, caf::exit_reason::kill);
           if (--*left == 0)
             release(self, shard);
@@ -149,7 +152,7 @@ peer_link_ops link_to(self_ptr self, const persistence::node_row& n) {
   auto address = n.caf_host + ":" + std::to_string(n.caf_port);
   g = {n.caf_host, n.caf_port,
        spawn_peer_link(self->system(), address, st.opts.security, remote_attempt)};
-  spdlog::info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
+  lg->info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
   return g.link;
 }
 
@@ -179,7 +182,7 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
 void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
                const std::vector<persistence::lease_row>& leases) {
   auto& st = self->state;
-  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.max_moves};
+  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.cfg.max_moves};
   std::vector<std::string> alive;
   for (auto& n : nodes)
     if (n.alive)
@@ -193,9 +196,9 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
   while (plan.wants_more()) {
-    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.lease_timeout);
+    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
-      spdlog::warn("lease acquisition failed error={}", err_text(got.error()));
+      lg->warn("lease acquisition failed error={}", err_text(got.error()));
       break;
     }
     if (!*got)
@@ -207,7 +210,7 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
       self->monitor(a);
     st.held[shard] = h;
     st.opts.routes->set_local(shard, handles);
-    spdlog::info("lease acquired shard={} epoch={}", shard, epoch);
+    lg->info("lease acquired shard={} epoch={}", shard, epoch);
     plan.acquired();
   }
   // Hand shards to nodes below their share, a few at a time.
@@ -225,7 +228,7 @@ void tick(self_ptr self) {
     held.push_back({shard, h.epoch});
   auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
   if (!renewed) {
-    spdlog::warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
+    lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
     return;
   }
   std::set<uint32_t> still;
@@ -234,11 +237,11 @@ void tick(self_ptr self) {
   for (auto& l : held)
     if (still.count(l.shard) == 0)
       drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
-  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.lease_timeout);
-  auto leases = persistence::list_leases(*st.opts.pool, st.opts.lease_timeout);
+  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
+  auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
-    spdlog::warn("cluster view unavailable error={}",
-                 err_text(nodes ? leases.error() : nodes.error()));
+    lg->warn("cluster view unavailable error={}",
+             err_text(nodes ? leases.error() : nodes.error()));
     return;
   }
   if (!st.leaving)
@@ -256,8 +259,8 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
           // A supervisor that stopped on its own (its lease was fenced, or it failed): stop
           // the shard's others and give the lease up; the next heartbeat takes a lease again
           // and starts fresh supervisors.
-          spdlog::warn("shard actor stopped shard={} reason={}", shard,
-                       self->system().render(dm.reason));
+          lg->warn("shard actor stopped shard={} reason={}", shard,
+                   self->system().render(dm.reason));
           for (auto& a : h.actors())
             if (a.address() != dm.source) {
               self->demonitor(a);
@@ -268,20 +271,26 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         return;
       }
   });
-  if (!self->state.opts.dsn.empty()) {
-    caf::actor_addr me = self->address();
-    self->state.listener = std::make_unique<persistence::cluster_listener>(
-      self->state.opts.dsn, [me] {
-        if (auto h = caf::actor_cast<caf::actor>(me))
-          caf::anon_send(h, notified_atom_v);
-      });
-  }
-  self->send(self, tick_atom_v);
   return {
+    [=](join_atom) {
+      auto& st = self->state;
+      if (st.joined || st.leaving)
+        return ok_atom_v;
+      st.joined = true;
+      if (!st.opts.dsn.empty()) {
+        caf::actor_addr me = self->address();
+        st.listener = std::make_unique<persistence::cluster_listener>(st.opts.dsn, [me] {
+          if (auto h = caf::actor_cast<caf::actor>(me))
+            caf::anon_send(h, notified_atom_v);
+        });
+      }
+      self->send(self, tick_atom_v);
+      return ok_atom_v;
+    },
     [=](tick_atom) {
       self->state.last_tick = std::chrono::steady_clock::now();
       tick(self);
-      self->delayed_send(self, self->state.opts.heartbeat, tick_atom_v);
+      self->delayed_send(self, self->state.opts.cfg.heartbeat, tick_atom_v);
     },
     [=](notified_atom) {
       // Another node joined, is leaving or released a lease: look now rather than at the next
@@ -295,7 +304,7 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         return;
       }
       st.notified_pending = false;
-      spdlog::info("cluster change notified node={}; looking now", st.opts.node_id);
+      lg->info("cluster change notified node={}; looking now", st.opts.node_id);
       st.last_tick = std::chrono::steady_clock::now();
       tick(self);
     },
@@ -305,12 +314,12 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
       st.left = self->make_response_promise();
       auto rp = st.left;
       if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id))
-        spdlog::warn("cannot mark the node leaving error={}", err_text(err));
+        lg->warn("cannot mark the node leaving error={}", err_text(err));
       if (st.held.empty()) {
         st.left.deliver(ok_atom_v);
         return rp;
       }
-      spdlog::info("handing off shards node={} count={}", st.opts.node_id, st.held.size());
+      lg->info("handing off shards node={} count={}", st.opts.node_id, st.held.size());
       std::vector<uint32_t> shards;
       for (auto& [shard, h] : st.held)
         shards.push_back(shard);

@@ -6,6 +6,10 @@
 //   nodes (drain, then release; at most `cluster.max_moves` at a time), stops shards whose
 //   lease was taken over, and keeps the router's table of owners current (node_link.hpp
 //   serves and forwards the requests themselves).
+//
+// It starts idle and joins the cluster on `join` (after the node registered itself): it is
+// spawned before the node's gRPC servers and stopped after them, because calls in flight
+// there are forwarded through the peer links it owns.
 
 #include <chrono>
 #include <functional>
@@ -18,22 +22,24 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "gost/config/node_config.hpp"
 #include "gost/offers/protocol.hpp"
 
 namespace gost::persistence {
 class pg_pool;
 }
 
+CAF_ADD_ATOM(gost_runtime, gost::runtime, join_atom, "join")
 CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
 
 namespace gost::runtime {
 
 struct cluster_options {
+  /// `cluster.*`: heartbeat, lease timeout, moves at once (the TLS files are read into
+  /// `security`).
+  config::cluster_config cfg;
   std::string node_id;
   uint32_t shard_count = 0;
-  std::chrono::milliseconds heartbeat{1000};
-  std::chrono::milliseconds lease_timeout{5000};
-  int max_moves = 4;
   persistence::pg_pool* pool = nullptr;
   /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
   /// empty: membership changes are noticed at the next heartbeat only.
@@ -45,8 +51,10 @@ struct cluster_options {
   std::function<local_shard(uint32_t shard, int64_t epoch)> spawn_shard;
 };
 
-/// The manager. Answers (leave_atom) with ok_atom once every shard it held is drained and
-/// released (the node is marked leaving first, so nobody hands it new shards).
+/// The manager, idle until (join_atom): it answers ok_atom at once, and its first heartbeat
+/// (taking leases, starting shards) follows; the node must be registered first. Answers
+/// (leave_atom) with ok_atom once every shard it held is drained and released (the node is
+/// marked leaving first, so nobody hands it new shards); before a join it holds none.
 caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
 
 } // namespace gost::runtime

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -235,21 +236,19 @@ std::string read_file(const std::string& path, std::string& out) {
 
 } // namespace
 
-std::string link_security::load(const std::string& cert, const std::string& key,
-                                const std::string& ca, link_security& out) {
-  out = {};
-  if (cert.empty() && key.empty() && ca.empty())
-    return {};
-  for (auto* p : {&cert, &key, &ca})
-    if (p->empty())
-      return "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together";
-  for (auto [path, dst] : {std::pair<const std::string*, std::string*>{&cert, &out.cert_pem},
-                           {&key, &out.key_pem},
-                           {&ca, &out.ca_pem}})
+caf::expected<link_security> link_security::load(const config::cluster_config& cfg) {
+  link_security out;
+  if (cfg.tls_cert.empty()) // validate() holds all three set or none
+    return out;
+  for (auto [key, path, dst] : {std::tuple{"cluster.tls_cert", &cfg.tls_cert, &out.cert_pem},
+                                std::tuple{"cluster.tls_key", &cfg.tls_key, &out.key_pem},
+                                std::tuple{"cluster.tls_ca", &cfg.tls_ca, &out.ca_pem}})
     if (auto err = read_file(*path, *dst); !err.empty())
-      return err;
+      return make_error(errc::invalid_argument,
+                        "cluster TLS: " + err + "; check `" + key + "` (cluster.tls_cert, "
+                          "cluster.tls_key and cluster.tls_ca name PEM files)");
   out.enabled = true;
-  return {};
+  return out;
 }
 
 std::shared_ptr<grpc::ServerCredentials> link_security::server_credentials() const {

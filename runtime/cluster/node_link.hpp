@@ -9,9 +9,11 @@
 #include <memory>
 #include <string>
 
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
 #include "cluster/router.hpp"
+#include "gost/config/node_config.hpp"
 
 namespace grpc {
 class Service;
@@ -34,9 +36,10 @@ struct link_security {
   std::string key_pem;  ///< its private key
   std::string ca_pem;   ///< the CA that signs every node's certificate
 
-  /// Reads the three PEM files; an error text names the file that failed.
-  static std::string load(const std::string& cert, const std::string& key, const std::string& ca,
-                          link_security& out);
+  /// Reads the three PEM files of `cluster.tls_*` (plaintext when they are not set); the
+  /// error names the file and the key that failed. That the three are set together is
+  /// config::validate()'s rule, checked before the node starts.
+  static caf::expected<link_security> load(const config::cluster_config& cfg);
 
   std::shared_ptr<grpc::ServerCredentials> server_credentials() const;
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials() const;

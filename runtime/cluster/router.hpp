@@ -6,7 +6,10 @@
 // read it. A shard with no known owner (moving, or its owner died and the lease has not
 // expired yet) has no route: callers pause and ask again.
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -87,17 +90,39 @@ public:
     return out;
   }
 
+  /// Waits until each of `shards` is owned by another node as this table knows it, or until
+  /// `deadline`; true when they all are. After a hand-off: the new owners took the released
+  /// shards and the cluster manager saw it, so calls still in flight here find them.
+  bool wait_remote(const std::vector<uint32_t>& shards,
+                   std::chrono::steady_clock::time_point deadline) const {
+    std::unique_lock<std::mutex> lock{mtx_};
+    return changed_.wait_until(lock, deadline, [&] {
+      return std::all_of(shards.begin(), shards.end(), [&](uint32_t s) {
+        return routes_[s].target && !routes_[s].local.offers;
+      });
+    });
+  }
+
   void set_local(uint32_t shard, local_shard here) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    routes_[shard] = {here.offers, here, {}};
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      routes_[shard] = {here.offers, here, {}};
+    }
+    changed_.notify_all();
   }
   void set_remote(uint32_t shard, peer_link_ops link) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    routes_[shard] = {link, {}, link};
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      routes_[shard] = {link, {}, link};
+    }
+    changed_.notify_all();
   }
   void clear(uint32_t shard) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    routes_[shard] = {};
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      routes_[shard] = {};
+    }
+    changed_.notify_all();
   }
 
   /// A store actor for lookups that are not tied to one offer (round robin).
@@ -112,6 +137,7 @@ private:
     peer_link_ops link;     ///< when another node does
   };
   mutable std::mutex mtx_;
+  mutable std::condition_variable changed_; ///< any route set or cleared
   std::vector<route> routes_;
   std::vector<store_actor> stores_;
   std::atomic<size_t> next_{0};

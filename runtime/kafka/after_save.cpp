@@ -3,8 +3,8 @@
 #include <chrono>
 #include <vector>
 
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/backoff.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/offers/stage.hpp"
@@ -12,6 +12,12 @@
 #include "kafka/group_consumer.hpp"
 
 namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("kafka");
+
+} // namespace
 
 struct after_save_consumer::impl {
   after_save_options opts;
@@ -34,18 +40,18 @@ struct after_save_consumer::impl {
         return true;
       } catch (const unavailable_error& ex) {
         stats.after_save_failures.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("after_save unavailable stage={} offer={} version={} error={}", e.id,
-                     event.offer().id(), event.offer().version(), ex.what());
+        lg->warn("after_save unavailable stage={} offer={} version={} error={}", e.id,
+                 event.offer().id(), event.offer().version(), ex.what());
       } catch (const std::exception& ex) {
         stats.after_save_failures.fetch_add(1, std::memory_order_relaxed);
         if (++failures >= opts.attempts) {
           stats.after_save_skipped.fetch_add(1, std::memory_order_relaxed);
-          spdlog::error("after_save gave up stage={} offer={} version={} attempts={} error={}",
-                        e.id, event.offer().id(), event.offer().version(), failures, ex.what());
+          lg->error("after_save gave up stage={} offer={} version={} attempts={} error={}",
+                    e.id, event.offer().id(), event.offer().version(), failures, ex.what());
           return true;
         }
-        spdlog::warn("after_save failed stage={} offer={} version={} attempt={} error={}", e.id,
-                     event.offer().id(), event.offer().version(), failures, ex.what());
+        lg->warn("after_save failed stage={} offer={} version={} attempt={} error={}", e.id,
+                 event.offer().id(), event.offer().version(), failures, ex.what());
       }
       if (!delay.wait(stop))
         return false;
@@ -56,8 +62,8 @@ struct after_save_consumer::impl {
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
     v1::OfferSaved event;
     if (!event.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
-      spdlog::error("after_save: a message of {} [{}] at offset {} is not a gost.v1.OfferSaved;"
-                    " skipped", m.topic, m.partition, m.offset);
+      lg->error("after_save consumer skipped a message of {} [{}] at offset {}: not a "
+                "gost.v1.OfferSaved", m.topic, m.partition, m.offset);
       return kafka::verdict::handled;
     }
     for (auto* e : hooks)
@@ -80,10 +86,10 @@ after_save_consumer::start(after_save_options opts) {
       p->hooks.push_back(&e);
   kafka::consumer_options co;
   co.role = "the after_save consumer";
-  co.brokers = p->opts.brokers;
-  co.group = p->opts.group;
+  co.brokers = p->opts.kafka.brokers;
+  co.group = p->opts.kafka.after_save_group;
   co.group_key = "kafka.after_save_group";
-  co.topic = p->opts.topic;
+  co.topic = p->opts.kafka.topic;
   co.topic_key = "kafka.topic";
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
@@ -93,7 +99,7 @@ after_save_consumer::start(after_save_options opts) {
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  spdlog::info("after_save consumer started topic={} group={}", raw->opts.topic, raw->opts.group);
+  lg->info("after_save consumer started topic={} group={}", raw->opts.kafka.topic, raw->opts.kafka.after_save_group);
   return std::unique_ptr<after_save_consumer>(new after_save_consumer(std::move(p)));
 }
 

@@ -10,6 +10,8 @@
 
 #include <caf/expected.hpp>
 
+#include "gost/config/node_config.hpp"
+
 namespace gost {
 class stage_registry;
 struct node_stats;
@@ -18,9 +20,9 @@ struct node_stats;
 namespace gost::runtime {
 
 struct after_save_options {
-  std::string brokers; ///< must be set: the mock cluster of a zero-setup run is not shared
-  std::string topic;
-  std::string group;
+  /// `kafka.brokers` (must be set: the mock cluster of a zero-setup run is not shared),
+  /// `kafka.topic`, `kafka.after_save_group`.
+  config::kafka_config kafka;
   std::shared_ptr<const stage_registry> stages;
   std::shared_ptr<node_stats> stats;
   int attempts = 5; ///< calls of a hook that throws before it skips the event

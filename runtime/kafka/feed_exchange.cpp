@@ -7,9 +7,9 @@
 #include <future>
 #include <optional>
 
-#include <spdlog/spdlog.h>
 
 #include "cluster/ask_owner.hpp"
+#include "gost/core/log.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/feeds/feed_applier.hpp"
 #include "gost/offers/content_rules.hpp"
@@ -24,6 +24,8 @@ namespace gost::runtime {
 
 namespace {
 
+const auto lg = gost::log::get("feeds");
+
 /// Sends an offer operation to its owner from a plain thread (through the call hub): the
 /// reply, passed through `map`, or the error arrives through the future.
 template <class T, class Map, class... Ts>
@@ -31,7 +33,7 @@ std::future<caf::expected<T>> ask_async(const feed_options& opts, Map map, Ts...
   using reply = reply_of<offer_owner_ops, Ts...>;
   auto p = std::make_shared<std::promise<caf::expected<T>>>();
   auto f = p->get_future();
-  auto deadline = clock_type::now() + opts.request_timeout;
+  auto deadline = clock_type::now() + opts.api.request_timeout;
   opts.hub->run([=, r = opts.routes](caf::event_based_actor* self) {
     ask_owner(
       self, *r, deadline, [p, map](reply& x) { p->set_value(map(x)); },
@@ -143,7 +145,7 @@ public:
     if (producer_.take_failures() == 0)
       return true;
     producer_.replace_if_fatal();
-    spdlog::warn("feed exchange: responses were not delivered; the request is handled again");
+    lg->warn("responses were not delivered; the request is handled again");
     return false;
   }
 
@@ -167,16 +169,15 @@ struct feed_exchange::impl {
     : opts(std::move(o)),
       store(*opts.pool),
       offers(opts),
-      responses(std::move(p), opts.responses_topic),
+      responses(std::move(p), opts.feed.responses_topic),
       applier(store, offers, responses) {
   }
 
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
     v1::FeedRequest req;
     if (!req.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
-      spdlog::error("feed exchange: a message of {} [{}] at offset {} is not a "
-                    "gost.v1.FeedRequest; skipped",
-                    m.topic, m.partition, m.offset);
+      lg->error("a message of {} [{}] at offset {} is not a gost.v1.FeedRequest; skipped",
+                m.topic, m.partition, m.offset);
       return kafka::verdict::handled;
     }
     return applier.handle(req, stop) ? kafka::verdict::handled : kafka::verdict::not_handled;
@@ -190,7 +191,7 @@ feed_exchange::~feed_exchange() = default;
 caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options opts) {
   kafka::producer_options po;
   po.role = "the feed exchange's Kafka producer";
-  po.settings = {kafka::brokers_setting(opts.brokers)};
+  po.settings = {kafka::brokers_setting(opts.kafka.brokers)};
   po.close_wait = std::chrono::milliseconds{5000};
   auto producer = kafka::producer::make(std::move(po));
   if (!producer)
@@ -200,10 +201,10 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   // group that long (kafka/group_consumer.hpp).
   kafka::consumer_options co;
   co.role = "the feed exchange's Kafka consumer";
-  co.brokers = p->opts.brokers;
-  co.group = p->opts.group;
+  co.brokers = p->opts.kafka.brokers;
+  co.group = p->opts.feed.group;
   co.group_key = "feed.group";
-  co.topic = p->opts.requests_topic;
+  co.topic = p->opts.feed.requests_topic;
   co.topic_key = "feed.requests_topic";
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
@@ -212,8 +213,8 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  spdlog::info("feed exchange started requests={} responses={} group={}", raw->opts.requests_topic,
-               raw->opts.responses_topic, raw->opts.group);
+  lg->info("feed exchange started requests={} responses={} group={}", raw->opts.feed.requests_topic,
+           raw->opts.feed.responses_topic, raw->opts.feed.group);
   return std::unique_ptr<feed_exchange>(new feed_exchange(std::move(p)));
 }
 

@@ -14,6 +14,8 @@
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
+#include "gost/config/node_config.hpp"
+
 namespace gost::persistence {
 class pg_pool;
 }
@@ -27,11 +29,9 @@ namespace gost::runtime {
 class router;
 
 struct feed_options {
-  std::string brokers;
-  std::string requests_topic;
-  std::string responses_topic;
-  std::string group;
-  std::chrono::milliseconds request_timeout{10'000}; ///< per offer operation
+  config::kafka_config kafka; ///< `kafka.brokers`
+  config::feed_config feed;   ///< topics and group
+  config::api_config api;     ///< `api.request_timeout`: per offer operation
   call_hub* hub = nullptr; ///< makes the offer requests
   std::shared_ptr<router> routes;
   persistence::pg_pool* pool = nullptr;

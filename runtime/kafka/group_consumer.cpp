@@ -2,12 +2,18 @@
 
 #include <thread>
 
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/errc.hpp"
 #include "kafka/client.hpp"
 
 namespace gost::runtime::kafka {
+
+namespace {
+
+const auto lg = gost::log::get("kafka");
+
+} // namespace
 
 struct group_consumer::impl {
   consumer_options opts;
@@ -31,8 +37,8 @@ struct group_consumer::impl {
       auto err = rd_kafka_seek(m.rkt, m.partition, m.offset, 5000);
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
         return;
-      spdlog::warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
-                   opts.role, opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
+      lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
+               opts.role, opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
     }
   }
 
@@ -44,7 +50,7 @@ struct group_consumer::impl {
         continue;
       if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-          spdlog::warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
+          lg->warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
         continue;
       }
       message_view view{{static_cast<const char*>(m->payload), m->len},

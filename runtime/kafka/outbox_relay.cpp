@@ -11,8 +11,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"
@@ -22,6 +22,8 @@
 namespace gost::runtime {
 
 namespace {
+
+const auto lg = gost::log::get("kafka");
 
 /// One outbox row of the round in flight.
 struct row_state {
@@ -65,8 +67,8 @@ void finish_round(self_ptr self) {
   for (auto& r : st.round) {
     if (r.failed) {
       if (!blocked[r.row.shard])
-        spdlog::warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard,
-                     r.row.id, r.error);
+        lg->warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard,
+                 r.row.id, r.error);
       blocked[r.row.shard] = true;
       ++failures;
       continue;
@@ -78,7 +80,7 @@ void finish_round(self_ptr self) {
   }
   if (auto err = persistence::delete_outbox(*st.opts.pool, done)) {
     // Published but not deleted: they go out again (at least once).
-    spdlog::warn("outbox rows not deleted error={}", persistence::error_message(err));
+    lg->warn("outbox rows not deleted error={}", persistence::error_message(err));
   } else {
     st.opts.stats->outbox_events_published.fetch_add(events, std::memory_order_relaxed);
   }
@@ -93,7 +95,7 @@ void start_round(self_ptr self) {
   auto rows = persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(),
                                        st.opts.rows_per_round);
   if (!rows) {
-    spdlog::warn("outbox read failed error={}", persistence::error_message(rows.error()));
+    lg->warn("outbox read failed error={}", persistence::error_message(rows.error()));
     return;
   }
   for (auto& row : *rows) {
@@ -102,8 +104,8 @@ void start_round(self_ptr self) {
     v1::OutboxBatch batch;
     if (!batch.ParseFromString(r.row.payload)) {
       // Never written by gost: keep it (an operator looks at it) but do not block its shard.
-      spdlog::error("outbox row does not parse as gost.v1.OutboxBatch row={} shard={}", r.row.id,
-                    r.row.shard);
+      lg->error("outbox row does not parse as gost.v1.OutboxBatch row={} shard={}", r.row.id,
+                r.row.shard);
       r.failed = true;
       r.error = "unparsable";
       continue;
@@ -112,7 +114,7 @@ void start_round(self_ptr self) {
       auto key = e.offer().id();
       auto value = e.SerializeAsString();
       ++r.pending;
-      if (auto err = st.producer->produce(st.opts.topic, key, value, &r)) {
+      if (auto err = st.producer->produce(st.opts.kafka.topic, key, value, &r)) {
         --r.pending;
         r.failed = true;
         r.error = persistence::error_message(err);
@@ -129,7 +131,7 @@ void tick(self_ptr self) {
     for (auto& r : st.round)
       if (r.pending > 0) {
         if (!st.waiting_logged) {
-          spdlog::debug("outbox waiting for delivery reports rows={}", st.round.size());
+          lg->debug("outbox waiting for delivery reports rows={}", st.round.size());
           st.waiting_logged = true;
         }
         return;
@@ -145,14 +147,14 @@ void tick(self_ptr self) {
 caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_options opts) {
   kafka::producer_options po;
   po.role = "the outbox relay's Kafka producer";
-  if (opts.brokers.empty()) {
-    spdlog::warn("kafka.brokers is empty: after-save events go to librdkafka's in-process mock "
-                 "cluster and are not kept anywhere (set kafka.brokers for a real broker)");
+  if (opts.kafka.brokers.empty()) {
+    lg->warn("kafka.brokers is empty: after-save events go to librdkafka's in-process mock "
+             "cluster and are not kept anywhere (set kafka.brokers for a real broker)");
     po.settings.push_back({"test.mock.num.brokers", "1", "kafka.brokers"});
   } else {
-    po.settings.push_back(kafka::brokers_setting(opts.brokers));
+    po.settings.push_back(kafka::brokers_setting(opts.kafka.brokers));
   }
-  po.settings.push_back({"message.timeout.ms", std::to_string(opts.message_timeout.count()),
+  po.settings.push_back({"message.timeout.ms", std::to_string(opts.kafka.message_timeout.count()),
                          "kafka.message_timeout"});
   po.on_delivery = on_delivery;
   auto made = kafka::producer::make(std::move(po));
@@ -168,7 +170,7 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
     return {
       [=](tick_atom) {
         tick(self);
-        self->delayed_send(self, self->state.opts.poll, tick_atom_v);
+        self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
       },
     };
   });

@@ -13,6 +13,8 @@
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
+#include "gost/config/node_config.hpp"
+
 namespace gost {
 struct node_stats;
 }
@@ -26,10 +28,10 @@ namespace gost::runtime {
 class router;
 
 struct relay_options {
-  std::string brokers;  ///< empty: librdkafka's in-process mock cluster (nothing is kept)
-  std::string topic;
-  std::chrono::milliseconds poll{50};
-  std::chrono::milliseconds message_timeout{30'000};
+  /// `kafka.brokers` (empty: librdkafka's in-process mock cluster, nothing is kept),
+  /// `kafka.topic`, `kafka.message_timeout`.
+  config::kafka_config kafka;
+  config::outbox_config outbox; ///< `outbox.poll`
   size_t rows_per_round = 100;
   persistence::pg_pool* pool = nullptr;
   std::shared_ptr<router> routes;

@@ -2,11 +2,17 @@
 
 #include <atomic>
 
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/errc.hpp"
 
 namespace gost::runtime::kafka {
+
+namespace {
+
+const auto lg = gost::log::get("kafka");
+
+} // namespace
 
 struct producer::impl {
   producer_options opts;
@@ -104,7 +110,7 @@ bool producer::flush(const stop_signal& stop) {
   while (!stop.requested()) {
     if (rd_kafka_flush(impl_->client.get(), 1000) == RD_KAFKA_RESP_ERR_NO_ERROR)
       return true;
-    spdlog::warn("{} waits for the broker to acknowledge messages", impl_->spec.role);
+    lg->warn("{} waits for the broker to acknowledge messages", impl_->spec.role);
   }
   return false;
 }
@@ -118,11 +124,11 @@ void producer::replace_if_fatal() {
   if (rd_kafka_fatal_error(impl_->client.get(), reason, sizeof(reason))
       == RD_KAFKA_RESP_ERR_NO_ERROR)
     return;
-  spdlog::error("{} failed fatally reason={}; starting a new one", impl_->spec.role, reason);
+  lg->error("{} failed fatally reason={}; starting a new one", impl_->spec.role, reason);
   auto fresh = impl_->make();
   if (!fresh) {
-    spdlog::error("{} not replaced error={}; trying again after the next failure",
-                  impl_->spec.role, error_message(fresh.error()));
+    lg->error("{} not replaced error={}; trying again after the next failure",
+              impl_->spec.role, error_message(fresh.error()));
     return;
   }
   impl_->client = std::move(*fresh);

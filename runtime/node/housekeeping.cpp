@@ -4,7 +4,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <spdlog/spdlog.h>
+#include "gost/core/log.hpp"
 
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
@@ -15,6 +15,8 @@
 namespace gost::runtime {
 
 namespace {
+
+const auto lg = gost::log::get("pg");
 
 std::chrono::milliseconds interval_of(const housekeeping_options& o) {
   if (o.every.count() > 0)
@@ -28,19 +30,19 @@ void sweep(const housekeeping_options& o) {
   auto shards = o.local_shards();
   auto offers = persistence::reap_requests(*o.pool, shards, ttl_s);
   if (!offers)
-    spdlog::warn("request ids not reaped (next round tries again) error={}",
+    lg->warn("request ids not reaped (next round tries again) error={}",
                  persistence::error_message(offers.error()));
   else if (*offers > 0)
-    spdlog::info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
+    lg->info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
                  shards.size());
   if (!o.entities)
     return;
   auto entities = persistence::reap_entity_requests(*o.pool, ttl_s);
   if (!entities)
-    spdlog::warn("entity request ids not reaped (next round tries again) error={}",
+    lg->warn("entity request ids not reaped (next round tries again) error={}",
                  persistence::error_message(entities.error()));
   else if (*entities > 0)
-    spdlog::info("entity request ids forgotten count={} older_than_s={}", *entities, ttl_s);
+    lg->info("entity request ids forgotten count={} older_than_s={}", *entities, ttl_s);
 }
 
 } // namespace

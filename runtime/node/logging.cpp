@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
+
 namespace gost::runtime {
 
 namespace {
@@ -37,20 +39,24 @@ public:
 
 } // namespace
 
-void setup_logging(const std::string& node_id, const std::string& level,
-                   const std::string& format) {
-  auto logger = spdlog::stderr_color_mt("gost");
+void setup_logging(const std::string& node_id, const config::log_config& cfg) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto f = std::make_unique<spdlog::pattern_formatter>();
-  if (format == "json") {
-    f->add_flag<json_message>('*').set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","node":")"
-                                               + node_id + R"(","msg":"%*"})");
+  if (cfg.format == "json") {
+    f->add_flag<json_message>('*').set_pattern(
+      R"({"ts":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","node":")" + node_id
+      + R"(","logger":"%n","msg":"%*"})");
   } else {
-    f->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ node=" + node_id + " %v");
+    f->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ node=" + node_id + " logger=%n %v");
   }
-  logger->set_formatter(std::move(f));
-  logger->set_level(spdlog::level::from_str(level));
-  logger->flush_on(spdlog::level::warn);
-  spdlog::set_default_logger(logger);
+  sink->set_formatter(std::move(f));
+  gost::log::set_sink(sink);
+  gost::log::set_level(spdlog::level::from_str(cfg.level));
+  for (auto& name : config::logger_names())
+    gost::log::get(name);
+  for (auto& l : cfg.levels)
+    gost::log::get(l.logger)->set_level(spdlog::level::from_str(l.level));
+  spdlog::set_default_logger(gost::log::get("node"));
 }
 
 } // namespace gost::runtime

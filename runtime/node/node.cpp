@@ -1,463 +1,88 @@
+// The node: its parts started in order (`start_order`), each by its own function in
+// node/start_*.cpp that pushes the part's stop once the part runs; `stop` unwinds that stack.
+
 #include "gost/runtime/node.hpp"
 
-#include <algorithm>
 #include <csignal>
-#include <thread>
+#include <cstdio>
 #include <fstream>
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/exit_reason.hpp>
-#include <caf/scoped_actor.hpp>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
-#include "console/admin_http.hpp"
-#include "api/admin_service.hpp"
-#include "node/embedded_pg.hpp"
-#include "gost/offers/builtin_stages.hpp"
-#include "gost/offers/spawn.hpp"
-#include "gost/persistence/pg_pool.hpp"
-#include "gost/persistence/schema.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
 #include "node/logging.hpp"
-#include "console/metrics.hpp"
-#include "kafka/after_save.hpp"
-#include "api/external_stage.hpp"
-#include "kafka/feed_exchange.hpp"
-#include "cluster/node_link.hpp"
-#include "api/entity_service.hpp"
-#include "api/offer_service.hpp"
-#include "api/state_service.hpp"
-#include "cluster/router.hpp"
+#include "node/node_context.hpp"
+#include "node/start.hpp"
 #include "rpc/parse_guard.hpp"
-#include "gost/core/call_hub.hpp"
-#include "gost/core/entity/spawn.hpp"
-#include "cluster/manager.hpp"
-#include "kafka/outbox_relay.hpp"
-#include "node/housekeeping.hpp"
-#include "gost/persistence/cluster/leases.hpp"
 
 namespace gost::runtime {
 
-using persistence::error_message;
+namespace {
 
-struct node::impl {
-  config::node_config cfg;
-  extensions ext; ///< the application's stages and actor types
-  // Declared in start order; stop() releases them in reverse.
-  std::unique_ptr<persistence::pg_pool> pool;
-  std::unique_ptr<caf::actor_system_config> caf_cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
-  std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
-  std::vector<store_actor> stores;
-  std::vector<writer_actor> writers; ///< offers' write-behind writers, shared by the shards
-  /// Durable entities (the application's actor types): stores and writers, when any type is
-  /// registered.
-  std::vector<entity_store_actor> entity_stores;
-  std::vector<entity_writer_actor> entity_writers;
-  std::shared_ptr<kit::entity_stats> entity_stats = std::make_shared<kit::entity_stats>();
-  std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
-  std::unique_ptr<entity_service> entities;
-  std::vector<pool_actor> pools; ///< of the blocking stages
-  std::unique_ptr<call_hub> hub; ///< makes requests for gRPC calls and Kafka threads
-  std::shared_ptr<router> routes;
-  link_security security;
-  std::unique_ptr<grpc::Service> link_service;
-  std::unique_ptr<grpc::Server> link_server;
-  caf::actor manager; ///< the cluster manager: leases, shards, routes
-  caf::actor relay;   ///< the outbox relay to Kafka
-  caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
-  std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
-  std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads from Kafka
-  std::unique_ptr<offer_service> offers;
-  std::unique_ptr<admin_service> admin;
-  std::unique_ptr<state_service> states;
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<admin_http> http;
-  int grpc_port = 0;
-  uint16_t http_port = 0;
-  bool stopped = false;
+const auto lg = gost::log::get("node");
+
+struct start_step {
+  const char* name;
+  caf::error (*start)(node_context&);
 };
 
-node::node(config::node_config cfg, extensions ext) : impl_(std::make_unique<impl>()) {
-  impl_->cfg = std::move(cfg);
-  impl_->ext = std::move(ext);
-  if (!impl_->ext.entity_types)
-    impl_->ext.entity_types = std::make_shared<entity_registry>();
-}
+/// The start order; `stop` runs the pushed stops backwards. Why this order: the cluster
+/// manager comes before the servers because calls in flight there may go through its peer
+/// links, so it must stop after them; the node joins (takes leases, starts shards) only once
+/// every server runs, and its stop, the hand-off, comes first, while they all still serve.
+/// Keep node.hpp's list and docs/architecture.md ("Start and stop") in step with this one.
+constexpr start_step start_order[] = {
+  {"stages", start_stages},
+  {"PostgreSQL", start_pg},
+  {"actor system", start_actor_system},
+  {"core actors", start_core_actors},
+  {"actor types", start_entity_actors},
+  {"cluster manager", start_cluster_manager},
+  {"node link", start_node_link},
+  {"gRPC API", start_grpc},
+  {"admin HTTP", start_http},
+  {"outbox relay", start_outbox_relay},
+  {"cluster membership", join_cluster},
+  {"housekeeping", start_housekeeping},
+  {"after_save hooks", start_after_save},
+  {"feed exchange", start_feed_exchange},
+};
+
+} // namespace
+
+node::node(config::node_config cfg, extensions ext)
+  : ctx_(std::make_unique<node_context>(std::move(cfg), std::move(ext))) {}
 
 node::~node() { stop(); }
 
-uint16_t node::grpc_port() const { return static_cast<uint16_t>(impl_->grpc_port); }
+uint16_t node::grpc_port() const { return static_cast<uint16_t>(ctx_->grpc_port); }
 
-uint16_t node::http_port() const { return impl_->http_port; }
+uint16_t node::http_port() const { return ctx_->http_port; }
 
 std::string node::start() {
-  auto& d = *impl_;
-  auto& cfg = d.cfg;
+  auto& n = *ctx_;
   // Before any gRPC server exists: undecodable requests are answered INVALID_ARGUMENT and
   // logged rate-limited (rpc/parse_guard.hpp).
   rpc::install_protobuf_log_hook();
-  // 0. stages (a bad declaration stops the start before anything else runs)
-  auto stages = std::make_shared<stage_registry>();
-  if (cfg.expire_enabled)
-    stages->add("expire", make_expire_stage(cfg.expire_after));
-  if (cfg.audit_enabled)
-    stages->add("audit", make_audit_stage(cfg.audit_every));
-  for (auto& ext : cfg.external_stages) {
-    if (auto problem = check_external_stage(ext, *stages); !problem.empty())
-      return "config key `stages.external` is invalid: " + problem;
-    stages->add(ext.id, make_external_stage(ext), external_stage_options(ext));
-    spdlog::info("external stage id={} address={} parallelism={}", ext.id, ext.address,
-                 ext.parallelism);
+  for (auto& step : start_order) {
+    lg->debug("starting {}", step.name);
+    if (auto err = step.start(n))
+      return error_message(err);
   }
-  // The application's own stages (node_builder::add_stage).
-  for (auto& app : d.ext.stages) {
-    if (stages->find(app.id) != nullptr)
-      return "stage id `" + app.id + "` is registered twice (a built-in or external stage has it)";
-    stages->add(app.id, app.impl, app.opts ? *app.opts : stage_options{});
-    spdlog::info("stage id={} (application)", app.id);
-  }
-  bool hosts_entities = !d.ext.entity_types->empty();
-  for (auto& t : d.ext.entity_types->all())
-    spdlog::info("entity type kind={} state={} event={}", t->kind(),
-                 t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
-
-  // 1. PostgreSQL
-  auto dsn = cfg.pg_dsn;
-  if (dsn.empty()) {
-    auto started = start_embedded_pg(cfg);
-    if (!started)
-      return error_message(started.error());
-    dsn = *started;
-    spdlog::info("embedded PostgreSQL ready dsn={}", dsn);
-  }
-  persistence::pg_pool::options po;
-  po.dsn = dsn;
-  po.size = cfg.pg_pool_size;
-  po.acquire_timeout = cfg.request_timeout;
-  d.pool = std::make_unique<persistence::pg_pool>(po);
-  if (auto err = d.pool->wait_ready(cfg.pg_connect_timeout))
-    return error_message(err);
-  auto applied = persistence::migrate(*d.pool);
-  if (!applied)
-    return error_message(applied.error());
-  if (*applied > 0)
-    spdlog::info("schema migrations applied count={}", *applied);
-  if (auto err = persistence::ensure_installation(*d.pool, cfg.shard_count))
-    return error_message(err);
-  if (auto err = persistence::ensure_lease_rows(*d.pool, cfg.shard_count))
-    return error_message(err);
-  // 2. actor system
-  d.caf_cfg = std::make_unique<caf::actor_system_config>();
-  register_offer_types(*d.caf_cfg);
-  d.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
-  d.caf_cfg->set("scheduler.policy", cfg.scheduler_policy == "stealing" ? caf::atom("stealing")
-                                                                         : caf::atom("sharing"));
-  d.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
-  d.sys = std::make_unique<caf::actor_system>(*d.caf_cfg);
-
-  // 3. actors. Shards are not started here: the cluster manager starts the shards whose
-  // leases it takes (all of them on a single node) after the node is registered.
-  for (int i = 0; i < cfg.pg_pool_size; ++i)
-    d.stores.push_back(spawn_store(*d.sys, *d.pool, d.stats));
-  if (hosts_entities) {
-    d.entity_stores.push_back(spawn_entity_store(*d.sys, *d.pool));
-    d.entity_writers = spawn_entity_writers(*d.sys, *d.pool, 1, cfg.write_batch_max,
-                                            cfg.write_flush_delay, d.entity_write_stats);
-  }
-  // Writers matched to connections: two share a 4-connection pool with the stores.
-  d.writers = spawn_offer_writers(*d.sys, *d.pool, static_cast<size_t>(std::max(1, cfg.pg_pool_size / 2)),
-                                  cfg.write_batch_max, cfg.write_flush_delay, d.stats);
-  for (auto& e : stages->all())
-    d.stats->add_stage(e.id);
-  auto pools = spawn_stage_pools(*d.sys, *stages);
-  for (auto& [id, p] : *pools)
-    d.pools.push_back(p);
-  d.hub = std::make_unique<call_hub>(*d.sys, static_cast<size_t>(std::max(2, cfg.scheduler_threads)));
-  d.routes = std::make_shared<router>(cfg.shard_count, d.stores);
-  // The node-to-node link: NodeService on caf.listen, mutual TLS when configured.
-  if (auto err = link_security::load(cfg.cluster_tls_cert, cfg.cluster_tls_key, cfg.cluster_tls_ca,
-                                     d.security);
-      !err.empty())
-    return "cluster TLS: " + err + "; check cluster.tls_cert, cluster.tls_key, cluster.tls_ca";
-  d.link_service = make_node_service(*d.hub, d.routes, cfg.request_timeout);
-  int link_port = 0;
-  {
-    grpc::ServerBuilder lb;
-    lb.AddListeningPort(cfg.caf_listen.to_string(), d.security.server_credentials(), &link_port);
-    lb.RegisterService(d.link_service.get());
-    d.link_server = lb.BuildAndStart();
-  }
-  if (!d.link_server || link_port == 0)
-    return "cannot listen on caf.listen=" + cfg.caf_listen.to_string()
-           + " (in use, or not an address of this host); choose another `caf.listen`";
-  spdlog::info("node link listening port={} tls={}", link_port,
-               d.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
-  auto spawn_one = [&d, stages, pools](uint32_t s, int64_t epoch) {
-    auto& c = d.cfg;
-    shard_options so;
-    so.shard = s;
-    so.node_id = c.node_id;
-    so.store = d.stores[s % d.stores.size()];
-    so.offer_idle_timeout = c.offer_idle_timeout;
-    so.max_resident = c.offer_max_resident;
-    so.rescan_every = c.rescan_interval;
-    so.rescan_page = c.rescan_page;
-    so.stats = d.stats;
-    so.writer = kit::writer_for(d.writers, s);
-    so.epoch = epoch;
-    so.stages = stages;
-    so.pools = pools;
-    so.queue_lookahead = c.queue_lookahead;
-    so.queue_poll = c.queue_poll;
-    so.queue_prefetch = c.queue_prefetch;
-    so.queue_page = c.queue_page;
-    so.max_attempts = c.stage_max_attempts;
-    so.max_chain = c.stage_max_chain;
-    local_shard here;
-    here.offers = spawn_shard(*d.sys, std::move(so));
-    if (!d.entity_stores.empty()) {
-      entity_shard_options eo;
-      eo.shard = s;
-      eo.epoch = epoch;
-      eo.shard_count = c.shard_count;
-      eo.store = d.entity_stores[s % d.entity_stores.size()];
-      eo.writer = kit::writer_for(d.entity_writers, s);
-      eo.types = d.ext.entity_types;
-      // Events for entities of other shards this node owns reach them at once; other nodes'
-      // shards find theirs by polling.
-      eo.notify = [routes = d.routes](uint32_t shard, const persistence::queue_entries& entries) {
-        if (auto local = routes->local_entities(shard))
-          caf::anon_send(*local, enqueued_atom_v, entries);
-      };
-      eo.queue_lookahead = c.queue_lookahead;
-      eo.queue_poll = c.queue_poll;
-      eo.queue_page = c.queue_page;
-      eo.idle_timeout = c.offer_idle_timeout;
-      eo.max_resident = c.offer_max_resident;
-      eo.stats = d.entity_stats;
-      here.entities = spawn_entity_shard(*d.sys, std::move(eo));
-    }
-    return here;
-  };
-
-  // 4. gRPC
-  d.offers = std::make_unique<offer_service>(*d.hub, *d.routes, d.counters->calls(), cfg.request_timeout);
-  d.states = std::make_unique<state_service>(*d.hub, *d.routes, d.counters->calls(), cfg.request_timeout);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder b;
-  b.AddListeningPort(cfg.grpc_listen.to_string(), grpc::InsecureServerCredentials(), &d.grpc_port);
-  d.admin = std::make_unique<admin_service>(
-    *d.hub, *d.routes, stages, d.stats, cfg.request_timeout,
-    admin_service::cluster_view{d.pool.get(), cfg.node_id, cfg.cluster_lease_timeout});
-  b.RegisterService(d.offers.get());
-  if (hosts_entities) {
-    d.entities = std::make_unique<entity_service>(*d.hub, *d.routes, d.ext.entity_types, *d.pool,
-                                                  cfg.request_timeout);
-    b.RegisterService(d.entities.get());
-  }
-  b.RegisterService(d.admin.get());
-  b.RegisterService(d.states.get());
-  d.server = b.BuildAndStart();
-  if (!d.server || d.grpc_port == 0)
-    return "cannot listen on grpc.listen=" + cfg.grpc_listen.to_string()
-           + " (address in use or not local?); choose another `grpc.listen`";
-
-  // 5. admin HTTP
-  auto* counters = d.counters.get();
-  auto node_id = cfg.node_id;
-  auto grpc_port = d.grpc_port;
-  auto status_page = [counters, node_id, grpc_port, shards = cfg.shard_count,
-                      dump = cfg.config_dump] {
-    return "<!doctype html><title>gost " + node_id + "</title><h1>gost node " + node_id
-           + "</h1><p>gRPC port " + std::to_string(grpc_port) + ", " + std::to_string(shards)
-           + " shards. <a href=\"/metrics\">metrics</a></p><h2>metrics</h2><pre>"
-           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump
-           + "</pre>";
-  };
-  d.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
-                                        status_page);
-  std::string http_error;
-  d.http_port = d.http->start(cfg.http_listen.host, cfg.http_listen.port, http_error);
-  if (d.http_port == 0)
-    return http_error;
-
-  // 6. the cluster: register, then the manager takes leases and starts shards
-  persistence::node_row me;
-  me.node_id = cfg.node_id;
-  me.caf_host = cfg.cluster_advertise_host.empty() ? cfg.caf_listen.host : cfg.cluster_advertise_host;
-  if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
-    me.caf_host = "127.0.0.1";
-  me.caf_port = link_port;
-  me.grpc_addr = cfg.grpc_listen.host + ":" + std::to_string(d.grpc_port);
-  me.http_addr = cfg.http_listen.host + ":" + std::to_string(d.http_port);
-  if (auto err = persistence::register_node(*d.pool, me))
-    return error_message(err);
-  cluster_options co;
-  co.node_id = cfg.node_id;
-  co.shard_count = cfg.shard_count;
-  co.heartbeat = cfg.cluster_heartbeat;
-  co.lease_timeout = cfg.cluster_lease_timeout;
-  co.max_moves = cfg.cluster_max_moves;
-  co.pool = d.pool.get();
-  co.dsn = dsn;
-  co.routes = d.routes;
-  co.security = d.security;
-  co.spawn_shard = spawn_one;
-  d.manager = spawn_cluster_manager(*d.sys, std::move(co));
-
-  housekeeping_options ho;
-  ho.request_ttl = cfg.request_ttl;
-  ho.entities = hosts_entities;
-  ho.pool = d.pool.get();
-  ho.local_shards = [routes = d.routes] { return routes->local_shards(); };
-  d.housekeeper = spawn_housekeeping(*d.sys, std::move(ho));
-
-  // 7. after-save events: the outbox relay of the shards this node owns
-  relay_options ro;
-  ro.brokers = cfg.kafka_brokers;
-  ro.topic = cfg.kafka_topic;
-  ro.poll = cfg.outbox_poll;
-  ro.message_timeout = cfg.kafka_message_timeout;
-  ro.pool = d.pool.get();
-  ro.routes = d.routes;
-  ro.stats = d.stats;
-  if (cfg.outbox_relay) {
-    auto relay = spawn_outbox_relay(*d.sys, std::move(ro));
-    if (!relay)
-      return error_message(relay.error());
-    d.relay = std::move(*relay);
-  }
-  // 8. stages' after_save hooks, fed from the topic by the node's consumer group
-  bool hooks = std::any_of(stages->all().begin(), stages->all().end(),
-                           [](auto& e) { return e.opts.enabled && e.impl->wants_after_save(); });
-  if (hooks && cfg.kafka_brokers.empty()) {
-    spdlog::warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
-                 "called (the in-process mock cluster cannot be consumed by other nodes)");
-  } else if (hooks) {
-    after_save_options ao;
-    ao.brokers = cfg.kafka_brokers;
-    ao.topic = cfg.kafka_topic;
-    ao.group = cfg.kafka_after_save_group;
-    ao.stages = stages;
-    ao.stats = d.stats;
-    auto consumer = after_save_consumer::start(std::move(ao));
-    if (!consumer)
-      return error_message(consumer.error());
-    d.after_save = std::move(*consumer);
-  }
-  // 9. the feed exchange (offer store side)
-  if (!cfg.feed_requests_topic.empty()) {
-    feed_options fo;
-    fo.brokers = cfg.kafka_brokers;
-    fo.requests_topic = cfg.feed_requests_topic;
-    fo.responses_topic = cfg.feed_responses_topic;
-    fo.group = cfg.feed_group;
-    fo.request_timeout = cfg.request_timeout;
-    fo.hub = d.hub.get();
-    fo.routes = d.routes;
-    fo.pool = d.pool.get();
-    auto exchange = feed_exchange::start(std::move(fo));
-    if (!exchange)
-      return error_message(exchange.error());
-    d.feeds = std::move(*exchange);
-  }
-  spdlog::info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
-               cfg.grpc_listen.host, d.grpc_port, cfg.http_listen.host, d.http_port,
-               me.caf_host, link_port, cfg.shard_count, cfg.pg_pool_size);
+  lg->info("node serving grpc={}:{} http={}:{} caf={}:{} shards={} pg_pool={}",
+           n.cfg.grpc.listen.host, n.grpc_port, n.cfg.http.listen.host, n.http_port,
+           n.advertised_host, n.link_port, n.cfg.shard.count, n.cfg.pg.pool_size);
   return {};
 }
 
 void node::stop() {
-  auto& d = *impl_;
-  if (d.stopped)
+  auto& n = *ctx_;
+  if (stopped_)
     return;
-  d.stopped = true;
-  auto deadline = std::chrono::system_clock::now() + d.cfg.shutdown_timeout;
-  // 9. the feed exchange, 8. the after_save consumer (what they did not finish is handled
-  // again by their groups' next members)
-  d.feeds.reset();
-  d.after_save.reset();
-  // 6. hand every shard to the other nodes (drained and released; requests keep being
-  // answered meanwhile, forwarded to the new owners as they take over)
-  if (d.sys && d.manager) {
-    caf::scoped_actor self{*d.sys};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::system_clock::now());
-    self->request(d.manager, std::max(left, std::chrono::milliseconds{1}), leave_atom_v)
-      .receive([](ok_atom) {},
-               [](caf::error& err) {
-                 spdlog::warn("shard hand-off incomplete at stop error={}; leases expire instead",
-                              error_message(err));
-               });
-    // Give the other nodes (if any) a heartbeat to take the released leases, so requests
-    // still in flight here find the new owners.
-    auto nodes = persistence::list_nodes(*d.pool, d.cfg.cluster_lease_timeout);
-    bool others = nodes && std::any_of(nodes->begin(), nodes->end(), [&](auto& n) {
-                    return n.alive && n.node_id != d.cfg.node_id;
-                  });
-    if (others)
-      std::this_thread::sleep_for(std::min(d.cfg.cluster_heartbeat * 2, std::chrono::milliseconds{2000}));
-  }
-  // 5. admin HTTP
-  d.http.reset();
-  // 4. stop taking requests; in-flight calls finish until the deadline
-  if (d.server) {
-    if (auto* health = d.server->GetHealthCheckService())
-      health->SetServingStatus(false);
-    d.server->Shutdown(deadline);
-    d.server->Wait();
-    d.server.reset();
-  }
-  // ... and the node link (other nodes stopped forwarding here once the hand-off was done)
-  if (d.link_server) {
-    d.link_server->Shutdown(deadline);
-    d.link_server->Wait();
-    d.link_server.reset();
-  }
-  d.link_service.reset();
-  d.admin.reset();
-  d.offers.reset();
-  d.states.reset();
-  d.entities.reset();
-  // 3. the cluster manager (it stops the shards it still runs), the gateway, then the stage
-  // pools and the stores the shards used
-  if (d.sys) {
-    caf::scoped_actor self{*d.sys};
-    auto stop_all = [&](auto& handles) {
-      for (auto& h : handles) {
-        self->monitor(h);
-        self->send_exit(h, caf::exit_reason::user_shutdown);
-      }
-      for (size_t i = 0; i < handles.size(); ++i)
-        self->receive([](const caf::down_msg&) {});
-      handles.clear();
-    };
-    std::vector<caf::actor> cluster{d.housekeeper, d.relay, d.manager};
-    cluster.erase(std::remove(cluster.begin(), cluster.end(), caf::actor{}), cluster.end());
-    stop_all(cluster);
-    // The actor system waits until the last handle of every detached actor is gone.
-    d.housekeeper = d.relay = d.manager = caf::actor{};
-    d.hub.reset();
-    stop_all(d.pools);
-    stop_all(d.writers);
-    stop_all(d.stores);
-    stop_all(d.entity_writers);
-    stop_all(d.entity_stores);
-  }
-  d.routes.reset();
-  // 2. actor system (its destructor waits for every actor)
-  d.sys.reset();
-  d.caf_cfg.reset();
-  // 1. database connections
-  d.pool.reset();
+  stopped_ = true;
+  n.stop_deadline = std::chrono::system_clock::now() + n.cfg.shutdown.timeout;
+  n.stops.unwind();
 }
 
 namespace {
@@ -477,16 +102,17 @@ int run_node(config::node_config cfg, extensions ext) {
   // only the sigwait below sees them.
   auto set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  setup_logging(cfg.node_id, cfg.log_level, cfg.log_format);
-  spdlog::info("starting gostd node_id={}", cfg.node_id);
-  spdlog::debug("configuration:\n{}", cfg.config_dump);
-  auto port_file = cfg.grpc_port_file;
+  setup_logging(cfg.node.id, cfg.log);
+  lg->info("starting gostd node_id={}", cfg.node.id);
+  lg->debug("configuration:\n{}", cfg.config_dump);
+  auto port_file = cfg.grpc.port_file;
   node n{std::move(cfg), std::move(ext)};
   if (auto err = n.start(); !err.empty()) {
-    spdlog::error("gostd cannot start: {}", err);
+    lg->error("gostd cannot start: {}", err);
     n.stop();
     return 1;
   }
+  // Last: whoever waits for this file finds every port serving.
   if (!port_file.empty()) {
     auto tmp = port_file + ".tmp";
     std::ofstream(tmp) << n.grpc_port() << "\n" << n.http_port() << "\n";
@@ -494,9 +120,9 @@ int run_node(config::node_config cfg, extensions ext) {
   }
   int sig = 0;
   sigwait(&set, &sig);
-  spdlog::info("stopping on {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  lg->info("stopping on {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   n.stop();
-  spdlog::info("stopped cleanly");
+  lg->info("stopped cleanly");
   spdlog::shutdown();
   return 0;
 }

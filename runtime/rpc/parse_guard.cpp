@@ -4,7 +4,8 @@
 #include <mutex>
 
 #include <google/protobuf/stubs/logging.h>
-#include <spdlog/spdlog.h>
+
+#include "gost/core/log.hpp"
 
 namespace gost::runtime::rpc {
 
@@ -16,6 +17,8 @@ thread_local const grpc::Status* pending_error = nullptr;
 } // namespace detail
 
 namespace {
+
+const auto lg = gost::log::get("api");
 
 google::protobuf::LogHandler* previous_handler = nullptr;
 std::atomic<uint64_t> rejected{0};
@@ -51,9 +54,9 @@ public:
     }
     ++in_window_;
     if (suppressed_ > 0)
-      spdlog::warn("{} suppressed_since_last={}", line, suppressed_);
+      lg->warn("{} suppressed_since_last={}", line, suppressed_);
     else
-      spdlog::warn("{}", line);
+      lg->warn("{}", line);
     suppressed_ = 0;
   }
 

@@ -12,7 +12,6 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "gost/core/unavailable.hpp"
 #include "gost/core/errc.hpp"

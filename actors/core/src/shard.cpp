@@ -1,9 +1,15 @@
 // The kit shard's logging (one place, one format: `event key=value ...`), out of the template.
 #include "gost/core/kit/shard.hpp"
 
-#include <spdlog/spdlog.h>
+#include "gost/core/log.hpp"
 
 namespace gost::kit {
+
+namespace {
+
+const auto lg = gost::log::get("kit");
+
+} // namespace
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -14,45 +20,45 @@ int64_t now_us() {
 namespace log {
 
 void drained(const char* kind, uint32_t shard) {
-  spdlog::info("shard drained kind={} shard={}", kind, shard);
+  lg->info("shard drained kind={} shard={}", kind, shard);
 }
 
 void draining(const char* kind, uint32_t shard, size_t resident) {
-  spdlog::info("shard draining kind={} shard={} resident={}", kind, shard, resident);
+  lg->info("shard draining kind={} shard={} resident={}", kind, shard, resident);
 }
 
 void dead_letter(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                  int attempts, const std::string& reason) {
-  spdlog::error("dead letter kind={} shard={} id={} lane={} attempts={} reason={}", kind, shard,
-                id, lane, attempts, reason);
+  lg->error("dead letter kind={} shard={} id={} lane={} attempts={} reason={}", kind, shard,
+            id, lane, attempts, reason);
 }
 
 void dead_letter_not_written(const char* kind, uint32_t shard, const std::string& id,
                              const std::string& lane, const caf::error& err) {
-  spdlog::warn("dead letter not written kind={} shard={} id={} lane={} error={}", kind, shard, id,
-               lane, error_message(err));
+  lg->warn("dead letter not written kind={} shard={} id={} lane={} error={}", kind, shard, id,
+           lane, error_message(err));
 }
 
 void lease_lost(const char* kind, uint32_t shard) {
-  spdlog::error("shard lease lost kind={} shard={}; stopping the shard", kind, shard);
+  lg->error("shard lease lost kind={} shard={}; stopping the shard", kind, shard);
 }
 
 void run_failed(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                 int attempt, bool outage, int64_t retry_in_ms, const caf::error& err) {
   if (outage)
-    spdlog::warn("run unavailable kind={} shard={} id={} lane={} retry_in_ms={} error={}", kind,
-                 shard, id, lane, retry_in_ms, error_message(err));
+    lg->warn("run unavailable kind={} shard={} id={} lane={} retry_in_ms={} error={}", kind,
+             shard, id, lane, retry_in_ms, error_message(err));
   else
-    spdlog::warn("run failed kind={} shard={} id={} lane={} attempt={} retry_in_ms={} error={}",
-                 kind, shard, id, lane, attempt, retry_in_ms, error_message(err));
+    lg->warn("run failed kind={} shard={} id={} lane={} attempt={} retry_in_ms={} error={}",
+             kind, shard, id, lane, attempt, retry_in_ms, error_message(err));
 }
 
 void poll_failed(const char* kind, uint32_t shard, const caf::error& err) {
-  spdlog::warn("queue poll failed kind={} shard={} error={}", kind, shard, error_message(err));
+  lg->warn("queue poll failed kind={} shard={} error={}", kind, shard, error_message(err));
 }
 
 void crashed(const char* kind, uint32_t shard, const std::string& id) {
-  spdlog::warn("entity actor stopped unexpectedly kind={} shard={} id={}", kind, shard, id);
+  lg->warn("entity actor stopped unexpectedly kind={} shard={} id={}", kind, shard, id);
 }
 
 } // namespace log

@@ -1,12 +1,18 @@
 #include "gost/core/kit/writer.hpp"
 
-#include <spdlog/spdlog.h>
+#include "gost/core/log.hpp"
 
 namespace gost::kit::detail {
 
+namespace {
+
+const auto lg = gost::log::get("kit");
+
+} // namespace
+
 void log_failed_batch(const char* writer, size_t size, const caf::error& err) {
-  spdlog::warn("write-behind batch failed writer={} size={} error={}", writer, size,
-               error_message(err));
+  lg->warn("write-behind batch failed writer={} size={} error={}", writer, size,
+           error_message(err));
 }
 
 } // namespace gost::kit::detail

@@ -4,13 +4,15 @@
 #include <map>
 
 #include <caf/sec.hpp>
-#include <spdlog/spdlog.h>
 
 #include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
 
 namespace gost::feeds {
 
 namespace {
+
+const auto lg = gost::log::get("feeds");
 
 using outcome = v1::OfferResult;
 using persistence::feed_counts;
@@ -71,7 +73,7 @@ bool feed_applier::retry(const char* what, F step, T& out, const stop_signal& st
       out = std::move(*r);
       return true;
     }
-    spdlog::warn("feed exchange: {} failed error={}; retrying", what, error_message(r.error()));
+    lg->warn("{} failed error={}; retrying", what, error_message(r.error()));
     if (!delay.wait(stop))
       return false;
   }
@@ -100,7 +102,7 @@ void feed_applier::send(const v1::FeedRequest& req, v1::FeedResponse resp,
 
 bool feed_applier::handle(const v1::FeedRequest& req, const stop_signal& stop) {
   if (req.seller_id().empty() || req.task_id().empty()) {
-    spdlog::error("feed request without seller_id or task_id skipped");
+    lg->error("feed request without seller_id or task_id skipped");
     return true;
   }
   persistence::feed_task task;
@@ -109,22 +111,22 @@ bool feed_applier::handle(const v1::FeedRequest& req, const stop_signal& stop) {
              task, stop))
     return false;
   if (!task.other_owner.empty()) {
-    spdlog::error("feed request of task={} for seller={} namespace={} refused: the task id "
-                  "belongs to {}",
-                  req.task_id(), req.seller_id(), req.namespace_(), task.other_owner);
+    lg->error("feed request of task={} for seller={} namespace={} refused: the task id "
+              "belongs to {}",
+              req.task_id(), req.seller_id(), req.namespace_(), task.other_owner);
     return true;
   }
   switch (req.body_case()) {
     case v1::FeedRequest::kBatch:
       if (task.finished) {
-        spdlog::warn("feed batch for finished task={} batch={} ignored", req.task_id(),
-                     req.batch().batch_id());
+        lg->warn("feed batch for finished task={} batch={} ignored", req.task_id(),
+                 req.batch().batch_id());
         return true;
       }
       return handle_batch(req, stop);
     case v1::FeedRequest::kEnd: return handle_end(req, task, stop);
     default:
-      spdlog::error("feed request of task={} has neither batch nor end; skipped", req.task_id());
+      lg->error("feed request of task={} has neither batch nor end; skipped", req.task_id());
       return true;
   }
 }
@@ -345,8 +347,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
       && !retry("correcting the counts", [&] { return store_.add_counts(req.task_id(), delta); },
                 stop))
     return false;
-  spdlog::info("feed batch applied seller={} task={} batch={} offers={}", req.seller_id(),
-               req.task_id(), batch.batch_id(), n);
+  lg->info("feed batch applied seller={} task={} batch={} offers={}", req.seller_id(),
+           req.task_id(), batch.batch_id(), n);
   return out_.flushed(stop);
 }
 
@@ -397,10 +399,9 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
       if (failed == errc::not_found)
         continue; // gone already (a re-delivered end after a crash)
       if (transient(failed)) {
-        spdlog::warn("feed exchange: {} offer={} failed error={}; the end message is handled "
-                     "again",
-                     make_manual ? "making manual" : "deleting", m.offer_id,
-                     error_message(failed));
+        lg->warn("{} offer={} failed error={}; the end message is handled again",
+                 make_manual ? "making manual" : "deleting", m.offer_id,
+                 error_message(failed));
         return false;
       }
       rejected(r, std::string{"missing from the load, but could not be "}
@@ -432,8 +433,8 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
   summary.set_duplicates(c.duplicates);
   summary.set_batches(batches);
   if (req.end().batches() != 0 && req.end().batches() != batches)
-    spdlog::warn("feed task={} seller={} ended after {} batches, the end message says {}",
-                 req.task_id(), req.seller_id(), batches, req.end().batches());
+    lg->warn("feed task={} seller={} ended after {} batches, the end message says {}",
+             req.task_id(), req.seller_id(), batches, req.end().batches());
   if (!retry("finishing the task",
              [&] { return store_.finish_task(req.task_id(), summary.SerializeAsString()); },
              stop))
@@ -441,11 +442,11 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
   v1::FeedResponse resp;
   *resp.mutable_end() = summary;
   send(req, std::move(resp), stop);
-  spdlog::info("feed task finished seller={} task={} added={} updated={} unchanged={} deleted={}"
-               " made_manual={} rejected={} duplicates={}",
-               req.seller_id(), req.task_id(), summary.added(), summary.updated(),
-               summary.unchanged(), summary.deleted(), summary.made_manual(), summary.rejected(),
-               summary.duplicates());
+  lg->info("feed task finished seller={} task={} added={} updated={} unchanged={} deleted={}"
+           " made_manual={} rejected={} duplicates={}",
+           req.seller_id(), req.task_id(), summary.added(), summary.updated(),
+           summary.unchanged(), summary.deleted(), summary.made_manual(), summary.rejected(),
+           summary.duplicates());
   return out_.flushed(stop);
 }
 

@@ -15,8 +15,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/actor_pool.hpp"
 #include "gost/offers/offer_changes.hpp"
 #include "gost/offers/offer_entity.hpp"
@@ -27,6 +27,8 @@
 namespace gost::detail {
 
 namespace {
+
+const auto lg = gost::log::get("offers");
 
 using persistence::write_outcome;
 
@@ -367,7 +369,7 @@ void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
   if (out.storms_cut > 0) {
     st.env->stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
                                                std::memory_order_relaxed);
-    spdlog::warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(), stage_id);
+    lg->warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(), stage_id);
   }
   write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
 }
@@ -586,8 +588,8 @@ public:
         what = e.what();
       } catch (...) {
       }
-      spdlog::error("offer actor crashed shard={} offer={} error={}", me->state.env->shard,
-                    me->state.entity.id(), what);
+      lg->error("offer actor crashed shard={} offer={} error={}", me->state.env->shard,
+                me->state.entity.id(), what);
       return caf::make_error(caf::sec::runtime_error, std::move(what));
     });
   }

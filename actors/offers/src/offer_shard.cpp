@@ -7,8 +7,8 @@
 #include <random>
 
 #include <caf/actor_system.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/kit/shard.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/core/kit/writer.hpp"
@@ -17,6 +17,12 @@
 #include "offer_actor.hpp"
 
 namespace gost {
+
+namespace {
+
+const auto lg = gost::log::get("offers");
+
+} // namespace
 
 namespace detail {
 
@@ -65,7 +71,7 @@ using offer_shard_ptr = kit::shard_ptr<offer_kind>;
 
 void rescan_done(offer_shard_ptr self) {
   auto& env = *self->state.env;
-  spdlog::info("background rescan done shard={}", env.shard);
+  lg->info("background rescan done shard={}", env.shard);
   self->delayed_send(self, env.rescan_every, rescan_atom_v);
 }
 
@@ -130,16 +136,16 @@ void rescan_page(Self self, std::string after) {
                   next();
               },
               [=](caf::error& err) {
-                spdlog::warn("background rescan write failed shard={} error={}",
-                             self->state.env->shard, error_message(err));
+                lg->warn("background rescan write failed shard={} error={}",
+                         self->state.env->shard, error_message(err));
                 if (--*pending == 0)
                   next();
               });
         }
       },
       [=](caf::error& err) {
-        spdlog::warn("background rescan failed shard={} error={}; retrying later",
-                     self->state.env->shard, error_message(err));
+        lg->warn("background rescan failed shard={} error={}; retrying later",
+                 self->state.env->shard, error_message(err));
         self->delayed_send(self, self->state.env->rescan_every, rescan_atom_v);
       });
 }

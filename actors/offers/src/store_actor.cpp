@@ -4,8 +4,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/kit/load_batch.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/offers/offer_store.hpp"
@@ -14,6 +14,8 @@
 namespace gost {
 
 namespace {
+
+const auto lg = gost::log::get("offers");
 
 using store_impl = store_actor::extend<caf::reacts_to<flush_atom>>;
 
@@ -37,8 +39,8 @@ caf::expected<std::vector<caf::expected<offer_snapshot>>>
 load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) {
   auto t0 = std::chrono::steady_clock::now();
   auto rows = persistence::load_offers(*pool, ids);
-  spdlog::debug("group load offers={} ms={:.2f}", ids.size(),
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  lg->debug("group load offers={} ms={:.2f}", ids.size(),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   if (!rows)
     return std::move(rows.error());
   std::vector<caf::expected<offer_snapshot>> out;

@@ -11,8 +11,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
+#include "gost/core/log.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "gost/core/kit/load_batch.hpp"
 #include "gost/core/kit/shard.hpp"
@@ -48,6 +48,8 @@ const entity_type_base* entity_registry::find(std::string_view kind) const {
 namespace detail {
 
 namespace {
+
+const auto lg = gost::log::get("kit");
 
 using persistence::entity_row;
 using persistence::entity_write;
@@ -324,16 +326,16 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
             ws.dead_seq = ev.seq;
             ws.dead_reason = failure;
             ws.dead_attempts = attempts;
-            spdlog::error("entity event dead-lettered kind={} id={} seq={} attempts={} error={}", kind,
-                          id, ev.seq, attempts, failure);
+            lg->error("entity event dead-lettered kind={} id={} seq={} attempts={} error={}", kind,
+                      id, ev.seq, attempts, failure);
             write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, next_after(1));
           } else {
             auto retry_at =
               now + std::chrono::duration_cast<std::chrono::microseconds>(opts.retry_backoff).count() * attempts;
             ws.retry_seq = ev.seq;
             ws.retry_at_us = retry_at;
-            spdlog::warn("entity event failed kind={} id={} seq={} attempt={} retry_in_ms={} error={}",
-                         kind, id, ev.seq, attempts, (retry_at - now) / 1000, failure);
+            lg->warn("entity event failed kind={} id={} seq={} attempt={} retry_in_ms={} error={}",
+                     kind, id, ev.seq, attempts, (retry_at - now) / 1000, failure);
             auto own_next = next_after(1);
             own_next = own_next == 0 ? retry_at : std::min(own_next, retry_at);
             write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, own_next);

@@ -10,7 +10,8 @@
 
 namespace gost::config {
 
-/// The schema of `gostd`. Every key a node reads is declared here, once.
+/// The schema of `gostd`. Every key a node reads is declared here, once, bound to its member
+/// of `node_config` (src/node_config.cpp).
 const schema& node_schema();
 
 /// A `host:port` pair as configured.
@@ -38,68 +39,175 @@ struct external_stage_config {
 bool parse_external_stages(const std::string& text, std::vector<external_stage_config>& out,
                            std::string& error);
 
-/// The immutable configuration of one node, built after every check passed. Nothing in the
-/// node reads configuration from anywhere else.
-struct node_config {
-  std::string node_id;
-  endpoint grpc_listen;
-  std::string grpc_port_file;
-  endpoint caf_listen;
-  endpoint http_listen;
+/// The named loggers of a node, one per runtime folder or actor domain: node, pg, cluster, api,
+/// kafka, feeds, console, offers, kit. `log.levels` may name only these.
+const std::vector<std::string>& logger_names();
 
-  std::string pg_dsn; ///< empty: the embedded server below
-  std::string pg_embedded_dir;
-  uint16_t pg_embedded_port = 0;
-  std::string pg_embedded_script;
-  int pg_pool_size = 0;
-  std::chrono::milliseconds pg_connect_timeout{};
+/// One entry of `log.levels`: this logger logs from `level` up (instead of `log.level`).
+struct logger_level {
+  std::string logger;
+  std::string level; ///< trace, debug, info, warn, error or off
+};
 
-  uint32_t shard_count = 0;
-  int scheduler_threads = 0; ///< resolved: never 0
-  std::string scheduler_policy; ///< "sharing" or "stealing"
-  std::string cluster_advertise_host;
-  std::string cluster_tls_cert; ///< all three empty: plaintext node links
-  std::string cluster_tls_key;
-  std::string cluster_tls_ca;
-  std::chrono::milliseconds cluster_heartbeat{};
-  std::chrono::milliseconds cluster_lease_timeout{};
-  int cluster_max_moves = 4;
-  std::string kafka_brokers; ///< empty: librdkafka's mock cluster
-  std::string kafka_topic;
-  std::chrono::milliseconds kafka_message_timeout{};
-  std::string kafka_after_save_group;
-  std::string feed_requests_topic; ///< empty: the feed exchange is off
-  std::string feed_responses_topic;
-  std::string feed_group;
-  std::chrono::milliseconds outbox_poll{};
-  bool outbox_relay = true;
-  std::chrono::milliseconds offer_idle_timeout{};
-  size_t offer_max_resident = 0;
+// The sections of node_config: one struct per key prefix, one member per key, named as in the
+// key (`pg.pool_size` is `node_config::pg.pool_size`). The values are set from the schema
+// (defaults included) by load_node_config; a default-constructed section holds no defaults.
+
+struct identity_config { // node.*
+  std::string id; ///< resolved: never empty
+};
+
+struct grpc_config {
+  endpoint listen;
+  std::string port_file;
+};
+
+/// `caf.*`: the node-to-node link (gost.v1.NodeService over gRPC; the prefix is older than
+/// ADR 0004, which replaced CAF's own middleman).
+struct node_link_config {
+  endpoint listen;
+};
+
+struct http_config {
+  endpoint listen;
+};
+
+struct pg_config {
+  std::string dsn; ///< empty: the embedded server below
+  std::string embedded_dir;
+  uint16_t embedded_port = 0;
+  std::string embedded_script; ///< resolved: never empty
+  int pool_size = 0;
+  std::chrono::milliseconds connect_timeout{};
+};
+
+struct shard_config {
+  uint32_t count = 0;
+};
+
+struct scheduler_config {
+  int threads = 0;    ///< resolved: never 0
+  std::string policy; ///< "sharing" or "stealing"
+};
+
+struct cluster_config {
+  std::string tls_cert; ///< all three empty: plaintext node links (validate() holds all-or-none)
+  std::string tls_key;
+  std::string tls_ca;
+  std::string advertise_host;
+  std::chrono::milliseconds heartbeat{};
+  std::chrono::milliseconds lease_timeout{};
+  int max_moves = 0;
+};
+
+struct kafka_config {
+  std::string brokers; ///< empty: librdkafka's mock cluster
+  std::string topic;
+  std::string after_save_group;
+  std::chrono::milliseconds message_timeout{};
+};
+
+struct feed_config {
+  std::string requests_topic; ///< empty: the feed exchange is off
+  std::string responses_topic;
+  std::string group;
+};
+
+struct outbox_config {
+  bool relay = false;
+  std::chrono::milliseconds poll{};
+};
+
+struct offer_config {
+  std::chrono::milliseconds idle_timeout{};
+  size_t max_resident = 0;
+};
+
+struct api_config {
   std::chrono::milliseconds request_timeout{};
   std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
-  std::chrono::milliseconds shutdown_timeout{};
+};
 
-  size_t write_batch_max = 0;
-  std::chrono::milliseconds write_flush_delay{};
-  std::chrono::milliseconds queue_lookahead{};
-  std::chrono::milliseconds queue_poll{};
-  std::chrono::milliseconds queue_prefetch{};
-  uint32_t queue_page = 0;
-  int stage_max_attempts = 0;
-  int stage_max_chain = 0;
-  std::chrono::milliseconds rescan_interval{};
-  uint32_t rescan_page = 0;
-  bool expire_enabled = false;
-  std::chrono::milliseconds expire_after{};
-  bool audit_enabled = false;
-  std::chrono::milliseconds audit_every{};
-  std::vector<external_stage_config> external_stages;
+struct shutdown_config {
+  std::chrono::milliseconds timeout{};
+};
 
-  std::string log_level;
-  std::string log_format;
+struct write_config {
+  size_t batch_max = 0;
+  std::chrono::milliseconds flush_delay{};
+};
+
+struct queue_config {
+  std::chrono::milliseconds lookahead{};
+  std::chrono::milliseconds poll{};
+  uint32_t page = 0;
+  std::chrono::milliseconds prefetch{};
+};
+
+struct stage_config {
+  int max_attempts = 0;
+  int max_chain = 0;
+};
+
+struct rescan_config {
+  std::chrono::milliseconds interval{};
+  uint32_t page = 0;
+};
+
+struct expire_stage_config {
+  bool enabled = false;
+  std::chrono::milliseconds after{};
+};
+
+struct audit_stage_config {
+  bool enabled = false;
+  std::chrono::milliseconds every{};
+};
+
+struct stages_config {
+  expire_stage_config expire;
+  std::vector<external_stage_config> external;
+  audit_stage_config audit;
+};
+
+struct log_config {
+  std::string level;
+  std::string format; ///< "text" or "json"
+  std::vector<logger_level> levels;
+};
+
+/// The immutable configuration of one node, built after every check passed. Nothing in the
+/// node reads configuration from anywhere else; each subsystem takes its section.
+struct node_config {
+  identity_config node;
+  grpc_config grpc;
+  node_link_config caf;
+  http_config http;
+  pg_config pg;
+  shard_config shard;
+  scheduler_config scheduler;
+  cluster_config cluster;
+  kafka_config kafka;
+  feed_config feed;
+  outbox_config outbox;
+  offer_config offer;
+  api_config api;
+  shutdown_config shutdown;
+  write_config write;
+  queue_config queue;
+  stage_config stage;
+  rescan_config rescan;
+  stages_config stages;
+  log_config log;
 
   std::string config_dump; ///< every key with its value and where it came from
 };
+
+/// The rules that span keys (no single key's bounds can say them): the cluster TLS files all
+/// or none, the feed exchange on a real broker, a lease outliving a late heartbeat, a topic
+/// for the after-save events. Returns the first problem as one line naming the keys, or "".
+/// load_node_config runs it; a config built another way should too.
+std::string validate(const node_config& c);
 
 /// What `load_node_config` decided.
 struct load_result {
@@ -109,7 +217,9 @@ struct load_result {
 };
 
 /// Reads the node configuration: defaults, then `--config FILE` (or `GOST_CONFIG`), then
-/// `GOST_*` environment variables, then `--key=value` / `--key value` arguments.
+/// `GOST_*` environment variables, then `--key=value` / `--key value` arguments; then fills
+/// the struct through the bindings, resolves what is derived (node.id, scheduler.threads,
+/// pg.embedded_script) and runs validate().
 load_result load_node_config(int argc, char** argv, char** envp);
 
 } // namespace gost::config

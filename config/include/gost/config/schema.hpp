@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,7 +18,8 @@ enum class value_kind { string, integer, boolean, duration, size };
 const char* to_string(value_kind k);
 
 /// One configuration key: everything a user needs to know about it lives here, and
-/// `docs/config.md` and `gostd --help` are generated from it.
+/// `docs/config.md` and `gostd --help` are generated from it. Every key is read once, when the
+/// node starts: nothing reloads configuration, so changing any key takes a restart.
 struct key_spec {
   std::string name;          ///< dotted, lower case: `pg.pool_size`
   value_kind kind;
@@ -26,7 +28,10 @@ struct key_spec {
   std::optional<int64_t> max;
   std::vector<std::string> choices; ///< for strings with a closed set of values
   std::string description;
-  bool needs_restart = true;
+  /// A further check of the text (a structured string such as `host:port`), run after the
+  /// kind's own; returns the problem, or an empty string. Set by the binding of a member type
+  /// that is parsed from text (binding.hpp).
+  std::function<std::string(const std::string&)> check;
 
   /// `GOST_PG_POOL_SIZE` for `pg.pool_size`.
   std::string env_name() const;

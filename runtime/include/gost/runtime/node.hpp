@@ -27,15 +27,31 @@ struct extensions {
   std::shared_ptr<entity_registry> entity_types;
 };
 
+struct node_context;
+
 /// One gost node. `start` brings the parts up in order and returns the first failure as one
-/// line naming what to change; `stop` takes them down in reverse, draining what is in flight.
+/// line naming what to change; `stop` takes down what started, in reverse, draining what is in
+/// flight. Each part is started by its own function (runtime/node/start_*.cpp), which pushes
+/// the part's stop only once the part runs; `stop` unwinds that stack.
 ///
-/// Start order (stop runs it backwards):
-///   1. PostgreSQL: embedded server if no pg.dsn, connection pool, migrations, installation
-///   2. actor system (CAF scheduler); node links (NodeService) on caf.listen
-///   3. store actors (one per pool connection), then shard supervisors
-///   4. gRPC server (OfferService, reflection) on grpc.listen
-///   5. admin HTTP on http.listen (/, /healthz, /metrics); port file written last
+/// Start order (stop runs it backwards; runtime/node/node.cpp `start_order`):
+///    1. stages: built-in, `stages.external` and the application's (a bad one stops here)
+///    2. PostgreSQL: embedded server if no pg.dsn, pool, migrations, installation, lease rows
+///    3. actor system (CAF scheduler)
+///    4. store actors (one per pool connection), offer writers, stage pools, call hub, routes
+///    5. the application's actor types: their store and writer (when it registered any)
+///    6. cluster manager, idle (owns the peer links to other nodes); node links' TLS files
+///    7. node link server (gost.v1.NodeService) on caf.listen
+///    8. gRPC API (OfferService, AdminService, StateService, EntityService when there are
+///       actor types, health, reflection) on grpc.listen
+///    9. admin HTTP on http.listen (/, /healthz, /metrics)
+///   10. outbox relay to Kafka (outbox.relay)
+///   11. cluster membership: the node registers, the manager takes leases and starts shards;
+///       its stop is the hand-off (every shard drained and released while all above serves)
+///   12. housekeeping: forgets write request ids older than api.request_ttl
+///   13. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
+///   14. feed exchange (feed.requests_topic)
+/// run_node writes the port file after the last step, once every port serves.
 class node {
 public:
   explicit node(config::node_config cfg, extensions ext = {});
@@ -45,15 +61,15 @@ public:
 
   /// Empty string on success, else the reason.
   std::string start();
+  /// Unwinds what started (once; `shutdown.timeout` bounds the draining).
   void stop();
 
   uint16_t grpc_port() const;
   uint16_t http_port() const;
 
-  struct impl;
-
 private:
-  std::unique_ptr<impl> impl_;
+  std::unique_ptr<node_context> ctx_;
+  bool stopped_ = false;
 };
 
 /// gostd's main after configuration: start, wait for SIGTERM/SIGINT, stop. Returns the exit

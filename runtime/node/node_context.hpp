@@ -1,0 +1,120 @@
+#pragma once
+// What a running node holds: its configuration, every part started so far and the stack of
+// their stops. Each start function (node/start.hpp) fills in its part and pushes its stop;
+// a part's fields are empty until its start ran. Only the node's own thread (start, stop) and
+// the parts it hands pointers to touch it.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "api/admin_service.hpp"
+#include "api/entity_service.hpp"
+#include "api/offer_service.hpp"
+#include "api/state_service.hpp"
+#include "cluster/node_link.hpp"
+#include "cluster/router.hpp"
+#include "console/admin_http.hpp"
+#include "console/metrics.hpp"
+#include "gost/config/node_config.hpp"
+#include "gost/core/call_hub.hpp"
+#include "gost/core/entity/spawn.hpp"
+#include "gost/offers/spawn.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "kafka/after_save.hpp"
+#include "kafka/feed_exchange.hpp"
+#include "node/stop_stack.hpp"
+#include "gost/runtime/node.hpp"
+
+namespace gost::runtime {
+
+struct node_context {
+  node_context(config::node_config c, extensions e) : cfg(std::move(c)), ext(std::move(e)) {
+    if (!ext.entity_types)
+      ext.entity_types = std::make_shared<entity_registry>();
+  }
+
+  const config::node_config cfg;
+  extensions ext; ///< the application's stages and actor types (node_builder)
+  stop_stack stops;
+  /// Set when the stop begins (`shutdown.timeout` from then): what draining stops may take.
+  std::chrono::system_clock::time_point stop_deadline{};
+
+  std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
+  std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
+
+  // stages (start_stages)
+  std::shared_ptr<stage_registry> stages;
+  // PostgreSQL (start_pg)
+  std::string dsn; ///< pg.dsn, or the embedded server's
+  std::unique_ptr<persistence::pg_pool> pool;
+  // actor system and the actors every part shares (start_actor_system, start_core_actors)
+  std::unique_ptr<caf::actor_system_config> caf_cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<store_actor> stores;
+  std::vector<writer_actor> writers;        ///< offers' write-behind writers, shared by shards
+  std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
+  std::unique_ptr<call_hub> hub; ///< makes requests for gRPC calls and Kafka threads
+  std::shared_ptr<router> routes;
+  // the application's actor types (start_entity_actors): empty when it registered none
+  std::vector<entity_store_actor> entity_stores;
+  std::vector<entity_writer_actor> entity_writers;
+  std::shared_ptr<kit::entity_stats> entity_stats = std::make_shared<kit::entity_stats>();
+  std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
+  // the cluster (start_cluster_manager, start_node_link, join_cluster)
+  link_security security;
+  caf::actor manager; ///< leases, shards, routes, peer links
+  std::unique_ptr<grpc::Service> link_service;
+  std::unique_ptr<grpc::Server> link_server;
+  int link_port = 0;
+  std::string advertised_host; ///< how other nodes reach link_port
+  // the public gRPC API (start_grpc)
+  std::unique_ptr<offer_service> offers;
+  std::unique_ptr<admin_service> admin;
+  std::unique_ptr<state_service> states;
+  std::unique_ptr<entity_service> entities; ///< when the node hosts actor types
+  std::unique_ptr<grpc::Server> server;
+  int grpc_port = 0;
+  // admin HTTP (start_http)
+  std::unique_ptr<admin_http> http;
+  uint16_t http_port = 0;
+  // Kafka (start_outbox_relay, start_after_save, start_feed_exchange)
+  caf::actor relay;                                ///< the outbox relay
+  std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
+  std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
+  // housekeeping (start_housekeeping)
+  caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
+
+  bool hosts_entities() const { return !ext.entity_types->empty(); }
+
+  /// Sends every actor of `handles` an exit and waits until each is gone (the actor system
+  /// waits for detached actors only once their last handle is released as well).
+  template <class Handles>
+  void stop_actors(Handles& handles) {
+    caf::scoped_actor self{*sys};
+    for (auto& h : handles) {
+      self->monitor(h);
+      self->send_exit(h, caf::exit_reason::user_shutdown);
+    }
+    for (size_t i = 0; i < handles.size(); ++i)
+      self->receive([](const caf::down_msg&) {});
+  }
+
+  /// The same for one actor, whose handle is released afterwards.
+  void stop_actor(caf::actor& handle) {
+    std::vector<caf::actor> one{handle};
+    stop_actors(one);
+    handle = caf::actor{};
+  }
+};
+
+} // namespace gost::runtime

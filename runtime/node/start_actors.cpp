@@ -1,0 +1,81 @@
+// The actor system and the actors every other part uses: store actors, the offers' writers,
+// the stage pools, the call hub and the routing table; the store and writer of the
+// application's actor types. Shard supervisors are not started here: the cluster manager
+// starts those whose leases it takes.
+
+#include <algorithm>
+
+#include "gost/offers/protocol.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+caf::error start_actor_system(node_context& n) {
+  auto& cfg = n.cfg.scheduler;
+  n.caf_cfg = std::make_unique<caf::actor_system_config>();
+  register_offer_types(*n.caf_cfg);
+  n.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.threads));
+  n.caf_cfg->set("scheduler.policy",
+                 cfg.policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
+  n.caf_cfg->set("logger.verbosity", caf::atom("quiet"));
+  n.sys = std::make_unique<caf::actor_system>(*n.caf_cfg);
+  // Its destructor waits for every actor: the parts above stopped theirs first.
+  n.stops.push("actor system", [&n] {
+    n.sys.reset();
+    n.caf_cfg.reset();
+  });
+  return {};
+}
+
+caf::error start_core_actors(node_context& n) {
+  for (int i = 0; i < n.cfg.pg.pool_size; ++i)
+    n.stores.push_back(spawn_store(*n.sys, *n.pool, n.stats));
+  n.stops.push("store actors", [&n] {
+    n.stop_actors(n.stores);
+    n.stores.clear();
+  });
+  // Writers matched to connections: two share a 4-connection pool with the stores.
+  auto& write = n.cfg.write;
+  n.writers = spawn_offer_writers(*n.sys, *n.pool,
+                                  static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
+                                  write.batch_max, write.flush_delay, n.stats);
+  n.stops.push("offer writers", [&n] {
+    n.stop_actors(n.writers);
+    n.writers.clear();
+  });
+  n.pools = spawn_stage_pools(*n.sys, *n.stages);
+  n.stops.push("stage pools", [&n] {
+    std::vector<pool_actor> pools;
+    for (auto& [id, p] : *n.pools)
+      pools.push_back(p);
+    n.stop_actors(pools);
+    n.pools.reset();
+  });
+  n.hub = std::make_unique<call_hub>(*n.sys,
+                                     static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)));
+  n.stops.push("call hub", [&n] { n.hub.reset(); });
+  n.routes = std::make_shared<router>(n.cfg.shard.count, n.stores);
+  // The table holds handles of the stores and of other nodes' links: released before the
+  // actor system waits for them.
+  n.stops.push("routing table", [&n] { n.routes.reset(); });
+  return {};
+}
+
+caf::error start_entity_actors(node_context& n) {
+  if (!n.hosts_entities())
+    return {};
+  n.entity_stores.push_back(spawn_entity_store(*n.sys, *n.pool));
+  n.stops.push("entity stores", [&n] {
+    n.stop_actors(n.entity_stores);
+    n.entity_stores.clear();
+  });
+  n.entity_writers = spawn_entity_writers(*n.sys, *n.pool, 1, n.cfg.write.batch_max,
+                                          n.cfg.write.flush_delay, n.entity_write_stats);
+  n.stops.push("entity writers", [&n] {
+    n.stop_actors(n.entity_writers);
+    n.entity_writers.clear();
+  });
+  return {};
+}
+
+} // namespace gost::runtime

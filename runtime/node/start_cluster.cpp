@@ -1,0 +1,204 @@
+// The cluster side of a node, in three steps of the start order: the manager (idle) and the
+// node links' credentials, the node link server, and joining (registration, leases, shards).
+// Their stops run in reverse: the hand-off first, while everything still serves; the node
+// link server and the manager last, after the public API finished its calls (which the
+// manager's peer links may be forwarding).
+
+#include <algorithm>
+
+#include "cluster/manager.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/kit/protocol.hpp"
+#include "gost/core/log.hpp"
+#include "gost/persistence/cluster/leases.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("cluster");
+
+/// What every shard supervisor of this node shares. The actors below config/ take their own
+/// options (scripts/check-includes.sh): here, once, is where the `offer.*`, `queue.*`,
+/// `stage.*` and `rescan.*` sections become them (`write.*` went to the writers,
+/// start_actors.cpp).
+shard_options shard_defaults(const node_context& n) {
+  auto& c = n.cfg;
+  shard_options so;
+  so.node_id = c.node.id;
+  so.stages = n.stages;
+  so.pools = n.pools;
+  so.stats = n.stats;
+  so.offer_idle_timeout = c.offer.idle_timeout;
+  so.max_resident = c.offer.max_resident;
+  so.queue_lookahead = c.queue.lookahead;
+  so.queue_poll = c.queue.poll;
+  so.queue_prefetch = c.queue.prefetch;
+  so.queue_page = c.queue.page;
+  so.max_attempts = c.stage.max_attempts;
+  so.max_chain = c.stage.max_chain;
+  so.rescan_every = c.rescan.interval;
+  so.rescan_page = c.rescan.page;
+  return so;
+}
+
+/// What every entity shard supervisor of this node shares (the application's actor types use
+/// the queue and offer sections' values).
+entity_shard_options entity_shard_defaults(const node_context& n) {
+  auto& c = n.cfg;
+  entity_shard_options eo;
+  eo.shard_count = c.shard.count;
+  eo.types = n.ext.entity_types;
+  // Events for entities of other shards this node owns reach them at once; other nodes'
+  // shards find theirs by polling.
+  eo.notify = [routes = n.routes](uint32_t shard, const persistence::queue_entries& entries) {
+    if (auto local = routes->local_entities(shard))
+      caf::anon_send(*local, enqueued_atom_v, entries);
+  };
+  eo.queue_lookahead = c.queue.lookahead;
+  eo.queue_poll = c.queue.poll;
+  eo.queue_page = c.queue.page;
+  eo.idle_timeout = c.offer.idle_timeout;
+  eo.max_resident = c.offer.max_resident;
+  eo.stats = n.entity_stats;
+  return eo;
+}
+
+/// The stop of join_cluster: every shard handed to the other nodes (drained: its offer actors
+/// finish and commit; then the lease is released) while this node still answers requests,
+/// which follow the shards to their new owners. Then, when other nodes run, a bounded wait
+/// until this node's routing table shows new owners for the released shards, so calls still
+/// in flight here are forwarded instead of paused.
+void hand_off(node_context& n) {
+  auto& cfg = n.cfg;
+  auto released = n.routes->local_shards();
+  {
+    caf::scoped_actor self{*n.sys};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      n.stop_deadline - std::chrono::system_clock::now());
+    self->request(n.manager, std::max(left, std::chrono::milliseconds{1}), leave_atom_v)
+      .receive([](ok_atom) {},
+               [](caf::error& err) {
+                 lg->warn("shard hand-off incomplete at stop error={}; leases expire instead",
+                          error_message(err));
+               });
+  }
+  auto nodes = persistence::list_nodes(*n.pool, cfg.cluster.lease_timeout);
+  bool others = nodes && std::any_of(nodes->begin(), nodes->end(), [&](auto& o) {
+                  return o.alive && o.node_id != cfg.node.id;
+                });
+  if (!others || released.empty())
+    return;
+  // Another node takes a released lease on the release's notification or at its next
+  // heartbeat; this node's manager sees the owner at its own next one: two heartbeats.
+  auto budget = std::min({cfg.cluster.heartbeat * 2, std::chrono::milliseconds{2000},
+                          std::chrono::duration_cast<std::chrono::milliseconds>(
+                            n.stop_deadline - std::chrono::system_clock::now())});
+  auto t0 = std::chrono::steady_clock::now();
+  bool owned = n.routes->wait_remote(released, t0 + budget);
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+  if (owned)
+    lg->info("released shards owned by other nodes count={} waited_ms={}", released.size(),
+             waited);
+  else
+    lg->warn("released shards without a known new owner after {} ms count={}; calls for them "
+             "pause and re-route",
+             waited, released.size());
+}
+
+} // namespace
+
+caf::error start_cluster_manager(node_context& n) {
+  auto security = link_security::load(n.cfg.cluster);
+  if (!security)
+    return security.error();
+  n.security = std::move(*security);
+  cluster_options co;
+  co.cfg = n.cfg.cluster;
+  co.node_id = n.cfg.node.id;
+  co.shard_count = n.cfg.shard.count;
+  co.pool = n.pool.get();
+  co.dsn = n.dsn;
+  co.routes = n.routes;
+  co.security = n.security;
+  // The supervisors of a lease the manager just took: offers', and the application's actor
+  // types' when it has any.
+  co.spawn_shard = [&n, base = shard_defaults(n), entity_base = entity_shard_defaults(n)](
+                     uint32_t shard, int64_t epoch) {
+    auto so = base;
+    so.shard = shard;
+    so.epoch = epoch;
+    so.store = n.stores[shard % n.stores.size()];
+    so.writer = kit::writer_for(n.writers, shard);
+    local_shard here;
+    here.offers = spawn_shard(*n.sys, std::move(so));
+    if (!n.entity_stores.empty()) {
+      auto eo = entity_base;
+      eo.shard = shard;
+      eo.epoch = epoch;
+      eo.store = n.entity_stores[shard % n.entity_stores.size()];
+      eo.writer = kit::writer_for(n.entity_writers, shard);
+      here.entities = spawn_entity_shard(*n.sys, std::move(eo));
+    }
+    return here;
+  };
+  n.manager = spawn_cluster_manager(*n.sys, std::move(co));
+  // Stops the shards it still runs (none after a complete hand-off) and the peer links.
+  n.stops.push("cluster manager", [&n] { n.stop_actor(n.manager); });
+  return {};
+}
+
+caf::error start_node_link(node_context& n) {
+  auto& listen = n.cfg.caf.listen;
+  n.link_service = make_node_service(*n.hub, n.routes, n.cfg.api.request_timeout);
+  grpc::ServerBuilder lb;
+  lb.AddListeningPort(listen.to_string(), n.security.server_credentials(), &n.link_port);
+  lb.RegisterService(n.link_service.get());
+  n.link_server = lb.BuildAndStart();
+  if (!n.link_server || n.link_port == 0) {
+    n.link_server.reset();
+    n.link_service.reset();
+    return make_error(errc::invalid_argument,
+                      "cannot listen on caf.listen=" + listen.to_string()
+                        + " (in use, or not an address of this host); choose another `caf.listen`");
+  }
+  // Other nodes stopped forwarding here once the hand-off was done; what is in flight
+  // finishes until the deadline.
+  n.stops.push("node link server", [&n] {
+    n.link_server->Shutdown(n.stop_deadline);
+    n.link_server->Wait();
+    n.link_server.reset();
+    n.link_service.reset();
+  });
+  lg->info("node link listening port={} tls={}", n.link_port,
+           n.security.enabled ? "mutual" : "off (plaintext: loopback or a private network only)");
+  return {};
+}
+
+caf::error join_cluster(node_context& n) {
+  auto& cfg = n.cfg;
+  persistence::node_row me;
+  me.node_id = cfg.node.id;
+  me.caf_host = cfg.cluster.advertise_host.empty() ? cfg.caf.listen.host : cfg.cluster.advertise_host;
+  if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
+    me.caf_host = "127.0.0.1";
+  me.caf_port = n.link_port;
+  me.grpc_addr = cfg.grpc.listen.host + ":" + std::to_string(n.grpc_port);
+  me.http_addr = cfg.http.listen.host + ":" + std::to_string(n.http_port);
+  n.advertised_host = me.caf_host;
+  if (auto err = persistence::register_node(*n.pool, me))
+    return err;
+  caf::error failed;
+  caf::scoped_actor self{*n.sys};
+  self->request(n.manager, cfg.api.request_timeout, join_atom_v)
+    .receive([](ok_atom) {}, [&](caf::error& err) { failed = std::move(err); });
+  if (failed)
+    return failed;
+  n.stops.push("shard hand-off", [&n] { hand_off(n); });
+  return {};
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,59 @@
+// The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
+// EntityService (when the node hosts actor types), server reflection and the health service.
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "gost/core/errc.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+caf::error start_grpc(node_context& n) {
+  auto& cfg = n.cfg;
+  auto timeout = cfg.api.request_timeout;
+  n.offers = std::make_unique<offer_service>(*n.hub, *n.routes, n.counters->calls(), timeout);
+  n.states = std::make_unique<state_service>(*n.hub, *n.routes, n.counters->calls(), timeout);
+  n.admin = std::make_unique<admin_service>(
+    *n.hub, *n.routes, n.stages, n.stats, timeout,
+    admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout});
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder b;
+  b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &n.grpc_port);
+  b.RegisterService(n.offers.get());
+  if (n.hosts_entities()) {
+    n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
+                                                  timeout);
+    b.RegisterService(n.entities.get());
+  }
+  b.RegisterService(n.admin.get());
+  b.RegisterService(n.states.get());
+  n.server = b.BuildAndStart();
+  auto services = [&n] {
+    n.admin.reset();
+    n.offers.reset();
+    n.states.reset();
+    n.entities.reset();
+  };
+  if (!n.server || n.grpc_port == 0) {
+    n.server.reset();
+    services();
+    return make_error(errc::invalid_argument,
+                      "cannot listen on grpc.listen=" + cfg.grpc.listen.to_string()
+                        + " (address in use or not local?); choose another `grpc.listen`");
+  }
+  // Stops taking calls; the calls in flight finish until the deadline.
+  n.stops.push("gRPC API", [&n, services] {
+    if (auto* health = n.server->GetHealthCheckService())
+      health->SetServingStatus(false);
+    n.server->Shutdown(n.stop_deadline);
+    n.server->Wait();
+    n.server.reset();
+    services();
+  });
+  return {};
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,77 @@
+// What the node does with Kafka: the outbox relay of the shards it owns, the consumer of
+// stages' after_save hooks and the feed exchange. Each is optional; each stop abandons what
+// it did not finish to its group's next member (or, for the relay, to the outbox table).
+
+#include <algorithm>
+
+#include "gost/core/log.hpp"
+#include "kafka/outbox_relay.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("kafka");
+
+} // namespace
+
+caf::error start_outbox_relay(node_context& n) {
+  if (!n.cfg.outbox.relay)
+    return {};
+  relay_options ro;
+  ro.kafka = n.cfg.kafka;
+  ro.outbox = n.cfg.outbox;
+  ro.pool = n.pool.get();
+  ro.routes = n.routes;
+  ro.stats = n.stats;
+  auto relay = spawn_outbox_relay(*n.sys, std::move(ro));
+  if (!relay)
+    return relay.error(); // names the key to change
+  n.relay = std::move(*relay);
+  n.stops.push("outbox relay", [&n] { n.stop_actor(n.relay); });
+  return {};
+}
+
+caf::error start_after_save(node_context& n) {
+  auto& all = n.stages->all();
+  bool hooks = std::any_of(all.begin(), all.end(),
+                           [](auto& e) { return e.opts.enabled && e.impl->wants_after_save(); });
+  if (!hooks)
+    return {};
+  if (n.cfg.kafka.brokers.empty()) {
+    lg->warn("stages have after_save hooks but kafka.brokers is empty: the hooks are not "
+             "called (the in-process mock cluster cannot be consumed by other nodes)");
+    return {};
+  }
+  after_save_options ao;
+  ao.kafka = n.cfg.kafka;
+  ao.stages = n.stages;
+  ao.stats = n.stats;
+  auto consumer = after_save_consumer::start(std::move(ao));
+  if (!consumer)
+    return consumer.error(); // names the key to change
+  n.after_save = std::move(*consumer);
+  n.stops.push("after_save consumer", [&n] { n.after_save.reset(); });
+  return {};
+}
+
+caf::error start_feed_exchange(node_context& n) {
+  if (n.cfg.feed.requests_topic.empty())
+    return {};
+  feed_options fo;
+  fo.kafka = n.cfg.kafka;
+  fo.feed = n.cfg.feed;
+  fo.api = n.cfg.api;
+  fo.hub = n.hub.get();
+  fo.routes = n.routes;
+  fo.pool = n.pool.get();
+  auto exchange = feed_exchange::start(std::move(fo));
+  if (!exchange)
+    return exchange.error(); // names the key to change
+  n.feeds = std::move(*exchange);
+  n.stops.push("feed exchange", [&n] { n.feeds.reset(); });
+  return {};
+}
+
+} // namespace gost::runtime

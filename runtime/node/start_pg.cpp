@@ -1,0 +1,55 @@
+// PostgreSQL: the embedded server when there is no `pg.dsn` (it keeps running after the node
+// stops, by design: scripts/pg.sh stops it), the connection pool, then what must hold before
+// any actor touches the database: migrations, the installation's shard count, lease rows.
+
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
+#include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/schema.hpp"
+#include "node/embedded_pg.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("pg");
+
+/// persistence/ sits below config/ (scripts/check-includes.sh): the pool takes its own options,
+/// made from `pg.*` here. An API request waits for a connection as long as it may take.
+persistence::pg_pool::options pool_options(const config::pg_config& pg, const std::string& dsn,
+                                           std::chrono::milliseconds request_timeout) {
+  persistence::pg_pool::options po;
+  po.dsn = dsn;
+  po.size = pg.pool_size;
+  po.acquire_timeout = request_timeout;
+  return po;
+}
+
+} // namespace
+
+caf::error start_pg(node_context& n) {
+  auto& cfg = n.cfg;
+  n.dsn = cfg.pg.dsn;
+  if (n.dsn.empty()) {
+    auto started = start_embedded_pg(cfg.pg);
+    if (!started)
+      return started.error();
+    n.dsn = *started;
+    lg->info("embedded PostgreSQL ready dsn={}", n.dsn);
+  }
+  n.pool = std::make_unique<persistence::pg_pool>(pool_options(cfg.pg, n.dsn, cfg.api.request_timeout));
+  n.stops.push("PostgreSQL pool", [&n] { n.pool.reset(); });
+  if (auto err = n.pool->wait_ready(cfg.pg.connect_timeout))
+    return err;
+  auto applied = persistence::migrate(*n.pool);
+  if (!applied)
+    return applied.error();
+  if (*applied > 0)
+    lg->info("schema migrations applied count={}", *applied);
+  if (auto err = persistence::ensure_installation(*n.pool, cfg.shard.count))
+    return err;
+  return persistence::ensure_lease_rows(*n.pool, cfg.shard.count);
+}
+
+} // namespace gost::runtime

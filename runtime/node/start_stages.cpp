@@ -1,0 +1,50 @@
+// The stages this node runs: the built-in ones it is configured for, the external ones and the
+// application's (node_builder); and, for the log, the application's actor types.
+
+#include "api/external_stage.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
+#include "gost/offers/builtin_stages.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("node");
+
+} // namespace
+
+caf::error start_stages(node_context& n) {
+  auto& cfg = n.cfg.stages;
+  n.stages = std::make_shared<stage_registry>();
+  if (cfg.expire.enabled)
+    n.stages->add("expire", make_expire_stage(cfg.expire.after));
+  if (cfg.audit.enabled)
+    n.stages->add("audit", make_audit_stage(cfg.audit.every));
+  for (auto& ext : cfg.external) {
+    if (auto problem = check_external_stage(ext, *n.stages); !problem.empty())
+      return make_error(errc::invalid_argument,
+                        "config key `stages.external` is invalid: " + problem);
+    n.stages->add(ext.id, make_external_stage(ext), external_stage_options(ext));
+    lg->info("external stage id={} address={} parallelism={}", ext.id, ext.address,
+             ext.parallelism);
+  }
+  // The application's own stages (node_builder::add_stage).
+  for (auto& app : n.ext.stages) {
+    if (n.stages->find(app.id) != nullptr)
+      return make_error(errc::invalid_argument,
+                        "stage id `" + app.id
+                          + "` is registered twice (a built-in or external stage has it)");
+    n.stages->add(app.id, app.impl, app.opts ? *app.opts : stage_options{});
+    lg->info("stage id={} (application)", app.id);
+  }
+  for (auto& t : n.ext.entity_types->all())
+    lg->info("entity type kind={} state={} event={}", t->kind(),
+             t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
+  for (auto& e : n.stages->all())
+    n.stats->add_stage(e.id);
+  return {};
+}
+
+} // namespace gost::runtime
