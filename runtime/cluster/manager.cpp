@@ -8,6 +8,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -198,7 +199,8 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   while (plan.wants_more()) {
     auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
-      lg->warn("lease acquisition failed error={}", err_text(got.error()));
+      if (!db_outage_reported(st.opts.db.get(), got.error()))
+        lg->warn("lease acquisition failed error={}", err_text(got.error()));
       break;
     }
     if (!*got)
@@ -228,7 +230,8 @@ void tick(self_ptr self) {
     held.push_back({shard, h.epoch});
   auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
   if (!renewed) {
-    lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
+    if (!db_outage_reported(st.opts.db.get(), renewed.error()))
+      lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
     return;
   }
   std::set<uint32_t> still;
@@ -240,8 +243,9 @@ void tick(self_ptr self) {
   auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
   auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
-    lg->warn("cluster view unavailable error={}",
-             err_text(nodes ? leases.error() : nodes.error()));
+    auto& err = nodes ? leases.error() : nodes.error();
+    if (!db_outage_reported(st.opts.db.get(), err))
+      lg->warn("cluster view unavailable error={}", err_text(err));
     return;
   }
   if (!st.leaving)

@@ -25,6 +25,8 @@ caf::error start_outbox_relay(node_context& n) {
   ro.pool = n.pool.get();
   ro.routes = n.routes;
   ro.stats = n.stats;
+  ro.db = n.db;
+  ro.broker = n.kafka;
   auto relay = spawn_outbox_relay(*n.sys, std::move(ro));
   if (!relay)
     return relay.error(); // names the key to change
@@ -48,6 +50,7 @@ caf::error start_after_save(node_context& n) {
   ao.kafka = n.cfg.kafka;
   ao.stages = n.stages;
   ao.stats = n.stats;
+  ao.broker = n.kafka;
   auto consumer = after_save_consumer::start(std::move(ao));
   if (!consumer)
     return consumer.error(); // names the key to change
@@ -66,6 +69,8 @@ caf::error start_feed_exchange(node_context& n) {
   fo.hub = n.hub.get();
   fo.routes = n.routes;
   fo.pool = n.pool.get();
+  fo.broker = n.kafka;
+  fo.db = n.db;
   auto exchange = feed_exchange::start(std::move(fo));
   if (!exchange)
     return exchange.error(); // names the key to change
