@@ -24,7 +24,8 @@ struct fixture : migrated_db {
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, at a new epoch") {
-  db.scalar("UPDATE shard_leases SET last_processing_start = now() - (shard || ' minutes')::interval");
+  db.scalar(
+    "UPDATE shard_leases SET last_processing_start = now() - (shard || ' minutes')::interval");
   auto first = take("n1"); // shard 3 was processed longest ago
   CHECK(first.shard == 3);
   CHECK(first.epoch == 1);
@@ -38,7 +39,8 @@ TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, a
   CHECK_FALSE(*none);
 }
 
-TEST_CASE_FIXTURE(fixture, "an expired lease is taken over; the old owner's heartbeat no longer renews it") {
+TEST_CASE_FIXTURE(fixture,
+                  "an expired lease is taken over; the old owner's heartbeat no longer renews it") {
   auto a = take("n1");
   auto renewed = heartbeat(pool, "n1", {a});
   REQUIRE(renewed);
@@ -74,7 +76,8 @@ TEST_CASE_FIXTURE(fixture, "a released lease goes first to the node it was hande
   CHECK(got.epoch == moving.epoch + 1);
   // Releasing at a stale epoch does nothing.
   REQUIRE_FALSE(release_lease(pool, "n1", moving));
-  CHECK(db.scalar("SELECT owner FROM shard_leases WHERE shard = " + std::to_string(moving.shard)) == "n3");
+  CHECK(db.scalar("SELECT owner FROM shard_leases WHERE shard = " + std::to_string(moving.shard))
+        == "n3");
 }
 
 TEST_CASE_FIXTURE(fixture, "members are alive while they heartbeat and until they leave") {

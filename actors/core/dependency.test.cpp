@@ -40,7 +40,7 @@ struct fixture {
 } // namespace
 
 TEST_CASE(
-    "one lost line, counted repeats summarised every period, one back line with the time away") {
+  "one lost line, counted repeats summarised every period, one back line with the time away") {
   fixture f;
   f.t += 1h; // not the clock's epoch
   CHECK(f.dep.up());
@@ -165,9 +165,9 @@ TEST_CASE("a database outage reported by the tracker is not logged again by the 
   f.dep.failed("gone");
   CHECK(db_outage_reported(&f.dep, unavailable));
   CHECK_FALSE(
-      db_outage_reported(&f.dep, persistence::make_db_error(persistence::db_errc::conflict, "")));
+    db_outage_reported(&f.dep, persistence::make_db_error(persistence::db_errc::conflict, "")));
   CHECK_FALSE(db_outage_reported(
-      &f.dep, persistence::make_db_error(persistence::db_errc::outcome_unknown, "")));
+    &f.dep, persistence::make_db_error(persistence::db_errc::outcome_unknown, "")));
   CHECK_FALSE(db_outage_reported(&f.dep, make_error(errc::unavailable, "a stage's service")));
 }
 

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <memory>
 
-#include "rpc/parse_guard.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
 
 namespace gost {
 class call_hub;

@@ -66,11 +66,10 @@ TEST_CASE("readiness: starting, the routes' start gate, the database, stopping; 
   published seen;
   // The watcher would look only in an hour: every change below is made by `check`.
   r.start(
-      [&]() -> std::string {
-        return unrouted > 0 ? std::to_string(unrouted.load()) + " of 8 shards have no owner yet"
-                            : "";
-      },
-      seen.fn(), 1h);
+    [&]() -> std::string {
+      return unrouted > 0 ? std::to_string(unrouted.load()) + " of 8 shards have no owner yet" : "";
+    },
+    seen.fn(), 1h);
   REQUIRE(seen.size() == 1);
   CHECK(seen.at(0) == std::make_pair(false, std::string{"3 of 8 shards have no owner yet"}));
   CHECK(r.check() == "3 of 8 shards have no owner yet");

@@ -27,7 +27,6 @@ class call_hub;
 
 namespace gost::runtime {
 
-
 /// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
 /// private network only).
 struct link_security {
@@ -54,6 +53,6 @@ std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<
 /// (host:port). Each forwarded call gets `attempt` before it fails with a timeout (and the
 /// caller re-routes).
 peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
-                                const link_security& security, std::chrono::milliseconds attempt);
+                              const link_security& security, std::chrono::milliseconds attempt);
 
 } // namespace gost::runtime

@@ -23,7 +23,7 @@ class pg_pool;
 namespace gost {
 class call_hub;
 class dependency_tracker;
-}
+} // namespace gost
 
 namespace gost::runtime {
 
@@ -33,7 +33,7 @@ struct feed_options {
   config::kafka_config kafka; ///< `kafka.brokers`
   config::feed_config feed;   ///< topics and group
   config::api_config api;     ///< `api.request_timeout`: per offer operation
-  call_hub* hub = nullptr; ///< makes the offer requests
+  call_hub* hub = nullptr;    ///< makes the offer requests
   std::shared_ptr<router> routes;
   persistence::pg_pool* pool = nullptr;
   /// The brokers' tracker (the consumer's transport errors are logged there); may be null.

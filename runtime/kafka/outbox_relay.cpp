@@ -13,12 +13,12 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "cluster/router.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"
-#include "cluster/router.hpp"
 #include "kafka/producer.hpp"
 
 namespace gost::runtime {
@@ -116,8 +116,8 @@ void start_round(self_ptr self) {
   auto now = std::chrono::steady_clock::now();
   if (!st.reads->may_try(now))
     return;
-  auto rows = persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(),
-                                       st.opts.rows_per_round);
+  auto rows =
+    persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(), st.opts.rows_per_round);
   if (!rows) {
     auto wait = st.reads->failed(now);
     if (!db_outage_reported(st.opts.db.get(), rows.error()))
@@ -191,21 +191,21 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
     return std::move(made.error());
   // Shared only to pass it through spawn (which copies its arguments); the actor takes it.
   auto producer = std::make_shared<kafka::producer>(std::move(*made));
-  return sys.spawn<caf::detached>([opts, producer](caf::stateful_actor<relay_state>* self) mutable
-                                  -> caf::behavior {
-    self->state.opts = std::move(opts);
-    auto& o = self->state.opts;
-    self->state.reads.emplace(o.outbox.poll, std::max(o.outbox.poll, std::chrono::milliseconds{2000}),
-                              o.db);
-    self->state.producer.emplace(std::move(*producer));
-    self->send(self, tick_atom_v);
-    return {
-      [=](tick_atom) {
-        tick(self);
-        self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
-      },
-    };
-  });
+  return sys.spawn<caf::detached>(
+    [opts, producer](caf::stateful_actor<relay_state>* self) mutable -> caf::behavior {
+      self->state.opts = std::move(opts);
+      auto& o = self->state.opts;
+      self->state.reads.emplace(o.outbox.poll,
+                                std::max(o.outbox.poll, std::chrono::milliseconds{2000}), o.db);
+      self->state.producer.emplace(std::move(*producer));
+      self->send(self, tick_atom_v);
+      return {
+        [=](tick_atom) {
+          tick(self);
+          self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
+        },
+      };
+    });
 }
 
 } // namespace gost::runtime

@@ -18,7 +18,7 @@
 namespace gost {
 class dependency_tracker;
 struct node_stats;
-}
+} // namespace gost
 
 namespace gost::persistence {
 class pg_pool;

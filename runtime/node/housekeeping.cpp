@@ -2,15 +2,14 @@
 
 #include <algorithm>
 
-#include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
-
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 
 namespace gost::runtime {
 

@@ -25,8 +25,8 @@ caf::error start_grpc(node_context& n) {
   b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &n.grpc_port);
   b.RegisterService(n.offers.get());
   if (n.hosts_entities()) {
-    n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
-                                                  timeout);
+    n.entities =
+      std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout);
     b.RegisterService(n.entities.get());
   }
   b.RegisterService(n.admin.get());

@@ -16,8 +16,7 @@ caf::error start_http(node_context& n) {
            + "</h1><p>gRPC port " + std::to_string(grpc_port) + ", " + std::to_string(shards)
            + " shards, " + (why.empty() ? std::string{"ready"} : "not ready: " + why)
            + ". <a href=\"/metrics\">metrics</a></p><h2>metrics</h2><pre>"
-           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump
-           + "</pre>";
+           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump + "</pre>";
   };
   n.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
                                         status_page, [ready = n.ready] { return ready->check(); });

@@ -38,7 +38,8 @@ caf::error start_pg(node_context& n) {
     n.dsn = *started;
     lg->info("embedded PostgreSQL ready dsn={}", n.dsn);
   }
-  n.pool = std::make_unique<persistence::pg_pool>(pool_options(cfg.pg, n.dsn, cfg.api.request_timeout));
+  n.pool =
+    std::make_unique<persistence::pg_pool>(pool_options(cfg.pg, n.dsn, cfg.api.request_timeout));
   n.stops.push("PostgreSQL pool", [&n] { n.pool.reset(); });
   if (auto err = n.pool->wait_ready(cfg.pg.connect_timeout))
     return err;

@@ -12,12 +12,12 @@ caf::error start_readiness(node_context& n) {
   // balancer asks; every service of the API is ready or not together.
   auto* health = n.server->GetHealthCheckService();
   n.ready->start(
-      routes_gate(n.routes),
-      [health](bool ready, const std::string&) {
-        if (health != nullptr)
-          health->SetServingStatus(ready);
-      },
-      std::chrono::milliseconds{100});
+    routes_gate(n.routes),
+    [health](bool ready, const std::string&) {
+      if (health != nullptr)
+        health->SetServingStatus(ready);
+    },
+    std::chrono::milliseconds{100});
   n.stops.push("readiness", [&n] { n.ready->stop(); });
   return {};
 }

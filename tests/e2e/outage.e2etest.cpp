@@ -47,9 +47,9 @@ struct write_record {
 class writer {
 public:
   writer(int port, bool request_ids)
-      : stub_(v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                            grpc::InsecureChannelCredentials()))),
-        request_ids_(request_ids), thread_([this] { run(); }) {}
+    : stub_(v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                          grpc::InsecureChannelCredentials()))),
+      request_ids_(request_ids), thread_([this] { run(); }) {}
 
   ~writer() { stop(); }
 
@@ -163,32 +163,30 @@ TEST_CASE("a PostgreSQL outage under writes: unready meanwhile, one lost and one
                                      grpc::InsecureChannelCredentials());
 
   // Ready once every shard has its owner.
-  CHECK_MESSAGE(testing::eventually(20s,
-                                    [&] {
-                                      return http_says(http_port, "/readyz", "200")
-                                             && health_status(channel) == 1;
-                                    }),
-                node.output());
+  CHECK_MESSAGE(
+    testing::eventually(
+      20s, [&] { return http_says(http_port, "/readyz", "200") && health_status(channel) == 1; }),
+    node.output());
   CHECK(testing::http_get(http_port, "/metrics").find("gost_ready 1") != std::string::npos);
 
   writer retrying{grpc_port, true};
   writer once{grpc_port, false};
   REQUIRE(testing::eventually(
-      20s, [&] { return retrying.acknowledged() >= 10 && once.acknowledged() >= 10; }));
+    20s, [&] { return retrying.acknowledged() >= 10 && once.acknowledged() >= 10; }));
 
   // The outage.
   auto log_before = node.output().size();
   pg.stop(true);
   auto down_at = clock_type::now();
   bool unready = testing::eventually(
-      10s, [&] { return health_status(channel) == 2 && http_says(http_port, "/readyz", "503"); });
+    10s, [&] { return health_status(channel) == 2 && http_says(http_port, "/readyz", "503"); });
   CHECK_MESSAGE(unready, node.output().substr(log_before));
   auto readyz = testing::http_get(http_port, "/readyz");
   CHECK_MESSAGE(readyz.find("not ready: postgresql unreachable for") != std::string::npos, readyz);
   CHECK(testing::http_get(http_port, "/metrics").find("gost_ready 0") != std::string::npos);
-  CHECK(testing::http_get(http_port, "/metrics")
-            .find("gost_dependency_up{dependency=\"postgresql\"} 0")
-        != std::string::npos);
+  CHECK(
+    testing::http_get(http_port, "/metrics").find("gost_dependency_up{dependency=\"postgresql\"} 0")
+    != std::string::npos);
   // Five seconds of it: alive all along (liveness is not readiness), unready all along.
   bool alive = true;
   bool stayed_unready = true;
@@ -205,7 +203,7 @@ TEST_CASE("a PostgreSQL outage under writes: unready meanwhile, one lost and one
   pg.start();
   auto up_at = clock_type::now();
   bool ready_again = testing::eventually(
-      30s, [&] { return health_status(channel) == 1 && http_says(http_port, "/readyz", "200"); });
+    30s, [&] { return health_status(channel) == 1 && http_says(http_port, "/readyz", "200"); });
   CHECK_MESSAGE(ready_again, node.output().substr(log_before));
   auto acked_at_restart = once.acknowledged();
   CHECK(testing::eventually(30s, [&] { return once.acknowledged() >= acked_at_restart + 20; }));

@@ -22,7 +22,9 @@ std::string test_server() {
 
 namespace {
 
-std::string admin_dsn() { return test_server() + " dbname=postgres"; }
+std::string admin_dsn() {
+  return test_server() + " dbname=postgres";
+}
 
 void admin_exec(const std::string& sql) {
   try {
@@ -53,7 +55,9 @@ temp_db::~temp_db() {
   }
 }
 
-std::string temp_db::dsn() const { return test_server() + " dbname=" + name_; }
+std::string temp_db::dsn() const {
+  return test_server() + " dbname=" + name_;
+}
 
 namespace {
 
@@ -101,8 +105,8 @@ private_server::~private_server() {
 }
 
 void private_server::run(const std::string& args) const {
-  auto cmd = "GOST_PG_DIR=" + root_ + "/pg GOST_PG_PORT=" + std::to_string(port_) + " "
-             + script_ + " " + args + " 2>&1";
+  auto cmd = "GOST_PG_DIR=" + root_ + "/pg GOST_PG_PORT=" + std::to_string(port_) + " " + script_
+             + " " + args + " 2>&1";
   std::string out;
   auto* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr)
@@ -114,16 +118,24 @@ void private_server::run(const std::string& args) const {
     throw std::runtime_error(cmd + " failed: " + out);
 }
 
-void private_server::start() { run("start"); }
+void private_server::start() {
+  run("start");
+}
 
-void private_server::stop(bool immediate) { run(immediate ? "stop immediate" : "stop"); }
+void private_server::stop(bool immediate) {
+  run(immediate ? "stop immediate" : "stop");
+}
 
 std::string private_server::dsn() const {
   return "host=127.0.0.1 port=" + std::to_string(port_) + " user=gost dbname=gost";
 }
 
-std::string private_server::scalar(const std::string& sql) const { return first_value(dsn(), sql); }
+std::string private_server::scalar(const std::string& sql) const {
+  return first_value(dsn(), sql);
+}
 
-std::string temp_db::scalar(const std::string& sql) const { return first_value(dsn(), sql); }
+std::string temp_db::scalar(const std::string& sql) const {
+  return first_value(dsn(), sql);
+}
 
 } // namespace gost::testing

@@ -24,7 +24,7 @@ std::string wall_now() {
   auto now = std::chrono::system_clock::now();
   auto t = std::chrono::system_clock::to_time_t(now);
   auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -45,15 +45,9 @@ void dependency_tracker::write(line kind, const std::string& text) {
   }
   auto lg = gost::log::get(opts_.logger);
   switch (kind) {
-    case line::lost:
-      lg->error("{}", text);
-      break;
-    case line::still:
-      lg->warn("{}", text);
-      break;
-    case line::back:
-      lg->info("{}", text);
-      break;
+    case line::lost: lg->error("{}", text); break;
+    case line::still: lg->warn("{}", text); break;
+    case line::back: lg->info("{}", text); break;
   }
 }
 
@@ -120,7 +114,7 @@ bool db_outage_reported(const dependency_tracker* db, const caf::error& err) {
 
 retry_pace::retry_pace(std::chrono::milliseconds first, std::chrono::milliseconds cap,
                        std::shared_ptr<const dependency_tracker> dep)
-    : backoff_(first, cap), dep_(std::move(dep)) {}
+  : backoff_(first, cap), dep_(std::move(dep)) {}
 
 std::chrono::milliseconds retry_pace::failed(clock::time_point now) {
   // It came back in between and is away again: a new outage, waited from `first` again.

@@ -5,14 +5,13 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "gost/core/errc.hpp"
 #include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
-#include "gost/core/errc.hpp"
 
 namespace gost {
 
 namespace {
-
 
 void stamp(google::protobuf::Timestamp* ts, offer_entity::time_point now) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
@@ -25,10 +24,9 @@ caf::error missing(const std::string& id) {
 
 caf::error check_version(const v1::Offer& cur, int64_t expected) {
   if (expected != any_version && expected != cur.version())
-    return make_error(errc::conflict,
-                         "offer " + cur.id() + " is at version " + std::to_string(cur.version())
-                           + ", not the expected " + std::to_string(expected)
-                           + "; read it again and retry");
+    return make_error(errc::conflict, "offer " + cur.id() + " is at version "
+                                        + std::to_string(cur.version()) + ", not the expected "
+                                        + std::to_string(expected) + "; read it again and retry");
   return caf::error{};
 }
 
@@ -49,7 +47,8 @@ caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point n
 }
 
 caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expected,
-                                                      time_point now, const std::string& mask) const {
+                                                      time_point now,
+                                                      const std::string& mask) const {
   if (!current())
     return missing(in.id());
   if (auto err = check_version(offer_, expected))

@@ -59,9 +59,11 @@ caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::strin
         pairs += (pairs.empty() ? "(" : ",(") + std::to_string(h.shard) + ","
                  + std::to_string(h.epoch) + ")";
       for (auto row : tx.exec_params("UPDATE shard_leases l SET heartbeat_at = now()"
-                                     " FROM (VALUES " + pairs + ") AS h(shard, epoch)"
-                                     " WHERE l.shard = h.shard AND l.epoch = h.epoch"
-                                     " AND l.owner = $1 RETURNING l.shard, l.epoch",
+                                     " FROM (VALUES "
+                                       + pairs
+                                       + ") AS h(shard, epoch)"
+                                         " WHERE l.shard = h.shard AND l.epoch = h.epoch"
+                                         " AND l.owner = $1 RETURNING l.shard, l.epoch",
                                      node_id))
         out.push_back({row[0].as<uint32_t>(), row[1].as<int64_t>()});
     }
@@ -72,17 +74,19 @@ caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::strin
   return out;
 }
 
-caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::milliseconds node_timeout) {
+caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
+                                                std::chrono::milliseconds node_timeout) {
   std::vector<node_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec(
-           "SELECT node_id, caf_host, caf_port, grpc_addr, http_addr, leaving,"
-           " (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
-           " (extract(epoch FROM started_at) * 1000000)::bigint,"
-           " heartbeat_at > now() - interval '" + interval(node_timeout) + "'"
-           " FROM nodes ORDER BY node_id")) {
+    for (auto row : tx.exec("SELECT node_id, caf_host, caf_port, grpc_addr, http_addr, leaving,"
+                            " (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
+                            " (extract(epoch FROM started_at) * 1000000)::bigint,"
+                            " heartbeat_at > now() - interval '"
+                            + interval(node_timeout)
+                            + "'"
+                              " FROM nodes ORDER BY node_id")) {
       node_row n;
       n.node_id = row[0].as<std::string>();
       n.caf_host = row[1].as<std::string>();
@@ -101,18 +105,21 @@ caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::mill
   return out;
 }
 
-caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool, std::chrono::milliseconds lease_timeout) {
+caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
+                                                  std::chrono::milliseconds lease_timeout) {
   std::vector<lease_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec(
-           "SELECT shard, coalesce(owner, ''), epoch,"
-           " owner IS NULL OR heartbeat_at IS NULL"
-           "   OR heartbeat_at < now() - interval '" + interval(lease_timeout) + "',"
-           " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
-           " coalesce(handoff_to, '')"
-           " FROM shard_leases ORDER BY shard")) {
+    for (auto row :
+         tx.exec("SELECT shard, coalesce(owner, ''), epoch,"
+                 " owner IS NULL OR heartbeat_at IS NULL"
+                 "   OR heartbeat_at < now() - interval '"
+                 + interval(lease_timeout)
+                 + "',"
+                   " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
+                   " coalesce(handoff_to, '')"
+                   " FROM shard_leases ORDER BY shard")) {
       lease_row l;
       l.shard = row[0].as<uint32_t>();
       l.owner = row[1].as<std::string>();
@@ -128,8 +135,9 @@ caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool, std::chrono::mi
   return out;
 }
 
-caf::expected<std::optional<held_lease>> acquire_free_lease(pg_pool& pool, const std::string& node_id,
-                                                            std::chrono::milliseconds lease_timeout) {
+caf::expected<std::optional<held_lease>>
+acquire_free_lease(pg_pool& pool, const std::string& node_id,
+                   std::chrono::milliseconds lease_timeout) {
   std::optional<held_lease> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.reset();
@@ -140,10 +148,12 @@ caf::expected<std::optional<held_lease>> acquire_free_lease(pg_pool& pool, const
       " heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
       " WHERE shard = (SELECT shard FROM shard_leases"
       "   WHERE owner IS NULL OR heartbeat_at IS NULL"
-      "      OR heartbeat_at < now() - interval '" + interval(lease_timeout) + "'"
-      "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
-      "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
-      " RETURNING shard, epoch",
+      "      OR heartbeat_at < now() - interval '"
+        + interval(lease_timeout)
+        + "'"
+          "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
+          "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
+          " RETURNING shard, epoch",
       node_id);
     if (!r.empty())
       out = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
@@ -198,8 +208,10 @@ struct cluster_listener::impl {
   /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
   /// destructor's join never waits on a hanging connect for long).
   std::string listen_dsn() const {
-    const char* extra_kv = " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
-    const char* extra_uri = "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
+    const char* extra_kv =
+      " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
+    const char* extra_uri =
+      "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
     if (dsn.find("://") != std::string::npos)
       return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + extra_uri;
     return dsn + extra_kv;

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/stats.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage.hpp"
-#include "gost/core/stats.hpp"
 
 namespace gost::persistence {
 class pg_pool;
@@ -34,18 +34,18 @@ store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool,
 
 /// One actor pool per blocking stage of `reg` (stage_options::blocking), named
 /// "stage.<id>". Stop them with anon_send_exit after the shards.
-std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys, const stage_registry& reg);
+std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
+                                                     const stage_registry& reg);
 
 /// `n` write-behind writers for offers (kit/writer.hpp: detached, group commit, each batch
 /// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match
 /// `n` to the database connections the writers may use at once. `pool` must outlive them.
 /// `db`: the node's PostgreSQL tracker (failed batches of an outage it reported are not
 /// logged again); may be null.
-std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool,
-                                              size_t n, size_t batch_max,
-                                              std::chrono::milliseconds flush_delay,
-                                              std::shared_ptr<node_stats> stats,
-                                              std::shared_ptr<const dependency_tracker> db = nullptr);
+std::vector<writer_actor>
+spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
+                    std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
+                    std::shared_ptr<const dependency_tracker> db = nullptr);
 
 struct shard_options {
   uint32_t shard = 0;

@@ -27,12 +27,11 @@ entity_store_actor spawn_entity_store(caf::actor_system& sys, persistence::pg_po
 
 /// `n` writers for entity write-sets (see kit/writer.hpp).
 /// `db`: the node's PostgreSQL tracker (may be null), as for offers' writers.
-std::vector<entity_writer_actor> spawn_entity_writers(caf::actor_system& sys,
-                                                      persistence::pg_pool& pool, size_t n,
-                                                      size_t batch_max,
-                                                      std::chrono::milliseconds flush_delay,
-                                                      std::shared_ptr<kit::writer_stats> stats,
-                                                      std::shared_ptr<const dependency_tracker> db = nullptr);
+std::vector<entity_writer_actor>
+spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
+                     std::chrono::milliseconds flush_delay,
+                     std::shared_ptr<kit::writer_stats> stats,
+                     std::shared_ptr<const dependency_tracker> db = nullptr);
 
 struct entity_shard_options {
   uint32_t shard = 0;
