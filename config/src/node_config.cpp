@@ -292,7 +292,9 @@ node_keys make_node_keys() {
         bind_to(&node_config::cluster, &cluster_config::heartbeat));
   k.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
             "A node (and its leases) whose heartbeat is older than this is dead: its shards "
-            "are taken by the others, at a new epoch. Keep it several heartbeats long."),
+            "are taken by the others, at a new epoch. Keep it several heartbeats long. A killed "
+            "process is noticed sooner, by its liveness lock (docs/cluster.md); this is for a "
+            "paused or cut-off one. gost's sessions end a transaction idle for half of it."),
         bind_to(&node_config::cluster, &cluster_config::lease_timeout));
   k.add(str("kafka.brokers", "",
             "Kafka bootstrap servers (host:port,...) the after-save events go to. Empty: "
