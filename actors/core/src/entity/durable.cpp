@@ -436,12 +436,16 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
 }
 
 durable_actor spawn_entity_actor(caf::local_actor* parent, std::string key, entity_env_ptr env) {
-  return parent->spawn([key = std::move(key), env = std::move(env)](entity_ptr self) mutable {
-    self->state.key = std::move(key);
-    self->state.env = std::move(env);
-    self->state.aid = self->id();
-    return entity_behavior(self);
-  });
+  // Key and env as spawn arguments, not captures: CAF 0.17.6 dereferences a null argument tuple
+  // when a spawned function takes none (UBSan stops there in the unit tier).
+  return parent->spawn(
+    [](entity_ptr self, std::string k, entity_env_ptr e) {
+      self->state.key = std::move(k);
+      self->state.env = std::move(e);
+      self->state.aid = self->id();
+      return entity_behavior(self);
+    },
+    std::move(key), std::move(env));
 }
 
 // -- the kind ---------------------------------------------------------------------------------
