@@ -180,6 +180,12 @@ struct load {
         }
       });
   }
+  /// Waits (at most `timeout`) until `n` more updates were acknowledged: the load goes on
+  /// through whatever happened just before.
+  bool more_acked(int n, std::chrono::milliseconds timeout = 30s) {
+    auto target = acked.load() + n;
+    return testing::eventually(timeout, [&] { return acked.load() >= target; });
+  }
   void use(std::vector<node*> nodes) {
     std::lock_guard<std::mutex> guard{m};
     via = std::move(nodes);
@@ -222,7 +228,7 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   l.ids = ids;
   l.use({&n1, &n2, &n3});
   l.start(4);
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(l.more_acked(20)); // the load runs before n4 joins
 
   node n4{"n4", db};
   l.use({&n1, &n2, &n3, &n4});
@@ -240,7 +246,8 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
     REQUIRE(shards.wait(30s) == 0);
     CHECK(shards.output().find("16 shard(s)") != std::string::npos);
   }
-  std::this_thread::sleep_for(500ms);
+  CHECK(l.more_acked(20)); // and goes on with n4 serving
+
 
   // n2 leaves: clients stop using it first (as a load balancer would), then SIGTERM.
   l.use({&n1, &n3, &n4});
@@ -249,7 +256,7 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   CHECK(n2.proc->output().find("all shards handed off") != std::string::npos);
   CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n3", "n4"}); }),
                 describe(db));
-  std::this_thread::sleep_for(500ms);
+  CHECK(l.more_acked(20)); // and goes on after n2 left
   l.finish();
 
   CHECK(l.acked.load() > 100);
@@ -328,7 +335,7 @@ TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothi
   l.ids = ids;
   l.use({&n1, &n2});
   l.start(4);
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(l.more_acked(20)); // the load runs before the kill
 
   n3.proc->signal(SIGKILL);
   CHECK(n3.proc->wait(10s) == 128 + SIGKILL);
@@ -341,7 +348,7 @@ TEST_CASE("kill -9: the dead node's shards are owned again within 10 s and nothi
   MESSAGE("shards owned again after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                                       << " ms");
   CHECK(took < 10s);
-  std::this_thread::sleep_for(1s);
+  CHECK(l.more_acked(20)); // updates go on through the new owners
   l.finish();
   CHECK(l.acked.load() > 50);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
@@ -524,7 +531,13 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
                                 "--cluster.max_moves=16"};
   node n1{"l1", db, slow};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1"}); }), describe(db));
-  std::this_thread::sleep_for(500ms); // n1's heartbeat round is behind it
+  // n1 listens for cluster changes (its listener connects on a thread of its own): a join
+  // before that would only be seen at n1's next heartbeat.
+  REQUIRE(testing::eventually(10s, [&] {
+    return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                     " AND query LIKE 'LISTEN%'")
+           == "1";
+  }));
   auto t0 = std::chrono::steady_clock::now();
   node n2{"l2", db, slow};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1", "l2"}); }),
