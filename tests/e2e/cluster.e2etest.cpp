@@ -180,6 +180,12 @@ struct load {
         }
       });
   }
+  /// Waits (at most `timeout`) until `n` more updates were acknowledged: the load goes on
+  /// through whatever happened just before.
+  bool more_acked(int n, std::chrono::milliseconds timeout = 30s) {
+    auto target = acked.load() + n;
+    return testing::eventually(timeout, [&] { return acked.load() >= target; });
+  }
   void use(std::vector<node*> nodes) {
     std::lock_guard<std::mutex> guard{m};
     via = std::move(nodes);
@@ -261,7 +267,7 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   l.ids = ids;
   l.use({&n1, &n2, &n3});
   l.start(4);
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(l.more_acked(20)); // the load runs before n4 joins
 
   node n4{"n4", db};
   l.use({&n1, &n2, &n3, &n4});
@@ -279,7 +285,8 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
     REQUIRE(shards.wait(30s) == 0);
     CHECK(shards.output().find("16 shard(s)") != std::string::npos);
   }
-  std::this_thread::sleep_for(500ms);
+  CHECK(l.more_acked(20)); // and goes on with n4 serving
+
 
   // n2 leaves: clients stop using it first (as a load balancer would), then SIGTERM.
   l.use({&n1, &n3, &n4});
@@ -288,7 +295,7 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   CHECK(n2.proc->output().find("all shards handed off") != std::string::npos);
   CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n3", "n4"}); }),
                 describe(db));
-  std::this_thread::sleep_for(500ms);
+  CHECK(l.more_acked(20)); // and goes on after n2 left
   l.finish();
 
   CHECK(l.acked.load() > 100);
@@ -370,7 +377,7 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   l.ids = ids;
   l.use({&n1, &n2});
   l.start(4);
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(l.more_acked(20)); // the load runs before the kill
 
   n3.proc->signal(SIGKILL);
   CHECK(n3.proc->wait(10s) == 128 + SIGKILL);
@@ -383,7 +390,7 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
                                       << " ms");
   CHECK(took < 5s); // half the lease timeout
   CHECK_MESSAGE(n1.proc->output().find("lease acquired") != std::string::npos, n1.proc->output());
-  std::this_thread::sleep_for(1s);
+  CHECK(l.more_acked(20)); // updates go on through the new owners
   l.finish();
   CHECK(l.acked.load() > 50);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
@@ -467,7 +474,7 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
   l.ids = ids;
   l.use({&n1}); // n2's offers through n1: forwarded, so n2 commits all the time
   l.start(4);
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(l.more_acked(20));
 
   // Pause n2 until one of its transactions holding a lease row is caught half-way (a write
   // batch's FOR SHARE, or a heartbeat's UPDATE).
@@ -485,6 +492,7 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
     caught = in_commit();
     if (!caught) {
       n2.proc->signal(SIGCONT);
+      // Not a wait for anything: the next pause falls at another point of n2's work.
       std::this_thread::sleep_for(std::chrono::milliseconds{37 + 11 * attempt % 60});
     }
   }
@@ -520,7 +528,7 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
                 }),
                 n2.proc->output());
   CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }), describe(db));
-  std::this_thread::sleep_for(500ms);
+  CHECK(l.more_acked(20));
   l.finish();
   CHECK(l.acked.load() > 50);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
@@ -663,7 +671,13 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
                                 "--cluster.max_moves=16"};
   node n1{"l1", db, slow};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1"}); }), describe(db));
-  std::this_thread::sleep_for(500ms); // n1's heartbeat round is behind it
+  // n1 listens for cluster changes (its listener connects on a thread of its own): a join
+  // before that would only be seen at n1's next heartbeat.
+  REQUIRE(testing::eventually(10s, [&] {
+    return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                     " AND query LIKE 'LISTEN%'")
+           == "1";
+  }));
   auto t0 = std::chrono::steady_clock::now();
   node n2{"l2", db, slow};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1", "l2"}); }),

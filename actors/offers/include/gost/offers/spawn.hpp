@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -81,6 +82,8 @@ struct shard_options {
   size_t max_resident = 100'000;
   /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
+  /// The shard's time of due entries (kit::shard_config::wall_clock); empty: the system clock.
+  std::function<int64_t()> wall_clock;
 };
 
 /// The supervisor of one shard.
