@@ -151,7 +151,8 @@ peer_link_ops link_to(self_ptr self, const persistence::node_row& n) {
   // callers re-route after the lease moved.
   auto address = n.caf_host + ":" + std::to_string(n.caf_port);
   g = {n.caf_host, n.caf_port,
-       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt)};
+       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt,
+                       st.opts.link_max_bytes)};
   lg->info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
   return g.link;
 }

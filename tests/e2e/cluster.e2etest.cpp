@@ -671,12 +671,14 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
                                 "--cluster.max_moves=16"};
   node n1{"l1", db, slow};
   REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1"}); }), describe(db));
-  // n1 listens for cluster changes (its listener connects on a thread of its own): a join
-  // before that would only be seen at n1's next heartbeat.
+  // n1 listens for cluster changes (its session connects on a thread of its own and holds
+  // the node's liveness lock once it listens): a join before that would only be seen at n1's
+  // next heartbeat.
   REQUIRE(testing::eventually(10s, [&] {
     return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                     " AND query LIKE 'LISTEN%'")
-           == "1";
+                     " AND application_name = 'gost/l1/live'")
+             == "1"
+           && db.scalar("SELECT locked_since IS NOT NULL FROM nodes WHERE node_id = 'l1'") == "t";
   }));
   auto t0 = std::chrono::steady_clock::now();
   node n2{"l2", db, slow};

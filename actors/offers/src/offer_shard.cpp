@@ -163,6 +163,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   env->node_id = opts.node_id;
   env->rescan_every = opts.rescan_every;
   env->rescan_page = opts.rescan_page;
+  env->limits = opts.limits;
   kit::shard_config cfg;
   cfg.shard = opts.shard;
   cfg.epoch = opts.epoch;
