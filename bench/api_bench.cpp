@@ -108,8 +108,8 @@ private:
 } // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> opt{{"offers", "20000"}, {"concurrency", "512"},
-                                         {"channels", "8"}, {"seconds", "20"}};
+  std::map<std::string, std::string> opt{
+    {"offers", "20000"}, {"concurrency", "512"}, {"channels", "8"}, {"seconds", "20"}};
   for (int i = 1; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("addr") == 0) {
@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
     for (auto& p : split_commas(opt["gost-pids"]))
       gost_pids.push_back(static_cast<pid_t>(std::stol(p)));
   auto measure_cpu = !gost_pids.empty() && opt.count("pg-postmaster") != 0;
-  gost::bench::cpu_meter meter{gost_pids,
-                               measure_cpu ? static_cast<pid_t>(std::stol(opt["pg-postmaster"])) : 0};
+  gost::bench::cpu_meter meter{
+    gost_pids, measure_cpu ? static_cast<pid_t>(std::stol(opt["pg-postmaster"])) : 0};
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.channel_id", i); // distinct connections, not one shared subchannel
@@ -157,18 +157,19 @@ int main(int argc, char** argv) {
       auto* resp = new v1::CreateOfferResponse;
       req->mutable_offer()->set_seller_id("bench-" + std::to_string(i % 100));
       req->mutable_offer()->set_title("offer " + std::to_string(i));
-      s.stubs[i % s.stubs.size()]->async()->CreateOffer(ctx, req, resp, [&, ctx, req, resp](grpc::Status st) {
-        std::lock_guard<std::mutex> g{m};
-        if (st.ok())
-          s.ids.push_back(resp->offer().id());
-        else if (errors++ == 0)
-          std::fprintf(stderr, "api_bench: create failed: %s\n", st.error_message().c_str());
-        --in_flight;
-        delete ctx;
-        delete req;
-        delete resp;
-        cv.notify_all();
-      });
+      s.stubs[i % s.stubs.size()]->async()->CreateOffer(
+        ctx, req, resp, [&, ctx, req, resp](grpc::Status st) {
+          std::lock_guard<std::mutex> g{m};
+          if (st.ok())
+            s.ids.push_back(resp->offer().id());
+          else if (errors++ == 0)
+            std::fprintf(stderr, "api_bench: create failed: %s\n", st.error_message().c_str());
+          --in_flight;
+          delete ctx;
+          delete req;
+          delete resp;
+          cv.notify_all();
+        });
     }
     std::unique_lock<std::mutex> lock{m};
     cv.wait(lock, [&] { return in_flight == 0; });
@@ -214,7 +215,8 @@ int main(int argc, char** argv) {
   auto& lat = s.latencies_us;
   std::sort(lat.begin(), lat.end());
   auto pct = [&](double p) {
-    return lat.empty() ? 0.0 : lat[static_cast<size_t>(p * static_cast<double>(lat.size() - 1))] / 1000.0;
+    return lat.empty() ? 0.0
+                       : lat[static_cast<size_t>(p * static_cast<double>(lat.size() - 1))] / 1000.0;
   };
   for (auto& [code, n] : s.codes)
     std::fprintf(stderr, "api_bench: status %d: %llu\n", code, static_cast<unsigned long long>(n));
@@ -225,9 +227,10 @@ int main(int argc, char** argv) {
                   (client1 - client0) * 1e6 / static_cast<double>(done));
     cpu = ", " + gost::bench::cpu_fields(cpu0, cpu1, static_cast<double>(done)) + client;
   }
-  std::printf("{\"bench\": \"api_updates\", \"value\": %.0f, \"unit\": \"updates/s acknowledged after "
-              "commit\", \"clients\": %d, \"failed\": %llu, \"p50_ms\": %.2f, \"p99_ms\": %.2f%s}\n",
-              static_cast<double>(done) / elapsed, concurrency,
-              static_cast<unsigned long long>(s.failed.load()), pct(0.5), pct(0.99), cpu.c_str());
+  std::printf(
+    "{\"bench\": \"api_updates\", \"value\": %.0f, \"unit\": \"updates/s acknowledged after "
+    "commit\", \"clients\": %d, \"failed\": %llu, \"p50_ms\": %.2f, \"p99_ms\": %.2f%s}\n",
+    static_cast<double>(done) / elapsed, concurrency,
+    static_cast<unsigned long long>(s.failed.load()), pct(0.5), pct(0.99), cpu.c_str());
   return s.failed.load() == 0 ? 0 : 1;
 }

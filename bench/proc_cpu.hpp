@@ -75,7 +75,9 @@ inline proc_stat read_proc_stat(pid_t pid) {
 }
 
 /// CPU seconds one process (all its threads) has used so far; 0 when it is gone.
-inline double process_cpu_seconds(pid_t pid) { return read_proc_stat(pid).cpu; }
+inline double process_cpu_seconds(pid_t pid) {
+  return read_proc_stat(pid).cpu;
+}
 
 /// CPU seconds a PostgreSQL server has used so far: the postmaster, its live children and
 /// its reaped children (see the method above).
@@ -104,7 +106,9 @@ inline double server_cpu_seconds(pid_t postmaster) {
 }
 
 /// The parent of a process (the postmaster, for a server process); 0 when it is gone.
-inline pid_t parent_pid(pid_t pid) { return read_proc_stat(pid).ppid; }
+inline pid_t parent_pid(pid_t pid) {
+  return read_proc_stat(pid).ppid;
+}
 
 /// CPU seconds of gost's processes and of the PostgreSQL server at one moment.
 struct cpu_sample {

@@ -25,11 +25,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
-#include <fstream>
-#include <functional>
 #include <thread>
 #include <tuple>
 
@@ -47,9 +47,9 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/v1/events.pb.h"
 #include "proc_cpu.hpp"
 
@@ -148,7 +148,8 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
     }
     pqxx::work tx{c};
     tx.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version, body)"
-            " VALUES " + rows);
+            " VALUES "
+            + rows);
     if (!stage_id.empty())
       tx.exec("INSERT INTO stage_states (shard, stage_id, offer_id, due_at_us, priority) VALUES "
               + queue);
@@ -166,7 +167,8 @@ bench::cpu_meter process_and_server(const std::string& dsn) {
   auto r = tx.exec(bench::kPostmasterChildSql);
   auto postmaster = r.empty() ? 0 : bench::parent_pid(r[0][0].as<pid_t>());
   if (postmaster <= 1) {
-    std::fprintf(stderr, "gost_bench: cannot find the server's postmaster; is it on this machine?\n");
+    std::fprintf(stderr,
+                 "gost_bench: cannot find the server's postmaster; is it on this machine?\n");
     std::exit(1);
   }
   return bench::cpu_meter{{getpid()}, postmaster};
@@ -194,12 +196,11 @@ void configure(caf::actor_system_config& cfg, const std::string& policy) {
 
 /// One shard per lease, the store actors taken round robin; `tweak` sets what a benchmark
 /// changes.
-std::vector<shard_actor> spawn_shards(caf::actor_system& sys, const std::vector<store_actor>& stores,
-                                      const std::vector<writer_actor>& writers,
-                                      const std::vector<int64_t>& epochs,
-                                      std::shared_ptr<const stage_registry> reg,
-                                      std::shared_ptr<node_stats> stats,
-                                      const std::function<void(shard_options&)>& tweak) {
+std::vector<shard_actor>
+spawn_shards(caf::actor_system& sys, const std::vector<store_actor>& stores,
+             const std::vector<writer_actor>& writers, const std::vector<int64_t>& epochs,
+             std::shared_ptr<const stage_registry> reg, std::shared_ptr<node_stats> stats,
+             const std::function<void(shard_options&)>& tweak) {
   std::vector<shard_actor> handles;
   for (uint32_t s = 0; s < epochs.size(); ++s) {
     shard_options so;
@@ -312,7 +313,8 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     auto after = rss_bytes();
     auto heap_after = heap_in_use();
     auto resident = stats->offers.resident.load();
-    std::fprintf(stderr, "gost_bench: heap in use +%.0f bytes per resident actor (offer data included)\n",
+    std::fprintf(stderr,
+                 "gost_bench: heap in use +%.0f bytes per resident actor (offer data included)\n",
                  (static_cast<double>(heap_after) - heap_before) / std::max<int64_t>(1, resident));
     stop_all(handles);
     std::this_thread::sleep_for(500ms);
@@ -322,18 +324,18 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   // 1. No cap: every offer stays resident. The CPU is that of its activations (one get each,
   //    which spawns the offer's actor and loads it), the sending thread included.
   auto [before, after, resident, offer_bytes, cpu] = run(static_cast<size_t>(offers));
-  auto per_actor = (static_cast<double>(after) - before - offer_bytes) / std::max<int64_t>(1, resident);
-  std::fprintf(stderr,
-               "gost_bench: %lld resident actors, RSS +%.1f MiB, offers' own data %.1f MiB\n",
-               static_cast<long long>(resident), (after - before) / 1048576.0,
-               offer_bytes / 1048576.0);
+  auto per_actor =
+    (static_cast<double>(after) - before - offer_bytes) / std::max<int64_t>(1, resident);
+  std::fprintf(
+    stderr, "gost_bench: %lld resident actors, RSS +%.1f MiB, offers' own data %.1f MiB\n",
+    static_cast<long long>(resident), (after - before) / 1048576.0, offer_bytes / 1048576.0);
   // 2. A cap of offers/10 per node: the count must stay at it.
   auto cap = static_cast<size_t>(offers) / 10 / shards;
   auto [b2, a2, resident2, ob2, cpu2] = run(cap);
-  (void) b2;
-  (void) a2;
-  (void) ob2;
-  (void) cpu2;
+  (void)b2;
+  (void)a2;
+  (void)ob2;
+  (void)cpu2;
   std::fprintf(stderr, "gost_bench: with max_resident=%zu per shard: %lld resident (cap %zu)\n",
                cap, static_cast<long long>(resident2), cap * shards);
   if (resident2 > static_cast<int64_t>(cap * shards)) {
@@ -341,12 +343,12 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
     return 1;
   }
   stop_all(stores, writers);
-  std::printf("{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\", "
-              "%s, \"cpu_per\": \"activation\"}\n",
-              per_actor, cpu.c_str());
+  std::printf(
+    "{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\", "
+    "%s, \"cpu_per\": \"activation\"}\n",
+    per_actor, cpu.c_str());
   return 0;
 }
-
 
 /// Records each timer's firing lag (the stage's process() call minus the due time the timer
 /// carries in its state) in microseconds.
@@ -393,20 +395,22 @@ std::string hex_bytea(const std::string& bytes) {
 
 /// N offers, each with one pending timer of stage "timer", due spread evenly over `span`
 /// starting `lead` from now; written with COPY. Returns the first due time (µs).
-int64_t setup_timers(const std::string& dsn, int offers, uint32_t shards,
-                     std::chrono::seconds span, std::chrono::microseconds lead) {
+int64_t setup_timers(const std::string& dsn, int offers, uint32_t shards, std::chrono::seconds span,
+                     std::chrono::microseconds lead) {
   setup(dsn, 0, shards, "");
   pqxx::connection c{dsn};
   auto first = to_us(stage_clock::now()) + lead.count();
-  auto step = std::chrono::duration_cast<std::chrono::microseconds>(span).count() / std::max(1, offers);
+  auto step =
+    std::chrono::duration_cast<std::chrono::microseconds>(span).count() / std::max(1, offers);
   v1::Offer o;
   o.set_seller_id("bench-seller");
   o.set_title("timer bench offer");
   o.set_version(1);
   pqxx::work tx{c};
   {
-    pqxx::stream_to out{tx, "offers",
-                        std::vector<std::string>{"offer_id", "shard", "seller_id", "namespace", "version", "body"}};
+    pqxx::stream_to out{
+      tx, "offers",
+      std::vector<std::string>{"offer_id", "shard", "seller_id", "namespace", "version", "body"}};
     for (int i = 0; i < offers; ++i) {
       auto id = "tm-" + std::to_string(i);
       o.set_id(id);
@@ -416,8 +420,9 @@ int64_t setup_timers(const std::string& dsn, int offers, uint32_t shards,
     out.complete();
   }
   {
-    pqxx::stream_to out{tx, "stage_states",
-                        std::vector<std::string>{"offer_id", "stage_id", "shard", "state", "due_at_us", "priority"}};
+    pqxx::stream_to out{
+      tx, "stage_states",
+      std::vector<std::string>{"offer_id", "stage_id", "shard", "state", "due_at_us", "priority"}};
     for (int i = 0; i < offers; ++i) {
       auto id = "tm-" + std::to_string(i);
       // Interleave the due times over the ids so every shard has timers all along the span.
@@ -449,8 +454,10 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   auto first = setup_timers(opt["dsn"], offers, shards, span, lead);
   auto slack_ms = (first - to_us(stage_clock::now())) / 1000;
   if (slack_ms < 3000) {
-    std::fprintf(stderr, "gost_bench: setup took too long (%lld ms before the first timer); "
-                         "timers would be late from the start\n", static_cast<long long>(slack_ms));
+    std::fprintf(stderr,
+                 "gost_bench: setup took too long (%lld ms before the first timer); "
+                 "timers would be late from the start\n",
+                 static_cast<long long>(slack_ms));
     return 1;
   }
   persistence::pg_pool::options po;
@@ -506,7 +513,8 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   }
   pqxx::connection c{opt["dsn"]};
   pqxx::nontransaction tx{c};
-  auto pending = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
+  auto pending =
+    tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
   auto fired = rec->n.load();
   if (pending != 0 || fired != static_cast<size_t>(offers)) {
     std::fprintf(stderr, "gost_bench: %ld timers still pending, %zu fired (of %d)\n", pending,
@@ -516,15 +524,19 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   auto& lags = rec->lags;
   std::sort(lags.begin(), lags.end());
   auto pct = [&](double p) {
-    return lags[std::min(lags.size() - 1, static_cast<size_t>(p * static_cast<double>(lags.size())))] / 1000.0;
+    return lags[std::min(lags.size() - 1,
+                         static_cast<size_t>(p * static_cast<double>(lags.size())))]
+           / 1000.0;
   };
-  std::fprintf(stderr, "gost_bench: lag p50 %.1f ms, p99 %.1f ms, max %.1f ms; RSS %.0f MiB before, "
-                       "%.0f MiB at most\n",
-               pct(0.5), pct(0.99), lags.back() / 1000.0, rss_before / 1048576.0, rss_max / 1048576.0);
+  std::fprintf(stderr,
+               "gost_bench: lag p50 %.1f ms, p99 %.1f ms, max %.1f ms; RSS %.0f MiB before, "
+               "%.0f MiB at most\n",
+               pct(0.5), pct(0.99), lags.back() / 1000.0, rss_before / 1048576.0,
+               rss_max / 1048576.0);
   std::printf("{\"bench\": \"timers\", \"value\": %.1f, \"unit\": \"ms firing lag p99\", "
               "\"p50_ms\": %.1f, \"timers\": %d, \"span_s\": %lld, \"rss_max_mib\": %.0f, %s}\n",
-              pct(0.99), pct(0.5), offers, static_cast<long long>(span.count()), rss_max / 1048576.0,
-              cpu.c_str());
+              pct(0.99), pct(0.5), offers, static_cast<long long>(span.count()),
+              rss_max / 1048576.0, cpu.c_str());
   return 0;
 }
 
@@ -537,8 +549,8 @@ struct stage_bench_plan {
   std::string dsn;
   int offers = 0;
   uint32_t shards = 0;
-  size_t loaders = 2;  ///< store actors (gost) / loader threads (floor)
-  size_t writers = 2;  ///< writer actors (gost) / writer threads (floor)
+  size_t loaders = 2; ///< store actors (gost) / loader threads (floor)
+  size_t writers = 2; ///< writer actors (gost) / writer threads (floor)
   size_t batch_max = 1000;
   int parallelism = 1000;
   std::string policy;
@@ -561,7 +573,8 @@ std::shared_ptr<const stage_registry> bench_stages(const stage_bench_plan& plan)
 /// Fresh data for one half: every offer queued once for the stage, the leases taken (their
 /// epochs, by shard).
 std::vector<int64_t> prepare_stage_data(persistence::pg_pool& pool, const stage_bench_plan& plan) {
-  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", plan.offers, plan.shards);
+  std::fprintf(stderr, "gost_bench: setting up %d offers on %u shards...\n", plan.offers,
+               plan.shards);
   setup(plan.dsn, plan.offers, plan.shards, plan.stage_id);
   auto epochs = persistence::acquire_all_leases(pool, "bench", plan.shards);
   if (!epochs) {
@@ -576,11 +589,14 @@ std::vector<int64_t> prepare_stage_data(persistence::pg_pool& pool, const stage_
 void check_all_ran(const stage_bench_plan& plan, const char* who) {
   pqxx::connection c{plan.dsn};
   pqxx::nontransaction tx{c};
-  auto left = tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
-  auto states = tx.exec("SELECT count(*) FROM stage_states WHERE state IS NOT NULL")[0][0].as<long>();
+  auto left =
+    tx.exec("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL")[0][0].as<long>();
+  auto states =
+    tx.exec("SELECT count(*) FROM stage_states WHERE state IS NOT NULL")[0][0].as<long>();
   if (left != 0 || states != plan.offers) {
-    std::fprintf(stderr, "gost_bench: inconsistent result (%s): %ld queue entries left, %ld states\n",
-                 who, left, states);
+    std::fprintf(stderr,
+                 "gost_bench: inconsistent result (%s): %ld queue entries left, %ld states\n", who,
+                 left, states);
     std::exit(1);
   }
 }
@@ -715,7 +731,8 @@ persistence::write_set stage_run_write_set(const stage_registry& reg, const std:
       ctx.queued_now.insert(e.lane);
   const auto& entry = *reg.find(stage_id);
   auto held = ctx.states.find(stage_id);
-  auto result = entry.impl->process(offer, held == ctx.states.end() ? nullptr : &held->second.value);
+  auto result =
+    entry.impl->process(offer, held == ctx.states.end() ? nullptr : &held->second.value);
   return after_process(reg, stage_id, offer, ctx, result, now, runner_limits{}).ws;
 }
 
@@ -795,7 +812,8 @@ half_result run_floor(persistence::pg_pool& pool, const stage_bench_plan& plan,
     });
   for (size_t w = 0; w < plan.writers; ++w)
     threads.emplace_back([&, w] {
-      for (auto batch = queues[w].pop(write_batch); !batch.empty(); batch = queues[w].pop(write_batch)) {
+      for (auto batch = queues[w].pop(write_batch); !batch.empty();
+           batch = queues[w].pop(write_batch)) {
         auto outcomes = persistence::commit_write_sets(pool, batch);
         if (!outcomes)
           fail("commit_write_sets", outcomes.error());
@@ -837,10 +855,12 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
   check_all_ran(plan, "gost");
   auto load_batch = static_cast<size_t>(std::max(1L, std::lround(gost.load_batch)));
   auto write_batch = static_cast<size_t>(std::max(1L, std::lround(gost.write_batch)));
-  std::fprintf(stderr, "gost_bench: gost: %.0f runs/s; mean group load %.1f offers, mean commit "
-                       "%.1f write-sets; the floor replays %zu and %zu\n",
+  std::fprintf(stderr,
+               "gost_bench: gost: %.0f runs/s; mean group load %.1f offers, mean commit "
+               "%.1f write-sets; the floor replays %zu and %zu\n",
                plan.offers / gost.secs, gost.load_batch, gost.write_batch, load_batch, write_batch);
-  auto floor = run_floor(pool, plan, prepare_stage_data(pool, plan), *reg, load_batch, write_batch, meter);
+  auto floor =
+    run_floor(pool, plan, prepare_stage_data(pool, plan), *reg, load_batch, write_batch, meter);
   check_all_ran(plan, "floor");
   std::fprintf(stderr, "gost_bench: floor: %.0f runs/s\n", plan.offers / floor.secs);
 
@@ -862,19 +882,20 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill --dsn DSN"
-                         " [--offers N] [--shards S] [--span SECONDS (timers)]\n");
+    std::fprintf(stderr,
+                 "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill --dsn DSN"
+                 " [--offers N] [--shards S] [--span SECONDS (timers)]\n");
     return 2;
   }
   std::string name = argv[1];
-  std::map<std::string, std::string> opt{{"offers", "100000"}, {"shards", "4"}, {"pool", "6"},
-                                         {"parallelism", "1000"}, {"batch", "1000"}, {"writers", "2"},
-                                         {"policy", "sharing"}};
+  std::map<std::string, std::string> opt{
+    {"offers", "100000"}, {"shards", "4"},  {"pool", "6"},        {"parallelism", "1000"},
+    {"batch", "1000"},    {"writers", "2"}, {"policy", "sharing"}};
   for (int i = 2; i + 1 < argc; i += 2)
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
-      || (name != "stage_noop" && name != "stage_offer" && name != "resident"
-          && name != "timers" && name != "outbox_fill")) {
+      || (name != "stage_noop" && name != "stage_offer" && name != "resident" && name != "timers"
+          && name != "outbox_fill")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }

@@ -65,11 +65,12 @@ TEST_CASE("command line beats environment beats file") {
   args env{"GOST_SHARD_COUNT=32", "GOST_UNRELATED=1"};
   auto r = load_node_config(a.argc(), a.argv(), env.argv());
   REQUIRE_MESSAGE(r.config, r.error);
-  CHECK(r.config->shard.count == 32);   // env over file
-  CHECK(r.config->pg.pool_size == 7);   // cli over file
+  CHECK(r.config->shard.count == 32); // env over file
+  CHECK(r.config->pg.pool_size == 7); // cli over file
   CHECK(r.config->pg.dsn == "host=a port=1");
   CHECK(r.config->log.level == "debug");
-  CHECK(r.config->config_dump.find("shard.count = 32  (env GOST_SHARD_COUNT)") != std::string::npos);
+  CHECK(r.config->config_dump.find("shard.count = 32  (env GOST_SHARD_COUNT)")
+        != std::string::npos);
   std::remove(f.c_str());
 }
 
@@ -142,12 +143,11 @@ TEST_CASE("external stages are declared with an address and options") {
   CHECK(parse_external_stages("", out, error));
   CHECK(out.empty());
 
-  for (auto [text, says] : {bad_case{"moderation", "ID=HOST:PORT"},
-                            bad_case{"m=host", "HOST:PORT"},
-                            bad_case{"m=host:0", "port in [1, 65535]"},
-                            bad_case{"m=a:1 m=b:2", "declared twice"},
-                            bad_case{"m=a:1;parallelism=0", "parallelism"},
-                            bad_case{"m=a:1;colour=red", "`colour` is unknown"}}) {
+  for (auto [text, says] :
+       {bad_case{"moderation", "ID=HOST:PORT"}, bad_case{"m=host", "HOST:PORT"},
+        bad_case{"m=host:0", "port in [1, 65535]"}, bad_case{"m=a:1 m=b:2", "declared twice"},
+        bad_case{"m=a:1;parallelism=0", "parallelism"},
+        bad_case{"m=a:1;colour=red", "`colour` is unknown"}}) {
     CAPTURE(text);
     CHECK_FALSE(parse_external_stages(text, out, error));
     CHECK(error.find(says) != std::string::npos);
@@ -254,8 +254,11 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
 }
 
 TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each content limit") {
-  args a{"gostd", "--limits.offer_max_bytes=2k", "--limits.title_max_chars=10",
-         "--limits.request_max_bytes=64k", "--limits.state_max_bytes=60k",
+  args a{"gostd",
+         "--limits.offer_max_bytes=2k",
+         "--limits.title_max_chars=10",
+         "--limits.request_max_bytes=64k",
+         "--limits.state_max_bytes=60k",
          "--limits.event_max_bytes=1k"};
   auto r = load_node_config(a.argc(), a.argv(), nullptr);
   REQUIRE_MESSAGE(r.config, r.error);

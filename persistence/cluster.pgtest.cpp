@@ -58,7 +58,8 @@ struct fixture : migrated_db {
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, at a new epoch") {
-  db.scalar("UPDATE shard_leases SET last_processing_start = now() - (shard || ' minutes')::interval");
+  db.scalar(
+    "UPDATE shard_leases SET last_processing_start = now() - (shard || ' minutes')::interval");
   auto first = take("n1"); // shard 3 was processed longest ago
   CHECK(first.shard == 3);
   CHECK(first.epoch == 1);
@@ -73,7 +74,8 @@ TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, a
   CHECK(none->ended.empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "an expired lease is taken over; the old owner's heartbeat no longer renews it") {
+TEST_CASE_FIXTURE(fixture,
+                  "an expired lease is taken over; the old owner's heartbeat no longer renews it") {
   auto a = take("n1");
   auto renewed = heartbeat(pool, "n1", {a});
   REQUIRE(renewed);
@@ -109,7 +111,8 @@ TEST_CASE_FIXTURE(fixture, "a released lease goes first to the node it was hande
   CHECK(got.epoch == moving.epoch + 1);
   // Releasing at a stale epoch does nothing.
   REQUIRE_FALSE(release_lease(pool, "n1", moving));
-  CHECK(db.scalar("SELECT owner FROM shard_leases WHERE shard = " + std::to_string(moving.shard)) == "n3");
+  CHECK(db.scalar("SELECT owner FROM shard_leases WHERE shard = " + std::to_string(moving.shard))
+        == "n3");
 }
 
 TEST_CASE_FIXTURE(fixture, "members are alive while they heartbeat and until they leave") {
@@ -142,11 +145,14 @@ TEST_CASE_FIXTURE(fixture, "members are alive while they heartbeat and until the
   CHECK(nodes->at(0).alive);
 }
 
-TEST_CASE_FIXTURE(fixture, "a node whose process is gone loses its leases at once; restarted, it takes its own back") {
+TEST_CASE_FIXTURE(
+  fixture,
+  "a node whose process is gone loses its leases at once; restarted, it takes its own back") {
   add_node("n1");
   add_node("n2");
   std::optional<cluster_listener> n1_session;
-  n1_session.emplace(db.dsn(), [] {}, "n1");
+  n1_session.emplace(
+    db.dsn(), [] {}, "n1");
   REQUIRE(eventually([&] { return n1_session->holds_liveness_lock(); }));
   std::vector<held_lease> mine;
   for (int i = 0; i < 4; ++i)
@@ -175,7 +181,8 @@ TEST_CASE_FIXTURE(fixture, "a node whose process is gone loses its leases at onc
 
   // n1 restarts with the same id: its lock proves the old incarnation gone, and the leases the
   // old one still owns are freed for it (handed to n1 first).
-  n1_session.emplace(db.dsn(), [] {}, "n1");
+  n1_session.emplace(
+    db.dsn(), [] {}, "n1");
   REQUIRE(eventually([&] { return n1_session->holds_liveness_lock(); }));
   CHECK_FALSE(gone("n1"));
   auto freed = free_previous_leases(pool, "n1", {});
@@ -191,7 +198,8 @@ TEST_CASE_FIXTURE(fixture, "a node whose process is gone loses its leases at onc
   CHECK_FALSE(twin.holds_liveness_lock());
 }
 
-TEST_CASE_FIXTURE(fixture, "a commit frozen half-way does not keep an expired lease: its transaction is ended") {
+TEST_CASE_FIXTURE(
+  fixture, "a commit frozen half-way does not keep an expired lease: its transaction is ended") {
   auto a = take("n1");
   db.scalar("UPDATE shard_leases SET owner = 'x', heartbeat_at = now() WHERE shard <> "
             + std::to_string(a.shard));
@@ -204,7 +212,8 @@ TEST_CASE_FIXTURE(fixture, "a commit frozen half-way does not keep an expired le
     setup.exec("SET application_name = " + frozen.quote(application_name("n1")));
   }
   pqxx::work commit{frozen};
-  commit.exec("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(a.shard) + " FOR SHARE");
+  commit.exec("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(a.shard)
+              + " FOR SHARE");
   std::this_thread::sleep_for(300ms); // older than half the lease timeout below
 
   auto first = acquire_free_lease(pool, "n2", 400ms);

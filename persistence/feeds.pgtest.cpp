@@ -69,7 +69,7 @@ TEST_CASE("the seller's offers a load did not carry, and lookups by external id"
   REQUIRE_FALSE(store.insert(offer("o2", "shop", "b"), 0));
   REQUIRE_FALSE(store.insert(offer("o3", "shop", "c"), 0));
   REQUIRE_FALSE(store.insert(offer("o4", "other", "d"), 0)); // another namespace
-  REQUIRE_FALSE(store.insert(offer("o5", "shop", ""), 0));    // no external id
+  REQUIRE_FALSE(store.insert(offer("o5", "shop", ""), 0));   // no external id
   REQUIRE(begin_feed_task(m.pool, "t", "seller", "shop"));
   REQUIRE(record_feed_items(m.pool, "t", "b1", {"a", "c", "zzz"}));
   auto missing = offers_missing_from(m.pool, "t", "seller", "shop");
@@ -108,7 +108,8 @@ TEST_CASE("a batch's counts go in with its record, once, however often it is han
   auto again = record_feed_batch(m.pool, "t1", "b1", {"a", "b", "a"}, count);
   REQUIRE(again);
   CHECK_FALSE(again->first_time);
-  CHECK(again->items == std::vector<feed_item>{feed_item::again, feed_item::again, feed_item::duplicate});
+  CHECK(again->items
+        == std::vector<feed_item>{feed_item::again, feed_item::again, feed_item::duplicate});
   CHECK(calls == 1);
   // A correction after applying (one intended add turned out a rejection) adds a delta.
   REQUIRE_FALSE(add_feed_counts(m.pool, "t1", feed_counts{-1, 0, 0, 1, 0}));

@@ -4,8 +4,8 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
-#include "pg_fixture.hpp"
 #include "gost/v1/offer.pb.h"
+#include "pg_fixture.hpp"
 
 using namespace gost::persistence;
 

@@ -12,7 +12,6 @@
 
 using namespace gost::persistence;
 
-
 TEST_CASE("migrations apply once and are idempotent") {
   gost::testing::temp_db db;
   pg_pool pool{pool_options(db)};

@@ -2,13 +2,13 @@
 #include <pqxx/pqxx>
 
 #include "gost/persistence/offers/offer_store.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/testing/pg.hpp"
-#include "pg_fixture.hpp"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer.pb.h"
+#include "pg_fixture.hpp"
 
 using namespace gost::persistence;
 
@@ -82,8 +82,9 @@ struct fixture : migrated_db {
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "a write-set commits offer, state, queue changes and outbox together") {
-  REQUIRE(commit({write_set{"a", 1, std::nullopt, {}, {}, {{"s1", "a", 100, priority::normal}}, {}}})
-          == std::vector<write_outcome>{write_outcome::committed});
+  REQUIRE(
+    commit({write_set{"a", 1, std::nullopt, {}, {}, {{"s1", "a", 100, priority::normal}}, {}}})
+    == std::vector<write_outcome>{write_outcome::committed});
   write_set ws;
   ws.offer_id = "a";
   ws.expected_version = 1;
@@ -105,14 +106,17 @@ TEST_CASE_FIXTURE(fixture, "a write-set commits offer, state, queue changes and 
 }
 
 TEST_CASE_FIXTURE(fixture, "a stale version rejects only its own write-set") {
-  write_set stale{"a", 7, body("a", 8, "x"), {{"s1", "lost"}}, {}, {{"s2", "a", 1, priority::normal}},
-                  event("a", 8)};
+  write_set stale{
+    "a",          7, body("a", 8, "x"), {{"s1", "lost"}}, {}, {{"s2", "a", 1, priority::normal}},
+    event("a", 8)};
   write_set good{"b", 1, body("b", 2, "y"), {{"s1", "kept"}}, {}, {}, event("b", 2)};
   auto r = commit({stale, good});
   CHECK(r == std::vector<write_outcome>{write_outcome::conflict, write_outcome::committed});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
+  CHECK(
+    db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'")
+    == "0");
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
   CHECK(outbox() == "b:2"); // the stale set's event is not there
   // A missing offer is a conflict too.
@@ -125,8 +129,9 @@ TEST_CASE_FIXTURE(fixture, "several events of one offer in one batch apply in or
   write_set second{"a", 2, body("a", 3, "two"), {{"s1", "2"}}, {}, {}, event("a", 3)};
   write_set stale{"a", 2, body("a", 3, "stale"), {}, {}, {}, {}};
   auto r = commit({first, second, stale});
-  CHECK(r == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed,
-                                        write_outcome::conflict});
+  CHECK(r
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed,
+                                      write_outcome::conflict});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "3");
   CHECK(db.scalar("SELECT encode(state, 'escape') FROM stage_states WHERE offer_id = 'a'") == "2");
   CHECK(outbox() == "a:2,a:3"); // one batch row, events in commit order
@@ -136,7 +141,8 @@ TEST_CASE_FIXTURE(fixture, "several events of one offer in one batch apply in or
   CHECK((*o)->title() == "two");
 }
 
-TEST_CASE_FIXTURE(fixture, "an offer is at most once in a stage's queue; earliest due and highest priority win") {
+TEST_CASE_FIXTURE(
+  fixture, "an offer is at most once in a stage's queue; earliest due and highest priority win") {
   commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 500, priority::background}}, {}}});
   commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 900, priority::normal}}, {}},
           write_set{"a", 1, {}, {}, {}, {{"s1", "a", 300, priority::background}}, {}}});
@@ -167,7 +173,8 @@ TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {
   CHECK(outbox().empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a taken key is a conflict") {
+TEST_CASE_FIXTURE(fixture,
+                  "insert creates the offer with its queue entries; a taken key is a conflict") {
   write_set ins;
   ins.offer_id = "n1";
   ins.op = offer_op::insert;
@@ -181,11 +188,16 @@ TEST_CASE_FIXTURE(fixture, "insert creates the offer with its queue entries; a t
   exists.offer_id = "a"; // id taken
   exists.key.external_id = "other";
   auto r = commit({ins, dup, exists});
-  CHECK(r == std::vector<write_outcome>{write_outcome::committed, write_outcome::conflict,
-                                        write_outcome::conflict});
-  CHECK(db.scalar("SELECT version || ':' || shard || ':' || external_id FROM offers WHERE offer_id = 'n1'")
+  CHECK(r
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::conflict,
+                                      write_outcome::conflict});
+  CHECK(db.scalar(
+          "SELECT version || ':' || shard || ':' || external_id FROM offers WHERE offer_id = 'n1'")
         == "1:1:sku-1");
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id IN ('n1', 'n2')") == "1");
+  CHECK(
+    db.scalar(
+      "SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id IN ('n1', 'n2')")
+    == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'n2'") == "0");
 }
 
@@ -199,7 +211,9 @@ TEST_CASE_FIXTURE(fixture, "remove deletes the offer, its states and queue entri
   CHECK(commit({rm}) == std::vector<write_outcome>{write_outcome::committed});
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'a'") == "0");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
+  CHECK(
+    db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'")
+    == "0");
   CHECK(outbox() == "a:2");
 }
 
@@ -212,15 +226,23 @@ TEST_CASE_FIXTURE(fixture, "bookkeeping sets dead-letter an entry without a vers
   dl.dequeue = {"s1"};
   dl.dead_letters = {{"s1", "crashed 3 times: boom", 3}};
   CHECK(commit({dl}) == std::vector<write_outcome>{write_outcome::committed});
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'") == "0");
+  CHECK(
+    db.scalar("SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id = 'a'")
+    == "0");
   CHECK(db.scalar("SELECT stage_id || ':' || attempts || ':' || reason FROM dead_letters")
         == "s1:3:crashed 3 times: boom");
   CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'a'") == "0");
 }
 
-TEST_CASE_FIXTURE(fixture, "a queue entry shares its row with the stage's state; each keeps the other") {
-  commit({write_set{"a", 1, {}, {{"s1", "st"}}, {}, {{"s1", "a", 10, priority::normal},
-                                                     {"s2", "a", 20, priority::normal}}, {}}});
+TEST_CASE_FIXTURE(fixture,
+                  "a queue entry shares its row with the stage's state; each keeps the other") {
+  commit({write_set{"a",
+                    1,
+                    {},
+                    {{"s1", "st"}},
+                    {},
+                    {{"s1", "a", 10, priority::normal}, {"s2", "a", 20, priority::normal}},
+                    {}}});
   auto rows = [&] {
     return db.scalar("SELECT string_agg(stage_id || '/' || coalesce(encode(state, 'escape'), '-')"
                      " || '/' || coalesce(due_at_us::text, '-'), ' ' ORDER BY stage_id)"
@@ -247,7 +269,8 @@ TEST_CASE_FIXTURE(fixture, "a queue entry shares its row with the stage's state;
   CHECK(loaded->front().queued.front().prio == priority::background);
 }
 
-TEST_CASE_FIXTURE(fixture, "bookkeeping for a deleted offer drops its entry and writes nothing back") {
+TEST_CASE_FIXTURE(fixture,
+                  "bookkeeping for a deleted offer drops its entry and writes nothing back") {
   commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 10, priority::normal}}, {}}});
   CHECK(commit({write_set{"b", 1, {}, {}, {}, {}, std::nullopt, offer_op::remove}})
         == std::vector<write_outcome>{write_outcome::committed});
@@ -283,18 +306,21 @@ TEST_CASE_FIXTURE(fixture, "one batch of several shards fences each set by its o
     {1, epochs[1], up}, {2, epochs[2], lost}, {3, epochs[3], fresh}};
   auto r = commit_write_sets(pool, batch);
   REQUIRE_MESSAGE(r, error_message(r.error()));
-  CHECK(*r == std::vector<write_outcome>{write_outcome::committed, write_outcome::fenced,
-                                         write_outcome::committed});
+  CHECK(*r
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::fenced,
+                                      write_outcome::committed});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'm'") == "0");
   CHECK(db.scalar("SELECT shard FROM offers WHERE offer_id = 'n'") == "3");
   // One outbox row per shard that committed, each with its own shard's events.
-  CHECK(db.scalar("SELECT string_agg(shard || ':' || events, ',' ORDER BY shard) FROM outbox_batches")
-        == "1:1,3:1");
+  CHECK(
+    db.scalar("SELECT string_agg(shard || ':' || events, ',' ORDER BY shard) FROM outbox_batches")
+    == "1:1,3:1");
   CHECK(outbox() == "a:2|n:1");
 }
 
-TEST_CASE_FIXTURE(fixture, "a write with a request id commits once; a retry is a duplicate and applies nothing") {
+TEST_CASE_FIXTURE(
+  fixture, "a write with a request id commits once; a retry is a duplicate and applies nothing") {
   write_set up{"a", 1, body("a", 2, "first"), {}, {}, {}, event("a", 2)};
   up.request_id = "req-1";
   up.answer = "the first answer";
@@ -315,7 +341,8 @@ TEST_CASE_FIXTURE(fixture, "a write with a request id commits once; a retry is a
   b1.request_id = "req-9";
   auto b2 = b1;
   b2.expected_version = 2;
-  CHECK(commit({b1, b2}) == std::vector<write_outcome>{write_outcome::committed, write_outcome::duplicate});
+  CHECK(commit({b1, b2})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::duplicate});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
   // Every committed batch left its commit mark (for an outcome lost with the connection).
   CHECK(std::stoi(db.scalar("SELECT count(*) FROM commit_marks")) >= 3);

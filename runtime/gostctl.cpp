@@ -88,7 +88,7 @@ void print_json(const google::protobuf::Message& m) {
   google::protobuf::util::JsonPrintOptions o;
   o.add_whitespace = true;
   o.preserve_proto_field_names = true;
-  (void) google::protobuf::util::MessageToJsonString(m, &out, o);
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
   std::fputs(out.c_str(), stdout);
 }
 
@@ -122,7 +122,8 @@ bool apply_status_and_photos(const cli& c, const char* cmd, gost::v1::Offer& o) 
   if (c.opts.count("status") != 0) {
     gost::v1::OfferStatus st{};
     if (!status_from(opt(c, "status"), st)) {
-      std::fprintf(stderr, "gostctl %s: --status must be draft, active, inactive or banned, not `%s`\n",
+      std::fprintf(stderr,
+                   "gostctl %s: --status must be draft, active, inactive or banned, not `%s`\n",
                    cmd, opt(c, "status").c_str());
       return false;
     }
@@ -187,7 +188,8 @@ int demo(OfferService::Stub& stub, const cli& c) {
         auto* o = req.mutable_offer();
         o->set_seller_id("demo-seller-" + std::to_string(i % 10));
         o->set_namespace_("demo");
-        o->set_external_id("demo-" + std::to_string(i) + "-" + std::to_string(t0.time_since_epoch().count()));
+        o->set_external_id("demo-" + std::to_string(i) + "-"
+                           + std::to_string(t0.time_since_epoch().count()));
         o->set_title("Demo offer #" + std::to_string(i));
         o->mutable_price()->set_amount_minor(100'00 + i);
         o->mutable_price()->set_currency("RUB");
@@ -238,10 +240,13 @@ int demo(OfferService::Stub& stub, const cli& c) {
 int main(int argc, char** argv) {
   cli c;
   if (!parse(argc, argv, c)) {
-    std::fputs(usage, argc > 1 && std::string{argv[1]} != "--help" && std::string{argv[1]} != "-h" ? stderr : stdout);
+    std::fputs(usage, argc > 1 && std::string{argv[1]} != "--help" && std::string{argv[1]} != "-h"
+                        ? stderr
+                        : stdout);
     return argc > 1 && std::string{argv[1]} != "--help" && std::string{argv[1]} != "-h" ? 2 : 0;
   }
-  auto addr = opt(c, "addr", std::getenv("GOST_ADDR") ? std::getenv("GOST_ADDR") : "127.0.0.1:50051");
+  auto addr =
+    opt(c, "addr", std::getenv("GOST_ADDR") ? std::getenv("GOST_ADDR") : "127.0.0.1:50051");
   auto stub = OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   set_deadline(ctx);
@@ -326,7 +331,8 @@ int main(int argc, char** argv) {
   }
   if (c.cmd == "demo")
     return demo(*stub, c);
-  auto admin = gost::v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  auto admin =
+    gost::v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   if (c.cmd == "offer") {
     if (c.positional.empty()) {
       std::fputs("gostctl offer: give an offer id\n", stderr);
@@ -352,7 +358,7 @@ int main(int argc, char** argv) {
     print_json(resp.offer());
     // The built-in stages' state types (gost.v1.AuditTrail), named here so that the linker
     // keeps them: the JSON printer finds an Any's type in the generated descriptor pool.
-    (void) gost::v1::AuditTrail::descriptor();
+    (void)gost::v1::AuditTrail::descriptor();
     std::printf("\nstage states:\n");
     if (resp.states().empty())
       std::printf("  (none)\n");
@@ -386,8 +392,10 @@ int main(int argc, char** argv) {
                 "hb age ms", "caf", "grpc", "http", "started");
     for (auto& n : resp.nodes())
       std::printf("%-20s %-8s %7u %9lld  %-22s %-22s %-22s %s\n", n.node_id().c_str(),
-                  n.leaving() ? "leaving" : n.alive() ? "alive" : "dead", n.shards(),
-                  static_cast<long long>(n.heartbeat_age_ms()), n.caf_addr().c_str(),
+                  n.leaving() ? "leaving"
+                  : n.alive() ? "alive"
+                              : "dead",
+                  n.shards(), static_cast<long long>(n.heartbeat_age_ms()), n.caf_addr().c_str(),
                   n.grpc_addr().c_str(), n.http_addr().c_str(),
                   google::protobuf::util::TimeUtil::ToString(n.started_at()).c_str());
     std::printf("(answered by %s)\n", resp.answered_by().c_str());
@@ -420,9 +428,9 @@ int main(int argc, char** argv) {
     auto s = admin->ListStages(&ctx, req, &resp);
     if (!s.ok())
       return fail(s);
-    std::printf("%-16s %-10s %9s %9s %8s %9s %8s %17s %17s %7s %8s  %s\n", "stage",
-                "registered", "queued", "timers", "dead", "runs", "failed", "run p50/p99 ms",
-                "process p50/p99", "max par", "rate/s", "interests");
+    std::printf("%-16s %-10s %9s %9s %8s %9s %8s %17s %17s %7s %8s  %s\n", "stage", "registered",
+                "queued", "timers", "dead", "runs", "failed", "run p50/p99 ms", "process p50/p99",
+                "max par", "rate/s", "interests");
     for (auto& st : resp.stages()) {
       std::string interests;
       for (auto& f : st.interests())

@@ -3,4 +3,6 @@
 // `gostd --help` and docs/config.md.
 #include "gost/runtime/node_builder.hpp"
 
-int main(int argc, char** argv) { return gost::node_builder{}.run(argc, argv); }
+int main(int argc, char** argv) {
+  return gost::node_builder{}.run(argc, argv);
+}

@@ -63,14 +63,15 @@ std::vector<caf::expected<pool_result>> run_all(caf::actor_system& sys, const po
 pool_stats stats_of(caf::actor_system& sys, const pool_actor& pool) {
   caf::scoped_actor self{sys};
   pool_stats out;
-  self->request(pool, 5s, get_atom_v).receive([&](pool_stats& s) { out = s; },
-                                                    [&](caf::error&) { FAIL("no stats"); });
+  self->request(pool, 5s, get_atom_v)
+    .receive([&](pool_stats& s) { out = s; }, [&](caf::error&) { FAIL("no stats"); });
   return out;
 }
 
 } // namespace
 
-TEST_CASE_FIXTURE(system_fixture, "jobs run on the pool's own threads, as many at once as workers") {
+TEST_CASE_FIXTURE(system_fixture,
+                  "jobs run on the pool's own threads, as many at once as workers") {
   auto pool = spawn_pool(*sys, {"test", 4, 100});
   auto g = std::make_shared<gate>(4);
   std::vector<pool_job> jobs;
@@ -130,14 +131,14 @@ TEST_CASE_FIXTURE(system_fixture, "a full queue rejects at once; accepted jobs s
     self->send(pool, run_atom_v, std::move(j));
   // The worker holds job 0, jobs 1 and 2 wait, job 3 finds the queue full.
   bool rejected = false;
-  self->receive(
-    [&](pool_result&) { FAIL("a job finished while the worker was held"); },
-    [&](caf::error& e) {
-      rejected = true;
-      CHECK(e == errc::overloaded);
-      CHECK(persistence::error_message(e).find("pool small is full") != std::string::npos);
-    },
-    caf::after(5s) >> [&] { FAIL("no rejection"); });
+  self->receive([&](pool_result&) { FAIL("a job finished while the worker was held"); },
+                [&](caf::error& e) {
+                  rejected = true;
+                  CHECK(e == errc::overloaded);
+                  CHECK(persistence::error_message(e).find("pool small is full")
+                        != std::string::npos);
+                },
+                caf::after(5s) >> [&] { FAIL("no rejection"); });
   CHECK(rejected);
   release->set_value();
   int done = 0;
@@ -151,7 +152,8 @@ TEST_CASE_FIXTURE(system_fixture, "a full queue rejects at once; accepted jobs s
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE_FIXTURE(system_fixture, "a throwing job answers an error with its message; the worker lives on") {
+TEST_CASE_FIXTURE(system_fixture,
+                  "a throwing job answers an error with its message; the worker lives on") {
   auto pool = spawn_pool(*sys, {"thrower", 1, 10});
   std::vector<pool_job> jobs;
   jobs.push_back({[]() -> std::any { throw std::runtime_error("boom"); }});

@@ -23,12 +23,14 @@ TEST_CASE("one classification for gost, storage and CAF errors") {
   // Nothing was done, something is down or full: the same call may work later.
   CHECK(classify(make_error(errc::overloaded, "")) == disposition::retry);
   CHECK(classify(make_error(errc::unavailable, "")) == disposition::retry);
-  CHECK(classify(persistence::make_db_error(persistence::db_errc::unavailable, "")) == disposition::retry);
+  CHECK(classify(persistence::make_db_error(persistence::db_errc::unavailable, ""))
+        == disposition::retry);
   // Everything else is the caller's to report; above all an outcome nobody knows.
   CHECK(classify(make_error(errc::outcome_unknown, "")) == disposition::fail);
   CHECK(classify(make_error(errc::conflict, "")) == disposition::fail);
   CHECK(classify(make_error(errc::invalid_argument, "")) == disposition::fail);
-  CHECK(classify(persistence::make_db_error(persistence::db_errc::conflict, "")) == disposition::fail);
+  CHECK(classify(persistence::make_db_error(persistence::db_errc::conflict, ""))
+        == disposition::fail);
   CHECK(classify(caf::make_error(caf::sec::request_timeout)) == disposition::fail);
   CHECK(classify(caf::error{}) == disposition::fail);
 }

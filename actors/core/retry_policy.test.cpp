@@ -8,8 +8,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-caf::error broken() { return make_error(errc::internal, "the stage threw"); }
-caf::error outage() { return make_error(errc::unavailable, "the pricing service is down"); }
+caf::error broken() {
+  return make_error(errc::internal, "the stage threw");
+}
+caf::error outage() {
+  return make_error(errc::unavailable, "the pricing service is down");
+}
 
 } // namespace
 

@@ -224,9 +224,8 @@ struct fake_store final : feeds::feed_store {
     return {};
   }
 
-  caf::expected<std::vector<keyed_offer>> missing(const std::string& task_id,
-                                                  const std::string& seller,
-                                                  const std::string& ns) override {
+  caf::expected<std::vector<keyed_offer>>
+  missing(const std::string& task_id, const std::string& seller, const std::string& ns) override {
     auto& t = tasks.at(task_id);
     std::vector<keyed_offer> out; // by offer id, like the real query
     for (auto& [id, o] : offers.by_id)
@@ -348,8 +347,12 @@ TEST_CASE("a fresh batch is counted as intended: added, updated, unchanged, reje
   f.offers.put("e1", "old title");
   f.offers.put("e2", "same");
   auto b1 = batch("t1", "b1",
-                  {{"e1", "new title"}, {"e2", "same"}, {"e3", "fresh"}, {"e3", "again"},
-                   {"", "no external id"}, {"e4", "invalid"}});
+                  {{"e1", "new title"},
+                   {"e2", "same"},
+                   {"e3", "fresh"},
+                   {"e3", "again"},
+                   {"", "no external id"},
+                   {"e4", "invalid"}});
   REQUIRE(f.handle(b1));
   auto res = f.sink.results();
   CHECK(res["e1"].outcome() == outcome::UPDATED);
@@ -360,7 +363,7 @@ TEST_CASE("a fresh batch is counted as intended: added, updated, unchanged, reje
   CHECK(res["e4"].reason().find("offer.title") != std::string::npos);
   CHECK(res[""].outcome() == outcome::REJECTED);
   CHECK(res[""].reason().find("external_id") != std::string::npos);
-  CHECK(f.sink.sent.size() == 6); // one result per line
+  CHECK(f.sink.sent.size() == 6);    // one result per line
   CHECK(f.offers.writes["e2"] == 0); // unchanged: nothing written
   REQUIRE(f.offers.find("e3") != nullptr);
   CHECK(f.offers.find("e3")->title() == "fresh");

@@ -131,8 +131,8 @@ TEST_CASE("the offer's size counts what a client sets, not the fields gost assig
   l.offer_max_bytes = plain - 1;
   CHECK(check_content(stamped, l)
         == "offer is " + std::to_string(plain)
-               + " bytes serialized (id, version, source and timestamps not counted); the limit is "
-               + std::to_string(plain - 1) + " (limits.offer_max_bytes)");
+             + " bytes serialized (id, version, source and timestamps not counted); the limit is "
+             + std::to_string(plain - 1) + " (limits.offer_max_bytes)");
 }
 
 TEST_CASE("a field over its own limit is named before the offer's size") {

@@ -11,10 +11,7 @@ using namespace gost;
 using namespace std::chrono_literals;
 using gost::errc;
 
-namespace {
-
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("an offer round-trips through shard, offer actor and PostgreSQL") {
   shard_fixture f;
@@ -44,7 +41,8 @@ TEST_CASE("events of one offer are applied one at a time") {
   for (int i = 0; i < n; ++i) {
     auto o = new_offer("o1");
     o.set_title("t" + std::to_string(i));
-    self->send(f.shard, update_atom_v, o.id(), offer_msg{o}, any_version, std::string{}, request_id{});
+    self->send(f.shard, update_atom_v, o.id(), offer_msg{o}, any_version, std::string{},
+               request_id{});
   }
   int ok = 0;
   for (int i = 0; i < n; ++i)
@@ -117,7 +115,8 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   caf::anon_send_exit(victim, caf::exit_reason::kill);
   victim = offer_actor{};
   // No monitor: the dying actor reports its stop, and the shard forgets it.
-  CHECK(testing::eventually(std::chrono::seconds{5}, [&] { return f.stats->offers.resident.load() == 0; }));
+  CHECK(testing::eventually(std::chrono::seconds{5},
+                            [&] { return f.stats->offers.resident.load() == 0; }));
   CHECK(f.stats->offers.crashed.load() == 1); // it was not passivated
   CHECK(f.stats->offers.passivated.load() == 0);
   bool resident = true;
@@ -126,7 +125,8 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   CHECK_FALSE(resident);
   auto o = new_offer("o1");
   o.set_title("after the kill");
-  auto updated = f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{});
+  auto updated =
+    f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{});
   REQUIRE(updated);
   CHECK(updated->value.version() == 2);
   CHECK(f.stats->offers.resident.load() == 1);

@@ -95,8 +95,8 @@ struct offer_fixture : testing::caf_fixture {
   }
 
   caf::expected<offer_msg> update(const std::string& id, const std::string& title) {
-    return ask(shard, update_atom_v, id, offer_msg{offer(id, 0, title)}, any_version,
-               std::string{}, request_id{});
+    return ask(shard, update_atom_v, id, offer_msg{offer(id, 0, title)}, any_version, std::string{},
+               request_id{});
   }
 };
 
@@ -159,7 +159,8 @@ TEST_CASE_FIXTURE(offer_fixture,
 TEST_CASE_FIXTURE(offer_fixture, "a create that loses its insert answers already_exists") {
   writer.then(write_outcome::conflict);
   start();
-  auto r = ask(shard, create_atom_v, std::string{"o1"}, offer_msg{offer("o1", 0, "t")}, request_id{});
+  auto r =
+    ask(shard, create_atom_v, std::string{"o1"}, offer_msg{offer("o1", 0, "t")}, request_id{});
   REQUIRE_FALSE(r);
   CHECK(r.error() == errc::already_exists);
   REQUIRE(writer.writes().size() == 1);

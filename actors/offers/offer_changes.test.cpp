@@ -45,8 +45,8 @@ TEST_CASE("the outbox event built from the body equals the event serialized in f
   auto o = content();
   o.set_id("o1");
   o.set_version(3);
-  auto bytes = saved_event(o.SerializeAsString(), ctx, {{"b", counter(7).SerializeAsString()}},
-                           false, "b");
+  auto bytes =
+    saved_event(o.SerializeAsString(), ctx, {{"b", counter(7).SerializeAsString()}}, false, "b");
   v1::OfferSaved got;
   REQUIRE(got.ParseFromString(bytes));
   v1::OfferSaved want;
@@ -108,7 +108,8 @@ TEST_CASE("content rules hold for the offer as stored: a masked update is checke
   CHECK(prepare_create({fresh, ctx, reg, t0, limits}, no_seller).error() == errc::invalid_argument);
 }
 
-TEST_CASE("a state update with a stale version writes nothing; a current one writes state and event") {
+TEST_CASE(
+  "a state update with a stale version writes nothing; a current one writes state and event") {
   stage_registry reg;
   reg.add("any", std::make_shared<wants_everything>());
   offer_entity e{"o1"};

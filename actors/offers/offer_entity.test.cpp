@@ -4,8 +4,8 @@
 #include "gost/offers/protocol.hpp"
 #include "gost/persistence/errors.hpp"
 
-using gost::offer_entity;
 using gost::errc;
+using gost::offer_entity;
 
 namespace {
 

@@ -4,18 +4,17 @@
 #include <functional>
 
 #include <caf/actor_system.hpp>
-#include <doctest/doctest.h>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
 
 #include "gost/offers/spawn.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/testing/pg.hpp"
 
 namespace gost {
-
 
 struct shard_fixture {
   testing::temp_db db;
@@ -28,9 +27,10 @@ struct shard_fixture {
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
 
-  explicit shard_fixture(std::chrono::milliseconds idle = std::chrono::seconds{60},
-                   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>(),
-                   std::function<void(shard_options&)> tweak = {}) {
+  explicit shard_fixture(
+    std::chrono::milliseconds idle = std::chrono::seconds{60},
+    std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>(),
+    std::function<void(shard_options&)> tweak = {}) {
     persistence::pg_pool::options o;
     o.dsn = db.dsn();
     o.size = 2;

@@ -110,7 +110,8 @@ TEST_CASE("a changed offer asks the other stages, honouring field interests") {
     enq[e.lane] = e.due_at_us;
   // title: interested; price: not; fails: should_process threw, enqueued anyway (seed);
   // timer: at its time; skip: no; changer: not asked about its own change.
-  CHECK(enq == std::map<std::string, int64_t>{{"fails", now}, {"timer", now + 500}, {"title", now}});
+  CHECK(enq
+        == std::map<std::string, int64_t>{{"fails", now}, {"timer", now + 500}, {"title", now}});
   SUBCASE("a stage already queued is not asked again") {
     ctx.queued_now = {"title", "fails"};
     auto again = after_process(reg, "changer", offer(), ctx, changer->result, now, {});

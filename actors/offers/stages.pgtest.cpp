@@ -64,10 +64,8 @@ TEST_CASE("timers bring an offer back into its stage's queue; states persist") {
   reg->add("counter", std::make_shared<counter>(3));
   shard_fixture f{60s, reg};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
-  REQUIRE(testing::eventually(10s, [&] {
-    return f.db.scalar(queued_sql) == "0"
-           && f.stats->stage_runs.load() == 3;
-  }));
+  REQUIRE(testing::eventually(
+    10s, [&] { return f.db.scalar(queued_sql) == "0" && f.stats->stage_runs.load() == 3; }));
   CHECK(f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "1"); // offer untouched
   CHECK(f.db.scalar(outbox_events_sql) == "4"); // the create and three state changes
   auto st = f.db.scalar("SELECT encode(state, 'hex') FROM stage_states WHERE offer_id = 'o1'");
@@ -105,9 +103,8 @@ TEST_CASE("a stage whose offer changed behind its back reloads and redoes") {
   shard_fixture f{60s, reg};
   st->db = &f.db;
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
-  REQUIRE(testing::eventually(10s, [&] {
-    return f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "3";
-  }));
+  REQUIRE(testing::eventually(
+    10s, [&] { return f.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "3"; }));
   auto got = f.ask(get_atom_v, std::string{"o1"});
   REQUIRE(got);
   CHECK(got->value.title() == "processed at v2");
@@ -148,7 +145,8 @@ TEST_CASE("a change storm between two stages is cut and dead-lettered") {
     char mine;
     explicit appender(char c) : mine(c) {}
     decision should_process(const v1::Offer& o, const google::protobuf::Any*) const override {
-      return !o.title().empty() && o.title().back() != mine ? decision::process() : decision::skip();
+      return !o.title().empty() && o.title().back() != mine ? decision::process()
+                                                            : decision::skip();
     }
     stage_result process(const v1::Offer& o, const google::protobuf::Any*) const override {
       stage_result r;
@@ -164,8 +162,7 @@ TEST_CASE("a change storm between two stages is cut and dead-lettered") {
   shard_fixture f{60s, reg, [](shard_options& so) { so.max_chain = 4; }};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] {
-    return f.db.scalar(count_sql("dead_letters")) == "1"
-           && f.db.scalar(queued_sql) == "0";
+    return f.db.scalar(count_sql("dead_letters")) == "1" && f.db.scalar(queued_sql) == "0";
   }));
   CHECK(f.db.scalar("SELECT reason FROM dead_letters").find("change storm") != std::string::npos);
   CHECK(f.stats->change_storms_cut.load() == 1);
@@ -214,7 +211,7 @@ TEST_CASE("an update through the API asks the stages again, honouring interests"
   reg->add("on_title", st);
   shard_fixture f{60s, reg};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
-  CHECK(st->asked.load() == 1); // a new offer asks every stage
+  CHECK(st->asked.load() == 1);          // a new offer asks every stage
   CHECK(f.db.scalar(queued_sql) == "0"); // title "t": not wanted
   // A change of another field is not even asked about.
   auto o = new_offer("o1");
@@ -260,7 +257,8 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
                   }};
   constexpr int n = 30;
   for (int i = 0; i < n; ++i)
-    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
+    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)},
+                  offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
   CHECK(f.db.scalar(queued_sql) == "0");
   wanted = true;
   REQUIRE(testing::eventually(20s, [&] {
@@ -268,7 +266,8 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
            && f.db.scalar(queued_sql) == "0";
   }));
   // The actors count a run once the writer's answer reaches them, just after the commit.
-  CHECK(testing::eventually(5s, [&] { return f.stats->stage_runs.load() == static_cast<uint64_t>(n); }));
+  CHECK(testing::eventually(
+    5s, [&] { return f.stats->stage_runs.load() == static_cast<uint64_t>(n); }));
   CHECK(f.stats->stage_runs.load() == static_cast<uint64_t>(n));
 }
 
@@ -304,10 +303,10 @@ TEST_CASE("a blocking stage runs in its pool, never on a scheduler thread") {
   shard_fixture f{60s, reg};
   REQUIRE(f.pools->count("slow") == 1);
   for (int i = 0; i < 4; ++i)
-    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)}, offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
-  REQUIRE(testing::eventually(10s, [&] {
-    return f.db.scalar(queued_sql) == "0" && f.stats->stage_runs.load() == 4;
-  }));
+    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)},
+                  offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
+  REQUIRE(testing::eventually(
+    10s, [&] { return f.db.scalar(queued_sql) == "0" && f.stats->stage_runs.load() == 4; }));
   CHECK(impl->max_seen == 4);
   CHECK(f.db.scalar(count_sql("stage_states", "state IS NOT NULL")) == "4");
   // The pool counted the four jobs.

@@ -60,8 +60,8 @@ caf::expected<state_read_msg> read(shard_fixture& f, const std::string& offer,
 
 caf::expected<state_update_msg> update(shard_fixture& f, const std::string& offer,
                                        const std::string& stage, int64_t value, int64_t expected) {
-  return ask<state_update_msg>(f, update_atom_v, state_atom_v, offer, stage,
-                               packed(value), expected, request_id{});
+  return ask<state_update_msg>(f, update_atom_v, state_atom_v, offer, stage, packed(value),
+                               expected, request_id{});
 }
 
 const std::string outbox_events_sql = "SELECT coalesce(sum(events), 0) FROM outbox_batches";

@@ -12,10 +12,10 @@
 #include "gost/config/binding.hpp"
 
 #ifndef GOST_VERSION
-#  define GOST_VERSION "dev"
+#define GOST_VERSION "dev"
 #endif
 #ifndef GOST_DEFAULT_PG_SCRIPT
-#  define GOST_DEFAULT_PG_SCRIPT "scripts/pg.sh"
+#define GOST_DEFAULT_PG_SCRIPT "scripts/pg.sh"
 #endif
 
 namespace gost::config {
@@ -161,7 +161,8 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
           return bad("must be an integer in [1, 100]");
         c.attempts = static_cast<int>(*v);
       } else {
-        return bad("is unknown (known: interests, parallelism, rate, deadline_ms, attempts, after_save)");
+        return bad(
+          "is unknown (known: interests, parallelism, rate, deadline_ms, attempts, after_save)");
       }
     }
     out.push_back(std::move(c));
@@ -170,7 +171,7 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
 }
 
 const std::vector<std::string>& logger_names() {
-  static const std::vector<std::string> names{"node",  "pg",      "cluster", "api",   "kafka",
+  static const std::vector<std::string> names{"node",  "pg",      "cluster", "api", "kafka",
                                               "feeds", "console", "offers",  "kit"};
   return names;
 }
@@ -316,8 +317,7 @@ node_keys make_node_keys() {
   k.add(str("feed.responses_topic", "gost.feed-responses",
             "Kafka topic of the per-offer results and terminal summaries (gost.v1.FeedResponse)."),
         bind_to(&node_config::feed, &feed_config::responses_topic));
-  k.add(str("feed.group", "gost.feeds",
-            "Kafka consumer group of the nodes that apply feed loads."),
+  k.add(str("feed.group", "gost.feeds", "Kafka consumer group of the nodes that apply feed loads."),
         bind_to(&node_config::feed, &feed_config::group));
   k.add(num(vk::duration, "kafka.message_timeout", "30s", 1000, 3'600'000,
             "How long the producer tries to deliver an event before the relay gives the round "
@@ -502,7 +502,8 @@ node_keys make_node_keys() {
             "`interests=title|price` (top-level Offer fields it reacts to; default every change), "
             "`parallelism=16` (calls at once on this node), `rate=0` (runs per second on this "
             "node, 0 unlimited), `deadline_ms=2000` (per call), `attempts=3` (calls per run, "
-            "with back-off), `after_save=0` (1: call AfterSave with every after-save event). Example: `moderation=10.0.0.5:7000;interests=title|description`."),
+            "with back-off), `after_save=0` (1: call AfterSave with every after-save event). "
+            "Example: `moderation=10.0.0.5:7000;interests=title|description`."),
         bind_to(&node_config::stages, &stages_config::external));
   k.add(num(vk::boolean, "stages.audit.enabled", "false", 0, 1,
             "Run the built-in `audit` stage: every offer records where its runs happened (node, "
@@ -531,7 +532,8 @@ node_keys make_node_keys() {
 }
 
 std::string usage(const schema& s) {
-  return std::string{"gostd " GOST_VERSION " - a gost node: shards of offer actors over PostgreSQL.\n\n"
+  return std::string{"gostd " GOST_VERSION
+                     " - a gost node: shards of offer actors over PostgreSQL.\n\n"
                      "Usage: gostd [--config FILE] [--KEY=VALUE | --KEY VALUE]...\n"
                      "       gostd --help | --version | --config-reference\n\n"
                      "With no pg.dsn the node starts an embedded PostgreSQL in pg.embedded_dir.\n"
@@ -569,7 +571,9 @@ void resolve(node_config& c, const char* argv0) {
 
 } // namespace
 
-const schema& node_schema() { return node_bindings().keys(); }
+const schema& node_schema() {
+  return node_bindings().keys();
+}
 
 std::string validate(const node_config& c) {
   constexpr int64_t request_room = 4096; // ids, request id, update mask around the content
@@ -581,7 +585,8 @@ std::string validate(const node_config& c) {
       (value->empty() ? missing : set).push_back(key);
     if (!set.empty() && !missing.empty())
       return "cluster.tls_cert, cluster.tls_key and cluster.tls_ca must be set together (or none "
-             "of them for plaintext links); set: " + joined(set) + "; missing: " + joined(missing);
+             "of them for plaintext links); set: "
+             + joined(set) + "; missing: " + joined(missing);
   }
   if (!c.feed.requests_topic.empty() && c.kafka.brokers.empty())
     return "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
@@ -595,7 +600,8 @@ std::string validate(const node_config& c) {
       return std::string{"limits.request_max_bytes ("} + std::to_string(c.limits.request_max_bytes)
              + ") must be at least " + key + " (" + std::to_string(bytes)
              + ") + 4096, or a request at that limit could not be sent; raise "
-               "limits.request_max_bytes or lower " + key;
+               "limits.request_max_bytes or lower "
+             + key;
   if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
     return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
            "survive one late heartbeat)";

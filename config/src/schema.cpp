@@ -65,9 +65,18 @@ bool parse_size(const std::string& s, int64_t& out) {
   int64_t mult = 1;
   auto body = s;
   switch (std::tolower(static_cast<unsigned char>(s.back()))) {
-    case 'k': mult = 1024; body.pop_back(); break;
-    case 'm': mult = 1024 * 1024; body.pop_back(); break;
-    case 'g': mult = 1024LL * 1024 * 1024; body.pop_back(); break;
+    case 'k':
+      mult = 1024;
+      body.pop_back();
+      break;
+    case 'm':
+      mult = 1024 * 1024;
+      body.pop_back();
+      break;
+    case 'g':
+      mult = 1024LL * 1024 * 1024;
+      body.pop_back();
+      break;
     default: break;
   }
   int64_t n = 0;
@@ -132,7 +141,8 @@ const char* to_string(value_kind k) {
 std::string key_spec::env_name() const {
   std::string out = "GOST_";
   for (char c : name)
-    out += (c == '.' || c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out +=
+      (c == '.' || c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -153,8 +163,8 @@ const key_spec* schema::find(std::string_view name) const {
   return nullptr;
 }
 
-std::optional<value> schema::parse(const key_spec& spec, const std::string& raw,
-                                   std::string source, std::string& error) {
+std::optional<value> schema::parse(const key_spec& spec, const std::string& raw, std::string source,
+                                   std::string& error) {
   value v;
   v.text = raw;
   v.source = std::move(source);
@@ -183,14 +193,14 @@ std::optional<value> schema::parse(const key_spec& spec, const std::string& raw,
       ok = false;
   }
   if (!ok) {
-    error = "config key `" + spec.name + "` = \"" + raw + "\" (" + v.source + ") is invalid: expected "
-            + allowed_text(spec);
+    error = "config key `" + spec.name + "` = \"" + raw + "\" (" + v.source
+            + ") is invalid: expected " + allowed_text(spec);
     return std::nullopt;
   }
   if (spec.check) {
     if (auto problem = spec.check(raw); !problem.empty()) {
-      error = "config key `" + spec.name + "` = \"" + raw + "\" (" + v.source + ") is invalid: "
-              + problem;
+      error = "config key `" + spec.name + "` = \"" + raw + "\" (" + v.source
+              + ") is invalid: " + problem;
       return std::nullopt;
     }
   }
@@ -221,9 +231,9 @@ std::string schema::reference_markdown() const {
 std::string schema::help_text() const {
   std::ostringstream out;
   for (auto& k : keys_) {
-    out << "  --" << k.name << "=<" << to_string(k.kind) << ">  (default: "
-        << (k.default_value.empty() ? "empty" : k.default_value) << "; " << allowed_text(k)
-        << "; env " << k.env_name() << ")\n      " << k.description << "\n";
+    out << "  --" << k.name << "=<" << to_string(k.kind)
+        << ">  (default: " << (k.default_value.empty() ? "empty" : k.default_value) << "; "
+        << allowed_text(k) << "; env " << k.env_name() << ")\n      " << k.description << "\n";
   }
   return out.str();
 }

@@ -24,7 +24,7 @@ gost::decision photo_count::should_process(const gost::v1::Offer& offer,
 }
 
 gost::typed_result<v1::PhotoCount> photo_count::process(const gost::v1::Offer& offer,
-                                                       const v1::PhotoCount*) const {
+                                                        const v1::PhotoCount*) const {
   gost::typed_result<v1::PhotoCount> r;
   r.state = count(offer); // written only when it differs from the stored one
   if (offer.photos_size() == 0 && offer.status() == gost::v1::OFFER_STATUS_ACTIVE) {

@@ -13,7 +13,7 @@ public:
   gost::decision should_process(const gost::v1::Offer& offer,
                                 const v1::PhotoCount* state) const override;
   gost::typed_result<v1::PhotoCount> process(const gost::v1::Offer& offer,
-                                            const v1::PhotoCount* state) const override;
+                                             const v1::PhotoCount* state) const override;
   /// Only changes of the photos (or the status) make gost ask again.
   std::vector<std::string> interests() const override { return {"photos", "status"}; }
 };

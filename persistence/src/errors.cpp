@@ -1,7 +1,7 @@
 #include "gost/persistence/errors.hpp"
 
-#include <caf/message.hpp>
 #include <caf/make_message.hpp>
+#include <caf/message.hpp>
 
 namespace gost::persistence {
 

@@ -31,7 +31,8 @@ caf::error current_exception_to_error() {
   try {
     throw;
   } catch (const pqxx::broken_connection& e) {
-    return make_db_error(db_errc::unavailable, std::string{"database connection lost: "} + e.what());
+    return make_db_error(db_errc::unavailable,
+                         std::string{"database connection lost: "} + e.what());
   } catch (const pqxx::in_doubt_error& e) {
     return make_db_error(db_errc::outcome_unknown,
                          std::string{"the connection was lost during COMMIT: "} + e.what());
@@ -105,11 +106,10 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
       return false;
     };
     if (!p.cv.wait_for(guard, p.opts.acquire_timeout, free_slot))
-      return make_db_error(db_errc::unavailable,
-                           "all " + std::to_string(p.slots.size())
-                             + " database connections stayed busy for "
-                             + std::to_string(p.opts.acquire_timeout.count())
-                             + "ms; raise `pg.pool_size` or reduce load");
+      return make_db_error(db_errc::unavailable, "all " + std::to_string(p.slots.size())
+                                                   + " database connections stayed busy for "
+                                                   + std::to_string(p.opts.acquire_timeout.count())
+                                                   + "ms; raise `pg.pool_size` or reduce load");
     p.slots[idx].busy = true;
   }
   auto& s = p.slots[idx];
@@ -219,7 +219,8 @@ caf::error commit_marked(pg_pool& pool, const std::string& mark,
   }
   return make_db_error(db_errc::outcome_unknown,
                        "the connection to the database was lost during COMMIT and whether it "
-                       "committed could not be read back (" + error_message(last)
+                       "committed could not be read back ("
+                         + error_message(last)
                          + "); read the data to see, or retry with the same request_id");
 }
 

@@ -54,8 +54,7 @@ caf::expected<int> migrate(pg_pool& pool, const std::vector<migration>& ms) {
       }
       if (checksum(i->second->sql) != sum) {
         refusal = make_db_error(db_errc::schema_mismatch,
-                                "schema migration " + std::to_string(ver) + " ("
-                                  + i->second->name
+                                "schema migration " + std::to_string(ver) + " (" + i->second->name
                                   + ") differs from the one applied to the database; "
                                     "migrations must never be edited once released");
         return;

@@ -6,13 +6,13 @@
 #include <caf/event_based_actor.hpp>
 #include <google/protobuf/util/time_util.h>
 
-#include "gost/offers/protocol.hpp"
+#include "api/status.hpp"
+#include "cluster/router.hpp"
+#include "gost/core/call_hub.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/offers/protocol.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/cluster/leases.hpp"
-#include "gost/core/call_hub.hpp"
-#include "cluster/router.hpp"
-#include "api/status.hpp"
 
 namespace gost::runtime {
 
@@ -61,8 +61,9 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
           };
           if (owner) {
             // Not fatal when the owner cannot say (moving, unreachable): the stored part stands.
-            self->request(owner, timeout, resident_atom_v, id)
-              .then(answer, [=](caf::error&) { reactor->Finish(grpc::Status::OK); });
+            self->request(owner, timeout, resident_atom_v, id).then(answer, [=](caf::error&) {
+              reactor->Finish(grpc::Status::OK);
+            });
           } else {
             reactor->Finish(grpc::Status::OK); // the shard is moving: no owner to ask
           }

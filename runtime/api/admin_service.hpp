@@ -3,10 +3,10 @@
 #include <chrono>
 #include <memory>
 
-#include "gost/offers/stage.hpp"
 #include "gost/core/stats.hpp"
-#include "rpc/parse_guard.hpp"
+#include "gost/offers/stage.hpp"
 #include "gost/v1/admin.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
 
 namespace gost::persistence {
 class pg_pool;

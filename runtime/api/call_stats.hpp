@@ -12,7 +12,14 @@
 namespace gost::runtime {
 
 enum class api_method : uint8_t {
-  create_offer, get_offer, update_offer, delete_offer, list_offers, read_state, update_state, count_
+  create_offer,
+  get_offer,
+  update_offer,
+  delete_offer,
+  list_offers,
+  read_state,
+  update_state,
+  count_
 };
 
 /// The method's name as gRPC knows it.

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "api/limits.hpp"
-#include "rpc/parse_guard.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
 
 namespace gost {
 class call_hub;

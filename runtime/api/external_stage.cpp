@@ -32,8 +32,7 @@ std::shared_ptr<grpc::Channel> channel(const std::string& address) {
 class external_stage final : public stage {
 public:
   explicit external_stage(config::external_stage_config cfg)
-    : cfg_(std::move(cfg)),
-      stub_(v1::StageService::NewStub(channel(cfg_.address))) {}
+    : cfg_(std::move(cfg)), stub_(v1::StageService::NewStub(channel(cfg_.address))) {}
 
   decision should_process(const v1::Offer&, const google::protobuf::Any*) const override {
     return decision::process(); // asked remotely, from the pool, before Process
@@ -47,12 +46,11 @@ public:
       *req.mutable_state() = *state;
     stage_result out;
     v1::ShouldProcessResponse asked;
-    call("ShouldProcess", [&](grpc::ClientContext* c) { return stub_->ShouldProcess(c, req, &asked); });
+    call("ShouldProcess",
+         [&](grpc::ClientContext* c) { return stub_->ShouldProcess(c, req, &asked); });
     switch (asked.decision()) {
       case v1::ShouldProcessResponse::PROCESS: break;
-      case v1::ShouldProcessResponse::TIMER:
-        out.timer = to_time(asked.at());
-        return out;
+      case v1::ShouldProcessResponse::TIMER: out.timer = to_time(asked.at()); return out;
       default: return out; // SKIP (and values of a newer protocol): nothing to do
     }
     v1::ProcessResponse done;

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "gost/offers/stage.hpp"
 #include "gost/config/node_config.hpp"
+#include "gost/offers/stage.hpp"
 
 namespace gost::runtime {
 

@@ -7,12 +7,12 @@
 
 #include <caf/event_based_actor.hpp>
 
-#include "gost/offers/protocol.hpp"
-#include "gost/offers/spawn.hpp"
+#include "api/status.hpp"
 #include "cluster/ask_owner.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
-#include "api/status.hpp"
+#include "gost/offers/protocol.hpp"
+#include "gost/offers/spawn.hpp"
 
 namespace gost::runtime {
 
@@ -23,8 +23,9 @@ std::string check_mask(const google::protobuf::FieldMask& mask, std::string& out
   static const std::set<std::string> fixed{"id", "version", "created_at", "updated_at"};
   for (auto& path : mask.paths()) {
     if (v1::Offer::descriptor()->FindFieldByName(path) == nullptr)
-      return "update_mask: " + path + " is not a field of gost.v1.Offer (use top-level field "
-             "names like title, price, attributes)";
+      return "update_mask: " + path
+             + " is not a field of gost.v1.Offer (use top-level field "
+               "names like title, price, attributes)";
     if (fixed.count(path) != 0)
       return "update_mask: " + path + " is set by gost, not by clients";
   }
@@ -56,8 +57,7 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
     return;
   }
   auto& k = ref.key();
-  self->request(r.any_store(), timeout, find_atom_v, k.seller_id(), k.namespace_(),
-                k.external_id())
+  self->request(r.any_store(), timeout, find_atom_v, k.seller_id(), k.namespace_(), k.external_id())
     .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
 }
 
@@ -129,17 +129,18 @@ grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* c
   auto ref = req->ref();
   hub_.run([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
-    resolve(self, r, timeout, ref,
-            [=, &r](const std::string& id) {
-              ask_owner(
-                self, r, deadline,
-                [=](offer_msg& m) {
-                  *resp->mutable_offer() = std::move(m.value);
-                  done(grpc::Status::OK);
-                },
-                fail, get_atom_v, id);
-            },
-            fail);
+    resolve(
+      self, r, timeout, ref,
+      [=, &r](const std::string& id) {
+        ask_owner(
+          self, r, deadline,
+          [=](offer_msg& m) {
+            *resp->mutable_offer() = std::move(m.value);
+            done(grpc::Status::OK);
+          },
+          fail, get_atom_v, id);
+      },
+      fail);
   });
   return reactor;
 }
@@ -180,21 +181,22 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
   auto& r = router_;
   hub_.run([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
-    resolve(self, r, timeout, ref,
-            [=, &r](const std::string& id) {
-              if (!msg.value.id().empty() && msg.value.id() != id) {
-                done(invalid("offer.id and ref name different offers"));
-                return;
-              }
-              ask_owner(
-                self, r, deadline,
-                [=](offer_msg& stored) {
-                  *resp->mutable_offer() = std::move(stored.value);
-                  done(grpc::Status::OK);
-                },
-                fail, update_atom_v, id, msg, expected, mask, rid);
-            },
-            fail);
+    resolve(
+      self, r, timeout, ref,
+      [=, &r](const std::string& id) {
+        if (!msg.value.id().empty() && msg.value.id() != id) {
+          done(invalid("offer.id and ref name different offers"));
+          return;
+        }
+        ask_owner(
+          self, r, deadline,
+          [=](offer_msg& stored) {
+            *resp->mutable_offer() = std::move(stored.value);
+            done(grpc::Status::OK);
+          },
+          fail, update_atom_v, id, msg, expected, mask, rid);
+      },
+      fail);
   });
   return reactor;
 }
@@ -225,24 +227,25 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
   auto ref = req->ref();
   hub_.run([=, &r](caf::event_based_actor* self) {
     fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
-    resolve(self, r, timeout, ref,
-            [=, &r](const std::string& id) {
-              ask_owner(
-                self, r, deadline,
-                [=](int64_t& version) {
-                  resp->set_version(version);
-                  done(grpc::Status::OK);
-                },
-                fail, delete_atom_v, id, expected, rid);
-            },
-            fail);
+    resolve(
+      self, r, timeout, ref,
+      [=, &r](const std::string& id) {
+        ask_owner(
+          self, r, deadline,
+          [=](int64_t& version) {
+            resp->set_version(version);
+            done(grpc::Status::OK);
+          },
+          fail, delete_atom_v, id, expected, rid);
+      },
+      fail);
   });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext* ctx,
-                                                   const v1::ListOffersRequest* req,
-                                                   v1::ListOffersResponse* resp) {
+                                                    const v1::ListOffersRequest* req,
+                                                    v1::ListOffersResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   auto done = finisher(reactor, api_method::list_offers);
   if (req->seller_id().empty() || req->seller_id().size() > max_id_len) {

@@ -3,10 +3,10 @@
 #include <chrono>
 #include <functional>
 
-#include "rpc/parse_guard.hpp"
-#include "gost/v1/offer_service.grpc.pb.h"
 #include "api/call_stats.hpp"
 #include "api/limits.hpp"
+#include "gost/v1/offer_service.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
 
 namespace gost {
 class call_hub;

@@ -2,11 +2,11 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include "api/status.hpp"
 #include "cluster/ask_owner.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"
-#include "api/status.hpp"
 
 namespace gost::runtime {
 
@@ -88,8 +88,8 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
         *resp = std::move(m.value);
         done(grpc::Status::OK);
       },
-      [=](const caf::error& err) { done(to_status(err)); }, update_atom_v, state_atom_v, id,
-      stage, bytes, expected, rid);
+      [=](const caf::error& err) { done(to_status(err)); }, update_atom_v, state_atom_v, id, stage,
+      bytes, expected, rid);
   });
   return reactor;
 }

@@ -44,7 +44,8 @@ std::optional<std::pair<uint32_t, std::string>> lease_planner::next_handoff() {
     return std::nullopt;
   auto neediest = std::min_element(load_.begin(), load_.end(),
                                    [](auto& a, auto& b) { return a.second < b.second; });
-  if (neediest == load_.end() || neediest->first == me_ || (neediest->second >= lo_ && mine_ <= hi_))
+  if (neediest == load_.end() || neediest->first == me_
+      || (neediest->second >= lo_ && mine_ <= hi_))
     return std::nullopt;
   auto shard = handable_.back();
   handable_.pop_back();

@@ -12,8 +12,8 @@
 
 #include <caf/typed_response_promise.hpp>
 
-#include "gost/internal/v1/node_service.pb.h"
 #include "gost/core/entity/protocol.hpp"
+#include "gost/internal/v1/node_service.pb.h"
 #include "gost/offers/protocol.hpp"
 
 namespace gost::runtime::link_table {
@@ -23,7 +23,9 @@ using internal::v1::ForwardResponse;
 
 // -- requests ---------------------------------------------------------------------------------
 
-inline void encode(ForwardRequest& r, get_atom, const std::string& id) { r.set_get(id); }
+inline void encode(ForwardRequest& r, get_atom, const std::string& id) {
+  r.set_get(id);
+}
 
 inline void encode(ForwardRequest& r, create_atom, const std::string& id, const offer_msg& m,
                    const request_id& rid) {
@@ -66,7 +68,9 @@ inline void encode(ForwardRequest& r, update_atom, state_atom, const std::string
   u->set_request_id(rid.value);
 }
 
-inline void encode(ForwardRequest& r, resident_atom, const std::string& id) { r.set_residency(id); }
+inline void encode(ForwardRequest& r, resident_atom, const std::string& id) {
+  r.set_residency(id);
+}
 
 inline void encode(ForwardRequest& r, send_atom, const std::string& key, const any_msg& event,
                    const std::string& request_id, int64_t delay_ms) {
@@ -77,7 +81,9 @@ inline void encode(ForwardRequest& r, send_atom, const std::string& key, const a
   e->set_delay_ms(delay_ms);
 }
 
-inline void encode(ForwardRequest& r, view_atom, const std::string& key) { r.set_entity_get(key); }
+inline void encode(ForwardRequest& r, view_atom, const std::string& key) {
+  r.set_entity_get(key);
+}
 
 /// Calls `f` with the operation's typed arguments; false when the request carries none this
 /// node knows.
@@ -121,8 +127,12 @@ bool decode(const ForwardRequest& r, F&& f) {
 
 // -- replies ----------------------------------------------------------------------------------
 
-inline void encode_reply(ForwardResponse& r, offer_msg& m) { *r.mutable_offer() = std::move(m.value); }
-inline void encode_reply(ForwardResponse& r, int64_t version) { r.set_version(version); }
+inline void encode_reply(ForwardResponse& r, offer_msg& m) {
+  *r.mutable_offer() = std::move(m.value);
+}
+inline void encode_reply(ForwardResponse& r, int64_t version) {
+  r.set_version(version);
+}
 inline void encode_reply(ForwardResponse& r, state_read_msg& m) {
   *r.mutable_state() = std::move(m.value);
 }
@@ -134,7 +144,9 @@ inline void encode_reply(ForwardResponse& r, bool resident, int64_t mailbox) {
   r.mutable_residency()->set_mailbox(mailbox);
 }
 
-inline void encode_reply(ForwardResponse& r, ok_atom) { r.set_ok(true); }
+inline void encode_reply(ForwardResponse& r, ok_atom) {
+  r.set_ok(true);
+}
 inline void encode_reply(ForwardResponse& r, entity_view& v) {
   auto* e = r.mutable_entity();
   e->set_exists(v.exists);

@@ -8,12 +8,12 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "gost/core/log.hpp"
-#include "gost/core/shard_hash.hpp"
-#include "gost/persistence/cluster/leases.hpp"
 #include "cluster/ask_owner.hpp"
 #include "cluster/lease_planner.hpp"
 #include "cluster/router.hpp"
+#include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
+#include "gost/persistence/cluster/leases.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
 
@@ -76,7 +76,9 @@ struct manager_state {
 
 using self_ptr = caf::stateful_actor<manager_state>*;
 
-std::string err_text(const caf::error& e) { return persistence::error_message(e); }
+std::string err_text(const caf::error& e) {
+  return persistence::error_message(e);
+}
 
 /// Stops a shard actor this node must no longer run and forgets it.
 void drop(self_ptr self, uint32_t shard, const char* why) {
@@ -98,7 +100,8 @@ void release(self_ptr self, uint32_t shard) {
   auto i = st.held.find(shard);
   if (i == st.held.end())
     return;
-  if (auto err = persistence::release_lease(*st.opts.pool, st.opts.node_id, {shard, i->second.epoch}))
+  if (auto err =
+        persistence::release_lease(*st.opts.pool, st.opts.node_id, {shard, i->second.epoch}))
     lg->warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
   else
     lg->info("lease released shard={} epoch={}", shard, i->second.epoch);
@@ -124,16 +127,16 @@ void drain(self_ptr self, uint32_t shard) {
   auto actors = h.actors();
   auto left = std::make_shared<size_t>(actors.size());
   for (auto& a : actors)
-    self->request(caf::actor_cast<caf::typed_actor<caf::replies_to<drain_atom>::with<ok_atom>>>(a),
-                  std::chrono::seconds{30}, drain_atom_v)
+    self
+      ->request(caf::actor_cast<caf::typed_actor<caf::replies_to<drain_atom>::with<ok_atom>>>(a),
+                std::chrono::seconds{30}, drain_atom_v)
       .then(
         [=](ok_atom) {
           if (--*left == 0)
             release(self, shard);
         },
         [=](caf::error& err) {
-          lg->warn("shard drain failed shard={} error={}; releasing anyway", shard,
-                   err_text(err));
+          lg->warn("shard drain failed shard={} error={}; releasing anyway", shard, err_text(err));
           caf::anon_send_exit(a, caf::exit_reason::kill);
           if (--*left == 0)
             release(self, shard);
@@ -197,14 +200,16 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
   while (plan.wants_more()) {
-    auto got = persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
+    auto got =
+      persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
       lg->warn("lease acquisition failed error={}", err_text(got.error()));
       break;
     }
     for (auto& e : got->ended)
       lg->warn("ended a frozen transaction of an expired lease owner owner={} pid={}; its "
-               "shard is taken next round", e.owner, e.pid);
+               "shard is taken next round",
+               e.owner, e.pid);
     if (!got->lease)
       break;
     auto [shard, epoch] = *got->lease;
@@ -243,7 +248,8 @@ bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>
   auto freed = persistence::free_previous_leases(*st.opts.pool, st.opts.node_id, held);
   if (!freed) {
     lg->warn("cannot take back the previous incarnation's leases error={}; they expire "
-             "instead", err_text(freed.error()));
+             "instead",
+             err_text(freed.error()));
     return false;
   }
   if (*freed > 0)
@@ -273,8 +279,7 @@ void tick(self_ptr self) {
   if (leases && take_back_previous(self, *leases))
     leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
-    lg->warn("cluster view unavailable error={}",
-             err_text(nodes ? leases.error() : nodes.error()));
+    lg->warn("cluster view unavailable error={}", err_text(nodes ? leases.error() : nodes.error()));
     return;
   }
   if (!st.leaving)

@@ -15,11 +15,11 @@
 
 #include "cluster/link_table.hpp"
 #include "cluster/router.hpp"
-#include "rpc/parse_guard.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/routing.hpp"
 #include "gost/internal/v1/node_service.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, link_done_atom, "linkdone")
 
@@ -52,14 +52,15 @@ caf::error take_error(const internal::v1::ForwardResponse::Error& e) {
 caf::error link_error(const grpc::Status& st, const std::string& address) {
   switch (st.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return caf::make_error(caf::sec::request_timeout, "node " + address + " did not answer in time");
+      return caf::make_error(caf::sec::request_timeout,
+                             "node " + address + " did not answer in time");
     case grpc::StatusCode::UNAVAILABLE:
       return caf::make_error(caf::sec::no_route_to_receiving_node,
                              "node " + address + " is unreachable: " + st.error_message());
     default: // a link that works but refused the call: not something re-routing fixes
       return make_error(errc::internal, "node " + address + " refused a forwarded call ("
-                                                             + std::to_string(st.error_code()) + " "
-                                                             + st.error_message() + ")");
+                                          + std::to_string(st.error_code()) + " "
+                                          + st.error_message() + ")");
   }
 }
 
@@ -208,9 +209,8 @@ link_actor::behavior_type link_fun(link_ptr self, std::string address,
   st.attempt = attempt;
   return make_behavior<link_actor::behavior_type>(
     make_handlers<peer_link_ops::signatures>(
-      [=](auto tag, auto&... xs) -> typename decltype(tag)::result_type {
-        return forward(self, tag, xs...);
-      }),
+      [=](auto tag, auto&... xs) ->
+      typename decltype(tag)::result_type { return forward(self, tag, xs...); }),
     [=](link_done_atom, uint64_t id) {
       auto& calls = self->state.calls;
       auto i = calls.find(id);
@@ -245,8 +245,9 @@ caf::expected<link_security> link_security::load(const config::cluster_config& c
                                 std::tuple{"cluster.tls_ca", &cfg.tls_ca, &out.ca_pem}})
     if (auto err = read_file(*path, *dst); !err.empty())
       return make_error(errc::invalid_argument,
-                        "cluster TLS: " + err + "; check `" + key + "` (cluster.tls_cert, "
-                          "cluster.tls_key and cluster.tls_ca name PEM files)");
+                        "cluster TLS: " + err + "; check `" + key
+                          + "` (cluster.tls_cert, "
+                            "cluster.tls_key and cluster.tls_ca name PEM files)");
   out.enabled = true;
   return out;
 }

@@ -27,7 +27,6 @@ class call_hub;
 
 namespace gost::runtime {
 
-
 /// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
 /// private network only).
 struct link_security {

@@ -97,9 +97,8 @@ public:
                    std::chrono::steady_clock::time_point deadline) const {
     std::unique_lock<std::mutex> lock{mtx_};
     return changed_.wait_until(lock, deadline, [&] {
-      return std::all_of(shards.begin(), shards.end(), [&](uint32_t s) {
-        return routes_[s].target && !routes_[s].local.offers;
-      });
+      return std::all_of(shards.begin(), shards.end(),
+                         [&](uint32_t s) { return routes_[s].target && !routes_[s].local.offers; });
     });
   }
 

@@ -24,8 +24,8 @@ uint16_t admin_http::start(const std::string& host, uint16_t port, std::string& 
   }
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
       || ::listen(listen_fd_, 64) != 0) {
-    error = std::string{"cannot listen on http.listen="} + host + ":" + std::to_string(port)
-            + " (" + std::strerror(errno) + "); choose another `http.listen`";
+    error = std::string{"cannot listen on http.listen="} + host + ":" + std::to_string(port) + " ("
+            + std::strerror(errno) + "); choose another `http.listen`";
     return 0;
   }
   socklen_t len = sizeof(addr);
@@ -91,9 +91,8 @@ void admin_http::handle(int fd) {
       body = "not found; try /, /healthz or /metrics\n";
     }
   }
-  auto resp = "HTTP/1.1 " + code + "\r\nContent-Type: " + type
-              + "\r\nContent-Length: " + std::to_string(body.size())
-              + "\r\nConnection: close\r\n\r\n" + body;
+  auto resp = "HTTP/1.1 " + code + "\r\nContent-Type: " + type + "\r\nContent-Length: "
+              + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   size_t off = 0;
   while (off < resp.size()) {
     auto n = ::send(fd, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);

@@ -14,7 +14,8 @@ class admin_http {
 public:
   using page_fn = std::function<std::string()>;
 
-  admin_http(page_fn metrics, page_fn status) : metrics_(std::move(metrics)), status_(std::move(status)) {}
+  admin_http(page_fn metrics, page_fn status)
+    : metrics_(std::move(metrics)), status_(std::move(status)) {}
   ~admin_http() { stop(); }
 
   /// Binds and starts serving; returns the bound port, or 0 and sets `error`.

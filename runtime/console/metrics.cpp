@@ -9,23 +9,11 @@ namespace gost::runtime {
 namespace {
 
 const char* code_name(size_t c) {
-  static const char* names[] = {"OK",
-                                "CANCELLED",
-                                "UNKNOWN",
-                                "INVALID_ARGUMENT",
-                                "DEADLINE_EXCEEDED",
-                                "NOT_FOUND",
-                                "ALREADY_EXISTS",
-                                "PERMISSION_DENIED",
-                                "RESOURCE_EXHAUSTED",
-                                "FAILED_PRECONDITION",
-                                "ABORTED",
-                                "OUT_OF_RANGE",
-                                "UNIMPLEMENTED",
-                                "INTERNAL",
-                                "UNAVAILABLE",
-                                "DATA_LOSS",
-                                "UNAUTHENTICATED"};
+  static const char* names[] = {
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
   return names[c];
 }
 
@@ -39,8 +27,8 @@ std::string metrics::prometheus_text() const {
     for (size_t c = 0; c < call_stats::codes; ++c) {
       auto v = calls_.get(m, c);
       if (v != 0 || c == 0)
-        out << "gost_grpc_requests_total{method=\"" << to_string(static_cast<api_method>(m)) << "\",code=\""
-            << code_name(c) << "\"} " << v << "\n";
+        out << "gost_grpc_requests_total{method=\"" << to_string(static_cast<api_method>(m))
+            << "\",code=\"" << code_name(c) << "\"} " << v << "\n";
     }
   out << "# HELP gost_grpc_undecodable_requests_total Requests whose bytes were not their method's"
          " message (answered INVALID_ARGUMENT).\n"
@@ -50,7 +38,8 @@ std::string metrics::prometheus_text() const {
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {
     out << "# HELP gost_" << name << " " << help << "\n# TYPE gost_" << name << " "
-        << (kind == stat_kind::counter ? "counter" : "gauge") << "\ngost_" << name << " " << v << "\n";
+        << (kind == stat_kind::counter ? "counter" : "gauge") << "\ngost_" << name << " " << v
+        << "\n";
   });
   out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
       << "# TYPE gost_stage_runs_total counter\n";

@@ -3,9 +3,8 @@
 #include <chrono>
 #include <vector>
 
-
-#include "gost/core/log.hpp"
 #include "gost/core/backoff.hpp"
+#include "gost/core/log.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/v1/events.pb.h"
@@ -46,8 +45,8 @@ struct after_save_consumer::impl {
         stats.after_save_failures.fetch_add(1, std::memory_order_relaxed);
         if (++failures >= opts.attempts) {
           stats.after_save_skipped.fetch_add(1, std::memory_order_relaxed);
-          lg->error("after_save gave up stage={} offer={} version={} attempts={} error={}",
-                    e.id, event.offer().id(), event.offer().version(), failures, ex.what());
+          lg->error("after_save gave up stage={} offer={} version={} attempts={} error={}", e.id,
+                    event.offer().id(), event.offer().version(), failures, ex.what());
           return true;
         }
         lg->warn("after_save failed stage={} offer={} version={} attempt={} error={}", e.id,
@@ -63,7 +62,8 @@ struct after_save_consumer::impl {
     v1::OfferSaved event;
     if (!event.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
       lg->error("after_save consumer skipped a message of {} [{}] at offset {}: not a "
-                "gost.v1.OfferSaved", m.topic, m.partition, m.offset);
+                "gost.v1.OfferSaved",
+                m.topic, m.partition, m.offset);
       return kafka::verdict::handled;
     }
     for (auto* e : hooks)
@@ -93,13 +93,13 @@ after_save_consumer::start(after_save_options opts) {
   co.topic_key = "kafka.topic";
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
-    std::move(co), [raw](const kafka::message_view& m, const stop_signal& stop) {
-      return raw->handle(m, stop);
-    });
+    std::move(co),
+    [raw](const kafka::message_view& m, const stop_signal& stop) { return raw->handle(m, stop); });
   if (!consumer)
     return std::move(consumer.error());
   p->consumer = std::move(*consumer);
-  lg->info("after_save consumer started topic={} group={}", raw->opts.kafka.topic, raw->opts.kafka.after_save_group);
+  lg->info("after_save consumer started topic={} group={}", raw->opts.kafka.topic,
+           raw->opts.kafka.after_save_group);
   return std::unique_ptr<after_save_consumer>(new after_save_consumer(std::move(p)));
 }
 

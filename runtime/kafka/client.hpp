@@ -33,8 +33,8 @@ using partition_list_ptr = std::unique_ptr<
   rd_kafka_topic_partition_list_t,
   destroyer<rd_kafka_topic_partition_list_t, &rd_kafka_topic_partition_list_destroy>>;
 /// A message returned by a consumer poll.
-using message_ptr = std::unique_ptr<rd_kafka_message_t,
-                                    destroyer<rd_kafka_message_t, &rd_kafka_message_destroy>>;
+using message_ptr =
+  std::unique_ptr<rd_kafka_message_t, destroyer<rd_kafka_message_t, &rd_kafka_message_destroy>>;
 
 /// One librdkafka property, and the gost config key its value comes from. An empty `key`
 /// marks gost's own choice (not the operator's): librdkafka refusing it is a bug.

@@ -7,10 +7,9 @@
 #include <future>
 #include <optional>
 
-
 #include "cluster/ask_owner.hpp"
-#include "gost/core/log.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/log.hpp"
 #include "gost/feeds/feed_applier.hpp"
 #include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
@@ -110,9 +109,9 @@ public:
     return persistence::add_feed_counts(pool_, task_id, delta);
   }
 
-  caf::expected<std::vector<persistence::keyed_offer>>
-  missing(const std::string& task_id, const std::string& seller_id,
-          const std::string& ns) override {
+  caf::expected<std::vector<persistence::keyed_offer>> missing(const std::string& task_id,
+                                                               const std::string& seller_id,
+                                                               const std::string& ns) override {
     return persistence::offers_missing_from(pool_, task_id, seller_id, ns);
   }
 
@@ -133,8 +132,7 @@ private:
 class kafka_responses final : public feeds::response_sink {
 public:
   kafka_responses(kafka::producer p, std::string topic)
-    : producer_(std::move(p)), topic_(std::move(topic)) {
-  }
+    : producer_(std::move(p)), topic_(std::move(topic)) {}
 
   void send(const v1::FeedResponse& resp, const stop_signal& stop) override {
     // A refusal is counted by the producer: the next `flushed` says false.
@@ -168,18 +166,14 @@ struct feed_exchange::impl {
   std::unique_ptr<kafka::group_consumer> consumer;
 
   impl(feed_options o, kafka::producer p)
-    : opts(std::move(o)),
-      store(*opts.pool),
-      offers(opts),
-      responses(std::move(p), opts.feed.responses_topic),
-      applier(store, offers, responses) {
-  }
+    : opts(std::move(o)), store(*opts.pool), offers(opts),
+      responses(std::move(p), opts.feed.responses_topic), applier(store, offers, responses) {}
 
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
     v1::FeedRequest req;
     if (!req.ParseFromArray(m.payload.data(), static_cast<int>(m.payload.size()))) {
-      lg->error("a message of {} [{}] at offset {} is not a gost.v1.FeedRequest; skipped",
-                m.topic, m.partition, m.offset);
+      lg->error("a message of {} [{}] at offset {} is not a gost.v1.FeedRequest; skipped", m.topic,
+                m.partition, m.offset);
       return kafka::verdict::handled;
     }
     return applier.handle(req, stop) ? kafka::verdict::handled : kafka::verdict::not_handled;

@@ -34,7 +34,7 @@ struct feed_options {
   config::feed_config feed;   ///< topics and group
   config::api_config api;     ///< `api.request_timeout`: per offer operation
   offer_limits limits;        ///< what a feed's offer may hold (each one over is rejected)
-  call_hub* hub = nullptr; ///< makes the offer requests
+  call_hub* hub = nullptr;    ///< makes the offer requests
   std::shared_ptr<router> routes;
   persistence::pg_pool* pool = nullptr;
 };

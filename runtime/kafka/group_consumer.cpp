@@ -2,9 +2,8 @@
 
 #include <thread>
 
-
-#include "gost/core/log.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
 #include "kafka/client.hpp"
 
 namespace gost::runtime::kafka {
@@ -37,8 +36,8 @@ struct group_consumer::impl {
       auto err = rd_kafka_seek(m.rkt, m.partition, m.offset, 5000);
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
         return;
-      lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
-               opts.role, opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
+      lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying", opts.role,
+               opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
     }
   }
 
@@ -53,10 +52,8 @@ struct group_consumer::impl {
           lg->warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
         continue;
       }
-      message_view view{{static_cast<const char*>(m->payload), m->len},
-                        opts.topic,
-                        m->partition,
-                        m->offset};
+      message_view view{
+        {static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset};
       if (handler(view, stop) == verdict::handled) {
         rd_kafka_offset_store(m->rkt, m->partition, m->offset);
         delay.reset();
@@ -93,10 +90,9 @@ caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_opti
   partition_list_ptr topics{rd_kafka_topic_partition_list_new(1)};
   rd_kafka_topic_partition_list_add(topics.get(), opts.topic.c_str(), RD_KAFKA_PARTITION_UA);
   if (auto err = rd_kafka_subscribe(client->get(), topics.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return make_error(errc::invalid_argument, opts.topic_key + ": " + opts.role
-                                                + " cannot subscribe to " + opts.topic + ": "
-                                                + rd_kafka_err2str(err) + "; change "
-                                                + opts.topic_key);
+    return make_error(errc::invalid_argument,
+                      opts.topic_key + ": " + opts.role + " cannot subscribe to " + opts.topic
+                        + ": " + rd_kafka_err2str(err) + "; change " + opts.topic_key);
   auto p = std::make_unique<group_consumer::impl>();
   p->opts = std::move(opts);
   p->handler = std::move(handler);

@@ -76,11 +76,11 @@ kafka::consumer_options options(const std::string& topic, const std::string& gro
 std::vector<std::string> next_member_reads(const std::string& topic, const std::string& group,
                                            size_t n) {
   seen s;
-  auto consumer = kafka::make_group_consumer(
-    options(topic, group), [&](const kafka::message_view& m, const stop_signal&) {
-      s.add(m.payload);
-      return kafka::verdict::handled;
-    });
+  auto consumer = kafka::make_group_consumer(options(topic, group),
+                                             [&](const kafka::message_view& m, const stop_signal&) {
+                                               s.add(m.payload);
+                                               return kafka::verdict::handled;
+                                             });
   REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
   return s.wait(n);
 }
@@ -92,14 +92,13 @@ TEST_CASE("a message not handled is read again before any later one") {
   produce(topic, {"m1", "m2", "m3"});
   seen s;
   int refusals = 0;
-  auto consumer = kafka::make_group_consumer(
-    options(topic, fresh_name("gost-kit-group-")),
-    [&](const kafka::message_view& m, const stop_signal&) {
-      s.add(m.payload);
-      if (m.payload == "m2" && refusals++ < 2)
-        return kafka::verdict::not_handled;
-      return kafka::verdict::handled;
-    });
+  auto consumer = kafka::make_group_consumer(options(topic, fresh_name("gost-kit-group-")),
+                                             [&](const kafka::message_view& m, const stop_signal&) {
+                                               s.add(m.payload);
+                                               if (m.payload == "m2" && refusals++ < 2)
+                                                 return kafka::verdict::not_handled;
+                                               return kafka::verdict::handled;
+                                             });
   REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
   CHECK(s.wait(5) == std::vector<std::string>{"m1", "m2", "m2", "m2", "m3"});
 }
@@ -112,8 +111,8 @@ TEST_CASE("a stop cuts the back-off short; the next member starts at the message
     seen s;
     auto co = options(topic, group);
     co.retry_first = co.retry_cap = 1h; // only the stop can end this wait
-    auto consumer = kafka::make_group_consumer(
-      co, [&](const kafka::message_view& m, const stop_signal&) {
+    auto consumer =
+      kafka::make_group_consumer(co, [&](const kafka::message_view& m, const stop_signal&) {
         s.add(m.payload);
         return m.payload == "m2" ? kafka::verdict::not_handled : kafka::verdict::handled;
       });

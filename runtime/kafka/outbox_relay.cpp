@@ -12,11 +12,11 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "cluster/router.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"
-#include "cluster/router.hpp"
 #include "kafka/producer.hpp"
 
 namespace gost::runtime {
@@ -67,8 +67,8 @@ void finish_round(self_ptr self) {
   for (auto& r : st.round) {
     if (r.failed) {
       if (!blocked[r.row.shard])
-        lg->warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard,
-                 r.row.id, r.error);
+        lg->warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard, r.row.id,
+                 r.error);
       blocked[r.row.shard] = true;
       ++failures;
       continue;
@@ -92,8 +92,8 @@ void finish_round(self_ptr self) {
 
 void start_round(self_ptr self) {
   auto& st = self->state;
-  auto rows = persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(),
-                                       st.opts.rows_per_round);
+  auto rows =
+    persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(), st.opts.rows_per_round);
   if (!rows) {
     lg->warn("outbox read failed error={}", persistence::error_message(rows.error()));
     return;
@@ -162,18 +162,18 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
     return std::move(made.error());
   // Shared only to pass it through spawn (which copies its arguments); the actor takes it.
   auto producer = std::make_shared<kafka::producer>(std::move(*made));
-  return sys.spawn<caf::detached>([opts, producer](caf::stateful_actor<relay_state>* self) mutable
-                                  -> caf::behavior {
-    self->state.opts = std::move(opts);
-    self->state.producer.emplace(std::move(*producer));
-    self->send(self, tick_atom_v);
-    return {
-      [=](tick_atom) {
-        tick(self);
-        self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
-      },
-    };
-  });
+  return sys.spawn<caf::detached>(
+    [opts, producer](caf::stateful_actor<relay_state>* self) mutable -> caf::behavior {
+      self->state.opts = std::move(opts);
+      self->state.producer.emplace(std::move(*producer));
+      self->send(self, tick_atom_v);
+      return {
+        [=](tick_atom) {
+          tick(self);
+          self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
+        },
+      };
+    });
 }
 
 } // namespace gost::runtime

@@ -2,9 +2,8 @@
 
 #include <atomic>
 
-
-#include "gost/core/log.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
 
 namespace gost::runtime::kafka {
 
@@ -40,11 +39,10 @@ struct producer::impl {
 
   rd_kafka_resp_err_t produce(const std::string& topic, std::string_view key,
                               std::string_view value, void* opaque) {
-    return rd_kafka_producev(client.get(), RD_KAFKA_V_TOPIC(topic.c_str()),
-                             RD_KAFKA_V_KEY(key.data(), key.size()),
-                             RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque),
-                             RD_KAFKA_V_END);
+    return rd_kafka_producev(
+      client.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
   }
 
   caf::error refused(rd_kafka_resp_err_t err) {
@@ -82,16 +80,16 @@ producer::~producer() {
     rd_kafka_flush(impl_->client.get(), static_cast<int>(impl_->opts.close_wait.count()));
 }
 
-caf::error producer::produce(const std::string& topic, std::string_view key,
-                             std::string_view value, void* opaque) {
+caf::error producer::produce(const std::string& topic, std::string_view key, std::string_view value,
+                             void* opaque) {
   auto err = impl_->produce(topic, key, value, opaque);
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
     return {};
   return impl_->refused(err);
 }
 
-caf::error producer::produce(const std::string& topic, std::string_view key,
-                             std::string_view value, const stop_signal& stop) {
+caf::error producer::produce(const std::string& topic, std::string_view key, std::string_view value,
+                             const stop_signal& stop) {
   for (;;) {
     auto err = impl_->produce(topic, key, value, nullptr);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -127,8 +125,8 @@ void producer::replace_if_fatal() {
   lg->error("{} failed fatally reason={}; starting a new one", impl_->spec.role, reason);
   auto fresh = impl_->make();
   if (!fresh) {
-    lg->error("{} not replaced error={}; trying again after the next failure",
-              impl_->spec.role, error_message(fresh.error()));
+    lg->error("{} not replaced error={}; trying again after the next failure", impl_->spec.role,
+              error_message(fresh.error()));
     return;
   }
   impl_->client = std::move(*fresh);

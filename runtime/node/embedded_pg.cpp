@@ -13,9 +13,9 @@ namespace gost::runtime {
 caf::expected<std::string> start_embedded_pg(const config::pg_config& pg) {
   if (access(pg.embedded_script.c_str(), X_OK) != 0)
     return make_error(errc::unavailable,
-                         "embedded PostgreSQL script `" + pg.embedded_script
-                           + "` not found or not executable; set `pg.embedded_script` or set "
-                             "`pg.dsn` to use an existing server");
+                      "embedded PostgreSQL script `" + pg.embedded_script
+                        + "` not found or not executable; set `pg.embedded_script` or set "
+                          "`pg.dsn` to use an existing server");
   char dir[4096];
   std::string data_dir = pg.embedded_dir;
   if (!data_dir.empty() && data_dir[0] != '/' && getcwd(dir, sizeof(dir)) != nullptr)
@@ -35,10 +35,10 @@ caf::expected<std::string> start_embedded_pg(const config::pg_config& pg) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return make_error(errc::unavailable,
-                         "embedded PostgreSQL did not start (`" + pg.embedded_script
-                           + " start` failed, see its output above); check `pg.embedded_dir`="
-                           + data_dir + " and `pg.embedded_port`="
-                           + std::to_string(pg.embedded_port) + ", or set `pg.dsn`");
+                      "embedded PostgreSQL did not start (`" + pg.embedded_script
+                        + " start` failed, see its output above); check `pg.embedded_dir`="
+                        + data_dir + " and `pg.embedded_port`=" + std::to_string(pg.embedded_port)
+                        + ", or set `pg.dsn`");
   return "postgresql://gost@127.0.0.1:" + std::to_string(pg.embedded_port) + "/gost";
 }
 

@@ -29,7 +29,7 @@ api_limits api_limits_of(const config::limits_config& c) {
 
 int link_max_bytes(const config::limits_config& c) {
   return static_cast<int>(
-      std::min<int64_t>(2LL * c.request_max_bytes, std::numeric_limits<int>::max()));
+    std::min<int64_t>(2LL * c.request_max_bytes, std::numeric_limits<int>::max()));
 }
 
 } // namespace gost::runtime

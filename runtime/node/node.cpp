@@ -54,11 +54,17 @@ constexpr start_step start_order[] = {
 node::node(config::node_config cfg, extensions ext)
   : ctx_(std::make_unique<node_context>(std::move(cfg), std::move(ext))) {}
 
-node::~node() { stop(); }
+node::~node() {
+  stop();
+}
 
-uint16_t node::grpc_port() const { return static_cast<uint16_t>(ctx_->grpc_port); }
+uint16_t node::grpc_port() const {
+  return static_cast<uint16_t>(ctx_->grpc_port);
+}
 
-uint16_t node::http_port() const { return ctx_->http_port; }
+uint16_t node::http_port() const {
+  return ctx_->http_port;
+}
 
 std::string node::start() {
   auto& n = *ctx_;

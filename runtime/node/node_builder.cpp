@@ -8,7 +8,9 @@ extern char** environ;
 
 namespace gost {
 
-node_builder::node_builder() { ext_.entity_types = std::make_shared<entity_registry>(); }
+node_builder::node_builder() {
+  ext_.entity_types = std::make_shared<entity_registry>();
+}
 
 node_builder& node_builder::add_stage(std::string id, std::shared_ptr<const stage> impl,
                                       stage_options opts) {
@@ -17,8 +19,8 @@ node_builder& node_builder::add_stage(std::string id, std::shared_ptr<const stag
   for (auto& s : ext_.stages)
     if (s.id == id && error_.empty())
       error_ = "add_stage: stage id `" + id + "` is registered twice";
-  ext_.stages.push_back({std::move(id), std::move(impl),
-                         std::make_shared<const stage_options>(std::move(opts))});
+  ext_.stages.push_back(
+    {std::move(id), std::move(impl), std::make_shared<const stage_options>(std::move(opts))});
   return *this;
 }
 

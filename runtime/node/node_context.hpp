@@ -30,10 +30,10 @@
 #include "gost/core/entity/spawn.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
+#include "gost/runtime/node.hpp"
 #include "kafka/after_save.hpp"
 #include "kafka/feed_exchange.hpp"
 #include "node/stop_stack.hpp"
-#include "gost/runtime/node.hpp"
 
 namespace gost::runtime {
 
@@ -63,7 +63,7 @@ struct node_context {
   std::vector<store_actor> stores;
   std::vector<writer_actor> writers;        ///< offers' write-behind writers, shared by shards
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
-  std::unique_ptr<call_hub> hub; ///< makes requests for gRPC calls and Kafka threads
+  std::unique_ptr<call_hub> hub;            ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
   // the application's actor types (start_entity_actors): empty when it registered none
   std::vector<entity_store_actor> entity_stores;

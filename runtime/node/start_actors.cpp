@@ -36,9 +36,9 @@ caf::error start_core_actors(node_context& n) {
   });
   // Writers matched to connections: two share a 4-connection pool with the stores.
   auto& write = n.cfg.write;
-  n.writers = spawn_offer_writers(*n.sys, *n.pool,
-                                  static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
-                                  write.batch_max, write.flush_delay, n.stats);
+  n.writers =
+    spawn_offer_writers(*n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
+                        write.batch_max, write.flush_delay, n.stats);
   n.stops.push("offer writers", [&n] {
     n.stop_actors(n.writers);
     n.writers.clear();
@@ -51,8 +51,8 @@ caf::error start_core_actors(node_context& n) {
     n.stop_actors(pools);
     n.pools.reset();
   });
-  n.hub = std::make_unique<call_hub>(*n.sys,
-                                     static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)));
+  n.hub =
+    std::make_unique<call_hub>(*n.sys, static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)));
   n.stops.push("call hub", [&n] { n.hub.reset(); });
   n.routes = std::make_shared<router>(n.cfg.shard.count, n.stores);
   // The table holds handles of the stores and of other nodes' links: released before the

@@ -99,12 +99,11 @@ void hand_off(node_context& n) {
                             n.stop_deadline - std::chrono::system_clock::now())});
   auto t0 = std::chrono::steady_clock::now();
   bool owned = n.routes->wait_remote(released, t0 + budget);
-  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - t0)
-                  .count();
+  auto waited =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+      .count();
   if (owned)
-    lg->info("released shards owned by other nodes count={} waited_ms={}", released.size(),
-             waited);
+    lg->info("released shards owned by other nodes count={} waited_ms={}", released.size(), waited);
   else
     lg->warn("released shards without a known new owner after {} ms count={}; calls for them "
              "pause and re-route",
@@ -129,8 +128,8 @@ caf::error start_cluster_manager(node_context& n) {
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
   // The supervisors of a lease the manager just took: offers', and the application's actor
   // types' when it has any.
-  co.spawn_shard = [&n, base = shard_defaults(n), entity_base = entity_shard_defaults(n)](
-                     uint32_t shard, int64_t epoch) {
+  co.spawn_shard = [&n, base = shard_defaults(n),
+                    entity_base = entity_shard_defaults(n)](uint32_t shard, int64_t epoch) {
     auto so = base;
     so.shard = shard;
     so.epoch = epoch;
@@ -186,7 +185,8 @@ caf::error join_cluster(node_context& n) {
   auto& cfg = n.cfg;
   persistence::node_row me;
   me.node_id = cfg.node.id;
-  me.caf_host = cfg.cluster.advertise_host.empty() ? cfg.caf.listen.host : cfg.cluster.advertise_host;
+  me.caf_host =
+    cfg.cluster.advertise_host.empty() ? cfg.caf.listen.host : cfg.cluster.advertise_host;
   if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
     me.caf_host = "127.0.0.1";
   me.caf_port = n.link_port;

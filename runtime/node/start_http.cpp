@@ -13,11 +13,10 @@ caf::error start_http(node_context& n) {
     return "<!doctype html><title>gost " + node_id + "</title><h1>gost node " + node_id
            + "</h1><p>gRPC port " + std::to_string(grpc_port) + ", " + std::to_string(shards)
            + " shards. <a href=\"/metrics\">metrics</a></p><h2>metrics</h2><pre>"
-           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump
-           + "</pre>";
+           + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump + "</pre>";
   };
-  n.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
-                                        status_page);
+  n.http =
+    std::make_unique<admin_http>([counters] { return counters->prometheus_text(); }, status_page);
   std::string error;
   n.http_port = n.http->start(cfg.http.listen.host, cfg.http.listen.port, error);
   if (n.http_port == 0) {

@@ -40,8 +40,8 @@ caf::error start_stages(node_context& n) {
     lg->info("stage id={} (application)", app.id);
   }
   for (auto& t : n.ext.entity_types->all())
-    lg->info("entity type kind={} state={} event={}", t->kind(),
-             t->state_descriptor()->full_name(), t->event_descriptor()->full_name());
+    lg->info("entity type kind={} state={} event={}", t->kind(), t->state_descriptor()->full_name(),
+             t->event_descriptor()->full_name());
   for (auto& e : n.stages->all())
     n.stats->add_stage(e.id);
   return {};

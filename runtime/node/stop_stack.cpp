@@ -8,7 +8,9 @@ namespace gost::runtime {
 stop_stack::stop_stack(std::shared_ptr<spdlog::logger> log)
   : log_(log ? std::move(log) : gost::log::get("node")) {}
 
-stop_stack::~stop_stack() { unwind(); }
+stop_stack::~stop_stack() {
+  unwind();
+}
 
 void stop_stack::push(std::string name, stop_fn fn) {
   steps_.push_back({std::move(name), std::move(fn)});
@@ -27,9 +29,9 @@ void stop_stack::unwind() {
       log_->error("stop of {} failed error={}; stopping the rest", s.name, e.what());
       continue;
     }
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - t0)
-                .count();
+    auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
     log_->info("stopped {} ms={}", s.name, ms);
   }
 }

@@ -24,7 +24,8 @@ google::protobuf::LogHandler* previous_handler = nullptr;
 std::atomic<uint64_t> rejected{0};
 
 /// libprotobuf's log: captured during a guarded parse, else passed on as before.
-void log_hook(google::protobuf::LogLevel level, const char* file, int line, const std::string& msg) {
+void log_hook(google::protobuf::LogLevel level, const char* file, int line,
+              const std::string& msg) {
   if (detail::captured_log != nullptr && level < google::protobuf::LOGLEVEL_FATAL) {
     if (!detail::captured_log->empty())
       *detail::captured_log += "; ";
@@ -81,7 +82,9 @@ void install_protobuf_log_hook() {
   std::call_once(once, [] { previous_handler = google::protobuf::SetLogHandler(&log_hook); });
 }
 
-uint64_t undecodable_requests() { return rejected.load(std::memory_order_relaxed); }
+uint64_t undecodable_requests() {
+  return rejected.load(std::memory_order_relaxed);
+}
 
 namespace detail {
 

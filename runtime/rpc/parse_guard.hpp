@@ -101,38 +101,38 @@ class guarded : public Service::CallbackService {
 protected:
   /// Guards a unary method (`&impl::Method`).
   template <class C, class Req, class Resp>
-  void guard(const char* name, grpc::ServerUnaryReactor* (C::*fn)(grpc::CallbackServerContext*,
-                                                                 const Req*, Resp*)) {
+  void guard(const char* name,
+             grpc::ServerUnaryReactor* (C::*fn)(grpc::CallbackServerContext*, const Req*, Resp*)) {
     auto* md = lookup(name, Req::descriptor(), Resp::descriptor(), false);
     using inner = grpc::internal::CallbackUnaryHandler<Req, Resp>;
-    this->MarkMethodCallback(
-      md->index(),
-      new detail::guarded_handler<inner>(
-        path(md), Req::descriptor()->full_name(),
-        [this, fn](grpc::CallbackServerContext* ctx, const Req* req,
-                   Resp* resp) -> grpc::ServerUnaryReactor* {
-          if (detail::pending_error != nullptr)
-            return new detail::error_reactor<grpc::ServerUnaryReactor>(*detail::pending_error);
-          return (static_cast<C*>(this)->*fn)(ctx, req, resp);
-        }));
+    this->MarkMethodCallback(md->index(),
+                             new detail::guarded_handler<inner>(
+                               path(md), Req::descriptor()->full_name(),
+                               [this, fn](grpc::CallbackServerContext* ctx, const Req* req,
+                                          Resp* resp) -> grpc::ServerUnaryReactor* {
+                                 if (detail::pending_error != nullptr)
+                                   return new detail::error_reactor<grpc::ServerUnaryReactor>(
+                                     *detail::pending_error);
+                                 return (static_cast<C*>(this)->*fn)(ctx, req, resp);
+                               }));
   }
 
   /// Guards a server-streaming method.
   template <class C, class Req, class Resp>
-  void guard(const char* name, grpc::ServerWriteReactor<Resp>* (C::*fn)(grpc::CallbackServerContext*,
-                                                                       const Req*)) {
+  void guard(const char* name,
+             grpc::ServerWriteReactor<Resp>* (C::*fn)(grpc::CallbackServerContext*, const Req*)) {
     auto* md = lookup(name, Req::descriptor(), Resp::descriptor(), true);
     using inner = grpc::internal::CallbackServerStreamingHandler<Req, Resp>;
-    this->MarkMethodCallback(
-      md->index(),
-      new detail::guarded_handler<inner>(
-        path(md), Req::descriptor()->full_name(),
-        [this, fn](grpc::CallbackServerContext* ctx,
-                   const Req* req) -> grpc::ServerWriteReactor<Resp>* {
-          if (detail::pending_error != nullptr)
-            return new detail::error_reactor<grpc::ServerWriteReactor<Resp>>(*detail::pending_error);
-          return (static_cast<C*>(this)->*fn)(ctx, req);
-        }));
+    this->MarkMethodCallback(md->index(),
+                             new detail::guarded_handler<inner>(
+                               path(md), Req::descriptor()->full_name(),
+                               [this, fn](grpc::CallbackServerContext* ctx,
+                                          const Req* req) -> grpc::ServerWriteReactor<Resp>* {
+                                 if (detail::pending_error != nullptr)
+                                   return new detail::error_reactor<grpc::ServerWriteReactor<Resp>>(
+                                     *detail::pending_error);
+                                 return (static_cast<C*>(this)->*fn)(ctx, req);
+                               }));
   }
 
   /// Call last in the constructor: a method left unguarded is a bug (thrown at start).

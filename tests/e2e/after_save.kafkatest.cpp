@@ -69,7 +69,6 @@ public:
     }
     return n;
   }
-
 };
 
 struct node {
@@ -81,17 +80,17 @@ struct node {
     std::remove(port_file.c_str());
     proc = std::make_unique<child_process>(
       GOSTD_PATH,
-      std::vector<std::string>{"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
-                               "--grpc.port_file=" + port_file, "--shard.count=4",
-                               "--kafka.brokers=" + testing::kafka_brokers(), "--kafka.topic=" + topic,
-                               "--kafka.after_save_group=" + topic + "-hooks",
-                               "--stages.expire.enabled=false", "--queue.poll=50ms",
-                               "--stages.external=upper=127.0.0.1:" + std::to_string(stage_port)
-                                 + ";interests=title;after_save=1"});
+      std::vector<std::string>{
+        "--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+        "--shard.count=4", "--kafka.brokers=" + testing::kafka_brokers(), "--kafka.topic=" + topic,
+        "--kafka.after_save_group=" + topic + "-hooks", "--stages.expire.enabled=false",
+        "--queue.poll=50ms",
+        "--stages.external=upper=127.0.0.1:" + std::to_string(stage_port)
+          + ";interests=title;after_save=1"});
     int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
-    stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                         grpc::InsecureChannelCredentials()));
+    stub = v1::OfferService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   }
   void stop() {
     proc->signal(SIGTERM);

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -20,10 +20,10 @@
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
 
-#include "gost/v1/admin.grpc.pb.h"
-#include "gost/v1/offer_service.grpc.pb.h"
-#include "gost/v1/events.pb.h"
 #include "gost/internal/v1/node_service.grpc.pb.h"
+#include "gost/v1/admin.grpc.pb.h"
+#include "gost/v1/events.pb.h"
+#include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
@@ -45,10 +45,11 @@ struct node {
     : id(node_id), port_file("/tmp/gostd-cluster-" + node_id + "-" + std::to_string(getpid())) {
     std::remove(port_file.c_str());
     std::vector<std::string> args{
-      "--pg.dsn=" + db.dsn(), "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
-      "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-      "--shard.count=" + std::to_string(shard_count), "--cluster.heartbeat=200ms",
-      "--cluster.lease_timeout=2s", "--cluster.max_moves=8", "--api.request_timeout=15s",
+      "--pg.dsn=" + db.dsn(),      "--node.id=" + id,
+      "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+      "--caf.listen=127.0.0.1:0",  "--shard.count=" + std::to_string(shard_count),
+      "--cluster.heartbeat=200ms", "--cluster.lease_timeout=2s",
+      "--cluster.max_moves=8",     "--api.request_timeout=15s",
       "--shutdown.timeout=20s"};
     for (auto& e : extra) { // an extra flag replaces the default of the same key
       auto key = e.substr(0, e.find('=') + 1);
@@ -198,8 +199,8 @@ struct load {
   /// Every acknowledged update is in the database (nothing after it was lost).
   void check_durable(const testing::temp_db& db) {
     for (auto& [id, v] : last_acked)
-      CHECK_MESSAGE(std::stoll(db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'")) >= v,
-                    id);
+      CHECK_MESSAGE(
+        std::stoll(db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'")) >= v, id);
   }
 };
 
@@ -255,12 +256,16 @@ std::vector<std::string> create_offers(node& n, int count) {
 
 } // namespace
 
-TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them without client errors") {
+TEST_CASE(
+  "nodes share the shards evenly; a join and a graceful leave move them without client errors") {
   testing::temp_db db;
   node n1{"n1", db};
   node n2{"n2", db};
   node n3{"n3", db};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2", "n3"});
+                                      }),
                   describe(db));
   auto ids = create_offers(n1, 60);
   load l;
@@ -271,7 +276,10 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
 
   node n4{"n4", db};
   l.use({&n1, &n2, &n3, &n4});
-  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3", "n4"}); }),
+  CHECK_MESSAGE(testing::eventually(30s,
+                                    [&] {
+                                      return spread_over(db, {"n1", "n2", "n3", "n4"});
+                                    }),
                 describe(db));
   {
     // The console shows the members and the leases.
@@ -287,13 +295,15 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   }
   CHECK(l.more_acked(20)); // and goes on with n4 serving
 
-
   // n2 leaves: clients stop using it first (as a load balancer would), then SIGTERM.
   l.use({&n1, &n3, &n4});
   n2.proc->signal(SIGTERM);
   CHECK_MESSAGE(n2.proc->wait(30s) == 0, n2.proc->output());
   CHECK(n2.proc->output().find("all shards handed off") != std::string::npos);
-  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n3", "n4"}); }),
+  CHECK_MESSAGE(testing::eventually(30s,
+                                    [&] {
+                                      return spread_over(db, {"n1", "n3", "n4"});
+                                    }),
                 describe(db));
   CHECK(l.more_acked(20)); // and goes on after n2 left
   l.finish();
@@ -314,7 +324,8 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   // The same for StateService: a compare-and-set through one node is seen through the others
   // (two thirds of the offers live on another node than the one asked).
   auto state_stub = [](const node& n) {
-    return v1::StateService::NewStub(grpc::CreateChannel(n.addr, grpc::InsecureChannelCredentials()));
+    return v1::StateService::NewStub(
+      grpc::CreateChannel(n.addr, grpc::InsecureChannelCredentials()));
   };
   auto s1 = state_stub(n1);
   auto s3 = state_stub(n3);
@@ -359,7 +370,8 @@ TEST_CASE("nodes share the shards evenly; a join and a graceful leave move them 
   }
 }
 
-TEST_CASE("kill -9: the dead node's shards are owned again well before the lease timeout and nothing acknowledged is lost") {
+TEST_CASE("kill -9: the dead node's shards are owned again well before the lease timeout and "
+          "nothing acknowledged is lost") {
   testing::temp_db db;
   // The audit stage records, every 200 ms per offer, the node and lease epoch of its run. The
   // lease timeout is long (10 s): a takeover much sooner is the liveness lock's doing (the dead
@@ -369,9 +381,13 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   node n1{"n1", db, flags};
   node n2{"n2", db, flags};
   node n3{"n3", db, flags};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2", "n3"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2", "n3"});
+                                      }),
                   describe(db));
-  auto epochs_before = db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
+  auto epochs_before =
+    db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
   auto ids = create_offers(n1, 60);
   load l;
   l.ids = ids;
@@ -383,11 +399,14 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   CHECK(n3.proc->wait(10s) == 128 + SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
   auto killed_us = now_us();
-  REQUIRE_MESSAGE(testing::eventually(20s, [&] { return spread_over(db, {"n1", "n2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(20s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2"});
+                                      }),
                   describe(db));
   auto took = std::chrono::steady_clock::now() - t0;
-  MESSAGE("shards owned again after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                                      << " ms");
+  MESSAGE("shards owned again after "
+          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK(took < 5s); // half the lease timeout
   CHECK_MESSAGE(n1.proc->output().find("lease acquired") != std::string::npos, n1.proc->output());
   CHECK(l.more_acked(20)); // updates go on through the new owners
@@ -396,7 +415,8 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
   // Epochs only grow: every shard's epoch now is at least the one before.
-  auto epochs_after = db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
+  auto epochs_after =
+    db.scalar("SELECT string_agg(epoch::text, ',' ORDER BY shard) FROM shard_leases");
   std::stringstream before{epochs_before}, after{epochs_after};
   std::string a, b;
   int moved = 0;
@@ -429,10 +449,11 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   }
   CHECK(trails.size() == 60);
   for (auto& [lease, holders] : nodes_of_lease)
-    CHECK_MESSAGE(holders.size() == 1, "shard " << lease.first << " epoch " << lease.second
-                                                << " ran on several nodes");
-  CHECK(moved_trails > 0);                                // offers of the killed node were audited by another one later
-  CHECK(fired_after_kill == static_cast<int>(trails.size())); // every offer's timer fired again after the kill
+    CHECK_MESSAGE(holders.size() == 1,
+                  "shard " << lease.first << " epoch " << lease.second << " ran on several nodes");
+  CHECK(moved_trails > 0); // offers of the killed node were audited by another one later
+  CHECK(fired_after_kill
+        == static_cast<int>(trails.size())); // every offer's timer fired again after the kill
 }
 
 TEST_CASE("a node restarted with the same id after kill -9 takes its shards back at once") {
@@ -441,7 +462,8 @@ TEST_CASE("a node restarted with the same id after kill -9 takes its shards back
   std::vector<std::string> ids;
   {
     node n1{"n1", db, flags};
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1"}); }), describe(db));
+    REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1"}); }),
+                    describe(db));
     ids = create_offers(n1, 20);
     n1.proc->signal(SIGKILL);
     CHECK(n1.proc->wait(10s) == 128 + SIGKILL);
@@ -462,12 +484,16 @@ TEST_CASE("a node restarted with the same id after kill -9 takes its shards back
   CHECK(spread_over(db, {"n1"}));
 }
 
-TEST_CASE("a node frozen in the middle of a commit does not hold its shards: they serve elsewhere by the lease timeout") {
+TEST_CASE("a node frozen in the middle of a commit does not hold its shards: they serve elsewhere "
+          "by the lease timeout") {
   testing::temp_db db;
   std::vector<std::string> flags{"--stages.audit.enabled=true", "--stages.audit.every=100ms"};
   node n1{"n1", db, flags};
   node n2{"n2", db, flags};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2"});
+                                      }),
                   describe(db));
   auto ids = create_offers(n1, 60);
   load l;
@@ -497,14 +523,16 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
     }
   }
   REQUIRE_MESSAGE(caught, "no transaction of n2 holding a lease row was caught in 40 pauses");
-  auto held = db.scalar("SELECT string_agg(shard || ':' || epoch, ',') FROM shard_leases WHERE owner = 'n2'");
+  auto held =
+    db.scalar("SELECT string_agg(shard || ':' || epoch, ',') FROM shard_leases WHERE owner = 'n2'");
   std::map<uint32_t, int64_t> paused_epoch;
   {
     std::stringstream ss{held};
     std::string item;
     while (std::getline(ss, item, ',')) {
       auto c = item.find(':');
-      paused_epoch[static_cast<uint32_t>(std::stoul(item.substr(0, c)))] = std::stoll(item.substr(c + 1));
+      paused_epoch[static_cast<uint32_t>(std::stoul(item.substr(0, c)))] =
+        std::stoll(item.substr(c + 1));
     }
   }
   REQUIRE(!paused_epoch.empty());
@@ -523,11 +551,15 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
     CHECK_MESSAGE(s.ok(), s.error_message());
   }
   n2.proc->signal(SIGCONT);
-  CHECK_MESSAGE(testing::eventually(20s, [&] {
-                  return n2.proc->output().find("lease taken over") != std::string::npos;
-                }),
-                n2.proc->output());
-  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }), describe(db));
+  CHECK_MESSAGE(
+    testing::eventually(
+      20s, [&] { return n2.proc->output().find("lease taken over") != std::string::npos; }),
+    n2.proc->output());
+  CHECK_MESSAGE(testing::eventually(30s,
+                                    [&] {
+                                      return spread_over(db, {"n1", "n2"});
+                                    }),
+                describe(db));
   CHECK(l.more_acked(20));
   l.finish();
   CHECK(l.acked.load() > 50);
@@ -540,15 +572,20 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
       if (e.node_id == "n2" && e.at_us > stopped_us) {
         auto p = paused_epoch.find(e.shard);
         CHECK_MESSAGE((p == paused_epoch.end() || e.epoch > p->second),
-                      "n2 ran shard " << e.shard << " at its old epoch " << e.epoch << " after the pause");
+                      "n2 ran shard " << e.shard << " at its old epoch " << e.epoch
+                                      << " after the pause");
       }
 }
 
-TEST_CASE("a paused node loses its leases; awake again it serves the new owner's data, not its stale copies") {
+TEST_CASE("a paused node loses its leases; awake again it serves the new owner's data, not its "
+          "stale copies") {
   testing::temp_db db;
   node n1{"n1", db};
   node n2{"n2", db};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2"});
+                                      }),
                   describe(db));
   auto ids = create_offers(n1, 40);
   n2.proc->signal(SIGSTOP);
@@ -564,11 +601,15 @@ TEST_CASE("a paused node loses its leases; awake again it serves the new owner's
   n2.proc->signal(SIGCONT);
   // n2 notices at its next heartbeat that its leases were taken, stops those shards, and
   // then gets an even share back by hand-off.
-  CHECK_MESSAGE(testing::eventually(20s, [&] {
-                  return n2.proc->output().find("lease taken over") != std::string::npos;
-                }),
-                n2.proc->output());
-  CHECK_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"n1", "n2"}); }), describe(db));
+  CHECK_MESSAGE(
+    testing::eventually(
+      20s, [&] { return n2.proc->output().find("lease taken over") != std::string::npos; }),
+    n2.proc->output());
+  CHECK_MESSAGE(testing::eventually(30s,
+                                    [&] {
+                                      return spread_over(db, {"n1", "n2"});
+                                    }),
+                describe(db));
   for (auto& [id, v] : acked) {
     v1::Offer o;
     REQUIRE(n2.get(id, o).ok());
@@ -577,20 +618,21 @@ TEST_CASE("a paused node loses its leases; awake again it serves the new owner's
   }
 }
 
-
 namespace {
 
 /// A CA and a node certificate signed by it (subject alternative name gost-node), made with
 /// the openssl command line in `dir`: ca.pem, node.pem, node.key.
 void make_certs(const std::string& dir) {
-  auto script = "set -e; cd '" + dir + "';"
-    " openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2"
-    "   -subj '/CN=gost test CA' 2>/dev/null;"
-    " openssl req -newkey rsa:2048 -nodes -keyout node.key -out node.csr -subj '/CN=gost-node'"
-    "   2>/dev/null;"
-    " printf 'subjectAltName=DNS:gost-node\\n' > ext.cnf;"
-    " openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out node.pem"
-    "   -days 2 -extfile ext.cnf 2>/dev/null";
+  auto script =
+    "set -e; cd '" + dir
+    + "';"
+      " openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2"
+      "   -subj '/CN=gost test CA' 2>/dev/null;"
+      " openssl req -newkey rsa:2048 -nodes -keyout node.key -out node.csr -subj '/CN=gost-node'"
+      "   2>/dev/null;"
+      " printf 'subjectAltName=DNS:gost-node\\n' > ext.cnf;"
+      " openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out node.pem"
+      "   -days 2 -extfile ext.cnf 2>/dev/null";
   REQUIRE(std::system(("mkdir -p '" + dir + "' && sh -c \"" + script + "\"").c_str()) == 0);
 }
 
@@ -617,7 +659,8 @@ grpc::Status probe(const std::string& addr, std::shared_ptr<grpc::ChannelCredent
 
 } // namespace
 
-TEST_CASE("node links with mutual TLS: forwarding works, peers without a valid certificate are refused") {
+TEST_CASE(
+  "node links with mutual TLS: forwarding works, peers without a valid certificate are refused") {
   auto dir = "/tmp/gost-tls-" + std::to_string(getpid());
   make_certs(dir + "/good");
   make_certs(dir + "/rogue"); // another CA: valid-looking, but not ours
@@ -629,7 +672,10 @@ TEST_CASE("node links with mutual TLS: forwarding works, peers without a valid c
   testing::temp_db db;
   node n1{"t1", db, tls(dir + "/good")};
   node n2{"t2", db, tls(dir + "/good")};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"t1", "t2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"t1", "t2"});
+                                      }),
                   describe(db));
   CHECK(n1.proc->output().find("tls=mutual") != std::string::npos);
   // Half of these go over a TLS link to the other node, and are read back through the other.
@@ -682,9 +728,13 @@ TEST_CASE("a join is noticed at once through LISTEN/NOTIFY, not at the next hear
   }));
   auto t0 = std::chrono::steady_clock::now();
   node n2{"l2", db, slow};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"l1", "l2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"l1", "l2"});
+                                      }),
                   describe(db));
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  auto took =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   MESSAGE("shards spread over both nodes after " << took.count() << " ms");
   CHECK(took < 5s);
   // n1 heard of n2 through the notification (its own heartbeat was seconds away). n2 may
@@ -696,15 +746,19 @@ TEST_CASE("offer inspection tells residency and mailbox from the owner, asked on
   testing::temp_db db;
   node n1{"i1", db};
   node n2{"i2", db};
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return spread_over(db, {"i1", "i2"}); }),
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"i1", "i2"});
+                                      }),
                   describe(db));
   // Offers until each node owns at least one of them.
   std::map<std::string, std::string> owner_of; // offer id -> owning node
   for (int i = 0; i < 40; ++i) {
     v1::Offer o;
     REQUIRE(n1.create("inspect-" + std::to_string(i), o).ok());
-    auto owner = db.scalar("SELECT owner FROM shard_leases WHERE shard = "
-                           + db.scalar("SELECT shard FROM offers WHERE offer_id = '" + o.id() + "'"));
+    auto owner =
+      db.scalar("SELECT owner FROM shard_leases WHERE shard = "
+                + db.scalar("SELECT shard FROM offers WHERE offer_id = '" + o.id() + "'"));
     owner_of[o.id()] = owner;
     std::set<std::string> seen;
     for (auto& [id, n] : owner_of)
@@ -717,7 +771,8 @@ TEST_CASE("offer inspection tells residency and mailbox from the owner, asked on
     owners_seen.insert(n);
   REQUIRE(owners_seen.size() == 2);
   for (auto* asked : {&n1, &n2}) {
-    auto admin = v1::AdminService::NewStub(grpc::CreateChannel(asked->addr, grpc::InsecureChannelCredentials()));
+    auto admin = v1::AdminService::NewStub(
+      grpc::CreateChannel(asked->addr, grpc::InsecureChannelCredentials()));
     for (auto& [id, owner] : owner_of) {
       v1::Offer got;
       REQUIRE(asked->get(id, got).ok()); // the owner's actor is resident after this
@@ -745,9 +800,11 @@ std::unique_ptr<child_process> hold_rows(const testing::temp_db& db, const std::
   std::remove(flag.c_str());
   auto sql = "BEGIN; " + lock_sql + "; COPY (SELECT 1) TO '" + flag + "'; SELECT pg_sleep("
              + std::to_string(hold.count() / 1000.0) + "); COMMIT;";
-  auto p = std::make_unique<child_process>("/usr/bin/psql", std::vector<std::string>{db.dsn(), "-qXc", sql});
-  REQUIRE_MESSAGE(testing::eventually(10s, [&] { return std::ifstream{flag}.good() || !p->running(); }),
-                  p->output());
+  auto p = std::make_unique<child_process>("/usr/bin/psql",
+                                           std::vector<std::string>{db.dsn(), "-qXc", sql});
+  REQUIRE_MESSAGE(
+    testing::eventually(10s, [&] { return std::ifstream{flag}.good() || !p->running(); }),
+    p->output());
   return p;
 }
 
@@ -767,11 +824,15 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     v1::Offer o;
     REQUIRE(a.create("slow-" + std::to_string(i), o).ok());
     if (db.scalar("SELECT l.owner FROM shard_leases l JOIN offers o ON o.shard = l.shard"
-                  " WHERE o.offer_id = '" + o.id() + "'") == "b")
+                  " WHERE o.offer_id = '"
+                  + o.id() + "'")
+        == "b")
       id = o.id();
   }
   REQUIRE_FALSE(id.empty());
-  auto version_of = [&] { return db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'"); };
+  auto version_of = [&] {
+    return db.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'");
+  };
 
   SUBCASE("UpdateOffer with an expected version") {
     // The owner's commit waits 4 s on a row lock: longer than a forwarded call's 2 s attempt,
@@ -796,7 +857,8 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     CHECK(db.scalar("SELECT count(*) FROM offer_requests WHERE offer_id = '" + id + "'") == "2");
   }
   SUBCASE("StateService.Update compare-and-set") {
-    auto states = v1::StateService::NewStub(grpc::CreateChannel(a.addr, grpc::InsecureChannelCredentials()));
+    auto states =
+      v1::StateService::NewStub(grpc::CreateChannel(a.addr, grpc::InsecureChannelCredentials()));
     google::protobuf::Int64Value v;
     auto update = [&](int64_t value, int64_t expected, v1::UpdateStateResponse& resp) {
       v.set_value(value);
@@ -812,9 +874,10 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     v1::UpdateStateResponse first;
     REQUIRE(update(1, 0, first).ok());
     REQUIRE(first.updated());
-    auto lock = hold_rows(db, "SELECT 1 FROM stage_states WHERE offer_id = '" + id
-                                + "' AND stage_id = 'expire' FOR UPDATE", 4s,
-                          "/tmp/gost-lock-" + std::to_string(getpid()));
+    auto lock = hold_rows(db,
+                          "SELECT 1 FROM stage_states WHERE offer_id = '" + id
+                            + "' AND stage_id = 'expire' FOR UPDATE",
+                          4s, "/tmp/gost-lock-" + std::to_string(getpid()));
     v1::UpdateStateResponse second;
     auto s = update(2, 1, second);
     CHECK_MESSAGE(s.ok(), s.error_message());
@@ -822,7 +885,8 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     CHECK(second.version() == 2);
     CHECK(lock->wait(10s) == 0);
     CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
-                    + "' AND stage_id = 'expire'") == "2");
+                    + "' AND stage_id = 'expire'")
+          == "2");
   }
   SUBCASE("CreateOffer retried with its request id is stored once, answered the same") {
     auto create = [&](v1::CreateOfferResponse& resp) {

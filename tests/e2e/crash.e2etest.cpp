@@ -27,16 +27,16 @@ int wait_port(child_process& p, const std::string& port_file) {
 TEST_CASE("kill -9 with timers pending: after a restart every timer fires exactly once") {
   testing::temp_db db;
   auto port_file = "/tmp/gostd-crash-" + std::to_string(getpid());
-  std::vector<std::string> args{"--pg.dsn=" + db.dsn(),        "--grpc.listen=127.0.0.1:0",
-                                "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-                                "--shard.count=8",              "--stages.expire.after=4s",
-                                "--queue.poll=50ms", "--outbox.relay=false"};
+  std::vector<std::string> args{
+    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--stages.expire.after=4s",
+    "--queue.poll=50ms",        "--outbox.relay=false"};
   constexpr int n = 200;
   {
     child_process node{GOSTD_PATH, args};
     auto port = wait_port(node, port_file);
-    auto stub = v1::OfferService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    auto stub = v1::OfferService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
     for (int i = 0; i < n; ++i) {
       v1::CreateOfferRequest req;
       req.mutable_offer()->set_seller_id("crash-seller");
@@ -51,7 +51,8 @@ TEST_CASE("kill -9 with timers pending: after a restart every timer fires exactl
     // Every create was acknowledged, so its offer and its expiry timer are committed: each
     // offer either still waits for its timer or has expired already (a slow machine).
     CHECK(db.scalar("SELECT count(*) FROM offers") == std::to_string(n));
-    CHECK(db.scalar("SELECT (SELECT count(*) FROM stage_states WHERE stage_id = 'expire' AND due_at_us IS NOT NULL)"
+    CHECK(db.scalar("SELECT (SELECT count(*) FROM stage_states WHERE stage_id = 'expire' AND "
+                    "due_at_us IS NOT NULL)"
                     " + (SELECT count(*) FROM offers WHERE version = 2)")
           == std::to_string(n));
     node.signal(SIGKILL);

@@ -104,10 +104,10 @@ bank::v1::AccountEvent withdraw(int64_t amount) {
 TEST_CASE("an application's actor type: events in, states out, exactly once, across kill -9") {
   testing::temp_db db;
   auto port_file = "/tmp/gost-example-" + std::to_string(getpid());
-  std::vector<std::string> args{"--pg.dsn=" + db.dsn(),        "--grpc.listen=127.0.0.1:0",
-                                "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-                                "--shard.count=8",              "--queue.poll=50ms",
-                                "--outbox.relay=false"};
+  std::vector<std::string> args{
+    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--queue.poll=50ms",
+    "--outbox.relay=false"};
   int64_t cursor = 0;
   size_t pulled = 0; // statements the consumer took, all pulls together
   {
@@ -178,7 +178,8 @@ TEST_CASE("an application's actor type: events in, states out, exactly once, acr
   int64_t version = 0;
   auto alice = bank.account("alice", &version);
   CHECK(alice.balance_minor() == 500);
-  CHECK(version == 4); // deposit, withdrawal, the refused withdrawal, transfer (the retry stored nothing)
+  CHECK(version
+        == 4); // deposit, withdrawal, the refused withdrawal, transfer (the retry stored nothing)
   // The timer set before the kill keeps firing after it.
   CHECK(testing::eventually(10s, [&] {
     return std::stoll(db.scalar("SELECT count(*) FROM entity_outputs WHERE entity_id = 'bob'"
@@ -210,8 +211,8 @@ TEST_CASE("an application's stage runs on offers like a built-in one, with its t
                       "--shard.count=4", "--queue.poll=50ms", "--outbox.relay=false"}};
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto offers = v1::OfferService::NewStub(channel);
   auto states = v1::StateService::NewStub(channel);
   auto create = [&](int photos) {
@@ -219,7 +220,8 @@ TEST_CASE("an application's stage runs on offers like a built-in one, with its t
     req.mutable_offer()->set_seller_id("s");
     req.mutable_offer()->set_status(v1::OFFER_STATUS_ACTIVE);
     for (int i = 0; i < photos; ++i)
-      req.mutable_offer()->add_photos()->set_url(i == 0 ? "" : "https://example.org/" + std::to_string(i));
+      req.mutable_offer()->add_photos()->set_url(
+        i == 0 ? "" : "https://example.org/" + std::to_string(i));
     v1::CreateOfferResponse resp;
     grpc::ClientContext ctx;
     auto s = offers->CreateOffer(&ctx, req, &resp);
@@ -245,7 +247,8 @@ TEST_CASE("an application's stage runs on offers like a built-in one, with its t
     req.mutable_ref()->set_id(without);
     v1::GetOfferResponse resp;
     grpc::ClientContext ctx;
-    return offers->GetOffer(&ctx, req, &resp).ok() && resp.offer().status() == v1::OFFER_STATUS_DRAFT;
+    return offers->GetOffer(&ctx, req, &resp).ok()
+           && resp.offer().status() == v1::OFFER_STATUS_DRAFT;
   }));
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);

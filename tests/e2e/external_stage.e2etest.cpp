@@ -101,10 +101,12 @@ TEST_CASE("external stages are called over gRPC; one that is down backs off and 
   }
 
   // The working stage processes every offer while the other one's server is down.
-  auto upper_done = "SELECT count(*) FROM stage_states WHERE stage_id = 'upper' AND state IS NOT NULL"
-                    " AND due_at_us IS NULL";
-  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return db.scalar(upper_done) == std::to_string(n); }),
-                  node.output());
+  auto upper_done =
+    "SELECT count(*) FROM stage_states WHERE stage_id = 'upper' AND state IS NOT NULL"
+    " AND due_at_us IS NULL";
+  REQUIRE_MESSAGE(
+    testing::eventually(30s, [&] { return db.scalar(upper_done) == std::to_string(n); }),
+    node.output());
   CHECK(up.processed.load() == n);
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE version = 2") == std::to_string(n));
   v1::GetOfferRequest g;
@@ -118,8 +120,11 @@ TEST_CASE("external stages are called over gRPC; one that is down backs off and 
   }
   // The down stage has failed runs, but its entries stay queued and nothing is dead-lettered
   // (max_attempts is 2: an ordinary failure would have been dead-lettered by now).
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE stage_id = 'stamp' AND state IS NOT NULL") == "0");
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE stage_id = 'stamp' AND due_at_us IS NOT NULL")
+  CHECK(
+    db.scalar("SELECT count(*) FROM stage_states WHERE stage_id = 'stamp' AND state IS NOT NULL")
+    == "0");
+  CHECK(db.scalar(
+          "SELECT count(*) FROM stage_states WHERE stage_id = 'stamp' AND due_at_us IS NOT NULL")
         == std::to_string(n));
   CHECK(db.scalar("SELECT count(*) FROM dead_letters") == "0");
   // Logged as an outage of the stage's lane, not as failed attempts.

@@ -24,7 +24,8 @@ using outcome = v1::OfferResult;
 
 namespace {
 
-rd_kafka_t* client(rd_kafka_type_t type, std::vector<std::pair<const char*, std::string>> settings) {
+rd_kafka_t* client(rd_kafka_type_t type,
+                   std::vector<std::pair<const char*, std::string>> settings) {
   char err[512];
   auto* conf = rd_kafka_conf_new();
   settings.emplace_back("bootstrap.servers", testing::kafka_brokers());
@@ -43,10 +44,11 @@ struct processor {
   /// Responses per task, in arrival order.
   std::map<std::string, std::vector<v1::FeedResponse>> got;
 
-  processor(std::string req, std::string resp) : requests(std::move(req)), responses(std::move(resp)) {
+  processor(std::string req, std::string resp)
+    : requests(std::move(req)), responses(std::move(resp)) {
     producer = client(RD_KAFKA_PRODUCER, {{"enable.idempotence", "true"}});
-    consumer = client(RD_KAFKA_CONSUMER, {{"group.id", responses + "-reader"},
-                                          {"auto.offset.reset", "earliest"}});
+    consumer = client(RD_KAFKA_CONSUMER,
+                      {{"group.id", responses + "-reader"}, {"auto.offset.reset", "earliest"}});
     rd_kafka_poll_set_consumer(consumer);
     auto* topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, responses.c_str(), RD_KAFKA_PARTITION_UA);
@@ -156,9 +158,10 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   child_process node{GOSTD_PATH,
                      {"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
                       "--grpc.port_file=" + port_file, "--shard.count=4",
-                      "--kafka.brokers=" + testing::kafka_brokers(), "--kafka.topic=gost.saved-" + tag,
-                      "--feed.requests_topic=" + p.requests, "--feed.responses_topic=" + p.responses,
-                      "--feed.group=gost.feeds-" + tag, "--stages.expire.enabled=false"}};
+                      "--kafka.brokers=" + testing::kafka_brokers(),
+                      "--kafka.topic=gost.saved-" + tag, "--feed.requests_topic=" + p.requests,
+                      "--feed.responses_topic=" + p.responses, "--feed.group=gost.feeds-" + tag,
+                      "--stages.expire.enabled=false"}};
   int port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto offers = v1::OfferService::NewStub(
@@ -175,7 +178,8 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
     REQUIRE(offers->CreateOffer(&ctx, c, &r).ok());
   }
   auto feed_offers = [&] {
-    return db.scalar("SELECT count(*) FROM offers WHERE seller_id = 'feed-seller' AND external_id <> 'manual-1'");
+    return db.scalar(
+      "SELECT count(*) FROM offers WHERE seller_id = 'feed-seller' AND external_id <> 'manual-1'");
   };
 
   // Load 1: 15 offers in two batches, one without an external id, two duplicates.
@@ -233,7 +237,8 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE external_id = 'e10'") == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE external_id = 'manual-1'") == "1");
   CHECK(db.scalar("SELECT version FROM offers WHERE external_id = 'e0'") == "2");
-  CHECK(db.scalar("SELECT version FROM offers WHERE external_id = 'e1'") == "1"); // unchanged: no write
+  CHECK(db.scalar("SELECT version FROM offers WHERE external_id = 'e1'")
+        == "1"); // unchanged: no write
 
   // A re-delivered end of a finished load repeats the summary and deletes nothing more.
   p.send(end("t2", v1::FeedEnd::DELETE, 1));
@@ -276,9 +281,9 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
     r.set_namespace_("limits");
     return r;
   };
-  auto e1 = limits_batch(batch("t5", "f1", {{"at", std::string(512, 't')},
-                                            {"past", std::string(513, 't')},
-                                            {"plain", "bike"}}));
+  auto e1 = limits_batch(
+    batch("t5", "f1",
+          {{"at", std::string(512, 't')}, {"past", std::string(513, 't')}, {"plain", "bike"}}));
   p.send(e1);
   p.send(limits_batch(end("t5", v1::FeedEnd::DELETE, 1)));
   REQUIRE_MESSAGE(p.wait_end("t5"), node.output());

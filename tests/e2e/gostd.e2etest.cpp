@@ -31,9 +31,9 @@ std::string temp_path(const char* stem) {
 
 std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file,
                                    std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"--pg.dsn=" + db.dsn(),       "--grpc.listen=127.0.0.1:0",
-                                "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-                                "--shard.count=8",             "--scheduler.threads=2"};
+  std::vector<std::string> args{
+    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--scheduler.threads=2"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -58,8 +58,8 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
   auto port_file = temp_path("gostd-port");
   child_process node{GOSTD_PATH, node_args(db, port_file)};
   auto [port, http_port] = read_ports(node, port_file);
-  auto stub = v1::OfferService::NewStub(grpc::CreateChannel(
-    "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto stub = v1::OfferService::NewStub(
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
                     v1::CreateOfferResponse* o) { return stub->CreateOffer(c, r, o); };
   auto get = [&](grpc::ClientContext* c, const v1::GetOfferRequest& r, v1::GetOfferResponse* o) {
@@ -227,8 +227,8 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     CHECK(missing.output().find("not found") != std::string::npos);
   }
   SUBCASE("StateService reads and compare-and-sets a stage's state") {
-    auto states = v1::StateService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    auto states = v1::StateService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
     auto read = [&](grpc::ClientContext* c, const v1::ReadStateRequest& r,
                     v1::ReadStateResponse* o) { return states->Read(c, r, o); };
     auto cas = [&](grpc::ClientContext* c, const v1::UpdateStateRequest& r,
@@ -261,7 +261,8 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     REQUIRE(after.state().UnpackTo(&back));
     CHECK(back.value() == "checked by hand");
     CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
-                    + "' AND stage_id = 'expire'") == "1");
+                    + "' AND stage_id = 'expire'")
+          == "1");
 
     // Bad input: INVALID_ARGUMENT naming what to fix, NOT_FOUND for a missing offer.
     v1::UpdateStateResponse out;
@@ -283,13 +284,14 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     v1::ReadStateResponse none;
     CHECK(call(read, missing, none).error_code() == grpc::StatusCode::NOT_FOUND);
     CHECK(db.scalar("SELECT state_version FROM stage_states WHERE offer_id = '" + id
-                    + "' AND stage_id = 'expire'") == "1");
+                    + "' AND stage_id = 'expire'")
+          == "1");
   }
   SUBCASE("the gRPC health service answers SERVING") {
     // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole server); the
     // answer is HealthCheckResponse{status: SERVING (1)}: bytes 08 01.
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                       grpc::InsecureChannelCredentials());
+    auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
     grpc::GenericStub generic{channel};
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
@@ -310,13 +312,16 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
     CHECK(bytes == std::string{"\x08\x01", 2});
   }
   SUBCASE("the admin endpoint serves health and Prometheus metrics") {
-    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK") != std::string::npos);
+    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK")
+          != std::string::npos);
     auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
-    CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1") != std::string::npos);
+    CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1")
+          != std::string::npos);
     CHECK(m.find("gost_offer_actors_resident 1") != std::string::npos);
     CHECK(m.find("gost_stage_runs_total{stage=\"expire\"} 0") != std::string::npos);
     CHECK(m.find("gost_stage_run_seconds_count{stage=\"expire\"} 0") != std::string::npos);
-    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/nope").find("404") != std::string::npos);
+    CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/nope").find("404")
+          != std::string::npos);
   }
 
   node.signal(SIGTERM);
@@ -331,8 +336,8 @@ TEST_CASE("undecodable requests get INVALID_ARGUMENT naming what failed, at ever
   auto port_file = temp_path("gostd-raw");
   child_process node{GOSTD_PATH, node_args(db, port_file)};
   auto [port, http_port] = read_ports(node, port_file);
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   // Field 1 holding invalid UTF-8 (a string field, or an embedded message's bytes), and bytes
   // that are no protobuf at all.
   const std::string bad_utf8{"\x0a\x03\x61\xff\x62", 5};
@@ -365,22 +370,24 @@ TEST_CASE("undecodable requests get INVALID_ARGUMENT naming what failed, at ever
   const std::string bad_id{"\x0a\x03\x0a\x01\xff", 5};
   auto st = raw_call(channel, "/gost.v1.OfferService/GetOffer", bad_id);
   CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK_MESSAGE(st.error_message().find("gost.v1.OfferRef.id") != std::string::npos, st.error_message());
+  CHECK_MESSAGE(st.error_message().find("gost.v1.OfferRef.id") != std::string::npos,
+                st.error_message());
   // The node keeps serving, and counted them.
   v1::CreateOfferRequest req;
   req.mutable_offer()->set_seller_id("s");
   v1::CreateOfferResponse resp;
   auto stub = v1::OfferService::NewStub(channel);
-  auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r, v1::CreateOfferResponse* o) {
-    return stub->CreateOffer(c, r, o);
-  };
+  auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
+                    v1::CreateOfferResponse* o) { return stub->CreateOffer(c, r, o); };
   CHECK(call(create, req, resp).ok());
   auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
-  CHECK(m.find("gost_grpc_undecodable_requests_total " + std::to_string(rejected + 1)) != std::string::npos);
+  CHECK(m.find("gost_grpc_undecodable_requests_total " + std::to_string(rejected + 1))
+        != std::string::npos);
   // Logged rate-limited: not one line per bad request, and no raw libprotobuf lines.
   auto out = node.output();
   size_t lines = 0;
-  for (auto pos = out.find("bad request"); pos != std::string::npos; pos = out.find("bad request", pos + 1))
+  for (auto pos = out.find("bad request"); pos != std::string::npos;
+       pos = out.find("bad request", pos + 1))
     ++lines;
   CHECK(lines >= 1);
   CHECK(lines <= 10);

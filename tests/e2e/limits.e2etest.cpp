@@ -35,9 +35,9 @@ std::string temp_path(const std::string& stem) {
 std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file,
                                    std::vector<std::string> limits) {
   std::vector<std::string> args{
-      "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
-      "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--scheduler.threads=2",
-      "--outbox.relay=false"};
+    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--scheduler.threads=2",
+    "--outbox.relay=false"};
   args.insert(args.end(), limits.begin(), limits.end());
   return args;
 }
@@ -51,7 +51,8 @@ std::string cyrillic(size_t n) {
 }
 
 /// Sets `pad(m, text)` to the text that makes `m` serialize to exactly `bytes`.
-template <class Msg, class Pad> void pad_to(Msg& m, size_t bytes, Pad pad) {
+template <class Msg, class Pad>
+void pad_to(Msg& m, size_t bytes, Pad pad) {
   auto n = static_cast<long>(bytes) - static_cast<long>(m.ByteSizeLong());
   for (int i = 0; i < 8 && n > 0; ++i) {
     pad(m, std::string(static_cast<size_t>(n), 'x'));
@@ -77,7 +78,7 @@ struct offers_client {
   int sku = 0;
 
   explicit offers_client(const std::shared_ptr<grpc::Channel>& ch)
-      : stub(v1::OfferService::NewStub(ch)) {}
+    : stub(v1::OfferService::NewStub(ch)) {}
 
   /// A fresh offer of `seller` (a new external id each time).
   v1::Offer offer(const std::string& seller = "limits-seller") {
@@ -141,7 +142,7 @@ TEST_CASE("each limit through gostd: at the limit accepted, one past refused nam
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   offers_client api{channel};
   // One node for every check (each block is independent; a node start is the slow part).
 
@@ -277,7 +278,7 @@ TEST_CASE("each limit through gostd: at the limit accepted, one past refused nam
     auto at = testing::raw_call(channel, "/gost.v1.OfferService/CreateOffer", message(64 * 1024));
     refused(at, "(limits.offer_max_bytes)");
     auto past =
-        testing::raw_call(channel, "/gost.v1.OfferService/CreateOffer", message(64 * 1024 + 1));
+      testing::raw_call(channel, "/gost.v1.OfferService/CreateOffer", message(64 * 1024 + 1));
     CHECK(past.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
     CHECK_MESSAGE(past.error_message().find("larger than max") != std::string::npos,
                   past.error_message());
@@ -306,12 +307,12 @@ TEST_CASE("EntityService limits: an event's size, a pull's length") {
   testing::temp_db db;
   auto port_file = temp_path("gost-example-limits");
   child_process node{
-      GOST_EXAMPLE_PATH,
-      node_args(db, port_file, {"--limits.event_max_bytes=1k", "--limits.page_size_max=2"})};
+    GOST_EXAMPLE_PATH,
+    node_args(db, port_file, {"--limits.event_max_bytes=1k", "--limits.page_size_max=2"})};
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto stub = v1::EntityService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   auto send = [&](size_t bytes) {
     v1::SendEventRequest req;
     req.set_kind("bank.account");
@@ -344,7 +345,7 @@ TEST_CASE("EntityService limits: an event's size, a pull's length") {
 }
 
 TEST_CASE(
-    "with the limits raised, an offer larger than gRPC's default message crosses node links") {
+  "with the limits raised, an offer larger than gRPC's default message crosses node links") {
   testing::temp_db db;
   const std::vector<std::string> big{"--limits.request_max_bytes=8m", "--limits.offer_max_bytes=6m",
                                      "--limits.page_max_bytes=8m",    "--cluster.heartbeat=200ms",
@@ -362,7 +363,7 @@ TEST_CASE(
     grpc::ChannelArguments large; // this client takes the 5 MiB answers too
     large.SetMaxReceiveMessageSize(-1);
     clients.push_back(std::make_unique<offers_client>(grpc::CreateCustomChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), large)));
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), large)));
   }
   // Each node owns its even share (4 of 8 shards): every offer has an owner and a node that
   // forwards to it, and no shard moves any more.

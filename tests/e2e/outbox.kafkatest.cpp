@@ -37,16 +37,15 @@ struct gostd {
   gostd(const testing::temp_db& db, const std::string& kafka, const std::string& topic) {
     std::remove(port_file.c_str());
     proc = std::make_unique<child_process>(
-      GOSTD_PATH, std::vector<std::string>{"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
-                                           "--grpc.port_file=" + port_file,
-                                           "--shard.count=4", "--kafka.brokers=" + kafka,
-                                           "--kafka.topic=" + topic,
-                                           "--kafka.message_timeout=3s",
-                                           "--stages.expire.enabled=false"});
+      GOSTD_PATH,
+      std::vector<std::string>{"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
+                               "--grpc.port_file=" + port_file, "--shard.count=4",
+                               "--kafka.brokers=" + kafka, "--kafka.topic=" + topic,
+                               "--kafka.message_timeout=3s", "--stages.expire.enabled=false"});
     int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
-    stub = v1::OfferService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                         grpc::InsecureChannelCredentials()));
+    stub = v1::OfferService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   }
   ~gostd() {
     proc->signal(SIGTERM);
@@ -153,9 +152,8 @@ TEST_CASE("every committed change is published once or more, in order per offer;
   {
     gostd node{db, testing::kafka_brokers(), topic};
     last = node.load(30, 3);
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
-                    }),
+    REQUIRE_MESSAGE(testing::eventually(
+                      30s, [&] { return db.scalar("SELECT count(*) FROM outbox_batches") == "0"; }),
                     node.proc->output());
   }
   auto seen = consume(topic, 30 * 4);
@@ -171,18 +169,20 @@ TEST_CASE("with the broker unreachable the events wait in PostgreSQL and go out 
     gostd node{db, "127.0.0.1:1", topic};
     last = node.load(20, 2);
     // At least one round failed (after kafka.message_timeout), and kept every row.
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      return node.proc->output().find("outbox publish failed") != std::string::npos;
-                    }),
+    REQUIRE_MESSAGE(testing::eventually(30s,
+                                        [&] {
+                                          return node.proc->output().find("outbox publish failed")
+                                                 != std::string::npos;
+                                        }),
                     node.proc->output());
-    CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches") == std::to_string(20 * 3));
+    CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches")
+          == std::to_string(20 * 3));
   }
   {
     // The broker is reachable again (here: the node restarts pointing at it).
     gostd node{db, testing::kafka_brokers(), topic};
-    REQUIRE_MESSAGE(testing::eventually(60s, [&] {
-                      return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
-                    }),
+    REQUIRE_MESSAGE(testing::eventually(
+                      60s, [&] { return db.scalar("SELECT count(*) FROM outbox_batches") == "0"; }),
                     node.proc->output());
   }
   auto seen = consume(topic, 20 * 3);
@@ -192,7 +192,8 @@ TEST_CASE("with the broker unreachable the events wait in PostgreSQL and go out 
 TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing is lost") {
   // The broker of this tier was started by scripts/kafka.sh, which keeps its pid here.
   auto dir = std::getenv("GOST_KAFKA_DIR");
-  REQUIRE_MESSAGE(dir != nullptr, "GOST_KAFKA_DIR (set by scripts/test.sh) names the broker's folder");
+  REQUIRE_MESSAGE(dir != nullptr,
+                  "GOST_KAFKA_DIR (set by scripts/test.sh) names the broker's folder");
   std::ifstream pid_file{std::string{dir} + "/broker.pid"};
   pid_t broker = 0;
   REQUIRE_MESSAGE(static_cast<bool>(pid_file >> broker), "no broker.pid in GOST_KAFKA_DIR");
@@ -210,15 +211,16 @@ TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing
     auto more = node.load(10, 2); // acknowledged: committed in PostgreSQL, Kafka or not
     last.insert(more.begin(), more.end());
     // Deliveries to the paused broker failed (after kafka.message_timeout); their rows wait.
-    REQUIRE_MESSAGE(testing::eventually(30s, [&] {
-                      return node.proc->output().find("outbox publish failed") != std::string::npos;
-                    }),
+    REQUIRE_MESSAGE(testing::eventually(30s,
+                                        [&] {
+                                          return node.proc->output().find("outbox publish failed")
+                                                 != std::string::npos;
+                                        }),
                     node.proc->output());
     CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches") != "0");
     kill(broker, SIGCONT);
-    REQUIRE_MESSAGE(testing::eventually(90s, [&] {
-                      return db.scalar("SELECT count(*) FROM outbox_batches") == "0";
-                    }),
+    REQUIRE_MESSAGE(testing::eventually(
+                      90s, [&] { return db.scalar("SELECT count(*) FROM outbox_batches") == "0"; }),
                     node.proc->output());
   }
   auto seen = consume(topic, 20 * 3);

@@ -18,7 +18,9 @@ std::string test_server() {
 
 namespace {
 
-std::string admin_dsn() { return test_server() + " dbname=postgres"; }
+std::string admin_dsn() {
+  return test_server() + " dbname=postgres";
+}
 
 void admin_exec(const std::string& sql) {
   try {
@@ -49,7 +51,9 @@ temp_db::~temp_db() {
   }
 }
 
-std::string temp_db::dsn() const { return test_server() + " dbname=" + name_; }
+std::string temp_db::dsn() const {
+  return test_server() + " dbname=" + name_;
+}
 
 std::string temp_db::scalar(const std::string& sql) const {
   pqxx::connection c{dsn()};

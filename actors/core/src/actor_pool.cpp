@@ -13,8 +13,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/unavailable.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/unavailable.hpp"
 
 namespace gost {
 
@@ -121,7 +121,8 @@ void pump(self_ptr self) {
     if (rate > 0) {
       auto now = clock_type::now();
       auto cap = std::max(1.0, rate / 10); // at most a tenth of a second's burst
-      st.tokens = std::min(cap, st.tokens + std::chrono::duration<double>(now - st.refilled).count() * rate);
+      st.tokens =
+        std::min(cap, st.tokens + std::chrono::duration<double>(now - st.refilled).count() * rate);
       st.refilled = now;
       if (st.tokens < 1) {
         if (!st.pump_scheduled) {
@@ -164,9 +165,9 @@ pool_impl::behavior_type pool_fun(self_ptr self, pool_options opts) {
       ++s.stats.submitted;
       if (s.queue.size() >= s.opts.queue_capacity) {
         ++s.stats.rejected;
-        return make_error(errc::overloaded,
-                             "pool " + s.opts.name + " is full (" + std::to_string(s.opts.queue_capacity)
-                               + " jobs waiting); retry later");
+        return make_error(errc::overloaded, "pool " + s.opts.name + " is full ("
+                                              + std::to_string(s.opts.queue_capacity)
+                                              + " jobs waiting); retry later");
       }
       auto rp = self->make_response_promise<pool_result>();
       s.queue.push_back({std::move(job), rp});

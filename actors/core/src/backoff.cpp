@@ -19,8 +19,7 @@ bool stop_signal::wait_for(std::chrono::milliseconds d) const {
 }
 
 backoff::backoff(duration first, duration cap) noexcept
-  : first_(std::min(first, cap)), cap_(cap), current_(first_) {
-}
+  : first_(std::min(first, cap)), cap_(cap), current_(first_) {}
 
 backoff::duration backoff::next() noexcept {
   auto now = current_;

@@ -37,8 +37,9 @@ disposition classify(const caf::error& err) {
     }
   }
   if (err.category() == caf::atom("db"))
-    return persistence::retryable(static_cast<persistence::db_errc>(err.code())) ? disposition::retry
-                                                                                 : disposition::fail;
+    return persistence::retryable(static_cast<persistence::db_errc>(err.code()))
+             ? disposition::retry
+             : disposition::fail;
   if (err.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(err.code())) {
       // The receiver is gone (a stopped shard, a lost node): the request was not handled.

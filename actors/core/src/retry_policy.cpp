@@ -13,8 +13,8 @@ int64_t us(std::chrono::milliseconds d) {
 } // namespace
 
 retry_policy::decision retry_policy::failed(const std::string& lane, const std::string& entity_id,
-                                            const caf::error& err, std::chrono::milliseconds backoff,
-                                            int64_t now_us) {
+                                            const caf::error& err,
+                                            std::chrono::milliseconds backoff, int64_t now_us) {
   decision d;
   if (classify(err) == disposition::retry) {
     // 1, 2, 4, ... max_streak_factor times the back-off.

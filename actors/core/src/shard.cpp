@@ -29,14 +29,14 @@ void draining(const char* kind, uint32_t shard, size_t resident) {
 
 void dead_letter(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                  int attempts, const std::string& reason) {
-  lg->error("dead letter kind={} shard={} id={} lane={} attempts={} reason={}", kind, shard,
-            id, lane, attempts, reason);
+  lg->error("dead letter kind={} shard={} id={} lane={} attempts={} reason={}", kind, shard, id,
+            lane, attempts, reason);
 }
 
 void dead_letter_not_written(const char* kind, uint32_t shard, const std::string& id,
                              const std::string& lane, const caf::error& err) {
-  lg->warn("dead letter not written kind={} shard={} id={} lane={} error={}", kind, shard, id,
-           lane, error_message(err));
+  lg->warn("dead letter not written kind={} shard={} id={} lane={} error={}", kind, shard, id, lane,
+           error_message(err));
 }
 
 void lease_lost(const char* kind, uint32_t shard) {
@@ -46,11 +46,11 @@ void lease_lost(const char* kind, uint32_t shard) {
 void run_failed(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                 int attempt, bool outage, int64_t retry_in_ms, const caf::error& err) {
   if (outage)
-    lg->warn("run unavailable kind={} shard={} id={} lane={} retry_in_ms={} error={}", kind,
-             shard, id, lane, retry_in_ms, error_message(err));
+    lg->warn("run unavailable kind={} shard={} id={} lane={} retry_in_ms={} error={}", kind, shard,
+             id, lane, retry_in_ms, error_message(err));
   else
-    lg->warn("run failed kind={} shard={} id={} lane={} attempt={} retry_in_ms={} error={}",
-             kind, shard, id, lane, attempt, retry_in_ms, error_message(err));
+    lg->warn("run failed kind={} shard={} id={} lane={} attempt={} retry_in_ms={} error={}", kind,
+             shard, id, lane, attempt, retry_in_ms, error_message(err));
 }
 
 void poll_failed(const char* kind, uint32_t shard, const caf::error& err) {

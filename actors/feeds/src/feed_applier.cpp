@@ -59,8 +59,7 @@ void rejected(outcome& res, std::string reason) {
 
 feed_applier::feed_applier(feed_store& store, offer_port& offers, response_sink& out,
                            applier_options opts)
-  : store_(store), offers_(offers), out_(out), opts_(opts) {
-}
+  : store_(store), offers_(offers), out_(out), opts_(opts) {}
 
 template <class F, class T>
 bool feed_applier::retry(const char* what, F step, T& out, const stop_signal& stop) {
@@ -106,9 +105,10 @@ bool feed_applier::handle(const v1::FeedRequest& req, const stop_signal& stop) {
     return true;
   }
   persistence::feed_task task;
-  if (!retry("registering the task",
-             [&] { return store_.begin_task(req.task_id(), req.seller_id(), req.namespace_()); },
-             task, stop))
+  if (!retry(
+        "registering the task",
+        [&] { return store_.begin_task(req.task_id(), req.seller_id(), req.namespace_()); }, task,
+        stop))
     return false;
   if (!task.other_owner.empty()) {
     lg->error("feed request of task={} for seller={} namespace={} refused: the task id "
@@ -196,8 +196,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
     c.set_namespace_(req.namespace_());
     c.set_source(v1::OFFER_SOURCE_FEED);
     r.set_external_id(c.external_id());
-    std::string problem = c.external_id().empty() ? "offer.external_id is required in a feed"
-                                                  : offers_.check(c);
+    std::string problem =
+      c.external_id().empty() ? "offer.external_id is required in a feed" : offers_.check(c);
     if (!c.external_id().empty()) {
       carried.push_back(c.external_id());
       valid_at.push_back(problem.empty() ? static_cast<int>(ids.size()) : -1);
@@ -213,8 +213,9 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
   // is meant to become (added, updated, unchanged) is counted with the record, in one
   // transaction, the first time the batch is recorded.
   std::vector<keyed_offer> stored;
-  if (!retry("reading the seller's offers",
-             [&] { return store_.find(req.seller_id(), req.namespace_(), ids); }, stored, stop))
+  if (!retry(
+        "reading the seller's offers",
+        [&] { return store_.find(req.seller_id(), req.namespace_(), ids); }, stored, stop))
     return false;
   std::map<std::string, const keyed_offer*> by_ext;
   for (auto& s : stored)
@@ -226,8 +227,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
       continue;
     auto probe = contents[id_index[k]];
     probe.set_id(i->second->offer_id);
-    intended[k] = offers_.changes(parsed(*i->second), probe) ? outcome::UPDATED
-                                                             : outcome::UNCHANGED;
+    intended[k] =
+      offers_.changes(parsed(*i->second), probe) ? outcome::UPDATED : outcome::UNCHANGED;
   }
   // Every external id the load carried is recorded, rejected ones too: a line that failed
   // validation must not make the end message delete the seller's stored offer.
@@ -344,8 +345,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
     send(req, std::move(resp), stop);
   }
   if (corrected
-      && !retry("correcting the counts", [&] { return store_.add_counts(req.task_id(), delta); },
-                stop))
+      && !retry(
+        "correcting the counts", [&] { return store_.add_counts(req.task_id(), delta); }, stop))
     return false;
   lg->info("feed batch applied seller={} task={} batch={} offers={}", req.seller_id(),
            req.task_id(), batch.batch_id(), n);
@@ -361,9 +362,10 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
     return out_.flushed(stop);
   }
   std::vector<keyed_offer> missing;
-  if (!retry("finding offers missing from the load",
-             [&] { return store_.missing(req.task_id(), req.seller_id(), req.namespace_()); },
-             missing, stop))
+  if (!retry(
+        "finding offers missing from the load",
+        [&] { return store_.missing(req.task_id(), req.seller_id(), req.namespace_()); }, missing,
+        stop))
     return false;
   bool make_manual = req.end().missing() == v1::FeedEnd::MAKE_MANUAL;
   int64_t deleted = 0;
@@ -400,8 +402,7 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
         continue; // gone already (a re-delivered end after a crash)
       if (transient(failed)) {
         lg->warn("{} offer={} failed error={}; the end message is handled again",
-                 make_manual ? "making manual" : "deleting", m.offer_id,
-                 error_message(failed));
+                 make_manual ? "making manual" : "deleting", m.offer_id, error_message(failed));
         return false;
       }
       rejected(r, std::string{"missing from the load, but could not be "}
@@ -417,8 +418,9 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
   if (!out_.flushed(stop))
     return false;
   std::pair<feed_counts, int32_t> progress;
-  if (!retry("reading the task's counts", [&] { return store_.progress(req.task_id()); },
-             progress, stop))
+  if (!retry(
+        "reading the task's counts", [&] { return store_.progress(req.task_id()); }, progress,
+        stop))
     return false;
   auto& [c, batches] = progress;
   v1::FeedSummary summary;
@@ -435,18 +437,17 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
   if (req.end().batches() != 0 && req.end().batches() != batches)
     lg->warn("feed task={} seller={} ended after {} batches, the end message says {}",
              req.task_id(), req.seller_id(), batches, req.end().batches());
-  if (!retry("finishing the task",
-             [&] { return store_.finish_task(req.task_id(), summary.SerializeAsString()); },
-             stop))
+  if (!retry(
+        "finishing the task",
+        [&] { return store_.finish_task(req.task_id(), summary.SerializeAsString()); }, stop))
     return false;
   v1::FeedResponse resp;
   *resp.mutable_end() = summary;
   send(req, std::move(resp), stop);
   lg->info("feed task finished seller={} task={} added={} updated={} unchanged={} deleted={}"
            " made_manual={} rejected={} duplicates={}",
-           req.seller_id(), req.task_id(), summary.added(), summary.updated(),
-           summary.unchanged(), summary.deleted(), summary.made_manual(), summary.rejected(),
-           summary.duplicates());
+           req.seller_id(), req.task_id(), summary.added(), summary.updated(), summary.unchanged(),
+           summary.deleted(), summary.made_manual(), summary.rejected(), summary.duplicates());
   return out_.flushed(stop);
 }
 

@@ -16,12 +16,12 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/log.hpp"
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
 #include "gost/offers/offer_changes.hpp"
 #include "gost/offers/offer_entity.hpp"
 #include "gost/offers/stage_runner.hpp"
-#include "gost/core/errc.hpp"
 #include "gost/v1/events.pb.h"
 
 namespace gost::detail {
@@ -67,7 +67,9 @@ self_ptr current() {
   return running;
 }
 
-int64_t now_us() { return to_us(stage_clock::now()); }
+int64_t now_us() {
+  return to_us(stage_clock::now());
+}
 
 /// Forgets the in-memory copy: the next event reloads from PostgreSQL.
 void forget(self_ptr self) {
@@ -165,7 +167,8 @@ struct answer_codec;
 
 template <>
 struct answer_codec<offer_msg> {
-  static std::string encode(const std::optional<v1::Offer>& next, const persistence::write_set& ws) {
+  static std::string encode(const std::optional<v1::Offer>& next,
+                            const persistence::write_set& ws) {
     return ws.new_body ? *ws.new_body : next ? next->SerializeAsString() : std::string{};
   }
   static caf::expected<offer_msg> decode(const std::string& bytes) {
@@ -258,8 +261,9 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         return;
       }
       auto set = bookkeeping_copy(change->ws);
-      self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                    std::move(change->ws))
+      self
+        ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+                  std::move(change->ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
@@ -275,31 +279,32 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
                 return;
               }
               case write_outcome::duplicate:
-                answer_again<Result>(self, rp, rid,
-                                     make_error(errc::conflict, "offer " + s.entity.id()
-                                                                  + ": the write with request_id "
-                                                                  + rid.value + " applied before; "
-                                                                  "its answer is no longer kept"));
+                answer_again<Result>(
+                  self, rp, rid,
+                  make_error(errc::conflict, "offer " + s.entity.id()
+                                               + ": the write with request_id " + rid.value
+                                               + " applied before; "
+                                                 "its answer is no longer kept"));
                 return;
               case write_outcome::conflict:
                 forget(self);
                 if (set.op == persistence::offer_op::insert) {
                   rp.deliver(make_error(errc::already_exists,
-                                           "an offer with id " + s.entity.id()
-                                             + " or with this seller_id/namespace/external_id "
-                                               "already exists"));
+                                        "an offer with id " + s.entity.id()
+                                          + " or with this seller_id/namespace/external_id "
+                                            "already exists"));
                 } else if (attempt + 1 < max_redo) {
                   s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
                   external_change(self, rp, prepare, reply, rid, attempt + 1);
                 } else {
-                  rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
-                                                                + " keeps changing; retry"));
+                  rp.deliver(make_error(errc::conflict,
+                                        "offer " + s.entity.id() + " keeps changing; retry"));
                 }
                 return;
               case write_outcome::fenced:
                 forget(self);
                 rp.deliver(make_error(errc::fenced, "shard " + std::to_string(s.env->shard)
-                                                            + " is no longer owned by this node"));
+                                                      + " is no longer owned by this node"));
                 return;
             }
           },
@@ -311,8 +316,8 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
-void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
-               std::string stage_id, int attempt);
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
+               int attempt);
 
 /// Writes a run's write-set; on commit applies it and answers the shard, on a lost version
 /// check reloads and runs the stage again (seed step 7).
@@ -320,8 +325,9 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
                int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
   auto& st = self->state;
   auto set = bookkeeping_copy(ws);
-  self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                std::move(ws))
+  self
+    ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+              std::move(ws))
     .await(
       [=](write_outcome outcome) mutable {
         auto& s = self->state;
@@ -330,7 +336,8 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
             s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
             if (auto* m = s.env->stats->stage(stage_id))
               m->runs.fetch_add(1, std::memory_order_relaxed);
-            s.env->stats->offers.dead_letters.fetch_add(set.dead_letters.size(), std::memory_order_relaxed);
+            s.env->stats->offers.dead_letters.fetch_add(set.dead_letters.size(),
+                                                        std::memory_order_relaxed);
             committed(self, set, next ? &next : nullptr);
             rp.deliver(std::move(set.enqueue));
             return;
@@ -342,7 +349,7 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
               run_stage(self, rp, stage_id, attempt + 1);
             else
               rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
-                                                            + " kept changing during stage " + stage_id));
+                                                      + " kept changing during stage " + stage_id));
             return;
           case write_outcome::fenced:
             forget(self);
@@ -369,7 +376,8 @@ void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
   if (out.storms_cut > 0) {
     st.env->stats->change_storms_cut.fetch_add(static_cast<uint64_t>(out.storms_cut),
                                                std::memory_order_relaxed);
-    lg->warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(), stage_id);
+    lg->warn("change storm cut shard={} offer={} stage={}", st.env->shard, st.entity.id(),
+             stage_id);
   }
   write_run(self, rp, stage_id, attempt, std::move(out.ws), std::move(out.offer));
 }
@@ -379,15 +387,16 @@ caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::s
   self->state.env->stats->stage_failures.fetch_add(1, std::memory_order_relaxed);
   if (auto* m = self->state.env->stats->stage(stage_id))
     m->failures.fetch_add(1, std::memory_order_relaxed);
-  return make_error(code, "stage " + stage_id + (code == errc::unavailable ? " unavailable" : " failed") + what);
+  return make_error(code, "stage " + stage_id
+                            + (code == errc::unavailable ? " unavailable" : " failed") + what);
 }
 
 /// A due stage (seed "Работа стейджа"): load, process, write if the version is unchanged,
 /// else start again; the write also asks the other stages and enqueues those that want it.
 /// A blocking stage's `process` runs in its pool; the actor waits (`await`) without holding a
 /// scheduler thread, and handles nothing else meanwhile.
-void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
-               std::string stage_id, int attempt) {
+void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
+               int attempt) {
   with_loaded(
     self,
     [=]() mutable {
@@ -411,7 +420,8 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
         if (auto p = st.env->pools->find(stage_id); p != st.env->pools->end()) {
           // The job owns copies of its inputs: this actor may be gone when it runs.
           auto offer = std::make_shared<const v1::Offer>(*cur);
-          auto saved = state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
+          auto saved =
+            state != nullptr ? std::make_shared<const google::protobuf::Any>(*state) : nullptr;
           auto impl = entry->impl;
           auto* metrics = st.env->stats->stage(stage_id);
           auto run = st.env->run;
@@ -427,11 +437,14 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp,
           self->request(p->second, caf::infinite, run_atom_v, std::move(job))
             .await(
               [=](pool_result& r) mutable {
-                finish_run(self, rp, stage_id, attempt, std::any_cast<const stage_result&>(r.value));
+                finish_run(self, rp, stage_id, attempt,
+                           std::any_cast<const stage_result&>(r.value));
               },
               [=](caf::error& err) mutable {
-                auto code = classify(err) == disposition::retry ? errc::unavailable : errc::internal;
-                rp.deliver(stage_failed(self, stage_id, ": " + persistence::error_message(err), code));
+                auto code =
+                  classify(err) == disposition::retry ? errc::unavailable : errc::internal;
+                rp.deliver(
+                  stage_failed(self, stage_id, ": " + persistence::error_message(err), code));
               });
           return;
         }
@@ -482,8 +495,8 @@ offer_actor::behavior_type offer_behavior() {
           if (cur)
             rp.deliver(offer_msg{*cur});
           else
-            rp.deliver(make_error(errc::not_found,
-                                     "offer " + self->state.entity.id() + " does not exist"));
+            rp.deliver(
+              make_error(errc::not_found, "offer " + self->state.entity.id() + " does not exist"));
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
@@ -530,8 +543,8 @@ offer_actor::behavior_type offer_behavior() {
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [](update_atom, state_atom, const std::string&, const std::string& stage_id,
-       std::string& bytes, int64_t expected, request_id& rid) -> caf::result<state_update_msg> {
+    [](update_atom, state_atom, const std::string&, const std::string& stage_id, std::string& bytes,
+       int64_t expected, request_id& rid) -> caf::result<state_update_msg> {
       auto self = current();
       auto rp = self->make_response_promise<state_update_msg>();
       auto prepare = [self, stage_id, bytes = std::move(bytes), expected] {
@@ -561,7 +574,8 @@ offer_actor::behavior_type offer_behavior() {
     [](warm_atom) {
       auto self = current();
       // Load errors are not news here: the run that follows loads again and reports them.
-      with_loaded(self, [] {}, [](caf::error) {});
+      with_loaded(
+        self, [] {}, [](caf::error) {});
     },
     [](passivate_atom, ok_atom) { current()->quit(); },
   };
@@ -571,8 +585,7 @@ offer_actor::behavior_type offer_behavior() {
 /// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
 class offer_actor_impl final : public offer_base {
 public:
-  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
-    : offer_base(cfg) {
+  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env) : offer_base(cfg) {
     state.entity = offer_entity{std::move(id)};
     state.env = std::move(env);
     state.aid = this->id();

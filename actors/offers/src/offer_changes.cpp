@@ -7,7 +7,9 @@ namespace gost {
 
 namespace {
 
-int64_t now_us(std::chrono::system_clock::time_point t) { return to_us(t); }
+int64_t now_us(std::chrono::system_clock::time_point t) {
+  return to_us(t);
+}
 
 } // namespace
 
@@ -26,8 +28,8 @@ caf::expected<prepared_change> prepare_create(const change_input& in, v1::Offer 
   ws.op = persistence::offer_op::insert;
   ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
   ws.new_body = o->SerializeAsString(); // once: the body and the outbox event share it
-  ws.enqueue = ask_stages(in.stages, nullptr, *o, in.ctx, {}, now_us(in.now),
-                          persistence::priority::normal);
+  ws.enqueue =
+    ask_stages(in.stages, nullptr, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
   ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
   out.next = std::move(*o);
   return out;
@@ -46,8 +48,8 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
   ws.offer_id = in.entity.id();
   ws.expected_version = before.version();
   ws.new_body = o->SerializeAsString();
-  ws.enqueue = ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now),
-                          persistence::priority::normal);
+  ws.enqueue =
+    ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
   ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
   out.next = std::move(*o);
   return out;
@@ -75,8 +77,9 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
   if (cur == nullptr)
     return make_error(errc::not_found, "offer " + in.entity.id() + " does not exist");
   if (in.stages.find(stage_id) == nullptr)
-    return make_error(errc::invalid_argument, "stage_id: " + stage_id
-                                                + " is not a stage of this node (gostctl stages lists them)");
+    return make_error(errc::invalid_argument,
+                      "stage_id: " + stage_id
+                        + " is not a stage of this node (gostctl stages lists them)");
   prepared_change out;
   auto& ws = out.ws;
   ws.offer_id = in.entity.id();
@@ -90,7 +93,8 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
   ws.op = persistence::offer_op::change;
   ws.expected_version = cur->version();
   std::vector<std::pair<std::string, std::string>> written{{stage_id, state}};
-  ws.outbox = saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id);
+  ws.outbox =
+    saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id);
   // The stage sees its new state: ask it (alone) whether it wants to run now.
   offer_context after = in.ctx;
   after.states[stage_id].value.ParseFromString(state);

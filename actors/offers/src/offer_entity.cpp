@@ -5,13 +5,12 @@
 
 #include <google/protobuf/util/time_util.h>
 
-#include "gost/offers/protocol.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/offers/protocol.hpp"
 
 namespace gost {
 
 namespace {
-
 
 void stamp(google::protobuf::Timestamp* ts, offer_entity::time_point now) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
@@ -24,10 +23,9 @@ caf::error missing(const std::string& id) {
 
 caf::error check_version(const v1::Offer& cur, int64_t expected) {
   if (expected != any_version && expected != cur.version())
-    return make_error(errc::conflict,
-                         "offer " + cur.id() + " is at version " + std::to_string(cur.version())
-                           + ", not the expected " + std::to_string(expected)
-                           + "; read it again and retry");
+    return make_error(errc::conflict, "offer " + cur.id() + " is at version "
+                                        + std::to_string(cur.version()) + ", not the expected "
+                                        + std::to_string(expected) + "; read it again and retry");
   return caf::error{};
 }
 

@@ -8,10 +8,10 @@
 
 #include <caf/actor_system.hpp>
 
-#include "gost/core/log.hpp"
 #include "gost/core/kit/shard.hpp"
-#include "gost/core/shard_hash.hpp"
 #include "gost/core/kit/writer.hpp"
+#include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "offer_actor.hpp"
@@ -136,8 +136,8 @@ void rescan_page(Self self, std::string after) {
                   next();
               },
               [=](caf::error& err) {
-                lg->warn("background rescan write failed shard={} error={}",
-                         self->state.env->shard, error_message(err));
+                lg->warn("background rescan write failed shard={} error={}", self->state.env->shard,
+                         error_message(err));
                 if (--*pending == 0)
                   next();
               });
@@ -211,7 +211,7 @@ std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistenc
 }
 
 std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
-                                                    const stage_registry& reg) {
+                                                     const stage_registry& reg) {
   auto out = std::make_shared<stage_pools>();
   for (auto& e : reg.all()) {
     if (!e.opts.blocking)

@@ -61,13 +61,17 @@ namespace {
 thread_local const run_context* running = nullptr;
 } // namespace
 
-const run_context* current_run() noexcept { return running; }
+const run_context* current_run() noexcept {
+  return running;
+}
 
 detail::run_scope::run_scope(const run_context* ctx) noexcept : previous_(running) {
   running = ctx;
 }
 
-detail::run_scope::~run_scope() { running = previous_; }
+detail::run_scope::~run_scope() {
+  running = previous_;
+}
 
 stage_registry& stage_registry::add(std::string id, std::shared_ptr<const stage> impl,
                                     stage_options opts) {
@@ -191,8 +195,8 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
       if (e.due_at_us <= now_us && n > limits.max_chain) {
         ws.dead_letters.push_back({e.lane,
                                    "change storm: re-triggered more than "
-                                     + std::to_string(limits.max_chain) + " times in one chain (last by "
-                                     + stage_id + ")",
+                                     + std::to_string(limits.max_chain)
+                                     + " times in one chain (last by " + stage_id + ")",
                                    n});
         ++out.storms_cut;
         continue;

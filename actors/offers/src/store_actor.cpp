@@ -5,8 +5,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/log.hpp"
 #include "gost/core/kit/load_batch.hpp"
+#include "gost/core/log.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/pg_pool.hpp"
@@ -39,8 +39,9 @@ caf::expected<std::vector<caf::expected<offer_snapshot>>>
 load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) {
   auto t0 = std::chrono::steady_clock::now();
   auto rows = persistence::load_offers(*pool, ids);
-  lg->debug("group load offers={} ms={:.2f}", ids.size(),
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  lg->debug(
+    "group load offers={} ms={:.2f}", ids.size(),
+    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   if (!rows)
     return std::move(rows.error());
   std::vector<caf::expected<offer_snapshot>> out;
@@ -49,7 +50,8 @@ load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) 
     offer_snapshot snap;
     snap.found = r.found;
     if (r.found && !snap.offer.ParseFromString(r.body)) {
-      out.emplace_back(make_error(errc::internal, "stored offer body does not parse as gost.v1.Offer"));
+      out.emplace_back(
+        make_error(errc::internal, "stored offer body does not parse as gost.v1.Offer"));
       continue;
     }
     snap.offer.set_version(r.version);
@@ -127,9 +129,8 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
     },
     [=](list_atom, const std::string& seller, bool has_ns, const std::string& ns,
         const std::string& after, uint32_t limit) -> caf::result<offer_list> {
-      auto r = self->state.store->list_by_seller(seller, has_ns ? std::optional<std::string>{ns}
-                                                                : std::nullopt,
-                                                 after, limit);
+      auto r = self->state.store->list_by_seller(
+        seller, has_ns ? std::optional<std::string>{ns} : std::nullopt, after, limit);
       if (!r)
         return std::move(r.error());
       return std::move(*r);
@@ -146,9 +147,8 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
       if (!r)
         return std::move(r.error());
       if (!*r)
-        return make_error(errc::not_found,
-                                          "no offer with seller_id=" + seller + " namespace=" + ns
-                                            + " external_id=" + external_id);
+        return make_error(errc::not_found, "no offer with seller_id=" + seller + " namespace=" + ns
+                                             + " external_id=" + external_id);
       return std::move(**r);
     },
   };
@@ -161,7 +161,8 @@ store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool,
   std::shared_ptr<kit::loader_stats> counted;
   if (stats != nullptr)
     counted = std::shared_ptr<kit::loader_stats>(stats, &stats->offer_loads);
-  return caf::actor_cast<store_actor>(sys.spawn<caf::detached>(store_fun, &pool, std::move(counted)));
+  return caf::actor_cast<store_actor>(
+    sys.spawn<caf::detached>(store_fun, &pool, std::move(counted)));
 }
 
 } // namespace gost

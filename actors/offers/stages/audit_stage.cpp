@@ -29,7 +29,8 @@ public:
       e->set_epoch(run->epoch);
     }
     auto now = stage_clock::now();
-    e->set_at_us(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count());
+    e->set_at_us(
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count());
     trail.set_runs(trail.runs() + 1);
     if (trail.entries_size() > max_entries)
       trail.mutable_entries()->DeleteSubrange(0, trail.entries_size() - max_entries);

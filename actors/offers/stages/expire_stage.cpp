@@ -38,7 +38,8 @@ public:
 private:
   stage_clock::time_point deadline_of(const v1::Offer& offer) const {
     auto created = std::chrono::microseconds{TimeUtil::TimestampToMicroseconds(offer.created_at())};
-    return stage_clock::time_point{std::chrono::duration_cast<stage_clock::duration>(created + after_)};
+    return stage_clock::time_point{
+      std::chrono::duration_cast<stage_clock::duration>(created + after_)};
   }
 
   std::chrono::milliseconds after_;

@@ -19,8 +19,10 @@ std::string interval(std::chrono::milliseconds d) {
 /// (its liveness lock is free: migration 0011).
 std::string free_lease(std::chrono::milliseconds lease_timeout) {
   return "(owner IS NULL OR heartbeat_at IS NULL"
-         " OR heartbeat_at < now() - interval '" + interval(lease_timeout) + "'"
-         " OR owner IN (SELECT node_id FROM gone_nodes))";
+         " OR heartbeat_at < now() - interval '"
+         + interval(lease_timeout)
+         + "'"
+           " OR owner IN (SELECT node_id FROM gone_nodes))";
 }
 
 } // namespace
@@ -74,13 +76,16 @@ caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::strin
                  + std::to_string(h.epoch) + ")";
       // The rows are locked in shard order, as commits lock them (FOR SHARE, ordered): a
       // heartbeat and a commit of the same node never deadlock.
-      for (auto row : tx.exec_params("UPDATE shard_leases l SET heartbeat_at = now()"
-                                     " FROM (SELECT s.shard FROM shard_leases s"
-                                     "       JOIN (VALUES " + pairs + ") AS h(shard, epoch)"
-                                     "         ON s.shard = h.shard AND s.epoch = h.epoch"
-                                     "       WHERE s.owner = $1 ORDER BY s.shard FOR NO KEY UPDATE OF s) AS k"
-                                     " WHERE l.shard = k.shard RETURNING l.shard, l.epoch",
-                                     node_id))
+      for (auto row : tx.exec_params(
+             "UPDATE shard_leases l SET heartbeat_at = now()"
+             " FROM (SELECT s.shard FROM shard_leases s"
+             "       JOIN (VALUES "
+               + pairs
+               + ") AS h(shard, epoch)"
+                 "         ON s.shard = h.shard AND s.epoch = h.epoch"
+                 "       WHERE s.owner = $1 ORDER BY s.shard FOR NO KEY UPDATE OF s) AS k"
+                 " WHERE l.shard = k.shard RETURNING l.shard, l.epoch",
+             node_id))
         out.push_back({row[0].as<uint32_t>(), row[1].as<int64_t>()});
     }
     tx.commit();
@@ -90,18 +95,20 @@ caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::strin
   return out;
 }
 
-caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::milliseconds node_timeout) {
+caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
+                                                std::chrono::milliseconds node_timeout) {
   std::vector<node_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec(
-           "SELECT node_id, caf_host, caf_port, grpc_addr, http_addr, leaving,"
-           " (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
-           " (extract(epoch FROM started_at) * 1000000)::bigint,"
-           " heartbeat_at > now() - interval '" + interval(node_timeout) + "',"
-           " node_id IN (SELECT node_id FROM gone_nodes)"
-           " FROM nodes ORDER BY node_id")) {
+    for (auto row : tx.exec("SELECT node_id, caf_host, caf_port, grpc_addr, http_addr, leaving,"
+                            " (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
+                            " (extract(epoch FROM started_at) * 1000000)::bigint,"
+                            " heartbeat_at > now() - interval '"
+                            + interval(node_timeout)
+                            + "',"
+                              " node_id IN (SELECT node_id FROM gone_nodes)"
+                              " FROM nodes ORDER BY node_id")) {
       node_row n;
       n.node_id = row[0].as<std::string>();
       n.caf_host = row[1].as<std::string>();
@@ -121,16 +128,18 @@ caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::mill
   return out;
 }
 
-caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool, std::chrono::milliseconds lease_timeout) {
+caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
+                                                  std::chrono::milliseconds lease_timeout) {
   std::vector<lease_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec(
-           "SELECT shard, coalesce(owner, ''), epoch, " + free_lease(lease_timeout) + ","
-           " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
-           " coalesce(handoff_to, '')"
-           " FROM shard_leases ORDER BY shard")) {
+    for (auto row :
+         tx.exec("SELECT shard, coalesce(owner, ''), epoch, " + free_lease(lease_timeout)
+                 + ","
+                   " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
+                   " coalesce(handoff_to, '')"
+                   " FROM shard_leases ORDER BY shard")) {
       lease_row l;
       l.shard = row[0].as<uint32_t>();
       l.owner = row[1].as<std::string>();
@@ -158,11 +167,12 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
     auto r = tx.exec_params(
       "WITH taken AS (UPDATE shard_leases SET owner = $1, epoch = epoch + 1, acquired_at = now(),"
       "   heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
-      " WHERE shard = (SELECT shard FROM shard_leases WHERE " + free_lease(lease_timeout)
-      + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
-      "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
-      " RETURNING shard, epoch)"
-      " SELECT shard, epoch, pg_notify($2, '') FROM taken",
+      " WHERE shard = (SELECT shard FROM shard_leases WHERE "
+        + free_lease(lease_timeout)
+        + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
+          "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
+          " RETURNING shard, epoch)"
+          " SELECT shard, epoch, pg_notify($2, '') FROM taken",
       node_id, std::string{cluster_channel});
     if (!r.empty()) {
       out.lease = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
@@ -176,9 +186,13 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
     auto stuck = tx.exec_params(
       "SELECT a.pid, l.owner, pg_terminate_backend(a.pid)"
       " FROM (SELECT DISTINCT owner FROM shard_leases WHERE owner IS NOT NULL AND owner <> $1"
-      "       AND " + free_lease(lease_timeout) + ") l"
-      " JOIN pg_stat_activity a ON a.application_name = left($2 || l.owner, 63)" " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
-      "   AND a.xact_start < now() - interval '" + interval(lease_timeout / 2) + "'",
+      "       AND "
+        + free_lease(lease_timeout)
+        + ") l"
+          " JOIN pg_stat_activity a ON a.application_name = left($2 || l.owner, 63)"
+          " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
+          "   AND a.xact_start < now() - interval '"
+        + interval(lease_timeout / 2) + "'",
       node_id, std::string{application_name_prefix});
     for (auto row : stuck)
       out.ended.push_back({row[1].as<std::string>(), row[0].as<int>()});
@@ -194,12 +208,15 @@ caf::expected<int64_t> free_previous_leases(pg_pool& pool, const std::string& no
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
     std::string keep = held.empty() ? "" : " AND shard NOT IN (" + number_list(held) + ")";
-    auto r = tx.exec_params("WITH freed AS (UPDATE shard_leases SET owner = NULL,"
-                            "   heartbeat_at = NULL, handoff_to = $1"
-                            " WHERE owner = $1" + keep + " RETURNING shard)"
-                            " SELECT count(*), CASE WHEN count(*) > 0 THEN pg_notify($2, '') END"
-                            " FROM freed",
-                            node_id, std::string{cluster_channel});
+    auto r =
+      tx.exec_params("WITH freed AS (UPDATE shard_leases SET owner = NULL,"
+                     "   heartbeat_at = NULL, handoff_to = $1"
+                     " WHERE owner = $1"
+                       + keep
+                       + " RETURNING shard)"
+                         " SELECT count(*), CASE WHEN count(*) > 0 THEN pg_notify($2, '') END"
+                         " FROM freed",
+                     node_id, std::string{cluster_channel});
     n = r[0][0].as<int64_t>();
   });
   if (err)
@@ -253,8 +270,10 @@ struct cluster_listener::impl {
   /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
   /// destructor's join never waits on a hanging connect for long).
   std::string listen_dsn() const {
-    const char* extra_kv = " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
-    const char* extra_uri = "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
+    const char* extra_kv =
+      " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
+    const char* extra_uri =
+      "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
     if (dsn.find("://") != std::string::npos)
       return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + extra_uri;
     return dsn + extra_kv;
@@ -332,6 +351,8 @@ cluster_listener::~cluster_listener() {
     impl_->thread.join();
 }
 
-bool cluster_listener::holds_liveness_lock() const { return impl_->locked; }
+bool cluster_listener::holds_liveness_lock() const {
+  return impl_->locked;
+}
 
 } // namespace gost::persistence

@@ -53,8 +53,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // Current versions (plain reads: one writer per shard writes its entities' states).
     std::map<key, int64_t> version;
     if (!checked.empty())
-      for (auto row : tx.exec("SELECT kind, entity_id, version FROM entities WHERE (kind, entity_id)"
-                              " IN (VALUES " + key_rows(tx, checked) + ")"))
+      for (auto row :
+           tx.exec("SELECT kind, entity_id, version FROM entities WHERE (kind, entity_id)"
+                   " IN (VALUES "
+                   + key_rows(tx, checked) + ")"))
         version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[2].as<int64_t>();
 
     struct final_state {
@@ -64,7 +66,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       uint32_t shard;
     };
     std::map<key, final_state> states;
-    std::set<key> touched;    // entities whose pending events change: their due time is recomputed
+    std::set<key> touched; // entities whose pending events change: their due time is recomputed
     std::map<key, std::pair<uint32_t, const std::string*>> targets; // rows to create: shard, lane
     values_list consumed, retried, outputs;
     blob_params output_blobs;
@@ -125,13 +127,16 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                 " AND e.seq = d.seq::bigint");
     if (!retried.empty())
       tx.exec("UPDATE entity_events e SET attempts = e.attempts + 1, due_at_us = r.due::bigint"
-              " FROM (VALUES " + retried.str() + ") AS r(kind, entity_id, seq, due)"
-              " WHERE e.kind = r.kind AND e.entity_id = r.entity_id AND e.seq = r.seq::bigint");
+              " FROM (VALUES "
+              + retried.str()
+              + ") AS r(kind, entity_id, seq, due)"
+                " WHERE e.kind = r.kind AND e.entity_id = r.entity_id AND e.seq = r.seq::bigint");
     for (auto& [k, seq, shard, reason, attempts] : dead) {
-      tx.exec_params("INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
-                     " SELECT kind, entity_id, $4, payload, $5, $6 FROM entity_events"
-                     " WHERE kind = $1 AND entity_id = $2 AND seq = $3",
-                     k.first, k.second, seq, static_cast<int64_t>(shard), *reason, attempts);
+      tx.exec_params(
+        "INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
+        " SELECT kind, entity_id, $4, payload, $5, $6 FROM entity_events"
+        " WHERE kind = $1 AND entity_id = $2 AND seq = $3",
+        k.first, k.second, seq, static_cast<int64_t>(shard), *reason, attempts);
       tx.exec_params("DELETE FROM entity_events WHERE kind = $1 AND entity_id = $2 AND seq = $3",
                      k.first, k.second, seq);
     }
@@ -149,7 +154,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
             " INSERT INTO entity_events (kind, entity_id, seq, due_at_us, payload)"
             " SELECT $1, $2, seq, $4, $5 FROM req RETURNING seq",
             e->kind, e->entity_id, e->request_id, e->due_at_us, pqxx::binarystring{e->payload});
-          (void) r;
+          (void)r;
           continue;
         }
         plain.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
@@ -170,14 +175,17 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                  + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane));
       blobs.exec(tx, "UPDATE entities e SET version = v.version::bigint, state = v.state,"
                      " lane = v.lane, updated_at = now()"
-                     " FROM (VALUES " + rows.str() + ") AS v(kind, entity_id, version, state, lane)"
-                     " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
+                     " FROM (VALUES "
+                       + rows.str()
+                       + ") AS v(kind, entity_id, version, state, lane)"
+                         " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
     }
     // The kit's queue entry of every entity whose pending events changed: its earliest event.
     if (!touched.empty())
       tx.exec("UPDATE entities e SET due_at_us = (SELECT min(v.due_at_us) FROM entity_events v"
               " WHERE v.kind = e.kind AND v.entity_id = e.entity_id)"
-              " WHERE (e.kind, e.entity_id) IN (VALUES " + key_rows(tx, touched) + ")");
+              " WHERE (e.kind, e.entity_id) IN (VALUES "
+              + key_rows(tx, touched) + ")");
     write_mark(tx, mark);
     tx.commit();
   });
@@ -186,9 +194,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
   return outcomes;
 }
 
-caf::expected<std::vector<entity_row>> load_entities(pg_pool& pool,
-                                                     const std::vector<std::string>& keys,
-                                                     int64_t now_us, size_t max_due) {
+caf::expected<std::vector<entity_row>>
+load_entities(pg_pool& pool, const std::vector<std::string>& keys, int64_t now_us, size_t max_due) {
   std::vector<entity_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.assign(keys.size(), entity_row{});
@@ -212,7 +219,8 @@ caf::expected<std::vector<entity_row>> load_entities(pg_pool& pool,
         f(out[i]);
     };
     for (auto row : tx.exec("SELECT kind, entity_id, version, state, lane FROM entities"
-                            " WHERE (kind, entity_id)" + in))
+                            " WHERE (kind, entity_id)"
+                            + in))
       each(row, [&](entity_row& r) {
         r.found = true;
         r.version = row[2].as<int64_t>();
@@ -221,17 +229,21 @@ caf::expected<std::vector<entity_row>> load_entities(pg_pool& pool,
         r.lane = row[4].as<std::string>();
       });
     for (auto row : tx.exec("SELECT kind, entity_id, count(*), min(due_at_us) FROM entity_events"
-                            " WHERE (kind, entity_id)" + in + " GROUP BY kind, entity_id"))
+                            " WHERE (kind, entity_id)"
+                            + in + " GROUP BY kind, entity_id"))
       each(row, [&](entity_row& r) {
         r.pending = row[2].as<int64_t>();
         r.next_due_us = row[3].as<int64_t>();
       });
-    for (auto row : tx.exec_params(
-           "SELECT kind, entity_id, seq, due_at_us, attempts, payload FROM ("
-           " SELECT *, row_number() OVER (PARTITION BY kind, entity_id ORDER BY due_at_us, seq) AS n"
-           " FROM entity_events WHERE (kind, entity_id)" + in + " AND due_at_us <= $1) d"
-           " WHERE n <= $2 ORDER BY due_at_us, seq",
-           now_us, static_cast<int64_t>(max_due)))
+    for (auto row :
+         tx.exec_params("SELECT kind, entity_id, seq, due_at_us, attempts, payload FROM ("
+                        " SELECT *, row_number() OVER (PARTITION BY kind, entity_id ORDER BY "
+                        "due_at_us, seq) AS n"
+                        " FROM entity_events WHERE (kind, entity_id)"
+                          + in
+                          + " AND due_at_us <= $1) d"
+                            " WHERE n <= $2 ORDER BY due_at_us, seq",
+                        now_us, static_cast<int64_t>(max_due)))
       each(row, [&](entity_row& r) {
         r.due.push_back({row[2].as<int64_t>(), row[3].as<int64_t>(), row[4].as<int32_t>(),
                          pqxx::binarystring{row[5]}.str()});
@@ -265,8 +277,9 @@ caf::expected<queue_entries> due_entities(pg_pool& pool, uint32_t shard, int64_t
     out.reserve(r.size());
     for (auto row : r) {
       auto kind = row[0].as<std::string>();
-      out.push_back({kind + "/" + row[2].as<std::string>(), entity_key(kind, row[1].as<std::string>()),
-                     row[3].as<int64_t>(), priority::normal});
+      out.push_back({kind + "/" + row[2].as<std::string>(),
+                     entity_key(kind, row[1].as<std::string>()), row[3].as<int64_t>(),
+                     priority::normal});
     }
   });
   if (err)
@@ -274,17 +287,20 @@ caf::expected<queue_entries> due_entities(pg_pool& pool, uint32_t shard, int64_t
   return out;
 }
 
-caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool, const std::string& kind,
-                                                             const std::string& lane,
-                                                             int64_t after_seq, size_t limit) {
+caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool,
+                                                              const std::string& kind,
+                                                              const std::string& lane,
+                                                              int64_t after_seq, size_t limit) {
   std::vector<entity_output> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params("SELECT seq, entity_id, payload FROM entity_outputs"
-                                   " WHERE kind = $1 AND lane = $2 AND seq > $3 ORDER BY seq LIMIT $4",
-                                   kind, lane, after_seq, static_cast<int64_t>(limit)))
-      out.push_back({row[0].as<int64_t>(), row[1].as<std::string>(), pqxx::binarystring{row[2]}.str()});
+    for (auto row :
+         tx.exec_params("SELECT seq, entity_id, payload FROM entity_outputs"
+                        " WHERE kind = $1 AND lane = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+                        kind, lane, after_seq, static_cast<int64_t>(limit)))
+      out.push_back(
+        {row[0].as<int64_t>(), row[1].as<std::string>(), pqxx::binarystring{row[2]}.str()});
   });
   if (err)
     return err;
@@ -295,8 +311,9 @@ caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s) {
   int64_t n = 0;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("DELETE FROM entity_requests WHERE created_at < now() - make_interval(secs => $1)",
-                            static_cast<double>(max_age_s));
+    auto r = tx.exec_params(
+      "DELETE FROM entity_requests WHERE created_at < now() - make_interval(secs => $1)",
+      static_cast<double>(max_age_s));
     n = static_cast<int64_t>(r.affected_rows());
   });
   if (err)

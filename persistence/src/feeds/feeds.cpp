@@ -46,9 +46,9 @@ caf::expected<feed_task> begin_feed_task(pg_pool& pool, const std::string& task_
   return out;
 }
 
-caf::expected<std::vector<feed_item>> record_feed_items(pg_pool& pool, const std::string& task_id,
-                                                        const std::string& batch_id,
-                                                        const std::vector<std::string>& external_ids) {
+caf::expected<std::vector<feed_item>>
+record_feed_items(pg_pool& pool, const std::string& task_id, const std::string& batch_id,
+                  const std::vector<std::string>& external_ids) {
   auto r = record_feed_batch(pool, task_id, batch_id, external_ids, {});
   if (!r)
     return std::move(r.error());
@@ -67,7 +67,7 @@ record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& 
     out.first_time = !tx.exec_params("INSERT INTO feed_batches (task_id, batch_id) VALUES ($1, $2)"
                                      " ON CONFLICT DO NOTHING RETURNING 1",
                                      task_id, batch_id)
-                         .empty();
+                        .empty();
     if (!external_ids.empty()) {
       // What earlier messages recorded.
       std::map<std::string, std::string> known; // external id -> batch
@@ -85,8 +85,9 @@ record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& 
         }
         auto k = known.find(id);
         if (k == known.end()) {
-          values += (values.empty() ? "" : ",") + ("(" + tx.quote(task_id) + "," + tx.quote(id) + ","
-                                                   + tx.quote(batch_id) + ")");
+          values +=
+            (values.empty() ? "" : ",")
+            + ("(" + tx.quote(task_id) + "," + tx.quote(id) + "," + tx.quote(batch_id) + ")");
           out.items[i] = feed_item::fresh;
         } else {
           out.items[i] = k->second == batch_id ? feed_item::again : feed_item::duplicate;
@@ -110,9 +111,9 @@ record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& 
   return out;
 }
 
-caf::expected<std::vector<keyed_offer>> find_by_external_ids(pg_pool& pool, const std::string& seller_id,
-                                                             const std::string& ns,
-                                                             const std::vector<std::string>& external_ids) {
+caf::expected<std::vector<keyed_offer>>
+find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::string& ns,
+                     const std::vector<std::string>& external_ids) {
   std::vector<keyed_offer> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
@@ -120,9 +121,9 @@ caf::expected<std::vector<keyed_offer>> find_by_external_ids(pg_pool& pool, cons
       return;
     pqxx::nontransaction tx{c};
     for (auto row : tx.exec("SELECT offer_id, external_id, version, body FROM offers"
-                            " WHERE seller_id = " + tx.quote(seller_id) + " AND namespace = "
-                            + tx.quote(ns) + " AND external_id IN ("
-                            + quoted_list(tx, external_ids) + ")"))
+                            " WHERE seller_id = "
+                            + tx.quote(seller_id) + " AND namespace = " + tx.quote(ns)
+                            + " AND external_id IN (" + quoted_list(tx, external_ids) + ")"))
       out.push_back(keyed(row));
   });
   if (err)
@@ -130,20 +131,21 @@ caf::expected<std::vector<keyed_offer>> find_by_external_ids(pg_pool& pool, cons
   return out;
 }
 
-caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool, const std::string& task_id,
+caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool,
+                                                            const std::string& task_id,
                                                             const std::string& seller_id,
                                                             const std::string& ns) {
   std::vector<keyed_offer> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params(
-           "SELECT o.offer_id, o.external_id, o.version, o.body FROM offers o"
-           " WHERE o.seller_id = $1 AND o.namespace = $2 AND o.external_id IS NOT NULL"
-           " AND NOT EXISTS (SELECT 1 FROM feed_items i WHERE i.task_id = $3"
-           "                 AND i.external_id = o.external_id)"
-           " ORDER BY o.offer_id",
-           seller_id, ns, task_id))
+    for (auto row :
+         tx.exec_params("SELECT o.offer_id, o.external_id, o.version, o.body FROM offers o"
+                        " WHERE o.seller_id = $1 AND o.namespace = $2 AND o.external_id IS NOT NULL"
+                        " AND NOT EXISTS (SELECT 1 FROM feed_items i WHERE i.task_id = $3"
+                        "                 AND i.external_id = o.external_id)"
+                        " ORDER BY o.offer_id",
+                        seller_id, ns, task_id))
       out.push_back(keyed(row));
   });
   if (err)
@@ -172,15 +174,15 @@ caf::error add_feed_counts(pg_pool& pool, const std::string& task_id, const feed
   });
 }
 
-caf::expected<std::pair<feed_counts, int32_t>> feed_progress(pg_pool& pool, const std::string& task_id) {
+caf::expected<std::pair<feed_counts, int32_t>> feed_progress(pg_pool& pool,
+                                                             const std::string& task_id) {
   std::pair<feed_counts, int32_t> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params1(
-      "SELECT added, updated, unchanged, rejected, duplicates,"
-      " (SELECT count(DISTINCT batch_id) FROM feed_items WHERE task_id = $1)"
-      " FROM feed_tasks WHERE task_id = $1",
-      task_id);
+    auto r = tx.exec_params1("SELECT added, updated, unchanged, rejected, duplicates,"
+                             " (SELECT count(DISTINCT batch_id) FROM feed_items WHERE task_id = $1)"
+                             " FROM feed_tasks WHERE task_id = $1",
+                             task_id);
     out.first = {r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int64_t>(), r[3].as<int64_t>(),
                  r[4].as<int64_t>()};
     out.second = r[5].as<int32_t>();

@@ -10,7 +10,9 @@ namespace gost::persistence {
 namespace {
 
 // NULL for an empty external id, so the unique key only covers offers that have one.
-const std::string* nullable(const std::string& s) { return s.empty() ? nullptr : &s; }
+const std::string* nullable(const std::string& s) {
+  return s.empty() ? nullptr : &s;
+}
 
 caf::error decode(const pqxx::field& f, v1::Offer& out) {
   pqxx::binarystring bytes{f};
@@ -60,11 +62,11 @@ caf::error offer_store::update(const v1::Offer& offer, int64_t expected_version)
   bool exists = false;
   auto err = with_connection(pool_, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params(
-      "UPDATE offers SET version = $2, body = $3, seller_id = $4, namespace = $5,"
-      " external_id = $6, updated_at = now() WHERE offer_id = $1 AND version = $7",
-      offer.id(), offer.version(), pqxx::binarystring{body}, offer.seller_id(), offer.namespace_(),
-      nullable(offer.external_id()), expected_version);
+    auto r =
+      tx.exec_params("UPDATE offers SET version = $2, body = $3, seller_id = $4, namespace = $5,"
+                     " external_id = $6, updated_at = now() WHERE offer_id = $1 AND version = $7",
+                     offer.id(), offer.version(), pqxx::binarystring{body}, offer.seller_id(),
+                     offer.namespace_(), nullable(offer.external_id()), expected_version);
     updated = r.affected_rows() == 1;
     if (!updated)
       exists = !tx.exec_params("SELECT 1 FROM offers WHERE offer_id = $1", offer.id()).empty();
@@ -98,9 +100,9 @@ caf::error offer_store::remove(const std::string& offer_id, int64_t expected_ver
   return caf::error{};
 }
 
-caf::expected<std::optional<std::string>>
-offer_store::find_id(const std::string& seller_id, const std::string& ns,
-                     const std::string& external_id) {
+caf::expected<std::optional<std::string>> offer_store::find_id(const std::string& seller_id,
+                                                               const std::string& ns,
+                                                               const std::string& external_id) {
   std::optional<std::string> out;
   auto err = with_connection(pool_, [&](pqxx::connection& c) {
     out.reset();

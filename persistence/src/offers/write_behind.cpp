@@ -37,8 +37,16 @@ struct row_change {
   void dequeue() { due_mode = due::clear; }
   void enqueue(const queue_entry& e) {
     switch (due_mode) {
-      case due::keep: due_mode = due::least; at = e.due_at_us; prio = e.prio; return;
-      case due::clear: due_mode = due::exact; at = e.due_at_us; prio = e.prio; return;
+      case due::keep:
+        due_mode = due::least;
+        at = e.due_at_us;
+        prio = e.prio;
+        return;
+      case due::clear:
+        due_mode = due::exact;
+        at = e.due_at_us;
+        prio = e.prio;
+        return;
       case due::exact:
       case due::least:
         at = std::min(at, e.due_at_us);
@@ -109,14 +117,15 @@ void write_state_rows(pqxx::work& tx, const std::map<state_key, row_change>& row
         break;
     }
     g.blobs.exec(tx, "INSERT INTO stage_states AS s (offer_id, stage_id, shard, state,"
-                     " state_version, due_at_us, priority) VALUES " + g.values.str()
-                     + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET " + set);
+                     " state_version, due_at_us, priority) VALUES "
+                       + g.values.str() + " ON CONFLICT (offer_id, stage_id) DO UPDATE SET " + set);
   }
   if (!cleared.empty()) {
     // A row that only held the queue entry goes; one with a state keeps it.
     auto keys = "(offer_id, stage_id) IN (VALUES " + cleared.str() + ")";
     tx.exec("DELETE FROM stage_states WHERE " + keys + " AND state IS NULL");
-    tx.exec("UPDATE stage_states SET due_at_us = NULL WHERE " + keys + " AND due_at_us IS NOT NULL");
+    tx.exec("UPDATE stage_states SET due_at_us = NULL WHERE " + keys
+            + " AND due_at_us IS NOT NULL");
   }
 }
 
@@ -139,8 +148,7 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
         shards.insert(f.shard);
       if (!shards.empty())
         for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
-                                + number_list(shards)
-                                + ") ORDER BY shard FOR SHARE"))
+                                + number_list(shards) + ") ORDER BY shard FOR SHARE"))
           held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
     }
     std::vector<bool> live(sets.size(), false);
@@ -160,7 +168,8 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     auto id_list = quoted_list(tx, ids);
     std::map<std::string, int64_t> version;
     if (!ids.empty())
-      for (auto row : tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
+      for (auto row :
+           tx.exec("SELECT offer_id, version FROM offers WHERE offer_id IN (" + id_list + ")"))
         version[row[0].as<std::string>()] = row[1].as<int64_t>();
 
     // Sets carrying a request id that committed before are duplicates: nothing is applied.
@@ -172,7 +181,8 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
           keys.row(tx.quote(sets[i].ws.offer_id) + "," + tx.quote(sets[i].ws.request_id));
       if (!keys.empty())
         for (auto row : tx.exec("SELECT offer_id, request_id FROM offer_requests"
-                                " WHERE (offer_id, request_id) IN (VALUES " + keys.str() + ")"))
+                                " WHERE (offer_id, request_id) IN (VALUES "
+                                + keys.str() + ")"))
           requests_seen.emplace(row[0].as<std::string>(), row[1].as<std::string>());
     }
     auto duplicate = [&](const write_set& ws) {
@@ -188,17 +198,17 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
       auto& s = sets[i].ws;
       if (live[i] && !duplicate(s) && s.op == offer_op::insert && s.new_body
           && version.count(s.offer_id) == 0)
-        insert_rows.row(tx.quote(s.offer_id) + "," + std::to_string(sets[i].shard) + ","
-                        + tx.quote(s.key.seller_id) + "," + tx.quote(s.key.ns) + ","
-                        + (s.key.external_id.empty() ? std::string{"NULL"}
-                                                     : tx.quote(s.key.external_id))
-                        + ",1," + insert_blobs.add(*s.new_body));
+        insert_rows.row(
+          tx.quote(s.offer_id) + "," + std::to_string(sets[i].shard) + ","
+          + tx.quote(s.key.seller_id) + "," + tx.quote(s.key.ns) + ","
+          + (s.key.external_id.empty() ? std::string{"NULL"} : tx.quote(s.key.external_id)) + ",1,"
+          + insert_blobs.add(*s.new_body));
     }
     if (!insert_rows.empty())
       for (auto row : insert_blobs.exec(tx, "INSERT INTO offers (offer_id, shard, seller_id,"
                                             " namespace, external_id, version, body) VALUES "
-                                            + insert_rows.str()
-                                            + " ON CONFLICT DO NOTHING RETURNING offer_id"))
+                                              + insert_rows.str()
+                                              + " ON CONFLICT DO NOTHING RETURNING offer_id"))
         inserted.insert(row[0].as<std::string>());
 
     // Decide each set in order; later sets of the same offer see earlier ones.
@@ -234,7 +244,8 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
           // The offer is gone: bookkeeping still applies (drop its queue entry, keep the letter).
           v = version.emplace(s.offer_id, 0).first;
         }
-      } else if (s.op != offer_op::insert && (v == version.end() || v->second != s.expected_version)) {
+      } else if (s.op != offer_op::insert
+                 && (v == version.end() || v->second != s.expected_version)) {
         continue; // conflict
       }
       outcomes[i] = write_outcome::committed;
@@ -244,8 +255,9 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
         requests_seen.emplace(s.offer_id, s.request_id); // a second one in this batch: duplicate
       }
       for (auto& d : s.dead_letters)
-        dead_rows.row(std::to_string(shard) + "," + tx.quote(s.offer_id) + "," + tx.quote(d.stage_id)
-                      + "," + tx.quote(d.reason) + "," + std::to_string(d.attempts));
+        dead_rows.row(std::to_string(shard) + "," + tx.quote(s.offer_id) + ","
+                      + tx.quote(d.stage_id) + "," + tx.quote(d.reason) + ","
+                      + std::to_string(d.attempts));
       if (s.outbox) {
         auto& o = outbox[shard];
         append_event(o.payload, *s.outbox);
@@ -296,18 +308,23 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     values_list offer_rows;
     blob_params offer_blobs;
     for (auto& [id, vb] : bodies)
-      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + "," + offer_blobs.add(*vb.second));
+      offer_rows.row(tx.quote(id) + "," + std::to_string(vb.first) + ","
+                     + offer_blobs.add(*vb.second));
     if (!offer_rows.empty())
-      offer_blobs.exec(tx, "UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
-                           " FROM (VALUES " + offer_rows.str() + ") AS v(offer_id, version, body)"
+      offer_blobs.exec(tx,
+                       "UPDATE offers o SET version = v.version, body = v.body, updated_at = now()"
+                       " FROM (VALUES "
+                         + offer_rows.str()
+                         + ") AS v(offer_id, version, body)"
                            " WHERE o.offer_id = v.offer_id");
     write_state_rows(tx, state_rows);
     for (auto& [shard, o] : outbox)
       tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
                      static_cast<int64_t>(shard), o.events, pqxx::binarystring{o.payload});
     if (!request_rows.empty())
-      request_blobs.exec(tx, "INSERT INTO offer_requests (offer_id, request_id, shard, answer) VALUES "
-                               + request_rows.str());
+      request_blobs.exec(tx,
+                         "INSERT INTO offer_requests (offer_id, request_id, shard, answer) VALUES "
+                           + request_rows.str());
     write_mark(tx, mark);
     tx.commit();
   });
@@ -322,8 +339,9 @@ caf::expected<std::optional<std::string>> find_answer(pg_pool& pool, const std::
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.reset();
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("SELECT answer FROM offer_requests WHERE offer_id = $1 AND request_id = $2",
-                            offer_id, request_id);
+    auto r =
+      tx.exec_params("SELECT answer FROM offer_requests WHERE offer_id = $1 AND request_id = $2",
+                     offer_id, request_id);
     if (!r.empty())
       out = pqxx::binarystring{r[0][0]}.str();
   });
@@ -402,10 +420,9 @@ caf::expected<std::vector<stored_state>> load_states(pg_pool& pool, const std::s
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row :
-         tx.exec_params("SELECT stage_id, state, state_version FROM stage_states"
-                        " WHERE offer_id = $1 AND state IS NOT NULL ORDER BY stage_id",
-                        offer_id)) {
+    for (auto row : tx.exec_params("SELECT stage_id, state, state_version FROM stage_states"
+                                   " WHERE offer_id = $1 AND state IS NOT NULL ORDER BY stage_id",
+                                   offer_id)) {
       pqxx::binarystring bytes{row[1]};
       out.push_back({row[0].as<std::string>(), bytes.str(), row[2].as<int64_t>()});
     }
@@ -416,7 +433,7 @@ caf::expected<std::vector<stored_state>> load_states(pg_pool& pool, const std::s
 }
 
 caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
-                                                 const std::vector<std::string>& ids) {
+                                                  const std::vector<std::string>& ids) {
   std::vector<offer_row> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.assign(ids.size(), offer_row{});
@@ -435,7 +452,8 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
       for (auto i : index[id])
         f(out[i]);
     };
-    for (auto row : tx.exec("SELECT offer_id, body, version FROM offers WHERE offer_id IN (" + list + ")")) {
+    for (auto row :
+         tx.exec("SELECT offer_id, body, version FROM offers WHERE offer_id IN (" + list + ")")) {
       pqxx::binarystring bytes{row[1]};
       auto body = bytes.str();
       auto version = row[2].as<int64_t>();
@@ -447,7 +465,8 @@ caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
     }
     for (auto row : tx.exec("SELECT offer_id, stage_id, state, due_at_us, priority, state_version"
                             " FROM stage_states"
-                            " WHERE offer_id IN (" + list + ")")) {
+                            " WHERE offer_id IN ("
+                            + list + ")")) {
       auto offer_id = row[0].as<std::string>();
       auto stage_id = row[1].as<std::string>();
       if (!row[2].is_null()) {
@@ -473,10 +492,10 @@ caf::expected<std::vector<std::string>> offer_ids_page(pg_pool& pool, uint32_t s
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params("SELECT offer_id FROM offers WHERE shard = $1 AND offer_id > $2"
-                                   " ORDER BY offer_id LIMIT $3",
-                                   static_cast<int64_t>(shard), after_id,
-                                   static_cast<int64_t>(limit)))
+    for (auto row :
+         tx.exec_params("SELECT offer_id FROM offers WHERE shard = $1 AND offer_id > $2"
+                        " ORDER BY offer_id LIMIT $3",
+                        static_cast<int64_t>(shard), after_id, static_cast<int64_t>(limit)))
       out.push_back(row[0].as<std::string>());
   });
   if (err)
@@ -517,9 +536,10 @@ caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::str
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
-                                   " WHERE offer_id = $1 AND due_at_us IS NOT NULL ORDER BY stage_id",
-                                   offer_id))
+    for (auto row :
+         tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
+                        " WHERE offer_id = $1 AND due_at_us IS NOT NULL ORDER BY stage_id",
+                        offer_id))
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
                      static_cast<priority>(row[3].as<int16_t>())});
   });

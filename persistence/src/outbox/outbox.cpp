@@ -5,8 +5,8 @@
 
 namespace gost::persistence {
 
-caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vector<uint32_t>& shards,
-                                                  size_t limit) {
+caf::expected<std::vector<outbox_row>>
+read_outbox(pg_pool& pool, const std::vector<uint32_t>& shards, size_t limit) {
   std::vector<outbox_row> out;
   if (shards.empty())
     return out;
@@ -15,7 +15,8 @@ caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vec
     out.clear();
     pqxx::nontransaction tx{c};
     for (auto row : tx.exec_params("SELECT id, shard, events, payload FROM outbox_batches"
-                                   " WHERE shard IN (" + list + ") ORDER BY id LIMIT $1",
+                                   " WHERE shard IN ("
+                                     + list + ") ORDER BY id LIMIT $1",
                                    static_cast<int64_t>(limit))) {
       outbox_row r;
       r.id = row[0].as<int64_t>();

@@ -12,11 +12,11 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/log.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "gost/core/kit/load_batch.hpp"
 #include "gost/core/kit/shard.hpp"
 #include "gost/core/kit/writer.hpp"
+#include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/pg_pool.hpp"
 
@@ -27,11 +27,13 @@ namespace gost {
 caf::error entity_registry::add(std::shared_ptr<const entity_type_base> type) {
   auto kind = type->kind();
   if (kind.empty() || kind.size() > 64)
-    return make_error(errc::invalid_argument, "entity kind `" + kind + "` must be 1..64 characters");
+    return make_error(errc::invalid_argument,
+                      "entity kind `" + kind + "` must be 1..64 characters");
   for (auto ch : kind)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
-      return make_error(errc::invalid_argument, "entity kind `" + kind
-                                                  + "` may hold only letters, digits, '.', '_' and '-'");
+      return make_error(errc::invalid_argument,
+                        "entity kind `" + kind
+                          + "` may hold only letters, digits, '.', '_' and '-'");
   if (find(kind) != nullptr)
     return make_error(errc::already_exists, "entity kind `" + kind + "` is registered twice");
   types_.push_back(std::move(type));
@@ -148,11 +150,17 @@ struct entity_state {
 
 using entity_ptr = durable_actor::stateful_pointer<entity_state>;
 
-std::string kind_of(const std::string& key) { return key.substr(0, key.find('/')); }
-std::string id_of(const std::string& key) { return key.substr(key.find('/') + 1); }
+std::string kind_of(const std::string& key) {
+  return key.substr(0, key.find('/'));
+}
+std::string id_of(const std::string& key) {
+  return key.substr(key.find('/') + 1);
+}
 
 /// The kit's lane of an entity: its kind and its own lane (so kinds never share a lane).
-std::string kit_lane(const std::string& kind, const std::string& lane) { return kind + "/" + lane; }
+std::string kit_lane(const std::string& kind, const std::string& lane) {
+  return kind + "/" + lane;
+}
 
 void forget(entity_ptr self) {
   auto& st = self->state;
@@ -190,17 +198,20 @@ persistence::entity_event_out outgoing(const entity_env& env, const std::string&
 
 /// After a commit: the queue entries of this shard go back to the kit (in the reply, or as
 /// `enqueued`); those of other shards go to `notify`.
-persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws, int64_t own_next_us) {
+persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws,
+                                         int64_t own_next_us) {
   auto& env = *self->state.env;
   persistence::queue_entries mine;
   std::map<uint32_t, persistence::queue_entries> others;
   if (own_next_us > 0)
-    mine.push_back({kit_lane(ws.kind, ws.lane), self->state.key, own_next_us, persistence::priority::normal});
+    mine.push_back(
+      {kit_lane(ws.kind, ws.lane), self->state.key, own_next_us, persistence::priority::normal});
   for (auto& e : ws.events) {
     auto key = persistence::entity_key(e.kind, e.entity_id);
     if (key == self->state.key)
       continue; // covered by own_next_us
-    persistence::queue_entry q{kit_lane(e.kind, e.lane), key, e.due_at_us, persistence::priority::normal};
+    persistence::queue_entry q{kit_lane(e.kind, e.lane), key, e.due_at_us,
+                               persistence::priority::normal};
     if (e.shard == env.shard)
       mine.push_back(std::move(q));
     else
@@ -221,7 +232,9 @@ void write_run(entity_ptr self, caf::typed_response_promise<persistence::queue_e
                std::optional<google::protobuf::Any> new_state, int64_t own_next_us) {
   auto& st = self->state;
   auto keep = ws; // what committed needs (small: one event's effects)
-  self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch, std::move(ws))
+  self
+    ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+              std::move(ws))
     .await(
       [=](write_outcome out) mutable {
         auto& s = self->state;
@@ -274,13 +287,16 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
         auto next_after = [&](size_t handled) -> int64_t {
           if (row.due.size() > handled)
             return row.due[handled].due_at_us;
-          return static_cast<int64_t>(row.due.size()) < row.pending ? std::max(row.next_due_us, now) : 0;
+          return static_cast<int64_t>(row.due.size()) < row.pending ? std::max(row.next_due_us, now)
+                                                                    : 0;
         };
         if (row.due.empty()) {
-          // Nothing due (a timer not yet due, or handled meanwhile): tell the kit when to come back.
+          // Nothing due (a timer not yet due, or handled meanwhile): tell the kit when to come
+          // back.
           persistence::queue_entries back;
           if (row.pending > 0)
-            back.push_back({kit_lane(kind, s.lane), s.key, row.next_due_us, persistence::priority::normal});
+            back.push_back(
+              {kit_lane(kind, s.lane), s.key, row.next_due_us, persistence::priority::normal});
           rp.deliver(std::move(back));
           return;
         }
@@ -302,13 +318,16 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
         }
         google::protobuf::Any event;
         auto opts = type->options();
-        entity_context ctx{kind, id, s.lane, s.version, ev.attempts,
-                           std::chrono::system_clock::time_point{std::chrono::microseconds{now}}};
+        entity_context ctx{
+          kind,        id,
+          s.lane,      s.version,
+          ev.attempts, std::chrono::system_clock::time_point{std::chrono::microseconds{now}}};
         std::string failure;
         std::optional<google::protobuf::Any> next;
         try {
           if (!event.ParseFromString(ev.payload))
-            throw type_mismatch("a stored event of " + s.key + " does not parse as google.protobuf.Any");
+            throw type_mismatch("a stored event of " + s.key
+                                + " does not parse as google.protobuf.Any");
           next = type->apply(s.state ? &*s.state : nullptr, event, ctx);
         } catch (const unavailable_error& e) {
           // Not the event's fault: the kit retries the entity later (counting no attempt).
@@ -331,7 +350,9 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
             write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, next_after(1));
           } else {
             auto retry_at =
-              now + std::chrono::duration_cast<std::chrono::microseconds>(opts.retry_backoff).count() * attempts;
+              now
+              + std::chrono::duration_cast<std::chrono::microseconds>(opts.retry_backoff).count()
+                  * attempts;
             ws.retry_seq = ev.seq;
             ws.retry_at_us = retry_at;
             lg->warn("entity event failed kind={} id={} seq={} attempt={} retry_in_ms={} error={}",
@@ -347,14 +368,16 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
         ws.lane = ctx.lane();
         int64_t own_next = next_after(1);
         for (auto& sent : ctx.sends()) {
-          auto due = now + std::chrono::duration_cast<std::chrono::microseconds>(sent.delay).count();
+          auto due =
+            now + std::chrono::duration_cast<std::chrono::microseconds>(sent.delay).count();
           auto target_key = persistence::entity_key(sent.kind, sent.id);
           bool self_send = target_key == s.key;
           if (self_send)
             own_next = own_next == 0 ? due : std::min(own_next, due);
           // A new entity of another kind starts in its own kind's default lane.
-          ws.events.push_back(outgoing(*s.env, sent.kind, sent.id, self_send ? ws.lane : std::string{},
-                                       due, sent.event.SerializeAsString()));
+          ws.events.push_back(outgoing(*s.env, sent.kind, sent.id,
+                                       self_send ? ws.lane : std::string{}, due,
+                                       sent.event.SerializeAsString()));
         }
         for (auto& out : ctx.outputs())
           ws.outputs.emplace_back(out.lane, out.output.SerializeAsString());
@@ -374,25 +397,31 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
       auto kind = kind_of(key);
       auto* type = st.env->types->find(kind);
       if (type == nullptr)
-        return make_error(errc::not_found, "entity kind `" + kind + "` is not registered on this node");
+        return make_error(errc::not_found,
+                          "entity kind `" + kind + "` is not registered on this node");
       auto want = type->event_descriptor()->full_name();
       if (event.value.type_url().size() < want.size()
-          || event.value.type_url().compare(event.value.type_url().size() - want.size(), want.size(), want) != 0)
-        return make_error(errc::invalid_argument, "event: a " + kind + " takes " + want + ", not "
-                                                    + (event.value.type_url().empty() ? "an empty Any"
-                                                                                      : event.value.type_url()));
+          || event.value.type_url().compare(event.value.type_url().size() - want.size(),
+                                            want.size(), want)
+               != 0)
+        return make_error(
+          errc::invalid_argument,
+          "event: a " + kind + " takes " + want + ", not "
+            + (event.value.type_url().empty() ? "an empty Any" : event.value.type_url()));
       auto rp = self->make_response_promise<ok_atom>();
       entity_write ws;
       ws.kind = kind;
       ws.entity_id = id_of(key);
       ws.lane = st.loaded ? st.lane : std::string{};
       auto due = st.env->now_us() + std::max<int64_t>(0, delay_ms) * 1000;
-      auto ev = outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());
+      auto ev =
+        outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());
       ev.request_id = std::move(request_id);
       ws.events.push_back(std::move(ev));
       auto keep = ws;
-      self->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                    std::move(ws))
+      self
+        ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
+                  std::move(ws))
         .await(
           [=](write_outcome out) mutable {
             auto& s = self->state;
@@ -402,8 +431,9 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
               return;
             }
             // The row's lane may differ when the entity was not loaded: the run corrects it.
-            kit::report_enqueued(*s.env, persistence::queue_entries{{kit_lane(keep.kind, keep.lane), s.key, due,
-                                                                     persistence::priority::normal}});
+            kit::report_enqueued(*s.env,
+                                 persistence::queue_entries{{kit_lane(keep.kind, keep.lane), s.key,
+                                                             due, persistence::priority::normal}});
             rp.deliver(ok_atom_v);
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -467,7 +497,8 @@ struct durable_kind {
 
   /// The kit gave up on an entity (its runs kept failing for reasons not its own events'):
   /// nothing to move, its events stay pending; the entry is found again by a poll.
-  static write_set dead_letter(const std::string&, const std::string& key, int, const std::string&) {
+  static write_set dead_letter(const std::string&, const std::string& key, int,
+                               const std::string&) {
     write_set ws;
     ws.kind = kind_of(key);
     ws.entity_id = id_of(key);

@@ -90,8 +90,8 @@ struct member_traits<std::chrono::milliseconds> {
 template <class Config>
 struct binding {
   std::function<bool(const key_spec&)> fits;
-  std::function<std::string(const value&, Config&)> assign;  ///< the problem, or ""
-  std::function<std::string(const std::string&)> check;      ///< empty unless parsed from text
+  std::function<std::string(const value&, Config&)> assign; ///< the problem, or ""
+  std::function<std::string(const std::string&)> check;     ///< empty unless parsed from text
 };
 
 /// Binds a key to the member reached from `Config` through `first` and then `rest`:
@@ -99,13 +99,12 @@ struct binding {
 /// `bind_to(&node_config::stages, &stages_config::expire, &expire_stage_config::after)`.
 template <class Config, class First, class... Rest>
 binding<Config> bind_to(First Config::*first, Rest... rest) {
-  using member_t =
-    std::remove_reference_t<decltype(((std::declval<Config&>().*first) .* ... .* rest))>;
+  using member_t = std::remove_reference_t<decltype(((std::declval<Config&>().*first).*....*rest))>;
   using traits = member_traits<member_t>;
   binding<Config> b;
   b.fits = [](const key_spec& k) { return traits::fits(k); };
   b.assign = [first, rest...](const value& v, Config& c) {
-    return traits::parse(v, ((c.*first) .* ... .* rest));
+    return traits::parse(v, ((c.*first).*....*rest));
   };
   if constexpr (traits::parses_text)
     b.check = [](const std::string& text) {

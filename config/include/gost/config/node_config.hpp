@@ -24,13 +24,13 @@ struct endpoint {
 /// A stage served by another process over gost.v1.StageService (`stages.external`).
 struct external_stage_config {
   std::string id;
-  std::string address;                ///< host:port
-  std::vector<std::string> interests; ///< top-level Offer fields; empty: every change
-  int parallelism = 16;               ///< pool workers: most calls at once on the node
-  double rate_limit = 0;              ///< runs per second on the node; 0: unlimited
+  std::string address;                      ///< host:port
+  std::vector<std::string> interests;       ///< top-level Offer fields; empty: every change
+  int parallelism = 16;                     ///< pool workers: most calls at once on the node
+  double rate_limit = 0;                    ///< runs per second on the node; 0: unlimited
   std::chrono::milliseconds deadline{2000}; ///< per RPC
-  int attempts = 3;                   ///< RPC attempts within one run (back-off in between)
-  bool after_save = false;            ///< call AfterSave with every after-save event
+  int attempts = 3;                         ///< RPC attempts within one run (back-off in between)
+  bool after_save = false;                  ///< call AfterSave with every after-save event
 };
 
 /// Parses `stages.external`: entries separated by spaces, each `ID=HOST:PORT` optionally
@@ -54,7 +54,7 @@ struct logger_level {
 // (defaults included) by load_node_config; a default-constructed section holds no defaults.
 
 struct identity_config { // node.*
-  std::string id; ///< resolved: never empty
+  std::string id;        ///< resolved: never empty
 };
 
 struct grpc_config {
@@ -231,8 +231,8 @@ std::string validate(const node_config& c);
 /// What `load_node_config` decided.
 struct load_result {
   std::optional<node_config> config; ///< set when the node should run
-  std::string error;  ///< one line naming the key and what to change
-  std::string output; ///< text to print and exit 0 (`--help`, `--config-reference`)
+  std::string error;                 ///< one line naming the key and what to change
+  std::string output;                ///< text to print and exit 0 (`--help`, `--config-reference`)
 };
 
 /// Reads the node configuration: defaults, then `--config FILE` (or `GOST_CONFIG`), then

@@ -21,9 +21,9 @@ const char* to_string(value_kind k);
 /// `docs/config.md` and `gostd --help` are generated from it. Every key is read once, when the
 /// node starts: nothing reloads configuration, so changing any key takes a restart.
 struct key_spec {
-  std::string name;          ///< dotted, lower case: `pg.pool_size`
+  std::string name; ///< dotted, lower case: `pg.pool_size`
   value_kind kind;
-  std::string default_value; ///< textual, parsed like user input
+  std::string default_value;  ///< textual, parsed like user input
   std::optional<int64_t> min; ///< bounds for integer/duration (ms)/size (bytes)
   std::optional<int64_t> max;
   std::vector<std::string> choices; ///< for strings with a closed set of values
@@ -39,7 +39,7 @@ struct key_spec {
 
 /// A parsed, validated value.
 struct value {
-  std::string text; ///< as written (after unquoting)
+  std::string text;   ///< as written (after unquoting)
   int64_t number = 0; ///< integer, duration in ms, size in bytes, boolean 0/1
   std::string source; ///< "default", "file <path>:<line>", "env GOST_X", "command line"
 };

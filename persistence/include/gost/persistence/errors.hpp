@@ -15,7 +15,8 @@ namespace gost::persistence {
 /// storage errors; everything else gost reports is a gost::errc (actors/core/errc.hpp).
 enum class db_errc : uint8_t {
   unavailable = 1,  ///< server unreachable or connection lost; retry later (UNAVAILABLE)
-  conflict,         ///< optimistic check failed (version changed); reload and redo (ABORTED/FAILED_PRECONDITION)
+  conflict,         ///< optimistic check failed (version changed); reload and redo
+                    ///< (ABORTED/FAILED_PRECONDITION)
   not_found,        ///< row does not exist (NOT_FOUND)
   already_exists,   ///< a unique key is taken (ALREADY_EXISTS)
   invalid_argument, ///< the input cannot be stored as given (INVALID_ARGUMENT)
@@ -28,7 +29,9 @@ enum class db_errc : uint8_t {
 const char* to_string(db_errc x);
 
 /// True when the same call may succeed later without any change by the caller.
-constexpr bool retryable(db_errc x) { return x == db_errc::unavailable; }
+constexpr bool retryable(db_errc x) {
+  return x == db_errc::unavailable;
+}
 
 /// Builds an error carrying a human-readable message in its context.
 caf::error make_db_error(db_errc code, std::string message);

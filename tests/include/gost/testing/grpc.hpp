@@ -14,7 +14,8 @@
 namespace gost::testing {
 
 /// `fn(ctx, req, &resp)` (a stub's method bound in a lambda) with a 10 s deadline.
-template <class Req, class Resp, class Fn> grpc::Status call(Fn fn, const Req& req, Resp& resp) {
+template <class Req, class Resp, class Fn>
+grpc::Status call(Fn fn, const Req& req, Resp& resp) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds{10});
   return fn(&ctx, req, &resp);

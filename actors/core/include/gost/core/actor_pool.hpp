@@ -30,11 +30,11 @@
 namespace gost {
 
 struct pool_options {
-  std::string name;               ///< in logs, metrics and errors
-  int workers = 4;                ///< threads; also the most jobs running at once
-  size_t queue_capacity = 1024;   ///< jobs waiting beyond the running ones; more are rejected
-  double rate_limit = 0;          ///< jobs started per second; 0: unlimited
-  int max_parallelism = 0;        ///< jobs running at once, at most `workers`; 0: `workers`
+  std::string name;             ///< in logs, metrics and errors
+  int workers = 4;              ///< threads; also the most jobs running at once
+  size_t queue_capacity = 1024; ///< jobs waiting beyond the running ones; more are rejected
+  double rate_limit = 0;        ///< jobs started per second; 0: unlimited
+  int max_parallelism = 0;      ///< jobs running at once, at most `workers`; 0: `workers`
 };
 
 struct pool_job {

@@ -38,8 +38,8 @@ CAF_ADD_ATOM(gost_core, gost, pump_atom, "pump")
 namespace gost {
 
 using caf::get_atom;
-using caf::ok_atom;
 using caf::get_atom_v;
+using caf::ok_atom;
 using caf::ok_atom_v;
 
 /// Registers the core blocks (the kit's and the durable entities'); call once per actor system

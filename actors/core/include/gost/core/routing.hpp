@@ -46,8 +46,7 @@ const std::string& entity_id_of(const T& x, const Ts&... xs) {
 /// The reply types of request `Ts...` to an actor with interface `Ops` (a caf::typed_actor),
 /// as a caf::detail::type_list.
 template <class Ops, class... Ts>
-using replies_of =
-  typename caf::response_type<typename Ops::signatures, std::decay_t<Ts>...>::type;
+using replies_of = typename caf::response_type<typename Ops::signatures, std::decay_t<Ts>...>::type;
 
 /// The reply type of a request with a one-value reply.
 template <class Ops, class... Ts>

@@ -36,13 +36,14 @@ struct stat_value<stat_kind::gauge> {
 
 } // namespace gost
 
-#define GOST_STAT_MEMBER(kind, member, name, help)                                                \
+#define GOST_STAT_MEMBER(kind, member, name, help)                                                 \
   std::atomic<::gost::stat_value<::gost::stat_kind::kind>::type> member{0};
-#define GOST_STAT_VISIT_ONE(kind, member, name, help)                                             \
-  f(::gost::stat_kind::kind, name, help,                                                          \
+#define GOST_STAT_VISIT_ONE(kind, member, name, help)                                              \
+  f(::gost::stat_kind::kind, name, help,                                                           \
     static_cast<int64_t>(member.load(std::memory_order_relaxed)));
-#define GOST_STAT_VISIT_AS_G(kind, member, name, help)                                            \
-  g(::gost::stat_kind::kind, name, help, static_cast<int64_t>(member.load(std::memory_order_relaxed)));
+#define GOST_STAT_VISIT_AS_G(kind, member, name, help)                                             \
+  g(::gost::stat_kind::kind, name, help,                                                           \
+    static_cast<int64_t>(member.load(std::memory_order_relaxed)));
 #define GOST_STATS_VISIT(LIST)                                                                     \
   template <class F>                                                                               \
   void visit(F&& f) const {                                                                        \
@@ -66,7 +67,9 @@ public:
   double percentile_ms(double p) const noexcept;
   /// Upper bound of bucket `i` in microseconds.
   static double upper_us(int i) noexcept;
-  uint64_t bucket(int i) const noexcept { return counts_[static_cast<size_t>(i)].load(std::memory_order_relaxed); }
+  uint64_t bucket(int i) const noexcept {
+    return counts_[static_cast<size_t>(i)].load(std::memory_order_relaxed);
+  }
   /// Sum of everything recorded, in microseconds.
   uint64_t sum_us() const noexcept { return sum_us_.load(std::memory_order_relaxed); }
 
@@ -77,14 +80,14 @@ private:
 
 namespace kit {
 
-#define GOST_ENTITY_STATS(X)                                                                      \
-  X(gauge, resident, "actors_resident", "Entity actors in memory.")                               \
-  X(counter, spawned, "actors_spawned_total", "Entity actors spawned (activations).")             \
-  X(counter, passivated, "actors_passivated_total",                                               \
-    "Entity actors stopped after being idle or over the resident cap.")                           \
-  X(counter, crashed, "actors_crashed_total",                                                     \
-    "Entity actors that stopped without being passivated (an exception, a kill).")                \
-  X(counter, dead_letters, "dead_letters_total",                                                  \
+#define GOST_ENTITY_STATS(X)                                                                       \
+  X(gauge, resident, "actors_resident", "Entity actors in memory.")                                \
+  X(counter, spawned, "actors_spawned_total", "Entity actors spawned (activations).")              \
+  X(counter, passivated, "actors_passivated_total",                                                \
+    "Entity actors stopped after being idle or over the resident cap.")                            \
+  X(counter, crashed, "actors_crashed_total",                                                      \
+    "Entity actors that stopped without being passivated (an exception, a kill).")                 \
+  X(counter, dead_letters, "dead_letters_total",                                                   \
     "Runs given up after their attempts and recorded as dead letters.")
 
 /// What the entity kit's shards count for one kind of entity (shared by all shards of a node).
@@ -93,13 +96,13 @@ struct entity_stats {
   GOST_STATS_VISIT(GOST_ENTITY_STATS)
 };
 
-#define GOST_WRITER_STATS(X)                                                                      \
-  X(counter, batches, "write_batches_total", "Write-behind batches committed.")                  \
-  X(counter, sets, "write_sets_total", "Write-sets committed (in any outcome).")                 \
-  X(counter, failed_batches, "write_batches_failed_total",                                        \
-    "Write-behind batches whose transaction failed (nothing committed; the writers reload).")     \
-  X(counter, fenced, "write_sets_fenced_total",                                                   \
-    "Write-sets refused because their shard's lease moved to another node.")                      \
+#define GOST_WRITER_STATS(X)                                                                       \
+  X(counter, batches, "write_batches_total", "Write-behind batches committed.")                    \
+  X(counter, sets, "write_sets_total", "Write-sets committed (in any outcome).")                   \
+  X(counter, failed_batches, "write_batches_failed_total",                                         \
+    "Write-behind batches whose transaction failed (nothing committed; the writers reload).")      \
+  X(counter, fenced, "write_sets_fenced_total",                                                    \
+    "Write-sets refused because their shard's lease moved to another node.")                       \
   X(gauge, pending, "write_sets_pending", "Write-sets waiting in the writers for their batch.")
 
 /// What the entity kit's writers count for one kind of entity.
@@ -108,9 +111,9 @@ struct writer_stats {
   GOST_STATS_VISIT(GOST_WRITER_STATS)
 };
 
-#define GOST_LOADER_STATS(X)                                                                      \
-  X(counter, batches, "load_batches_total",                                                       \
-    "Group loads of entities being activated (one set of queries for many entities).")            \
+#define GOST_LOADER_STATS(X)                                                                       \
+  X(counter, batches, "load_batches_total",                                                        \
+    "Group loads of entities being activated (one set of queries for many entities).")             \
   X(counter, loaded, "loads_total", "Entities asked for by group loads.")
 
 /// What the entity kit's loaders count for one kind of entity (load_batch.hpp): loads / batches
@@ -128,28 +131,29 @@ struct stage_metrics {
   std::string id;
   std::atomic<uint64_t> runs{0};     ///< committed
   std::atomic<uint64_t> failures{0}; ///< process threw (each attempt)
-  latency_histogram run;     ///< the shard's dispatch to the commit (load, process, write)
-  latency_histogram process; ///< the stage's own `process` call
+  latency_histogram run;             ///< the shard's dispatch to the commit (load, process, write)
+  latency_histogram process;         ///< the stage's own `process` call
 };
 
-#define GOST_STAGE_ENGINE_STATS(X)                                                                \
+#define GOST_STAGE_ENGINE_STATS(X)                                                                 \
   X(counter, stage_runs, "stage_runs_committed_total", "Stage runs committed, all stages.")        \
-  X(counter, stage_failures, "stage_run_failures_total",                                          \
-    "Stage process calls that failed (each attempt), all stages.")                                \
-  X(counter, stage_conflicts, "version_conflicts_total",                                          \
-    "Events redone because the offer changed behind the actor (a lost version check).")          \
-  X(counter, change_storms_cut, "change_storms_cut_total",                                        \
+  X(counter, stage_failures, "stage_run_failures_total",                                           \
+    "Stage process calls that failed (each attempt), all stages.")                                 \
+  X(counter, stage_conflicts, "version_conflicts_total",                                           \
+    "Events redone because the offer changed behind the actor (a lost version check).")            \
+  X(counter, change_storms_cut, "change_storms_cut_total",                                         \
     "Stages cut for re-triggering more than stage.max_chain times in one chain.")
 
-#define GOST_KAFKA_STATS(X)                                                                       \
-  X(counter, outbox_events_published, "outbox_events_published_total",                           \
-    "After-save events acknowledged by Kafka (their outbox rows deleted).")                       \
-  X(counter, outbox_publish_failures, "outbox_publish_failures_total",                            \
-    "Outbox rows whose publishing failed (retried).")                                             \
-  X(counter, after_save_calls, "after_save_calls_total", "Stage after_save hook calls that succeeded.") \
-  X(counter, after_save_failures, "after_save_failures_total",                                    \
-    "Stage after_save hook calls that failed (retried or skipped).")                              \
-  X(counter, after_save_skipped, "after_save_skipped_total",                                      \
+#define GOST_KAFKA_STATS(X)                                                                        \
+  X(counter, outbox_events_published, "outbox_events_published_total",                             \
+    "After-save events acknowledged by Kafka (their outbox rows deleted).")                        \
+  X(counter, outbox_publish_failures, "outbox_publish_failures_total",                             \
+    "Outbox rows whose publishing failed (retried).")                                              \
+  X(counter, after_save_calls, "after_save_calls_total",                                           \
+    "Stage after_save hook calls that succeeded.")                                                 \
+  X(counter, after_save_failures, "after_save_failures_total",                                     \
+    "Stage after_save hook calls that failed (retried or skipped).")                               \
+  X(counter, after_save_skipped, "after_save_skipped_total",                                       \
     "After-save events a hook gave up on after its retries.")
 
 /// Counters the actors of one node keep up to date and the node exports (Prometheus and the

@@ -86,8 +86,7 @@ public:
   /// Replaces offer `content.id()`: the fields in `mask` (comma-separated; empty: all of
   /// them), when its version is `expected_version` (nullopt: whatever it is). The stored
   /// offer, or errc::conflict / errc::not_found.
-  virtual reply<v1::Offer> update(const v1::Offer& content,
-                                  std::optional<int64_t> expected_version,
+  virtual reply<v1::Offer> update(const v1::Offer& content, std::optional<int64_t> expected_version,
                                   const std::string& mask) = 0;
 
   /// Deletes the offer whatever its version; the version of the deletion, or errc::not_found.

@@ -10,8 +10,8 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "gost/core/errc.hpp"
 #include "gost/core/entity/protocol.hpp"
+#include "gost/core/errc.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
 #include "gost/core/protocol.hpp"
@@ -95,7 +95,8 @@ using store_actor = caf::typed_actor<
   // this id is kept (none committed, or it was reaped after api.request_ttl).
   caf::replies_to<find_atom, std::string, request_id>::with<std::string>,
   // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
-  caf::replies_to<list_atom, std::string, bool, std::string, std::string, uint32_t>::with<offer_list>>;
+  caf::replies_to<list_atom, std::string, bool, std::string, std::string,
+                  uint32_t>::with<offer_list>>;
 
 /// The operations on one offer. Each names its offer first, right after its atoms
 /// (gost/core/routing.hpp), so shards, routers and node links forward every operation the
@@ -110,7 +111,8 @@ using offer_ops = caf::typed_actor<
   // New content for offer `id`; the int64 is the expected current version or any_version; the
   // string is a field mask (comma-separated top-level Offer fields to take from the new
   // content; empty: all of them).
-  caf::replies_to<update_atom, std::string, offer_msg, int64_t, std::string, request_id>::with<offer_msg>,
+  caf::replies_to<update_atom, std::string, offer_msg, int64_t, std::string,
+                  request_id>::with<offer_msg>,
   // Replies the version of the deletion.
   caf::replies_to<delete_atom, std::string, int64_t, request_id>::with<int64_t>,
   // A stage's state of the offer: (offer id, stage id).

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/stats.hpp"
 #include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage.hpp"
-#include "gost/core/stats.hpp"
 
 namespace gost::persistence {
 class pg_pool;
@@ -34,7 +34,8 @@ store_actor spawn_store(caf::actor_system& sys, persistence::pg_pool& pool,
 
 /// One actor pool per blocking stage of `reg` (stage_options::blocking), named
 /// "stage.<id>". Stop them with anon_send_exit after the shards.
-std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys, const stage_registry& reg);
+std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
+                                                     const stage_registry& reg);
 
 /// `n` write-behind writers for offers (kit/writer.hpp: detached, group commit, each batch
 /// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match

@@ -34,9 +34,9 @@ struct decision {
 
 /// `process`'s answer (seed: `(OfferUpdate, NewState, NewTimer)`); every part is optional.
 struct stage_result {
-  std::optional<v1::Offer> offer;                 ///< the whole new offer content
-  std::optional<google::protobuf::Any> state;      ///< the stage's new private state
-  std::optional<stage_clock::time_point> timer;    ///< come back at this time
+  std::optional<v1::Offer> offer;               ///< the whole new offer content
+  std::optional<google::protobuf::Any> state;   ///< the stage's new private state
+  std::optional<stage_clock::time_point> timer; ///< come back at this time
 };
 
 /// Where a `process` call runs: the node, the shard and the lease epoch under which its result
@@ -79,7 +79,8 @@ public:
   /// queued and is retried after the stage's back-off; after `stage.max_attempts` failed
   /// attempts the entry is dead-lettered. Throw `unavailable_error` when a service the stage
   /// needs is down: that is retried with a growing back-off and never dead-letters.
-  virtual stage_result process(const v1::Offer& offer, const google::protobuf::Any* state) const = 0;
+  virtual stage_result process(const v1::Offer& offer,
+                               const google::protobuf::Any* state) const = 0;
 
   /// Names of top-level `gost.v1.Offer` fields this stage reacts to; when a change touches
   /// none of them the stage is not asked. Empty: every change.

@@ -70,9 +70,8 @@ std::vector<persistence::queue_entry> ask_stages(const stage_registry& reg, cons
 /// A stage's state was changed from outside (StateService): asks that stage alone, unless the
 /// offer is already in its queue. Empty when it does not want to run.
 std::vector<persistence::queue_entry> ask_stage(const stage_registry& reg,
-                                                const std::string& stage_id,
-                                                const v1::Offer& offer, const offer_context& ctx,
-                                                int64_t now_us);
+                                                const std::string& stage_id, const v1::Offer& offer,
+                                                const offer_context& ctx, int64_t now_us);
 
 /// The outbox event of a committed change: a serialized gost.v1.OfferSaved built from the
 /// offer's serialized `body` (not serialized again), its stages' states (`ctx`'s, those in

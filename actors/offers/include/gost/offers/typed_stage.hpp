@@ -3,9 +3,10 @@
 // message instead of google.protobuf.Any; the packing is done here (docs/adding-a-stage.md).
 //
 //   class photo_count final : public gost::typed_stage<photos::v1::PhotoCount> {
-//     gost::decision should_process(const gost::v1::Offer& o, const photos::v1::PhotoCount* s) const override;
-//     gost::typed_result<photos::v1::PhotoCount> process(const gost::v1::Offer& o,
-//                                                       const photos::v1::PhotoCount* s) const override;
+//     gost::decision should_process(const gost::v1::Offer& o, const photos::v1::PhotoCount* s)
+//     const override; gost::typed_result<photos::v1::PhotoCount> process(const gost::v1::Offer& o,
+//                                                       const photos::v1::PhotoCount* s) const
+//                                                       override;
 //   };
 
 #include <optional>

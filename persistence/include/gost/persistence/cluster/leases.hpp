@@ -4,9 +4,9 @@
 // these are the calls that move leases between nodes.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,18 +23,18 @@ struct node_row {
   int caf_port = 0;
   std::string grpc_addr;
   std::string http_addr;
-  bool alive = false;   ///< heartbeat fresher than the node timeout, and not leaving
+  bool alive = false; ///< heartbeat fresher than the node timeout, and not leaving
   bool leaving = false;
   int64_t heartbeat_age_ms = 0;
   int64_t started_at_us = 0;
-  bool gone = false;    ///< its process is gone: its liveness lock is free (migration 0011)
+  bool gone = false; ///< its process is gone: its liveness lock is free (migration 0011)
 };
 
 struct lease_row {
   uint32_t shard = 0;
-  std::string owner;      ///< empty: none
+  std::string owner; ///< empty: none
   int64_t epoch = 0;
-  bool free = true;       ///< no owner, or its heartbeat expired
+  bool free = true; ///< no owner, or its heartbeat expired
   int64_t heartbeat_age_ms = 0;
   std::string handoff_to; ///< a move in progress: the owner drains the shard for this node
 };
@@ -60,9 +60,11 @@ caf::error set_leaving(pg_pool& pool, const std::string& node_id);
 caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::string& node_id,
                                                  const std::vector<held_lease>& held);
 
-caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool, std::chrono::milliseconds node_timeout);
+caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
+                                                std::chrono::milliseconds node_timeout);
 
-caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool, std::chrono::milliseconds lease_timeout);
+caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
+                                                  std::chrono::milliseconds lease_timeout);
 
 /// A backend of an expired lease owner that acquire_free_lease ended.
 struct ended_backend {

@@ -40,10 +40,10 @@ inline bool split_entity_key(const std::string& key, std::string& kind, std::str
 struct entity_event_out {
   std::string kind;
   std::string entity_id;
-  uint32_t shard = 0;     ///< the target's shard (its entities row is created when missing)
-  std::string lane;       ///< the target's lane, when its row is created
+  uint32_t shard = 0; ///< the target's shard (its entities row is created when missing)
+  std::string lane;   ///< the target's lane, when its row is created
   int64_t due_at_us = 0;
-  std::string payload;    ///< serialized google.protobuf.Any
+  std::string payload; ///< serialized google.protobuf.Any
   /// Non-empty: stored at most once per (kind, entity_id, request_id) (a client's retry).
   std::string request_id;
 };
@@ -65,7 +65,7 @@ struct entity_write {
   int64_t dead_seq = 0;
   std::string dead_reason;
   int32_t dead_attempts = 0;
-  std::vector<entity_event_out> events;                 ///< to itself and to others
+  std::vector<entity_event_out> events;                     ///< to itself and to others
   std::vector<std::pair<std::string, std::string>> outputs; ///< (lane, serialized Any)
 };
 
@@ -88,15 +88,14 @@ struct entity_row {
   int64_t version = 0;
   std::optional<std::string> state; ///< serialized Any; none before the first handled event
   std::string lane;
-  std::vector<stored_event> due;    ///< due at or before `now_us`, by (due, seq), at most `max`
-  int64_t next_due_us = 0;          ///< the earliest pending event (0: none)
-  int64_t pending = 0;              ///< events pending in all
+  std::vector<stored_event> due; ///< due at or before `now_us`, by (due, seq), at most `max`
+  int64_t next_due_us = 0;       ///< the earliest pending event (0: none)
+  int64_t pending = 0;           ///< events pending in all
 };
 
 /// Loads many entities at once; rows in the order of `keys` (`kind/id`).
-caf::expected<std::vector<entity_row>> load_entities(pg_pool& pool,
-                                                     const std::vector<std::string>& keys,
-                                                     int64_t now_us, size_t max_due);
+caf::expected<std::vector<entity_row>>
+load_entities(pg_pool& pool, const std::vector<std::string>& keys, int64_t now_us, size_t max_due);
 
 /// The kit's queue of one shard: entities with a pending event due at or before `until_us`,
 /// as queue entries (lane `kind/lane`, entity `kind/id`), in (due, entity) order, at most
@@ -112,9 +111,10 @@ struct entity_output {
 };
 
 /// Outputs of a kind's lane after `after_seq`, in seq order, at most `limit`.
-caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool, const std::string& kind,
-                                                             const std::string& lane,
-                                                             int64_t after_seq, size_t limit);
+caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool,
+                                                              const std::string& kind,
+                                                              const std::string& lane,
+                                                              int64_t after_seq, size_t limit);
 
 /// Forgets accepted request ids older than `max_age_s` seconds; how many went.
 caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s);

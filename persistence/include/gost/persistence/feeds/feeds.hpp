@@ -3,8 +3,8 @@
 // external ids each load carried, and the seller's offers a load did not carry.
 
 #include <cstdint>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,9 +35,9 @@ enum class feed_item : uint8_t {
 
 /// Records the external ids of a batch (in order; an id twice in one batch is a duplicate the
 /// second time) and says what each was.
-caf::expected<std::vector<feed_item>> record_feed_items(pg_pool& pool, const std::string& task_id,
-                                                        const std::string& batch_id,
-                                                        const std::vector<std::string>& external_ids);
+caf::expected<std::vector<feed_item>>
+record_feed_items(pg_pool& pool, const std::string& task_id, const std::string& batch_id,
+                  const std::vector<std::string>& external_ids);
 
 /// Outcome counts of a batch, added to the task's.
 struct feed_counts {
@@ -72,12 +72,13 @@ struct keyed_offer {
 };
 
 /// The seller's offers under these external ids (in `ns`), in any order.
-caf::expected<std::vector<keyed_offer>> find_by_external_ids(pg_pool& pool, const std::string& seller_id,
-                                                             const std::string& ns,
-                                                             const std::vector<std::string>& external_ids);
+caf::expected<std::vector<keyed_offer>>
+find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::string& ns,
+                     const std::vector<std::string>& external_ids);
 
 /// The seller's offers in `ns` with an external id the task did not carry.
-caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool, const std::string& task_id,
+caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool,
+                                                            const std::string& task_id,
                                                             const std::string& seller_id,
                                                             const std::string& ns);
 
@@ -85,7 +86,8 @@ caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool, const
 caf::error add_feed_counts(pg_pool& pool, const std::string& task_id, const feed_counts& n);
 
 /// The task's counts so far and its distinct batches.
-caf::expected<std::pair<feed_counts, int32_t>> feed_progress(pg_pool& pool, const std::string& task_id);
+caf::expected<std::pair<feed_counts, int32_t>> feed_progress(pg_pool& pool,
+                                                             const std::string& task_id);
 
 /// Marks the task finished with its summary and forgets its items.
 caf::error finish_feed_task(pg_pool& pool, const std::string& task_id, const std::string& summary);

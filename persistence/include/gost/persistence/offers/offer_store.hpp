@@ -45,8 +45,8 @@ public:
   /// A page of a seller's offers in id order, after `after_id` (empty: from the start), at
   /// most `limit`; with `ns`, only that namespace. Bodies with their stored versions.
   caf::expected<std::vector<v1::Offer>> list_by_seller(const std::string& seller_id,
-                                                      const std::optional<std::string>& ns,
-                                                      const std::string& after_id, size_t limit);
+                                                       const std::optional<std::string>& ns,
+                                                       const std::string& after_id, size_t limit);
 
 private:
   pg_pool& pool_;

@@ -118,7 +118,8 @@ struct offer_row {
 };
 
 /// Loads many offers at once (two queries in all): rows in the order of `ids`.
-caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool, const std::vector<std::string>& ids);
+caf::expected<std::vector<offer_row>> load_offers(pg_pool& pool,
+                                                  const std::vector<std::string>& ids);
 
 /// The ids of a shard's offers after `after_id` in id order, at most `limit` (a rescan page).
 caf::expected<std::vector<std::string>> offer_ids_page(pg_pool& pool, uint32_t shard,

@@ -20,8 +20,8 @@ struct outbox_row {
 };
 
 /// The oldest rows of the given shards, in id order (commit order), at most `limit`.
-caf::expected<std::vector<outbox_row>> read_outbox(pg_pool& pool, const std::vector<uint32_t>& shards,
-                                                  size_t limit);
+caf::expected<std::vector<outbox_row>>
+read_outbox(pg_pool& pool, const std::vector<uint32_t>& shards, size_t limit);
 
 /// Deletes published rows.
 caf::error delete_outbox(pg_pool& pool, const std::vector<int64_t>& ids);

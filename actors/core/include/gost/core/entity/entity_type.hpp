@@ -62,8 +62,8 @@ public:
     google::protobuf::Any output;
   };
 
-  entity_context(std::string kind, std::string id, std::string lane, int64_t version,
-                 int attempt, std::chrono::system_clock::time_point now)
+  entity_context(std::string kind, std::string id, std::string lane, int64_t version, int attempt,
+                 std::chrono::system_clock::time_point now)
     : kind_(std::move(kind)), id_(std::move(id)), lane_(std::move(lane)), version_(version),
       attempt_(attempt), now_(now) {}
 
@@ -156,7 +156,8 @@ public:
     return Event::descriptor();
   }
 
-  google::protobuf::Any apply(const google::protobuf::Any* state, const google::protobuf::Any& event,
+  google::protobuf::Any apply(const google::protobuf::Any* state,
+                              const google::protobuf::Any& event,
                               entity_context& ctx) const override {
     State s;
     if (state != nullptr && !state->UnpackTo(&s))
@@ -179,7 +180,9 @@ public:
   /// Adds a type; an error names what is wrong (a bad or duplicate kind).
   caf::error add(std::shared_ptr<const entity_type_base> type);
   const entity_type_base* find(std::string_view kind) const;
-  const std::vector<std::shared_ptr<const entity_type_base>>& all() const noexcept { return types_; }
+  const std::vector<std::shared_ptr<const entity_type_base>>& all() const noexcept {
+    return types_;
+  }
   bool empty() const noexcept { return types_.empty(); }
 
 private:

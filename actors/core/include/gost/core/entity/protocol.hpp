@@ -51,10 +51,10 @@ using durable_actor = kit::entity_actor<entity_ops>;
 using entity_shard_actor = kit::shard_actor<entity_ops, durable_actor>;
 
 /// Blocking reads of the entity tables (detached): batched loads, and the shard's queue.
-using entity_store_actor = caf::typed_actor<
-  caf::replies_to<load_atom, std::string>::with<persistence::entity_row>,
-  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, persistence::queue_entries>::with<
-    persistence::queue_entries>>;
+using entity_store_actor =
+  caf::typed_actor<caf::replies_to<load_atom, std::string>::with<persistence::entity_row>,
+                   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
+                                   persistence::queue_entries>::with<persistence::queue_entries>>;
 
 /// A write-behind writer of entity write-sets, shared by shards.
 using entity_writer_actor = kit::writer_actor<persistence::entity_write>;

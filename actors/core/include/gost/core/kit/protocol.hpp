@@ -34,7 +34,8 @@ using entity_actor = typename Ops::template extend_with<entity_base>;
 /// What operators ask of the owner of an entity: whether an actor holds it, and the messages
 /// waiting in its mailbox (-1: not resident, or busy in an event for over a second). Routers
 /// hold a kind's operations plus this.
-using inspect_ops = caf::typed_actor<caf::replies_to<resident_atom, std::string>::with<bool, int64_t>>;
+using inspect_ops =
+  caf::typed_actor<caf::replies_to<resident_atom, std::string>::with<bool, int64_t>>;
 
 /// What every shard answers besides its kind's operations and inspect_ops.
 template <class Actor>
@@ -58,15 +59,17 @@ using shard_actor = typename Ops::template extend_with<inspect_ops>::template ex
 
 /// The durable queue reads a shard needs: entries of `shard` due before a time (µs since the
 /// epoch), earliest first, after a cursor entry (empty: from the start), at most a page.
-using queue_store = caf::typed_actor<caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
-                                                     persistence::queue_entries>::with<persistence::queue_entries>>;
+using queue_store =
+  caf::typed_actor<caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
+                                   persistence::queue_entries>::with<persistence::queue_entries>>;
 
 /// A write-behind writer of write-sets of type `WriteSet` (kit/writer.hpp): (shard, lease epoch,
 /// set) -> outcome, answered once the batch holding it committed (or with the batch's error:
 /// nothing committed).
 template <class WriteSet>
-using writer_actor = caf::typed_actor<typename caf::replies_to<
-  write_atom, uint32_t, int64_t, WriteSet>::template with<persistence::write_outcome>>;
+using writer_actor =
+  caf::typed_actor<typename caf::replies_to<write_atom, uint32_t, int64_t,
+                                            WriteSet>::template with<persistence::write_outcome>>;
 
 /// The writer of `shard` among `writers` (shard mod n): a shard's writes stay in order.
 template <class Writers>

@@ -193,8 +193,9 @@ struct shard_state {
 };
 
 template <class Kind>
-using shard_impl = typename Kind::shard::template extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
-                                                          caf::reacts_to<sweep_atom>>;
+using shard_impl =
+  typename Kind::shard::template extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
+                                        caf::reacts_to<sweep_atom>>;
 
 template <class Kind>
 using shard_ptr = typename shard_impl<Kind>::template stateful_pointer<shard_state<Kind>>;
@@ -277,7 +278,8 @@ void sweep_idle(Self self) {
 }
 
 inline std::chrono::milliseconds sweep_interval(const shard_config& c) {
-  return std::clamp(c.idle_timeout / 4, std::chrono::milliseconds{5}, std::chrono::milliseconds{10'000});
+  return std::clamp(c.idle_timeout / 4, std::chrono::milliseconds{5},
+                    std::chrono::milliseconds{10'000});
 }
 
 template <class Self>
@@ -330,8 +332,9 @@ void dead_letter(Self self, const std::string& lane, const std::string& id, int 
   using Kind = typename std::decay_t<decltype(self->state)>::kind;
   auto& st = self->state;
   log::dead_letter(Kind::name, st.cfg.shard, id, lane, attempts, reason);
-  self->request(st.env->writer, caf::infinite, write_atom_v, st.cfg.shard, st.cfg.epoch,
-                Kind::dead_letter(lane, id, attempts, reason))
+  self
+    ->request(st.env->writer, caf::infinite, write_atom_v, st.cfg.shard, st.cfg.epoch,
+              Kind::dead_letter(lane, id, attempts, reason))
     .then(
       [=](persistence::write_outcome) {
         self->state.cfg.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
@@ -415,8 +418,9 @@ void poll(Self self) {
   st.polling = true;
   st.done_during_poll.clear();
   auto room = static_cast<uint32_t>(st.cfg.queue_page - st.sched->known());
-  self->request(st.cfg.store, std::chrono::seconds{30}, due_atom_v, st.cfg.shard, until, room,
-                st.cursor)
+  self
+    ->request(st.cfg.store, std::chrono::seconds{30}, due_atom_v, st.cfg.shard, until, room,
+              st.cursor)
     .then(
       [=](persistence::queue_entries& entries) {
         auto& s = self->state;
@@ -424,11 +428,12 @@ void poll(Self self) {
         if (!entries.empty())
           s.cursor.assign(1, entries.back());
         if (!s.done_during_poll.empty()) {
-          entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                       [&](const persistence::queue_entry& e) {
-                                         return s.done_during_poll.count({e.lane, e.entity_id}) != 0;
-                                       }),
-                        entries.end());
+          entries.erase(
+            std::remove_if(entries.begin(), entries.end(),
+                           [&](const persistence::queue_entry& e) {
+                             return s.done_during_poll.count({e.lane, e.entity_id}) != 0;
+                           }),
+            entries.end());
           s.done_during_poll.clear();
         }
         s.more_waiting = entries.size() >= room;
