@@ -5,9 +5,10 @@
 // (the gostd processes, comma-separated) and --pg-postmaster (the server's postmaster pid), also
 // the CPU time per acknowledged update of gostd, PostgreSQL and this client over the measured
 // seconds (proc_cpu.hpp).
-//   gost_api_bench --addr HOST:PORT[,HOST:PORT...] [--offers 20000] [--concurrency 512] [--channels
-//   8]
+// clang-format off
+//   gost_api_bench --addr HOST:PORT[,HOST:PORT...] [--offers 20000] [--concurrency 512] [--channels 8]
 //                  [--seconds 20] [--gost-pids PID[,PID...] --pg-postmaster PID]
+// clang-format on
 #include <algorithm>
 #include <atomic>
 #include <chrono>

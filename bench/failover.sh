@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Failover benchmark: three gostd nodes on one PostgreSQL; kill -9 one and time until every
-# shard is owned by a live node again; restart it, let the shards spread, repeat. Prints one
-# JSON line with the median.
+# Failover benchmark: three gostd nodes on one PostgreSQL.
+# - killed process: kill -9 one and time until every shard is owned by a live node again;
+#   restart it, let the shards spread, repeat. The dead process's connections close, its
+#   liveness lock goes with them, the others notice within a poll (~200 ms): `value`.
+# - partition: SIGSTOP one (its connections stay open, as when it is cut off) and time the
+#   same; SIGCONT, let the shards spread, repeat. That path waits for the lease timeout (2 s
+#   here) plus a heartbeat: `partition_ms`.
+# Prints one JSON line with the medians.
 #   bench/failover.sh GOSTD PG_PORT RUNS
 # Uses database gost_failover (dropped and created). Node settings: 64 shards, heartbeat
-# 250 ms, lease timeout 2 s (the failover time is about the lease timeout plus a heartbeat).
+# 250 ms, lease timeout 2 s.
 set -euo pipefail
 
 gostd=$1 port=$2 runs=${3:-5}
@@ -59,6 +64,19 @@ for ((r = 0; r < runs; ++r)); do
   start_node "$victim"
   wait_until 60 spread 3
 done
-median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-printf '{"bench": "failover", "value": %s, "unit": "ms until a killed node'"'"'s shards are owned again (median of %d)", "runs_ms": [%s]}\n' \
-  "$median" "$runs" "$(IFS=,; echo "${times[*]}")"
+paused=()
+for ((r = 0; r < runs; ++r)); do
+  victim=$((r % 3))
+  kill -STOP "${pids[$victim]}"
+  t0=$(date +%s%N)
+  wait_until 60 spread 2
+  t1=$(date +%s%N)
+  paused+=($(((t1 - t0) / 1000000)))
+  echo "failover: partition run $((r + 1))/$runs: node f$victim paused, shards owned again after ${paused[-1]} ms" >&2
+  kill -CONT "${pids[$victim]}"
+  wait_until 60 spread 3
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+printf '{"bench": "failover", "value": %s, "unit": "ms until a killed node'"'"'s shards are owned again (median of %d)", "runs_ms": [%s], "partition_ms": %s, "partition_runs_ms": [%s], "lease_timeout_ms": 2000}\n' \
+  "$(median "${times[@]}")" "$runs" "$(IFS=,; echo "${times[*]}")" \
+  "$(median "${paused[@]}")" "$(IFS=,; echo "${paused[*]}")"

@@ -23,6 +23,7 @@ endif()
 #   x.test.cpp -> label unit (no services), x.pgtest.cpp -> label pg,
 #   x.kafkatest.cpp -> label kafka, x.e2etest.cpp -> label e2e.
 # Each entry runs the same binary filtered to that tier's files (doctest --source-file).
+# Binaries with a unit tier are collected for the `unit-tests` target (top-level CMakeLists).
 function(gost_tests lib)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   set(bin ${lib}_tests)
@@ -45,6 +46,10 @@ function(gost_tests lib)
       add_test(NAME ${lib}.${label}
                COMMAND ${bin} --source-file=*.${tier}.cpp --no-intro=true)
       set_tests_properties(${lib}.${label} PROPERTIES LABELS ${label} TIMEOUT 600)
+      if(label STREQUAL "unit")
+        # For the `unit-tests` target (the unit tier alone, built under ASan/UBSan by CI).
+        set_property(GLOBAL APPEND PROPERTY GOST_UNIT_TEST_BINARIES ${bin})
+      endif()
     endif()
   endforeach()
 endfunction()

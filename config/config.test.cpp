@@ -253,6 +253,48 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   CHECK(validate(c).find("kafka.brokers") != std::string::npos);
 }
 
+TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each content limit") {
+  args a{"gostd",
+         "--limits.offer_max_bytes=2k",
+         "--limits.title_max_chars=10",
+         "--limits.request_max_bytes=64k",
+         "--limits.state_max_bytes=60k",
+         "--limits.event_max_bytes=1k"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->limits.offer_max_bytes == 2048);
+  CHECK(r.config->limits.title_max_chars == 10);
+  CHECK(r.config->limits.request_max_bytes == 65536);
+  CHECK(r.config->limits.state_max_bytes == 61440); // 60k + 4096 is exactly 64k: allowed
+
+  args over{"gostd", "--limits.request_max_bytes=64k", "--limits.offer_max_bytes=1k",
+            "--limits.event_max_bytes=1k", "--limits.state_max_bytes=61441"};
+  auto refused = load_node_config(over.argc(), over.argv(), nullptr);
+  REQUIRE_FALSE(refused.config);
+  CHECK(refused.error.find("limits.request_max_bytes (65536) must be at least "
+                           "limits.state_max_bytes (61441) + 4096")
+        != std::string::npos);
+  // The defaults leave the room.
+  args ok{"gostd"};
+  auto base = load_node_config(ok.argc(), ok.argv(), nullptr);
+  REQUIRE_MESSAGE(base.config, base.error);
+  auto c = *base.config;
+  c.limits.offer_max_bytes = static_cast<uint32_t>(c.limits.request_max_bytes);
+  CHECK(validate(c).find("limits.offer_max_bytes") != std::string::npos);
+  c = *base.config;
+  c.limits.event_max_bytes = static_cast<uint32_t>(c.limits.request_max_bytes) - 4095;
+  CHECK(validate(c).find("limits.event_max_bytes") != std::string::npos);
+  // Out of bounds names the key, with the bounds as a user writes them.
+  args zero{"gostd", "--limits.title_max_chars=0"};
+  auto z = load_node_config(zero.argc(), zero.argv(), nullptr);
+  REQUIRE_FALSE(z.config);
+  CHECK(z.error.find("`limits.title_max_chars`") != std::string::npos);
+  args huge{"gostd", "--limits.request_max_bytes=2g"};
+  auto h = load_node_config(huge.argc(), huge.argv(), nullptr);
+  REQUIRE_FALSE(h.config);
+  CHECK(h.error.find("[64k, 1g]") != std::string::npos);
+}
+
 TEST_CASE("log.levels names known loggers and levels; a mistake names the key") {
   for (auto [text, says] : {bad_case{"clustr=debug", "no logger is named `clustr`"},
                             bad_case{"cluster=loud", "`loud` is not a level"},

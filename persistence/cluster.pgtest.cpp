@@ -1,10 +1,17 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include <pqxx/pqxx>
+
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
 #include "pg_fixture.hpp"
+#include "pg_internal.hpp"
 
 using namespace gost::persistence;
 using namespace std::chrono_literals;
@@ -16,8 +23,35 @@ struct fixture : migrated_db {
   held_lease take(const std::string& node) {
     auto r = acquire_free_lease(pool, node, 5s);
     REQUIRE(r);
-    REQUIRE(*r);
-    return **r;
+    REQUIRE(r->lease);
+    return *r->lease;
+  }
+  void add_node(const std::string& id) {
+    node_row n;
+    n.node_id = id;
+    n.caf_host = "127.0.0.1";
+    n.caf_port = 1;
+    n.grpc_addr = "127.0.0.1:1";
+    n.http_addr = "127.0.0.1:2";
+    REQUIRE_FALSE(register_node(pool, n));
+  }
+  /// Waits (bounded) until `pred` holds.
+  template <class Pred>
+  bool eventually(Pred pred) {
+    for (int i = 0; i < 500; ++i) {
+      if (pred())
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return pred();
+  }
+  bool gone(const std::string& id) {
+    auto nodes = list_nodes(pool, 5s);
+    REQUIRE(nodes);
+    for (auto& n : *nodes)
+      if (n.node_id == id)
+        return n.gone;
+    return false;
   }
 };
 
@@ -36,7 +70,8 @@ TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, a
   take("n2");
   auto none = acquire_free_lease(pool, "n3", 5s);
   REQUIRE(none);
-  CHECK_FALSE(*none);
+  CHECK_FALSE(none->lease);
+  CHECK(none->ended.empty());
 }
 
 TEST_CASE_FIXTURE(fixture,
@@ -108,4 +143,107 @@ TEST_CASE_FIXTURE(fixture, "members are alive while they heartbeat and until the
   nodes = list_nodes(pool, 5s);
   REQUIRE(nodes);
   CHECK(nodes->at(0).alive);
+}
+
+TEST_CASE_FIXTURE(
+  fixture,
+  "a node whose process is gone loses its leases at once; restarted, it takes its own back") {
+  add_node("n1");
+  add_node("n2");
+  std::optional<cluster_listener> n1_session;
+  n1_session.emplace(
+    db.dsn(), [] {}, "n1");
+  REQUIRE(eventually([&] { return n1_session->holds_liveness_lock(); }));
+  std::vector<held_lease> mine;
+  for (int i = 0; i < 4; ++i)
+    mine.push_back(take("n1"));
+  CHECK_FALSE(gone("n1"));
+  // n2 never took a liveness lock: judged by its heartbeat only, it is not gone.
+  CHECK_FALSE(gone("n2"));
+  // Nothing is free while n1 lives and heartbeats.
+  auto none = acquire_free_lease(pool, "n2", 5s);
+  REQUIRE(none);
+  CHECK_FALSE(none->lease);
+
+  // n1's process dies: its connection (and lock) with it. Its heartbeats are still fresh, and
+  // yet its leases are free now, not after the 5 s lease timeout.
+  n1_session.reset();
+  REQUIRE(eventually([&] { return gone("n1"); }));
+  auto leases = list_leases(pool, 5s);
+  REQUIRE(leases);
+  for (auto& l : *leases)
+    CHECK(l.free);
+  auto taken = take("n2");
+  CHECK(taken.epoch == mine.at(0).epoch + 1);
+  auto renewed = heartbeat(pool, "n1", mine);
+  REQUIRE(renewed);
+  CHECK(renewed->size() == 3); // the one n2 took is fenced for n1
+
+  // n1 restarts with the same id: its lock proves the old incarnation gone, and the leases the
+  // old one still owns are freed for it (handed to n1 first).
+  n1_session.emplace(
+    db.dsn(), [] {}, "n1");
+  REQUIRE(eventually([&] { return n1_session->holds_liveness_lock(); }));
+  CHECK_FALSE(gone("n1"));
+  auto freed = free_previous_leases(pool, "n1", {});
+  REQUIRE(freed);
+  CHECK(*freed == 3);
+  for (int i = 0; i < 3; ++i) {
+    auto again = take("n1");
+    CHECK(again.shard != taken.shard);
+  }
+  // A second process with the same node id does not get the lock while the first lives.
+  cluster_listener twin{db.dsn(), [] {}, "n1"};
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(twin.holds_liveness_lock());
+}
+
+TEST_CASE_FIXTURE(
+  fixture, "a commit frozen half-way does not keep an expired lease: its transaction is ended") {
+  auto a = take("n1");
+  db.scalar("UPDATE shard_leases SET owner = 'x', heartbeat_at = now() WHERE shard <> "
+            + std::to_string(a.shard));
+  // n1 stops heartbeating, and froze inside a commit that holds the lease row FOR SHARE.
+  db.scalar("UPDATE shard_leases SET heartbeat_at = now() - interval '1 hour' WHERE shard = "
+            + std::to_string(a.shard));
+  pqxx::connection frozen{db.dsn()};
+  {
+    pqxx::nontransaction setup{frozen};
+    setup.exec("SET application_name = " + frozen.quote(application_name("n1")));
+  }
+  pqxx::work commit{frozen};
+  commit.exec("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(a.shard)
+              + " FOR SHARE");
+  std::this_thread::sleep_for(300ms); // older than half the lease timeout below
+
+  auto first = acquire_free_lease(pool, "n2", 400ms);
+  REQUIRE(first);
+  CHECK_FALSE(first->lease); // the row is locked: skipped, and its holder ended
+  REQUIRE(first->ended.size() == 1);
+  CHECK(first->ended[0].owner == "n1");
+  CHECK(first->ended[0].pid == frozen.backendpid());
+  REQUIRE(eventually([&] {
+    auto r = acquire_free_lease(pool, "n2", 400ms);
+    REQUIRE(r);
+    return r->lease && r->lease->shard == a.shard;
+  }));
+  CHECK_THROWS(commit.exec("SELECT 1"));
+}
+
+TEST_CASE("the pool names its sessions and bounds idle transactions") {
+  gost::testing::temp_db db;
+  auto po = pool_options(db, 1);
+  po.application_name = application_name("node-a");
+  po.idle_in_transaction_timeout = 1500ms;
+  pg_pool pool{po};
+  std::string name, timeout;
+  REQUIRE_FALSE(with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec("SELECT current_setting('application_name'),"
+                     " current_setting('idle_in_transaction_session_timeout')");
+    name = r[0][0].as<std::string>();
+    timeout = r[0][1].as<std::string>();
+  }));
+  CHECK(name == "gost/node-a");
+  CHECK(timeout == "1500ms");
 }

@@ -12,6 +12,7 @@ pkgs=(
   libvips-dev libcurl4-openssl-dev libxml2-dev
   postgresql postgresql-contrib
   curl procps iproute2 openssl
+  clang-format
 )
 if [[ "${1:-}" == "--kafka" ]]; then
   pkgs+=(default-jre-headless maven)

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds (preset `ci`), starts a private
 # PostgreSQL and a real Kafka broker, runs every test tier (unit, pg, kafka, e2e) and stops
-# what it started. Quiet on success apart from ctest's summary; on failure it prints why.
-#   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit
+# what it started; then builds the unit tier alone under ASan/UBSan (preset `dev`, target
+# `unit-tests`) and runs it (`ctest --preset unit`). Quiet on success apart from ctest's
+# summaries; on failure it prints why.
+#   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit   (args: the `ci` run only)
 #   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 scripts/test.sh     (ports of your own; see below)
+#   GOST_TEST_SANITIZE=0 scripts/test.sh                         (without the ASan/UBSan run)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,3 +41,16 @@ if ! ctest --preset ci -j 2 "$@" >"$logs/ctest.log" 2>&1; then
   exit 1
 fi
 grep -E 'tests passed|Total Test time' "$logs/ctest.log"
+
+# The unit tier again under ASan/UBSan: it needs no services, and only its binaries are built.
+[[ ${GOST_TEST_SANITIZE:-1} == 0 ]] && exit 0
+cleanup
+step "configuring (preset dev: ASan/UBSan)" "$logs/configure-dev.log" cmake --preset dev
+step "building the unit tier (preset dev)" "$logs/build-dev.log" \
+  cmake --build --preset dev -j "$(nproc)" --target unit-tests
+if ! ctest --preset unit -j 2 >"$logs/ctest-unit-dev.log" 2>&1; then
+  grep -vE '^\s*(Start|[0-9]+/[0-9]+ Test .* Passed)' "$logs/ctest-unit-dev.log" | tail -n 200 >&2
+  echo "test.sh: the unit tier failed under ASan/UBSan (full log: $logs/ctest-unit-dev.log)" >&2
+  exit 1
+fi
+grep -E 'tests passed|Total Test time' "$logs/ctest-unit-dev.log" | sed 's/^/ASan\/UBSan, unit tier: /'

@@ -1,11 +1,9 @@
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
-#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -103,22 +101,17 @@ TEST_CASE_FIXTURE(system_fixture, "max parallelism below the worker count holds"
   pool_options o{"narrow", 4, 100};
   o.max_parallelism = 2;
   auto pool = spawn_pool(*sys, o);
-  std::atomic<int> running{0};
-  std::atomic<int> max_seen{0};
+  // Each job waits until two ran together: with a third at once, max_seen would show it.
+  auto g = std::make_shared<gate>(2);
   std::vector<pool_job> jobs;
   for (int i = 0; i < 6; ++i)
-    jobs.push_back({[&running, &max_seen] {
-      auto now = ++running;
-      int prev = max_seen.load();
-      while (now > prev && !max_seen.compare_exchange_weak(prev, now)) {
-      }
-      std::this_thread::sleep_for(20ms);
-      --running;
+    jobs.push_back({[g] {
+      g->pass();
       return std::any{};
     }});
   for (auto& r : run_all(*sys, pool, std::move(jobs)))
     CHECK(r);
-  CHECK(max_seen.load() == 2);
+  CHECK(g->max_seen == 2);
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
 }
 

@@ -1,7 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <thread>
-
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
@@ -10,6 +8,7 @@
 #include "shard_fixture.hpp"
 
 using namespace gost;
+using namespace std::chrono_literals;
 using gost::errc;
 
 namespace {} // namespace
@@ -71,17 +70,14 @@ TEST_CASE("a stale expected version is rejected and nothing is written") {
 TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
   shard_fixture f{std::chrono::milliseconds{50}};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
-  // Remove the row behind the actor's back. A resident actor still answers from memory; once it
-  // passivated, the next event loads from PostgreSQL and finds nothing. Poll (bounded) with
-  // gaps longer than the idle timeout so the actor can passivate in between.
+  // Remove the row behind the actor's back. A resident actor still answers from memory; once
+  // the sweep passivated it (the shard forgets it at once), the next event loads from
+  // PostgreSQL and finds nothing.
   f.db.scalar("DELETE FROM offers WHERE offer_id = 'o1'");
-  bool reloaded = false;
-  for (int i = 0; i < 50 && !reloaded; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-    auto got = f.ask(get_atom_v, std::string{"o1"});
-    reloaded = !got && got.error() == errc::not_found;
-  }
-  CHECK(reloaded);
+  REQUIRE(testing::eventually(10s, [&] { return f.stats->offers.passivated.load() >= 1; }));
+  auto got = f.ask(get_atom_v, std::string{"o1"});
+  REQUIRE_FALSE(got);
+  CHECK(got.error() == errc::not_found);
   // The shard spawns a fresh actor that sees the true state and can create the offer again.
   auto again = f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{});
   REQUIRE(again);

@@ -12,6 +12,7 @@ using namespace gost;
 namespace {
 
 const auto t0 = std::chrono::system_clock::time_point{std::chrono::seconds{1'700'000'000}};
+const offer_limits limits;
 
 v1::Offer content() {
   v1::Offer o;
@@ -62,7 +63,7 @@ TEST_CASE("a create is an insert with its body, the stages that want it and its 
   offer_entity e{"o1"};
   e.committed(std::nullopt);
   offer_context ctx;
-  auto c = prepare_create({e, ctx, reg, t0}, content());
+  auto c = prepare_create({e, ctx, reg, t0, limits}, content());
   REQUIRE(c);
   CHECK(c->ws.op == persistence::offer_op::insert);
   CHECK(c->ws.key.seller_id == "s1");
@@ -84,18 +85,18 @@ TEST_CASE("a create is an insert with its body, the stages that want it and its 
 TEST_CASE("content rules hold for the offer as stored: a masked update is checked merged") {
   stage_registry reg;
   offer_entity e{"o1"};
-  auto stored = *offer_entity{"o1"}.prepare_create(content(), t0);
+  auto stored = *offer_entity{"o1"}.prepare_create(content(), t0, limits);
   e.committed(stored);
   offer_context ctx;
   // Only the title changes: the stored seller_id keeps the merged offer valid.
   v1::Offer title_only;
   title_only.set_title("red bike");
-  auto ok = prepare_update({e, ctx, reg, t0}, title_only, any_version, "title");
+  auto ok = prepare_update({e, ctx, reg, t0, limits}, title_only, any_version, "title");
   REQUIRE(ok);
   CHECK(ok->next->seller_id() == "s1");
   CHECK(ok->next->title() == "red bike");
   // A mask naming seller_id without a value clears it: refused, naming the field.
-  auto bad = prepare_update({e, ctx, reg, t0}, title_only, any_version, "seller_id");
+  auto bad = prepare_update({e, ctx, reg, t0, limits}, title_only, any_version, "seller_id");
   REQUIRE_FALSE(bad);
   CHECK(bad.error() == errc::invalid_argument);
   CHECK(error_message(bad.error()).find("seller_id") != std::string::npos);
@@ -104,7 +105,7 @@ TEST_CASE("content rules hold for the offer as stored: a masked update is checke
   fresh.committed(std::nullopt);
   auto no_seller = content();
   no_seller.clear_seller_id();
-  CHECK(prepare_create({fresh, ctx, reg, t0}, no_seller).error() == errc::invalid_argument);
+  CHECK(prepare_create({fresh, ctx, reg, t0, limits}, no_seller).error() == errc::invalid_argument);
 }
 
 TEST_CASE(
@@ -112,14 +113,16 @@ TEST_CASE(
   stage_registry reg;
   reg.add("any", std::make_shared<wants_everything>());
   offer_entity e{"o1"};
-  e.committed(*offer_entity{"o1"}.prepare_create(content(), t0));
+  e.committed(*offer_entity{"o1"}.prepare_create(content(), t0, limits));
   offer_context ctx;
   ctx.states["any"].value = counter(1);
   ctx.states["any"].version = 4;
-  auto stale = prepare_state_update({e, ctx, reg, t0}, "any", counter(2).SerializeAsString(), 3);
+  auto stale =
+    prepare_state_update({e, ctx, reg, t0, limits}, "any", counter(2).SerializeAsString(), 3);
   REQUIRE(stale);
   CHECK(writes_nothing(stale->ws));
-  auto fresh = prepare_state_update({e, ctx, reg, t0}, "any", counter(2).SerializeAsString(), 4);
+  auto fresh =
+    prepare_state_update({e, ctx, reg, t0, limits}, "any", counter(2).SerializeAsString(), 4);
   REQUIRE(fresh);
   REQUIRE(fresh->ws.states.size() == 1);
   v1::OfferSaved saved;
@@ -128,5 +131,6 @@ TEST_CASE(
   REQUIRE(saved.states().at("any").UnpackTo(&v));
   CHECK(v.value() == 2);
   CHECK(saved.changed_by() == "state-api:any");
-  CHECK(prepare_state_update({e, ctx, reg, t0}, "nope", {}, 0).error() == errc::invalid_argument);
+  CHECK(prepare_state_update({e, ctx, reg, t0, limits}, "nope", {}, 0).error()
+        == errc::invalid_argument);
 }

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include <google/protobuf/wrappers.pb.h>
 
@@ -356,11 +355,17 @@ TEST_CASE("an offer actor killed in the middle of a stage run finishes the run, 
   o.set_title("armed");
   REQUIRE(f.ask(update_atom_v, o.id(), offer_msg{o}, int64_t{1}, std::string{}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return impl->calls.load() == 1; }));
+  caf::scoped_actor watcher{*f.sys};
+  watcher->monitor(victim);
   caf::anon_send_exit(victim, caf::exit_reason::kill);
   victim = offer_actor{};
-  std::this_thread::sleep_for(200ms);
-  CHECK(f.stats->offers.crashed.load() == 0); // still awaiting its run
   impl->release = true;
+  // The kill is in the actor's mailbox before the run can end. Had it cut the run, the actor
+  // would stop with nothing committed; it stops after the run's commit.
+  uint64_t runs_when_stopped = 0;
+  watcher->receive([&](caf::down_msg&) { runs_when_stopped = f.stats->stage_runs.load(); },
+                   caf::after(10s) >> [&] { FAIL("the killed offer actor did not stop"); });
+  CHECK(runs_when_stopped == 1);
   CHECK(testing::eventually(10s, [&] { return f.stats->offers.crashed.load() == 1; }));
   CHECK(f.db.scalar(count_sql("stage_states", "state IS NOT NULL")) == "1");
   CHECK(f.db.scalar(queued_sql) == "0");

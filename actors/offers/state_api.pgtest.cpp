@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <thread>
 
 #include <google/protobuf/wrappers.pb.h>
 
@@ -146,8 +145,7 @@ TEST_CASE("a state update waits for a running stage of the same offer") {
     }
     stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
       started = true;
-      while (!release)
-        std::this_thread::sleep_for(5ms);
+      testing::eventually(10s, [&] { return release.load(); });
       stage_result r;
       r.state.emplace();
       r.state->ParseFromString(packed(10));
@@ -164,11 +162,22 @@ TEST_CASE("a state update waits for a running stage of the same offer") {
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return impl->started.load(); }));
 
-  caf::expected<state_update_msg> raced{caf::error{}};
-  std::thread client{[&] { raced = update(f, "o1", "slow", 99, 0); }};
-  std::this_thread::sleep_for(200ms); // the update is in the actor's mailbox by now
+  // The update is sent now and answered later. The shard handles its mailbox in order and
+  // answers a residency query itself: once it answered one sent after the update, it has handed
+  // the update to the offer actor, which holds it back until the run's commit.
+  caf::scoped_actor client{*f.sys};
+  auto pending = client->request(f.shard, 10s, update_atom_v, state_atom_v, std::string{"o1"},
+                                 std::string{"slow"}, packed(99), int64_t{0}, request_id{});
+  caf::scoped_actor probe{*f.sys};
+  bool handed_over = false;
+  probe->request(f.shard, 10s, get_atom_v, resident_atom_v, std::string{"o1"})
+    .receive([&](offer_actor& a) { handed_over = static_cast<bool>(a); },
+             [&](caf::error& e) { FAIL("residency query failed: " << f.sys->render(e)); });
+  REQUIRE(handed_over);
   impl->release = true;
-  client.join();
+  caf::expected<state_update_msg> raced{caf::error{}};
+  pending.receive([&](state_update_msg& m) { raced = std::move(m); },
+                  [&](caf::error& e) { raced = e; });
   REQUIRE(raced);
   CHECK_FALSE(raced->value.updated());
   CHECK(raced->value.version() == 1); // the run's write came first

@@ -293,7 +293,9 @@ node_keys make_node_keys() {
         bind_to(&node_config::cluster, &cluster_config::heartbeat));
   k.add(num(vk::duration, "cluster.lease_timeout", "5s", 200, 600'000,
             "A node (and its leases) whose heartbeat is older than this is dead: its shards "
-            "are taken by the others, at a new epoch. Keep it several heartbeats long."),
+            "are taken by the others, at a new epoch. Keep it several heartbeats long. A killed "
+            "process is noticed sooner, by its liveness lock (docs/cluster.md); this is for a "
+            "paused or cut-off one. gost's sessions end a transaction idle for half of it."),
         bind_to(&node_config::cluster, &cluster_config::lease_timeout));
   k.add(str("kafka.brokers", "",
             "Kafka bootstrap servers (host:port,...) the after-save events go to. Empty: "
@@ -390,6 +392,64 @@ node_keys make_node_keys() {
             "A write sent with a request_id is answered again, not applied again, when it is "
             "retried within this long; after it the id is forgotten (docs/api.md, Retries)."),
         bind_to(&node_config::api, &api_config::request_ttl));
+  // What one request may hold (docs/api.md, "Limits"): each refusal names its key.
+  k.add(num(vk::integer, "limits.title_max_chars", "512", 1, 65'536,
+            "Longest offer title, in characters (Unicode code points, not bytes). 512 is "
+            "several times what marketplaces show (80 to 200 characters), so gost never "
+            "refuses a title a feed took from another site, while a description pasted into "
+            "the title is refused."),
+        bind_to(&node_config::limits, &limits_config::title_max_chars));
+  k.add(num(vk::integer, "limits.description_max_chars", "65536", 1, 1'048'576,
+            "Longest offer description, in characters. 65536: every description accepted "
+            "before this key existed (64 KiB of UTF-8) still is; listings rarely need more "
+            "than a few thousand."),
+        bind_to(&node_config::limits, &limits_config::description_max_chars));
+  k.add(num(vk::integer, "limits.attributes_max", "500", 0, 100'000,
+            "Most attributes of one offer. A catalog category has tens; 500 leaves room for "
+            "feeds that send every attribute they know."),
+        bind_to(&node_config::limits, &limits_config::attributes_max));
+  k.add(num(vk::integer, "limits.attribute_key_max_chars", "256", 1, 65'536,
+            "Longest attribute name, in characters (names are catalog attribute names)."),
+        bind_to(&node_config::limits, &limits_config::attribute_key_max_chars));
+  k.add(num(vk::integer, "limits.attribute_value_max_chars", "4096", 1, 1'048'576,
+            "Longest attribute value, in characters (values are short; a list of features "
+            "fits in 4096)."),
+        bind_to(&node_config::limits, &limits_config::attribute_value_max_chars));
+  k.add(num(vk::integer, "limits.photos_max", "100", 0, 10'000,
+            "Most photos of one offer. Marketplaces show 10 to 50; 100 leaves room."),
+        bind_to(&node_config::limits, &limits_config::photos_max));
+  k.add(num(vk::size, "limits.offer_max_bytes", "512k", 1024, 256LL << 20,
+            "Largest offer, in bytes of its serialized content (id, version, source and "
+            "timestamps, which gost sets, not counted), checked on the offer as it will be "
+            "stored (a masked update merged with the stored fields). 512 KiB keeps an offer "
+            "with its stage states in one Kafka message of a broker's default size (1 MB): the "
+            "after-save event carries both."),
+        bind_to(&node_config::limits, &limits_config::offer_max_bytes));
+  k.add(num(vk::size, "limits.state_max_bytes", "1m", 1024, 256LL << 20,
+            "Largest stage state a StateService.Update may write, in bytes of the packed "
+            "google.protobuf.Any. Keep states small: an offer's actor holds all of them."),
+        bind_to(&node_config::limits, &limits_config::state_max_bytes));
+  k.add(num(vk::size, "limits.event_max_bytes", "1m", 1024, 256LL << 20,
+            "Largest event EntityService.Send takes, in bytes of the packed "
+            "google.protobuf.Any (an event is a row in PostgreSQL until its entity handled "
+            "it)."),
+        bind_to(&node_config::limits, &limits_config::event_max_bytes));
+  k.add(num(vk::integer, "limits.page_size_max", "1000", 1, 100'000,
+            "Most items one call lists: ListOffers' `page_size` and EntityService.PullOutputs' "
+            "`limit` (0 asks for 100, or this limit when it is lower)."),
+        bind_to(&node_config::limits, &limits_config::page_size_max));
+  k.add(num(vk::size, "limits.page_max_bytes", "2m", 64 * 1024, 1LL << 30,
+            "A ListOffers page ends early, with a `next_page_token`, once its offers reach "
+            "this many bytes (the first offer always goes), so a page fits in the 4 MiB a gRPC "
+            "client accepts by default."),
+        bind_to(&node_config::limits, &limits_config::page_max_bytes));
+  k.add(num(vk::size, "limits.request_max_bytes", "4m", 64 * 1024, 1LL << 30,
+            "Largest request message the public gRPC API receives (gRPC's own default: 4 MiB). "
+            "gRPC refuses a larger one itself with RESOURCE_EXHAUSTED (\"Received message "
+            "larger than max\") before gost sees it. Must exceed `limits.offer_max_bytes`, "
+            "`limits.state_max_bytes` and `limits.event_max_bytes` by 4 KiB (the rest of a "
+            "request). Node links take twice this."),
+        bind_to(&node_config::limits, &limits_config::request_max_bytes));
   k.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
             "On SIGTERM the node drains for at most this long before it stops anyway."),
         bind_to(&node_config::shutdown, &shutdown_config::timeout));
@@ -518,6 +578,7 @@ const schema& node_schema() {
 }
 
 std::string validate(const node_config& c) {
+  constexpr int64_t request_room = 4096; // ids, request id, update mask around the content
   {
     std::vector<std::string> set, missing;
     for (auto [key, value] : {std::pair{"cluster.tls_cert", &c.cluster.tls_cert},
@@ -533,6 +594,16 @@ std::string validate(const node_config& c) {
     return "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
   if (c.kafka.topic.empty())
     return "kafka.topic must not be empty";
+  // A request at a content limit must pass gRPC's own limit with its ids and mask around it.
+  for (auto [key, bytes] : {std::pair{"limits.offer_max_bytes", c.limits.offer_max_bytes},
+                            std::pair{"limits.state_max_bytes", c.limits.state_max_bytes},
+                            std::pair{"limits.event_max_bytes", c.limits.event_max_bytes}})
+    if (static_cast<int64_t>(bytes) + request_room > c.limits.request_max_bytes)
+      return std::string{"limits.request_max_bytes ("} + std::to_string(c.limits.request_max_bytes)
+             + ") must be at least " + key + " (" + std::to_string(bytes)
+             + ") + 4096, or a request at that limit could not be sent; raise "
+               "limits.request_max_bytes or lower "
+             + key;
   if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
     return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
            "survive one late heartbeat)";

@@ -89,6 +89,12 @@ bool parse_size(const std::string& s, int64_t& out) {
 std::string bound_text(const key_spec& k, int64_t v) {
   switch (k.kind) {
     case value_kind::duration: return std::to_string(v) + "ms";
+    case value_kind::size:
+      // As a user would write it: 64k rather than 65536.
+      for (auto [unit, mult] : {std::pair{"g", 1LL << 30}, {"m", 1LL << 20}, {"k", 1LL << 10}})
+        if (v != 0 && v % mult == 0)
+          return std::to_string(v / mult) + unit;
+      return std::to_string(v);
     default: return std::to_string(v);
   }
 }

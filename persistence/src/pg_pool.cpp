@@ -76,6 +76,26 @@ caf::error pg_pool::ping() {
   });
 }
 
+namespace {
+
+/// A new connection with the pool's session settings (one round trip for all of them).
+std::unique_ptr<pqxx::connection> open_connection(const pg_pool::options& o) {
+  auto c = std::make_unique<pqxx::connection>(o.dsn);
+  std::string set;
+  if (!o.application_name.empty())
+    set += "SET application_name = " + c->quote(o.application_name) + ";";
+  if (o.idle_in_transaction_timeout.count() > 0)
+    set += "SET idle_in_transaction_session_timeout = "
+           + std::to_string(o.idle_in_transaction_timeout.count()) + ";";
+  if (!set.empty()) {
+    pqxx::nontransaction tx{*c};
+    tx.exec(set);
+  }
+  return c;
+}
+
+} // namespace
+
 caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connection&)>& fn) {
   auto& p = pool.internals();
   size_t idx = 0;
@@ -119,7 +139,7 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
         }
       }
       if (!s.conn)
-        s.conn = std::make_unique<pqxx::connection>(pool.opts().dsn);
+        s.conn = open_connection(pool.opts());
       fn(*s.conn);
       result = caf::error{};
       break;
@@ -168,11 +188,20 @@ caf::error commit_marked(pg_pool& pool, const std::string& mark,
                          const std::function<void(pqxx::connection&)>& fn) {
   bool in_doubt = false;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
-    try {
-      fn(c);
-    } catch (const pqxx::in_doubt_error&) {
-      in_doubt = true;
-      throw;
+    for (int attempt = 1;; ++attempt) {
+      try {
+        fn(c);
+        return;
+      } catch (const pqxx::in_doubt_error&) {
+        in_doubt = true;
+        throw;
+      } catch (const pqxx::sql_error& e) {
+        // A deadlock or a serialization failure rolled the whole transaction back: nothing
+        // was written, run it again (a few times) instead of failing every set of the batch.
+        bool again = e.sqlstate() == "40P01" || e.sqlstate() == "40001";
+        if (!again || attempt >= 3)
+          throw;
+      }
     }
   });
   if (!err || !in_doubt)

@@ -9,7 +9,7 @@
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/entity/entity_type.hpp"
-#include "gost/offers/content_rules.hpp"
+#include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/persistence/entities/entities.hpp"
 
 namespace gost::runtime {
@@ -50,6 +50,10 @@ grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
   auto want = type->event_descriptor()->full_name();
   if (!req->has_event() || req->event().type_url().empty()) {
     reactor->Finish(invalid("event is required: a google.protobuf.Any holding a " + want));
+    return reactor;
+  }
+  if (auto problem = check_event_size(req->event().ByteSizeLong(), limits_); !problem.empty()) {
+    reactor->Finish(invalid(problem));
     return reactor;
   }
   if (req->request_id().size() > max_id_len) {
@@ -117,11 +121,16 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
                      "kind: `" + req->kind() + "` is not an entity type of this node"});
     return reactor;
   }
-  if (req->limit() < 0 || req->limit() > 1000 || req->after() < 0) {
-    reactor->Finish(invalid("limit must be 0..1000 (0: 100) and after (a cursor) not negative"));
+  uint32_t asked = 0;
+  if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty()) {
+    reactor->Finish(invalid(problem));
     return reactor;
   }
-  auto limit = static_cast<size_t>(req->limit() == 0 ? 100 : req->limit());
+  if (req->after() < 0) {
+    reactor->Finish(invalid("after (a cursor) must not be negative"));
+    return reactor;
+  }
+  auto limit = static_cast<size_t>(asked);
   auto kind = req->kind();
   auto lane = req->lane();
   auto after = req->after();

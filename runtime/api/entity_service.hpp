@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "api/limits.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
 
@@ -25,8 +26,9 @@ class router;
 class entity_service final : public rpc::guarded<v1::EntityService> {
 public:
   entity_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
-                 persistence::pg_pool& pool, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout) {
+                 persistence::pg_pool& pool, std::chrono::milliseconds timeout, api_limits limits)
+    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout),
+      limits_(limits) {
     guard("Send", &entity_service::Send);
     guard("Get", &entity_service::Get);
     guard("PullOutputs", &entity_service::PullOutputs);
@@ -51,6 +53,7 @@ private:
   std::shared_ptr<const entity_registry> types_;
   persistence::pg_pool& pool_;
   std::chrono::milliseconds timeout_;
+  api_limits limits_;
 };
 
 } // namespace gost::runtime

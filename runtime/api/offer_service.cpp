@@ -11,7 +11,6 @@
 #include "cluster/ask_owner.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/spawn.hpp"
 
@@ -87,7 +86,7 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
     done(invalid("offer.version must be 0 on create: gost assigns versions"));
     return reactor;
   }
-  if (auto problem = check_content(o); !problem.empty()) {
+  if (auto problem = check_content(o, limits_.offer); !problem.empty()) {
     done(invalid(problem));
     return reactor;
   }
@@ -253,11 +252,13 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
     done(invalid("seller_id is required (1..256 bytes)"));
     return reactor;
   }
-  if (req->page_size() < 0 || req->page_size() > 1000) {
-    done(invalid("page_size must be between 1 and 1000 (0: 100)"));
+  uint32_t limit = 0;
+  if (auto problem = check_page_size("page_size", req->page_size(), limits_, limit);
+      !problem.empty()) {
+    done(invalid(problem));
     return reactor;
   }
-  auto limit = static_cast<uint32_t>(req->page_size() == 0 ? 100 : req->page_size());
+  auto limits = limits_;
   caf::timespan timeout{call_budget(ctx->deadline(), timeout_)};
   auto store = router_.any_store();
   auto seller = req->seller_id();
@@ -269,9 +270,12 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
     self->request(store, timeout, list_atom_v, seller, has_ns, ns, after, limit)
       .then(
         [=](offer_list& page) {
-          for (auto& o : page)
-            *resp->add_offers() = std::move(o);
-          if (resp->offers_size() == static_cast<int>(limit))
+          // A page whose offers outgrow limits.page_max_bytes ends early; the next one starts
+          // after its last offer.
+          auto fit = page_fit(page, limits);
+          for (size_t i = 0; i < fit; ++i)
+            *resp->add_offers() = std::move(page[i]);
+          if (fit < page.size() || resp->offers_size() == static_cast<int>(limit))
             resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
           done(grpc::Status::OK);
         },

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "api/call_stats.hpp"
+#include "api/limits.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
 
@@ -20,8 +21,9 @@ class router;
 /// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
 class offer_service final : public rpc::guarded<v1::OfferService> {
 public:
-  offer_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {
+  offer_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout,
+                api_limits limits)
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout), limits_(limits) {
     guard("CreateOffer", &offer_service::CreateOffer);
     guard("GetOffer", &offer_service::GetOffer);
     guard("UpdateOffer", &offer_service::UpdateOffer);
@@ -54,6 +56,7 @@ private:
   router& router_;
   call_stats& metrics_;
   std::chrono::milliseconds timeout_;
+  api_limits limits_;
 };
 
 } // namespace gost::runtime

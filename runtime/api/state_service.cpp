@@ -5,14 +5,12 @@
 #include "api/status.hpp"
 #include "cluster/ask_owner.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/offers/content_rules.hpp"
+#include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"
 
 namespace gost::runtime {
 
 namespace {
-
-constexpr size_t max_state_bytes = 1 << 20;
 
 std::string check_ids(const std::string& offer_id, const std::string& stage_id) {
   if (offer_id.empty() || offer_id.size() > max_id_len)
@@ -65,8 +63,8 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
   std::string problem = check_ids(req->offer_id(), req->stage_id());
   if (problem.empty() && (!req->has_state() || req->state().type_url().empty()))
     problem = "state is required: a google.protobuf.Any with type_url set (a packed message)";
-  if (problem.empty() && req->state().ByteSizeLong() > max_state_bytes)
-    problem = "state is larger than 1 MiB; keep stage states small";
+  if (problem.empty())
+    problem = check_state_size(req->state().ByteSizeLong(), limits_);
   if (problem.empty() && req->request_id().size() > max_id_len)
     problem = "request_id must be at most 256 bytes";
   if (problem.empty() && req->expected_version() < 0)

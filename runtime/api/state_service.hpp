@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "api/call_stats.hpp"
+#include "api/limits.hpp"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
 
@@ -19,8 +20,9 @@ class router;
 /// offer's actor (on whichever node owns its shard), like offer_service's calls.
 class state_service final : public rpc::guarded<v1::StateService> {
 public:
-  state_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout) {
+  state_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout,
+                api_limits limits)
+    : hub_(hub), router_(r), metrics_(m), timeout_(timeout), limits_(limits) {
     guard("Read", &state_service::Read);
     guard("Update", &state_service::Update);
     require_all_guarded();
@@ -37,6 +39,7 @@ private:
   router& router_;
   call_stats& metrics_;
   std::chrono::milliseconds timeout_;
+  api_limits limits_;
 };
 
 } // namespace gost::runtime

@@ -155,7 +155,8 @@ peer_link_ops link_to(self_ptr self, const persistence::node_row& n) {
   // callers re-route after the lease moved.
   auto address = n.caf_host + ":" + std::to_string(n.caf_port);
   g = {n.caf_host, n.caf_port,
-       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt)};
+       spawn_peer_link(self->system(), address, st.opts.security, remote_attempt,
+                       st.opts.link_max_bytes)};
   lg->info("node link node={} address={} tls={}", n.node_id, address, st.opts.security.enabled);
   return g.link;
 }
@@ -207,9 +208,13 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
         lg->warn("lease acquisition failed error={}", err_text(got.error()));
       break;
     }
-    if (!*got)
+    for (auto& e : got->ended)
+      lg->warn("ended a frozen transaction of an expired lease owner owner={} pid={}; its "
+               "shard is taken next round",
+               e.owner, e.pid);
+    if (!got->lease)
       break;
-    auto [shard, epoch] = **got;
+    auto [shard, epoch] = *got->lease;
     auto handles = st.opts.spawn_shard(shard, epoch);
     held_shard h{epoch, handles, false};
     for (auto& a : h.actors())
@@ -225,6 +230,34 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     persistence::mark_handoff(*st.opts.pool, st.opts.node_id, {shard, st.held.at(shard).epoch}, to);
     drain(self, shard);
   }
+}
+
+/// A restarted node: leases this node id owns but this incarnation does not hold are its
+/// previous incarnation's. Holding the node's liveness lock proves that one gone, so they are
+/// freed for this node now instead of after the lease timeout. True when any was freed.
+bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>& leases) {
+  auto& st = self->state;
+  if (st.leaving || !st.listener || !st.listener->holds_liveness_lock())
+    return false;
+  bool stale = std::any_of(leases.begin(), leases.end(), [&](const persistence::lease_row& l) {
+    return l.owner == st.opts.node_id && st.held.count(l.shard) == 0;
+  });
+  if (!stale)
+    return false;
+  std::vector<uint32_t> held;
+  for (auto& [shard, h] : st.held)
+    held.push_back(shard);
+  auto freed = persistence::free_previous_leases(*st.opts.pool, st.opts.node_id, held);
+  if (!freed) {
+    lg->warn("cannot take back the previous incarnation's leases error={}; they expire "
+             "instead",
+             err_text(freed.error()));
+    return false;
+  }
+  if (*freed > 0)
+    lg->info("previous incarnation gone (liveness lock held): its leases taken back count={}",
+             *freed);
+  return *freed > 0;
 }
 
 void tick(self_ptr self) {
@@ -246,6 +279,8 @@ void tick(self_ptr self) {
       drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
   auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
   auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
+  if (leases && take_back_previous(self, *leases))
+    leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
     auto& err = nodes ? leases.error() : nodes.error();
     if (!db_outage_reported(st.opts.db.get(), err))
@@ -287,10 +322,13 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
       st.joined = true;
       if (!st.opts.dsn.empty()) {
         caf::actor_addr me = self->address();
-        st.listener = std::make_unique<persistence::cluster_listener>(st.opts.dsn, [me] {
-          if (auto h = caf::actor_cast<caf::actor>(me))
-            caf::anon_send(h, notified_atom_v);
-        });
+        st.listener = std::make_unique<persistence::cluster_listener>(
+          st.opts.dsn,
+          [me] {
+            if (auto h = caf::actor_cast<caf::actor>(me))
+              caf::anon_send(h, notified_atom_v);
+          },
+          st.opts.node_id);
       }
       self->send(self, tick_atom_v);
       return ok_atom_v;

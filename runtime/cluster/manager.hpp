@@ -54,6 +54,8 @@ struct cluster_options {
   std::shared_ptr<const dependency_tracker> db;
   /// Credentials of the links to other nodes.
   link_security security;
+  /// The largest message a link to another node receives (node/limits.hpp).
+  int link_max_bytes = 8 << 20;
   /// Starts the supervisors of a lease this node just took.
   std::function<local_shard(uint32_t shard, int64_t epoch)> spawn_shard;
 };

@@ -277,8 +277,11 @@ std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<
 }
 
 peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
-                              const link_security& security, std::chrono::milliseconds attempt) {
+                              const link_security& security, std::chrono::milliseconds attempt,
+                              int max_message_bytes) {
   grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_message_bytes);
+  args.SetMaxSendMessageSize(max_message_bytes);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);

@@ -51,8 +51,10 @@ std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<
 
 /// A local actor forwarding every offer and entity operation to the node at `address`
 /// (host:port). Each forwarded call gets `attempt` before it fails with a timeout (and the
-/// caller re-routes).
+/// caller re-routes). Answers up to `max_message_bytes` are taken (the serving side sets the
+/// same on its server).
 peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,
-                              const link_security& security, std::chrono::milliseconds attempt);
+                              const link_security& security, std::chrono::milliseconds attempt,
+                              int max_message_bytes);
 
 } // namespace gost::runtime

@@ -52,7 +52,9 @@ public:
 
   std::string new_id() override { return make_offer_id(); }
 
-  std::string check(const v1::Offer& content) override { return check_content(content); }
+  std::string check(const v1::Offer& content) override {
+    return check_content(content, opts_.limits);
+  }
 
   bool changes(const v1::Offer& stored, const v1::Offer& wanted) override {
     return !changed_fields(stored, wanted).empty();

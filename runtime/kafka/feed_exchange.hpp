@@ -15,6 +15,7 @@
 #include <caf/fwd.hpp>
 
 #include "gost/config/node_config.hpp"
+#include "gost/offers/content_rules.hpp"
 
 namespace gost::persistence {
 class pg_pool;
@@ -33,6 +34,7 @@ struct feed_options {
   config::kafka_config kafka; ///< `kafka.brokers`
   config::feed_config feed;   ///< topics and group
   config::api_config api;     ///< `api.request_timeout`: per offer operation
+  offer_limits limits;        ///< what a feed's offer may hold (each one over is rejected)
   call_hub* hub = nullptr;    ///< makes the offer requests
   std::shared_ptr<router> routes;
   persistence::pg_pool* pool = nullptr;

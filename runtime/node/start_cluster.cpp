@@ -11,6 +11,7 @@
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "node/limits.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -41,6 +42,7 @@ shard_options shard_defaults(const node_context& n) {
   so.max_chain = c.stage.max_chain;
   so.rescan_every = c.rescan.interval;
   so.rescan_page = c.rescan.page;
+  so.limits = offer_limits_of(c.limits);
   return so;
 }
 
@@ -126,6 +128,7 @@ caf::error start_cluster_manager(node_context& n) {
   co.routes = n.routes;
   co.db = n.db;
   co.security = n.security;
+  co.link_max_bytes = link_max_bytes(n.cfg.limits);
   // The supervisors of a lease the manager just took: offers', and the application's actor
   // types' when it has any.
   co.spawn_shard = [&n, base = shard_defaults(n),
@@ -159,6 +162,7 @@ caf::error start_node_link(node_context& n) {
   grpc::ServerBuilder lb;
   lb.AddListeningPort(listen.to_string(), n.security.server_credentials(), &n.link_port);
   lb.RegisterService(n.link_service.get());
+  lb.SetMaxReceiveMessageSize(link_max_bytes(n.cfg.limits));
   n.link_server = lb.BuildAndStart();
   if (!n.link_server || n.link_port == 0) {
     n.link_server.reset();

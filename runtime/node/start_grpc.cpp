@@ -5,6 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "gost/core/errc.hpp"
+#include "node/limits.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -12,8 +13,11 @@ namespace gost::runtime {
 caf::error start_grpc(node_context& n) {
   auto& cfg = n.cfg;
   auto timeout = cfg.api.request_timeout;
-  n.offers = std::make_unique<offer_service>(*n.hub, *n.routes, n.counters->calls(), timeout);
-  n.states = std::make_unique<state_service>(*n.hub, *n.routes, n.counters->calls(), timeout);
+  auto limits = api_limits_of(cfg.limits);
+  n.offers =
+    std::make_unique<offer_service>(*n.hub, *n.routes, n.counters->calls(), timeout, limits);
+  n.states =
+    std::make_unique<state_service>(*n.hub, *n.routes, n.counters->calls(), timeout, limits);
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout,
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout});
@@ -23,10 +27,13 @@ caf::error start_grpc(node_context& n) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &n.grpc_port);
+  // A larger request is answered RESOURCE_EXHAUSTED by gRPC itself, before any service sees it
+  // ("Received message larger than max (N vs. M)"; docs/api.md, "Limits").
+  b.SetMaxReceiveMessageSize(cfg.limits.request_max_bytes);
   b.RegisterService(n.offers.get());
   if (n.hosts_entities()) {
-    n.entities =
-      std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout);
+    n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
+                                                  timeout, limits);
     b.RegisterService(n.entities.get());
   }
   b.RegisterService(n.admin.get());

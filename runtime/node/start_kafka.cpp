@@ -6,6 +6,7 @@
 
 #include "gost/core/log.hpp"
 #include "kafka/outbox_relay.hpp"
+#include "node/limits.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -66,6 +67,7 @@ caf::error start_feed_exchange(node_context& n) {
   fo.kafka = n.cfg.kafka;
   fo.feed = n.cfg.feed;
   fo.api = n.cfg.api;
+  fo.limits = offer_limits_of(n.cfg.limits);
   fo.hub = n.hub.get();
   fo.routes = n.routes;
   fo.pool = n.pool.get();

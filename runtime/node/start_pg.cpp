@@ -16,13 +16,17 @@ namespace {
 const auto lg = gost::log::get("pg");
 
 /// persistence/ sits below config/ (scripts/check-includes.sh): the pool takes its own options,
-/// made from `pg.*` here. An API request waits for a connection as long as it may take.
-persistence::pg_pool::options pool_options(const config::pg_config& pg, const std::string& dsn,
-                                           std::chrono::milliseconds request_timeout) {
+/// made here. An API request waits for a connection as long as it may take. The sessions are
+/// named after the node, and a session frozen inside a transaction (a commit holding its
+/// shard's lease row) is ended by PostgreSQL after half the lease timeout, before the lease
+/// can be taken over (docs/cluster.md, "A frozen node").
+persistence::pg_pool::options pool_options(const config::node_config& cfg, const std::string& dsn) {
   persistence::pg_pool::options po;
   po.dsn = dsn;
-  po.size = pg.pool_size;
-  po.acquire_timeout = request_timeout;
+  po.size = cfg.pg.pool_size;
+  po.acquire_timeout = cfg.api.request_timeout;
+  po.application_name = persistence::application_name(cfg.node.id);
+  po.idle_in_transaction_timeout = cfg.cluster.lease_timeout / 2;
   return po;
 }
 
@@ -38,8 +42,7 @@ caf::error start_pg(node_context& n) {
     n.dsn = *started;
     lg->info("embedded PostgreSQL ready dsn={}", n.dsn);
   }
-  n.pool =
-    std::make_unique<persistence::pg_pool>(pool_options(cfg.pg, n.dsn, cfg.api.request_timeout));
+  n.pool = std::make_unique<persistence::pg_pool>(pool_options(cfg, n.dsn));
   n.stops.push("PostgreSQL pool", [&n] { n.pool.reset(); });
   if (auto err = n.pool->wait_ready(cfg.pg.connect_timeout))
     return err;

@@ -275,6 +275,33 @@ TEST_CASE("feed loads are applied by external id; missing offers are deleted or 
   CHECK(node.output().find("belongs to feed-seller/shop") != std::string::npos);
   CHECK(feed_offers() == "11");
 
+  // Load 5: an offer over a limit (a title of 513 characters; the default limit is 512) is
+  // rejected alone, naming the key; the offer at the limit and the rest of its batch are stored.
+  auto limits_batch = [](v1::FeedRequest r) {
+    r.set_namespace_("limits");
+    return r;
+  };
+  auto e1 = limits_batch(
+    batch("t5", "f1",
+          {{"at", std::string(512, 't')}, {"past", std::string(513, 't')}, {"plain", "bike"}}));
+  p.send(e1);
+  p.send(limits_batch(end("t5", v1::FeedEnd::DELETE, 1)));
+  REQUIRE_MESSAGE(p.wait_end("t5"), node.output());
+  auto s5 = p.got["t5"].back().end();
+  CHECK(s5.added() == 2);
+  CHECK(s5.rejected() == 1);
+  auto o5 = p.outcomes("t5");
+  CHECK(o5["at"] == outcome::ADDED);
+  CHECK(o5["plain"] == outcome::ADDED);
+  CHECK(o5["past"] == outcome::REJECTED);
+  for (auto& r : p.got["t5"])
+    if (r.has_result() && r.result().external_id() == "past")
+      CHECK_MESSAGE(r.result().reason().find("offer.title is 513 characters; the limit is 512 "
+                                             "(limits.title_max_chars)")
+                      != std::string::npos,
+                    r.result().reason());
+  CHECK(db.scalar("SELECT count(*) FROM offers WHERE namespace = 'limits'") == "2");
+
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);
 }

@@ -2,16 +2,12 @@
 // refusals a user sees.
 #include <doctest/doctest.h>
 
-#include <future>
-#include <set>
-
-#include <grpcpp/generic/generic_stub.h>
-
 #include <fstream>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
-#include "gost/testing/health.hpp"
+#include "gost/testing/grpc.hpp"
 #include "gost/testing/http.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
@@ -22,7 +18,9 @@
 
 using namespace gost;
 using namespace std::chrono_literals;
+using testing::call;
 using testing::child_process;
+using testing::raw_call;
 
 namespace {
 
@@ -51,28 +49,6 @@ std::pair<int, int> read_ports(child_process& p, const std::string& port_file) {
   REQUIRE_MESSAGE(up, p.output());
   REQUIRE_MESSAGE(grpc_port > 0, p.output());
   return {grpc_port, http_port};
-}
-
-template <class Req, class Resp, class Fn>
-grpc::Status call(Fn fn, const Req& req, Resp& resp) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  return fn(&ctx, req, &resp);
-}
-
-/// A unary call with raw request bytes through a generic stub (no generated client).
-grpc::Status raw_call(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                      const std::string& bytes) {
-  grpc::GenericStub generic{channel};
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  grpc::Slice slice{bytes};
-  grpc::ByteBuffer request{&slice, 1};
-  grpc::ByteBuffer response;
-  std::promise<grpc::Status> done;
-  generic.UnaryCall(&ctx, method, grpc::StubOptions{}, &request, &response,
-                    [&](grpc::Status st) { done.set_value(st); });
-  return done.get_future().get();
 }
 
 } // namespace

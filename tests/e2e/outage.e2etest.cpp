@@ -12,7 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "gost/testing/health.hpp"
+#include "gost/testing/grpc.hpp"
 #include "gost/testing/http.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"

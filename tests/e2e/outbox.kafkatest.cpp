@@ -169,12 +169,11 @@ TEST_CASE("with the broker unreachable the events wait in PostgreSQL and go out 
     gostd node{db, "127.0.0.1:1", topic};
     last = node.load(20, 2);
     // Past kafka.message_timeout the relay's round fails: the brokers' tracker says so once.
-    CHECK_MESSAGE(testing::eventually(30s,
-                                      [&] {
-                                        return node.proc->output().find("kafka unreachable since=")
-                                               != std::string::npos;
-                                      }),
-                  node.proc->output());
+    REQUIRE_MESSAGE(
+      testing::eventually(
+        30s,
+        [&] { return node.proc->output().find("kafka unreachable since=") != std::string::npos; }),
+      node.proc->output());
     CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches")
           == std::to_string(20 * 3));
   }
@@ -211,12 +210,11 @@ TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing
     auto more = node.load(10, 2); // acknowledged: committed in PostgreSQL, Kafka or not
     last.insert(more.begin(), more.end());
     // Past kafka.message_timeout deliveries fail: the brokers' tracker says so once.
-    CHECK_MESSAGE(testing::eventually(30s,
-                                      [&] {
-                                        return node.proc->output().find("kafka unreachable since=")
-                                               != std::string::npos;
-                                      }),
-                  node.proc->output());
+    REQUIRE_MESSAGE(
+      testing::eventually(
+        30s,
+        [&] { return node.proc->output().find("kafka unreachable since=") != std::string::npos; }),
+      node.proc->output());
     CHECK(db.scalar("SELECT coalesce(sum(events), 0) FROM outbox_batches") != "0");
     kill(broker, SIGCONT);
     REQUIRE_MESSAGE(testing::eventually(

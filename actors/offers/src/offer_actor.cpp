@@ -157,7 +157,7 @@ offer_msg reply_offer(const std::optional<v1::Offer>& next, const persistence::w
 /// The inputs of offer_changes.hpp's functions: what the actor holds now.
 change_input inputs(self_ptr self) {
   auto& st = self->state;
-  return {st.entity, st.ctx, *st.env->stages, std::chrono::system_clock::now()};
+  return {st.entity, st.ctx, *st.env->stages, std::chrono::system_clock::now(), st.env->limits};
 }
 
 /// How a write's answer is kept with its request id (offer_requests.answer) and read back

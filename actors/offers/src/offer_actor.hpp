@@ -10,6 +10,7 @@
 #include "gost/core/actor_pool.hpp"
 #include "gost/core/kit/shard.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage.hpp"
@@ -31,6 +32,8 @@ struct offer_env : kit::entity_env<persistence::write_set> {
   /// Background rescan: every this often (0: never), a page of this many offers at a time.
   std::chrono::milliseconds rescan_every{0};
   uint32_t rescan_page = 500;
+  /// What clients' content may hold (the API's creates and updates, feeds).
+  offer_limits limits;
 };
 
 using offer_env_ptr = caf::intrusive_ptr<offer_env>;

@@ -19,7 +19,7 @@ bool writes_nothing(const persistence::write_set& ws) {
 }
 
 caf::expected<prepared_change> prepare_create(const change_input& in, v1::Offer content) {
-  auto o = in.entity.prepare_create(std::move(content), in.now);
+  auto o = in.entity.prepare_create(std::move(content), in.now, in.limits);
   if (!o)
     return std::move(o.error());
   prepared_change out;
@@ -39,7 +39,7 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
                                               int64_t expected, const std::string& mask) {
   content.set_id(in.entity.id());
   // Re-applied on every redo: a masked update merges into the offer as it is then.
-  auto o = in.entity.prepare_update(std::move(content), expected, in.now, mask);
+  auto o = in.entity.prepare_update(std::move(content), expected, in.now, in.limits, mask);
   if (!o)
     return std::move(o.error());
   const auto& before = *in.entity.current();

@@ -6,7 +6,6 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "gost/core/errc.hpp"
-#include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 
 namespace gost {
@@ -32,10 +31,11 @@ caf::error check_version(const v1::Offer& cur, int64_t expected) {
 
 } // namespace
 
-caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point now) const {
+caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point now,
+                                                      const offer_limits& limits) const {
   if (current())
     return make_error(errc::already_exists, "offer " + id() + " already exists");
-  if (auto problem = check_content(in); !problem.empty())
+  if (auto problem = check_content(in, limits); !problem.empty())
     return make_error(errc::invalid_argument, problem);
   in.set_id(id()); // the entity's id, whatever the content said
   in.set_version(1);
@@ -47,7 +47,7 @@ caf::expected<v1::Offer> offer_entity::prepare_create(v1::Offer in, time_point n
 }
 
 caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expected,
-                                                      time_point now,
+                                                      time_point now, const offer_limits& limits,
                                                       const std::string& mask) const {
   if (!current())
     return missing(in.id());
@@ -65,7 +65,7 @@ caf::expected<v1::Offer> offer_entity::prepare_update(v1::Offer in, int64_t expe
     in = std::move(merged);
   }
   // The rules hold for the offer as it will be stored (a masked update is checked merged).
-  if (auto problem = check_content(in); !problem.empty())
+  if (auto problem = check_content(in, limits); !problem.empty())
     return make_error(errc::invalid_argument, problem);
   in.set_version(offer_.version() + 1);
   *in.mutable_created_at() = offer_.created_at();

@@ -90,7 +90,7 @@ void rescan_page(Self self, std::string after) {
           rescan_done(self);
           return;
         }
-        auto now = kit::now_us();
+        auto now = e.now_us();
         auto last = page.back().offer.id();
         auto full = page.size() >= e.rescan_page;
         std::vector<persistence::write_set> sets;
@@ -165,6 +165,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   env->node_id = opts.node_id;
   env->rescan_every = opts.rescan_every;
   env->rescan_page = opts.rescan_page;
+  env->limits = opts.limits;
   kit::shard_config cfg;
   cfg.shard = opts.shard;
   cfg.epoch = opts.epoch;
@@ -191,6 +192,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   cfg.idle_timeout = opts.offer_idle_timeout;
   cfg.max_resident = opts.max_resident;
   cfg.stats = std::shared_ptr<kit::entity_stats>(opts.stats, &opts.stats->offers);
+  cfg.wall_clock = std::move(opts.wall_clock);
   return kit::spawn_shard<detail::offer_kind>(sys, std::move(cfg), std::move(env));
 }
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -13,7 +14,22 @@ std::string interval(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " milliseconds";
 }
 
+/// A lease is free when nobody owns it, its owner stopped heartbeating it for the lease
+/// timeout (paused, cut off, or gone without a liveness lock), or its owner's process is gone
+/// (its liveness lock is free: migration 0011).
+std::string free_lease(std::chrono::milliseconds lease_timeout) {
+  return "(owner IS NULL OR heartbeat_at IS NULL"
+         " OR heartbeat_at < now() - interval '"
+         + interval(lease_timeout)
+         + "'"
+           " OR owner IN (SELECT node_id FROM gone_nodes))";
+}
+
 } // namespace
+
+std::string application_name(const std::string& node_id) {
+  return (application_name_prefix + node_id).substr(0, 63);
+}
 
 caf::error ensure_lease_rows(pg_pool& pool, uint32_t shard_count) {
   return with_connection(pool, [&](pqxx::connection& c) {
@@ -58,13 +74,18 @@ caf::expected<std::vector<held_lease>> heartbeat(pg_pool& pool, const std::strin
       for (auto& h : held)
         pairs += (pairs.empty() ? "(" : ",(") + std::to_string(h.shard) + ","
                  + std::to_string(h.epoch) + ")";
-      for (auto row : tx.exec_params("UPDATE shard_leases l SET heartbeat_at = now()"
-                                     " FROM (VALUES "
-                                       + pairs
-                                       + ") AS h(shard, epoch)"
-                                         " WHERE l.shard = h.shard AND l.epoch = h.epoch"
-                                         " AND l.owner = $1 RETURNING l.shard, l.epoch",
-                                     node_id))
+      // The rows are locked in shard order, as commits lock them (FOR SHARE, ordered): a
+      // heartbeat and a commit of the same node never deadlock.
+      for (auto row : tx.exec_params(
+             "UPDATE shard_leases l SET heartbeat_at = now()"
+             " FROM (SELECT s.shard FROM shard_leases s"
+             "       JOIN (VALUES "
+               + pairs
+               + ") AS h(shard, epoch)"
+                 "         ON s.shard = h.shard AND s.epoch = h.epoch"
+                 "       WHERE s.owner = $1 ORDER BY s.shard FOR NO KEY UPDATE OF s) AS k"
+                 " WHERE l.shard = k.shard RETURNING l.shard, l.epoch",
+             node_id))
         out.push_back({row[0].as<uint32_t>(), row[1].as<int64_t>()});
     }
     tx.commit();
@@ -85,7 +106,8 @@ caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
                             " (extract(epoch FROM started_at) * 1000000)::bigint,"
                             " heartbeat_at > now() - interval '"
                             + interval(node_timeout)
-                            + "'"
+                            + "',"
+                              " node_id IN (SELECT node_id FROM gone_nodes)"
                               " FROM nodes ORDER BY node_id")) {
       node_row n;
       n.node_id = row[0].as<std::string>();
@@ -96,7 +118,8 @@ caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
       n.leaving = row[5].as<bool>();
       n.heartbeat_age_ms = row[6].as<int64_t>();
       n.started_at_us = row[7].as<int64_t>();
-      n.alive = row[8].as<bool>() && !n.leaving;
+      n.gone = row[9].as<bool>();
+      n.alive = row[8].as<bool>() && !n.leaving && !n.gone;
       out.push_back(std::move(n));
     }
   });
@@ -112,11 +135,8 @@ caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
     out.clear();
     pqxx::nontransaction tx{c};
     for (auto row :
-         tx.exec("SELECT shard, coalesce(owner, ''), epoch,"
-                 " owner IS NULL OR heartbeat_at IS NULL"
-                 "   OR heartbeat_at < now() - interval '"
-                 + interval(lease_timeout)
-                 + "',"
+         tx.exec("SELECT shard, coalesce(owner, ''), epoch, " + free_lease(lease_timeout)
+                 + ","
                    " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
                    " coalesce(handoff_to, '')"
                    " FROM shard_leases ORDER BY shard")) {
@@ -135,33 +155,73 @@ caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
   return out;
 }
 
-caf::expected<std::optional<held_lease>>
-acquire_free_lease(pg_pool& pool, const std::string& node_id,
-                   std::chrono::milliseconds lease_timeout) {
-  std::optional<held_lease> out;
+caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& node_id,
+                                              std::chrono::milliseconds lease_timeout) {
+  acquisition out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
-    out.reset();
-    pqxx::work tx{c};
-    // SKIP LOCKED: two nodes acquiring at once take different shards instead of waiting.
+    out = {};
+    pqxx::nontransaction tx{c};
+    // One statement (its own transaction). SKIP LOCKED: two nodes acquiring at once take
+    // different shards instead of waiting. The NOTIFY tells the other nodes where the shard
+    // went (their routes follow at once, not at their next heartbeat).
     auto r = tx.exec_params(
-      "UPDATE shard_leases SET owner = $1, epoch = epoch + 1, acquired_at = now(),"
-      " heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
-      " WHERE shard = (SELECT shard FROM shard_leases"
-      "   WHERE owner IS NULL OR heartbeat_at IS NULL"
-      "      OR heartbeat_at < now() - interval '"
-        + interval(lease_timeout)
-        + "'"
-          "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
+      "WITH taken AS (UPDATE shard_leases SET owner = $1, epoch = epoch + 1, acquired_at = now(),"
+      "   heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
+      " WHERE shard = (SELECT shard FROM shard_leases WHERE "
+        + free_lease(lease_timeout)
+        + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
           "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
-          " RETURNING shard, epoch",
-      node_id);
-    if (!r.empty())
-      out = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
-    tx.commit();
+          " RETURNING shard, epoch)"
+          " SELECT shard, epoch, pg_notify($2, '') FROM taken",
+      node_id, std::string{cluster_channel});
+    if (!r.empty()) {
+      out.lease = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
+      return;
+    }
+    // Nothing free could be locked. A free lease whose row is locked is held FOR SHARE by a
+    // commit of its expired owner that froze half-way (a paused process): end the owner's
+    // transactions older than half the lease timeout (it is fenced by the lease timeout
+    // anyway; PostgreSQL ends an idle one by itself, idle_in_transaction_session_timeout,
+    // but not one stuck in a statement). The next round takes the lease.
+    auto stuck = tx.exec_params(
+      "SELECT a.pid, l.owner, pg_terminate_backend(a.pid)"
+      " FROM (SELECT DISTINCT owner FROM shard_leases WHERE owner IS NOT NULL AND owner <> $1"
+      "       AND "
+        + free_lease(lease_timeout)
+        + ") l"
+          " JOIN pg_stat_activity a ON a.application_name = left($2 || l.owner, 63)"
+          " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
+          "   AND a.xact_start < now() - interval '"
+        + interval(lease_timeout / 2) + "'",
+      node_id, std::string{application_name_prefix});
+    for (auto row : stuck)
+      out.ended.push_back({row[1].as<std::string>(), row[0].as<int>()});
   });
   if (err)
     return err;
   return out;
+}
+
+caf::expected<int64_t> free_previous_leases(pg_pool& pool, const std::string& node_id,
+                                            const std::vector<uint32_t>& held) {
+  int64_t n = 0;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    std::string keep = held.empty() ? "" : " AND shard NOT IN (" + number_list(held) + ")";
+    auto r =
+      tx.exec_params("WITH freed AS (UPDATE shard_leases SET owner = NULL,"
+                     "   heartbeat_at = NULL, handoff_to = $1"
+                     " WHERE owner = $1"
+                       + keep
+                       + " RETURNING shard)"
+                         " SELECT count(*), CASE WHEN count(*) > 0 THEN pg_notify($2, '') END"
+                         " FROM freed",
+                     node_id, std::string{cluster_channel});
+    n = r[0][0].as<int64_t>();
+  });
+  if (err)
+    return err;
+  return n;
 }
 
 caf::error mark_handoff(pg_pool& pool, const std::string& node_id, held_lease lease,
@@ -202,7 +262,9 @@ private:
 struct cluster_listener::impl {
   std::string dsn;
   std::function<void()> on_change;
+  std::string node_id; ///< empty: no liveness lock, no watch for gone nodes
   std::atomic<bool> stopping{false};
+  std::atomic<bool> locked{false};
   std::thread thread;
 
   /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
@@ -217,15 +279,55 @@ struct cluster_listener::impl {
     return dsn + extra_kv;
   }
 
+  /// Takes the node's liveness lock if nobody holds it; true once held.
+  bool try_lock(pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT pg_try_advisory_lock(1735357300, lock_key) FROM nodes"
+                            " WHERE node_id = $1",
+                            node_id);
+    if (r.empty() || !r[0][0].as<bool>())
+      return false;
+    tx.exec_params("UPDATE nodes SET locked_since = now() WHERE node_id = $1", node_id);
+    return true;
+  }
+
+  /// The shards owned by nodes whose process is gone, as text ("" when none).
+  static std::string gone_owners_shards(pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec("SELECT coalesce(string_agg(owner || ':' || shard, ',' ORDER BY shard), '')"
+                     " FROM shard_leases WHERE owner IN (SELECT node_id FROM gone_nodes)");
+    return r[0][0].as<std::string>();
+  }
+
   void run() {
     while (!stopping) {
       try {
         pqxx::connection c{listen_dsn()};
         change_receiver r{c, on_change};
-        while (!stopping)
+        std::string seen_gone;
+        if (!node_id.empty()) {
+          pqxx::nontransaction tx{c};
+          tx.exec("SET application_name = " + tx.quote(application_name(node_id) + "/live"));
+        }
+        while (!stopping) {
+          if (!node_id.empty() && !locked && try_lock(c)) {
+            locked = true;
+            on_change(); // a restarted node takes its previous incarnation's leases back now
+          }
           c.await_notification(0, 200'000);
+          if (!node_id.empty()) {
+            auto gone = gone_owners_shards(c);
+            if (gone != seen_gone) {
+              seen_gone = gone;
+              if (!gone.empty())
+                on_change();
+            }
+          }
+        }
       } catch (const std::exception&) {
-        // The server went away: reconnect in a second (the heartbeat covers the gap).
+        // The server went away (the lock with it): reconnect in a second (the heartbeat
+        // covers the gap).
+        locked = false;
         for (int i = 0; i < 5 && !stopping; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds{200});
       }
@@ -233,10 +335,12 @@ struct cluster_listener::impl {
   }
 };
 
-cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change)
+cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change,
+                                   std::string node_id)
   : impl_(std::make_unique<impl>()) {
   impl_->dsn = std::move(dsn);
   impl_->on_change = std::move(on_change);
+  impl_->node_id = std::move(node_id);
   auto* p = impl_.get();
   impl_->thread = std::thread{[p] { p->run(); }};
 }
@@ -245,6 +349,10 @@ cluster_listener::~cluster_listener() {
   impl_->stopping = true;
   if (impl_->thread.joinable())
     impl_->thread.join();
+}
+
+bool cluster_listener::holds_liveness_lock() const {
+  return impl_->locked;
 }
 
 } // namespace gost::persistence

@@ -281,7 +281,7 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
           take(self, row);
         auto kind = kind_of(s.key);
         auto id = id_of(s.key);
-        auto now = kit::now_us();
+        auto now = s.env->now_us();
         // The earliest pending event after the one handled now: the next due of those loaded,
         // or (all loaded events being due now) a later one the load only counted.
         auto next_after = [&](size_t handled) -> int64_t {
@@ -413,7 +413,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
       ws.kind = kind;
       ws.entity_id = id_of(key);
       ws.lane = st.loaded ? st.lane : std::string{};
-      auto due = kit::now_us() + std::max<int64_t>(0, delay_ms) * 1000;
+      auto due = st.env->now_us() + std::max<int64_t>(0, delay_ms) * 1000;
       auto ev =
         outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());
       ev.request_id = std::move(request_id);
@@ -469,12 +469,16 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
 }
 
 durable_actor spawn_entity_actor(caf::local_actor* parent, std::string key, entity_env_ptr env) {
-  return parent->spawn([key = std::move(key), env = std::move(env)](entity_ptr self) mutable {
-    self->state.key = std::move(key);
-    self->state.env = std::move(env);
-    self->state.aid = self->id();
-    return entity_behavior(self);
-  });
+  // Key and env as spawn arguments, not captures: CAF 0.17.6 dereferences a null argument tuple
+  // when a spawned function takes none (UBSan stops there in the unit tier).
+  return parent->spawn(
+    [](entity_ptr self, std::string k, entity_env_ptr e) {
+      self->state.key = std::move(k);
+      self->state.env = std::move(e);
+      self->state.aid = self->id();
+      return entity_behavior(self);
+    },
+    std::move(key), std::move(env));
 }
 
 // -- the kind ---------------------------------------------------------------------------------
@@ -567,6 +571,7 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   cfg.idle_timeout = opts.idle_timeout;
   cfg.max_resident = opts.max_resident;
   cfg.stats = opts.stats;
+  cfg.wall_clock = std::move(opts.wall_clock);
   return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
 }
 

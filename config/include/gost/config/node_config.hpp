@@ -128,6 +128,23 @@ struct api_config {
   std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
 };
 
+/// `limits.*`: what one request may hold (docs/api.md, "Limits"). Text in characters
+/// (Unicode code points), sizes in bytes.
+struct limits_config {
+  uint32_t title_max_chars = 0;
+  uint32_t description_max_chars = 0;
+  uint32_t attributes_max = 0;
+  uint32_t attribute_key_max_chars = 0;
+  uint32_t attribute_value_max_chars = 0;
+  uint32_t photos_max = 0;
+  uint32_t offer_max_bytes = 0;
+  uint32_t state_max_bytes = 0;
+  uint32_t event_max_bytes = 0;
+  uint32_t page_size_max = 0;
+  uint32_t page_max_bytes = 0;
+  int32_t request_max_bytes = 0; ///< gRPC takes an int
+};
+
 struct shutdown_config {
   std::chrono::milliseconds timeout{};
 };
@@ -192,6 +209,7 @@ struct node_config {
   outbox_config outbox;
   offer_config offer;
   api_config api;
+  limits_config limits;
   shutdown_config shutdown;
   write_config write;
   queue_config queue;
@@ -205,7 +223,8 @@ struct node_config {
 
 /// The rules that span keys (no single key's bounds can say them): the cluster TLS files all
 /// or none, the feed exchange on a real broker, a lease outliving a late heartbeat, a topic
-/// for the after-save events. Returns the first problem as one line naming the keys, or "".
+/// for the after-save events, a gRPC request with room for an offer, a state or an event at
+/// its limit. Returns the first problem as one line naming the keys, or "".
 /// load_node_config runs it; a config built another way should too.
 std::string validate(const node_config& c);
 

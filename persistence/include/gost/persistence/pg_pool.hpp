@@ -22,6 +22,13 @@ public:
     int size = 4;
     std::chrono::milliseconds acquire_timeout{10'000};
     std::chrono::milliseconds idle_check_after{30'000};
+    /// Set on each connection: how its sessions show in pg_stat_activity (a node's are
+    /// `gost/<node id>`: persistence/cluster/leases.hpp application_name). Empty: libpq's.
+    std::string application_name;
+    /// Set on each connection: PostgreSQL ends a session that sits idle inside a transaction
+    /// this long (a process frozen half-way through a commit), releasing its locks. A node
+    /// keeps it below its lease timeout. 0: the server's setting.
+    std::chrono::milliseconds idle_in_transaction_timeout{0};
   };
 
   explicit pg_pool(options opts);

@@ -15,9 +15,10 @@
 // atomic the actors bump; `visit(f)` hands every value to a renderer (Prometheus text, the
 // admin API), so nothing the code counts is left out of /metrics (Envoy's ALL_*_STATS idea).
 //
+// clang-format off
 //   #define GOST_EXAMPLE_STATS(X) X(counter, runs, "runs_total", "Runs committed.")
-//   struct example_stats { GOST_EXAMPLE_STATS(GOST_STAT_MEMBER)
-//   GOST_STATS_VISIT(GOST_EXAMPLE_STATS) };
+//   struct example_stats { GOST_EXAMPLE_STATS(GOST_STAT_MEMBER) GOST_STATS_VISIT(GOST_EXAMPLE_STATS) };
+// clang-format on
 
 namespace gost {
 

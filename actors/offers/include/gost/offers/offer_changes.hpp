@@ -30,6 +30,7 @@ struct change_input {
   const offer_context& ctx;
   const stage_registry& stages;
   std::chrono::system_clock::time_point now;
+  const offer_limits& limits; ///< what a client's content may hold (content_rules.hpp)
 };
 
 /// A new offer from the client's content (its id is the entity's; content rules checked).

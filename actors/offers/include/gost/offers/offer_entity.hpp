@@ -7,6 +7,7 @@
 
 #include <caf/expected.hpp>
 
+#include "gost/offers/content_rules.hpp"
 #include "gost/v1/offer.pb.h"
 
 namespace gost {
@@ -52,15 +53,18 @@ public:
   }
 
   /// The offer to insert: version 1, both timestamps `now`, source defaulting to manual; the
-  /// content rules (content_rules.hpp) checked (errc::invalid_argument naming the field).
-  caf::expected<v1::Offer> prepare_create(v1::Offer in, time_point now) const;
+  /// content rules (content_rules.hpp) checked within `limits` (errc::invalid_argument naming
+  /// the field).
+  caf::expected<v1::Offer> prepare_create(v1::Offer in, time_point now,
+                                          const offer_limits& limits) const;
 
   /// The new content with version + 1, created_at kept and updated_at `now`; `expected` is
   /// the version the client saw or any_version (-1). A non-empty `mask` (comma-separated
   /// top-level field names, checked by the caller) takes only those fields from `in` and
   /// keeps the others as stored; a masked field absent from `in` is cleared. The content rules
-  /// are checked on the merged offer.
+  /// are checked on the merged offer, within `limits`.
   caf::expected<v1::Offer> prepare_update(v1::Offer in, int64_t expected, time_point now,
+                                          const offer_limits& limits,
                                           const std::string& mask = {}) const;
 
   /// The version to delete at (checked against `expected` unless it is any_version).

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -13,6 +14,7 @@
 
 #include "gost/core/actor_pool.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage.hpp"
 
@@ -87,8 +89,13 @@ struct shard_options {
   /// At most this many offer actors in memory per shard; beyond it the least recently used
   /// one is passivated.
   size_t max_resident = 100'000;
+  /// What clients' content may hold: checked again by the offer actor on the offer as it
+  /// will be stored (a masked update merged with the stored fields).
+  offer_limits limits;
   /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
+  /// The shard's time of due entries (kit::shard_config::wall_clock); empty: the system clock.
+  std::function<int64_t()> wall_clock;
 };
 
 /// The supervisor of one shard.

@@ -27,6 +27,7 @@ struct node_row {
   bool leaving = false;
   int64_t heartbeat_age_ms = 0;
   int64_t started_at_us = 0;
+  bool gone = false; ///< its process is gone: its liveness lock is free (migration 0011)
 };
 
 struct lease_row {
@@ -65,12 +66,39 @@ caf::expected<std::vector<node_row>> list_nodes(pg_pool& pool,
 caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
                                                   std::chrono::milliseconds lease_timeout);
 
-/// Takes one free lease (no owner, or its heartbeat older than `lease_timeout`): among the
-/// free ones the shard processed longest ago (seed 001), preferring leases handed off to this
-/// node. The epoch grows by one. Returns nothing when no lease is free.
-caf::expected<std::optional<held_lease>>
-acquire_free_lease(pg_pool& pool, const std::string& node_id,
-                   std::chrono::milliseconds lease_timeout);
+/// A backend of an expired lease owner that acquire_free_lease ended.
+struct ended_backend {
+  std::string owner;
+  int pid = 0;
+};
+
+struct acquisition {
+  std::optional<held_lease> lease; ///< none: no free lease could be taken
+  /// Transactions of expired owners that held a free lease's row (a commit frozen half-way)
+  /// and were ended, so that the next round can take the lease.
+  std::vector<ended_backend> ended;
+};
+
+/// Takes one free lease (no owner, its heartbeat older than `lease_timeout`, or its owner's
+/// process gone): among the free ones the shard processed longest ago (seed 001), preferring
+/// leases handed off to this node. The epoch grows by one; the other nodes are notified.
+/// When every free lease is locked by a transaction of its expired owner older than half the
+/// lease timeout, that transaction's backend is ended (`ended`): a frozen commit never holds a
+/// shard hostage.
+caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& node_id,
+                                              std::chrono::milliseconds lease_timeout);
+
+/// Frees the leases `node_id` owns but does not hold (`held`): its previous incarnation's,
+/// taken back at once after a restart. Call only while this incarnation holds the node's
+/// liveness lock (cluster_listener::holds_liveness_lock), which proves the previous one gone.
+/// They are marked handed off to `node_id`, which takes them first. Returns how many.
+caf::expected<int64_t> free_previous_leases(pg_pool& pool, const std::string& node_id,
+                                            const std::vector<uint32_t>& held);
+
+/// The application_name of a node's database sessions (`gost/<node id>`, at most 63 bytes):
+/// how acquire_free_lease finds an expired owner's transactions.
+constexpr const char* application_name_prefix = "gost/";
+std::string application_name(const std::string& node_id);
 
 /// Records that the owner drains `shard` to hand it to `to` (shown as a move in progress).
 caf::error mark_handoff(pg_pool& pool, const std::string& node_id, held_lease lease,
@@ -83,13 +111,22 @@ caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease l
 /// The channel on which register_node, set_leaving and release_lease notify (NOTIFY).
 constexpr const char* cluster_channel = "gost_cluster";
 
-/// Listens on `cluster_channel` over a connection of its own and calls `on_change` (on its
-/// thread) for every notification: a node joined or is leaving, a lease was released. A lost
-/// connection is reopened after a second; what was missed meanwhile the heartbeat catches.
+/// The node's own session with the cluster, on a connection of its own:
+/// - listens on `cluster_channel` and calls `on_change` (on its thread) for every
+///   notification: a node joined or is leaving, a lease was released or taken;
+/// - when `node_id` is given, holds the node's liveness lock (a session advisory lock on
+///   nodes.lock_key) for as long as the process lives, and every ~200 ms looks for nodes whose
+///   lock is free (their process is gone) while they own leases: `on_change` is called when
+///   that set changes, and when this node gets its lock.
+/// A lost connection is reopened after a second (the lock is taken again); what was missed
+/// meanwhile the heartbeat catches.
 class cluster_listener {
 public:
-  cluster_listener(std::string dsn, std::function<void()> on_change);
+  cluster_listener(std::string dsn, std::function<void()> on_change, std::string node_id = {});
   ~cluster_listener(); ///< stops and joins the thread (within ~200 ms)
+
+  /// This process holds the node's liveness lock: no earlier incarnation of the node is alive.
+  bool holds_liveness_lock() const;
   cluster_listener(const cluster_listener&) = delete;
   cluster_listener& operator=(const cluster_listener&) = delete;
 

@@ -53,6 +53,8 @@ struct entity_shard_options {
   std::chrono::milliseconds idle_timeout{60'000};
   size_t max_resident = 100'000;
   std::shared_ptr<kit::entity_stats> stats = std::make_shared<kit::entity_stats>();
+  /// The time of due events (kit::shard_config::wall_clock); empty: the system clock.
+  std::function<int64_t()> wall_clock;
 };
 
 /// The supervisor of one shard's durable entities.

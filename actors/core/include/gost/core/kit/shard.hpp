@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -70,6 +71,14 @@
 
 namespace gost::kit {
 
+/// The wall clock: microseconds since the Unix epoch (the time of queue entries).
+int64_t now_us();
+
+/// A wall clock in microseconds since the Unix epoch. The kit's shards and entity actors read
+/// the time through the one their shard_config names (tests put the test scheduler's there:
+/// gost/testing/caf_fixture.hpp).
+using wall_clock_fn = std::function<int64_t()>;
+
 /// What the entity actors of one shard share, the kit's part: a kind's environment derives
 /// from it and adds its own (stores, stages, ...). One copy per shard, held by intrusive
 /// pointer from each actor (8 bytes per resident actor).
@@ -81,6 +90,11 @@ struct entity_env : caf::ref_counted {
   /// would keep the shard alive through itself if its state were never destroyed).
   caf::actor_addr parent;
   writer_actor<WriteSet> writer;
+  /// The shard's wall clock (shard_config::wall_clock), set when the shard starts.
+  wall_clock_fn wall_clock;
+
+  /// Now, by the shard's wall clock: entity actors read the time here, not from the system.
+  int64_t now_us() const { return wall_clock ? wall_clock() : kit::now_us(); }
 };
 
 /// Tells the shard of `env` that an entity actor stopped (call from the actor state's
@@ -124,6 +138,9 @@ struct shard_config {
   /// The node's PostgreSQL tracker: paces failed polls, and the failures it reported are not
   /// logged again here. Null: every failure is logged, polls wait their own back-off only.
   std::shared_ptr<const dependency_tracker> db;
+  /// Due times are read on this clock; timers (idle sweep, polls, wake-ups) run on the actor
+  /// system's clock (CAF's test scheduler has its own). Empty: now_us().
+  wall_clock_fn wall_clock;
 };
 
 /// Logging of the kit's shards (kit/shard.cpp: keeps spdlog out of this header).
@@ -141,8 +158,6 @@ void poll_failed(const char* kind, uint32_t shard, const caf::error& err,
                  std::chrono::milliseconds retry_in);
 void crashed(const char* kind, uint32_t shard, const std::string& id);
 } // namespace log
-
-int64_t now_us();
 
 // -- the shard --------------------------------------------------------------------------------
 
@@ -207,6 +222,12 @@ inline int64_t us(std::chrono::milliseconds d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
+/// Now on the shard's wall clock (due times).
+template <class Self>
+int64_t wall_us(Self self) {
+  return self->state.env->now_us();
+}
+
 template <class Self>
 caf::error moved_error(Self self) {
   return make_error(errc::moved, "shard " + std::to_string(self->state.cfg.shard)
@@ -231,7 +252,7 @@ template <class Self>
 auto child(Self self, const std::string& id) {
   using Kind = typename std::decay_t<decltype(self->state)>::kind;
   auto& st = self->state;
-  auto now = std::chrono::steady_clock::now();
+  auto now = self->clock().now();
   if (auto* a = st.residents.use(id, now))
     return *a;
   // The cap: make room by passivating the least recently used actor.
@@ -262,7 +283,7 @@ void check_drained(Self self) {
 template <class Self>
 void sweep_idle(Self self) {
   auto& st = self->state;
-  auto cutoff = std::chrono::steady_clock::now() - st.cfg.idle_timeout;
+  auto cutoff = self->clock().now() - st.cfg.idle_timeout;
   while (!st.residents.empty() && st.residents.oldest_last_used() <= cutoff)
     passivate(self, *st.residents.oldest_id());
 }
@@ -312,7 +333,7 @@ void schedule_wakeup(Self self) {
   if (st.wake_at_us != 0 && st.wake_at_us <= due)
     return;
   st.wake_at_us = due;
-  auto wait = std::max<int64_t>(0, due - now_us());
+  auto wait = std::max<int64_t>(0, due - wall_us(self));
   self->delayed_send(self, std::chrono::microseconds{wait}, wake_atom_v);
 }
 
@@ -362,7 +383,7 @@ void start_run(Self self, lane_scheduler::work w) {
           return;
         }
         auto backoff = st.sched->options(w.lane).retry_backoff;
-        auto now = now_us();
+        auto now = wall_us(self);
         auto d = st.retries->failed(w.lane, w.entity_id, err, backoff, now);
         if (d.what == retry_policy::decision::kind::dead_letter) {
           dead_letter(self, w.lane, w.entity_id, d.attempts, error_message(err));
@@ -381,7 +402,7 @@ void dispatch(Self self) {
   auto& st = self->state;
   if (st.draining)
     return;
-  auto now = now_us();
+  auto now = wall_us(self);
   if (st.cfg.queue_prefetch.count() > 0)
     for (auto& id : st.sched->take_warm(now, now + us(st.cfg.queue_prefetch)))
       self->send(child(self, id), warm_atom_v);
@@ -406,12 +427,12 @@ void poll(Self self) {
     schedule_poll(self);
     return;
   }
-  auto now = std::chrono::steady_clock::now();
+  auto now = self->clock().now();
   if (now - st.last_full_scan >= full_scan_every) {
     st.cursor.clear();
     st.last_full_scan = now;
   }
-  auto until = now_us() + us(st.cfg.queue_lookahead);
+  auto until = wall_us(self) + us(st.cfg.queue_lookahead);
   st.polling = true;
   st.done_during_poll.clear();
   auto room = static_cast<uint32_t>(st.cfg.queue_page - st.sched->known());
@@ -457,7 +478,7 @@ void poll(Self self) {
 template <class Self>
 void learn(Self self, const persistence::queue_entries& entries) {
   auto& st = self->state;
-  auto horizon = now_us() + detail::us(st.cfg.queue_lookahead);
+  auto horizon = detail::wall_us(self) + detail::us(st.cfg.queue_lookahead);
   persistence::queue_entries near;
   for (auto& e : entries)
     if (e.due_at_us <= horizon)
@@ -478,6 +499,7 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   env->shard = st.cfg.shard;
   env->epoch = st.cfg.epoch;
   env->parent = self->address(); // weak: the shard's state holds the environment
+  env->wall_clock = st.cfg.wall_clock;
   st.env = std::move(env);
   // Any exit message (the node stopping the shard) stops the shard; entity actors report their
   // own stop (stopped_atom).

@@ -1,0 +1,166 @@
+// Durable entities (gost/core/entity/) on CAF's test scheduler with a fake entity store and a
+// fake writer: what a send writes, what a run of a due event writes (new state, retry, dead
+// letter), and a backend outage, with the test clock. PostgreSQL's side of the same paths is
+// in persistence/ (entities.pgtest.cpp) and tests/e2e/example_bank.e2etest.cpp.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include <google/protobuf/wrappers.pb.h>
+
+#include "gost/core/entity/spawn.hpp"
+#include "gost/testing/caf_fixture.hpp"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using google::protobuf::Int64Value;
+using persistence::entity_row;
+using persistence::entity_write;
+
+namespace {
+
+/// Adds each event's value to its state; a negative value is the event's fault (it throws), a
+/// zero stands for a backend that is down.
+class counter final : public entity_type<Int64Value, Int64Value> {
+public:
+  std::string kind() const override { return "counter"; }
+  entity_options options() const override {
+    entity_options o;
+    o.max_attempts = 2;
+    o.retry_backoff = 500ms;
+    return o;
+  }
+  void handle(Int64Value& state, const Int64Value& event, entity_context&) const override {
+    if (event.value() < 0)
+      throw std::invalid_argument("negative amount");
+    if (event.value() == 0)
+      throw unavailable_error("backend down");
+    state.set_value(state.value() + event.value());
+  }
+};
+
+std::string packed(int64_t n) {
+  Int64Value v;
+  v.set_value(n);
+  google::protobuf::Any a;
+  a.PackFrom(v);
+  return a.SerializeAsString();
+}
+
+int64_t unpacked(const std::string& bytes) {
+  google::protobuf::Any a;
+  Int64Value v;
+  REQUIRE(a.ParseFromString(bytes));
+  REQUIRE(a.UnpackTo(&v));
+  return v.value();
+}
+
+struct entity_fixture : testing::caf_fixture {
+  testing::fake_entity_store store{*this};
+  testing::fake_writer<entity_write> writer{*this};
+  entity_shard_actor shard;
+
+  void start() {
+    auto types = std::make_shared<entity_registry>();
+    REQUIRE_FALSE(types->add(std::make_shared<counter>()));
+    entity_shard_options o;
+    o.shard = 1;
+    o.epoch = 9;
+    o.store = store;
+    o.writer = writer;
+    o.types = types;
+    o.wall_clock = wall_clock();
+    shard = keep(spawn_entity_shard(sys, o));
+    run();
+  }
+
+  /// The row a load of counter/x answers: version 0, one event (seq 1) due now.
+  void one_event_due(int64_t amount, int32_t attempts = 0) {
+    entity_row row;
+    row.found = true;
+    row.due.push_back({1, wall_us(), attempts, packed(amount)});
+    row.pending = 1;
+    row.next_due_us = wall_us();
+    store.put("counter/x", row);
+  }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(entity_fixture,
+                  "a send is written with its due time, and its event is handled when due") {
+  start();
+  google::protobuf::Any event;
+  Int64Value five;
+  five.set_value(5);
+  event.PackFrom(five);
+  auto sent = ask(shard, send_atom_v, std::string{"counter/x"}, any_msg{event},
+                  std::string{"req-1"}, int64_t{800});
+  REQUIRE(sent);
+  REQUIRE(writer.writes().size() == 1);
+  auto& w = writer.writes().front();
+  CHECK(w.shard == 1);
+  CHECK(w.epoch == 9);
+  REQUIRE(w.ws.events.size() == 1);
+  CHECK(w.ws.events[0].due_at_us == wall_us() + 800'000);
+  CHECK(w.ws.events[0].request_id == "req-1");
+  CHECK_FALSE(w.ws.new_state);
+  CHECK(store.loads().empty()); // a send loads nothing
+
+  // The shard learned of the event from the send: its run starts when it is due.
+  advance(799ms);
+  one_event_due(5);
+  CHECK(store.loads().empty());
+  advance(1ms);
+  CHECK(store.loads() == std::vector<std::string>{"counter/x"});
+  REQUIRE(writer.writes().size() == 2);
+  auto& handled = writer.writes().back().ws;
+  CHECK(handled.consumed_seq == 1);
+  CHECK(handled.expected_version == 0);
+  REQUIRE(handled.new_state);
+  CHECK(unpacked(*handled.new_state) == 5);
+}
+
+TEST_CASE_FIXTURE(entity_fixture,
+                  "a failing event is rescheduled with the type's back-off, then dead-lettered") {
+  one_event_due(-1);
+  store.queue().add({{"counter/", "counter/x", wall_us(), persistence::priority::normal}});
+  start();
+  REQUIRE(writer.writes().size() == 1);
+  auto& retry = writer.writes().back().ws;
+  CHECK(retry.retry_seq == 1);
+  CHECK(retry.retry_at_us == wall_us() + 500'000); // options().retry_backoff x 1 attempt
+  CHECK_FALSE(retry.new_state);
+  CHECK(retry.dead_seq == 0);
+
+  one_event_due(-1, 1); // as the commit left it: one attempt, due again in 500 ms
+  advance(499ms);
+  CHECK(writer.writes().size() == 1);
+  advance(1ms);
+  REQUIRE(writer.writes().size() == 2);
+  auto& letter = writer.writes().back().ws;
+  CHECK(letter.dead_seq == 1);
+  CHECK(letter.dead_attempts == 2); // options().max_attempts
+  CHECK(letter.dead_reason == "negative amount");
+  CHECK_FALSE(letter.new_state);
+}
+
+TEST_CASE_FIXTURE(entity_fixture,
+                  "a backend outage retries the run and leaves the event as it is") {
+  one_event_due(0);
+  store.queue().add({{"counter/", "counter/x", wall_us(), persistence::priority::normal}});
+  start();
+  CHECK(store.loads().size() == 1);
+  CHECK(writer.writes().empty()); // nothing written: the event keeps its attempts
+  advance(500ms);                 // the lane's back-off
+  CHECK(store.loads().size() == 2);
+  CHECK(writer.writes().empty());
+  one_event_due(3); // the backend is back
+  advance(999ms);   // the outage streak doubled the back-off
+  CHECK(store.loads().size() == 2);
+  advance(1ms);
+  CHECK(store.loads().size() == 3);
+  REQUIRE(writer.writes().size() == 1);
+  REQUIRE(writer.writes().front().ws.new_state);
+  CHECK(unpacked(*writer.writes().front().ws.new_state) == 3);
+}
