@@ -418,7 +418,7 @@ void poll(Self self) {
   if (st.polling || st.draining || !st.cfg.has_queues || !st.cfg.store)
     return;
   // After a failure: no call until the wait is over or the database is back.
-  if (!st.poll_pace->may_try(std::chrono::steady_clock::now())) {
+  if (!st.poll_pace->may_try(self->clock().now())) {
     schedule_poll(self);
     return;
   }
@@ -464,7 +464,7 @@ void poll(Self self) {
         auto& s = self->state;
         s.polling = false;
         s.done_during_poll.clear();
-        auto wait = s.poll_pace->failed(std::chrono::steady_clock::now());
+        auto wait = s.poll_pace->failed(self->clock().now());
         if (!db_outage_reported(s.cfg.db.get(), err))
           log::poll_failed(Kind::name, s.cfg.shard, err, wait);
         schedule_poll(self);
