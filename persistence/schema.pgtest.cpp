@@ -107,6 +107,45 @@ TEST_CASE("the pool reconnects after the server dropped its connections") {
   CHECK_FALSE(pool.ping());
 }
 
+TEST_CASE("the pool tells its observer whether the server could be reached") {
+  struct seen {
+    int reached = 0;
+    std::vector<std::string> unreachable;
+  };
+  auto watch = [](pg_pool& pool, seen& s) {
+    pool.observe([&s](const caf::error& err, std::chrono::steady_clock::time_point) {
+      if (err)
+        s.unreachable.push_back(error_message(err));
+      else
+        ++s.reached;
+    });
+  };
+  SUBCASE("no server: each call is unreachable, on one line") {
+    pg_pool::options o;
+    o.dsn = "host=127.0.0.1 port=1 user=gost dbname=gost connect_timeout=1";
+    pg_pool pool{o};
+    seen s;
+    watch(pool, s);
+    CHECK(pool.ping() == db_errc::unavailable);
+    REQUIRE(s.unreachable.size() == 1);
+    CHECK(s.reached == 0);
+    CHECK(s.unreachable[0].find('\n') == std::string::npos);
+  }
+  SUBCASE("a server that answers, even with an SQL error, was reached") {
+    gost::testing::temp_db db;
+    pg_pool pool{pool_options(db, 1)};
+    seen s;
+    watch(pool, s);
+    CHECK_FALSE(pool.ping());
+    // Not migrated: the installation table is missing, which the server says.
+    auto err = ensure_installation(pool, 8);
+    REQUIRE(err);
+    CHECK(err != db_errc::unavailable);
+    CHECK(s.reached == 2);
+    CHECK(s.unreachable.empty());
+  }
+}
+
 TEST_CASE("migration 3 moves queue entries into state rows and old outbox rows into batches") {
   gost::testing::temp_db db;
   pg_pool pool{pool_options(db)};

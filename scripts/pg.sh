@@ -5,6 +5,10 @@
 #   scripts/pg.sh start    initdb on first use, start, wait until it accepts connections,
 #                          make sure the database exists
 #   scripts/pg.sh stop     fast shutdown
+#   scripts/pg.sh stop immediate
+#                          immediate shutdown: the server's processes quit at once, clients'
+#                          connections break, recovery runs at the next start (a crash, for
+#                          tests of outages)
 #   scripts/pg.sh status   exit 0 when it accepts connections
 #   scripts/pg.sh dsn      print the connection string
 #   scripts/pg.sh destroy  stop and delete the data directory
@@ -125,15 +129,17 @@ CONF
 }
 
 stop() {
+  local mode=${1:-fast}
+  [[ $mode == fast || $mode == immediate ]] || die "usage: pg.sh stop [fast|immediate]"
   [[ -f $dir/postmaster.pid ]] || return 0
-  run "$bindir/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
+  run "$bindir/pg_ctl" -D "$dir" -m "$mode" -w stop >/dev/null
 }
 
 case "${1:-}" in
   start) start ;;
-  stop) stop ;;
+  stop) stop "${2:-fast}" ;;
   status) probe || exit 1; ensure_ours ;;
   dsn) echo "postgresql://$user@127.0.0.1:$port/$db" ;;
   destroy) stop; rm -rf "$dir" "$dir.log" "$dir.initdb.log" ;;
-  *) die "usage: pg.sh start|stop|status|dsn|destroy" ;;
+  *) die "usage: pg.sh start|stop [immediate]|status|dsn|destroy" ;;
 esac

@@ -337,8 +337,9 @@ node_keys make_node_keys() {
             "or a leave never moves everything at once)."),
         bind_to(&node_config::cluster, &cluster_config::max_moves));
   k.add(str("http.listen", "127.0.0.1:0",
-            "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz`, "
-            "`/metrics` (Prometheus). Port 0 picks a free port."),
+            "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz` "
+            "(liveness), `/readyz` (readiness: 200, or 503 with the reason), `/metrics` "
+            "(Prometheus). Port 0 picks a free port."),
         bind_to(&node_config::http, &http_config::listen));
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
@@ -522,9 +523,10 @@ node_keys make_node_keys() {
   k.add(str("log.levels", "",
             "Levels of single loggers, each overriding `log.level` for its own lines: "
             "`LOGGER=LEVEL` entries separated by commas, e.g. `cluster=debug,kafka=warn`. "
-            "Loggers: `node` (start and stop), `pg` (embedded PostgreSQL, migrations), "
-            "`cluster` (leases, hand-off, node links), `api` (gRPC services), `kafka` (outbox "
-            "relay, after_save hooks), `feeds` (feed exchange), `console` (admin HTTP), "
+            "Loggers: `node` (start and stop, readiness), `pg` (embedded PostgreSQL, "
+            "migrations, the database lost and back), `cluster` (leases, hand-off, node "
+            "links), `api` (gRPC services), `kafka` (outbox relay, after_save hooks, the "
+            "brokers lost and back), `feeds` (feed exchange), `console` (admin HTTP), "
             "`offers` (shards, offer actors, stages), `kit` (actor pools and other shared "
             "actors). Every line names its logger (`logger=` in text, `\"logger\"` in JSON)."),
         bind_to(&node_config::log, &log_config::levels));

@@ -20,7 +20,24 @@ const char* to_string(db_errc x) {
 }
 
 caf::error make_db_error(db_errc code, std::string message) {
-  return caf::make_error(code, std::move(message));
+  return caf::make_error(code, single_line(message));
+}
+
+std::string single_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool gap = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      gap = true;
+      continue;
+    }
+    if (gap && !out.empty())
+      out += ' ';
+    gap = false;
+    out += c;
+  }
+  return out;
 }
 
 std::string error_message(const caf::error& err) {

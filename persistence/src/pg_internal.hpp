@@ -27,6 +27,7 @@ struct pg_pool::impl {
   std::mutex mtx;
   std::condition_variable cv;
   std::vector<slot> slots;
+  pg_pool::observer_fn observer; ///< set before the pool is shared; read without a lock
 };
 
 /// Runs `fn` with a pooled connection. Maps libpqxx exceptions to db_errc values: a lost

@@ -65,6 +65,10 @@ caf::error pg_pool::wait_ready(std::chrono::milliseconds timeout) {
                            "embedded server");
 }
 
+void pg_pool::observe(observer_fn fn) {
+  impl_->observer = std::move(fn);
+}
+
 caf::error pg_pool::ping() {
   return with_connection(*this, [](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
@@ -113,6 +117,7 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
     p.slots[idx].busy = true;
   }
   auto& s = p.slots[idx];
+  auto started = clock_type::now();
   auto release = [&] {
     s.last_used = clock_type::now();
     std::lock_guard<std::mutex> guard{p.mtx};
@@ -150,6 +155,10 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
     }
   }
   release();
+  if (p.observer) {
+    bool unreachable = result == db_errc::unavailable || result == db_errc::outcome_unknown;
+    p.observer(unreachable ? result : caf::error{}, started);
+  }
   return result;
 }
 

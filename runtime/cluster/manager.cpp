@@ -11,6 +11,7 @@
 #include "cluster/ask_owner.hpp"
 #include "cluster/lease_planner.hpp"
 #include "cluster/router.hpp"
+#include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -203,7 +204,8 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     auto got =
       persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
-      lg->warn("lease acquisition failed error={}", err_text(got.error()));
+      if (!db_outage_reported(st.opts.db.get(), got.error()))
+        lg->warn("lease acquisition failed error={}", err_text(got.error()));
       break;
     }
     for (auto& e : got->ended)
@@ -265,7 +267,8 @@ void tick(self_ptr self) {
     held.push_back({shard, h.epoch});
   auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
   if (!renewed) {
-    lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
+    if (!db_outage_reported(st.opts.db.get(), renewed.error()))
+      lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
     return;
   }
   std::set<uint32_t> still;
@@ -279,7 +282,9 @@ void tick(self_ptr self) {
   if (leases && take_back_previous(self, *leases))
     leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
-    lg->warn("cluster view unavailable error={}", err_text(nodes ? leases.error() : nodes.error()));
+    auto& err = nodes ? leases.error() : nodes.error();
+    if (!db_outage_reported(st.opts.db.get(), err))
+      lg->warn("cluster view unavailable error={}", err_text(err));
     return;
   }
   if (!st.leaving)

@@ -25,6 +25,10 @@
 #include "gost/config/node_config.hpp"
 #include "gost/offers/protocol.hpp"
 
+namespace gost {
+class dependency_tracker;
+}
+
 namespace gost::persistence {
 class pg_pool;
 }
@@ -45,6 +49,9 @@ struct cluster_options {
   /// empty: membership changes are noticed at the next heartbeat only.
   std::string dsn;
   std::shared_ptr<router> routes;
+  /// The node's PostgreSQL tracker: failures of an outage it reported are not logged again
+  /// at every heartbeat. May be null.
+  std::shared_ptr<const dependency_tracker> db;
   /// Credentials of the links to other nodes.
   link_security security;
   /// The largest message a link to another node receives (node/limits.hpp).

@@ -90,6 +90,14 @@ public:
     return out;
   }
 
+  /// How many shards have no known owner now (neither this node nor a link to another):
+  /// readiness waits for none at the start (api/readiness.hpp).
+  uint32_t unrouted() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return static_cast<uint32_t>(
+      std::count_if(routes_.begin(), routes_.end(), [](const route& r) { return !r.target; }));
+  }
+
   /// Waits until each of `shards` is owned by another node as this table knows it, or until
   /// `deadline`; true when they all are. After a hand-off: the new owners took the released
   /// shards and the cluster manager saw it, so calls still in flight here find them.

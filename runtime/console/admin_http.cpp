@@ -80,6 +80,14 @@ void admin_http::handle(int fd) {
     auto path = line.substr(4, line.find(' ', 4) - 4);
     if (path == "/healthz") {
       body = "ok\n";
+    } else if (path == "/readyz") {
+      auto why = not_ready_();
+      if (why.empty()) {
+        body = "ready\n";
+      } else {
+        code = "503 Service Unavailable";
+        body = "not ready: " + why + "\n";
+      }
     } else if (path == "/metrics") {
       type = "text/plain; version=0.0.4; charset=utf-8";
       body = metrics_();
@@ -88,7 +96,7 @@ void admin_http::handle(int fd) {
       body = status_();
     } else {
       code = "404 Not Found";
-      body = "not found; try /, /healthz or /metrics\n";
+      body = "not found; try /, /healthz, /readyz or /metrics\n";
     }
   }
   auto resp = "HTTP/1.1 " + code + "\r\nContent-Type: " + type + "\r\nContent-Length: "

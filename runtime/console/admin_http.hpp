@@ -1,6 +1,7 @@
 #pragma once
-// The node's small admin HTTP endpoint on http.listen: /healthz, /metrics (Prometheus text)
-// and / (a status page). One thread, one request per connection: it is for operators and
+// The node's small admin HTTP endpoint on http.listen: /healthz (liveness: the process
+// answers), /readyz (readiness: 200, or 503 with the reason), /metrics (Prometheus text) and
+// / (a status page). One thread, one request per connection: it is for operators, probes and
 // scrapers, not for traffic.
 
 #include <atomic>
@@ -14,8 +15,9 @@ class admin_http {
 public:
   using page_fn = std::function<std::string()>;
 
-  admin_http(page_fn metrics, page_fn status)
-    : metrics_(std::move(metrics)), status_(std::move(status)) {}
+  /// `not_ready`: why the node should not get calls, empty when it should (api/readiness.hpp).
+  admin_http(page_fn metrics, page_fn status, page_fn not_ready)
+    : metrics_(std::move(metrics)), status_(std::move(status)), not_ready_(std::move(not_ready)) {}
   ~admin_http() { stop(); }
 
   /// Binds and starts serving; returns the bound port, or 0 and sets `error`.
@@ -28,6 +30,7 @@ private:
 
   page_fn metrics_;
   page_fn status_;
+  page_fn not_ready_;
   int listen_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::thread thread_;

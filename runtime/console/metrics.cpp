@@ -1,5 +1,7 @@
 #include "console/metrics.hpp"
 
+#include "api/readiness.hpp"
+#include "gost/core/dependency.hpp"
 #include "rpc/parse_guard.hpp"
 
 #include <sstream>
@@ -34,6 +36,21 @@ std::string metrics::prometheus_text() const {
          " message (answered INVALID_ARGUMENT).\n"
       << "# TYPE gost_grpc_undecodable_requests_total counter\n"
       << "gost_grpc_undecodable_requests_total " << rpc::undecodable_requests() << "\n";
+  if (health_.ready)
+    out << "# HELP gost_ready 1 while the node takes calls (readiness: /readyz, gRPC health), "
+           "else 0.\n# TYPE gost_ready gauge\ngost_ready "
+        << (health_.ready->ready() ? 1 : 0) << "\n";
+  if (!health_.dependencies.empty()) {
+    out << "# HELP gost_dependency_up 1 while the dependency answered the last call that "
+           "reached for it, else 0.\n# TYPE gost_dependency_up gauge\n";
+    for (auto& d : health_.dependencies)
+      out << "gost_dependency_up{dependency=\"" << d->name() << "\"} " << (d->up() ? 1 : 0) << "\n";
+    out << "# HELP gost_dependency_failed_calls_total Calls that could not reach the "
+           "dependency.\n# TYPE gost_dependency_failed_calls_total counter\n";
+    for (auto& d : health_.dependencies)
+      out << "gost_dependency_failed_calls_total{dependency=\"" << d->name() << "\"} "
+          << d->failed_calls() << "\n";
+  }
   auto& a = *actors_;
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {

@@ -4,15 +4,31 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/call_stats.hpp"
 #include "gost/core/stats.hpp"
 
+namespace gost {
+class dependency_tracker;
+}
+
 namespace gost::runtime {
+
+class readiness;
+
+/// What the health figures read: readiness (`gost_ready`) and the trackers of the node's
+/// dependencies (`gost_dependency_up`, `gost_dependency_failed_calls_total`). Either may be
+/// missing.
+struct health_sources {
+  std::shared_ptr<readiness> ready;
+  std::vector<std::shared_ptr<const dependency_tracker>> dependencies;
+};
 
 class metrics {
 public:
-  explicit metrics(std::shared_ptr<node_stats> actors) : actors_(std::move(actors)) {}
+  explicit metrics(std::shared_ptr<node_stats> actors, health_sources health = {})
+    : actors_(std::move(actors)), health_(std::move(health)) {}
 
   /// Counted by the gRPC services.
   call_stats& calls() noexcept { return calls_; }
@@ -22,6 +38,7 @@ public:
 private:
   call_stats calls_;
   std::shared_ptr<node_stats> actors_;
+  health_sources health_;
 };
 
 } // namespace gost::runtime

@@ -91,6 +91,7 @@ after_save_consumer::start(after_save_options opts) {
   co.group_key = "kafka.after_save_group";
   co.topic = p->opts.kafka.topic;
   co.topic_key = "kafka.topic";
+  co.broker = p->opts.broker;
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
     std::move(co),

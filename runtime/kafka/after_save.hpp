@@ -13,6 +13,7 @@
 #include "gost/config/node_config.hpp"
 
 namespace gost {
+class dependency_tracker;
 class stage_registry;
 struct node_stats;
 } // namespace gost
@@ -26,6 +27,8 @@ struct after_save_options {
   std::shared_ptr<const stage_registry> stages;
   std::shared_ptr<node_stats> stats;
   int attempts = 5; ///< calls of a hook that throws before it skips the event
+  /// The brokers' tracker (the consumer's transport errors are logged there); may be null.
+  std::shared_ptr<dependency_tracker> broker;
 };
 
 class after_save_consumer {

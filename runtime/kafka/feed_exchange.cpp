@@ -154,6 +154,13 @@ private:
   std::string topic_;
 };
 
+/// The applier's options: its defaults, and the database's tracker.
+feeds::applier_options applier_options(const feed_options& o) {
+  feeds::applier_options ao;
+  ao.db = o.db;
+  return ao;
+}
+
 } // namespace
 
 struct feed_exchange::impl {
@@ -167,7 +174,8 @@ struct feed_exchange::impl {
 
   impl(feed_options o, kafka::producer p)
     : opts(std::move(o)), store(*opts.pool), offers(opts),
-      responses(std::move(p), opts.feed.responses_topic), applier(store, offers, responses) {}
+      responses(std::move(p), opts.feed.responses_topic),
+      applier(store, offers, responses, applier_options(opts)) {}
 
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {
     v1::FeedRequest req;
@@ -202,6 +210,7 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   co.group_key = "feed.group";
   co.topic = p->opts.feed.requests_topic;
   co.topic_key = "feed.requests_topic";
+  co.broker = p->opts.broker;
   auto* raw = p.get();
   auto consumer = kafka::make_group_consumer(
     std::move(co),

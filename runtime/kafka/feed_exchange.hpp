@@ -23,7 +23,8 @@ class pg_pool;
 
 namespace gost {
 class call_hub;
-}
+class dependency_tracker;
+} // namespace gost
 
 namespace gost::runtime {
 
@@ -37,6 +38,11 @@ struct feed_options {
   call_hub* hub = nullptr;    ///< makes the offer requests
   std::shared_ptr<router> routes;
   persistence::pg_pool* pool = nullptr;
+  /// The brokers' tracker (the consumer's transport errors are logged there); may be null.
+  std::shared_ptr<dependency_tracker> broker;
+  /// The node's PostgreSQL tracker (the applier's retries during an outage it reported are
+  /// not logged again); may be null.
+  std::shared_ptr<const dependency_tracker> db;
 };
 
 class feed_exchange {

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "gost/core/dependency.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "kafka/client.hpp"
@@ -11,6 +12,12 @@ namespace gost::runtime::kafka {
 namespace {
 
 const auto lg = gost::log::get("kafka");
+
+/// The brokers cannot be reached (as opposed to an error of the group or the topic).
+bool transport_error(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN
+         || err == RD_KAFKA_RESP_ERR__RESOLVE;
+}
 
 } // namespace
 
@@ -48,10 +55,14 @@ struct group_consumer::impl {
       if (!m)
         continue;
       if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        if (opts.broker && transport_error(m->err))
+          opts.broker->failed(rd_kafka_message_errstr(m.get()));
+        else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
           lg->warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
         continue;
       }
+      if (opts.broker)
+        opts.broker->succeeded();
       message_view view{
         {static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset};
       if (handler(view, stop) == verdict::handled) {

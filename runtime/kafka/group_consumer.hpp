@@ -25,6 +25,10 @@
 
 #include "gost/core/backoff.hpp"
 
+namespace gost {
+class dependency_tracker;
+}
+
 namespace gost::runtime::kafka {
 
 struct consumer_options {
@@ -37,6 +41,10 @@ struct consumer_options {
   std::string topic_key; ///< the config key `topic` comes from
   std::chrono::milliseconds retry_first{500};
   std::chrono::milliseconds retry_cap{5000};
+  /// The node's tracker of the brokers: the consumer's transport errors (brokers down or
+  /// unreachable) go there, to be logged once per outage; a message read says they are
+  /// back. Null: each such error is logged.
+  std::shared_ptr<dependency_tracker> broker;
 };
 
 /// A message as the handler sees it (valid during the call).

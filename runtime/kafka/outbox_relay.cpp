@@ -4,6 +4,7 @@
 
 #include "kafka/outbox_relay.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "cluster/router.hpp"
+#include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
@@ -30,6 +32,7 @@ struct row_state {
   persistence::outbox_row row;
   int pending = 0; ///< events without a delivery report yet
   bool failed = false;
+  bool delivery = false; ///< failed in the producer or the broker (not an unparsable row)
   std::string error;
 };
 
@@ -38,6 +41,7 @@ struct relay_state {
   relay_options opts;
   std::deque<row_state> round; ///< stable addresses: delivery reports point into it
   bool waiting_logged = false;
+  std::optional<retry_pace> reads; ///< of the outbox reads (set at the start)
   // Declared last: destroyed first, while `round` (which its reports point into, also those
   // of messages purged as it goes) still lives.
   std::optional<kafka::producer> producer;
@@ -52,6 +56,7 @@ void on_delivery(void* opaque, const char* error) {
   --r->pending;
   if (error != nullptr) {
     r->failed = true;
+    r->delivery = true;
     r->error = error;
   }
 }
@@ -64,11 +69,20 @@ void finish_round(self_ptr self) {
   std::map<uint32_t, bool> blocked;
   uint64_t events = 0;
   uint64_t failures = 0;
+  const char* broker_error = nullptr; ///< the first delivery failure (not an unparsable row)
   for (auto& r : st.round) {
     if (r.failed) {
-      if (!blocked[r.row.shard])
-        lg->warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard, r.row.id,
-                 r.error);
+      if (r.delivery && broker_error == nullptr)
+        broker_error = r.error.c_str();
+      // With a tracker, the broker's outage is its lines; each blocked shard is detail.
+      if (!blocked[r.row.shard]) {
+        if (st.opts.broker && r.delivery)
+          lg->debug("outbox publish failed shard={} row={} error={}; retrying", r.row.shard,
+                    r.row.id, r.error);
+        else
+          lg->warn("outbox publish failed shard={} row={} error={}; retrying", r.row.shard,
+                   r.row.id, r.error);
+      }
       blocked[r.row.shard] = true;
       ++failures;
       continue;
@@ -78,9 +92,16 @@ void finish_round(self_ptr self) {
     done.push_back(r.row.id);
     events += static_cast<uint64_t>(r.row.events);
   }
+  if (st.opts.broker) {
+    if (broker_error != nullptr)
+      st.opts.broker->failed(broker_error);
+    else if (events > 0)
+      st.opts.broker->succeeded();
+  }
   if (auto err = persistence::delete_outbox(*st.opts.pool, done)) {
     // Published but not deleted: they go out again (at least once).
-    lg->warn("outbox rows not deleted error={}", persistence::error_message(err));
+    if (!db_outage_reported(st.opts.db.get(), err))
+      lg->warn("outbox rows not deleted error={}", persistence::error_message(err));
   } else {
     st.opts.stats->outbox_events_published.fetch_add(events, std::memory_order_relaxed);
   }
@@ -92,12 +113,19 @@ void finish_round(self_ptr self) {
 
 void start_round(self_ptr self) {
   auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  if (!st.reads->may_try(now))
+    return;
   auto rows =
     persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(), st.opts.rows_per_round);
   if (!rows) {
-    lg->warn("outbox read failed error={}", persistence::error_message(rows.error()));
+    auto wait = st.reads->failed(now);
+    if (!db_outage_reported(st.opts.db.get(), rows.error()))
+      lg->warn("outbox read failed retry_in_ms={} error={}", wait.count(),
+               persistence::error_message(rows.error()));
     return;
   }
+  st.reads->succeeded();
   for (auto& row : *rows) {
     st.round.push_back({std::move(row), 0, false, {}});
     auto& r = st.round.back();
@@ -117,6 +145,7 @@ void start_round(self_ptr self) {
       if (auto err = st.producer->produce(st.opts.kafka.topic, key, value, &r)) {
         --r.pending;
         r.failed = true;
+        r.delivery = true;
         r.error = persistence::error_message(err);
         break;
       }
@@ -165,6 +194,9 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
   return sys.spawn<caf::detached>(
     [opts, producer](caf::stateful_actor<relay_state>* self) mutable -> caf::behavior {
       self->state.opts = std::move(opts);
+      auto& o = self->state.opts;
+      self->state.reads.emplace(o.outbox.poll,
+                                std::max(o.outbox.poll, std::chrono::milliseconds{2000}), o.db);
       self->state.producer.emplace(std::move(*producer));
       self->send(self, tick_atom_v);
       return {

@@ -16,8 +16,9 @@
 #include "gost/config/node_config.hpp"
 
 namespace gost {
+class dependency_tracker;
 struct node_stats;
-}
+} // namespace gost
 
 namespace gost::persistence {
 class pg_pool;
@@ -36,6 +37,14 @@ struct relay_options {
   persistence::pg_pool* pool = nullptr;
   std::shared_ptr<router> routes;
   std::shared_ptr<node_stats> stats;
+  /// The node's PostgreSQL tracker: while the database is away the relay reads no outbox
+  /// (waits doubling up to 2 s, over as soon as any call reaches the database again), and
+  /// its failures are logged by the tracker only. May be null.
+  std::shared_ptr<const dependency_tracker> db;
+  /// The brokers' tracker, fed by the relay's delivery reports: a broker outage is one
+  /// "lost" line, summaries and one "back" line instead of a line per shard and round. May
+  /// be null (then each failed round is logged).
+  std::shared_ptr<dependency_tracker> broker;
 };
 
 /// Starts the relay (a detached actor: it blocks on PostgreSQL and on the producer's flush).

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
+#include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
-#include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
-
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 
 namespace gost::runtime {
 
@@ -28,20 +28,24 @@ void sweep(const housekeeping_options& o) {
   auto ttl_s = std::max<int64_t>(1, o.request_ttl.count() / 1000);
   auto shards = o.local_shards();
   auto offers = persistence::reap_requests(*o.pool, shards, ttl_s);
-  if (!offers)
-    lg->warn("request ids not reaped (next round tries again) error={}",
-             persistence::error_message(offers.error()));
-  else if (*offers > 0)
+  if (!offers) {
+    if (!db_outage_reported(o.db.get(), offers.error()))
+      lg->warn("request ids not reaped (next round tries again) error={}",
+               persistence::error_message(offers.error()));
+  } else if (*offers > 0) {
     lg->info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
              shards.size());
+  }
   if (!o.entities)
     return;
   auto entities = persistence::reap_entity_requests(*o.pool, ttl_s);
-  if (!entities)
-    lg->warn("entity request ids not reaped (next round tries again) error={}",
-             persistence::error_message(entities.error()));
-  else if (*entities > 0)
+  if (!entities) {
+    if (!db_outage_reported(o.db.get(), entities.error()))
+      lg->warn("entity request ids not reaped (next round tries again) error={}",
+               persistence::error_message(entities.error()));
+  } else if (*entities > 0) {
     lg->info("entity request ids forgotten count={} older_than_s={}", *entities, ttl_s);
+  }
 }
 
 } // namespace

@@ -7,10 +7,15 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+
+namespace gost {
+class dependency_tracker;
+}
 
 namespace gost::persistence {
 class pg_pool;
@@ -24,6 +29,9 @@ struct housekeeping_options {
   std::chrono::milliseconds every{0};
   bool entities = false; ///< durable entity types are registered (their table exists)
   persistence::pg_pool* pool = nullptr;
+  /// The node's PostgreSQL tracker: a round failed by an outage it reported is not logged
+  /// again. May be null.
+  std::shared_ptr<const dependency_tracker> db;
   /// The shards this node owns now (the router's view).
   std::function<std::vector<uint32_t>()> local_shards;
 };

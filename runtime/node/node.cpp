@@ -30,7 +30,8 @@ struct start_step {
 /// The start order; `stop` runs the pushed stops backwards. Why this order: the cluster
 /// manager comes before the servers because calls in flight there may go through its peer
 /// links, so it must stop after them; the node joins (takes leases, starts shards) only once
-/// every server runs, and its stop, the hand-off, comes first, while they all still serve.
+/// every server runs, and its stop, the hand-off, comes early, while they all still serve;
+/// readiness comes last, so at a stop it drops first, before the hand-off.
 /// Keep node.hpp's list and docs/architecture.md ("Start and stop") in step with this one.
 constexpr start_step start_order[] = {
   {"stages", start_stages},
@@ -47,6 +48,7 @@ constexpr start_step start_order[] = {
   {"housekeeping", start_housekeeping},
   {"after_save hooks", start_after_save},
   {"feed exchange", start_feed_exchange},
+  {"readiness", start_readiness},
 };
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "api/admin_service.hpp"
 #include "api/entity_service.hpp"
 #include "api/offer_service.hpp"
+#include "api/readiness.hpp"
 #include "api/state_service.hpp"
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
@@ -27,6 +28,7 @@
 #include "console/metrics.hpp"
 #include "gost/config/node_config.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/dependency.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
@@ -50,7 +52,14 @@ struct node_context {
   std::chrono::system_clock::time_point stop_deadline{};
 
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
-  std::unique_ptr<metrics> counters = std::make_unique<metrics>(stats);
+  /// PostgreSQL as the pool's calls see it (fed from start_pg on), and the Kafka brokers as
+  /// the outbox relay and the consumers see them: each outage logged once, with its end.
+  std::shared_ptr<dependency_tracker> db = make_tracker("postgresql", "pg");
+  std::shared_ptr<dependency_tracker> kafka = make_tracker("kafka", "kafka");
+  /// Readiness (`/readyz`, gRPC health, `gost_ready`): "starting" until the last start step.
+  std::shared_ptr<readiness> ready = std::make_shared<readiness>(db);
+  std::unique_ptr<metrics> counters =
+    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;
@@ -95,6 +104,13 @@ struct node_context {
   caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }
+
+  static std::shared_ptr<dependency_tracker> make_tracker(std::string name, std::string logger) {
+    dependency_tracker::options o;
+    o.name = std::move(name);
+    o.logger = std::move(logger);
+    return std::make_shared<dependency_tracker>(std::move(o));
+  }
 
   /// Sends every actor of `handles` an exit and waits until each is gone (the actor system
   /// waits for detached actors only once their last handle is released as well).

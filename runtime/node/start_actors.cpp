@@ -38,7 +38,7 @@ caf::error start_core_actors(node_context& n) {
   auto& write = n.cfg.write;
   n.writers =
     spawn_offer_writers(*n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
-                        write.batch_max, write.flush_delay, n.stats);
+                        write.batch_max, write.flush_delay, n.stats, n.db);
   n.stops.push("offer writers", [&n] {
     n.stop_actors(n.writers);
     n.writers.clear();
@@ -70,7 +70,7 @@ caf::error start_entity_actors(node_context& n) {
     n.entity_stores.clear();
   });
   n.entity_writers = spawn_entity_writers(*n.sys, *n.pool, 1, n.cfg.write.batch_max,
-                                          n.cfg.write.flush_delay, n.entity_write_stats);
+                                          n.cfg.write.flush_delay, n.entity_write_stats, n.db);
   n.stops.push("entity writers", [&n] {
     n.stop_actors(n.entity_writers);
     n.entity_writers.clear();

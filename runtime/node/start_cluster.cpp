@@ -35,6 +35,7 @@ shard_options shard_defaults(const node_context& n) {
   so.max_resident = c.offer.max_resident;
   so.queue_lookahead = c.queue.lookahead;
   so.queue_poll = c.queue.poll;
+  so.db = n.db;
   so.queue_prefetch = c.queue.prefetch;
   so.queue_page = c.queue.page;
   so.max_attempts = c.stage.max_attempts;
@@ -60,6 +61,7 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
   };
   eo.queue_lookahead = c.queue.lookahead;
   eo.queue_poll = c.queue.poll;
+  eo.db = n.db;
   eo.queue_page = c.queue.page;
   eo.idle_timeout = c.offer.idle_timeout;
   eo.max_resident = c.offer.max_resident;
@@ -124,6 +126,7 @@ caf::error start_cluster_manager(node_context& n) {
   co.pool = n.pool.get();
   co.dsn = n.dsn;
   co.routes = n.routes;
+  co.db = n.db;
   co.security = n.security;
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
   // The supervisors of a lease the manager just took: offers', and the application's actor

@@ -22,7 +22,8 @@ caf::error start_grpc(node_context& n) {
     *n.hub, *n.routes, n.stages, n.stats, timeout,
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout});
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  // grpc.health.v1.Health: SERVING while the node serves; NOT_SERVING once it stops.
+  // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
+  // once the stop began.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
   b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &n.grpc_port);
@@ -38,6 +39,11 @@ caf::error start_grpc(node_context& n) {
   b.RegisterService(n.admin.get());
   b.RegisterService(n.states.get());
   n.server = b.BuildAndStart();
+  if (n.server) {
+    // gRPC starts its default health service SERVING: not before readiness says so.
+    if (auto* health = n.server->GetHealthCheckService())
+      health->SetServingStatus(false);
+  }
   auto services = [&n] {
     n.admin.reset();
     n.offers.reset();

@@ -11,6 +11,7 @@ caf::error start_housekeeping(node_context& n) {
   ho.request_ttl = n.cfg.api.request_ttl;
   ho.entities = n.hosts_entities();
   ho.pool = n.pool.get();
+  ho.db = n.db;
   ho.local_shards = [routes = n.routes] { return routes->local_shards(); };
   n.housekeeper = spawn_housekeeping(*n.sys, std::move(ho));
   n.stops.push("housekeeping", [&n] { n.stop_actor(n.housekeeper); });

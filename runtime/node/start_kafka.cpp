@@ -26,6 +26,8 @@ caf::error start_outbox_relay(node_context& n) {
   ro.pool = n.pool.get();
   ro.routes = n.routes;
   ro.stats = n.stats;
+  ro.db = n.db;
+  ro.broker = n.kafka;
   auto relay = spawn_outbox_relay(*n.sys, std::move(ro));
   if (!relay)
     return relay.error(); // names the key to change
@@ -49,6 +51,7 @@ caf::error start_after_save(node_context& n) {
   ao.kafka = n.cfg.kafka;
   ao.stages = n.stages;
   ao.stats = n.stats;
+  ao.broker = n.kafka;
   auto consumer = after_save_consumer::start(std::move(ao));
   if (!consumer)
     return consumer.error(); // names the key to change
@@ -68,6 +71,8 @@ caf::error start_feed_exchange(node_context& n) {
   fo.hub = n.hub.get();
   fo.routes = n.routes;
   fo.pool = n.pool.get();
+  fo.broker = n.kafka;
+  fo.db = n.db;
   auto exchange = feed_exchange::start(std::move(fo));
   if (!exchange)
     return exchange.error(); // names the key to change

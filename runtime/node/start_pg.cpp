@@ -46,6 +46,14 @@ caf::error start_pg(node_context& n) {
   n.stops.push("PostgreSQL pool", [&n] { n.pool.reset(); });
   if (auto err = n.pool->wait_ready(cfg.pg.connect_timeout))
     return err;
+  // Reachable now: from here on every call tells the tracker whether the server answered, so an
+  // outage is one "lost" line, summaries, one "back" line (and readiness drops meanwhile).
+  n.pool->observe([db = n.db](const caf::error& unreachable, auto started) {
+    if (unreachable)
+      db->failed(persistence::error_message(unreachable), started);
+    else
+      db->succeeded(started);
+  });
   auto applied = persistence::migrate(*n.pool);
   if (!applied)
     return applied.error();

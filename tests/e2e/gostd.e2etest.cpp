@@ -287,33 +287,20 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
                     + "' AND stage_id = 'expire'")
           == "1");
   }
-  SUBCASE("the gRPC health service answers SERVING") {
-    // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole server); the
-    // answer is HealthCheckResponse{status: SERVING (1)}: bytes 08 01.
+  SUBCASE("the gRPC health service answers SERVING once the node is ready") {
+    // Readiness is pushed to the health service by a watcher (every 100 ms): right after the
+    // start the answer may still be NOT_SERVING.
     auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
-    grpc::GenericStub generic{channel};
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    grpc::ByteBuffer request;
-    grpc::Slice empty{std::string{}};
-    request = grpc::ByteBuffer{&empty, 1};
-    grpc::ByteBuffer response;
-    std::promise<grpc::Status> done;
-    generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions{}, &request,
-                      &response, [&](grpc::Status st) { done.set_value(st); });
-    auto st = done.get_future().get();
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
-    std::vector<grpc::Slice> slices;
-    REQUIRE(response.Dump(&slices).ok());
-    std::string bytes;
-    for (auto& sl : slices)
-      bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-    CHECK(bytes == std::string{"\x08\x01", 2});
+    CHECK(testing::eventually(10s, [&] { return testing::health_status(channel) == 1; }));
   }
-  SUBCASE("the admin endpoint serves health and Prometheus metrics") {
+  SUBCASE("the admin endpoint serves health, readiness and Prometheus metrics") {
     CHECK(testing::http_get(static_cast<uint16_t>(http_port), "/healthz").find("200 OK")
           != std::string::npos);
+    CHECK(testing::eventually(10s, [&] {
+      return testing::http_get(static_cast<uint16_t>(http_port), "/readyz").find("200 OK\r\n")
+             != std::string::npos;
+    }));
     auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
     CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1")
           != std::string::npos);
@@ -324,10 +311,20 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
           != std::string::npos);
   }
 
+  // A ready node stops: readiness drops first, then the hand-off and the drain.
+  REQUIRE(testing::eventually(10s, [&] {
+    return testing::http_get(static_cast<uint16_t>(http_port), "/readyz").find("200 OK\r\n")
+           != std::string::npos;
+  }));
   node.signal(SIGTERM);
   auto rc = node.wait(30s);
   CHECK_MESSAGE(rc == 0, node.output());
-  CHECK(node.output().find("stopped cleanly") != std::string::npos);
+  auto out = node.output();
+  CHECK(out.find("stopped cleanly") != std::string::npos);
+  auto unready = out.find("node not ready reason=stopping");
+  CHECK_MESSAGE(unready != std::string::npos, out);
+  CHECK_MESSAGE(unready < out.find("shard hand-off started"), out);
+  CHECK_MESSAGE(out.find("stopped readiness") < out.find("stopped shard hand-off"), out);
   std::remove(port_file.c_str());
 }
 

@@ -1,8 +1,12 @@
 #include "gost/testing/pg.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -55,13 +59,83 @@ std::string temp_db::dsn() const {
   return test_server() + " dbname=" + name_;
 }
 
-std::string temp_db::scalar(const std::string& sql) const {
-  pqxx::connection c{dsn()};
+namespace {
+
+std::string first_value(const std::string& dsn, const std::string& sql) {
+  pqxx::connection c{dsn};
   pqxx::nontransaction tx{c};
   auto r = tx.exec(sql);
   if (r.empty() || r[0][0].is_null())
     return {};
   return r[0][0].as<std::string>();
+}
+
+/// A TCP port nobody listens on now (the kernel's pick for port 0).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("no free port for a private PostgreSQL");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+} // namespace
+
+private_server::private_server(std::string script) : script_(std::move(script)) {
+  static std::atomic<int> counter{0};
+  root_ = "/tmp/gost-private-pg-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  port_ = free_port();
+  start();
+}
+
+private_server::~private_server() {
+  try {
+    run("destroy");
+  } catch (...) {
+    // Left behind under /tmp for inspection.
+  }
+  std::remove(root_.c_str());
+}
+
+void private_server::run(const std::string& args) const {
+  auto cmd = "GOST_PG_DIR=" + root_ + "/pg GOST_PG_PORT=" + std::to_string(port_) + " " + script_
+             + " " + args + " 2>&1";
+  std::string out;
+  auto* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr)
+    throw std::runtime_error("cannot run " + cmd);
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
+    out.append(buf, n);
+  if (::pclose(p) != 0)
+    throw std::runtime_error(cmd + " failed: " + out);
+}
+
+void private_server::start() {
+  run("start");
+}
+
+void private_server::stop(bool immediate) {
+  run(immediate ? "stop immediate" : "stop");
+}
+
+std::string private_server::dsn() const {
+  return "host=127.0.0.1 port=" + std::to_string(port_) + " user=gost dbname=gost";
+}
+
+std::string private_server::scalar(const std::string& sql) const {
+  return first_value(dsn(), sql);
+}
+
+std::string temp_db::scalar(const std::string& sql) const {
+  return first_value(dsn(), sql);
 }
 
 } // namespace gost::testing

@@ -53,8 +53,10 @@ void run_failed(const char* kind, uint32_t shard, const std::string& id, const s
              shard, id, lane, attempt, retry_in_ms, error_message(err));
 }
 
-void poll_failed(const char* kind, uint32_t shard, const caf::error& err) {
-  lg->warn("queue poll failed kind={} shard={} error={}", kind, shard, error_message(err));
+void poll_failed(const char* kind, uint32_t shard, const caf::error& err,
+                 std::chrono::milliseconds retry_in) {
+  lg->warn("queue poll failed kind={} shard={} retry_in_ms={} error={}", kind, shard,
+           retry_in.count(), error_message(err));
 }
 
 void crashed(const char* kind, uint32_t shard, const std::string& id) {

@@ -5,6 +5,7 @@
 
 #include <caf/sec.hpp>
 
+#include "gost/core/dependency.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 
@@ -72,7 +73,8 @@ bool feed_applier::retry(const char* what, F step, T& out, const stop_signal& st
       out = std::move(*r);
       return true;
     }
-    lg->warn("{} failed error={}; retrying", what, error_message(r.error()));
+    if (!db_outage_reported(opts_.db.get(), r.error()))
+      lg->warn("{} failed error={}; retrying", what, error_message(r.error()));
     if (!delay.wait(stop))
       return false;
   }

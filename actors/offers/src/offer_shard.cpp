@@ -136,16 +136,18 @@ void rescan_page(Self self, std::string after) {
                   next();
               },
               [=](caf::error& err) {
-                lg->warn("background rescan write failed shard={} error={}", self->state.env->shard,
-                         error_message(err));
+                if (!db_outage_reported(self->state.cfg.db.get(), err))
+                  lg->warn("background rescan write failed shard={} error={}",
+                           self->state.env->shard, error_message(err));
                 if (--*pending == 0)
                   next();
               });
         }
       },
       [=](caf::error& err) {
-        lg->warn("background rescan failed shard={} error={}; retrying later",
-                 self->state.env->shard, error_message(err));
+        if (!db_outage_reported(self->state.cfg.db.get(), err))
+          lg->warn("background rescan failed shard={} error={}; retrying later",
+                   self->state.env->shard, error_message(err));
         self->delayed_send(self, self->state.env->rescan_every, rescan_atom_v);
       });
 }
@@ -182,6 +184,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   cfg.has_queues = !opts.stages->all().empty();
   cfg.queue_lookahead = opts.queue_lookahead;
   cfg.queue_poll = opts.queue_poll;
+  cfg.db = opts.db;
   cfg.queue_page = opts.queue_page;
   cfg.queue_prefetch = opts.queue_prefetch;
   cfg.max_attempts = opts.max_attempts;
@@ -196,7 +199,8 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
 std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool,
                                               size_t n, size_t batch_max,
                                               std::chrono::milliseconds flush_delay,
-                                              std::shared_ptr<node_stats> stats) {
+                                              std::shared_ptr<node_stats> stats,
+                                              std::shared_ptr<const dependency_tracker> db) {
   kit::writer_options<persistence::write_set> o;
   o.pool = &pool;
   o.commit = [](persistence::pg_pool& p,
@@ -207,6 +211,7 @@ std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistenc
   o.flush_delay = flush_delay;
   o.stats = std::shared_ptr<kit::writer_stats>(stats, &stats->offer_writes);
   o.name = "offer";
+  o.db = std::move(db);
   return kit::spawn_writers(sys, n, o);
 }
 

@@ -522,11 +522,11 @@ entity_store_actor spawn_entity_store(caf::actor_system& sys, persistence::pg_po
   return caf::actor_cast<entity_store_actor>(sys.spawn<caf::detached>(detail::store_fun, &pool));
 }
 
-std::vector<entity_writer_actor> spawn_entity_writers(caf::actor_system& sys,
-                                                      persistence::pg_pool& pool, size_t n,
-                                                      size_t batch_max,
-                                                      std::chrono::milliseconds flush_delay,
-                                                      std::shared_ptr<kit::writer_stats> stats) {
+std::vector<entity_writer_actor>
+spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
+                     std::chrono::milliseconds flush_delay,
+                     std::shared_ptr<kit::writer_stats> stats,
+                     std::shared_ptr<const dependency_tracker> db) {
   kit::writer_options<persistence::entity_write> o;
   o.pool = &pool;
   o.commit = [](persistence::pg_pool& p,
@@ -537,6 +537,7 @@ std::vector<entity_writer_actor> spawn_entity_writers(caf::actor_system& sys,
   o.flush_delay = flush_delay;
   o.stats = std::move(stats);
   o.name = "entity";
+  o.db = std::move(db);
   return kit::spawn_writers(sys, n, o);
 }
 
@@ -564,6 +565,7 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   cfg.has_queues = !opts.types->empty();
   cfg.queue_lookahead = opts.queue_lookahead;
   cfg.queue_poll = opts.queue_poll;
+  cfg.db = opts.db;
   cfg.queue_page = opts.queue_page;
   cfg.queue_prefetch = std::chrono::milliseconds{0}; // runs load anyway
   cfg.idle_timeout = opts.idle_timeout;

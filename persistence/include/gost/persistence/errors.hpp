@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -33,8 +34,13 @@ constexpr bool retryable(db_errc x) {
   return x == db_errc::unavailable;
 }
 
-/// Builds an error carrying a human-readable message in its context.
+/// Builds an error carrying a human-readable message in its context, on one line (libpq's
+/// messages come with newlines and tabs: one log record per line).
 caf::error make_db_error(db_errc code, std::string message);
+
+/// `text` on one line: every run of newlines, tabs and spaces becomes one space, none at
+/// either end.
+std::string single_line(std::string_view text);
 
 /// The message of an error made by any gost module (the first string of its context), or
 /// CAF's own rendering for foreign errors.

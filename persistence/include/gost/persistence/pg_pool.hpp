@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,18 @@ public:
 
   /// Runs `SELECT 1` on a pooled connection.
   caf::error ping();
+
+  /// Told after every call that had a connection whether the server could be reached:
+  /// `unreachable` is empty when it answered (whatever it answered, an SQL error too), else
+  /// why it could not be reached (db_errc::unavailable or outcome_unknown); `started` is when
+  /// the call got its connection. A call that found every connection busy tells nothing.
+  using observer_fn = std::function<void(const caf::error& unreachable,
+                                         std::chrono::steady_clock::time_point started)>;
+
+  /// Sets the observer (the node's PostgreSQL tracker, gost/core/dependency.hpp). Call it
+  /// before the pool is shared with other threads; it runs on the caller's thread of each
+  /// call, after the connection went back to the pool.
+  void observe(observer_fn fn);
 
   const options& opts() const noexcept { return opts_; }
 

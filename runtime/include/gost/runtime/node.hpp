@@ -44,13 +44,15 @@ struct node_context;
 ///    7. node link server (gost.v1.NodeService) on caf.listen
 ///    8. gRPC API (OfferService, AdminService, StateService, EntityService when there are
 ///       actor types, health, reflection) on grpc.listen
-///    9. admin HTTP on http.listen (/, /healthz, /metrics)
+///    9. admin HTTP on http.listen (/, /healthz, /readyz, /metrics)
 ///   10. outbox relay to Kafka (outbox.relay)
 ///   11. cluster membership: the node registers, the manager takes leases and starts shards;
 ///       its stop is the hand-off (every shard drained and released while all above serves)
 ///   12. housekeeping: forgets write request ids older than api.request_ttl
 ///   13. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
 ///   14. feed exchange (feed.requests_topic)
+///   15. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
+///       until then); its stop, the first, makes the node unready before the hand-off
 /// run_node writes the port file after the last step, once every port serves.
 class node {
 public:

@@ -27,4 +27,34 @@ private:
   std::string name_;
 };
 
+/// A PostgreSQL server of the test's own, for tests that stop and start it (never the shared
+/// test server): scripts/pg.sh with a data directory under /tmp and a free port. Stopped and
+/// deleted on destruction. Failures throw std::runtime_error with the script's output.
+class private_server {
+public:
+  /// `script`: the checkout's scripts/pg.sh. Initializes and starts the server.
+  explicit private_server(std::string script);
+  ~private_server();
+  private_server(const private_server&) = delete;
+  private_server& operator=(const private_server&) = delete;
+
+  /// Starts it (again); returns once it accepts connections.
+  void start();
+  /// Stops it; `immediate`: at once, connections broken, as in a crash.
+  void stop(bool immediate);
+
+  int port() const { return port_; }
+  /// libpq DSN of its `gost` database.
+  std::string dsn() const;
+  /// Runs SQL and returns the first column of the first row ("" when no row).
+  std::string scalar(const std::string& sql) const;
+
+private:
+  void run(const std::string& args) const;
+
+  std::string script_;
+  std::string root_; ///< the data directory's parent (pg.sh gives it to the server's user)
+  int port_ = 0;
+};
+
 } // namespace gost::testing

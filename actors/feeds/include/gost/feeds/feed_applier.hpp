@@ -10,11 +10,16 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gost/core/backoff.hpp"
 #include "gost/feeds/ports.hpp"
+
+namespace gost {
+class dependency_tracker;
+}
 
 namespace gost::feeds {
 
@@ -25,6 +30,9 @@ struct applier_options {
   std::chrono::milliseconds retry_cap{5000};
   /// Offers of a batch in flight at once (each goes to its own offer actor).
   size_t window = 256;
+  /// The node's PostgreSQL tracker: a step failed by an outage it reported is retried without
+  /// a line of its own. May be null.
+  std::shared_ptr<const dependency_tracker> db;
 };
 
 class feed_applier {

@@ -24,6 +24,8 @@ class pg_pool;
 
 namespace gost {
 
+class dependency_tracker;
+
 /// Pools by stage id: one per blocking stage, shared by every shard of a node.
 using stage_pools = std::map<std::string, pool_actor>;
 
@@ -40,10 +42,12 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
 /// `n` write-behind writers for offers (kit/writer.hpp: detached, group commit, each batch
 /// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match
 /// `n` to the database connections the writers may use at once. `pool` must outlive them.
-std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool,
-                                              size_t n, size_t batch_max,
-                                              std::chrono::milliseconds flush_delay,
-                                              std::shared_ptr<node_stats> stats);
+/// `db`: the node's PostgreSQL tracker (failed batches of an outage it reported are not
+/// logged again); may be null.
+std::vector<writer_actor>
+spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
+                    std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
+                    std::shared_ptr<const dependency_tracker> db = nullptr);
 
 struct shard_options {
   uint32_t shard = 0;
@@ -63,6 +67,9 @@ struct shard_options {
   /// How often the shard looks for due entries it does not know yet, and how many at once.
   std::chrono::milliseconds queue_poll{250};
   uint32_t queue_page = 5000;
+  /// The node's PostgreSQL tracker: failed polls wait while the database is away, and the
+  /// outage is logged once by the tracker rather than by every shard. May be null.
+  std::shared_ptr<const dependency_tracker> db;
   /// Offers with an entry due within this window are activated (loaded) ahead of time, so a
   /// timer's stage runs on time instead of after a load. 0: off.
   std::chrono::milliseconds queue_prefetch{250};

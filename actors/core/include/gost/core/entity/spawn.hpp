@@ -20,15 +20,18 @@ class pg_pool;
 
 namespace gost {
 
+class dependency_tracker;
+
 /// A store actor for the entity tables (detached; groups loads). `pool` must outlive it.
 entity_store_actor spawn_entity_store(caf::actor_system& sys, persistence::pg_pool& pool);
 
 /// `n` writers for entity write-sets (see kit/writer.hpp).
-std::vector<entity_writer_actor> spawn_entity_writers(caf::actor_system& sys,
-                                                      persistence::pg_pool& pool, size_t n,
-                                                      size_t batch_max,
-                                                      std::chrono::milliseconds flush_delay,
-                                                      std::shared_ptr<kit::writer_stats> stats);
+/// `db`: the node's PostgreSQL tracker (may be null), as for offers' writers.
+std::vector<entity_writer_actor>
+spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
+                     std::chrono::milliseconds flush_delay,
+                     std::shared_ptr<kit::writer_stats> stats,
+                     std::shared_ptr<const dependency_tracker> db = nullptr);
 
 struct entity_shard_options {
   uint32_t shard = 0;
@@ -43,6 +46,8 @@ struct entity_shard_options {
   std::function<void(uint32_t shard, const persistence::queue_entries&)> notify;
   std::chrono::milliseconds queue_lookahead{1000};
   std::chrono::milliseconds queue_poll{250};
+  /// The node's PostgreSQL tracker (may be null): paces failed polls, logs the outage once.
+  std::shared_ptr<const dependency_tracker> db;
   uint32_t queue_page = 5000;
   std::chrono::milliseconds queue_prefetch{250};
   std::chrono::milliseconds idle_timeout{60'000};

@@ -13,6 +13,8 @@
 //   (lane_scheduler), polls PostgreSQL for more every `queue_poll` (a page at a time behind a
 //   cursor, never the whole table), learns about new entries from the entity actors that
 //   committed them, and hands due entries to entity actors (`run`) within each lane's limits.
+//   A failed poll waits (`retry_pace`: doubling up to `queue_poll_cap`, over as soon as the
+//   database is seen back); a database outage is logged by its tracker, not by each shard.
 //   Failed runs go through retry_policy: retried with back-off, dead-lettered after the
 //   attempts (written through the kind's writer), never dead-lettered for outages.
 // - Drain (graceful hand-off): no new work (requests get errc::moved), every entity actor
@@ -40,6 +42,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -54,6 +57,7 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "gost/core/dependency.hpp"
 #include "gost/core/detail/resident_set.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/kit/lane_scheduler.hpp"
@@ -120,6 +124,8 @@ struct shard_config {
   bool has_queues = true;
   std::chrono::milliseconds queue_lookahead{1000};
   std::chrono::milliseconds queue_poll{250};
+  /// The longest wait between polls that keep failing.
+  std::chrono::milliseconds queue_poll_cap{2000};
   uint32_t queue_page = 5000;
   /// Entities with an entry due within this window are activated ahead of time. 0: off.
   std::chrono::milliseconds queue_prefetch{250};
@@ -129,6 +135,9 @@ struct shard_config {
   size_t max_resident = 100'000;
   /// Shared by the kind's shards of a node. Never null.
   std::shared_ptr<entity_stats> stats = std::make_shared<entity_stats>();
+  /// The node's PostgreSQL tracker: paces failed polls, and the failures it reported are not
+  /// logged again here. Null: every failure is logged, polls wait their own back-off only.
+  std::shared_ptr<const dependency_tracker> db;
   /// Due times are read on this clock; timers (idle sweep, polls, wake-ups) run on the actor
   /// system's clock (CAF's test scheduler has its own). Empty: now_us().
   wall_clock_fn wall_clock;
@@ -145,7 +154,8 @@ void dead_letter_not_written(const char* kind, uint32_t shard, const std::string
 void lease_lost(const char* kind, uint32_t shard);
 void run_failed(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                 int attempt, bool outage, int64_t retry_in_ms, const caf::error& err);
-void poll_failed(const char* kind, uint32_t shard, const caf::error& err);
+void poll_failed(const char* kind, uint32_t shard, const caf::error& err,
+                 std::chrono::milliseconds retry_in);
 void crashed(const char* kind, uint32_t shard, const std::string& id);
 } // namespace log
 
@@ -172,6 +182,7 @@ struct shard_state {
   persistence::queue_entries cursor;
   std::chrono::steady_clock::time_point last_full_scan{};
   bool poll_timer_pending = false;
+  std::optional<retry_pace> poll_pace; ///< set at the start (from cfg)
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
   bool draining = false;
   caf::typed_response_promise<ok_atom> drained;
@@ -343,7 +354,8 @@ void dead_letter(Self self, const std::string& lane, const std::string& id, int 
       },
       [=](caf::error& err) {
         // Not recorded: the entry stays queued in PostgreSQL and is found again by a poll.
-        log::dead_letter_not_written(Kind::name, self->state.cfg.shard, id, lane, err);
+        if (!db_outage_reported(self->state.cfg.db.get(), err))
+          log::dead_letter_not_written(Kind::name, self->state.cfg.shard, id, lane, err);
         finished(self, lane, id);
       });
 }
@@ -377,8 +389,9 @@ void start_run(Self self, lane_scheduler::work w) {
           dead_letter(self, w.lane, w.entity_id, d.attempts, error_message(err));
           return;
         }
-        log::run_failed(Kind::name, st.cfg.shard, w.entity_id, w.lane, d.attempts, !d.counted,
-                        (d.retry_at_us - now) / 1000, err);
+        if (!db_outage_reported(st.cfg.db.get(), err))
+          log::run_failed(Kind::name, st.cfg.shard, w.entity_id, w.lane, d.attempts, !d.counted,
+                          (d.retry_at_us - now) / 1000, err);
         st.sched->retry(w.lane, w.entity_id, d.retry_at_us);
         dispatch(self);
       });
@@ -404,6 +417,11 @@ void poll(Self self) {
   auto& st = self->state;
   if (st.polling || st.draining || !st.cfg.has_queues || !st.cfg.store)
     return;
+  // After a failure: no call until the wait is over or the database is back.
+  if (!st.poll_pace->may_try(self->clock().now())) {
+    schedule_poll(self);
+    return;
+  }
   // Memory bound: hold at most about a page of entries; the rest waits in PostgreSQL.
   if (st.sched->known() >= st.cfg.queue_page) {
     schedule_poll(self);
@@ -425,6 +443,7 @@ void poll(Self self) {
       [=](persistence::queue_entries& entries) {
         auto& s = self->state;
         s.polling = false;
+        s.poll_pace->succeeded();
         if (!entries.empty())
           s.cursor.assign(1, entries.back());
         if (!s.done_during_poll.empty()) {
@@ -442,9 +461,12 @@ void poll(Self self) {
         schedule_poll(self);
       },
       [=](caf::error& err) {
-        self->state.polling = false;
-        self->state.done_during_poll.clear();
-        log::poll_failed(Kind::name, self->state.cfg.shard, err);
+        auto& s = self->state;
+        s.polling = false;
+        s.done_during_poll.clear();
+        auto wait = s.poll_pace->failed(self->clock().now());
+        if (!db_outage_reported(s.cfg.db.get(), err))
+          log::poll_failed(Kind::name, s.cfg.shard, err, wait);
         schedule_poll(self);
       });
 }
@@ -472,6 +494,8 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   st.cfg = std::move(cfg);
   st.sched = std::make_unique<lane_scheduler>(st.cfg.lanes, st.cfg.background_share);
   st.retries = std::make_unique<retry_policy>(st.cfg.max_attempts);
+  st.poll_pace.emplace(st.cfg.queue_poll, std::max(st.cfg.queue_poll, st.cfg.queue_poll_cap),
+                       st.cfg.db);
   env->shard = st.cfg.shard;
   env->epoch = st.cfg.epoch;
   env->parent = self->address(); // weak: the shard's state holds the environment

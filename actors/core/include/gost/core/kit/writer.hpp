@@ -28,6 +28,10 @@
 #include "gost/core/stats.hpp"
 #include "gost/persistence/writes.hpp"
 
+namespace gost {
+class dependency_tracker;
+}
+
 namespace gost::persistence {
 class pg_pool;
 }
@@ -45,6 +49,9 @@ struct writer_options {
   std::chrono::milliseconds flush_delay{2};
   std::shared_ptr<writer_stats> stats = std::make_shared<writer_stats>();
   const char* name = "gost.writer"; ///< in logs
+  /// The node's PostgreSQL tracker: a batch failed by an outage it reported is not logged
+  /// again. Null: every failed batch is logged.
+  std::shared_ptr<const dependency_tracker> db;
 };
 
 namespace detail {
@@ -65,8 +72,10 @@ template <class WriteSet>
 using writer_ptr =
   typename writer_impl<WriteSet>::template stateful_pointer<writer_state<WriteSet>>;
 
-/// Logs a failed batch (in writer.cpp: keeps spdlog out of this header).
-void log_failed_batch(const char* writer, size_t size, const caf::error& err);
+/// Logs a failed batch, unless `db` reported its outage (in writer.cpp: keeps spdlog out of
+/// this header).
+void log_failed_batch(const char* writer, size_t size, const caf::error& err,
+                      const dependency_tracker* db);
 
 template <class WriteSet>
 void flush(writer_ptr<WriteSet> self) {
@@ -88,7 +97,7 @@ void flush(writer_ptr<WriteSet> self) {
   } else {
     // Nothing committed: every writer of the batch reloads and redoes, or reports upwards.
     stats.failed_batches.fetch_add(1, std::memory_order_relaxed);
-    log_failed_batch(st.opts.name, st.batch.size(), r.error());
+    log_failed_batch(st.opts.name, st.batch.size(), r.error(), st.opts.db.get());
     for (auto& rp : st.waiting)
       rp.deliver(r.error());
   }
