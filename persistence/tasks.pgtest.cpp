@@ -29,6 +29,13 @@ entity_write handled(const std::string& id, int64_t expected_version,
   return w;
 }
 
+std::vector<std::string> ids(const std::vector<tagged_entity>& es) {
+  std::vector<std::string> out;
+  for (auto& e : es)
+    out.push_back(e.id);
+  return out;
+}
+
 entity_write created(const std::string& id) {
   entity_write w;
   w.kind = "task.moderation";
@@ -86,7 +93,7 @@ TEST_CASE_FIXTURE(migrated_db, "entities list by the tag of their last state") {
   CHECK(*out == std::vector<write_outcome>(3, write_outcome::committed));
   auto waiting = list_tagged_entities(pool, "task.moderation", "ki", "waiting", "", 10);
   REQUIRE(waiting);
-  CHECK(*waiting == std::vector<std::string>{"ki:a", "ki:b"});
+  CHECK(ids(*waiting) == std::vector<std::string>{"ki:a", "ki:b"});
   // A state without a tag keeps the last one.
   ws.clear();
   ws.push_back({0, epoch, handled("ki:a", 1, "approved")});
@@ -94,10 +101,16 @@ TEST_CASE_FIXTURE(migrated_db, "entities list by the tag of their last state") {
   REQUIRE(commit_entity_writes(pool, ws));
   waiting = list_tagged_entities(pool, "task.moderation", "ki", "waiting", "", 10);
   REQUIRE(waiting);
-  CHECK(*waiting == std::vector<std::string>{"ki:b"});
+  CHECK(ids(*waiting) == std::vector<std::string>{"ki:b"});
   auto approved = list_tagged_entities(pool, "task.moderation", "ki", "approved", "", 10);
   REQUIRE(approved);
-  CHECK(*approved == std::vector<std::string>{"ki:a"});
+  CHECK(ids(*approved) == std::vector<std::string>{"ki:a"});
+  // No tag asked: every tagged entity of the lane, with its tag (ki:c has none yet).
+  auto all = list_tagged_entities(pool, "task.moderation", "ki", "", "", 10);
+  REQUIRE(all);
+  REQUIRE_EQ(all->size(), 2u);
+  CHECK_EQ((*all)[0].tag, "approved");
+  CHECK_EQ((*all)[1].tag, "waiting");
   // Paging by id, and other lanes apart.
   auto after = list_tagged_entities(pool, "task.moderation", "ki", "waiting", "ki:b", 10);
   REQUIRE(after);
@@ -136,7 +149,10 @@ TEST_CASE_FIXTURE(migrated_db, "outputs committed by concurrent writers are read
   std::set<std::string> seen;
   int64_t cursor = 0;
   size_t duplicates = 0;
-  while (seen.size() < 2 * per_writer) {
+  for (;;) {
+    // All committed before this read: an empty page then means the reader is at the end.
+    bool all_committed =
+      db.scalar("SELECT count(*) FROM entity_outputs") == std::to_string(2 * per_writer);
     auto page = read_entity_outputs(reader_pool, "task.moderation", "ki", cursor, 7);
     REQUIRE(page);
     for (auto& o : *page) {
@@ -144,9 +160,8 @@ TEST_CASE_FIXTURE(migrated_db, "outputs committed by concurrent writers are read
         ++duplicates;
       cursor = o.seq;
     }
-    if (page->empty()
-        && db.scalar("SELECT count(*) FROM entity_outputs") == std::to_string(2 * per_writer))
-      break; // everything is committed and the cursor is at the end
+    if (all_committed && page->empty())
+      break;
   }
   a.join();
   b.join();

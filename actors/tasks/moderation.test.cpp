@@ -145,6 +145,27 @@ TEST_CASE("moderation task: Init issues the assignment and sets its timer; a ver
   CHECK_EQ(m.task.state_name(), "rejected");
 }
 
+TEST_CASE("moderation task: the verdict of a duplicate goes to the task it duplicates") {
+  moderation_task m;
+  auto in = input();
+  in.set_duplicate_of("ki:41");
+  m.init(in);
+  v1::ModerationVerdict v;
+  v.set_approved(true);
+  auto c = m.custom("verdict", v);
+  REQUIRE_EQ(c.sends().size(), 1u);
+  CHECK_EQ(c.sends()[0].kind, "task.moderation");
+  CHECK_EQ(c.sends()[0].id, "ki:41");
+  CHECK_EQ(c.sends()[0].delay, 0ms);
+  v1::TaskEvent e;
+  REQUIRE(c.sends()[0].event.UnpackTo(&e));
+  CHECK_EQ(e.custom().name(), "verdict");
+  CHECK_EQ(e.custom().from(), "task.moderation/ki:42");
+  v1::ModerationVerdict passed;
+  REQUIRE(e.custom().payload().UnpackTo(&passed));
+  CHECK(passed.approved());
+}
+
 TEST_CASE("moderation task: no verdict in time re-issues the assignment, then expires") {
   moderation_task m;
   m.init(input(2));

@@ -50,17 +50,18 @@ caf::expected<std::optional<task_group>> find_task_group(pg_pool& pool,
   return out;
 }
 
-caf::expected<std::vector<std::string>>
+caf::expected<std::vector<tagged_entity>>
 list_tagged_entities(pg_pool& pool, const std::string& kind, const std::string& lane,
                      const std::string& tag, const std::string& after_id, size_t limit) {
-  std::vector<std::string> out;
+  std::vector<tagged_entity> out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec_params("SELECT entity_id FROM entities WHERE kind = $1 AND lane = $2"
-                                   " AND tag = $3 AND entity_id > $4 ORDER BY entity_id LIMIT $5",
+    for (auto row : tx.exec_params("SELECT entity_id, tag FROM entities WHERE kind = $1"
+                                   " AND lane = $2 AND tag IS NOT NULL AND ($3 = '' OR tag = $3)"
+                                   " AND entity_id > $4 ORDER BY entity_id LIMIT $5",
                                    kind, lane, tag, after_id, static_cast<int64_t>(limit)))
-      out.push_back(row[0].as<std::string>());
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>()});
   });
   if (err)
     return err;

@@ -4,6 +4,9 @@
 // `verdict` event completes the task with a result; a timer issues the assignment again when no
 // verdict came in time (up to max_issues, then the task expires); cancel withdraws it.
 //
+// A task created as `duplicate_of` another moderation task passes its verdict on to it (an event
+// to another task by id).
+//
 // The rules are `moderation_rules` (a plain class: what to do next, given the task's data);
 // `moderation` maps them onto the task's steps. Registered with one line:
 //

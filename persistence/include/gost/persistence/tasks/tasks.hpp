@@ -31,9 +31,15 @@ caf::expected<task_group> create_task_group(pg_pool& pool, const task_group& g);
 caf::expected<std::optional<task_group>> find_task_group(pg_pool& pool,
                                                          const std::string& group_id);
 
-/// Ids of the entities of `kind` in `lane` tagged `tag`, after `after_id` (exclusive; empty:
-/// from the start), in id order, at most `limit`.
-caf::expected<std::vector<std::string>>
+/// An entity as listed: its id and tag.
+struct tagged_entity {
+  std::string id;
+  std::string tag;
+};
+
+/// The entities of `kind` in `lane` tagged `tag` (empty: with any tag), after `after_id`
+/// (exclusive; empty: from the start), in id order, at most `limit`.
+caf::expected<std::vector<tagged_entity>>
 list_tagged_entities(pg_pool& pool, const std::string& kind, const std::string& lane,
                      const std::string& tag, const std::string& after_id, size_t limit);
 
