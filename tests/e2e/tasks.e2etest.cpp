@@ -5,6 +5,7 @@
 // under load; one group's backlog not delaying another group.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include "gost/core/shard_hash.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/task_service.grpc.pb.h"
@@ -332,6 +334,154 @@ TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retr
   CHECK(list.output().find("expired") != std::string::npos);
   CHECK(list.output().find("6 task(s)") != std::string::npos);
 
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("tasks: a consumer pulling from its cursor sees every result exactly once across "
+          "kill -9 of the node under load") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-kill-" + std::to_string(getpid());
+  auto args = node_args(db, port_file);
+  constexpr int n = 300;
+  constexpr size_t per_task = 4;   // assignment #1..#3, then withdrawn
+  std::map<std::string, int> seen; // "task name#issue" -> times pulled
+  int64_t cursor = 0;
+  auto take = [&](const std::vector<v1::PullResultsResponse::Result>& page) {
+    for (auto& r : page) {
+      v1::ModerationAssignment a;
+      auto what = r.name();
+      if (r.name() == "assignment" && r.payload().UnpackTo(&a))
+        what += "#" + std::to_string(a.issue());
+      ++seen[r.task_id() + " " + what];
+    }
+  };
+  std::atomic<int> created{0};
+  {
+    child_process node{GOSTD_PATH, args};
+    auto port = testing::served_port(node, port_file);
+    REQUIRE_MESSAGE(port > 0, node.output());
+    task_client tasks{port};
+    REQUIRE(tasks.create_group("load").ok());
+    // Tasks created one after another while their timers fire; the node dies under it.
+    std::thread creator{[&] {
+      task_client mine{port};
+      for (int i = 0; i < n; ++i) {
+        if (!mine.create("load", "t-" + std::to_string(i), item("t", 100ms, 3)).ok())
+          return;
+        created = i + 1;
+      }
+    }};
+    // The consumer pulls while results are written, until it has taken some.
+    CHECK(testing::eventually(30s, [&] {
+      take(tasks.pull("load", cursor));
+      return seen.size() >= 200;
+    }));
+    node.signal(SIGKILL);
+    CHECK(node.wait(10s) == 128 + SIGKILL);
+    creator.join();
+  }
+  std::remove(port_file.c_str());
+  MESSAGE("killed with " << created.load() << " tasks created, " << seen.size()
+                         << " results pulled");
+  CHECK(created.load() < n); // the kill came under load
+  child_process again{GOSTD_PATH, args};
+  auto port = testing::served_port(again, port_file);
+  REQUIRE_MESSAGE(port > 0, again.output());
+  task_client tasks{port};
+  // The client creates every task again (the same client keys: those created stay as they are).
+  for (int i = 0; i < n; ++i)
+    REQUIRE(tasks.create("load", "t-" + std::to_string(i), item("t", 100ms, 3)).ok());
+  CHECK(testing::eventually(60s, [&] {
+    take(tasks.pull("load", cursor));
+    return seen.size() >= n * per_task;
+  }));
+  take(tasks.pull_all("load", cursor));
+  CHECK(seen.size() == n * per_task);
+  int repeated = 0;
+  for (auto& [what, times] : seen)
+    repeated += times != 1;
+  CHECK(repeated == 0);
+  for (int i = 0; i < n; i += 37) {
+    auto id = "load:t-" + std::to_string(i);
+    CHECK(seen.count(id + " assignment#1") == 1);
+    CHECK(seen.count(id + " assignment#3") == 1);
+    CHECK(seen.count(id + " withdrawn") == 1);
+  }
+  CHECK(db.scalar("SELECT count(*) FROM entity_outputs WHERE lane = 'load'")
+        == std::to_string(n * per_task));
+  again.signal(SIGTERM);
+  CHECK(again.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("tasks: one group's backlog does not delay another group's events") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-iso-" + std::to_string(getpid());
+  auto args = node_args(db, port_file);
+  child_process node{GOSTD_PATH, args};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  task_client tasks{port};
+  REQUIRE(tasks.create_group("busy").ok());
+  REQUIRE(tasks.create_group("idle").ok());
+  // A backlog of 100,000 tasks of group busy, each with its Init due now, stored as CreateTask
+  // would store them (rows in their shards, in the group's lane).
+  constexpr int backlog = 100'000;
+  v1::TaskEvent init;
+  init.mutable_init()->set_group("busy");
+  init.mutable_init()->mutable_input()->PackFrom(item("b"));
+  init.mutable_init()->set_retry_delay_ms(1000);
+  init.mutable_init()->set_max_attempts(3);
+  google::protobuf::Any packed;
+  packed.PackFrom(init);
+  std::string hex;
+  for (unsigned char ch : packed.SerializeAsString()) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[ch >> 4];
+    hex += digits[ch & 15];
+  }
+  for (int from = 0; from < backlog; from += 10'000) {
+    std::string rows;
+    for (int i = from; i < from + 10'000; ++i) {
+      auto id = "busy:b-" + std::to_string(i);
+      rows += (rows.empty() ? "" : ",") + std::string{"('"} + id + "',"
+              + std::to_string(shard_of("task.moderation/" + id, 8)) + ")";
+    }
+    db.scalar("WITH r(id, shard) AS (VALUES " + rows
+              + "), e AS (INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
+                " SELECT 'task.moderation', id, (extract(epoch from now()) * 1e6)::bigint,"
+                " decode('"
+              + hex
+              + "', 'hex') FROM r) INSERT INTO entities (kind, entity_id, shard, lane, due_at_us)"
+                " SELECT 'task.moderation', id, shard, 'busy',"
+                " (extract(epoch from now()) * 1e6)::bigint FROM r");
+  }
+  auto busy_pending = [&] {
+    return std::stoll(db.scalar("SELECT count(*) FROM entity_events e JOIN entities t"
+                                " USING (kind, entity_id) WHERE t.lane = 'busy'"
+                                " AND e.due_at_us < (extract(epoch from now()) * 1e6 + 1e6)"));
+  };
+  // The node is working through the backlog.
+  CHECK(testing::eventually(30s, [&] { return busy_pending() < backlog; }));
+  // Tasks of the idle group meanwhile: each Init handled about as soon as it is stored.
+  std::vector<double> latency_ms;
+  for (int i = 0; i < 20; ++i) {
+    std::string id;
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(tasks.create("idle", "i-" + std::to_string(i), item("i"), &id).ok());
+    REQUIRE(testing::eventually(10s, [&] { return tasks.get(id).state_name() == "waiting"; }));
+    latency_ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  auto left = busy_pending();
+  std::sort(latency_ms.begin(), latency_ms.end());
+  MESSAGE("idle group: create-to-handled max " << latency_ms.back() << " ms, median "
+                                               << latency_ms[10] << " ms; busy backlog left "
+                                               << left);
+  CHECK(left > 0);                 // the backlog was still there while the idle group was served
+  CHECK(latency_ms.back() < 2000); // the backlog itself takes tens of seconds
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);
   std::remove(port_file.c_str());
