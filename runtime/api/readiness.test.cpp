@@ -15,7 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// What readiness published, with a bounded wait for more.
+/// What readiness published, with a bounded wait for more. Declared before the readiness that
+/// publishes to it: readiness publishes "stopping" when it is destroyed.
 struct published {
   std::mutex mtx;
   std::condition_variable cv;
@@ -59,11 +60,11 @@ std::shared_ptr<dependency_tracker> quiet_tracker() {
 TEST_CASE("readiness: starting, the routes' start gate, the database, stopping; each change "
           "published before it is answered") {
   auto db = quiet_tracker();
+  published seen;
   readiness r{db};
   CHECK(r.check() == "starting");
 
   std::atomic<int> unrouted{3};
-  published seen;
   // The watcher would look only in an hour: every change below is made by `check`.
   r.start(
     [&]() -> std::string {
@@ -108,8 +109,8 @@ TEST_CASE("readiness: starting, the routes' start gate, the database, stopping; 
 
 TEST_CASE("readiness: the watcher publishes a change nobody asked about") {
   auto db = quiet_tracker();
-  readiness r{db};
   published seen;
+  readiness r{db};
   r.start([] { return std::string{}; }, seen.fn(), 5ms);
   REQUIRE(seen.size() == 1);
   CHECK(seen.at(0).first);
