@@ -19,8 +19,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-constexpr auto default_retry_delay = std::chrono::minutes{10}; // seed 002's "+10 minutes"
-constexpr int32_t default_max_attempts = 5;
 constexpr int32_t max_attempts_limit = 100;
 constexpr size_t max_key_len = 128;
 constexpr size_t max_name_len = 128;
@@ -171,14 +169,14 @@ grpc::ServerUnaryReactor* task_service::CreateGroup(grpc::CallbackServerContext*
   g.task_type = in.task_type();
   g.source = in.source();
   g.retry_delay_ms = in.has_retry_delay() ? TimeUtil::DurationToMilliseconds(in.retry_delay())
-                                          : std::chrono::milliseconds{default_retry_delay}.count();
+                                          : defaults_.retry_delay.count();
   if (g.retry_delay_ms < 0) {
     reactor->Finish(invalid("group.retry_delay must not be negative"));
     return reactor;
   }
-  g.max_attempts = in.max_attempts() == 0 ? default_max_attempts : in.max_attempts();
+  g.max_attempts = in.max_attempts() == 0 ? defaults_.max_attempts : in.max_attempts();
   if (g.max_attempts < 1 || g.max_attempts > max_attempts_limit) {
-    reactor->Finish(invalid("group.max_attempts must be 1..100 (0: 5)"));
+    reactor->Finish(invalid("group.max_attempts must be 1..100 (0: tasks.max_attempts)"));
     return reactor;
   }
   auto* pool = &pool_;

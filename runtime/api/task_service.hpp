@@ -37,10 +37,17 @@ class router;
 
 class task_service final : public rpc::guarded<v1::TaskService> {
 public:
+  /// What a group gets when CreateGroup leaves a setting out (`tasks.*`).
+  struct group_defaults {
+    std::chrono::milliseconds retry_delay{std::chrono::minutes{10}};
+    int32_t max_attempts = 5;
+  };
+
   task_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
-               persistence::pg_pool& pool, std::chrono::milliseconds timeout, api_limits limits)
+               persistence::pg_pool& pool, std::chrono::milliseconds timeout, api_limits limits,
+               group_defaults defaults)
     : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout),
-      limits_(limits) {
+      limits_(limits), defaults_(defaults) {
     guard("CreateGroup", &task_service::CreateGroup);
     guard("CreateTask", &task_service::CreateTask);
     guard("SendEvent", &task_service::SendEvent);
@@ -98,6 +105,7 @@ private:
   persistence::pg_pool& pool_;
   std::chrono::milliseconds timeout_;
   api_limits limits_;
+  group_defaults defaults_;
   std::mutex groups_mtx_;
   std::map<std::string, persistence::task_group> groups_; ///< seen: groups never change
 };

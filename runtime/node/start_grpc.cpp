@@ -36,8 +36,9 @@ caf::error start_grpc(node_context& n) {
     n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
                                                   timeout, limits);
     b.RegisterService(n.entities.get());
-    n.tasks = std::make_unique<task_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
-                                             timeout, limits);
+    n.tasks = std::make_unique<task_service>(
+      *n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout, limits,
+      task_service::group_defaults{cfg.tasks.retry_delay, cfg.tasks.max_attempts});
     b.RegisterService(n.tasks.get());
   }
   b.RegisterService(n.admin.get());

@@ -35,7 +35,8 @@ std::vector<std::string> node_args(const testing::temp_db& db, const std::string
           "--shard.count=8",
           "--queue.poll=50ms",
           "--outbox.relay=false",
-          "--limits.event_max_bytes=4k"};
+          "--limits.event_max_bytes=4k",
+          "--tasks.max_attempts=4"};
 }
 
 template <class Rpc, class Req, class Resp>
@@ -193,6 +194,21 @@ TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retr
   auto other = tasks.create_group("ki", 1s);
   CHECK(other.error_code() == grpc::StatusCode::ALREADY_EXISTS);
   CHECK(other.error_message().find("exists with other settings") != std::string::npos);
+  {
+    // Settings left out: the node's `tasks.*` (max_attempts 4 from the command line, the
+    // retry delay's default of 10 minutes).
+    v1::CreateGroupRequest req;
+    req.mutable_group()->set_group_id("defaults");
+    req.mutable_group()->set_task_type("moderation");
+    req.mutable_group()->set_source("classifieds");
+    v1::CreateGroupResponse resp;
+    REQUIRE(
+      call([&](auto* ctx, auto& r, auto* out) { return tasks.stub->CreateGroup(ctx, r, out); }, req,
+           resp)
+        .ok());
+    CHECK(resp.group().max_attempts() == 4);
+    CHECK(TimeUtil::DurationToMilliseconds(resp.group().retry_delay()) == 600'000);
+  }
   auto unknown_type = tasks.create_group("x", 200ms, 3, "billing");
   CHECK(unknown_type.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(unknown_type.error_message().find("hosted: moderation") != std::string::npos);
@@ -320,7 +336,7 @@ TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retr
         == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(db.scalar("SELECT count(*) FROM entity_events") == events_before);
   CHECK(db.scalar("SELECT count(*) FROM entities") == entities_before);
-  CHECK(db.scalar("SELECT count(*) FROM task_groups") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM task_groups") == "2"); // ki, defaults
 
   // gostctl shows a task and a group's tasks.
   auto addr = "127.0.0.1:" + std::to_string(port);

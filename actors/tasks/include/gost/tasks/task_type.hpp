@@ -72,8 +72,15 @@ public:
   virtual void cancel(v1::Task& t, const std::string& reason, task_context& ctx) const;
   /// A new priority from outside; by default recorded in the task.
   virtual void reprioritize(v1::Task& t, int64_t priority, task_context& ctx) const;
-  /// Parallelism and rate of a group's lane; attempts and retry delay are the group's.
-  virtual entity_options options() const { return {}; }
+  /// Parallelism and rate of a group's lane; attempts and retry delay are the group's. By
+  /// default a group runs at most 8 tasks at once per shard: the lanes share the node's entity
+  /// store and writer, which serve in arrival order, so a busy group keeping fewer runs in
+  /// flight leaves another group's next event fewer to wait behind (docs/tasks.md, T4).
+  virtual entity_options options() const {
+    entity_options o;
+    o.max_parallelism = 8;
+    return o;
+  }
 };
 
 /// Applies one event to a task (what task_entity<T>::handle does, for any type).
