@@ -39,6 +39,24 @@ public:
   }
 };
 
+/// Like counter, but chooses per event what the kit takes from the context: the retry of this
+/// event (2 s, 4 attempts), a tag, and the lane a first event puts a new entity in.
+class tagger final : public entity_type<Int64Value, Int64Value> {
+public:
+  std::string kind() const override { return "tagger"; }
+  std::string initial_lane(const google::protobuf::Any& event) const override {
+    Int64Value v;
+    return event.UnpackTo(&v) ? "lane-" + std::to_string(v.value()) : std::string{};
+  }
+  void handle(Int64Value& state, const Int64Value& event, entity_context& ctx) const override {
+    ctx.set_retry(std::chrono::seconds{2}, 4);
+    if (event.value() < 0)
+      throw std::invalid_argument("negative amount");
+    state.set_value(state.value() + event.value());
+    ctx.set_tag("n" + std::to_string(state.value()));
+  }
+};
+
 std::string packed(int64_t n) {
   Int64Value v;
   v.set_value(n);
@@ -63,6 +81,7 @@ struct entity_fixture : testing::caf_fixture {
   void start() {
     auto types = std::make_shared<entity_registry>();
     REQUIRE_FALSE(types->add(std::make_shared<counter>()));
+    REQUIRE_FALSE(types->add(std::make_shared<tagger>()));
     entity_shard_options o;
     o.shard = 1;
     o.epoch = 9;
@@ -75,13 +94,13 @@ struct entity_fixture : testing::caf_fixture {
   }
 
   /// The row a load of counter/x answers: version 0, one event (seq 1) due now.
-  void one_event_due(int64_t amount, int32_t attempts = 0) {
+  void one_event_due(int64_t amount, int32_t attempts = 0, const std::string& key = "counter/x") {
     entity_row row;
     row.found = true;
     row.due.push_back({1, wall_us(), attempts, packed(amount)});
     row.pending = 1;
     row.next_due_us = wall_us();
-    store.put("counter/x", row);
+    store.put(key, row);
   }
 };
 
@@ -163,4 +182,48 @@ TEST_CASE_FIXTURE(entity_fixture,
   REQUIRE(writer.writes().size() == 1);
   REQUIRE(writer.writes().front().ws.new_state);
   CHECK(unpacked(*writer.writes().front().ws.new_state) == 3);
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "a new entity's row is created in the lane its type chooses for "
+                                  "the first event") {
+  start();
+  google::protobuf::Any event;
+  Int64Value five;
+  five.set_value(5);
+  event.PackFrom(five);
+  REQUIRE(
+    ask(shard, send_atom_v, std::string{"tagger/y"}, any_msg{event}, std::string{}, int64_t{0}));
+  REQUIRE(writer.writes().size() == 1);
+  CHECK(writer.writes().front().ws.lane == "lane-5");
+  REQUIRE(writer.writes().front().ws.events.size() == 1);
+  CHECK(writer.writes().front().ws.events[0].lane == "lane-5");
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "the handler's retry replaces the type's options for its event, "
+                                  "and its tag is written with the state") {
+  one_event_due(-1, 2, "tagger/y");
+  store.queue().add({{"tagger/", "tagger/y", wall_us(), persistence::priority::normal}});
+  start();
+  REQUIRE(writer.writes().size() == 1);
+  auto& retry = writer.writes().back().ws;
+  // Three attempts: the type's options would dead-letter it (max 3 by default); the handler's
+  // say 4, with 2 s x 3 attempts.
+  CHECK(retry.dead_seq == 0);
+  CHECK(retry.retry_seq == 1);
+  CHECK(retry.retry_at_us == wall_us() + 6'000'000);
+  CHECK_FALSE(retry.tag);
+
+  // As the commit left it: beyond the shard's lookahead, so found by a poll of the queue.
+  store.queue().add(
+    {{"tagger/", "tagger/y", wall_us() + 6'000'000, persistence::priority::normal}});
+  one_event_due(7, 3, "tagger/y");
+  advance(5999ms);
+  CHECK(writer.writes().size() == 1);
+  advance(1s);
+  REQUIRE(writer.writes().size() == 2);
+  auto& done = writer.writes().back().ws;
+  REQUIRE(done.new_state);
+  CHECK(unpacked(*done.new_state) == 7);
+  REQUIRE(done.tag);
+  CHECK(*done.tag == "n7");
 }

@@ -392,6 +392,15 @@ node_keys make_node_keys() {
             "A write sent with a request_id is answered again, not applied again, when it is "
             "retried within this long; after it the id is forgotten (docs/api.md, Retries)."),
         bind_to(&node_config::api, &api_config::request_ttl));
+  k.add(num(vk::duration, "tasks.retry_delay", "10m", 0, 2'592'000'000,
+            "A task group's retry delay when CreateGroup gives none: a task event whose step "
+            "failed is handled again this much later, times its attempts so far (seed 002's "
+            "\"+10 minutes\"; docs/tasks.md)."),
+        bind_to(&node_config::tasks, &tasks_config::retry_delay));
+  k.add(num(vk::integer, "tasks.max_attempts", "5", 1, 100,
+            "A task group's attempts of one event when CreateGroup gives none; after them the "
+            "event goes to entity_dead_letters and the task's other events go on."),
+        bind_to(&node_config::tasks, &tasks_config::max_attempts));
   // What one request may hold (docs/api.md, "Limits"): each refusal names its key.
   k.add(num(vk::integer, "limits.title_max_chars", "512", 1, 65'536,
             "Longest offer title, in characters (Unicode code points, not bytes). 512 is "
@@ -432,11 +441,12 @@ node_keys make_node_keys() {
   k.add(num(vk::size, "limits.event_max_bytes", "1m", 1024, 256LL << 20,
             "Largest event EntityService.Send takes, in bytes of the packed "
             "google.protobuf.Any (an event is a row in PostgreSQL until its entity handled "
-            "it)."),
+            "it); also a task's input (TaskService.CreateTask) and event (SendEvent)."),
         bind_to(&node_config::limits, &limits_config::event_max_bytes));
   k.add(num(vk::integer, "limits.page_size_max", "1000", 1, 100'000,
-            "Most items one call lists: ListOffers' `page_size` and EntityService.PullOutputs' "
-            "`limit` (0 asks for 100, or this limit when it is lower)."),
+            "Most items one call lists: ListOffers' `page_size`, EntityService.PullOutputs' "
+            "and TaskService.PullResults' and ListTasks' `limit` (0 asks for 100, or this "
+            "limit when it is lower)."),
         bind_to(&node_config::limits, &limits_config::page_size_max));
   k.add(num(vk::size, "limits.page_max_bytes", "2m", 64 * 1024, 1LL << 30,
             "A ListOffers page ends early, with a `next_page_token`, once its offers reach "

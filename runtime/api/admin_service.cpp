@@ -126,28 +126,12 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
   return reactor;
 }
 
-namespace {
-
-/// Runs `f` (blocking PostgreSQL reads) on a short-lived detached actor: neither a gRPC
-/// callback thread nor a scheduler thread waits on the database.
-template <class F>
-void off_thread(call_hub& hub, F f) {
-  hub.run([f](caf::event_based_actor* self) {
-    self->system().spawn<caf::detached>([f](caf::event_based_actor* worker) {
-      f();
-      worker->quit();
-    });
-  });
-}
-
-} // namespace
-
 grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* ctx,
                                                    const v1::ListNodesRequest*,
                                                    v1::ListNodesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   auto view = cluster_;
-  off_thread(hub_, [reactor, resp, view] {
+  hub_.run_blocking([reactor, resp, view] {
     auto nodes = persistence::list_nodes(*view.pool, view.lease_timeout);
     auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
     if (!nodes || !leases) {
@@ -181,7 +165,7 @@ grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext*
                                                     v1::ListShardsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   auto view = cluster_;
-  off_thread(hub_, [reactor, resp, view] {
+  hub_.run_blocking([reactor, resp, view] {
     auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
     if (!leases) {
       reactor->Finish(to_status(leases.error()));

@@ -136,24 +136,21 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
   auto after = req->after();
   auto* pool = &pool_;
   // A blocking read: off the scheduler threads (rare, and bounded by `limit`).
-  hub_.run([=](caf::event_based_actor* self) {
-    self->system().spawn<caf::detached>([=](caf::event_based_actor* worker) {
-      auto rows = persistence::read_entity_outputs(*pool, kind, lane, after, limit);
-      if (!rows) {
-        reactor->Finish(to_status(rows.error()));
-      } else {
-        resp->set_cursor(after);
-        for (auto& o : *rows) {
-          auto* out = resp->add_outputs();
-          out->set_seq(o.seq);
-          out->set_id(o.entity_id);
-          out->mutable_output()->ParseFromString(o.payload);
-          resp->set_cursor(o.seq);
-        }
-        reactor->Finish(grpc::Status::OK);
+  hub_.run_blocking([=] {
+    auto rows = persistence::read_entity_outputs(*pool, kind, lane, after, limit);
+    if (!rows) {
+      reactor->Finish(to_status(rows.error()));
+    } else {
+      resp->set_cursor(after);
+      for (auto& o : *rows) {
+        auto* out = resp->add_outputs();
+        out->set_seq(o.seq);
+        out->set_id(o.entity_id);
+        out->mutable_output()->ParseFromString(o.payload);
+        resp->set_cursor(o.seq);
       }
-      worker->quit();
-    });
+      reactor->Finish(grpc::Status::OK);
+    }
   });
   return reactor;
 }

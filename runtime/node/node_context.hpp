@@ -22,6 +22,7 @@
 #include "api/offer_service.hpp"
 #include "api/readiness.hpp"
 #include "api/state_service.hpp"
+#include "api/task_service.hpp"
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
 #include "console/admin_http.hpp"
@@ -91,6 +92,7 @@ struct node_context {
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<state_service> states;
   std::unique_ptr<entity_service> entities; ///< when the node hosts actor types
+  std::unique_ptr<task_service> tasks;      ///< with them (task types are actor types)
   std::unique_ptr<grpc::Server> server;
   int grpc_port = 0;
   // admin HTTP (start_http)

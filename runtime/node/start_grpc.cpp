@@ -1,5 +1,6 @@
 // The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
-// EntityService (when the node hosts actor types), server reflection and the health service.
+// EntityService and TaskService (when the node hosts actor types), server reflection and the health
+// service.
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -35,6 +36,10 @@ caf::error start_grpc(node_context& n) {
     n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
                                                   timeout, limits);
     b.RegisterService(n.entities.get());
+    n.tasks = std::make_unique<task_service>(
+      *n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout, limits,
+      task_service::group_defaults{cfg.tasks.retry_delay, cfg.tasks.max_attempts});
+    b.RegisterService(n.tasks.get());
   }
   b.RegisterService(n.admin.get());
   b.RegisterService(n.states.get());
@@ -49,6 +54,7 @@ caf::error start_grpc(node_context& n) {
     n.offers.reset();
     n.states.reset();
     n.entities.reset();
+    n.tasks.reset();
   };
   if (!n.server || n.grpc_port == 0) {
     n.server.reset();

@@ -58,6 +58,15 @@ void call_hub::run(job j) {
   caf::anon_send(a, detail::call_atom_v, std::move(j));
 }
 
+void call_hub::run_blocking(std::function<void()> f) {
+  run([f = std::move(f)](caf::event_based_actor* self) {
+    self->system().spawn<caf::detached>([f](caf::event_based_actor* worker) {
+      f();
+      worker->quit();
+    });
+  });
+}
+
 void call_hub::later(caf::event_based_actor* self, job j) {
   self->send(self, detail::park_atom_v, std::move(j));
 }

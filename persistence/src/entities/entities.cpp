@@ -13,6 +13,9 @@ namespace {
 
 using key = std::pair<std::string, std::string>; ///< (kind, entity_id)
 
+/// The advisory lock class of output inserts ('gosu'; nodes' liveness locks use 'gost').
+constexpr int64_t output_lock_class = 1735357301;
+
 /// "(kind, id),(kind, id)" for `(kind, entity_id) IN (VALUES ...)`.
 template <class Keys>
 std::string key_rows(pqxx::transaction_base& tx, const Keys& keys) {
@@ -31,6 +34,14 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
     outcomes.assign(writes.size(), write_outcome::conflict);
     pqxx::work tx{c};
+    // Consumers read outputs behind a cursor (their seq): seqs must become visible in their
+    // order, so transactions inserting outputs (any writer, any node) take turns. The lock is
+    // taken first, before any row lock, so that it cannot close a cycle with them.
+    for (auto& w : writes)
+      if (!w.ws.outputs.empty()) {
+        tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(output_lock_class) + ", 0)");
+        break;
+      }
     // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit).
     std::set<uint32_t> shards;
     for (auto& w : writes)
@@ -64,6 +75,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       const std::string* state;
       const std::string* lane;
       uint32_t shard;
+      const std::optional<std::string>* tag;
     };
     std::map<key, final_state> states;
     std::set<key> touched; // entities whose pending events change: their due time is recomputed
@@ -83,7 +95,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
           continue; // conflict: another event of this entity committed first (or it is gone)
         if (w.new_state) {
           v->second += 1;
-          states[k] = {v->second, &*w.new_state, &w.lane, writes[i].shard};
+          states[k] = {v->second, &*w.new_state, &w.lane, writes[i].shard, &w.tag};
         }
       }
       outcomes[i] = write_outcome::committed;
@@ -164,20 +176,22 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         blobs.exec(tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES "
                          + plain.str());
     }
-    if (!outputs.empty())
+    if (!outputs.empty()) {
       output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
                               + outputs.str());
+    }
     if (!states.empty()) {
       values_list rows;
       blob_params blobs;
       for (auto& [k, f] : states)
         rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(f.version)
-                 + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane));
+                 + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane) + ","
+                 + (*f.tag ? tx.quote(**f.tag) : std::string{"NULL"}));
       blobs.exec(tx, "UPDATE entities e SET version = v.version::bigint, state = v.state,"
-                     " lane = v.lane, updated_at = now()"
+                     " lane = v.lane, tag = COALESCE(v.tag::text, e.tag), updated_at = now()"
                      " FROM (VALUES "
                        + rows.str()
-                       + ") AS v(kind, entity_id, version, state, lane)"
+                       + ") AS v(kind, entity_id, version, state, lane, tag)"
                          " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
     }
     // The kit's queue entry of every entity whose pending events changed: its earliest event.

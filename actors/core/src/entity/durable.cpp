@@ -339,7 +339,12 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
           failure = "unknown exception";
         }
         if (!failure.empty()) {
-          // The event failed: rescheduled with the type's back-off, or dead-lettered.
+          // The event failed: rescheduled with the type's back-off (or the one the handler set
+          // for this event), or dead-lettered.
+          if (auto& r = ctx.retry()) {
+            opts.retry_backoff = r->first;
+            opts.max_attempts = r->second;
+          }
           auto attempts = ev.attempts + 1;
           if (attempts >= opts.max_attempts) {
             ws.dead_seq = ev.seq;
@@ -366,6 +371,7 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
         ws.consumed_seq = ev.seq;
         ws.new_state = next->SerializeAsString();
         ws.lane = ctx.lane();
+        ws.tag = ctx.tag();
         int64_t own_next = next_after(1);
         for (auto& sent : ctx.sends()) {
           auto due =
@@ -412,7 +418,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
       entity_write ws;
       ws.kind = kind;
       ws.entity_id = id_of(key);
-      ws.lane = st.loaded ? st.lane : std::string{};
+      ws.lane = st.loaded ? st.lane : type->initial_lane(event.value);
       auto due = st.env->now_us() + std::max<int64_t>(0, delay_ms) * 1000;
       auto ev =
         outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());

@@ -128,6 +128,12 @@ struct api_config {
   std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
 };
 
+/// `tasks.*`: what a task group gets when CreateGroup leaves a setting out (docs/tasks.md).
+struct tasks_config {
+  std::chrono::milliseconds retry_delay{}; ///< a failed event again after this × attempts
+  int max_attempts = 0;                    ///< then dead-lettered
+};
+
 /// `limits.*`: what one request may hold (docs/api.md, "Limits"). Text in characters
 /// (Unicode code points), sizes in bytes.
 struct limits_config {
@@ -209,6 +215,7 @@ struct node_config {
   outbox_config outbox;
   offer_config offer;
   api_config api;
+  tasks_config tasks;
   limits_config limits;
   shutdown_config shutdown;
   write_config write;

@@ -8,6 +8,7 @@
 //     return gost::node_builder{}
 //       .add_stage<photo_count>("photo_count")      // docs/adding-a-stage.md
 //       .add_entity_type<bank::account>()           // docs/adding-an-actor-type.md
+//       .add_task_type<gost::tasks::moderation>()   // docs/tasks.md
 //       .run(argc, argv);
 //   }
 //
@@ -21,6 +22,7 @@
 #include "gost/core/entity/entity_type.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/runtime/node.hpp"
+#include "gost/tasks/task_type.hpp"
 
 namespace gost {
 
@@ -44,6 +46,13 @@ public:
   template <class Type, class... Args>
   node_builder& add_entity_type(Args&&... args) {
     return add_entity_type(std::make_shared<const Type>(std::forward<Args>(args)...));
+  }
+
+  /// A task type (gost/tasks/task_type.hpp, docs/tasks.md): its tasks are entities of kind
+  /// `task.<name>`, reached through TaskService.
+  template <class Type, class... Args>
+  node_builder& add_task_type(Args&&... args) {
+    return add_entity_type<tasks::task_entity<Type>>(std::forward<Args>(args)...);
   }
 
   /// Reads the configuration, starts the node and serves until SIGTERM or SIGINT (which drain

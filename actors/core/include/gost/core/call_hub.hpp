@@ -41,6 +41,10 @@ public:
   /// Runs `j` in one of the hub's actors (round robin). Thread-safe.
   void run(job j);
 
+  /// Runs `f` (blocking: PostgreSQL reads) on a short-lived detached actor, so that neither a
+  /// gRPC callback thread nor a scheduler thread waits on it. Thread-safe.
+  void run_blocking(std::function<void()> f);
+
   /// From inside a job: runs `j` in the same hub actor after `pause`.
   static void later(caf::event_based_actor* self, job j);
 

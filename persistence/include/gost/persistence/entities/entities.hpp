@@ -57,6 +57,7 @@ struct entity_write {
   /// the entity is still at it. -1: no check (a send that only adds events).
   int64_t expected_version = -1;
   std::optional<std::string> new_state; ///< stored at expected_version + 1
+  std::optional<std::string> tag;       ///< with new_state: the entity's new tag (listings)
   int64_t consumed_seq = 0;             ///< the handled event (deleted); 0: none
   /// A failed event: attempts + 1 and due again at retry_at_us. 0: none.
   int64_t retry_seq = 0;

@@ -22,8 +22,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <google/protobuf/any.pb.h>
@@ -98,6 +100,19 @@ public:
   /// group), from its next event on.
   void set_lane(std::string lane) { lane_ = std::move(lane); }
   const std::string& lane() const noexcept { return lane_; }
+  /// Labels the entity (stored in its row, e.g. a task's state name) so that it can be listed
+  /// by kind, lane and tag (persistence::list_entities_by_tag); kept until set again.
+  void set_tag(std::string tag) { tag_ = std::move(tag); }
+  const std::optional<std::string>& tag() const noexcept { return tag_; }
+  /// How this event is retried when the handler throws, when it is not the type's
+  /// options() (e.g. a per-group setting kept in the state). Takes effect even when set before
+  /// the handler throws: call it first.
+  void set_retry(std::chrono::milliseconds backoff, int max_attempts) {
+    retry_ = std::make_pair(backoff, max_attempts);
+  }
+  const std::optional<std::pair<std::chrono::milliseconds, int>>& retry() const noexcept {
+    return retry_;
+  }
 
   const std::vector<sent>& sends() const noexcept { return sent_; }
   const std::vector<emitted>& outputs() const noexcept { return emitted_; }
@@ -111,6 +126,8 @@ private:
   std::chrono::system_clock::time_point now_;
   std::vector<sent> sent_;
   std::vector<emitted> emitted_;
+  std::optional<std::string> tag_;
+  std::optional<std::pair<std::chrono::milliseconds, int>> retry_;
 };
 
 /// Every entity type, type-erased: what the kit calls.
@@ -123,6 +140,13 @@ public:
   virtual const google::protobuf::Descriptor* state_descriptor() const = 0;
   virtual const google::protobuf::Descriptor* event_descriptor() const = 0;
   virtual entity_options options() const { return {}; }
+  /// The lane of an entity that `event` (sent from outside) is the first event of: the row is
+  /// created in it, so that its first event is already scheduled in its own lane (e.g. a
+  /// task's group). Empty: the kind's default lane. Not asked for entities that have a row.
+  virtual std::string initial_lane(const google::protobuf::Any& event) const {
+    (void)event;
+    return {};
+  }
   /// Applies `event` to `state` (null: the entity has none yet); returns the new state.
   /// Throws what the handler throws; errc::invalid_argument (as caf::error in an
   /// std::runtime_error) when `event` is not of event_descriptor()'s type.

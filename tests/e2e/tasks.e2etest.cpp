@@ -1,0 +1,504 @@
+// Tasks of seed 002 (docs/tasks.md) end to end, through gost.v1.TaskService on gostd with the
+// moderation task type: groups, Init first, verdicts from outside, timers (self-events),
+// verdicts passed to another task, cancel, retries that reorder events and dead letters, bad
+// input that changes nothing, gostctl; results pulled by cursor exactly once across kill -9
+// under load; one group's backlog not delaying another group.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <google/protobuf/util/time_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include "gost/core/shard_hash.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/task_service.grpc.pb.h"
+#include "gost/v1/tasks.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using google::protobuf::util::TimeUtil;
+using testing::child_process;
+
+namespace {
+
+std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file) {
+  return {"--pg.dsn=" + db.dsn(),
+          "--grpc.listen=127.0.0.1:0",
+          "--grpc.port_file=" + port_file,
+          "--caf.listen=127.0.0.1:0",
+          "--shard.count=8",
+          "--queue.poll=50ms",
+          "--outbox.relay=false",
+          "--limits.event_max_bytes=4k",
+          "--tasks.max_attempts=4"};
+}
+
+template <class Rpc, class Req, class Resp>
+grpc::Status call(Rpc rpc, const Req& req, Resp& resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  return rpc(&ctx, req, &resp);
+}
+
+struct task_client {
+  std::unique_ptr<v1::TaskService::Stub> stub;
+
+  explicit task_client(int port)
+    : stub(v1::TaskService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                        grpc::InsecureChannelCredentials()))) {}
+
+  grpc::Status create_group(const std::string& id, std::chrono::milliseconds retry = 200ms,
+                            int attempts = 3, const std::string& type = "moderation") {
+    v1::CreateGroupRequest req;
+    auto* g = req.mutable_group();
+    g->set_group_id(id);
+    g->set_task_type(type);
+    g->set_source("classifieds");
+    *g->mutable_retry_delay() = TimeUtil::MillisecondsToDuration(retry.count());
+    g->set_max_attempts(attempts);
+    v1::CreateGroupResponse resp;
+    grpc::ClientContext ctx;
+    return stub->CreateGroup(&ctx, req, &resp);
+  }
+
+  grpc::Status create(const std::string& group, const std::string& key,
+                      const google::protobuf::Message& input, std::string* id = nullptr) {
+    v1::CreateTaskRequest req;
+    req.set_group_id(group);
+    req.set_client_key(key);
+    req.mutable_input()->PackFrom(input);
+    v1::CreateTaskResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    auto s = stub->CreateTask(&ctx, req, &resp);
+    if (id != nullptr)
+      *id = resp.task_id();
+    return s;
+  }
+
+  grpc::Status send(const std::string& id, const std::string& name,
+                    const google::protobuf::Message& payload, const std::string& request_id = {}) {
+    v1::SendTaskEventRequest req;
+    req.set_task_id(id);
+    req.set_name(name);
+    req.mutable_payload()->PackFrom(payload);
+    req.set_request_id(request_id);
+    v1::SendTaskEventResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    return stub->SendEvent(&ctx, req, &resp);
+  }
+
+  grpc::Status cancel(const std::string& id, const std::string& reason) {
+    v1::CancelTaskRequest req;
+    req.set_task_id(id);
+    req.set_reason(reason);
+    v1::CancelTaskResponse resp;
+    grpc::ClientContext ctx;
+    return stub->Cancel(&ctx, req, &resp);
+  }
+
+  v1::GetTaskResponse get(const std::string& id) {
+    v1::GetTaskRequest req;
+    req.set_task_id(id);
+    v1::GetTaskResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    auto s = stub->GetTask(&ctx, req, &resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return resp;
+  }
+
+  /// Results of `group` after `cursor`, one page; advances the cursor. Empty on an error.
+  std::vector<v1::PullResultsResponse::Result> pull(const std::string& group, int64_t& cursor,
+                                                    grpc::Status* status = nullptr) {
+    v1::PullResultsRequest req;
+    req.set_group_id(group);
+    req.set_after(cursor);
+    req.set_limit(500);
+    v1::PullResultsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    auto s = stub->PullResults(&ctx, req, &resp);
+    if (status != nullptr)
+      *status = s;
+    if (!s.ok())
+      return {};
+    cursor = resp.cursor();
+    return {resp.results().begin(), resp.results().end()};
+  }
+
+  /// Every result of `group` after `cursor`.
+  std::vector<v1::PullResultsResponse::Result> pull_all(const std::string& group, int64_t& cursor) {
+    std::vector<v1::PullResultsResponse::Result> out;
+    for (;;) {
+      auto page = pull(group, cursor);
+      out.insert(out.end(), page.begin(), page.end());
+      if (page.size() < 500)
+        return out;
+    }
+  }
+};
+
+v1::ModerationInput item(const std::string& id, std::chrono::milliseconds timeout = 60s,
+                         int max_issues = 3) {
+  v1::ModerationInput in;
+  in.set_item_id(id);
+  in.set_content("content of " + id);
+  in.set_verdict_timeout_ms(timeout.count());
+  in.set_max_issues(max_issues);
+  return in;
+}
+
+v1::ModerationVerdict verdict(bool approved) {
+  v1::ModerationVerdict v;
+  v.set_approved(approved);
+  v.set_moderator("op-1");
+  return v;
+}
+
+/// The results of one task, in order, as "name" or "name#issue" for assignments.
+std::vector<std::string> names_of(const std::vector<v1::PullResultsResponse::Result>& rs,
+                                  const std::string& task) {
+  std::vector<std::string> out;
+  for (auto& r : rs) {
+    if (r.task_id() != task)
+      continue;
+    v1::ModerationAssignment a;
+    if (r.name() == "assignment" && r.payload().UnpackTo(&a))
+      out.push_back("assignment#" + std::to_string(a.issue()));
+    else
+      out.push_back(r.name());
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retries, bad input") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-" + std::to_string(getpid());
+  child_process node{GOSTD_PATH, node_args(db, port_file)};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  task_client tasks{port};
+
+  REQUIRE(tasks.create_group("ki").ok());
+  CHECK(tasks.create_group("ki").ok()); // the same again: a no-op
+  auto other = tasks.create_group("ki", 1s);
+  CHECK(other.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  CHECK(other.error_message().find("exists with other settings") != std::string::npos);
+  {
+    // Settings left out: the node's `tasks.*` (max_attempts 4 from the command line, the
+    // retry delay's default of 10 minutes).
+    v1::CreateGroupRequest req;
+    req.mutable_group()->set_group_id("defaults");
+    req.mutable_group()->set_task_type("moderation");
+    req.mutable_group()->set_source("classifieds");
+    v1::CreateGroupResponse resp;
+    REQUIRE(
+      call([&](auto* ctx, auto& r, auto* out) { return tasks.stub->CreateGroup(ctx, r, out); }, req,
+           resp)
+        .ok());
+    CHECK(resp.group().max_attempts() == 4);
+    CHECK(TimeUtil::DurationToMilliseconds(resp.group().retry_delay()) == 600'000);
+  }
+  auto unknown_type = tasks.create_group("x", 200ms, 3, "billing");
+  CHECK(unknown_type.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(unknown_type.error_message().find("hosted: moderation") != std::string::npos);
+
+  // Init first: the task's first result is its assignment. A retry of the same client key
+  // creates nothing twice.
+  std::string a;
+  REQUIRE(tasks.create("ki", "offer-1", item("offer-1"), &a).ok());
+  CHECK(a == "ki:offer-1");
+  std::string again;
+  REQUIRE(tasks.create("ki", "offer-1", item("offer-1"), &again).ok());
+  CHECK(again == a);
+  CHECK(testing::eventually(10s, [&] { return tasks.get(a).state_name() == "waiting"; }));
+  auto waiting = tasks.get(a);
+  CHECK(waiting.version() == 1);        // one Init handled
+  CHECK(waiting.pending_events() == 1); // its timer
+  CHECK(waiting.results() == 1);
+
+  // A verdict from outside completes it.
+  REQUIRE(tasks.send(a, "verdict", verdict(true), "v-1").ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(a).state_name() == "approved"; }));
+  CHECK(tasks.get(a).closed());
+
+  // No verdict in time: the task's own timer issues the assignment again, then it expires.
+  std::string b;
+  REQUIRE(tasks.create("ki", "offer-2", item("offer-2", 200ms, 2), &b).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(b).state_name() == "expired"; }));
+
+  // A duplicate passes its verdict to the task it duplicates (an event to another task).
+  std::string c;
+  std::string d;
+  REQUIRE(tasks.create("ki", "offer-3", item("offer-3"), &c).ok());
+  auto dup = item("offer-3-copy");
+  dup.set_duplicate_of(c);
+  REQUIRE(tasks.create("ki", "offer-3-copy", dup, &d).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(d).state_name() == "waiting"; }));
+  REQUIRE(tasks.send(d, "verdict", verdict(false)).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(c).state_name() == "rejected"; }));
+
+  // Cancel from outside withdraws the assignment.
+  std::string e;
+  REQUIRE(tasks.create("ki", "offer-4", item("offer-4"), &e).ok());
+  REQUIRE(tasks.cancel(e, "seller deleted the offer").ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(e).state_name() == "cancelled"; }));
+
+  // A throwing step (an event the type does not take) is retried after the group's delay and
+  // dead-lettered after its attempts; an event sent after it is handled meanwhile (the retry
+  // changed the order, as seed 002 says), and the task goes on.
+  std::string f;
+  REQUIRE(tasks.create("ki", "offer-5", item("offer-5"), &f).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(f).state_name() == "waiting"; }));
+  REQUIRE(tasks.send(f, "bogus", verdict(true)).ok());
+  CHECK(testing::eventually(10s, [&] {
+    return db.scalar("SELECT max(attempts) FROM entity_events WHERE entity_id = '" + f + "'")
+           == "1";
+  }));
+  {
+    v1::ReprioritizeTaskRequest req;
+    req.set_task_id(f);
+    req.set_priority(9);
+    v1::ReprioritizeTaskResponse resp;
+    REQUIRE(
+      call([&](auto* ctx, auto& r, auto* out) { return tasks.stub->Reprioritize(ctx, r, out); },
+           req, resp)
+        .ok());
+  }
+  CHECK(testing::eventually(10s, [&] { return tasks.get(f).priority() == 9; }));
+  CHECK(db.scalar("SELECT count(*) FROM entity_dead_letters WHERE entity_id = '" + f + "'")
+        == "0"); // the failed event is still waiting for its retry
+  CHECK(testing::eventually(10s, [&] {
+    return db.scalar("SELECT attempts FROM entity_dead_letters WHERE entity_id = '" + f + "'")
+           == "3";
+  }));
+  CHECK(db.scalar("SELECT reason FROM entity_dead_letters WHERE entity_id = '" + f + "'")
+        == "a moderation task takes `verdict` and `timeout`, not `bogus`");
+  REQUIRE(tasks.send(f, "verdict", verdict(true)).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(f).state_name() == "approved"; }));
+
+  // The group's results, by cursor: each task's in the order it wrote them.
+  int64_t cursor = 0;
+  auto results = tasks.pull_all("ki", cursor);
+  CHECK(names_of(results, a) == std::vector<std::string>{"assignment#1", "verdict"});
+  CHECK(names_of(results, b)
+        == std::vector<std::string>{"assignment#1", "assignment#2", "withdrawn"});
+  CHECK(names_of(results, c) == std::vector<std::string>{"assignment#1", "verdict"});
+  CHECK(names_of(results, e) == std::vector<std::string>{"assignment#1", "withdrawn"});
+  CHECK(names_of(results, f) == std::vector<std::string>{"assignment#1", "verdict"});
+  CHECK(tasks.pull_all("ki", cursor).empty());
+
+  // Listing by state.
+  {
+    v1::ListTasksRequest req;
+    req.set_group_id("ki");
+    req.set_state_name("rejected");
+    v1::ListTasksResponse resp;
+    REQUIRE(call([&](auto* ctx, auto& r, auto* out) { return tasks.stub->ListTasks(ctx, r, out); },
+                 req, resp)
+              .ok());
+    REQUIRE(resp.tasks_size() == 2);
+    CHECK(resp.tasks(0).task_id() == c);
+    CHECK(resp.tasks(1).task_id() == d);
+  }
+
+  // Bad input gets a clear error and changes nothing.
+  auto events_before = db.scalar("SELECT count(*) FROM entity_events");
+  auto entities_before = db.scalar("SELECT count(*) FROM entities");
+  auto no_group = tasks.create("nope", "k", item("x"));
+  CHECK(no_group.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(no_group.error_message().find("group `nope` does not exist") != std::string::npos);
+  auto wrong_input = tasks.create("ki", "k", verdict(true));
+  CHECK(wrong_input.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(wrong_input.error_message().find("gost.v1.ModerationInput") != std::string::npos);
+  auto big = item("big");
+  big.set_content(std::string(8192, 'x'));
+  auto oversized = tasks.create("ki", "big", big);
+  CHECK(oversized.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(oversized.error_message().find("limits.event_max_bytes") != std::string::npos);
+  v1::ModerationVerdict big_verdict;
+  big_verdict.set_reason(std::string(8192, 'x'));
+  CHECK(tasks.send(a, "verdict", big_verdict).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  auto no_task = tasks.send("ki:never-created", "verdict", verdict(true));
+  CHECK(no_task.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(no_task.error_message().find("CreateTask creates it") != std::string::npos);
+  CHECK(tasks.send("not-a-task-id", "verdict", verdict(true)).error_code()
+        == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(db.scalar("SELECT count(*) FROM entity_events") == events_before);
+  CHECK(db.scalar("SELECT count(*) FROM entities") == entities_before);
+  CHECK(db.scalar("SELECT count(*) FROM task_groups") == "2"); // ki, defaults
+
+  // gostctl shows a task and a group's tasks.
+  auto addr = "127.0.0.1:" + std::to_string(port);
+  child_process show{GOSTCTL_PATH, {"--addr", addr, "task", c}};
+  REQUIRE(show.wait(30s) == 0);
+  CHECK(show.output().find("\"state_name\": \"rejected\"") != std::string::npos);
+  CHECK(show.output().find("\"item_id\": \"offer-3\"") != std::string::npos);
+  child_process list{GOSTCTL_PATH, {"--addr", addr, "tasks", "--group", "ki"}};
+  REQUIRE(list.wait(30s) == 0);
+  CHECK(list.output().find("ki:offer-2") != std::string::npos);
+  CHECK(list.output().find("expired") != std::string::npos);
+  CHECK(list.output().find("6 task(s)") != std::string::npos);
+
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("tasks: a consumer pulling from its cursor sees every result exactly once across "
+          "kill -9 of the node under load") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-kill-" + std::to_string(getpid());
+  auto args = node_args(db, port_file);
+  constexpr int n = 300;
+  constexpr size_t per_task = 4;   // assignment #1..#3, then withdrawn
+  std::map<std::string, int> seen; // "task name#issue" -> times pulled
+  int64_t cursor = 0;
+  auto take = [&](const std::vector<v1::PullResultsResponse::Result>& page) {
+    for (auto& r : page) {
+      v1::ModerationAssignment a;
+      auto what = r.name();
+      if (r.name() == "assignment" && r.payload().UnpackTo(&a))
+        what += "#" + std::to_string(a.issue());
+      ++seen[r.task_id() + " " + what];
+    }
+  };
+  std::atomic<int> created{0};
+  {
+    child_process node{GOSTD_PATH, args};
+    auto port = testing::served_port(node, port_file);
+    REQUIRE_MESSAGE(port > 0, node.output());
+    task_client tasks{port};
+    REQUIRE(tasks.create_group("load").ok());
+    // Tasks created one after another while their timers fire; the node dies under it.
+    std::thread creator{[&] {
+      task_client mine{port};
+      for (int i = 0; i < n; ++i) {
+        if (!mine.create("load", "t-" + std::to_string(i), item("t", 100ms, 3)).ok())
+          return;
+        created = i + 1;
+      }
+    }};
+    // The consumer pulls while results are written, until it has taken some.
+    CHECK(testing::eventually(30s, [&] {
+      take(tasks.pull("load", cursor));
+      return seen.size() >= 200;
+    }));
+    node.signal(SIGKILL);
+    CHECK(node.wait(10s) == 128 + SIGKILL);
+    creator.join();
+  }
+  std::remove(port_file.c_str());
+  MESSAGE("killed with " << created.load() << " tasks created, " << seen.size()
+                         << " results pulled");
+  CHECK(created.load() < n); // the kill came under load
+  child_process again{GOSTD_PATH, args};
+  auto port = testing::served_port(again, port_file);
+  REQUIRE_MESSAGE(port > 0, again.output());
+  task_client tasks{port};
+  // The client creates every task again (the same client keys: those created stay as they are).
+  for (int i = 0; i < n; ++i)
+    REQUIRE(tasks.create("load", "t-" + std::to_string(i), item("t", 100ms, 3)).ok());
+  CHECK(testing::eventually(60s, [&] {
+    take(tasks.pull("load", cursor));
+    return seen.size() >= n * per_task;
+  }));
+  take(tasks.pull_all("load", cursor));
+  CHECK(seen.size() == n * per_task);
+  int repeated = 0;
+  for (auto& [what, times] : seen)
+    repeated += times != 1;
+  CHECK(repeated == 0);
+  for (int i = 0; i < n; i += 37) {
+    auto id = "load:t-" + std::to_string(i);
+    CHECK(seen.count(id + " assignment#1") == 1);
+    CHECK(seen.count(id + " assignment#3") == 1);
+    CHECK(seen.count(id + " withdrawn") == 1);
+  }
+  CHECK(db.scalar("SELECT count(*) FROM entity_outputs WHERE lane = 'load'")
+        == std::to_string(n * per_task));
+  again.signal(SIGTERM);
+  CHECK(again.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("tasks: one group's backlog does not delay another group's events") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-iso-" + std::to_string(getpid());
+  auto args = node_args(db, port_file);
+  child_process node{GOSTD_PATH, args};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  task_client tasks{port};
+  REQUIRE(tasks.create_group("busy").ok());
+  REQUIRE(tasks.create_group("idle").ok());
+  // A backlog of 100,000 tasks of group busy, each with its Init due now, stored as CreateTask
+  // would store them (rows in their shards, in the group's lane).
+  constexpr int backlog = 100'000;
+  v1::TaskEvent init;
+  init.mutable_init()->set_group("busy");
+  init.mutable_init()->mutable_input()->PackFrom(item("b"));
+  init.mutable_init()->set_retry_delay_ms(1000);
+  init.mutable_init()->set_max_attempts(3);
+  google::protobuf::Any packed;
+  packed.PackFrom(init);
+  std::string hex;
+  for (unsigned char ch : packed.SerializeAsString()) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[ch >> 4];
+    hex += digits[ch & 15];
+  }
+  for (int from = 0; from < backlog; from += 10'000) {
+    std::string rows;
+    for (int i = from; i < from + 10'000; ++i) {
+      auto id = "busy:b-" + std::to_string(i);
+      rows += (rows.empty() ? "" : ",") + std::string{"('"} + id + "',"
+              + std::to_string(shard_of("task.moderation/" + id, 8)) + ")";
+    }
+    db.scalar("WITH r(id, shard) AS (VALUES " + rows
+              + "), e AS (INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
+                " SELECT 'task.moderation', id, (extract(epoch from now()) * 1e6)::bigint,"
+                " decode('"
+              + hex
+              + "', 'hex') FROM r) INSERT INTO entities (kind, entity_id, shard, lane, due_at_us)"
+                " SELECT 'task.moderation', id, shard, 'busy',"
+                " (extract(epoch from now()) * 1e6)::bigint FROM r");
+  }
+  auto busy_pending = [&] {
+    return std::stoll(db.scalar("SELECT count(*) FROM entity_events e JOIN entities t"
+                                " USING (kind, entity_id) WHERE t.lane = 'busy'"
+                                " AND e.due_at_us < (extract(epoch from now()) * 1e6 + 1e6)"));
+  };
+  // The node is working through the backlog.
+  CHECK(testing::eventually(30s, [&] { return busy_pending() < backlog; }));
+  // Tasks of the idle group meanwhile: each Init handled about as soon as it is stored.
+  std::vector<double> latency_ms;
+  for (int i = 0; i < 20; ++i) {
+    std::string id;
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(tasks.create("idle", "i-" + std::to_string(i), item("i"), &id).ok());
+    REQUIRE(testing::eventually(10s, [&] { return tasks.get(id).state_name() == "waiting"; }));
+    latency_ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  auto left = busy_pending();
+  std::sort(latency_ms.begin(), latency_ms.end());
+  MESSAGE("idle group: create-to-handled max " << latency_ms.back() << " ms, median "
+                                               << latency_ms[10] << " ms; busy backlog left "
+                                               << left);
+  CHECK(left > 0);                 // the backlog was still there while the idle group was served
+  CHECK(latency_ms.back() < 2000); // the backlog itself takes tens of seconds
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
