@@ -1,7 +1,8 @@
 // Durable entities (gost/core/entity/) on CAF's test scheduler with a fake entity store and a
 // fake writer: what a send writes, what a run of a due event writes (new state, retry, dead
 // letter), and a backend outage, with the test clock. PostgreSQL's side of the same paths is
-// in persistence/ (entities.pgtest.cpp) and tests/e2e/example_bank.e2etest.cpp.
+// in persistence/tasks.pgtest.cpp (results by cursor), tests/e2e/example_app.e2etest.cpp (the
+// bank example, reload after kill -9) and tests/e2e/tasks.e2etest.cpp.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
