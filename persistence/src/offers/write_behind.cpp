@@ -510,13 +510,15 @@ caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now
     pqxx::nontransaction tx{c};
     std::map<std::string, stage_counts> by;
     for (auto row : tx.exec_params("SELECT stage_id, count(*) FILTER (WHERE due_at_us <= $1),"
-                                   " count(*) FILTER (WHERE due_at_us > $1)"
+                                   " count(*) FILTER (WHERE due_at_us > $1),"
+                                   " coalesce(min(due_at_us) FILTER (WHERE due_at_us <= $1), 0)"
                                    " FROM stage_states WHERE due_at_us IS NOT NULL"
                                    " GROUP BY stage_id",
                                    now_us)) {
       auto& sc = by[row[0].as<std::string>()];
       sc.queued = row[1].as<uint64_t>();
       sc.timers = row[2].as<uint64_t>();
+      sc.oldest_due_us = row[3].as<int64_t>();
     }
     for (auto row : tx.exec("SELECT stage_id, count(*) FROM dead_letters"
                             " WHERE released_at IS NULL GROUP BY stage_id"))

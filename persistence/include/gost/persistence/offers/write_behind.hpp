@@ -131,6 +131,7 @@ struct stage_counts {
   uint64_t queued = 0; ///< due at or before now
   uint64_t timers = 0; ///< due later
   uint64_t dead_letters = 0;
+  int64_t oldest_due_us = 0; ///< due time of the oldest entry due at or before now; 0: none
 };
 
 /// Counts for every stage that has queue entries or open dead letters.
