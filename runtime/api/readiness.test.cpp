@@ -108,8 +108,8 @@ TEST_CASE("readiness: starting, the routes' start gate, the database, stopping; 
 
 TEST_CASE("readiness: the watcher publishes a change nobody asked about") {
   auto db = quiet_tracker();
+  published seen; // outlives r, whose destructor publishes the stop
   readiness r{db};
-  published seen;
   r.start([] { return std::string{}; }, seen.fn(), 5ms);
   REQUIRE(seen.size() == 1);
   CHECK(seen.at(0).first);
