@@ -48,6 +48,7 @@ const char* usage =
   "  pause STAGE          pause a stage on every node (its runs do not start; persisted)\n"
   "  resume STAGE         resume it: its backlog starts at once\n"
   "  passivate ID         stop the actor holding an offer (the next event loads it again)\n"
+  "  requeue ID STAGE     put an offer into a stage's queue, due now (the stage runs again)\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  demo [--count N] [--concurrency C] [--status STATUS]\n"
@@ -386,29 +387,81 @@ int top(const cli& c, const std::string& addr) {
   }
 }
 
-/// pause / resume STAGE.
-int stage_verb(gost::v1::AdminService::Stub& admin, const cli& c, bool pause) {
-  if (c.positional.empty()) {
-    std::fprintf(stderr, "gostctl %s: give a stage id (gostctl stages lists them)\n",
-                 c.cmd.c_str());
-    return 2;
-  }
-  gost::v1::StageVerbRequest req;
-  req.set_stage_id(c.positional[0]);
-  req.set_who(who(c));
-  gost::v1::StageVerbResponse resp;
+/// Whether the command got `n` positional arguments; else says what to give (exit code 2).
+bool given(const cli& c, size_t n, const char* what) {
+  if (c.positional.size() >= n)
+    return true;
+  std::fprintf(stderr, "gostctl %s: give %s\n", c.cmd.c_str(), what);
+  return false;
+}
+
+/// A verb's call with the token; prints the error and returns false when it failed.
+template <class Req, class Resp, class Call>
+bool verb_call(const cli& c, Call call, const Req& req, Resp& resp) {
   grpc::ClientContext ctx;
   admin_context(ctx, c);
-  auto s = pause ? admin.PauseStage(&ctx, req, &resp) : admin.ResumeStage(&ctx, req, &resp);
+  auto s = call(&ctx, req, &resp);
   if (!s.ok())
-    return fail(s);
-  if (pause)
-    std::printf("stage %s %s: no run of it is in flight on %s; the other nodes follow\n",
-                req.stage_id().c_str(), resp.changed() ? "paused" : "was already paused",
-                resp.answered_by().c_str());
-  else
-    std::printf("stage %s %s\n", req.stage_id().c_str(),
-                resp.changed() ? "resumed: its backlog starts now" : "was not paused");
+    fail(s);
+  return s.ok();
+}
+
+/// pause / resume STAGE, passivate ID, requeue ID STAGE.
+int verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  using namespace gost::v1;
+  bool pause = c.cmd == "pause";
+  if (pause || c.cmd == "resume") {
+    if (!given(c, 1, "a stage id (gostctl stages lists them)"))
+      return 2;
+    StageVerbRequest req;
+    req.set_stage_id(c.positional[0]);
+    req.set_who(who(c));
+    StageVerbResponse resp;
+    auto call = [&](grpc::ClientContext* ctx, const StageVerbRequest& r, StageVerbResponse* o) {
+      return pause ? admin.PauseStage(ctx, r, o) : admin.ResumeStage(ctx, r, o);
+    };
+    if (!verb_call(c, call, req, resp))
+      return 1;
+    if (pause)
+      std::printf("stage %s %s: no run of it is in flight on %s; the other nodes follow\n",
+                  req.stage_id().c_str(), resp.changed() ? "paused" : "was already paused",
+                  resp.answered_by().c_str());
+    else
+      std::printf("stage %s %s\n", req.stage_id().c_str(),
+                  resp.changed() ? "resumed: its backlog starts now" : "was not paused");
+    return 0;
+  }
+  if (c.cmd == "passivate") {
+    if (!given(c, 1, "an offer id"))
+      return 2;
+    PassivateOfferRequest req;
+    req.set_offer_id(c.positional[0]);
+    req.set_who(who(c));
+    PassivateOfferResponse resp;
+    auto call = [&](grpc::ClientContext* ctx, const PassivateOfferRequest& r,
+                    PassivateOfferResponse* o) { return admin.PassivateOffer(ctx, r, o); };
+    if (!verb_call(c, call, req, resp))
+      return 1;
+    std::printf("offer %s (shard %u): %s\n", req.offer_id().c_str(), resp.shard(),
+                resp.was_resident() ? "its actor stops after what it holds" : "no actor held it");
+    return 0;
+  }
+  // requeue ID STAGE
+  if (!given(c, 2, "an offer id and a stage id"))
+    return 2;
+  RequeueOfferRequest req;
+  req.set_offer_id(c.positional[0]);
+  req.set_stage_id(c.positional[1]);
+  req.set_who(who(c));
+  RequeueOfferResponse resp;
+  auto call = [&](grpc::ClientContext* ctx, const RequeueOfferRequest& r, RequeueOfferResponse* o) {
+    return admin.RequeueOffer(ctx, r, o);
+  };
+  if (!verb_call(c, call, req, resp))
+    return 1;
+  std::printf("offer %s (shard %u) queued for %s, due %s\n", req.offer_id().c_str(), resp.shard(),
+              req.stage_id().c_str(),
+              google::protobuf::util::TimeUtil::ToString(resp.due_at()).c_str());
   return 0;
 }
 
@@ -512,26 +565,8 @@ int main(int argc, char** argv) {
     gost::v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   if (c.cmd == "top")
     return top(c, addr);
-  if (c.cmd == "pause" || c.cmd == "resume")
-    return stage_verb(*admin, c, c.cmd == "pause");
-  if (c.cmd == "passivate") {
-    if (c.positional.empty()) {
-      std::fputs("gostctl passivate: give an offer id\n", stderr);
-      return 2;
-    }
-    gost::v1::PassivateOfferRequest req;
-    req.set_offer_id(c.positional[0]);
-    req.set_who(who(c));
-    gost::v1::PassivateOfferResponse resp;
-    grpc::ClientContext actx;
-    admin_context(actx, c);
-    auto s = admin->PassivateOffer(&actx, req, &resp);
-    if (!s.ok())
-      return fail(s);
-    std::printf("offer %s (shard %u): %s\n", req.offer_id().c_str(), resp.shard(),
-                resp.was_resident() ? "its actor stops after what it holds" : "no actor held it");
-    return 0;
-  }
+  if (c.cmd == "pause" || c.cmd == "resume" || c.cmd == "passivate" || c.cmd == "requeue")
+    return verb(*admin, c);
   if (c.cmd == "offer") {
     if (c.positional.empty()) {
       std::fputs("gostctl offer: give an offer id\n", stderr);

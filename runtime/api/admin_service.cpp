@@ -292,6 +292,19 @@ grpc::Status admin_service::allowed(grpc::CallbackServerContext* ctx, const char
 
 namespace {
 
+/// INVALID_ARGUMENT naming `stage_id` unless it is a stage registered on this node.
+grpc::Status registered_stage(const stage_registry& reg, const std::string& id) {
+  if (id.empty())
+    return invalid("stage_id is required");
+  if (reg.find(id) != nullptr)
+    return grpc::Status::OK;
+  std::string known;
+  for (auto& e : reg.all())
+    known += (known.empty() ? "" : ", ") + e.id;
+  return invalid("stage_id `" + id + "` is not a stage of this node (stages: "
+                 + (known.empty() ? std::string{"none"} : known) + ")");
+}
+
 /// Who asked, for the log: the caller's own words (gostctl --who) and its address.
 std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) {
   return (who.empty() ? std::string{"(not given)"} : who) + " peer=" + ctx->peer();
@@ -321,18 +334,13 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
     return reactor;
   }
   auto id = req->stage_id();
-  if (id.empty()) {
-    reactor->Finish(invalid("stage_id is required"));
-    return reactor;
-  }
   // Pausing needs a stage this node knows; a resume also takes a stage no longer registered
   // (a pause left behind by an older version).
-  if (pause && stages_->find(id) == nullptr) {
-    std::string known;
-    for (auto& e : stages_->all())
-      known += (known.empty() ? "" : ", ") + e.id;
-    reactor->Finish(invalid("stage_id `" + id + "` is not a stage of this node (stages: "
-                            + (known.empty() ? std::string{"none"} : known) + ")"));
+  if (auto st = pause        ? registered_stage(*stages_, id)
+                : id.empty() ? invalid("stage_id is required")
+                             : grpc::Status::OK;
+      !st.ok()) {
+    reactor->Finish(st);
     return reactor;
   }
   auto who = who_asked(ctx, req->who());
@@ -402,6 +410,49 @@ grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerCont
           reactor->Finish(grpc::Status::OK);
         },
         [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContext* ctx,
+                                                      const v1::RequeueOfferRequest* req,
+                                                      v1::RequeueOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto ok = allowed(ctx, "requeue"); !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  if (req->offer_id().empty()) {
+    reactor->Finish(invalid("offer_id is required"));
+    return reactor;
+  }
+  if (auto st = registered_stage(*stages_, req->stage_id()); !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  auto id = req->offer_id();
+  auto stage = req->stage_id();
+  auto who = who_asked(ctx, req->who());
+  auto shard = router_.shard_of(id);
+  resp->set_shard(shard);
+  auto pool = cluster_.pool;
+  auto* routes = &router_;
+  off_thread(hub_, [=] {
+    auto entry = persistence::requeue_offer(*pool, id, stage, kit::now_us());
+    if (!entry) {
+      reactor->Finish(to_status(entry.error()));
+      return;
+    }
+    if (!*entry) {
+      reactor->Finish({grpc::StatusCode::NOT_FOUND, "offer " + id + " does not exist"});
+      return;
+    }
+    lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
+    *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
+    // The owner on this node hears of it now; another node's shard finds it by its next poll.
+    if (auto local = routes->local(shard))
+      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry});
+    reactor->Finish(grpc::Status::OK);
   });
   return reactor;
 }

@@ -24,7 +24,7 @@ namespace gost::runtime {
 class router;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
-/// its safe verbs (pause, resume, passivate), each verb logged with who asked.
+/// its safe verbs (pause, resume, passivate, requeue), each verb logged with who asked.
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
@@ -56,6 +56,7 @@ public:
     guard("PauseStage", &admin_service::PauseStage);
     guard("ResumeStage", &admin_service::ResumeStage);
     guard("PassivateOffer", &admin_service::PassivateOffer);
+    guard("RequeueOffer", &admin_service::RequeueOffer);
     require_all_guarded();
   }
 
@@ -82,6 +83,9 @@ public:
   grpc::ServerUnaryReactor* PassivateOffer(grpc::CallbackServerContext* ctx,
                                            const v1::PassivateOfferRequest* req,
                                            v1::PassivateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* RequeueOffer(grpc::CallbackServerContext* ctx,
+                                         const v1::RequeueOfferRequest* req,
+                                         v1::RequeueOfferResponse* resp) override;
 
 private:
   /// OK when the call may use a verb; else the refusal, naming `console.token`.

@@ -19,6 +19,7 @@
 #include "gost/testing/process.hpp"
 
 #include "gost/v1/admin.grpc.pb.h"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 
 using namespace gost;
@@ -235,6 +236,12 @@ TEST_CASE("console: gostctl top shows the node's shards and stages from the acto
   for (int i = 1; i < t.shards_size(); ++i)
     CHECK(t.shards(i - 1).mailbox() >= t.shards(i).mailbox());
 
+  // --all: every alive member the node lists (here the one node, by its registered address).
+  child_process all{GOSTCTL_PATH,
+                    {"--addr", n.addr, "top", "--once", "--all", "--interval", "0.2"}};
+  REQUIRE(all.wait(30s) == 0);
+  CHECK(std::regex_search(all.output(), std::regex{R"(^node \S+ \(127\.0\.0\.1:\d+\): 8 shard)"}));
+
   // A bad flag is named.
   child_process bad{GOSTCTL_PATH, {"--addr", n.addr, "top", "--once", "--interval", "0"}};
   CHECK(bad.wait(30s) == 2);
@@ -353,6 +360,44 @@ TEST_CASE("console: gostctl passivate stops the actor holding an offer") {
   CHECK(again.output().find("no actor held it") != std::string::npos);
   child_process none{GOSTCTL_PATH, {"--addr", n.addr, "passivate"}};
   CHECK(none.wait(30s) == 2);
+}
+
+TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  // The audit trail's run count, as the offer's decoded state shows it.
+  auto audit_runs = [&] {
+    v1::InspectOfferRequest req;
+    req.set_offer_id(id);
+    v1::InspectOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
+                  v1::InspectOfferResponse* o) { return n.admin->InspectOffer(c, r, o); };
+    REQUIRE(call(fn, req, resp).ok());
+    auto i = resp.states().find("audit");
+    v1::AuditTrail trail;
+    if (i != resp.states().end())
+      REQUIRE(i->second.UnpackTo(&trail));
+    return trail.runs();
+  };
+  REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
+  child_process p{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id, "audit", "--who", "ops"}};
+  REQUIRE(p.wait(30s) == 0);
+  CHECK(p.output().find("queued for audit") != std::string::npos);
+  CHECK(eventually(20s, [&] { return audit_runs() == 2; }));
+  CHECK(n.node.output().find("offer requeued offer=" + id + " stage=audit") != std::string::npos);
+  // Its next run is the stage's own timer again (an hour away): nothing more.
+  CHECK(n.stage("audit").queued() == 0);
+
+  child_process missing{GOSTCTL_PATH, {"--addr", n.addr, "requeue", "no-such-offer", "audit"}};
+  CHECK(missing.wait(30s) == 1);
+  CHECK(missing.output().find("offer no-such-offer does not exist") != std::string::npos);
+  child_process bad_stage{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id, "nope"}};
+  CHECK(bad_stage.wait(30s) == 1);
+  CHECK(bad_stage.output().find("stage_id `nope`") != std::string::npos);
+  child_process no_stage{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id}};
+  CHECK(no_stage.wait(30s) == 2);
+  CHECK(no_stage.output().find("give an offer id and a stage id") != std::string::npos);
 }
 
 TEST_CASE("console: off loopback the verbs need console.token, and refuse naming it") {
