@@ -79,6 +79,17 @@ struct console_node {
     return resp;
   }
 
+  v1::InspectOfferResponse inspect(const std::string& id) {
+    v1::InspectOfferRequest req;
+    req.set_offer_id(id);
+    v1::InspectOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
+                  v1::InspectOfferResponse* o) { return admin->InspectOffer(c, r, o); };
+    auto s = call(fn, req, resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return resp;
+  }
+
   v1::StageTop stage(const std::string& id) {
     auto t = top(); // kept: the loop reads into it
     for (auto& s : t.stages())
@@ -340,15 +351,7 @@ TEST_CASE("console: gostctl passivate stops the actor holding an offer") {
   console_node n;
   auto id = n.create(1);
   REQUIRE_FALSE(id.empty());
-  auto resident = [&] {
-    v1::InspectOfferRequest req;
-    req.set_offer_id(id);
-    v1::InspectOfferResponse resp;
-    auto fn = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
-                  v1::InspectOfferResponse* o) { return n.admin->InspectOffer(c, r, o); };
-    REQUIRE(call(fn, req, resp).ok());
-    return resp.resident();
-  };
+  auto resident = [&] { return n.inspect(id).resident(); };
   REQUIRE(resident());
   child_process p{GOSTCTL_PATH, {"--addr", n.addr, "passivate", id, "--who", "ops"}};
   REQUIRE(p.wait(30s) == 0);
@@ -368,12 +371,7 @@ TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
   REQUIRE_FALSE(id.empty());
   // The audit trail's run count, as the offer's decoded state shows it.
   auto audit_runs = [&] {
-    v1::InspectOfferRequest req;
-    req.set_offer_id(id);
-    v1::InspectOfferResponse resp;
-    auto fn = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
-                  v1::InspectOfferResponse* o) { return n.admin->InspectOffer(c, r, o); };
-    REQUIRE(call(fn, req, resp).ok());
+    auto resp = n.inspect(id);
     auto i = resp.states().find("audit");
     v1::AuditTrail trail;
     if (i != resp.states().end())
