@@ -34,11 +34,14 @@ using testing::temp_path;
 namespace {
 
 /// A node with the audit stage (one run per new offer: its timer is an hour away) and a quick
-/// expire stage (one run per active offer, a second after its creation).
+/// expire stage (one run per active offer, a second after its creation); on a database of its
+/// own, or on `shared` with other nodes (then give each a `--node.id`).
 struct console_node {
-  explicit console_node(std::vector<std::string> extra = {})
-    : port_file(temp_path("gostd-console")),
-      node(GOSTD_PATH, node_args(db, port_file, with_stages(std::move(extra)))) {
+  explicit console_node(std::vector<std::string> extra = {},
+                        std::shared_ptr<testing::temp_db> shared = nullptr)
+    : db(shared ? std::move(shared) : std::make_shared<testing::temp_db>()),
+      port_file(temp_path("gostd-console")),
+      node(GOSTD_PATH, node_args(*db, port_file, with_stages(std::move(extra)))) {
     std::tie(port, http_port) = read_ports(node, port_file);
     addr = "127.0.0.1:" + std::to_string(port);
     auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
@@ -110,9 +113,11 @@ struct console_node {
     return pause ? admin->PauseStage(&ctx, req, &resp) : admin->ResumeStage(&ctx, req, &resp);
   }
 
-  int64_t scalar_int(const std::string& sql) { return std::stoll(db.scalar(sql)); }
+  int64_t scalar_int(const std::string& sql) { return std::stoll(db->scalar(sql)); }
 
-  testing::temp_db db;
+  std::string metrics() { return testing::http_get(static_cast<uint16_t>(http_port), "/metrics"); }
+
+  std::shared_ptr<testing::temp_db> db;
   std::string port_file;
   child_process node;
   int port = 0;
@@ -154,7 +159,7 @@ TEST_CASE(
     REQUIRE_FALSE(n.create(i).empty());
   // Every family with samples: stage runs committed, so the histograms have counts.
   REQUIRE(eventually(20s, [&] { return n.stage("audit").runs() >= 20; }));
-  auto response = testing::http_get(static_cast<uint16_t>(n.http_port), "/metrics");
+  auto response = n.metrics();
   REQUIRE(response.find("200 OK") != std::string::npos);
   auto body = response.substr(response.find("\r\n\r\n") + 4);
   auto file = temp_path("gost-metrics");
@@ -345,6 +350,47 @@ TEST_CASE("console: a paused stage starts no run after the pause is answered; re
   CHECK(unknown.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(unknown.error_message().find("stage_id `no-such-stage`") != std::string::npos);
   CHECK(n.stage_verb(true, "").error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_CASE("console: a pause reaches every node of a cluster; top --all shows each node") {
+  auto db = std::make_shared<testing::temp_db>();
+  console_node a{{"--node.id=c1"}, db};
+  console_node b{{"--node.id=c2"}, db};
+  // Even shares: four shards each, once the first node handed four to the second.
+  REQUIRE(
+    eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
+  auto s = a.stage_verb(true, "audit");
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  // The other node applies it on the cluster notification.
+  REQUIRE(eventually(10s, [&] {
+    return b.metrics().find("gost_stage_paused{stage=\"audit\"} 1") != std::string::npos;
+  }));
+  CHECK(a.metrics().find("gost_stage_paused{stage=\"audit\"} 1") != std::string::npos);
+
+  // Offers on both nodes' shards (a forwards to b's): expire runs on each, audit on none.
+  for (int i = 0; i < 40; ++i)
+    REQUIRE_FALSE(a.create(i).empty());
+  REQUIRE(
+    eventually(30s, [&] { return a.stage("expire").runs() + b.stage("expire").runs() >= 40; }));
+  CHECK(a.stage("expire").runs() > 0);
+  CHECK(b.stage("expire").runs() > 0);
+  CHECK(a.stage("audit").runs() == 0);
+  CHECK(b.stage("audit").runs() == 0);
+  CHECK(a.stage("audit").queued() == 40);
+
+  child_process top{GOSTCTL_PATH,
+                    {"--addr", a.addr, "top", "--once", "--all", "--interval", "0.2"}};
+  REQUIRE(top.wait(30s) == 0);
+  CHECK(top.output().find("node c1 (127.0.0.1:") != std::string::npos);
+  CHECK(top.output().find("node c2 (127.0.0.1:") != std::string::npos);
+
+  // Resumed through the other node: both drain their backlogs.
+  child_process resume{GOSTCTL_PATH, {"--addr", b.addr, "resume", "audit"}};
+  REQUIRE(resume.wait(30s) == 0);
+  CHECK(eventually(30s, [&] { return a.stage("audit").queued() == 0; }));
+  CHECK(a.stage("audit").runs() + b.stage("audit").runs() == 40);
+  CHECK(a.stage("audit").runs() > 0);
+  CHECK(b.stage("audit").runs() > 0);
 }
 
 TEST_CASE("console: gostctl passivate stops the actor holding an offer") {
