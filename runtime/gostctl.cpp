@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,7 +40,17 @@ const char* usage =
   "  delete ID [--expected-version V]\n"
   "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
   "                       decoded stage states, queue entries and timers\n"
-  "  stages               per-stage queue lengths, timers, dead letters, runs, latency\n"
+  "  stages               per-stage queue lengths, timers, dead letters, runs, latency, paused\n"
+  "  top [--once] [--interval SECONDS] [--all]\n"
+  "                       per shard and per stage: resident actors, mailbox depth (largest\n"
+  "                       first), runs/s, failures/s, backlog and age of the oldest due entry,\n"
+  "                       write lag and batch size, lease epoch; refreshes every --interval\n"
+  "                       (default 2) until Ctrl-C; --once prints one frame (rates over one\n"
+  "                       interval, default 1 s); --all shows every alive node of the cluster\n"
+  "  pause STAGE          pause a stage on every node (its runs do not start; persisted)\n"
+  "  resume STAGE         resume it: its backlog starts at once\n"
+  "  passivate ID         stop the actor holding an offer (the next event loads it again)\n"
+  "  requeue ID STAGE     put an offer into a stage's queue, due now (the stage runs again)\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  task ID              a task (TaskService.GetTask): state, pending events, results\n"
@@ -53,6 +64,8 @@ const char* usage =
   "  --status STATUS      draft, active, inactive or banned (gost.v1.OfferStatus); stages such\n"
   "                       as `expire` act on active offers only\n"
   "  --photos URL,...     the offer's photos, in this order (Photo.order 1, 2, ...)\n"
+  "  --token T            the node's `console.token` for the verbs (or GOST_TOKEN)\n"
+  "  --who NAME           who asks, recorded in the node log with a verb (default: $USER)\n"
   "Exit code: 0 on success, 1 when the node answered an error, 2 on bad usage.\n";
 
 struct cli {
@@ -70,6 +83,8 @@ bool parse(int argc, char** argv, cli& out) {
       auto eq = a.find('=');
       if (eq != std::string::npos)
         out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
+      else if (a == "--once" || a == "--all") // flags without a value
+        out.opts[a.substr(2)] = "";
       else if (i + 1 < argc)
         out.opts[a.substr(2)] = argv[++i];
       else
@@ -240,6 +255,221 @@ int demo(OfferService::Stub& stub, const cli& c) {
   return errors == 0 ? 0 : 1;
 }
 
+/// The node's console token and who asks, on every admin call (the verbs need them).
+void admin_context(grpc::ClientContext& ctx, const cli& c) {
+  set_deadline(ctx);
+  auto token = opt(c, "token", std::getenv("GOST_TOKEN") ? std::getenv("GOST_TOKEN") : "");
+  if (!token.empty())
+    ctx.AddMetadata("x-gost-token", token);
+}
+
+std::string who(const cli& c) {
+  return opt(c, "who", std::getenv("USER") ? std::getenv("USER") : "");
+}
+
+double per_second(uint64_t now, uint64_t before, double secs) {
+  return now > before && secs > 0 ? static_cast<double>(now - before) / secs : 0.0;
+}
+
+/// One frame of `top` for one node: `now` with rates against `before` (same node, earlier).
+void print_top(const gost::v1::TopResponse& now, const gost::v1::TopResponse* before,
+               const std::string& addr) {
+  double secs = before != nullptr ? static_cast<double>(now.at_us() - before->at_us()) / 1e6 : 0;
+  std::map<uint32_t, const gost::v1::ShardTop*> prev_shards;
+  std::map<std::string, const gost::v1::StageTop*> prev_stages;
+  if (before != nullptr) {
+    for (auto& t : before->shards())
+      prev_shards[t.shard()] = &t;
+    for (auto& t : before->stages())
+      prev_stages[t.stage_id()] = &t;
+  }
+  int64_t resident = 0;
+  int64_t mailbox = 0;
+  uint64_t runs = 0;
+  uint64_t failures = 0;
+  for (auto& t : now.shards()) {
+    resident += t.resident();
+    mailbox += t.mailbox();
+    runs += t.runs();
+    failures += t.failures();
+  }
+  std::printf("node %s (%s): %d shard(s), resident=%lld mailbox=%lld runs=%llu failures=%llu"
+              " (rates over %.1fs)\n",
+              now.node_id().c_str(), addr.c_str(), now.shards_size(),
+              static_cast<long long>(resident), static_cast<long long>(mailbox),
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(failures),
+              secs);
+  std::printf("\n%6s %8s %9s %8s %8s %8s %8s %8s %12s %9s %7s\n", "shard", "epoch", "resident",
+              "mailbox", "runs/s", "fail/s", "running", "backlog", "oldest due", "wlag ms",
+              "wbatch");
+  for (auto& t : now.shards()) {
+    auto p = prev_shards.find(t.shard());
+    const gost::v1::ShardTop* b = p == prev_shards.end() ? nullptr : p->second;
+    std::printf("%6u %8lld %9lld %8lld %8.1f %8.1f %8lld %8lld %10.1fs %9lld %7llu\n", t.shard(),
+                static_cast<long long>(t.epoch()), static_cast<long long>(t.resident()),
+                static_cast<long long>(t.mailbox()),
+                b != nullptr ? per_second(t.runs(), b->runs(), secs) : 0.0,
+                b != nullptr ? per_second(t.failures(), b->failures(), secs) : 0.0,
+                static_cast<long long>(t.running()), static_cast<long long>(t.backlog()),
+                static_cast<double>(t.oldest_due_age_ms()) / 1000,
+                static_cast<long long>(t.write_lag_ms()),
+                static_cast<unsigned long long>(t.write_batch()));
+  }
+  std::printf("\n%-20s %-7s %9s %12s %8s %8s %8s\n", "stage", "state", "queued", "oldest due",
+              "runs/s", "fail/s", "dead");
+  for (auto& t : now.stages()) {
+    auto p = prev_stages.find(t.stage_id());
+    const gost::v1::StageTop* b = p == prev_stages.end() ? nullptr : p->second;
+    std::printf("%-20s %-7s %9llu %10.1fs %8.1f %8.1f %8llu\n", t.stage_id().c_str(),
+                t.paused() ? "PAUSED" : "running", static_cast<unsigned long long>(t.queued()),
+                static_cast<double>(t.oldest_due_age_ms()) / 1000,
+                b != nullptr ? per_second(t.runs(), b->runs(), secs) : 0.0,
+                b != nullptr ? per_second(t.failures(), b->failures(), secs) : 0.0,
+                static_cast<unsigned long long>(t.dead_letters()));
+  }
+}
+
+int top(const cli& c, const std::string& addr) {
+  bool once = c.opts.count("once") != 0;
+  double interval = std::atof(opt(c, "interval", once ? "1" : "2").c_str());
+  if (interval <= 0 || interval > 3600) {
+    std::fputs("gostctl top: --interval must be a number of seconds in (0, 3600]\n", stderr);
+    return 2;
+  }
+  // The nodes to show: the one at --addr, or with --all every alive member it lists.
+  std::vector<std::string> addrs{addr};
+  if (c.opts.count("all") != 0) {
+    auto admin = gost::v1::AdminService::NewStub(
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    admin_context(ctx, c);
+    gost::v1::ListNodesResponse nodes;
+    auto s = admin->ListNodes(&ctx, gost::v1::ListNodesRequest{}, &nodes);
+    if (!s.ok())
+      return fail(s);
+    addrs.clear();
+    for (auto& n : nodes.nodes())
+      if (n.alive())
+        addrs.push_back(n.grpc_addr());
+  }
+  std::vector<std::unique_ptr<gost::v1::AdminService::Stub>> stubs;
+  for (auto& a : addrs)
+    stubs.push_back(
+      gost::v1::AdminService::NewStub(grpc::CreateChannel(a, grpc::InsecureChannelCredentials())));
+  auto sample = [&](std::vector<gost::v1::TopResponse>& out) -> grpc::Status {
+    out.assign(stubs.size(), {});
+    for (size_t i = 0; i < stubs.size(); ++i) {
+      grpc::ClientContext ctx;
+      admin_context(ctx, c);
+      auto s = stubs[i]->Top(&ctx, gost::v1::TopRequest{}, &out[i]);
+      if (!s.ok())
+        return grpc::Status{s.error_code(), addrs[i] + ": " + s.error_message()};
+    }
+    return grpc::Status::OK;
+  };
+  std::vector<gost::v1::TopResponse> before;
+  std::vector<gost::v1::TopResponse> now;
+  auto s = sample(before);
+  if (!s.ok())
+    return fail(s);
+  auto wait = std::chrono::microseconds{static_cast<int64_t>(interval * 1e6)};
+  for (;;) {
+    std::this_thread::sleep_for(wait);
+    s = sample(now);
+    if (!s.ok())
+      return fail(s);
+    if (!once)
+      std::fputs("\033[H\033[2J", stdout); // like top: the frame replaces the last one
+    for (size_t i = 0; i < now.size(); ++i) {
+      if (i > 0)
+        std::printf("\n");
+      print_top(now[i], &before[i], addrs[i]);
+    }
+    std::fflush(stdout);
+    if (once)
+      return 0;
+    before.swap(now);
+  }
+}
+
+/// Whether the command got `n` positional arguments; else says what to give (exit code 2).
+bool given(const cli& c, size_t n, const char* what) {
+  if (c.positional.size() >= n)
+    return true;
+  std::fprintf(stderr, "gostctl %s: give %s\n", c.cmd.c_str(), what);
+  return false;
+}
+
+/// A verb's call with the token; prints the error and returns false when it failed.
+template <class Req, class Resp, class Call>
+bool verb_call(const cli& c, Call call, const Req& req, Resp& resp) {
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  auto s = call(&ctx, req, &resp);
+  if (!s.ok())
+    fail(s);
+  return s.ok();
+}
+
+/// pause / resume STAGE, passivate ID, requeue ID STAGE.
+int verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  using namespace gost::v1;
+  bool pause = c.cmd == "pause";
+  if (pause || c.cmd == "resume") {
+    if (!given(c, 1, "a stage id (gostctl stages lists them)"))
+      return 2;
+    StageVerbRequest req;
+    req.set_stage_id(c.positional[0]);
+    req.set_who(who(c));
+    StageVerbResponse resp;
+    auto call = [&](grpc::ClientContext* ctx, const StageVerbRequest& r, StageVerbResponse* o) {
+      return pause ? admin.PauseStage(ctx, r, o) : admin.ResumeStage(ctx, r, o);
+    };
+    if (!verb_call(c, call, req, resp))
+      return 1;
+    if (pause)
+      std::printf("stage %s %s: no run of it is in flight on %s; the other nodes follow\n",
+                  req.stage_id().c_str(), resp.changed() ? "paused" : "was already paused",
+                  resp.answered_by().c_str());
+    else
+      std::printf("stage %s %s\n", req.stage_id().c_str(),
+                  resp.changed() ? "resumed: its backlog starts now" : "was not paused");
+    return 0;
+  }
+  if (c.cmd == "passivate") {
+    if (!given(c, 1, "an offer id"))
+      return 2;
+    PassivateOfferRequest req;
+    req.set_offer_id(c.positional[0]);
+    req.set_who(who(c));
+    PassivateOfferResponse resp;
+    auto call = [&](grpc::ClientContext* ctx, const PassivateOfferRequest& r,
+                    PassivateOfferResponse* o) { return admin.PassivateOffer(ctx, r, o); };
+    if (!verb_call(c, call, req, resp))
+      return 1;
+    std::printf("offer %s (shard %u): %s\n", req.offer_id().c_str(), resp.shard(),
+                resp.was_resident() ? "its actor stops after what it holds" : "no actor held it");
+    return 0;
+  }
+  // requeue ID STAGE
+  if (!given(c, 2, "an offer id and a stage id"))
+    return 2;
+  RequeueOfferRequest req;
+  req.set_offer_id(c.positional[0]);
+  req.set_stage_id(c.positional[1]);
+  req.set_who(who(c));
+  RequeueOfferResponse resp;
+  auto call = [&](grpc::ClientContext* ctx, const RequeueOfferRequest& r, RequeueOfferResponse* o) {
+    return admin.RequeueOffer(ctx, r, o);
+  };
+  if (!verb_call(c, call, req, resp))
+    return 1;
+  std::printf("offer %s (shard %u) queued for %s, due %s\n", req.offer_id().c_str(), resp.shard(),
+              req.stage_id().c_str(),
+              google::protobuf::util::TimeUtil::ToString(resp.due_at()).c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -338,6 +568,10 @@ int main(int argc, char** argv) {
     return demo(*stub, c);
   auto admin =
     gost::v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  if (c.cmd == "top")
+    return top(c, addr);
+  if (c.cmd == "pause" || c.cmd == "resume" || c.cmd == "passivate" || c.cmd == "requeue")
+    return verb(*admin, c);
   if (c.cmd == "offer") {
     if (c.positional.empty()) {
       std::fputs("gostctl offer: give an offer id\n", stderr);
@@ -433,9 +667,9 @@ int main(int argc, char** argv) {
     auto s = admin->ListStages(&ctx, req, &resp);
     if (!s.ok())
       return fail(s);
-    std::printf("%-16s %-10s %9s %9s %8s %9s %8s %17s %17s %7s %8s  %s\n", "stage", "registered",
-                "queued", "timers", "dead", "runs", "failed", "run p50/p99 ms", "process p50/p99",
-                "max par", "rate/s", "interests");
+    std::printf("%-16s %-10s %-7s %9s %11s %9s %8s %9s %8s %17s %17s %7s %8s  %s\n", "stage",
+                "registered", "state", "queued", "oldest due", "timers", "dead", "runs", "failed",
+                "run p50/p99 ms", "process p50/p99", "max par", "rate/s", "interests");
     for (auto& st : resp.stages()) {
       std::string interests;
       for (auto& f : st.interests())
@@ -444,17 +678,25 @@ int main(int argc, char** argv) {
       char proc[32];
       std::snprintf(run, sizeof(run), "%.1f/%.1f", st.run_p50_ms(), st.run_p99_ms());
       std::snprintf(proc, sizeof(proc), "%.2f/%.2f", st.process_p50_ms(), st.process_p99_ms());
-      std::printf("%-16s %-10s %9llu %9llu %8llu %9llu %8llu %17s %17s %7d %8s  %s%s\n",
-                  st.stage_id().c_str(), st.registered() ? "yes" : "NO",
-                  static_cast<unsigned long long>(st.queued()),
-                  static_cast<unsigned long long>(st.timers()),
-                  static_cast<unsigned long long>(st.dead_letters()),
-                  static_cast<unsigned long long>(st.runs()),
-                  static_cast<unsigned long long>(st.failures()), run, proc, st.max_parallelism(),
-                  st.rate_limit() > 0 ? std::to_string(st.rate_limit()).c_str() : "-",
-                  interests.empty() ? "(all changes)" : interests.c_str(),
-                  st.blocking() ? " [blocking: own pool]" : "");
+      std::printf(
+        "%-16s %-10s %-7s %9llu %10.1fs %9llu %8llu %9llu %8llu %17s %17s %7d %8s  %s%s\n",
+        st.stage_id().c_str(), st.registered() ? "yes" : "NO", st.paused() ? "PAUSED" : "running",
+        static_cast<unsigned long long>(st.queued()),
+        static_cast<double>(st.oldest_due_age_ms()) / 1000,
+        static_cast<unsigned long long>(st.timers()),
+        static_cast<unsigned long long>(st.dead_letters()),
+        static_cast<unsigned long long>(st.runs()), static_cast<unsigned long long>(st.failures()),
+        run, proc, st.max_parallelism(),
+        st.rate_limit() > 0 ? std::to_string(st.rate_limit()).c_str() : "-",
+        interests.empty() ? "(all changes)" : interests.c_str(),
+        st.blocking() ? " [blocking: own pool]" : "");
     }
+    for (auto& st : resp.stages())
+      if (st.paused())
+        std::printf("\n%s paused by %s at %s (gostctl resume %s)", st.stage_id().c_str(),
+                    st.paused_by().c_str(),
+                    google::protobuf::util::TimeUtil::ToString(st.paused_at()).c_str(),
+                    st.stage_id().c_str());
     std::printf("\nthis node: %llu runs committed, %llu failed, %llu redone after a conflict, "
                 "%llu change storms cut, %llu offer actors resident, %llu write batches\n",
                 static_cast<unsigned long long>(resp.stage_runs()),

@@ -13,6 +13,7 @@ pkgs=(
   postgresql postgresql-contrib
   curl procps iproute2 openssl
   clang-format
+  prometheus           # promtool: the e2e tier checks /metrics with it
 )
 if [[ "${1:-}" == "--kafka" ]]; then
   pkgs+=(default-jre-headless maven)

@@ -429,3 +429,57 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK(s->runs.size() == 1);
   CHECK(store.queue().polls() > 10);
 }
+
+TEST_CASE_FIXTURE(shard_fixture,
+                  "a pause answers once the lane's runs in flight finished; none starts after") {
+  store.queue().add({due("L", "a"), due("M", "m")});
+  writer.hold(true);
+  start();
+  REQUIRE(writer.held() == 2); // a's run (lane L) and m's (lane M) are writing
+  auto paused = request(shard, pause_atom_v, std::set<std::string>{"L"});
+  run();
+  CHECK_FALSE(paused.done()); // a's run of L is still in flight
+  CHECK(opts.figures->running.load() == 2);
+  writer.release();
+  REQUIRE(paused.done());
+  CHECK(paused.get());
+  CHECK(opts.figures->runs.load() == 2);
+  CHECK(opts.figures->running.load() == 0);
+  // New entries: L's wait (counted as backlog with their due time), M's run.
+  writer.hold(false);
+  auto b = due("L", "b");
+  auto c = due("L", "c");
+  send(shard, enqueued_atom_v, queue_entries{b, c, due("M", "n")});
+  advance(5000ms);
+  CHECK(s->runs_of("b") == 0);
+  CHECK(s->runs_of("c") == 0);
+  CHECK(s->runs_of("n") == 1);
+  CHECK(opts.figures->backlog.load() == 2);
+  CHECK(opts.figures->oldest_due_us.load() == b.due_at_us);
+  // Resumed: the backlog starts at once, and the figures follow.
+  auto resumed = request(shard, pause_atom_v, std::set<std::string>{});
+  run();
+  REQUIRE(resumed.done());
+  CHECK(s->runs_of("b") == 1);
+  CHECK(s->runs_of("c") == 1);
+  CHECK(opts.figures->backlog.load() == 0);
+  CHECK(opts.figures->oldest_due_us.load() == 0);
+  CHECK(opts.figures->runs.load() == 5);
+}
+
+TEST_CASE_FIXTURE(shard_fixture, "the shard's figures: residents, epoch, and a passivation") {
+  start();
+  CHECK(opts.figures->epoch.load() == 42);
+  actor_of("a");
+  actor_of("b");
+  CHECK(opts.figures->resident.load() == 2);
+  auto was = ask(shard, passivate_atom_v, std::string{"a"});
+  REQUIRE(was);
+  CHECK(*was);
+  CHECK_FALSE(resident("a"));
+  CHECK(opts.figures->resident.load() == 1);
+  auto again = ask(shard, passivate_atom_v, std::string{"a"});
+  REQUIRE(again);
+  CHECK_FALSE(*again);
+  CHECK(stats->passivated.load() == 1);
+}

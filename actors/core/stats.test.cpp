@@ -39,3 +39,22 @@ TEST_CASE("node stats find their stages by id") {
   CHECK(s.stage("b")->runs.load() == 2);
   CHECK(s.stage("nope") == nullptr);
 }
+
+TEST_CASE("the shard registry lists the shards whose supervisors still hold their figures") {
+  kit::shard_registry reg;
+  auto a = reg.open(3);
+  auto b = reg.open(1);
+  a->runs += 5;
+  auto live = reg.live();
+  REQUIRE(live.size() == 2);
+  CHECK(live[0].first == 1); // in shard order
+  CHECK(live[1].first == 3);
+  CHECK(live[1].second->runs.load() == 5);
+  live.clear();
+  b.reset(); // shard 1 stopped
+  live = reg.live();
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].first == 3);
+  auto again = reg.open(3); // a new supervisor of shard 3 (lease taken again)
+  CHECK(reg.live().front().second->runs.load() == 0);
+}

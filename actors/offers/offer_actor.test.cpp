@@ -36,7 +36,6 @@ public:
             return {};
           },
           [](scan_atom, uint32_t, const std::string&, uint32_t) -> offer_snapshots { return {}; },
-          [](count_atom, int64_t) -> stage_count_list { return {}; },
           [](find_atom, const std::string&, const std::string&, const std::string&)
             -> caf::result<std::string> { return make_error(errc::not_found, "no such key"); },
           [](find_atom, const std::string&, request_id) -> std::string { return {}; },

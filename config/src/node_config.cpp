@@ -341,6 +341,15 @@ node_keys make_node_keys() {
             "(liveness), `/readyz` (readiness: 200, or 503 with the reason), `/metrics` "
             "(Prometheus). Port 0 picks a free port."),
         bind_to(&node_config::http, &http_config::listen));
+  {
+    auto token = str("console.token", "",
+                     "Token the console's verbs need (gostctl pause, resume, passivate, requeue: "
+                     "`--token` or `GOST_TOKEN`, sent as gRPC metadata `x-gost-token`). Empty: "
+                     "the verbs work only while `grpc.listen` is a loopback address, and are "
+                     "refused naming this key otherwise. Never shown in the configuration dump.");
+    token.secret = true;
+    k.add(std::move(token), bind_to(&node_config::console, &console_config::token));
+  }
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
@@ -690,6 +699,10 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   c.config_dump = st.dump();
   res.config = std::move(c);
   return res;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
 } // namespace gost::config

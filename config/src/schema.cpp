@@ -340,7 +340,8 @@ std::string settings::dump() const {
   std::ostringstream out;
   for (auto& k : schema_.keys()) {
     auto& v = values_.at(k.name);
-    out << k.name << " = " << (v.text.empty() ? "\"\"" : v.text) << "  (" << v.source << ")\n";
+    auto shown = v.text.empty() ? std::string{"\"\""} : k.secret ? "(set, not shown)" : v.text;
+    out << k.name << " = " << shown << "  (" << v.source << ")\n";
   }
   return out.str();
 }

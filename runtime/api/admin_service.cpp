@@ -1,6 +1,10 @@
 #include "api/admin_service.hpp"
 
+#include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
+#include <type_traits>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -9,10 +13,14 @@
 #include "api/status.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/kit/writer.hpp"
+#include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/cluster/pauses.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 
 namespace gost::runtime {
 
@@ -73,55 +81,360 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
   return reactor;
 }
 
+namespace {
+
+/// What PostgreSQL tells of the stages: queue and dead-letter counts, and the pauses.
+struct stage_table {
+  std::map<std::string, persistence::stage_counts> counts;
+  std::map<std::string, persistence::stage_pause> pauses;
+};
+
+caf::expected<stage_table> read_stage_table(persistence::pg_pool& pool, int64_t now_us) {
+  auto counts = persistence::count_stages(pool, now_us);
+  if (!counts)
+    return counts.error();
+  auto pauses = persistence::list_stage_pauses(pool);
+  if (!pauses)
+    return pauses.error();
+  stage_table t;
+  for (auto& c : *counts)
+    t.counts[c.stage_id] = c;
+  for (auto& p : *pauses)
+    t.pauses[p.stage_id] = p;
+  return t;
+}
+
+int64_t age_ms(int64_t since_us, int64_t now_us) {
+  return since_us == 0 ? 0 : std::max<int64_t>(0, now_us - since_us) / 1000;
+}
+
+/// Every stage id worth a row: registered here, or with queue entries, dead letters or a pause
+/// in PostgreSQL (a stage another node or an older version ran).
+std::set<std::string> stage_ids(const stage_registry& reg, const stage_table& t) {
+  std::set<std::string> ids;
+  for (auto& e : reg.all())
+    ids.insert(e.id);
+  for (auto& [id, c] : t.counts)
+    ids.insert(id);
+  for (auto& [id, p] : t.pauses)
+    ids.insert(id);
+  return ids;
+}
+
+const auto lg = gost::log::get("console");
+
+} // namespace
+
 grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext* ctx,
                                                     const v1::ListStagesRequest*,
                                                     v1::ListStagesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  caf::timespan timeout{timeout_};
-  auto store = router_.any_store();
+  auto pool = cluster_.pool;
   auto stages = stages_;
   auto stats = stats_;
-  hub_.run([=](caf::event_based_actor* self) {
-    self->request(store, timeout, count_atom_v, to_us(stage_clock::now()))
+  hub_.run_blocking([=] {
+    auto now = kit::now_us();
+    auto table = read_stage_table(*pool, now);
+    if (!table) {
+      reactor->Finish(to_status(table.error()));
+      return;
+    }
+    for (auto& id : stage_ids(*stages, *table)) {
+      auto& info = *resp->add_stages();
+      info.set_stage_id(id);
+      if (auto* e = stages->find(id)) {
+        info.set_registered(true);
+        for (auto& f : e->interests)
+          info.add_interests(f);
+        info.set_max_parallelism(e->opts.max_parallelism);
+        info.set_rate_limit(e->opts.rate_limit);
+        info.set_blocking(e->opts.blocking);
+      }
+      if (auto* m = stats->stage(id)) {
+        info.set_runs(m->runs.load());
+        info.set_failures(m->failures.load());
+        info.set_run_p50_ms(m->run.percentile_ms(0.5));
+        info.set_run_p99_ms(m->run.percentile_ms(0.99));
+        info.set_process_p50_ms(m->process.percentile_ms(0.5));
+        info.set_process_p99_ms(m->process.percentile_ms(0.99));
+      }
+      if (auto c = table->counts.find(id); c != table->counts.end()) {
+        info.set_queued(c->second.queued);
+        info.set_timers(c->second.timers);
+        info.set_dead_letters(c->second.dead_letters);
+        info.set_oldest_due_age_ms(age_ms(c->second.oldest_due_us, now));
+      }
+      if (auto p = table->pauses.find(id); p != table->pauses.end()) {
+        info.set_paused(true);
+        info.set_paused_by(p->second.paused_by);
+        *info.mutable_paused_at() = TimeUtil::MicrosecondsToTimestamp(p->second.paused_at_us);
+      }
+    }
+    resp->set_stage_runs(stats->stage_runs.load());
+    resp->set_stage_failures(stats->stage_failures.load());
+    resp->set_stage_conflicts(stats->stage_conflicts.load());
+    resp->set_change_storms_cut(stats->change_storms_cut.load());
+    resp->set_resident_offer_actors(static_cast<uint64_t>(stats->offers.resident.load()));
+    resp->set_write_batches(stats->offer_writes.batches.load());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
+                                             const v1::TopRequest*, v1::TopResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto pool = cluster_.pool;
+  auto stages = stages_;
+  auto stats = stats_;
+  auto node_id = cluster_.node_id;
+  hub_.run_blocking([=] {
+    auto now = kit::now_us();
+    resp->set_node_id(node_id);
+    resp->set_at_us(now);
+    // The shards' own figures: atomics the shards and their actors keep; nobody is asked.
+    std::vector<v1::ShardTop> shards;
+    for (auto& [shard, f] : stats->offer_shards.live()) {
+      v1::ShardTop t;
+      t.set_shard(shard);
+      t.set_resident(f->resident.load(std::memory_order_relaxed));
+      t.set_mailbox(f->mailbox.load(std::memory_order_relaxed));
+      t.set_runs(f->runs.load(std::memory_order_relaxed));
+      t.set_failures(f->failures.load(std::memory_order_relaxed));
+      t.set_running(f->running.load(std::memory_order_relaxed));
+      t.set_backlog(f->backlog.load(std::memory_order_relaxed));
+      t.set_oldest_due_age_ms(age_ms(f->oldest_due_us.load(std::memory_order_relaxed), now));
+      t.set_epoch(f->epoch.load(std::memory_order_relaxed));
+      if (auto* w = stats->offer_writes.slot_for(shard)) {
+        t.set_write_lag_ms(age_ms(w->oldest_us.load(std::memory_order_relaxed), now));
+        t.set_write_batch(w->last_batch.load(std::memory_order_relaxed));
+      }
+      shards.push_back(std::move(t));
+    }
+    // Largest mailboxes first, then the largest backlogs.
+    std::sort(shards.begin(), shards.end(), [](const v1::ShardTop& a, const v1::ShardTop& b) {
+      return std::make_tuple(-a.mailbox(), -a.backlog(), a.shard())
+             < std::make_tuple(-b.mailbox(), -b.backlog(), b.shard());
+    });
+    for (auto& t : shards)
+      *resp->add_shards() = std::move(t);
+    auto table = read_stage_table(*pool, now);
+    if (!table) {
+      reactor->Finish(to_status(table.error()));
+      return;
+    }
+    std::vector<v1::StageTop> rows;
+    for (auto& id : stage_ids(*stages, *table)) {
+      v1::StageTop t;
+      t.set_stage_id(id);
+      if (auto* m = stats->stage(id)) {
+        t.set_runs(m->runs.load());
+        t.set_failures(m->failures.load());
+      }
+      if (auto c = table->counts.find(id); c != table->counts.end()) {
+        t.set_queued(c->second.queued);
+        t.set_oldest_due_age_ms(age_ms(c->second.oldest_due_us, now));
+        t.set_dead_letters(c->second.dead_letters);
+      }
+      t.set_paused(table->pauses.count(id) != 0);
+      rows.push_back(std::move(t));
+    }
+    std::sort(rows.begin(), rows.end(), [](const v1::StageTop& a, const v1::StageTop& b) {
+      return std::make_tuple(-static_cast<int64_t>(a.queued()), a.stage_id())
+             < std::make_tuple(-static_cast<int64_t>(b.queued()), b.stage_id());
+    });
+    for (auto& t : rows)
+      *resp->add_stages() = std::move(t);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::Status admin_service::allowed(grpc::CallbackServerContext* ctx, const char* verb) const {
+  if (access_.token.empty()) {
+    if (access_.loopback)
+      return grpc::Status::OK;
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            std::string{verb} + " refused: the node listens on grpc.listen=" + access_.listen
+              + ", not a loopback address, and has no `console.token`; set `console.token` on "
+                "the node and pass it with gostctl --token (or GOST_TOKEN)"};
+  }
+  auto& md = ctx->client_metadata();
+  auto given = md.find("x-gost-token");
+  if (given == md.end())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            std::string{verb}
+              + " refused: the node needs its `console.token` in the call (gostctl --token, or "
+                "GOST_TOKEN; metadata x-gost-token)"};
+  if (std::string(given->second.data(), given->second.size()) != access_.token)
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            std::string{verb} + " refused: the token given is not the node's `console.token`"};
+  return grpc::Status::OK;
+}
+
+namespace {
+
+/// INVALID_ARGUMENT naming `stage_id` unless it is a stage registered on this node.
+grpc::Status registered_stage(const stage_registry& reg, const std::string& id) {
+  if (id.empty())
+    return invalid("stage_id is required");
+  if (reg.find(id) != nullptr)
+    return grpc::Status::OK;
+  std::string known;
+  for (auto& e : reg.all())
+    known += (known.empty() ? "" : ", ") + e.id;
+  return invalid("stage_id `" + id + "` is not a stage of this node (stages: "
+                 + (known.empty() ? std::string{"none"} : known) + ")");
+}
+
+/// Who asked, for the log: the caller's own words (gostctl --who) and its address.
+std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) {
+  return (who.empty() ? std::string{"(not given)"} : who) + " peer=" + ctx->peer();
+}
+
+} // namespace
+
+grpc::ServerUnaryReactor* admin_service::PauseStage(grpc::CallbackServerContext* ctx,
+                                                    const v1::StageVerbRequest* req,
+                                                    v1::StageVerbResponse* resp) {
+  return stage_verb(ctx, req, resp, true);
+}
+
+grpc::ServerUnaryReactor* admin_service::ResumeStage(grpc::CallbackServerContext* ctx,
+                                                     const v1::StageVerbRequest* req,
+                                                     v1::StageVerbResponse* resp) {
+  return stage_verb(ctx, req, resp, false);
+}
+
+grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext* ctx,
+                                                    const v1::StageVerbRequest* req,
+                                                    v1::StageVerbResponse* resp, bool pause) {
+  auto* reactor = ctx->DefaultReactor();
+  const char* verb = pause ? "pause" : "resume";
+  if (auto ok = allowed(ctx, verb); !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  auto id = req->stage_id();
+  // Pausing needs a stage this node knows; a resume also takes a stage no longer registered
+  // (a pause left behind by an older version).
+  if (auto st = pause        ? registered_stage(*stages_, id)
+                : id.empty() ? invalid("stage_id is required")
+                             : grpc::Status::OK;
+      !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  auto who = who_asked(ctx, req->who());
+  auto pool = cluster_.pool;
+  auto manager = cluster_.manager;
+  auto node_id = cluster_.node_id;
+  auto timeout = timeout_;
+  hub_.run_blocking_on_worker([=](caf::event_based_actor* worker) {
+    auto changed =
+      pause ? persistence::pause_stage(*pool, id, who) : persistence::resume_stage(*pool, id);
+    if (!changed) {
+      reactor->Finish(to_status(changed.error()));
+      worker->quit();
+      return;
+    }
+    lg->info("stage {} stage={} changed={} by={}", pause ? "paused" : "resumed", id, *changed, who);
+    resp->set_changed(*changed);
+    resp->set_answered_by(node_id);
+    // The manager applies it to this node's shards and answers once no run of a paused stage
+    // is in flight here; the other nodes follow the cluster notification.
+    worker->request(manager, timeout + std::chrono::seconds{5}, pause_atom_v)
       .then(
-        [=](stage_count_list& counts) {
-          std::map<std::string, v1::StageInfo> by;
-          for (auto& e : stages->all()) {
-            auto& info = by[e.id];
-            info.set_stage_id(e.id);
-            info.set_registered(true);
-            for (auto& f : e.interests)
-              info.add_interests(f);
-            info.set_max_parallelism(e.opts.max_parallelism);
-            info.set_rate_limit(e.opts.rate_limit);
-            info.set_blocking(e.opts.blocking);
-            if (auto* m = stats->stage(e.id)) {
-              info.set_runs(m->runs.load());
-              info.set_failures(m->failures.load());
-              info.set_run_p50_ms(m->run.percentile_ms(0.5));
-              info.set_run_p99_ms(m->run.percentile_ms(0.99));
-              info.set_process_p50_ms(m->process.percentile_ms(0.5));
-              info.set_process_p99_ms(m->process.percentile_ms(0.99));
-            }
-          }
-          for (auto& c : counts) {
-            auto& info = by[c.stage_id];
-            info.set_stage_id(c.stage_id);
-            info.set_queued(c.queued);
-            info.set_timers(c.timers);
-            info.set_dead_letters(c.dead_letters);
-          }
-          for (auto& [id, info] : by)
-            *resp->add_stages() = info;
-          resp->set_stage_runs(stats->stage_runs.load());
-          resp->set_stage_failures(stats->stage_failures.load());
-          resp->set_stage_conflicts(stats->stage_conflicts.load());
-          resp->set_change_storms_cut(stats->change_storms_cut.load());
-          resp->set_resident_offer_actors(static_cast<uint64_t>(stats->offers.resident.load()));
-          resp->set_write_batches(stats->offer_writes.batches.load());
+        [=](ok_atom) {
+          reactor->Finish(grpc::Status::OK);
+          worker->quit();
+        },
+        [=](caf::error& err) {
+          reactor->Finish(to_status(err));
+          worker->quit();
+        });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerContext* ctx,
+                                                        const v1::PassivateOfferRequest* req,
+                                                        v1::PassivateOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto ok = allowed(ctx, "passivate"); !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  if (req->offer_id().empty()) {
+    reactor->Finish(invalid("offer_id is required"));
+    return reactor;
+  }
+  auto id = req->offer_id();
+  auto shard = router_.shard_of(id);
+  resp->set_shard(shard);
+  auto local = router_.local(shard);
+  if (!local) {
+    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
+                     "offer " + id + " is in shard " + std::to_string(shard)
+                       + ", which this node does not own; ask its owner (gostctl shards, then "
+                         "--addr of that node)"});
+    return reactor;
+  }
+  auto who = who_asked(ctx, req->who());
+  caf::timespan timeout{timeout_};
+  auto target = *local;
+  hub_.run([=](caf::event_based_actor* self) {
+    self->request(target, timeout, passivate_atom_v, id)
+      .then(
+        [=](bool was) {
+          lg->info("offer passivated offer={} shard={} was_resident={} by={}", id, shard, was, who);
+          resp->set_was_resident(was);
           reactor->Finish(grpc::Status::OK);
         },
         [=](caf::error& err) { reactor->Finish(to_status(err)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContext* ctx,
+                                                      const v1::RequeueOfferRequest* req,
+                                                      v1::RequeueOfferResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto ok = allowed(ctx, "requeue"); !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  if (req->offer_id().empty()) {
+    reactor->Finish(invalid("offer_id is required"));
+    return reactor;
+  }
+  if (auto st = registered_stage(*stages_, req->stage_id()); !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  auto id = req->offer_id();
+  auto stage = req->stage_id();
+  auto who = who_asked(ctx, req->who());
+  auto shard = router_.shard_of(id);
+  resp->set_shard(shard);
+  auto pool = cluster_.pool;
+  auto* routes = &router_;
+  hub_.run_blocking([=] {
+    auto entry = persistence::requeue_offer(*pool, id, stage, kit::now_us());
+    if (!entry) {
+      reactor->Finish(to_status(entry.error()));
+      return;
+    }
+    if (!*entry) {
+      reactor->Finish({grpc::StatusCode::NOT_FOUND, "offer " + id + " does not exist"});
+      return;
+    }
+    lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
+    *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
+    // The owner on this node hears of it now; another node's shard finds it by its next poll.
+    if (auto local = routes->local(shard))
+      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry});
+    reactor->Finish(grpc::Status::OK);
   });
   return reactor;
 }

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
 
 #include "gost/core/stats.hpp"
 #include "gost/offers/stage.hpp"
@@ -20,24 +23,40 @@ namespace gost::runtime {
 
 class router;
 
-/// gost.v1.AdminService: the read side of the inspection console (gostctl offer, stages).
+/// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
+/// its safe verbs (pause, resume, passivate, requeue), each verb logged with who asked.
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
     persistence::pg_pool* pool = nullptr;
     std::string node_id;
     std::chrono::milliseconds lease_timeout{};
+    /// The cluster manager: applies pauses to this node's shards (pause_atom).
+    caf::actor manager;
+  };
+
+  /// Who may use the verbs: with a token, only calls carrying it (metadata `x-gost-token`);
+  /// without one, only when the API listens on loopback (`console.token`, docs/console.md).
+  struct access {
+    std::string token;
+    bool loopback = true;
+    std::string listen; ///< grpc.listen, for the refusal's message
   };
 
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster)
+                cluster_view cluster, access acc)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
-      timeout_(timeout), cluster_(std::move(cluster)) {
+      timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)) {
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("ListStages", &admin_service::ListStages);
     guard("ListNodes", &admin_service::ListNodes);
     guard("ListShards", &admin_service::ListShards);
+    guard("Top", &admin_service::Top);
+    guard("PauseStage", &admin_service::PauseStage);
+    guard("ResumeStage", &admin_service::ResumeStage);
+    guard("PassivateOffer", &admin_service::PassivateOffer);
+    guard("RequeueOffer", &admin_service::RequeueOffer);
     require_all_guarded();
   }
 
@@ -53,14 +72,36 @@ public:
   grpc::ServerUnaryReactor* ListShards(grpc::CallbackServerContext* ctx,
                                        const v1::ListShardsRequest* req,
                                        v1::ListShardsResponse* resp) override;
+  grpc::ServerUnaryReactor* Top(grpc::CallbackServerContext* ctx, const v1::TopRequest* req,
+                                v1::TopResponse* resp) override;
+  grpc::ServerUnaryReactor* PauseStage(grpc::CallbackServerContext* ctx,
+                                       const v1::StageVerbRequest* req,
+                                       v1::StageVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* ResumeStage(grpc::CallbackServerContext* ctx,
+                                        const v1::StageVerbRequest* req,
+                                        v1::StageVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* PassivateOffer(grpc::CallbackServerContext* ctx,
+                                           const v1::PassivateOfferRequest* req,
+                                           v1::PassivateOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* RequeueOffer(grpc::CallbackServerContext* ctx,
+                                         const v1::RequeueOfferRequest* req,
+                                         v1::RequeueOfferResponse* resp) override;
 
 private:
+  /// OK when the call may use a verb; else the refusal, naming `console.token`.
+  grpc::Status allowed(grpc::CallbackServerContext* ctx, const char* verb) const;
+  /// Pause (true) or resume (false) a stage.
+  grpc::ServerUnaryReactor* stage_verb(grpc::CallbackServerContext* ctx,
+                                       const v1::StageVerbRequest* req, v1::StageVerbResponse* resp,
+                                       bool pause);
+
   call_hub& hub_;
   router& router_;
   std::shared_ptr<const stage_registry> stages_;
   std::shared_ptr<node_stats> stats_;
   std::chrono::milliseconds timeout_;
   cluster_view cluster_;
+  access access_;
 };
 
 } // namespace gost::runtime

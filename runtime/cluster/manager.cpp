@@ -15,6 +15,7 @@
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/cluster/pauses.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
 
@@ -64,6 +65,9 @@ struct manager_state {
   std::unique_ptr<persistence::cluster_listener> listener;
   std::chrono::steady_clock::time_point last_tick{};
   bool notified_pending = false; ///< a notified round is scheduled
+  /// Stages paused by operators (table stage_pauses) as last read: every shard held here has
+  /// been told, and new ones start with it.
+  std::set<std::string> paused;
 
   ~manager_state() {
     // The node is stopping: the shards still here stop with their manager.
@@ -215,7 +219,7 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     if (!got->lease)
       break;
     auto [shard, epoch] = *got->lease;
-    auto handles = st.opts.spawn_shard(shard, epoch);
+    auto handles = st.opts.spawn_shard(shard, epoch, st.paused);
     held_shard h{epoch, handles, false};
     for (auto& a : h.actors())
       self->monitor(a);
@@ -260,6 +264,69 @@ bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>
   return *freed > 0;
 }
 
+/// Reads the paused stages; when the set changed, tells every shard held here and marks the
+/// stages' figures. Returns an error when the table could not be read (the last set stays).
+caf::error read_pauses(self_ptr self) {
+  auto& st = self->state;
+  auto rows = persistence::list_stage_pauses(*st.opts.pool);
+  if (!rows)
+    return rows.error();
+  std::set<std::string> now;
+  for (auto& r : *rows)
+    now.insert(r.stage_id);
+  if (now == st.paused)
+    return {};
+  std::string names;
+  for (auto& id : now)
+    names += (names.empty() ? "" : ",") + id;
+  lg->info("paused stages now [{}] node={}", names, st.opts.node_id);
+  st.paused = std::move(now);
+  if (st.opts.stats)
+    for (auto& m : st.opts.stats->stages)
+      m.paused.store(st.paused.count(m.id) != 0, std::memory_order_relaxed);
+  for (auto& [shard, h] : st.held)
+    self->request(h.handles.offers, caf::infinite, pause_atom_v, st.paused)
+      .then([](ok_atom) {}, [](caf::error&) {});
+  return {};
+}
+
+/// Answers `rp` once every shard held here confirmed the current pauses (no run of a paused
+/// stage in flight), or with an error naming a shard that did not within `timeout`. A shard
+/// that stopped meanwhile (handed off) runs nothing: it counts as confirmed.
+void confirm_pauses(self_ptr self, caf::typed_response_promise<ok_atom> rp,
+                    std::chrono::milliseconds timeout) {
+  auto& st = self->state;
+  if (st.held.empty()) {
+    rp.deliver(ok_atom_v);
+    return;
+  }
+  struct pending_t {
+    size_t left;
+    bool failed = false;
+  };
+  auto pending = std::make_shared<pending_t>(pending_t{st.held.size()});
+  for (auto& [shard, h] : st.held)
+    self->request(h.handles.offers, timeout, pause_atom_v, st.paused)
+      .then(
+        [=](ok_atom) mutable {
+          if (--pending->left == 0 && !pending->failed)
+            rp.deliver(ok_atom_v);
+        },
+        [=, shard = shard](caf::error& err) mutable {
+          if (pending->failed)
+            return;
+          if (err == caf::sec::request_timeout) {
+            pending->failed = true;
+            rp.deliver(make_error(errc::unavailable,
+                                  "shard " + std::to_string(shard) + " still runs the stage after "
+                                    + std::to_string(timeout.count()) + " ms; ask again"));
+            return;
+          }
+          if (--pending->left == 0)
+            rp.deliver(ok_atom_v);
+        });
+}
+
 void tick(self_ptr self) {
   auto& st = self->state;
   std::vector<held_lease> held;
@@ -277,6 +344,9 @@ void tick(self_ptr self) {
   for (auto& l : held)
     if (still.count(l.shard) == 0)
       drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
+  // Before new leases: their shards start with the current pauses.
+  if (auto err = read_pauses(self); err && !db_outage_reported(st.opts.db.get(), err))
+    lg->warn("paused stages unavailable error={}; the last known ones stay", err_text(err));
   auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
   auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
   if (leases && take_back_previous(self, *leases))
@@ -353,6 +423,15 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
       lg->info("cluster change notified node={}; looking now", st.opts.node_id);
       st.last_tick = std::chrono::steady_clock::now();
       tick(self);
+    },
+    [=](pause_atom) -> caf::result<ok_atom> {
+      // An operator paused or resumed a stage (admin service): read the table now, and answer
+      // once this node's shards run none of the paused stages.
+      if (auto err = read_pauses(self))
+        return err;
+      auto rp = self->make_response_promise<ok_atom>();
+      confirm_pauses(self, rp, self->state.opts.pause_timeout);
+      return rp;
     },
     [=](leave_atom) {
       auto& st = self->state;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cluster/node_link.hpp"
@@ -27,7 +28,8 @@
 
 namespace gost {
 class dependency_tracker;
-}
+struct node_stats;
+} // namespace gost
 
 namespace gost::persistence {
 class pg_pool;
@@ -56,12 +58,19 @@ struct cluster_options {
   link_security security;
   /// The largest message a link to another node receives (node/limits.hpp).
   int link_max_bytes = 8 << 20;
-  /// Starts the supervisors of a lease this node just took.
-  std::function<local_shard(uint32_t shard, int64_t epoch)> spawn_shard;
+  /// Starts the supervisors of a lease this node just took, with the stages paused now.
+  std::function<local_shard(uint32_t shard, int64_t epoch, const std::set<std::string>& paused)>
+    spawn_shard;
+  /// Where the stages' `paused` figures are kept. May be null.
+  std::shared_ptr<node_stats> stats;
+  /// How long a pause waits for the runs of the stage in flight here.
+  std::chrono::milliseconds pause_timeout{30'000};
 };
 
 /// The manager, idle until (join_atom): it answers ok_atom at once, and its first heartbeat
 /// (taking leases, starting shards) follows; the node must be registered first. Answers
+/// (pause_atom) with ok_atom once the paused stages (table stage_pauses, read again now) run
+/// on none of its shards. Answers
 /// (leave_atom) with ok_atom once every shard it held is drained and released (the node is
 /// marked leaving first, so nobody hands it new shards); before a join it holds none.
 caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);

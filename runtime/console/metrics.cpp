@@ -2,6 +2,7 @@
 
 #include "api/readiness.hpp"
 #include "gost/core/dependency.hpp"
+#include "gost/core/kit/writer.hpp"
 #include "rpc/parse_guard.hpp"
 
 #include <sstream>
@@ -19,12 +20,84 @@ const char* code_name(size_t c) {
   return names[c];
 }
 
+void family(std::ostringstream& out, const std::string& name, const char* type, const char* help) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+/// The samples of one histogram series (`labels`: `stage="x",` or empty): every 8th bucket of
+/// latency_histogram, powers of two from 2 µs up, in seconds.
+void histogram_samples(std::ostringstream& out, const std::string& name, const std::string& labels,
+                       const latency_histogram& h) {
+  uint64_t cumulative = 0;
+  for (int i = 0; i < latency_histogram::buckets; ++i) {
+    cumulative += h.bucket(i);
+    if ((i + 1) % latency_histogram::per_octave == 0)
+      out << name << "_bucket{" << labels << "le=\"" << latency_histogram::upper_us(i) / 1e6
+          << "\"} " << cumulative << "\n";
+  }
+  auto bare = labels.empty() ? std::string{} : "{" + labels.substr(0, labels.size() - 1) + "}";
+  out << name << "_bucket{" << labels << "le=\"+Inf\"} " << cumulative << "\n"
+      << name << "_sum" << bare << " " << h.sum_us() / 1e6 << "\n"
+      << name << "_count" << bare << " " << cumulative << "\n";
+}
+
+/// The offer shards' own figures, one series per shard this node runs (label `shard`: at
+/// most shard.count values).
+void shard_families(std::ostringstream& out, const kit::shard_registry& registry) {
+  auto shards = registry.live();
+  std::vector<std::tuple<stat_kind, std::string, const char*>> families;
+  kit::shard_stats{}.visit([&](stat_kind k, const char* name, const char* help, int64_t) {
+    families.emplace_back(k, name, help);
+  });
+  for (size_t i = 0; i < families.size(); ++i) {
+    auto& [kind, suffix, help] = families[i];
+    auto name = "gost_offer_shard_" + suffix;
+    family(out, name, kind == stat_kind::counter ? "counter" : "gauge", help);
+    for (auto& [shard, st] : shards) {
+      size_t at = 0;
+      st->visit([&, shard = shard](stat_kind, const char*, const char*, int64_t v) {
+        if (at++ == i)
+          out << name << "{shard=\"" << shard << "\"} " << v << "\n";
+      });
+    }
+  }
+  family(out, "gost_offer_shard_oldest_due_age_seconds", "gauge",
+         "Age of the oldest due queue entry waiting for a slot in the shard (0: none waits).");
+  auto now = kit::now_us();
+  for (auto& [shard, st] : shards) {
+    auto due = st->oldest_due_us.load(std::memory_order_relaxed);
+    out << "gost_offer_shard_oldest_due_age_seconds{shard=\"" << shard << "\"} "
+        << (due == 0 ? 0.0 : std::max<int64_t>(0, now - due) / 1e6) << "\n";
+  }
+}
+
+/// The offers' write-behind writers: lag and batch size per writer (label `writer`: at most
+/// write.writers values), commit duration for all.
+void writer_families(std::ostringstream& out, const kit::writer_stats& w) {
+  auto now = kit::now_us();
+  family(out, "gost_offer_write_lag_seconds", "gauge",
+         "Age of the oldest write-set a writer holds uncommitted (0: none).");
+  for (size_t i = 0; i < w.slots.size(); ++i) {
+    auto oldest = w.slots[i].oldest_us.load(std::memory_order_relaxed);
+    out << "gost_offer_write_lag_seconds{writer=\"" << i << "\"} "
+        << (oldest == 0 ? 0.0 : std::max<int64_t>(0, now - oldest) / 1e6) << "\n";
+  }
+  family(out, "gost_offer_write_last_batch_size", "gauge",
+         "Write-sets in the batch a writer committed last.");
+  for (size_t i = 0; i < w.slots.size(); ++i)
+    out << "gost_offer_write_last_batch_size{writer=\"" << i << "\"} "
+        << w.slots[i].last_batch.load(std::memory_order_relaxed) << "\n";
+  family(out, "gost_offer_write_commit_seconds", "histogram",
+         "Duration of each write-behind batch's transaction.");
+  histogram_samples(out, "gost_offer_write_commit_seconds", "", w.commit);
+}
+
 } // namespace
 
 std::string metrics::prometheus_text() const {
   std::ostringstream out;
-  out << "# HELP gost_grpc_requests_total gRPC requests answered, by method and status code.\n"
-      << "# TYPE gost_grpc_requests_total counter\n";
+  family(out, "gost_grpc_requests_total", "counter",
+         "gRPC requests answered, by method and status code.");
   for (size_t m = 0; m < call_stats::methods; ++m)
     for (size_t c = 0; c < call_stats::codes; ++c) {
       auto v = calls_.get(m, c);
@@ -32,21 +105,21 @@ std::string metrics::prometheus_text() const {
         out << "gost_grpc_requests_total{method=\"" << to_string(static_cast<api_method>(m))
             << "\",code=\"" << code_name(c) << "\"} " << v << "\n";
     }
-  out << "# HELP gost_grpc_undecodable_requests_total Requests whose bytes were not their method's"
-         " message (answered INVALID_ARGUMENT).\n"
-      << "# TYPE gost_grpc_undecodable_requests_total counter\n"
-      << "gost_grpc_undecodable_requests_total " << rpc::undecodable_requests() << "\n";
-  if (health_.ready)
-    out << "# HELP gost_ready 1 while the node takes calls (readiness: /readyz, gRPC health), "
-           "else 0.\n# TYPE gost_ready gauge\ngost_ready "
-        << (health_.ready->ready() ? 1 : 0) << "\n";
+  family(out, "gost_grpc_undecodable_requests_total", "counter",
+         "Requests whose bytes were not their method's message (answered INVALID_ARGUMENT).");
+  out << "gost_grpc_undecodable_requests_total " << rpc::undecodable_requests() << "\n";
+  if (health_.ready) {
+    family(out, "gost_ready", "gauge",
+           "1 while the node takes calls (readiness: /readyz, gRPC health), else 0.");
+    out << "gost_ready " << (health_.ready->ready() ? 1 : 0) << "\n";
+  }
   if (!health_.dependencies.empty()) {
-    out << "# HELP gost_dependency_up 1 while the dependency answered the last call that "
-           "reached for it, else 0.\n# TYPE gost_dependency_up gauge\n";
+    family(out, "gost_dependency_up", "gauge",
+           "1 while the dependency answered the last call that reached for it, else 0.");
     for (auto& d : health_.dependencies)
       out << "gost_dependency_up{dependency=\"" << d->name() << "\"} " << (d->up() ? 1 : 0) << "\n";
-    out << "# HELP gost_dependency_failed_calls_total Calls that could not reach the "
-           "dependency.\n# TYPE gost_dependency_failed_calls_total counter\n";
+    family(out, "gost_dependency_failed_calls_total", "counter",
+           "Calls that could not reach the dependency.");
     for (auto& d : health_.dependencies)
       out << "gost_dependency_failed_calls_total{dependency=\"" << d->name() << "\"} "
           << d->failed_calls() << "\n";
@@ -54,34 +127,25 @@ std::string metrics::prometheus_text() const {
   auto& a = *actors_;
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {
-    out << "# HELP gost_" << name << " " << help << "\n# TYPE gost_" << name << " "
-        << (kind == stat_kind::counter ? "counter" : "gauge") << "\ngost_" << name << " " << v
-        << "\n";
+    family(out, "gost_" + name, kind == stat_kind::counter ? "counter" : "gauge", help);
+    out << "gost_" << name << " " << v << "\n";
   });
-  out << "# HELP gost_stage_runs_total Stage runs committed, by stage.\n"
-      << "# TYPE gost_stage_runs_total counter\n";
+  shard_families(out, a.offer_shards);
+  writer_families(out, a.offer_writes);
+  family(out, "gost_stage_runs_total", "counter", "Stage runs committed, by stage.");
   for (auto& s : a.stages)
     out << "gost_stage_runs_total{stage=\"" << s.id << "\"} " << s.runs.load() << "\n";
-  out << "# HELP gost_stage_failures_total Stage process calls that failed, by stage.\n"
-      << "# TYPE gost_stage_failures_total counter\n";
+  family(out, "gost_stage_failures_total", "counter", "Stage process calls that failed, by stage.");
   for (auto& s : a.stages)
     out << "gost_stage_failures_total{stage=\"" << s.id << "\"} " << s.failures.load() << "\n";
+  family(out, "gost_stage_paused", "gauge",
+         "1 while operators keep the stage paused (its runs do not start), else 0.");
+  for (auto& s : a.stages)
+    out << "gost_stage_paused{stage=\"" << s.id << "\"} " << (s.paused.load() ? 1 : 0) << "\n";
   auto histogram = [&](const char* name, const char* help, auto member) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
-    for (auto& s : a.stages) {
-      const latency_histogram& h = s.*member;
-      uint64_t cumulative = 0;
-      // Every 8th bucket: powers of two from 2 µs up.
-      for (int i = 0; i < latency_histogram::buckets; ++i) {
-        cumulative += h.bucket(i);
-        if ((i + 1) % latency_histogram::per_octave == 0)
-          out << name << "_bucket{stage=\"" << s.id << "\",le=\""
-              << latency_histogram::upper_us(i) / 1e6 << "\"} " << cumulative << "\n";
-      }
-      out << name << "_bucket{stage=\"" << s.id << "\",le=\"+Inf\"} " << cumulative << "\n"
-          << name << "_sum{stage=\"" << s.id << "\"} " << h.sum_us() / 1e6 << "\n"
-          << name << "_count{stage=\"" << s.id << "\"} " << cumulative << "\n";
-    }
+    family(out, name, "histogram", help);
+    for (auto& s : a.stages)
+      histogram_samples(out, name, "stage=\"" + s.id + "\",", s.*member);
   };
   histogram("gost_stage_run_seconds",
             "From the shard's dispatch to the commit of a stage run (load, process, write).",

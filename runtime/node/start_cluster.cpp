@@ -131,11 +131,14 @@ caf::error start_cluster_manager(node_context& n) {
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
   // The supervisors of a lease the manager just took: offers', and the application's actor
   // types' when it has any.
-  co.spawn_shard = [&n, base = shard_defaults(n),
-                    entity_base = entity_shard_defaults(n)](uint32_t shard, int64_t epoch) {
+  co.stats = n.stats;
+  co.pause_timeout = n.cfg.api.request_timeout;
+  co.spawn_shard = [&n, base = shard_defaults(n), entity_base = entity_shard_defaults(n)](
+                     uint32_t shard, int64_t epoch, const std::set<std::string>& paused) {
     auto so = base;
     so.shard = shard;
     so.epoch = epoch;
+    so.paused = paused;
     so.store = n.stores[shard % n.stores.size()];
     so.writer = kit::writer_for(n.writers, shard);
     local_shard here;

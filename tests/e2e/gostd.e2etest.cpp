@@ -9,6 +9,7 @@
 
 #include "gost/testing/grpc.hpp"
 #include "gost/testing/http.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
@@ -22,36 +23,9 @@ using testing::call;
 using testing::child_process;
 using testing::raw_call;
 
-namespace {
-
-std::string temp_path(const char* stem) {
-  return std::string{"/tmp/"} + stem + "-" + std::to_string(getpid()) + "-"
-         + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file,
-                                   std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{
-    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
-    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--scheduler.threads=2"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-/// Waits for the node's port file; returns {gRPC port, admin HTTP port}.
-std::pair<int, int> read_ports(child_process& p, const std::string& port_file) {
-  int grpc_port = 0;
-  int http_port = 0;
-  bool up = testing::eventually(30s, [&] {
-    std::ifstream in(port_file);
-    return static_cast<bool>(in >> grpc_port >> http_port) || !p.running();
-  });
-  REQUIRE_MESSAGE(up, p.output());
-  REQUIRE_MESSAGE(grpc_port > 0, p.output());
-  return {grpc_port, http_port};
-}
-
-} // namespace
+using testing::node_args;
+using testing::read_ports;
+using testing::temp_path;
 
 TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
   testing::temp_db db;

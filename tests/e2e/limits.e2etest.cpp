@@ -14,6 +14,7 @@
 
 #include "bank/v1/account.pb.h"
 #include "gost/testing/grpc.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
@@ -24,22 +25,15 @@ using namespace gost;
 using namespace std::chrono_literals;
 using testing::call;
 using testing::child_process;
+using testing::temp_path;
 
 namespace {
 
-std::string temp_path(const std::string& stem) {
-  return "/tmp/" + stem + "-" + std::to_string(getpid()) + "-"
-         + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-std::vector<std::string> node_args(const testing::temp_db& db, const std::string& port_file,
-                                   std::vector<std::string> limits) {
-  std::vector<std::string> args{
-    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
-    "--caf.listen=127.0.0.1:0", "--shard.count=8",           "--scheduler.threads=2",
-    "--outbox.relay=false"};
-  args.insert(args.end(), limits.begin(), limits.end());
-  return args;
+/// The node of these tests: no outbox relay, and the limits under test.
+std::vector<std::string> limited_node_args(const testing::temp_db& db, const std::string& port_file,
+                                           std::vector<std::string> limits) {
+  limits.insert(limits.begin(), "--outbox.relay=false");
+  return testing::node_args(db, port_file, std::move(limits));
 }
 
 /// `n` characters of two bytes each: limits count characters, not bytes.
@@ -131,14 +125,15 @@ struct offers_client {
 TEST_CASE("each limit through gostd: at the limit accepted, one past refused naming the key") {
   testing::temp_db db;
   auto port_file = temp_path("gostd-limits");
-  child_process node{GOSTD_PATH,
-                     node_args(db, port_file,
-                               {"--limits.title_max_chars=8", "--limits.description_max_chars=16",
-                                "--limits.attributes_max=3", "--limits.attribute_key_max_chars=4",
-                                "--limits.attribute_value_max_chars=5", "--limits.photos_max=2",
-                                "--limits.offer_max_bytes=40k", "--limits.state_max_bytes=1k",
-                                "--limits.page_size_max=3", "--limits.page_max_bytes=64k",
-                                "--limits.event_max_bytes=1k", "--limits.request_max_bytes=64k"})};
+  child_process node{
+    GOSTD_PATH,
+    limited_node_args(db, port_file,
+                      {"--limits.title_max_chars=8", "--limits.description_max_chars=16",
+                       "--limits.attributes_max=3", "--limits.attribute_key_max_chars=4",
+                       "--limits.attribute_value_max_chars=5", "--limits.photos_max=2",
+                       "--limits.offer_max_bytes=40k", "--limits.state_max_bytes=1k",
+                       "--limits.page_size_max=3", "--limits.page_max_bytes=64k",
+                       "--limits.event_max_bytes=1k", "--limits.request_max_bytes=64k"})};
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto channel =
@@ -308,7 +303,7 @@ TEST_CASE("EntityService limits: an event's size, a pull's length") {
   auto port_file = temp_path("gost-example-limits");
   child_process node{
     GOST_EXAMPLE_PATH,
-    node_args(db, port_file, {"--limits.event_max_bytes=1k", "--limits.page_size_max=2"})};
+    limited_node_args(db, port_file, {"--limits.event_max_bytes=1k", "--limits.page_size_max=2"})};
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   auto stub = v1::EntityService::NewStub(
@@ -355,7 +350,7 @@ TEST_CASE(
   std::vector<std::string> port_files;
   for (auto id : {"a", "b"}) {
     port_files.push_back(temp_path(std::string{"gostd-limits-"} + id));
-    auto args = node_args(db, port_files.back(), big);
+    auto args = limited_node_args(db, port_files.back(), big);
     args.push_back(std::string{"--node.id="} + id);
     nodes.push_back(std::make_unique<child_process>(GOSTD_PATH, args));
     auto port = testing::served_port(*nodes.back(), port_files.back());

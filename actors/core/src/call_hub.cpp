@@ -67,6 +67,10 @@ void call_hub::run_blocking(std::function<void()> f) {
   });
 }
 
+void call_hub::run_blocking_on_worker(std::function<void(caf::event_based_actor*)> f) {
+  run([f = std::move(f)](caf::event_based_actor* self) { self->system().spawn<caf::detached>(f); });
+}
+
 void call_hub::later(caf::event_based_actor* self, job j) {
   self->send(self, detail::park_atom_v, std::move(j));
 }

@@ -44,7 +44,7 @@ void lane_scheduler::make_ready(int64_t now_us) {
     timers_.pop();
     auto& l = lane_of(t.lane);
     (t.prio == persistence::priority::background ? l.background : l.normal)
-      .push_back(std::move(t.entity_id));
+      .emplace_back(t.due_us, std::move(t.entity_id));
   }
 }
 
@@ -52,6 +52,8 @@ std::vector<lane_scheduler::work> lane_scheduler::take(int64_t now_us) {
   make_ready(now_us);
   std::vector<work> out;
   for (auto& l : lanes_) {
+    if (paused_.count(l.id) != 0)
+      continue;
     auto& lim = l.options;
     if (lim.rate_limit > 0) {
       // Token bucket holding at most a tenth of a second's worth (at least one token).
@@ -69,7 +71,7 @@ std::vector<lane_scheduler::work> lane_scheduler::take(int64_t now_us) {
       }
       bool bg_turn = ++l.picks % static_cast<uint64_t>(background_share_) == 0;
       auto& q = l.normal.empty() || (bg_turn && !l.background.empty()) ? l.background : l.normal;
-      out.push_back({l.id, std::move(q.front())});
+      out.push_back({l.id, std::move(q.front().second)});
       q.pop_front();
       ++l.in_flight;
     }
@@ -120,6 +122,30 @@ size_t lane_scheduler::waiting(const std::string& lane) const {
     if (l.id == lane)
       return l.normal.size() + l.background.size();
   return 0;
+}
+
+size_t lane_scheduler::waiting() const {
+  size_t n = 0;
+  for (auto& l : lanes_)
+    n += l.normal.size() + l.background.size();
+  return n;
+}
+
+int64_t lane_scheduler::oldest_waiting() const {
+  int64_t oldest = 0;
+  for (auto& l : lanes_)
+    for (auto* q : {&l.normal, &l.background})
+      if (!q->empty() && (oldest == 0 || q->front().first < oldest))
+        oldest = q->front().first;
+  return oldest;
+}
+
+size_t lane_scheduler::paused_in_flight() const {
+  size_t n = 0;
+  for (auto& l : lanes_)
+    if (paused_.count(l.id) != 0)
+      n += l.in_flight;
+  return n;
 }
 
 } // namespace gost::kit

@@ -39,4 +39,24 @@ double latency_histogram::percentile_ms(double p) const noexcept {
   return upper_us(buckets - 1) / 1000.0;
 }
 
+namespace kit {
+
+std::shared_ptr<shard_stats> shard_registry::open(uint32_t shard) {
+  auto out = std::make_shared<shard_stats>();
+  std::lock_guard<std::mutex> guard{mtx_};
+  by_shard_[shard] = out;
+  return out;
+}
+
+std::vector<std::pair<uint32_t, std::shared_ptr<const shard_stats>>> shard_registry::live() const {
+  std::vector<std::pair<uint32_t, std::shared_ptr<const shard_stats>>> out;
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [shard, weak] : by_shard_)
+    if (auto s = weak.lock())
+      out.emplace_back(shard, std::move(s));
+  return out;
+}
+
+} // namespace kit
+
 } // namespace gost

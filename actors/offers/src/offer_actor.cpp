@@ -42,6 +42,7 @@ struct offer_state {
   offer_entity entity; ///< holds the offer's id too, loaded or not
   offer_context ctx;
   caf::actor_id aid = 0;
+  uint32_t mailbox_reported = 0; ///< counted into the shard's figures (kit::report_mailbox)
 
   offer_state() = default;
   offer_state(const offer_state&) = delete;
@@ -50,8 +51,10 @@ struct offer_state {
   /// Runs when the actor stops, for any reason (CAF destroys a stateful actor's state on
   /// exit): tells the shard, which then forgets the actor.
   ~offer_state() {
-    if (env)
+    if (env) {
+      kit::report_mailbox(*env, mailbox_reported, 0);
       kit::report_stopped(*env, entity.id(), aid);
+    }
   }
 };
 
@@ -612,6 +615,10 @@ public:
     running = this;
     auto result = offer_base::resume(eu, max_throughput);
     running = outer;
+    // What waits now (messages held back by an event in progress, or left for the next turn)
+    // is counted into the shard's figures; a stopped actor's state took its count back.
+    if (result != resume_result::done)
+      kit::report_mailbox(*state.env, state.mailbox_reported, kit::held_messages(*this));
     return result;
   }
 

@@ -192,6 +192,8 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   cfg.idle_timeout = opts.offer_idle_timeout;
   cfg.max_resident = opts.max_resident;
   cfg.stats = std::shared_ptr<kit::entity_stats>(opts.stats, &opts.stats->offers);
+  cfg.figures = opts.stats->offer_shards.open(opts.shard);
+  cfg.paused = std::move(opts.paused);
   cfg.wall_clock = std::move(opts.wall_clock);
   return kit::spawn_shard<detail::offer_kind>(sys, std::move(cfg), std::move(env));
 }

@@ -113,12 +113,6 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
       }
       return out;
     },
-    [=](count_atom, int64_t now) -> caf::result<stage_count_list> {
-      auto r = persistence::count_stages(*pool, now);
-      if (!r)
-        return std::move(r.error());
-      return std::move(*r);
-    },
     [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
         const queue_entries& after) -> caf::result<queue_entries> {
       auto r = persistence::due_entries(*pool, shard, until_us, limit,

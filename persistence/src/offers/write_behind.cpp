@@ -510,13 +510,15 @@ caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now
     pqxx::nontransaction tx{c};
     std::map<std::string, stage_counts> by;
     for (auto row : tx.exec_params("SELECT stage_id, count(*) FILTER (WHERE due_at_us <= $1),"
-                                   " count(*) FILTER (WHERE due_at_us > $1)"
+                                   " count(*) FILTER (WHERE due_at_us > $1),"
+                                   " coalesce(min(due_at_us) FILTER (WHERE due_at_us <= $1), 0)"
                                    " FROM stage_states WHERE due_at_us IS NOT NULL"
                                    " GROUP BY stage_id",
                                    now_us)) {
       auto& sc = by[row[0].as<std::string>()];
       sc.queued = row[1].as<uint64_t>();
       sc.timers = row[2].as<uint64_t>();
+      sc.oldest_due_us = row[3].as<int64_t>();
     }
     for (auto row : tx.exec("SELECT stage_id, count(*) FROM dead_letters"
                             " WHERE released_at IS NULL GROUP BY stage_id"))
@@ -525,6 +527,30 @@ caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now
       sc.stage_id = id;
       out.push_back(sc);
     }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::optional<queue_entry>> requeue_offer(pg_pool& pool, const std::string& offer_id,
+                                                        const std::string& stage_id,
+                                                        int64_t due_us) {
+  std::optional<queue_entry> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::work tx{c};
+    auto r = tx.exec_params("INSERT INTO stage_states AS s (offer_id, stage_id, shard, state,"
+                            " due_at_us, priority)"
+                            " SELECT offer_id, $2, shard, NULL, $3, 0 FROM offers"
+                            " WHERE offer_id = $1"
+                            " ON CONFLICT (offer_id, stage_id) DO UPDATE"
+                            " SET due_at_us = LEAST(s.due_at_us, EXCLUDED.due_at_us), priority = 0"
+                            " RETURNING due_at_us",
+                            offer_id, stage_id, due_us);
+    tx.commit();
+    if (!r.empty())
+      out = queue_entry{stage_id, offer_id, r[0][0].as<int64_t>(), priority::normal};
   });
   if (err)
     return err;

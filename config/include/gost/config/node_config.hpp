@@ -72,6 +72,13 @@ struct http_config {
   endpoint listen;
 };
 
+struct console_config { // console.*
+  std::string token;    ///< empty: the verbs only on loopback
+};
+
+/// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
+bool is_loopback(const std::string& host);
+
 struct pg_config {
   std::string dsn; ///< empty: the embedded server below
   std::string embedded_dir;
@@ -206,6 +213,7 @@ struct node_config {
   grpc_config grpc;
   node_link_config caf;
   http_config http;
+  console_config console;
   pg_config pg;
   shard_config shard;
   scheduler_config scheduler;

@@ -32,6 +32,8 @@ struct key_spec {
   /// kind's own; returns the problem, or an empty string. Set by the binding of a member type
   /// that is parsed from text (binding.hpp).
   std::function<std::string(const std::string&)> check;
+  /// A secret (a token): never shown in the configuration dump (log, status page).
+  bool secret = false;
 
   /// `GOST_PG_POOL_SIZE` for `pg.pool_size`.
   std::string env_name() const;

@@ -45,6 +45,10 @@ public:
   /// gRPC callback thread nor a scheduler thread waits on it. Thread-safe.
   void run_blocking(std::function<void()> f);
 
+  /// The same, `f` given the detached worker: it may ask actors from it (a reply handler runs
+  /// on that worker) and quits it itself once done. Thread-safe.
+  void run_blocking_on_worker(std::function<void(caf::event_based_actor* worker)> f);
+
   /// From inside a job: runs `j` in the same hub actor after `pause`.
   static void later(caf::event_based_actor* self, job j);
 

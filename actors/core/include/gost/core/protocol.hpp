@@ -34,6 +34,7 @@ CAF_ADD_ATOM(gost_core, gost, wake_atom, "wake")
 CAF_ADD_ATOM(gost_core, gost, poll_atom, "poll")
 CAF_ADD_ATOM(gost_core, gost, sweep_atom, "sweep")
 CAF_ADD_ATOM(gost_core, gost, pump_atom, "pump")
+CAF_ADD_ATOM(gost_core, gost, pause_atom, "pause")
 
 namespace gost {
 

@@ -5,8 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // -- counters and gauges declared once ----------------------------------------------------------
 //
@@ -105,10 +109,67 @@ struct entity_stats {
     "Write-sets refused because their shard's lease moved to another node.")                       \
   X(gauge, pending, "write_sets_pending", "Write-sets waiting in the writers for their batch.")
 
+/// What one write-behind writer shows while it works (the console's write lag and batch size).
+struct writer_slot {
+  /// When (µs since the Unix epoch) the oldest write-set of the batch it collects or commits
+  /// now reached it; 0 while it holds none.
+  std::atomic<int64_t> oldest_us{0};
+  /// Write-sets in the batch it committed last.
+  std::atomic<uint64_t> last_batch{0};
+};
+
 /// What the entity kit's writers count for one kind of entity.
 struct writer_stats {
   GOST_WRITER_STATS(GOST_STAT_MEMBER)
   GOST_STATS_VISIT(GOST_WRITER_STATS)
+  /// How long each batch's transaction took (all writers).
+  latency_histogram commit;
+  /// One per writer, in the order of spawn_writers (shard s writes through slot s mod n, as
+  /// writer_for picks its writer). Added before the writers start; read without locks.
+  std::deque<writer_slot> slots;
+
+  /// The slot of the writer of `shard`, or null when no writer was started.
+  const writer_slot* slot_for(uint32_t shard) const noexcept {
+    return slots.empty() ? nullptr : &slots[shard % slots.size()];
+  }
+};
+
+#define GOST_SHARD_STATS(X)                                                                        \
+  X(gauge, resident, "actors_resident", "Entity actors in memory.")                                \
+  X(gauge, mailbox, "mailbox_depth",                                                               \
+    "Messages waiting in the mailboxes of the shard's entity actors, as each last counted its "    \
+    "own.")                                                                                        \
+  X(counter, runs, "runs_total", "Queue entries run and committed.")                               \
+  X(counter, failures, "run_failures_total", "Runs that failed (each attempt).")                   \
+  X(gauge, running, "runs_in_flight", "Runs started and not finished.")                            \
+  X(gauge, backlog, "queue_backlog",                                                               \
+    "Due queue entries the shard holds in memory waiting for a slot (at most queue.page; "         \
+    "more may wait in PostgreSQL).")                                                               \
+  X(gauge, epoch, "lease_epoch", "The shard's lease epoch (every write is fenced with it).")
+
+/// What one shard supervisor of the entity kit keeps about itself, for the console (`gostctl
+/// top`) and Prometheus (label `shard`). Written by the shard and its entity actors with relaxed
+/// atomics; read by the console without asking the shard anything.
+struct shard_stats {
+  GOST_SHARD_STATS(GOST_STAT_MEMBER)
+  GOST_STATS_VISIT(GOST_SHARD_STATS)
+  /// Due time (µs since the Unix epoch) of the oldest due entry waiting for a slot; 0: none.
+  std::atomic<int64_t> oldest_due_us{0};
+};
+
+/// The shard stats of a node's shards of one kind, by shard. A shard's stats live as long as
+/// its supervisor holds them; the registry only points at them, so a stopped shard drops out
+/// by itself.
+class shard_registry {
+public:
+  /// Fresh stats for a shard about to start (replacing any of an earlier supervisor).
+  std::shared_ptr<shard_stats> open(uint32_t shard);
+  /// The shards with live stats, in shard order.
+  std::vector<std::pair<uint32_t, std::shared_ptr<const shard_stats>>> live() const;
+
+private:
+  mutable std::mutex mtx_;
+  std::map<uint32_t, std::weak_ptr<shard_stats>> by_shard_;
 };
 
 #define GOST_LOADER_STATS(X)                                                                       \
@@ -133,6 +194,7 @@ struct stage_metrics {
   std::atomic<uint64_t> failures{0}; ///< process threw (each attempt)
   latency_histogram run;             ///< the shard's dispatch to the commit (load, process, write)
   latency_histogram process;         ///< the stage's own `process` call
+  std::atomic<bool> paused{false};   ///< as this node applied the operators' pauses last
 };
 
 #define GOST_STAGE_ENGINE_STATS(X)                                                                 \
@@ -160,9 +222,10 @@ struct stage_metrics {
 /// admin API render them through `visit`). Shared by all shards of a node; relaxed atomics,
 /// read without stopping anyone.
 struct node_stats {
-  kit::entity_stats offers;       ///< the offer actors (gost_offer_actors_*)
-  kit::writer_stats offer_writes; ///< the offers' write-behind writers (gost_offer_write_*)
-  kit::loader_stats offer_loads;  ///< the offers' group loads (gost_offer_load*)
+  kit::entity_stats offers;         ///< the offer actors (gost_offer_actors_*)
+  kit::writer_stats offer_writes;   ///< the offers' write-behind writers (gost_offer_write_*)
+  kit::loader_stats offer_loads;    ///< the offers' group loads (gost_offer_load*)
+  kit::shard_registry offer_shards; ///< the offer shards' own figures (gost_offer_shard_*)
   GOST_STAGE_ENGINE_STATS(GOST_STAT_MEMBER)
   GOST_KAFKA_STATS(GOST_STAT_MEMBER)
 

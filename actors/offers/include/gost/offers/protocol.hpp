@@ -23,7 +23,6 @@
 
 CAF_ADD_ATOM(gost_offers, gost, create_atom, "create")
 CAF_ADD_ATOM(gost_offers, gost, find_atom, "find")
-CAF_ADD_ATOM(gost_offers, gost, count_atom, "count")
 CAF_ADD_ATOM(gost_offers, gost, scan_atom, "scan")
 CAF_ADD_ATOM(gost_offers, gost, list_atom, "list")
 CAF_ADD_ATOM(gost_offers, gost, state_atom, "state")
@@ -52,7 +51,6 @@ struct offer_snapshot {
 };
 
 using persistence::queue_entries;
-using stage_count_list = std::vector<persistence::stage_counts>;
 using offer_snapshots = std::vector<offer_snapshot>;
 using offer_list = std::vector<v1::Offer>;
 
@@ -86,8 +84,6 @@ using store_actor = caf::typed_actor<
   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
   // A rescan page: the next offers of a shard after an id, with states and queue entries.
   caf::replies_to<scan_atom, uint32_t, std::string, uint32_t>::with<offer_snapshots>,
-  // Queue and dead-letter counts per stage at a time (µs since the epoch).
-  caf::replies_to<count_atom, int64_t>::with<stage_count_list>,
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
@@ -145,7 +141,6 @@ void register_offer_types(caf::actor_system_config& cfg);
 
 // Process-local message types: never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::stage_count_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -96,6 +97,9 @@ struct shard_options {
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
   /// The shard's time of due entries (kit::shard_config::wall_clock); empty: the system clock.
   std::function<int64_t()> wall_clock;
+  /// Stages paused by an operator when the shard starts (their runs wait; the shard's
+  /// pause_atom changes the set later).
+  std::set<std::string> paused;
 };
 
 /// The supervisor of one shard.

@@ -68,12 +68,24 @@ public:
   size_t in_flight(const std::string& lane) const;
   size_t waiting(const std::string& lane) const;
 
+  /// Due entries waiting for a slot, all lanes (as of the last `take`).
+  size_t waiting() const;
+  /// The due time of the oldest of them, or 0 when none waits.
+  int64_t oldest_waiting() const;
+
+  /// The lanes whose work does not start (an operator paused them); replaces the last set.
+  /// Their entries stay known and start once the lane is no longer paused.
+  void set_paused(std::set<std::string> lanes) { paused_ = std::move(lanes); }
+  /// Runs of paused lanes still in flight.
+  size_t paused_in_flight() const;
+
 private:
   struct lane_queue {
     std::string id;
     lane_options options;
-    std::deque<std::string> normal;
-    std::deque<std::string> background;
+    /// Due entries in the order they came due: (due time, entity).
+    std::deque<std::pair<int64_t, std::string>> normal;
+    std::deque<std::pair<int64_t, std::string>> background;
     size_t in_flight = 0;
     double tokens = 0;
     int64_t refilled_us = 0;
@@ -98,6 +110,7 @@ private:
   using warm_entry = std::pair<int64_t, std::string>; ///< (due, entity)
   std::priority_queue<warm_entry, std::vector<warm_entry>, std::greater<warm_entry>> warm_;
   std::set<std::pair<std::string, std::string>> known_;
+  std::set<std::string> paused_;
 };
 
 } // namespace gost::kit

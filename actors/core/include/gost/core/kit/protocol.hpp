@@ -3,6 +3,9 @@
 // kind's own operations, and what a shard needs of its kind's store. Light on purpose (no
 // actor implementation here): domain protocol headers include it.
 
+#include <set>
+#include <string>
+
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -49,7 +52,13 @@ using shard_base = caf::typed_actor<
   caf::replies_to<get_atom, resident_atom, std::string>::with<Actor>,
   // Graceful hand-off: take no new work (new requests get errc::moved), let every entity actor
   // finish what it has (all of it committed), then answer and stop.
-  caf::replies_to<drain_atom>::with<ok_atom>>;
+  caf::replies_to<drain_atom>::with<ok_atom>,
+  // The lanes paused now (all of them: the set replaces the last one). Answers once no run of
+  // a paused lane is in flight, so none runs after the answer; a lane no longer paused starts
+  // its backlog at once.
+  caf::replies_to<pause_atom, std::set<std::string>>::with<ok_atom>,
+  // Passivates the entity's actor (as the idle sweep would); answers whether one was resident.
+  caf::replies_to<passivate_atom, std::string>::with<bool>>;
 
 /// A kind's shard: its operations, inspection, the kit's shard messages and `Extra` signatures
 /// of the kind's own (e.g. the offers' background rescan).

@@ -45,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 
 #include <caf/actor_addr.hpp>
@@ -52,6 +53,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/intrusive_ptr.hpp>
 #include <caf/ref_counted.hpp>
+#include <caf/scheduled_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/typed_actor.hpp>
@@ -71,9 +73,6 @@
 
 namespace gost::kit {
 
-/// The wall clock: microseconds since the Unix epoch (the time of queue entries).
-int64_t now_us();
-
 /// A wall clock in microseconds since the Unix epoch. The kit's shards and entity actors read
 /// the time through the one their shard_config names (tests put the test scheduler's there:
 /// gost/testing/caf_fixture.hpp).
@@ -92,6 +91,8 @@ struct entity_env : caf::ref_counted {
   writer_actor<WriteSet> writer;
   /// The shard's wall clock (shard_config::wall_clock), set when the shard starts.
   wall_clock_fn wall_clock;
+  /// The shard's own figures (shard_config::figures): entity actors add their mailbox depth.
+  std::shared_ptr<shard_stats> figures;
 
   /// Now, by the shard's wall clock: entity actors read the time here, not from the system.
   int64_t now_us() const { return wall_clock ? wall_clock() : kit::now_us(); }
@@ -103,6 +104,32 @@ template <class Env>
 void report_stopped(const Env& env, const std::string& id, caf::actor_id aid) {
   if (auto shard = caf::actor_cast<caf::actor>(env.parent))
     caf::anon_send(shard, stopped_atom_v, id, static_cast<uint64_t>(aid));
+}
+
+/// Counts an entity actor's mailbox into its shard's figures: `reported` is what the actor
+/// counted last (kept by the actor), `now` what its mailbox holds now. Call at the end of each
+/// of the actor's turns (with 0 as it stops): the shard's figure is then the sum over its
+/// actors, and nobody ever walks the actors or reads a mailbox to get it.
+template <class Env>
+void report_mailbox(const Env& env, uint32_t& reported, size_t now) {
+  auto n = static_cast<uint32_t>(std::min<size_t>(now, std::numeric_limits<uint32_t>::max()));
+  if (n == reported || !env.figures)
+    return;
+  env.figures->mailbox.fetch_add(static_cast<int64_t>(n) - static_cast<int64_t>(reported),
+                                 std::memory_order_relaxed);
+  reported = n;
+}
+
+/// Messages an actor holds in its mailbox's queue after a turn: held back by an `await`, or
+/// left for the next turn. Read without touching the mailbox's inbound stack: after a turn
+/// that stack may be marked blocked (the actor sleeps until the next enqueue), and
+/// `mailbox().size()` would take that mark away and leave the actor asleep for good. Messages
+/// that arrived after the turn's last fetch are counted at the end of the next turn.
+template <class Actor>
+size_t held_messages(Actor& a) {
+  auto& q = a.mailbox().queue();
+  constexpr auto normal = caf::scheduled_actor::normal_queue_index;
+  return q.total_task_size() + std::get<normal>(q.queues()).cache().total_task_size();
 }
 
 /// Sends queue entries committed outside a run to the shard of `env`.
@@ -135,6 +162,10 @@ struct shard_config {
   size_t max_resident = 100'000;
   /// Shared by the kind's shards of a node. Never null.
   std::shared_ptr<entity_stats> stats = std::make_shared<entity_stats>();
+  /// This shard's own figures (a node's shard_registry hands them out). Never null.
+  std::shared_ptr<shard_stats> figures = std::make_shared<shard_stats>();
+  /// Lanes paused when the shard starts (pause_atom changes them later).
+  std::set<std::string> paused;
   /// The node's PostgreSQL tracker: paces failed polls, and the failures it reported are not
   /// logged again here. Null: every failure is logged, polls wait their own back-off only.
   std::shared_ptr<const dependency_tracker> db;
@@ -189,6 +220,8 @@ struct shard_state {
   /// Passivated entity actors (CAF ids) until they report stopping: they may still be finishing
   /// events.
   std::unordered_set<caf::actor_id> stopping;
+  /// Answers to pause requests, given once no run of a paused lane is in flight.
+  std::vector<caf::typed_response_promise<ok_atom>> pause_waiters;
 
   shard_state() = default;
   shard_state(const shard_state&) = delete;
@@ -228,6 +261,32 @@ int64_t wall_us(Self self) {
   return self->state.env->now_us();
 }
 
+/// One entity actor more (+1) or less (-1) in memory: the kind's and the shard's figures.
+inline void count_resident(const shard_config& cfg, int64_t delta) {
+  cfg.stats->resident.fetch_add(delta, std::memory_order_relaxed);
+  cfg.figures->resident.fetch_add(delta, std::memory_order_relaxed);
+}
+
+/// The shard's queue figures (backlog and its oldest due entry), after the scheduler changed.
+template <class Self>
+void publish_queue(Self self) {
+  auto& st = self->state;
+  st.cfg.figures->backlog.store(static_cast<int64_t>(st.sched->waiting()),
+                                std::memory_order_relaxed);
+  st.cfg.figures->oldest_due_us.store(st.sched->oldest_waiting(), std::memory_order_relaxed);
+}
+
+/// Answers the pause requests once no run of a paused lane is in flight.
+template <class Self>
+void settle_pauses(Self self) {
+  auto& st = self->state;
+  if (st.pause_waiters.empty() || st.sched->paused_in_flight() > 0)
+    return;
+  for (auto& rp : st.pause_waiters)
+    rp.deliver(ok_atom_v);
+  st.pause_waiters.clear();
+}
+
 template <class Self>
 caf::error moved_error(Self self) {
   return make_error(errc::moved, "shard " + std::to_string(self->state.cfg.shard)
@@ -242,7 +301,7 @@ void passivate(Self self, const std::string& id) {
   auto a = st.residents.remove(id); // its stopped message then finds nothing to forget
   if (!a)
     return;
-  st.cfg.stats->resident.fetch_sub(1, std::memory_order_relaxed);
+  count_resident(st.cfg, -1);
   st.stopping.insert(a.id());
   st.cfg.stats->passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom_v, ok_atom_v);
@@ -261,7 +320,7 @@ auto child(Self self, const std::string& id) {
   auto a = Kind::spawn_entity(self, id, st.env);
   st.residents.add(id, a, now);
   st.cfg.stats->spawned.fetch_add(1, std::memory_order_relaxed);
-  st.cfg.stats->resident.fetch_add(1, std::memory_order_relaxed);
+  count_resident(st.cfg, +1);
   return a;
 }
 
@@ -313,6 +372,7 @@ template <class Self>
 void finished(Self self, const std::string& lane, const std::string& id) {
   auto& st = self->state;
   st.sched->done(lane, id);
+  settle_pauses(self);
   if (st.polling)
     st.done_during_poll.emplace(lane, id);
   else if (st.more_waiting && st.sched->known() < st.cfg.queue_page / 2)
@@ -364,12 +424,15 @@ template <class Self>
 void start_run(Self self, lane_scheduler::work w) {
   using Kind = typename std::decay_t<decltype(self->state)>::kind;
   auto target = child(self, w.entity_id);
+  self->state.cfg.figures->running.fetch_add(1, std::memory_order_relaxed);
   // No timeout (a timeout is a clock entry per run): an entity actor that dies answers with an
   // error through CAF, and one that lives finishes its event.
   self->request(target, caf::infinite, run_atom_v, w.lane)
     .then(
       [=](persistence::queue_entries& committed) {
         auto& st = self->state;
+        st.cfg.figures->running.fetch_sub(1, std::memory_order_relaxed);
+        st.cfg.figures->runs.fetch_add(1, std::memory_order_relaxed);
         st.retries->succeeded(w.lane, w.entity_id);
         finished(self, w.lane, w.entity_id);
         learn(self, committed);
@@ -377,6 +440,8 @@ void start_run(Self self, lane_scheduler::work w) {
       },
       [=](caf::error& err) {
         auto& st = self->state;
+        st.cfg.figures->running.fetch_sub(1, std::memory_order_relaxed);
+        st.cfg.figures->failures.fetch_add(1, std::memory_order_relaxed);
         if (err == errc::fenced) {
           log::lease_lost(Kind::name, st.cfg.shard);
           self->quit(err);
@@ -400,6 +465,7 @@ void start_run(Self self, lane_scheduler::work w) {
 template <class Self>
 void dispatch(Self self) {
   auto& st = self->state;
+  settle_pauses(self);
   if (st.draining)
     return;
   auto now = wall_us(self);
@@ -408,6 +474,7 @@ void dispatch(Self self) {
       self->send(child(self, id), warm_atom_v);
   for (auto& w : st.sched->take(now))
     start_run(self, std::move(w));
+  publish_queue(self);
   schedule_wakeup(self);
 }
 
@@ -493,6 +560,8 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.sched = std::make_unique<lane_scheduler>(st.cfg.lanes, st.cfg.background_share);
+  st.sched->set_paused(st.cfg.paused);
+  st.cfg.figures->epoch.store(st.cfg.epoch, std::memory_order_relaxed);
   st.retries = std::make_unique<retry_policy>(st.cfg.max_attempts);
   st.poll_pace.emplace(st.cfg.queue_poll, std::max(st.cfg.queue_poll, st.cfg.queue_poll_cap),
                        st.cfg.db);
@@ -500,6 +569,7 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   env->epoch = st.cfg.epoch;
   env->parent = self->address(); // weak: the shard's state holds the environment
   env->wall_clock = st.cfg.wall_clock;
+  env->figures = st.cfg.figures;
   st.env = std::move(env);
   // Any exit message (the node stopping the shard) stops the shard; entity actors report their
   // own stop (stopped_atom).
@@ -546,10 +616,24 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
               s.cfg.stats->crashed.fetch_add(1, std::memory_order_relaxed);
               log::crashed(Kind::name, s.cfg.shard, id);
               s.residents.remove(id);
-              s.cfg.stats->resident.fetch_sub(1, std::memory_order_relaxed);
+              detail::count_resident(s.cfg, -1);
             }
           }
           detail::check_drained(self);
+        },
+        [=](pause_atom, std::set<std::string>& lanes) -> caf::result<ok_atom> {
+          auto& s = self->state;
+          s.sched->set_paused(std::move(lanes));
+          auto rp = self->template make_response_promise<ok_atom>();
+          s.pause_waiters.push_back(rp);
+          detail::dispatch(self); // lanes no longer paused start their backlog; settles
+          return rp;
+        },
+        [=](passivate_atom, const std::string& id) -> bool {
+          bool resident = self->state.residents.find(id) != nullptr;
+          detail::passivate(self, id);
+          detail::check_drained(self);
+          return resident;
         },
         [=](get_atom, resident_atom, const std::string& id) -> typename Kind::actor {
           auto* a = self->state.residents.find(id);

@@ -38,6 +38,9 @@ class pg_pool;
 
 namespace gost::kit {
 
+/// The wall clock: microseconds since the Unix epoch (the time of queue entries).
+int64_t now_us();
+
 template <class WriteSet>
 struct writer_options {
   /// Commits a batch in one transaction; the outcomes in the order of the batch.
@@ -63,6 +66,7 @@ struct writer_state {
   std::vector<persistence::fenced_write<WriteSet>> batch;
   std::vector<caf::typed_response_promise<persistence::write_outcome>> waiting;
   bool flush_scheduled = false;
+  writer_slot* slot = nullptr; ///< in opts.stats->slots: this writer's lag and batch size
 };
 
 template <class WriteSet>
@@ -84,8 +88,13 @@ void flush(writer_ptr<WriteSet> self) {
     return;
   auto& stats = *st.opts.stats;
   auto n = static_cast<int64_t>(st.batch.size());
+  auto t0 = std::chrono::steady_clock::now();
   auto r = st.opts.commit(*st.opts.pool, st.batch);
+  stats.commit.record(
+    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0));
   stats.pending.fetch_sub(n, std::memory_order_relaxed);
+  st.slot->last_batch.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  st.slot->oldest_us.store(0, std::memory_order_relaxed);
   if (r) {
     for (size_t i = 0; i < st.waiting.size(); ++i) {
       if ((*r)[i] == persistence::write_outcome::fenced)
@@ -106,14 +115,17 @@ void flush(writer_ptr<WriteSet> self) {
 }
 
 template <class WriteSet>
-typename writer_impl<WriteSet>::behavior_type writer_fun(writer_ptr<WriteSet> self,
-                                                         writer_options<WriteSet> opts) {
+typename writer_impl<WriteSet>::behavior_type
+writer_fun(writer_ptr<WriteSet> self, writer_options<WriteSet> opts, writer_slot* slot) {
   self->state.opts = std::move(opts);
+  self->state.slot = slot;
   return {
     [=](write_atom, uint32_t shard, int64_t epoch,
         WriteSet& ws) -> caf::result<persistence::write_outcome> {
       auto& st = self->state;
       auto rp = self->template make_response_promise<persistence::write_outcome>();
+      if (st.batch.empty())
+        st.slot->oldest_us.store(now_us(), std::memory_order_relaxed);
       st.batch.push_back({shard, epoch, std::move(ws)});
       st.waiting.push_back(rp);
       st.opts.stats->pending.fetch_add(1, std::memory_order_relaxed);
@@ -140,9 +152,11 @@ template <class WriteSet>
 std::vector<writer_actor<WriteSet>> spawn_writers(caf::actor_system& sys, size_t n,
                                                   const writer_options<WriteSet>& opts) {
   std::vector<writer_actor<WriteSet>> out;
-  for (size_t i = 0; i < std::max<size_t>(1, n); ++i)
+  for (size_t i = 0; i < std::max<size_t>(1, n); ++i) {
+    auto* slot = &opts.stats->slots.emplace_back();
     out.push_back(caf::actor_cast<writer_actor<WriteSet>>(
-      sys.spawn<caf::detached>(detail::writer_fun<WriteSet>, opts)));
+      sys.spawn<caf::detached>(detail::writer_fun<WriteSet>, opts, slot)));
+  }
   return out;
 }
 

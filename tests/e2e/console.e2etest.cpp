@@ -1,0 +1,471 @@
+// The inspection console against a running gostd (issue 13): Prometheus metrics checked by
+// promtool and matched by the shipped Grafana dashboard, `gostctl top`, pausing and resuming
+// a stage under load, passivating an offer, and who may use the verbs.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gost/testing/grpc.hpp"
+#include "gost/testing/http.hpp"
+#include "gost/testing/node.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+
+#include "gost/v1/admin.grpc.pb.h"
+#include "gost/v1/events.pb.h"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::call;
+using testing::child_process;
+using testing::eventually;
+using testing::node_args;
+using testing::read_ports;
+using testing::temp_path;
+
+namespace {
+
+/// A node with the audit stage (one run per new offer: its timer is an hour away) and a quick
+/// expire stage (one run per active offer, a second after its creation); on a database of its
+/// own, or on `shared` with other nodes (then give each a `--node.id`).
+struct console_node {
+  explicit console_node(std::vector<std::string> extra = {},
+                        std::shared_ptr<testing::temp_db> shared = nullptr)
+    : db(shared ? std::move(shared) : std::make_shared<testing::temp_db>()),
+      port_file(temp_path("gostd-console")),
+      node(GOSTD_PATH, node_args(*db, port_file, with_stages(std::move(extra)))) {
+    std::tie(port, http_port) = read_ports(node, port_file);
+    addr = "127.0.0.1:" + std::to_string(port);
+    auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+    offers = v1::OfferService::NewStub(channel);
+    admin = v1::AdminService::NewStub(channel);
+  }
+  ~console_node() {
+    node.signal(SIGTERM);
+    node.wait(30s);
+    std::remove(port_file.c_str());
+  }
+
+  static std::vector<std::string> with_stages(std::vector<std::string> extra) {
+    extra.insert(extra.begin(), {"--stages.audit.enabled=true", "--stages.audit.every=1h",
+                                 "--stages.expire.after=1s", "--outbox.relay=false"});
+    return extra;
+  }
+
+  /// Creates an active offer; returns its id ("" on failure).
+  std::string create(int i) {
+    v1::CreateOfferRequest req;
+    req.mutable_offer()->set_seller_id("console-seller");
+    req.mutable_offer()->set_title("offer " + std::to_string(i));
+    req.mutable_offer()->set_status(v1::OFFER_STATUS_ACTIVE);
+    v1::CreateOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
+                  v1::CreateOfferResponse* o) { return offers->CreateOffer(c, r, o); };
+    return call(fn, req, resp).ok() ? resp.offer().id() : std::string{};
+  }
+
+  v1::TopResponse top() {
+    v1::TopResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::TopRequest& r, v1::TopResponse* o) {
+      return admin->Top(c, r, o);
+    };
+    auto s = call(fn, v1::TopRequest{}, resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return resp;
+  }
+
+  v1::InspectOfferResponse inspect(const std::string& id) {
+    v1::InspectOfferRequest req;
+    req.set_offer_id(id);
+    v1::InspectOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
+                  v1::InspectOfferResponse* o) { return admin->InspectOffer(c, r, o); };
+    auto s = call(fn, req, resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return resp;
+  }
+
+  v1::StageTop stage(const std::string& id) {
+    auto t = top(); // kept: the loop reads into it
+    for (auto& s : t.stages())
+      if (s.stage_id() == id)
+        return s;
+    return {};
+  }
+
+  grpc::Status stage_verb(bool pause, const std::string& stage, const std::string& token = "") {
+    v1::StageVerbRequest req;
+    req.set_stage_id(stage);
+    req.set_who("console-test");
+    v1::StageVerbResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    if (!token.empty())
+      ctx.AddMetadata("x-gost-token", token);
+    return pause ? admin->PauseStage(&ctx, req, &resp) : admin->ResumeStage(&ctx, req, &resp);
+  }
+
+  int64_t scalar_int(const std::string& sql) { return std::stoll(db->scalar(sql)); }
+
+  std::string metrics() { return testing::http_get(static_cast<uint16_t>(http_port), "/metrics"); }
+
+  std::shared_ptr<testing::temp_db> db;
+  std::string port_file;
+  child_process node;
+  int port = 0;
+  int http_port = 0;
+  std::string addr;
+  std::unique_ptr<v1::OfferService::Stub> offers;
+  std::unique_ptr<v1::AdminService::Stub> admin;
+};
+
+/// Runs a command line through the shell; returns {exit code, stdout and stderr}.
+std::pair<int, std::string> shell(const std::string& command) {
+  child_process p{"/bin/sh", {"-c", command}};
+  int rc = p.wait(60s);
+  return {rc, p.output()};
+}
+
+/// The metric names a Prometheus expression uses (gost_...).
+std::set<std::string> metric_names(const std::string& expr) {
+  std::set<std::string> out;
+  static const std::regex name{"gost_[a-z0-9_]+"};
+  for (auto i = std::sregex_iterator(expr.begin(), expr.end(), name); i != std::sregex_iterator();
+       ++i)
+    out.insert(i->str());
+  return out;
+}
+
+/// Whether the exposition text has a sample of `name` (a line starting with it).
+bool exposes(const std::string& text, const std::string& name) {
+  return text.find("\n" + name + "{") != std::string::npos
+         || text.find("\n" + name + " ") != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE(
+  "console: /metrics passes promtool, and the Grafana dashboard uses only names the node exposes") {
+  console_node n;
+  for (int i = 0; i < 20; ++i)
+    REQUIRE_FALSE(n.create(i).empty());
+  // Every family with samples: stage runs committed, so the histograms have counts.
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").runs() >= 20; }));
+  auto response = n.metrics();
+  REQUIRE(response.find("200 OK") != std::string::npos);
+  auto body = response.substr(response.find("\r\n\r\n") + 4);
+  auto file = temp_path("gost-metrics");
+  std::ofstream(file) << body;
+  auto [rc, out] = shell("promtool check metrics < " + file);
+  CHECK_MESSAGE(rc == 0, "promtool check metrics failed (Debian's prometheus package, installed "
+                         "by scripts/install-deps.sh): "
+                           << out);
+  std::remove(file.c_str());
+
+  // Named families, with their types and labels.
+  for (auto* family :
+       {"# TYPE gost_stage_runs_total counter", "# TYPE gost_stage_run_seconds histogram",
+        "# TYPE gost_offer_write_commit_seconds histogram",
+        "# TYPE gost_offer_shard_mailbox_depth gauge", "# TYPE gost_offer_shard_runs_total counter",
+        "# TYPE gost_offer_shard_oldest_due_age_seconds gauge",
+        "# TYPE gost_offer_write_lag_seconds gauge", "# TYPE gost_stage_paused gauge"})
+    CHECK_MESSAGE(body.find(family) != std::string::npos, family);
+  CHECK(body.find("gost_stage_run_seconds_bucket{stage=\"audit\",le=\"+Inf\"} ")
+        != std::string::npos);
+  CHECK(body.find("gost_offer_shard_lease_epoch{shard=\"7\"} ") != std::string::npos);
+  CHECK(body.find("gost_stage_paused{stage=\"audit\"} 0") != std::string::npos);
+  // Bounded cardinality: one series per shard of the installation (8), none per offer.
+  size_t per_shard = 0;
+  for (auto pos = body.find("\ngost_offer_shard_actors_resident{"); pos != std::string::npos;
+       pos = body.find("\ngost_offer_shard_actors_resident{", pos + 1))
+    ++per_shard;
+  CHECK(per_shard == 8);
+
+  // The dashboard: every metric name of every expression is exposed by the node.
+  std::ifstream in(std::string{GOST_SOURCE_DIR} + "/docs/grafana-dashboard.json");
+  REQUIRE(in);
+  std::stringstream json;
+  json << in.rdbuf();
+  auto text = json.str();
+  static const std::regex expr{R"re("expr"\s*:\s*"((?:[^"\\]|\\.)*)")re"};
+  int exprs = 0;
+  std::set<std::string> used;
+  for (auto i = std::sregex_iterator(text.begin(), text.end(), expr); i != std::sregex_iterator();
+       ++i, ++exprs)
+    for (auto& name : metric_names((*i)[1].str()))
+      used.insert(name);
+  CHECK(exprs >= 15);
+  CHECK(used.size() >= 15);
+  for (auto& name : used)
+    CHECK_MESSAGE(exposes(body, name), "the dashboard uses " << name << ", which /metrics lacks");
+}
+
+TEST_CASE("console: gostctl top shows the node's shards and stages from the actors' own counters") {
+  console_node n;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i)
+    ids.push_back(n.create(i));
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").runs() >= 30; }));
+
+  child_process top{GOSTCTL_PATH, {"--addr", n.addr, "top", "--once", "--interval", "0.5"}};
+  REQUIRE(top.wait(30s) == 0);
+  auto out = top.output();
+  INFO(out);
+  // The header names the node and sums the shards: 30 offers resident (created, idle for
+  // less than offer.idle_timeout), at least 30 audit and 30 expire runs... expire runs a second
+  // after creation, so at least the audit ones are counted.
+  std::smatch m;
+  REQUIRE(std::regex_search(
+    out, m,
+    std::regex{
+      R"(node (\S+) \(127\.0\.0\.1:\d+\): (\d+) shard\(s\), resident=(\d+) mailbox=(\d+) runs=(\d+) failures=(\d+))"}));
+  CHECK(m[2].str() == "8");
+  CHECK(std::stoll(m[3].str()) == 30);
+  CHECK(std::stoll(m[5].str()) >= 30);
+  CHECK(std::stoll(m[6].str()) == 0);
+  // One row per shard (epoch 1: the first lease of a fresh installation), and the stages.
+  CHECK(std::regex_search(out, std::regex{R"(\n\s+7\s+1\s+\d+)"}));
+  CHECK(std::regex_search(out, std::regex{R"(\naudit\s+running\s+0\s)"}));
+  CHECK(out.find("\nexpire ") != std::string::npos);
+
+  // The same through the API: per-shard residents add up, and the runs are in the shards.
+  auto t = n.top();
+  int64_t resident = 0;
+  uint64_t runs = 0;
+  for (auto& s : t.shards()) {
+    resident += s.resident();
+    runs += s.runs();
+    CHECK(s.epoch() == 1);
+  }
+  CHECK(resident == 30);
+  CHECK(runs >= 30);
+  CHECK(t.shards_size() == 8);
+  // Largest mailbox first, then largest backlog.
+  for (int i = 1; i < t.shards_size(); ++i)
+    CHECK(t.shards(i - 1).mailbox() >= t.shards(i).mailbox());
+
+  // --all: every alive member the node lists (here the one node, by its registered address).
+  child_process all{GOSTCTL_PATH,
+                    {"--addr", n.addr, "top", "--once", "--all", "--interval", "0.2"}};
+  REQUIRE(all.wait(30s) == 0);
+  CHECK(std::regex_search(all.output(), std::regex{R"(^node \S+ \(127\.0\.0\.1:\d+\): 8 shard)"}));
+
+  // A bad flag is named.
+  child_process bad{GOSTCTL_PATH, {"--addr", n.addr, "top", "--once", "--interval", "0"}};
+  CHECK(bad.wait(30s) == 2);
+  CHECK(bad.output().find("--interval") != std::string::npos);
+}
+
+TEST_CASE("console: a paused stage starts no run after the pause is answered; resumed, its backlog "
+          "drains") {
+  console_node n;
+  std::atomic<bool> stop{false};
+  std::atomic<int> created{0};
+  std::atomic<int> failed{0};
+  // Load: offers created one after another until told to stop (bounded).
+  std::thread load{[&] {
+    for (int i = 0; i < 3000 && !stop; ++i) {
+      if (n.create(i).empty())
+        ++failed;
+      else
+        ++created;
+    }
+  }};
+  // Stopped and joined however the test ends (a failed REQUIRE throws past the join below).
+  struct joiner {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~joiner() {
+      stop = true;
+      if (t.joinable())
+        t.join();
+    }
+  } join_load{stop, load};
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").runs() >= 50; }));
+
+  auto s = n.stage_verb(true, "audit");
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  // Answered: every audit run this node started has finished and is counted.
+  auto runs_at_pause = n.stage("audit").runs();
+  int created_at_pause = created;
+  auto t = n.top();
+  for (auto& st : t.stages())
+    if (st.stage_id() == "audit")
+      CHECK(st.paused());
+
+  // More offers while paused; the shards keep dispatching (the expire stage runs on every
+  // one of them), but audit does not.
+  REQUIRE(eventually(30s, [&] { return created >= created_at_pause + 100; }));
+  stop = true;
+  load.join();
+  CHECK(failed == 0);
+  int total = created;
+  REQUIRE(
+    eventually(30s, [&] { return n.stage("expire").runs() >= static_cast<uint64_t>(total); }));
+  CHECK(n.stage("audit").runs() == runs_at_pause);
+  // In PostgreSQL: as many audit states as runs counted at the pause, the rest still queued.
+  CHECK(n.scalar_int("SELECT count(*) FROM stage_states WHERE stage_id = 'audit' AND state IS "
+                     "NOT NULL")
+        == static_cast<int64_t>(runs_at_pause));
+  auto queued = n.stage("audit").queued();
+  CHECK(queued == static_cast<uint64_t>(total) - runs_at_pause);
+  CHECK(queued >= 100);
+  CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses WHERE stage_id = 'audit' AND paused_by "
+                     "LIKE 'console-test peer=%'")
+        == 1);
+
+  // gostctl stages shows it paused, and by whom.
+  child_process stages{GOSTCTL_PATH, {"--addr", n.addr, "stages"}};
+  REQUIRE(stages.wait(30s) == 0);
+  CHECK(std::regex_search(stages.output(), std::regex{R"(\naudit\s+yes\s+PAUSED\s)"}));
+  CHECK(stages.output().find("audit paused by console-test") != std::string::npos);
+
+  // Resumed through gostctl: the backlog drains, one run per offer.
+  child_process resume{GOSTCTL_PATH, {"--addr", n.addr, "resume", "audit", "--who", "ops"}};
+  REQUIRE(resume.wait(30s) == 0);
+  CHECK(resume.output().find("resumed") != std::string::npos);
+  CHECK(eventually(30s, [&] { return n.stage("audit").queued() == 0; }));
+  CHECK(n.stage("audit").runs() == static_cast<uint64_t>(total));
+  CHECK(n.scalar_int("SELECT count(*) FROM stage_states WHERE stage_id = 'audit' AND state IS "
+                     "NOT NULL")
+        == total);
+  CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 0);
+
+  // The node log names the verbs and who asked.
+  auto log = n.node.output();
+  CHECK(log.find("stage paused stage=audit changed=true by=console-test peer=")
+        != std::string::npos);
+  CHECK(log.find("stage resumed stage=audit changed=true by=ops peer=") != std::string::npos);
+
+  // Bad arguments are named.
+  auto unknown = n.stage_verb(true, "no-such-stage");
+  CHECK(unknown.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(unknown.error_message().find("stage_id `no-such-stage`") != std::string::npos);
+  CHECK(n.stage_verb(true, "").error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_CASE("console: a pause reaches every node of a cluster; top --all shows each node") {
+  auto db = std::make_shared<testing::temp_db>();
+  console_node a{{"--node.id=c1"}, db};
+  console_node b{{"--node.id=c2"}, db};
+  // Even shares: four shards each, once the first node handed four to the second.
+  REQUIRE(
+    eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
+  auto s = a.stage_verb(true, "audit");
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  // The other node applies it on the cluster notification.
+  REQUIRE(eventually(10s, [&] {
+    return b.metrics().find("gost_stage_paused{stage=\"audit\"} 1") != std::string::npos;
+  }));
+  CHECK(a.metrics().find("gost_stage_paused{stage=\"audit\"} 1") != std::string::npos);
+
+  // Offers on both nodes' shards (a forwards to b's): expire runs on each, audit on none.
+  for (int i = 0; i < 40; ++i)
+    REQUIRE_FALSE(a.create(i).empty());
+  REQUIRE(
+    eventually(30s, [&] { return a.stage("expire").runs() + b.stage("expire").runs() >= 40; }));
+  CHECK(a.stage("expire").runs() > 0);
+  CHECK(b.stage("expire").runs() > 0);
+  CHECK(a.stage("audit").runs() == 0);
+  CHECK(b.stage("audit").runs() == 0);
+  CHECK(a.stage("audit").queued() == 40);
+
+  child_process top{GOSTCTL_PATH,
+                    {"--addr", a.addr, "top", "--once", "--all", "--interval", "0.2"}};
+  REQUIRE(top.wait(30s) == 0);
+  CHECK(top.output().find("node c1 (127.0.0.1:") != std::string::npos);
+  CHECK(top.output().find("node c2 (127.0.0.1:") != std::string::npos);
+
+  // Resumed through the other node: both drain their backlogs.
+  child_process resume{GOSTCTL_PATH, {"--addr", b.addr, "resume", "audit"}};
+  REQUIRE(resume.wait(30s) == 0);
+  CHECK(eventually(30s, [&] { return a.stage("audit").queued() == 0; }));
+  CHECK(a.stage("audit").runs() + b.stage("audit").runs() == 40);
+  CHECK(a.stage("audit").runs() > 0);
+  CHECK(b.stage("audit").runs() > 0);
+}
+
+TEST_CASE("console: gostctl passivate stops the actor holding an offer") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  auto resident = [&] { return n.inspect(id).resident(); };
+  REQUIRE(resident());
+  child_process p{GOSTCTL_PATH, {"--addr", n.addr, "passivate", id, "--who", "ops"}};
+  REQUIRE(p.wait(30s) == 0);
+  CHECK(p.output().find("its actor stops") != std::string::npos);
+  CHECK(eventually(10s, [&] { return !resident(); }));
+  CHECK(n.node.output().find("offer passivated offer=" + id) != std::string::npos);
+  child_process again{GOSTCTL_PATH, {"--addr", n.addr, "passivate", id}};
+  REQUIRE(again.wait(30s) == 0);
+  CHECK(again.output().find("no actor held it") != std::string::npos);
+  child_process none{GOSTCTL_PATH, {"--addr", n.addr, "passivate"}};
+  CHECK(none.wait(30s) == 2);
+}
+
+TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  // The audit trail's run count, as the offer's decoded state shows it.
+  auto audit_runs = [&] {
+    auto resp = n.inspect(id);
+    auto i = resp.states().find("audit");
+    v1::AuditTrail trail;
+    if (i != resp.states().end())
+      REQUIRE(i->second.UnpackTo(&trail));
+    return trail.runs();
+  };
+  REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
+  child_process p{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id, "audit", "--who", "ops"}};
+  REQUIRE(p.wait(30s) == 0);
+  CHECK(p.output().find("queued for audit") != std::string::npos);
+  CHECK(eventually(20s, [&] { return audit_runs() == 2; }));
+  CHECK(n.node.output().find("offer requeued offer=" + id + " stage=audit") != std::string::npos);
+  // Its next run is the stage's own timer again (an hour away): nothing more.
+  CHECK(n.stage("audit").queued() == 0);
+
+  child_process missing{GOSTCTL_PATH, {"--addr", n.addr, "requeue", "no-such-offer", "audit"}};
+  CHECK(missing.wait(30s) == 1);
+  CHECK(missing.output().find("offer no-such-offer does not exist") != std::string::npos);
+  child_process bad_stage{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id, "nope"}};
+  CHECK(bad_stage.wait(30s) == 1);
+  CHECK(bad_stage.output().find("stage_id `nope`") != std::string::npos);
+  child_process no_stage{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id}};
+  CHECK(no_stage.wait(30s) == 2);
+  CHECK(no_stage.output().find("give an offer id and a stage id") != std::string::npos);
+}
+
+TEST_CASE("console: off loopback the verbs need console.token, and refuse naming it") {
+  SUBCASE("no token configured") {
+    console_node n{{"--grpc.listen=0.0.0.0:0"}};
+    auto s = n.stage_verb(true, "audit");
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(s.error_message().find("`console.token`") != std::string::npos);
+    CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 0);
+    // Reading is not a verb (the shards are all there once the node took their leases).
+    CHECK(eventually(10s, [&] { return n.top().shards_size() == 8; }));
+  }
+  SUBCASE("a token configured") {
+    console_node n{{"--grpc.listen=0.0.0.0:0", "--console.token=s3cret"}};
+    auto none = n.stage_verb(true, "audit");
+    CHECK(none.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(none.error_message().find("`console.token`") != std::string::npos);
+    CHECK(n.stage_verb(true, "audit", "wrong").error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 0);
+    child_process ok{GOSTCTL_PATH, {"--addr", n.addr, "pause", "audit", "--token", "s3cret"}};
+    CHECK(ok.wait(30s) == 0);
+    CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 1);
+    // The token stays out of the configuration dump (status page).
+    CHECK(testing::http_get(static_cast<uint16_t>(n.http_port), "/").find("s3cret")
+          == std::string::npos);
+  }
+}
