@@ -4,9 +4,10 @@
 # benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
-#                              (default: all)
-# Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4), BENCH_PEER (1: run
-# the graphile-worker peer beside stage_noop, in database gost_peer; 0: skip it), GOST_PG_PORT
+#                              tasks (with the graphile-worker peer) (default: all)
+# Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
+# the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
+# BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
 # (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
 # two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
 # port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, outbox_kafka's broker).
@@ -15,7 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 names=("$@")
-[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka)
+[[ ${#names[@]} -gt 0 ]] || names=(stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks)
 logs=$root/var/bench-logs
 mkdir -p "$logs"
 
@@ -43,14 +44,16 @@ gost_bench() {
 # The number in field NAME of a JSON line: field NAME LINE.
 field() { sed -E "s/.*\"$1\": *([0-9.]+).*/\1/" <<<"$2"; }
 
-# Runs graphile-worker on the same work (one job per offer writing its state row) and prints
-# gost's line extended by the peer's figure and the ratio.
+# Runs graphile-worker on the same work and prints gost's line extended by the peer's figure
+# and the ratio: with_graphile_peer LINE JOBS [SCRIPT [ARGS...]] (peers/graphile-worker/run.sh;
+# noop.js by default: one job per offer writing its state row).
 with_graphile_peer() {
-  local line=$1 peer value peer_value
+  local line=$1 jobs=$2 peer value peer_value
+  shift 2
   psql "host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=postgres" -qAtc \
     "SELECT 1 FROM pg_database WHERE datname = 'gost_peer'" | grep -q 1 \
     || createdb -h 127.0.0.1 -p "$GOST_PG_PORT" -U gost gost_peer
-  peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "${BENCH_OFFERS:-100000}" \
+  peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "$jobs" "$@" \
            2>"$logs/graphile-worker.log") \
     || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
   value=$(field value "$line")
@@ -63,7 +66,21 @@ for name in "${names[@]}"; do
   case $name in
     stage_noop)
       line=$(gost_bench stage_noop)
-      if [[ ${BENCH_PEER:-1} == 1 ]]; then with_graphile_peer "$line"; else echo "$line"; fi
+      if [[ ${BENCH_PEER:-1} == 1 ]]; then with_graphile_peer "$line" "${BENCH_OFFERS:-100000}"; else echo "$line"; fi
+      ;;
+    tasks)
+      # BENCH_TASKS tasks created, BENCH_TASK_EVENTS verdicts among them, in BENCH_TASK_GROUPS
+      # groups, on gostd's default 64 shards (a group runs up to 8 tasks at once per shard);
+      # graphile-worker does the same work in the same run (tasks.js).
+      tasks=${BENCH_TASKS:-1000000} events=${BENCH_TASK_EVENTS:-100000} groups=${BENCH_TASK_GROUPS:-8}
+      line=$(build/release/bench/gost_bench tasks --dsn "$dsn" --tasks "$tasks" --events "$events" \
+               --groups "$groups" --shards "${BENCH_SHARDS:-64}" 2>"$logs/tasks.log") \
+        || { tail -n 20 "$logs/tasks.log" >&2; echo "bench/run.sh: tasks failed" >&2; exit 1; }
+      if [[ ${BENCH_PEER:-1} == 1 ]]; then
+        with_graphile_peer "$line" "$events" tasks.js --tasks "$tasks" --groups "$groups"
+      else
+        echo "$line"
+      fi
       ;;
     stage_offer|resident)
       gost_bench "$name"
@@ -109,6 +126,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks)" >&2; exit 2 ;;
   esac
 done

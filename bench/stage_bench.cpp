@@ -12,6 +12,10 @@
 //   gost_bench timers --dsn DSN [--offers N] [--span SECONDS] [--shards S]
 //       N offers with one pending timer each, due evenly over SPAN seconds: firing lag
 //       p50/p99 (process() call minus due time) and the process's RSS.
+//   gost_bench tasks --dsn DSN [--tasks N] [--events E] [--groups G] [--shards S]
+//       N moderation tasks waiting for a verdict (as their Init left them), E of them sent one:
+//       verdicts handled and committed per second (load, handler, state, one result), and the
+//       process's RSS with the N tasks active.
 //
 // Every benchmark that runs the engine also prints the CPU time per operation of this process
 // ("gost_cpu_us_per_op") and of the PostgreSQL server ("pg_cpu_us_per_op") over the measured
@@ -44,12 +48,15 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "gost/core/entity/spawn.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
+#include "gost/persistence/tasks/tasks.hpp"
+#include "gost/tasks/moderation.hpp"
 #include "gost/v1/events.pb.h"
 #include "proc_cpu.hpp"
 
@@ -188,7 +195,7 @@ void stop_all(std::vector<Handles>&... lists) {
 /// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
 /// own), a worker per core, CAF's log off.
 void configure(caf::actor_system_config& cfg, const std::string& policy) {
-  register_offer_types(cfg);
+  tasks::register_task_types(cfg); // every domain's block, as gostd registers them
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
   cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
@@ -540,6 +547,246 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   return 0;
 }
 
+// -- tasks: verdicts for moderation tasks among many created ones -----------------------------
+
+/// A moderation task's state and pending timer as its Init leaves them, made by the task kit's
+/// own handler (task_entity<moderation>), and the shard its entity lives on.
+struct seeded_task {
+  std::string id;
+  std::string group;
+  uint32_t shard = 0;
+  std::string state; ///< serialized Any
+  std::string tag;
+  int64_t timer_due_us = 0;
+  std::string timer; ///< serialized Any
+};
+
+seeded_task initialised_task(const tasks::task_entity<tasks::moderation>& type,
+                             const std::string& group, int i, uint32_t shards, int64_t now_us) {
+  seeded_task out;
+  out.group = group;
+  out.id = tasks::task_id(group, "t-" + std::to_string(i));
+  out.shard = shard_of(persistence::entity_key(type.kind(), out.id), shards);
+  v1::ModerationInput in;
+  in.set_item_id("item-" + std::to_string(i));
+  in.set_content("A reasonably long title of a classified ad for a used bicycle");
+  in.set_verdict_timeout_ms(86'400'000); // no timer fires during the benchmark
+  v1::TaskEvent init;
+  init.mutable_init()->set_group(group);
+  init.mutable_init()->mutable_input()->PackFrom(in);
+  init.mutable_init()->set_retry_delay_ms(600'000);
+  init.mutable_init()->set_max_attempts(5);
+  google::protobuf::Any event;
+  event.PackFrom(init);
+  auto at = std::chrono::system_clock::time_point{std::chrono::microseconds{now_us}};
+  entity_context ctx{type.kind(), out.id, {}, 0, 0, at};
+  out.state = type.apply(nullptr, event, ctx).SerializeAsString();
+  out.tag = ctx.tag().value_or("");
+  auto& timer = ctx.sends().at(0);
+  out.timer_due_us = now_us + std::chrono::microseconds{timer.delay}.count();
+  out.timer = timer.event.SerializeAsString();
+  return out;
+}
+
+/// `n_tasks` moderation tasks in `groups` groups, each as its Init left it (state `waiting`, its
+/// timer pending), written with COPY; `n_events` of them, spread evenly over the ids, each with
+/// an external `verdict` due now (as TaskService.SendEvent stores it). Returns the kind.
+std::string setup_tasks(const std::string& dsn, int n_tasks, int n_events, int groups,
+                        uint32_t shards) {
+  setup(dsn, 0, shards, "");
+  persistence::pg_pool::options po;
+  po.dsn = dsn;
+  po.size = 1;
+  persistence::pg_pool pool{po};
+  for (int g = 0; g < groups; ++g)
+    if (!persistence::create_task_group(
+          pool, {"bench-" + std::to_string(g), "moderation", "bench", 600'000, 5})) {
+      std::fprintf(stderr, "gost_bench: cannot create the task groups\n");
+      std::exit(1);
+    }
+  tasks::task_entity<tasks::moderation> type;
+  v1::TaskEvent verdict;
+  verdict.mutable_custom()->set_name("verdict");
+  v1::ModerationVerdict v;
+  v.set_approved(true);
+  v.set_moderator("bench");
+  verdict.mutable_custom()->mutable_payload()->PackFrom(v);
+  google::protobuf::Any verdict_any;
+  verdict_any.PackFrom(verdict);
+  auto verdict_hex = hex_bytea(verdict_any.SerializeAsString());
+  auto now = to_us(stage_clock::now());
+  auto stride = std::max(1, n_tasks / std::max(1, n_events));
+  pqxx::connection c{dsn};
+  pqxx::work tx{c};
+  int verdicts = 0;
+  constexpr int chunk = 20'000; // one COPY at a time per transaction: tasks, then their events
+  for (int from = 0; from < n_tasks; from += chunk) {
+    std::vector<seeded_task> batch;
+    for (int i = from; i < std::min(n_tasks, from + chunk); ++i)
+      batch.push_back(
+        initialised_task(type, "bench-" + std::to_string(i % groups), i, shards, now));
+    std::vector<bool> gets_verdict(batch.size());
+    for (size_t k = 0; k < batch.size(); ++k)
+      gets_verdict[k] = (from + static_cast<int>(k)) % stride == 0 && verdicts++ < n_events;
+    {
+      pqxx::stream_to rows{tx, "entities",
+                           std::vector<std::string>{"kind", "entity_id", "shard", "version",
+                                                    "state", "lane", "due_at_us", "tag"}};
+      for (size_t k = 0; k < batch.size(); ++k) {
+        auto& t = batch[k];
+        rows << std::make_tuple(type.kind(), t.id, t.shard, 1, hex_bytea(t.state), t.group,
+                                gets_verdict[k] ? now : t.timer_due_us, t.tag);
+      }
+      rows.complete();
+    }
+    {
+      pqxx::stream_to queued{
+        tx, "entity_events",
+        std::vector<std::string>{"kind", "entity_id", "due_at_us", "attempts", "payload"}};
+      for (size_t k = 0; k < batch.size(); ++k) {
+        auto& t = batch[k];
+        queued << std::make_tuple(type.kind(), t.id, t.timer_due_us, 0, hex_bytea(t.timer));
+        if (gets_verdict[k])
+          queued << std::make_tuple(type.kind(), t.id, now, 0, verdict_hex);
+      }
+      queued.complete();
+    }
+    if ((from + chunk) % 200'000 == 0)
+      std::fprintf(stderr, "gost_bench: %d tasks written\n", from + chunk);
+  }
+  tx.commit();
+  pqxx::nontransaction an{c};
+  an.exec("ANALYZE");
+  return type.kind();
+}
+
+/// Task events processed and committed per second among many created tasks: the moderation
+/// task type on the kit as gostd hosts it (one entity store, one entity writer, a supervisor
+/// per shard, gostd's queue, write and passivation defaults; --writers changes the writers);
+/// each event an external verdict
+/// for a passivated task: a load, the handler, the new state and one result committed.
+int tasks_bench(std::map<std::string, std::string>& opt) {
+  auto dsn = opt["dsn"];
+  auto n_tasks = std::stoi(opt["tasks"]);
+  auto n_events = std::min(n_tasks, std::stoi(opt["events"]));
+  auto groups = std::stoi(opt["groups"]);
+  auto shards = static_cast<uint32_t>(std::stoul(opt["shards"]));
+  std::fprintf(stderr,
+               "gost_bench: setting up %d moderation tasks in %d groups on %u shards, %d with a "
+               "verdict due...\n",
+               n_tasks, groups, shards, n_events);
+  auto t_setup = std::chrono::steady_clock::now();
+  auto kind = setup_tasks(dsn, n_tasks, n_events, groups, shards);
+  std::fprintf(stderr, "gost_bench: set up in %.1f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count());
+  persistence::pg_pool::options po;
+  po.dsn = dsn;
+  po.size = std::stoi(opt["pool"]);
+  persistence::pg_pool pool{po};
+  auto epochs = persistence::acquire_all_leases(pool, "bench", shards);
+  if (!epochs) {
+    std::fprintf(stderr, "gost_bench: cannot take the leases\n");
+    return 1;
+  }
+  auto types = std::make_shared<entity_registry>();
+  if (types->add(std::make_shared<tasks::task_entity<tasks::moderation>>())) {
+    std::fprintf(stderr, "gost_bench: cannot register the moderation type\n");
+    return 1;
+  }
+  auto meter = process_and_server(dsn);
+  auto write_stats = std::make_shared<kit::writer_stats>();
+  auto entity_stats = std::make_shared<kit::entity_stats>();
+  caf::actor_system_config cfg;
+  configure(cfg, opt["policy"]);
+  double secs = 0;
+  double rss_mib = 0;
+  int64_t resident = 0;
+  std::string cpu;
+  {
+    caf::actor_system sys{cfg};
+    std::vector<entity_store_actor> stores{spawn_entity_store(sys, pool)};
+    auto cpu_before = meter.sample();
+    auto t0 = std::chrono::steady_clock::now();
+    auto writers =
+      spawn_entity_writers(sys, pool, std::stoul(opt["writers"]), 500, 2ms, write_stats);
+    std::vector<entity_shard_actor> handles;
+    for (uint32_t s = 0; s < shards; ++s) {
+      entity_shard_options eo;
+      eo.shard = s;
+      eo.epoch = (*epochs)[s];
+      eo.shard_count = shards;
+      eo.store = stores[s % stores.size()];
+      eo.writer = kit::writer_for(writers, s);
+      eo.types = types;
+      eo.stats = entity_stats;
+      handles.push_back(spawn_entity_shard(sys, std::move(eo)));
+    }
+    auto last_print = t0;
+    uint64_t last = 0;
+    while (write_stats->sets.load() < static_cast<uint64_t>(n_events)) {
+      std::this_thread::sleep_for(10ms);
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_print >= 2s) {
+        auto sets = write_stats->sets.load();
+        std::fprintf(stderr, "gost_bench: %llu/%d events committed (%.0f/s), %lld resident\n",
+                     static_cast<unsigned long long>(sets), n_events,
+                     (sets - last) / std::chrono::duration<double>(now - last_print).count(),
+                     static_cast<long long>(entity_stats->resident.load()));
+        last = sets;
+        last_print = now;
+      }
+      if (now - t0 > 600s) {
+        std::fprintf(stderr, "gost_bench: gave up after 600 s\n");
+        return 1;
+      }
+    }
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cpu = bench::cpu_fields(cpu_before, meter.sample(), n_events);
+    rss_mib = rss_bytes() / 1048576.0;
+    resident = entity_stats->resident.load();
+    // Stopped as gostd hands its shards off: drained (every task actor passivated), then the
+    // store and the writer.
+    caf::scoped_actor self{sys};
+    for (auto& h : handles)
+      self->request(h, 60s, drain_atom_v)
+        .receive([](ok_atom) {},
+                 [&](caf::error& e) {
+                   std::fprintf(stderr, "gost_bench: a shard did not drain: %s\n",
+                                sys.render(e).c_str());
+                 });
+    handles.clear();
+    stop_all(stores, writers);
+  }
+  // Every verdict handled once: a result each, no event due now left, the tasks closed.
+  pqxx::connection c{dsn};
+  pqxx::nontransaction tx{c};
+  auto results =
+    tx.exec("SELECT count(*) FROM entity_outputs WHERE kind = " + tx.quote(kind))[0][0].as<long>();
+  auto due = tx.exec("SELECT count(*) FROM entity_events WHERE due_at_us <= "
+                     + std::to_string(to_us(stage_clock::now())))[0][0]
+               .as<long>();
+  auto closed = tx.exec("SELECT count(*) FROM entities WHERE tag = 'approved'")[0][0].as<long>();
+  if (results != n_events || due != 0 || closed != n_events) {
+    std::fprintf(stderr,
+                 "gost_bench: inconsistent result: %ld results, %ld events still due, %ld tasks "
+                 "approved (of %d)\n",
+                 results, due, closed, n_events);
+    return 1;
+  }
+  std::fprintf(stderr,
+               "gost_bench: %d events in %.2f s among %d tasks; %lld task actors resident, RSS "
+               "%.0f MiB\n",
+               n_events, secs, n_tasks, static_cast<long long>(resident), rss_mib);
+  std::printf("{\"bench\": \"tasks\", \"value\": %.0f, \"unit\": \"task events/s\", \"rss_mib\": "
+              "%.0f, %s, \"tasks\": %d, \"events\": %d, \"resident\": %lld, \"write_batch\": "
+              "%.1f}\n",
+              n_events / secs, rss_mib, cpu.c_str(), n_tasks, n_events,
+              static_cast<long long>(resident),
+              static_cast<double>(write_stats->sets.load())
+                / static_cast<double>(std::max<uint64_t>(1, write_stats->batches.load())));
+  return 0;
+}
+
 // -- stage_noop and stage_offer: gost, then the floor, on the same freshly prepared data -------
 
 /// What both halves of a stage benchmark share.
@@ -882,9 +1129,10 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill --dsn DSN"
-                 " [--offers N] [--shards S] [--span SECONDS (timers)]\n");
+    std::fprintf(
+      stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill|tasks --dsn DSN"
+              " [--offers N] [--shards S] [--span SECONDS (timers)]"
+              " [--tasks N --events E --groups G (tasks)]\n");
     return 2;
   }
   std::string name = argv[1];
@@ -895,7 +1143,7 @@ int main(int argc, char** argv) {
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
       || (name != "stage_noop" && name != "stage_offer" && name != "resident" && name != "timers"
-          && name != "outbox_fill")) {
+          && name != "outbox_fill" && name != "tasks")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
@@ -907,6 +1155,17 @@ int main(int argc, char** argv) {
     return resident_bench(opt["dsn"], offers, shards);
   if (name == "outbox_fill")
     return outbox_fill(opt["dsn"], offers, shards);
+  if (name == "tasks") {
+    opt.emplace("tasks", "1000000");
+    opt.emplace("events", "100000");
+    opt.emplace("groups", "8");
+    // gostd's pg.pool_size and entity writers, unless given.
+    if (std::find(argv + 2, argv + argc, std::string{"--pool"}) == argv + argc)
+      opt["pool"] = "4";
+    if (std::find(argv + 2, argv + argc, std::string{"--writers"}) == argv + argc)
+      opt["writers"] = "1";
+    return tasks_bench(opt);
+  }
   if (name == "timers") {
     opt.emplace("span", "240");
     return timers_bench(opt);
