@@ -1,6 +1,8 @@
 // gostctl: the command-line client of a gost node (gRPC). Grows into the inspection console.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -51,6 +53,15 @@ const char* usage =
   "  resume STAGE         resume it: its backlog starts at once\n"
   "  passivate ID         stop the actor holding an offer (the next event loads it again)\n"
   "  requeue ID STAGE     put an offer into a stage's queue, due now (the stage runs again)\n"
+  "  deadletters [--stage S] [--since T] [--until T] [--limit N] [--after ID]\n"
+  "                       the open dead letters, oldest first: id, shard, offer, stage,\n"
+  "                       attempts, created, reason; --limit per page (default 100, at most\n"
+  "                       the node's limits.page_size_max), --after the id a page ended at\n"
+  "  retry-dead ID [ID...] | --stage S [--since T] [--until T]\n"
+  "                       release dead letters and put each offer into its stage's queue,\n"
+  "                       due now (the stage runs again); a filter must name something\n"
+  "  discard-dead ID [ID...] | --stage S [--since T] [--until T]\n"
+  "                       release dead letters without running the stage again\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  task ID              a task (TaskService.GetTask): state, pending events, results\n"
@@ -66,6 +77,8 @@ const char* usage =
   "  --photos URL,...     the offer's photos, in this order (Photo.order 1, 2, ...)\n"
   "  --token T            the node's `console.token` for the verbs (or GOST_TOKEN)\n"
   "  --who NAME           who asks, recorded in the node log with a verb (default: $USER)\n"
+  "  --since T, --until T a time: RFC 3339 (2026-11-26T17:00:00Z) or an age (90s, 30m, 2h,\n"
+  "                       7d ago); --since is inclusive, --until exclusive\n"
   "Exit code: 0 on success, 1 when the node answered an error, 2 on bad usage.\n";
 
 struct cli {
@@ -470,6 +483,146 @@ int verb(gost::v1::AdminService::Stub& admin, const cli& c) {
   return 0;
 }
 
+/// --since / --until into `out` (unset when not given); false, after saying why, when it is
+/// neither RFC 3339 nor an age such as 30m.
+bool time_opt(const cli& c, const char* name, google::protobuf::Timestamp* out, bool& given) {
+  auto text = opt(c, name);
+  given = c.opts.count(name) > 0;
+  if (!given)
+    return true;
+  if (google::protobuf::util::TimeUtil::FromString(text, out))
+    return true;
+  static const std::map<char, int64_t> unit_s{{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+  char* end = nullptr;
+  auto n = text.empty() ? -1 : std::strtoll(text.c_str(), &end, 10);
+  if (n >= 0 && end != nullptr && end != text.c_str() && unit_s.count(*end) && end[1] == '\0') {
+    auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+    *out = google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(
+      now - n * unit_s.at(*end) * 1000000);
+    return true;
+  }
+  std::fprintf(stderr,
+               "gostctl %s: --%s `%s` is neither an RFC 3339 time (2026-11-26T17:00:00Z) nor an "
+               "age (90s, 30m, 2h, 7d)\n",
+               c.cmd.c_str(), name, text.c_str());
+  return false;
+}
+
+/// --stage, --since, --until into a filter; false on a bad one (exit code 2).
+bool dead_filter(const cli& c, gost::v1::DeadLetterFilter& f) {
+  f.set_stage_id(opt(c, "stage"));
+  bool given = false;
+  if (!time_opt(c, "since", f.mutable_since(), given))
+    return false;
+  if (!given)
+    f.clear_since();
+  if (!time_opt(c, "until", f.mutable_until(), given))
+    return false;
+  if (!given)
+    f.clear_until();
+  return true;
+}
+
+/// A whole decimal number >= 1 (a dead letter id, a page size); false when `text` is not one.
+bool positive(const std::string& text, int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtoll(text.c_str(), &end, 10);
+  return !text.empty() && errno == 0 && *end == '\0' && out > 0;
+}
+
+/// deadletters [--stage S] [--since T] [--until T] [--limit N] [--after ID]
+int list_dead(gost::v1::AdminService::Stub& admin, const cli& c) {
+  gost::v1::ListDeadLettersRequest req;
+  if (!dead_filter(c, *req.mutable_filter()))
+    return 2;
+  int64_t n = 0;
+  if (c.opts.count("limit")) {
+    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
+      std::fprintf(stderr, "gostctl deadletters: --limit `%s` is not a page size (1 or more)\n",
+                   opt(c, "limit").c_str());
+      return 2;
+    }
+    req.set_page_size(static_cast<int32_t>(n));
+  }
+  if (c.opts.count("after")) {
+    if (!positive(opt(c, "after"), n)) {
+      std::fprintf(stderr, "gostctl deadletters: --after `%s` is not a dead letter id\n",
+                   opt(c, "after").c_str());
+      return 2;
+    }
+    req.set_page_token(opt(c, "after"));
+  }
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  gost::v1::ListDeadLettersResponse resp;
+  auto s = admin.ListDeadLetters(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  if (resp.letters().empty()) {
+    auto& f = req.filter();
+    bool filtered = !f.stage_id().empty() || f.has_since() || f.has_until();
+    std::printf("no open dead letters%s\n", filtered ? " match" : "");
+    return 0;
+  }
+  std::printf("%-8s %-5s %-36s %-16s %-8s %-20s %s\n", "id", "shard", "offer", "stage", "attempts",
+              "created", "reason");
+  for (auto& d : resp.letters())
+    std::printf("%-8lld %-5u %-36s %-16s %-8d %-20s %s\n", static_cast<long long>(d.id()),
+                d.shard(), d.offer_id().c_str(), d.stage_id().c_str(), d.attempts(),
+                google::protobuf::util::TimeUtil::ToString(d.created_at()).substr(0, 19).c_str(),
+                d.reason().c_str());
+  if (!resp.next_page_token().empty())
+    std::printf("more: gostctl deadletters --after %s (with the same filter)\n",
+                resp.next_page_token().c_str());
+  return 0;
+}
+
+/// retry-dead / discard-dead ID... | --stage S [--since T] [--until T]
+int dead_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  bool retry = c.cmd == "retry-dead";
+  gost::v1::DeadLettersVerbRequest req;
+  for (auto& p : c.positional) {
+    int64_t id = 0;
+    if (!positive(p, id)) {
+      std::fprintf(stderr,
+                   "gostctl %s: `%s` is not a dead letter id (gostctl deadletters lists "
+                   "them)\n",
+                   c.cmd.c_str(), p.c_str());
+      return 2;
+    }
+    req.add_ids(id);
+  }
+  if (!dead_filter(c, *req.mutable_filter()))
+    return 2;
+  auto& f = req.filter();
+  if (req.ids().empty() && f.stage_id().empty() && !f.has_since() && !f.has_until()) {
+    std::fprintf(stderr,
+                 "gostctl %s: give dead letter ids, or --stage S (and/or --since, "
+                 "--until); there is no `all`\n",
+                 c.cmd.c_str());
+    return 2;
+  }
+  req.set_who(who(c));
+  gost::v1::DeadLettersVerbResponse resp;
+  auto call = [&](grpc::ClientContext* ctx, const gost::v1::DeadLettersVerbRequest& r,
+                  gost::v1::DeadLettersVerbResponse* o) {
+    return retry ? admin.RetryDeadLetters(ctx, r, o) : admin.DiscardDeadLetters(ctx, r, o);
+  };
+  if (!verb_call(c, call, req, resp))
+    return 1;
+  if (retry)
+    std::printf("%llu dead letter(s) released, %llu offer(s) queued again, due now\n",
+                static_cast<unsigned long long>(resp.released()),
+                static_cast<unsigned long long>(resp.requeued()));
+  else
+    std::printf("%llu dead letter(s) discarded\n",
+                static_cast<unsigned long long>(resp.released()));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -572,6 +725,10 @@ int main(int argc, char** argv) {
     return top(c, addr);
   if (c.cmd == "pause" || c.cmd == "resume" || c.cmd == "passivate" || c.cmd == "requeue")
     return verb(*admin, c);
+  if (c.cmd == "deadletters")
+    return list_dead(*admin, c);
+  if (c.cmd == "retry-dead" || c.cmd == "discard-dead")
+    return dead_verb(*admin, c);
   if (c.cmd == "offer") {
     if (c.positional.empty()) {
       std::fputs("gostctl offer: give an offer id\n", stderr);

@@ -343,7 +343,8 @@ node_keys make_node_keys() {
         bind_to(&node_config::http, &http_config::listen));
   {
     auto token = str("console.token", "",
-                     "Token the console's verbs need (gostctl pause, resume, passivate, requeue: "
+                     "Token the console's verbs need (gostctl pause, resume, passivate, requeue, "
+                     "retry-dead, discard-dead: "
                      "`--token` or `GOST_TOKEN`, sent as gRPC metadata `x-gost-token`). Empty: "
                      "the verbs work only while `grpc.listen` is a loopback address, and are "
                      "refused naming this key otherwise. Never shown in the configuration dump.");

@@ -6,6 +6,7 @@
 
 #include <caf/actor.hpp>
 
+#include "api/limits.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/v1/admin.grpc.pb.h"
@@ -24,7 +25,8 @@ namespace gost::runtime {
 class router;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
-/// its safe verbs (pause, resume, passivate, requeue), each verb logged with who asked.
+/// its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
+/// logged with who asked.
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
@@ -45,9 +47,10 @@ public:
 
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster, access acc)
+                cluster_view cluster, access acc, api_limits limits = {})
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
-      timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)) {
+      timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
+      limits_(std::move(limits)) {
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("ListStages", &admin_service::ListStages);
     guard("ListNodes", &admin_service::ListNodes);
@@ -57,6 +60,9 @@ public:
     guard("ResumeStage", &admin_service::ResumeStage);
     guard("PassivateOffer", &admin_service::PassivateOffer);
     guard("RequeueOffer", &admin_service::RequeueOffer);
+    guard("ListDeadLetters", &admin_service::ListDeadLetters);
+    guard("RetryDeadLetters", &admin_service::RetryDeadLetters);
+    guard("DiscardDeadLetters", &admin_service::DiscardDeadLetters);
     require_all_guarded();
   }
 
@@ -86,6 +92,15 @@ public:
   grpc::ServerUnaryReactor* RequeueOffer(grpc::CallbackServerContext* ctx,
                                          const v1::RequeueOfferRequest* req,
                                          v1::RequeueOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* ListDeadLetters(grpc::CallbackServerContext* ctx,
+                                            const v1::ListDeadLettersRequest* req,
+                                            v1::ListDeadLettersResponse* resp) override;
+  grpc::ServerUnaryReactor* RetryDeadLetters(grpc::CallbackServerContext* ctx,
+                                             const v1::DeadLettersVerbRequest* req,
+                                             v1::DeadLettersVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* DiscardDeadLetters(grpc::CallbackServerContext* ctx,
+                                               const v1::DeadLettersVerbRequest* req,
+                                               v1::DeadLettersVerbResponse* resp) override;
 
 private:
   /// OK when the call may use a verb; else the refusal, naming `console.token`.
@@ -94,6 +109,10 @@ private:
   grpc::ServerUnaryReactor* stage_verb(grpc::CallbackServerContext* ctx,
                                        const v1::StageVerbRequest* req, v1::StageVerbResponse* resp,
                                        bool pause);
+  /// Retry (true) or discard (false) dead letters.
+  grpc::ServerUnaryReactor* dead_letter_verb(grpc::CallbackServerContext* ctx,
+                                             const v1::DeadLettersVerbRequest* req,
+                                             v1::DeadLettersVerbResponse* resp, bool retry);
 
   call_hub& hub_;
   router& router_;
@@ -102,6 +121,7 @@ private:
   std::chrono::milliseconds timeout_;
   cluster_view cluster_;
   access access_;
+  api_limits limits_;
 };
 
 } // namespace gost::runtime

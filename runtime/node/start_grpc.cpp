@@ -23,7 +23,8 @@ caf::error start_grpc(node_context& n) {
     *n.hub, *n.routes, n.stages, n.stats, timeout,
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager},
     admin_service::access{cfg.console.token, config::is_loopback(cfg.grpc.listen.host),
-                          cfg.grpc.listen.to_string()});
+                          cfg.grpc.listen.to_string()},
+    limits);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
   // once the stop began.

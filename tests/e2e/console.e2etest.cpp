@@ -444,6 +444,107 @@ TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
   CHECK(no_stage.output().find("give an offer id and a stage id") != std::string::npos);
 }
 
+TEST_CASE("console: dead letters are listed with their reason, retried (the stage runs again once) "
+          "or discarded; a bulk verb needs a filter") {
+  console_node n;
+  auto id = n.create(1);
+  auto other = n.create(2);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE_FALSE(other.empty());
+  auto audit_runs = [&](const std::string& offer) {
+    auto resp = n.inspect(offer);
+    auto i = resp.states().find("audit");
+    v1::AuditTrail trail;
+    if (i != resp.states().end())
+      REQUIRE(i->second.UnpackTo(&trail));
+    return trail.runs();
+  };
+  REQUIRE(eventually(20s, [&] { return audit_runs(id) == 1 && audit_runs(other) == 1; }));
+  // The letters a stage failing three times leaves (stages.pgtest.cpp makes one for real).
+  auto letter = [&](const std::string& offer, const std::string& reason) {
+    return n.db->scalar("INSERT INTO dead_letters (shard, offer_id, stage_id, reason, attempts)"
+                        " VALUES ("
+                        + std::to_string(n.inspect(offer).shard()) + ", '" + offer + "', 'audit', '"
+                        + reason + "', 3) RETURNING id");
+  };
+  auto retried = letter(id, "crashed 3 times: catalog down");
+  auto discarded = letter(other, "crashed 3 times: bad photo");
+  auto open_letters = [&] {
+    return n.scalar_int("SELECT count(*) FROM dead_letters WHERE released_at IS NULL");
+  };
+
+  child_process list{GOSTCTL_PATH, {"--addr", n.addr, "deadletters", "--stage", "audit"}};
+  REQUIRE(list.wait(30s) == 0);
+  CHECK(list.output().find("crashed 3 times: catalog down") != std::string::npos);
+  CHECK(list.output().find("crashed 3 times: bad photo") != std::string::npos);
+  CHECK(list.output().find(id) != std::string::npos);
+  child_process page{GOSTCTL_PATH, {"--addr", n.addr, "deadletters", "--limit", "1"}};
+  REQUIRE(page.wait(30s) == 0);
+  CHECK(page.output().find("bad photo") == std::string::npos);
+  CHECK(page.output().find("--after " + retried) != std::string::npos);
+  child_process later{GOSTCTL_PATH,
+                      {"--addr", n.addr, "deadletters", "--since", "2099-01-01T00:00:00Z"}};
+  REQUIRE(later.wait(30s) == 0);
+  CHECK(later.output().find("no open dead letters match") != std::string::npos);
+  child_process bad_since{GOSTCTL_PATH, {"--addr", n.addr, "deadletters", "--since", "yesterday"}};
+  CHECK(bad_since.wait(30s) == 2);
+  CHECK(bad_since.output().find("--since `yesterday`") != std::string::npos);
+
+  // Nothing in the filter: refused by gostctl, and by the node itself.
+  child_process all{GOSTCTL_PATH, {"--addr", n.addr, "retry-dead"}};
+  CHECK(all.wait(30s) == 2);
+  CHECK(all.output().find("give dead letter ids, or --stage") != std::string::npos);
+  {
+    v1::DeadLettersVerbRequest req;
+    v1::DeadLettersVerbResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    auto s = n.admin->RetryDeadLetters(&ctx, req, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(s.error_message().find("an empty filter") != std::string::npos);
+  }
+  child_process bad_id{GOSTCTL_PATH, {"--addr", n.addr, "discard-dead", "x1"}};
+  CHECK(bad_id.wait(30s) == 2);
+  CHECK(bad_id.output().find("`x1` is not a dead letter id") != std::string::npos);
+  CHECK(open_letters() == 2);
+
+  // Discard one: released, no run.
+  child_process discard{GOSTCTL_PATH,
+                        {"--addr", n.addr, "discard-dead", discarded, "--who", "ops"}};
+  REQUIRE(discard.wait(30s) == 0);
+  CHECK(discard.output().find("1 dead letter(s) discarded") != std::string::npos);
+  CHECK(open_letters() == 1);
+  CHECK(eventually(10s, [&] {
+    return n.node.output().find("dead letters discarded ids=" + discarded + " released=1 by=ops")
+           != std::string::npos;
+  }));
+
+  // Retry the rest of the stage: the stage runs on the offer again, once.
+  child_process retry{GOSTCTL_PATH,
+                      {"--addr", n.addr, "retry-dead", "--stage", "audit", "--who", "ops"}};
+  REQUIRE(retry.wait(30s) == 0);
+  CHECK(retry.output().find("1 dead letter(s) released, 1 offer(s) queued again")
+        != std::string::npos);
+  CHECK(eventually(20s, [&] { return audit_runs(id) == 2; }));
+  CHECK(eventually(10s, [&] {
+    return n.node.output().find("dead letters retried stage=audit released=1 requeued=1 by=ops")
+           != std::string::npos;
+  }));
+  // Its next run is the stage's own timer again (an hour away): nothing more, and the
+  // discarded one's offer was not run.
+  CHECK(n.stage("audit").queued() == 0);
+  CHECK(audit_runs(id) == 2);
+  CHECK(audit_runs(other) == 1);
+  CHECK(open_letters() == 0);
+  child_process empty{GOSTCTL_PATH, {"--addr", n.addr, "deadletters"}};
+  REQUIRE(empty.wait(30s) == 0);
+  CHECK(empty.output().find("no open dead letters") != std::string::npos);
+  // Released letters are not retried again.
+  child_process again{GOSTCTL_PATH, {"--addr", n.addr, "retry-dead", retried}};
+  REQUIRE(again.wait(30s) == 0);
+  CHECK(again.output().find("0 dead letter(s) released") != std::string::npos);
+}
+
 TEST_CASE("console: off loopback the verbs need console.token, and refuse naming it") {
   SUBCASE("no token configured") {
     console_node n{{"--grpc.listen=0.0.0.0:0"}};
@@ -460,6 +561,15 @@ TEST_CASE("console: off loopback the verbs need console.token, and refuse naming
     CHECK(none.error_code() == grpc::StatusCode::UNAUTHENTICATED);
     CHECK(none.error_message().find("`console.token`") != std::string::npos);
     CHECK(n.stage_verb(true, "audit", "wrong").error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    {
+      v1::DeadLettersVerbRequest req;
+      req.add_ids(1);
+      v1::DeadLettersVerbResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+      CHECK(n.admin->DiscardDeadLetters(&ctx, req, &resp).error_code()
+            == grpc::StatusCode::UNAUTHENTICATED);
+    }
     CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 0);
     child_process ok{GOSTCTL_PATH, {"--addr", n.addr, "pause", "audit", "--token", "s3cret"}};
     CHECK(ok.wait(30s) == 0);
