@@ -1,8 +1,8 @@
 #include "gost/persistence/pg_pool.hpp"
 
-#include <random>
 #include <thread>
 
+#include "gost/persistence/random_id.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -163,17 +163,7 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
 }
 
 std::string new_commit_mark() {
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    auto bits = gen();
-    for (int i = 0; i < 16; ++i) {
-      out[static_cast<size_t>(half * 16 + i)] = hex[bits & 0xf];
-      bits >>= 4;
-    }
-  }
-  return out;
+  return random_id();
 }
 
 void write_mark(pqxx::transaction_base& tx, const std::string& mark) {

@@ -9,8 +9,8 @@
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/entity/entity_type.hpp"
-#include "gost/offers/spawn.hpp" // make_offer_id: the node's random ids
 #include "gost/persistence/entities/entities.hpp"
+#include "gost/persistence/random_id.hpp"
 #include "gost/tasks/task_type.hpp"
 
 namespace gost::runtime {
@@ -232,8 +232,8 @@ grpc::ServerUnaryReactor* task_service::CreateTask(grpc::CallbackServerContext* 
                               + ", not " + request.input().type_url()));
       return;
     }
-    auto id = tasks::task_id(g.group_id,
-                             request.client_key().empty() ? make_offer_id() : request.client_key());
+    auto id = tasks::task_id(g.group_id, request.client_key().empty() ? persistence::random_id()
+                                                                      : request.client_key());
     v1::TaskEvent init;
     auto* i = init.mutable_init();
     i->set_group(g.group_id);

@@ -4,8 +4,6 @@
 // Everything else a shard does (resident set, passivation, drain, queues, retries) is the
 // kit's.
 
-#include <random>
-
 #include <caf/actor_system.hpp>
 
 #include "gost/core/kit/shard.hpp"
@@ -14,6 +12,7 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
+#include "gost/persistence/random_id.hpp"
 #include "offer_actor.hpp"
 
 namespace gost {
@@ -234,17 +233,7 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
 }
 
 std::string make_offer_id() {
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    auto bits = gen();
-    for (int i = 0; i < 16; ++i) {
-      out[static_cast<size_t>(half * 16 + i)] = hex[bits & 0xf];
-      bits >>= 4;
-    }
-  }
-  return out;
+  return persistence::random_id();
 }
 
 std::string offer_id_for_request(const std::string& seller_id, const std::string& request_id) {
