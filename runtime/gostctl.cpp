@@ -1,4 +1,5 @@
 // gostctl: the command-line client of a gost node (gRPC). Grows into the inspection console.
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -62,6 +63,10 @@ const char* usage =
   "                       due now (the stage runs again); a filter must name something\n"
   "  discard-dead ID [ID...] | --stage S [--since T] [--until T]\n"
   "                       release dead letters without running the stage again\n"
+  "  drain [NODE]         hand every shard of the node (default: the one at --addr) to the\n"
+  "                       other nodes and take none until undrain; waits until done, printing\n"
+  "                       the shards still held; refused when no other node is alive\n"
+  "  undrain [NODE]       end a drain: the node takes its share of the shards again\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  task ID              a task (TaskService.GetTask): state, pending events, results\n"
@@ -483,6 +488,91 @@ int verb(gost::v1::AdminService::Stub& admin, const cli& c) {
   return 0;
 }
 
+/// drain / undrain [NODE]: the node at --addr, or NODE found among the cluster's members
+/// (gostctl nodes) and asked at its gRPC address. A drain prints the shards it still holds
+/// every second while it waits (on stderr).
+int drain_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  using namespace gost::v1;
+  bool drain = c.cmd == "drain";
+  std::unique_ptr<AdminService::Stub> other;
+  AdminService::Stub* target = &admin;
+  DrainNodeRequest req;
+  req.set_who(who(c));
+  if (!c.positional.empty()) {
+    req.set_node_id(c.positional[0]);
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    ListNodesResponse nodes;
+    if (auto s = admin.ListNodes(&ctx, ListNodesRequest{}, &nodes); !s.ok())
+      return fail(s);
+    auto n = std::find_if(nodes.nodes().begin(), nodes.nodes().end(),
+                          [&](const NodeInfo& x) { return x.node_id() == req.node_id(); });
+    if (n == nodes.nodes().end()) {
+      std::fprintf(stderr, "gostctl %s: no node %s in the cluster (gostctl nodes lists them)\n",
+                   c.cmd.c_str(), req.node_id().c_str());
+      return 1;
+    }
+    if (n->node_id() != nodes.answered_by()) {
+      other = AdminService::NewStub(
+        grpc::CreateChannel(n->grpc_addr(), grpc::InsecureChannelCredentials()));
+      target = other.get();
+    }
+  }
+  std::atomic<bool> done{false};
+  std::thread progress;
+  if (drain)
+    progress = std::thread([&] {
+      // The node's own count of the shards it still holds, as ListShards sees the leases.
+      long last = -1;
+      while (!done.load()) {
+        for (int i = 0; i < 10 && !done.load(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds{100});
+        if (done.load())
+          break;
+        grpc::ClientContext ctx;
+        set_deadline(ctx);
+        ListShardsResponse shards;
+        if (!target->ListShards(&ctx, ListShardsRequest{}, &shards).ok())
+          continue;
+        std::string node = req.node_id();
+        if (node.empty()) { // the node at --addr: the one whose leases are marked leaving
+          grpc::ClientContext nctx;
+          set_deadline(nctx);
+          ListNodesResponse nodes;
+          if (!target->ListNodes(&nctx, ListNodesRequest{}, &nodes).ok())
+            continue;
+          node = nodes.answered_by();
+        }
+        long held =
+          std::count_if(shards.shards().begin(), shards.shards().end(),
+                        [&](const ShardInfo& s) { return s.owner() == node && !s.free(); });
+        if (held != last)
+          std::fprintf(stderr, "draining %s: %ld shard(s) still held\n", node.c_str(), held);
+        last = held;
+      }
+    });
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  // Every shard drains at once, each for at most 30 s before the node cuts it.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds{120});
+  DrainNodeResponse resp;
+  auto s = drain ? target->DrainNode(&ctx, req, &resp) : target->UndrainNode(&ctx, req, &resp);
+  done = true;
+  if (progress.joinable())
+    progress.join();
+  if (!s.ok())
+    return fail(s);
+  if (drain)
+    std::printf("node %s drained: %u shard(s) handed off; it takes none until `gostctl undrain "
+                "%s`\n",
+                resp.node_id().c_str(), resp.handed_off(), resp.node_id().c_str());
+  else
+    std::printf("node %s %s\n", resp.node_id().c_str(),
+                resp.changed() ? "undrained: it takes its share of the shards again"
+                               : "was not drained");
+  return 0;
+}
+
 /// --since / --until into `out` (unset when not given); false, after saying why, when it is
 /// neither RFC 3339 nor an age such as 30m.
 bool time_opt(const cli& c, const char* name, google::protobuf::Timestamp* out, bool& given) {
@@ -725,6 +815,8 @@ int main(int argc, char** argv) {
     return top(c, addr);
   if (c.cmd == "pause" || c.cmd == "resume" || c.cmd == "passivate" || c.cmd == "requeue")
     return verb(*admin, c);
+  if (c.cmd == "drain" || c.cmd == "undrain")
+    return drain_verb(*admin, c);
   if (c.cmd == "deadletters")
     return list_dead(*admin, c);
   if (c.cmd == "retry-dead" || c.cmd == "discard-dead")

@@ -13,6 +13,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "api/status.hpp"
+#include "cluster/manager.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/kit/writer.hpp"
@@ -390,6 +391,70 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
           reactor->Finish(to_status(err));
           worker->quit();
         });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::DrainNode(grpc::CallbackServerContext* ctx,
+                                                   const v1::DrainNodeRequest* req,
+                                                   v1::DrainNodeResponse* resp) {
+  return drain_verb(ctx, req, resp, true);
+}
+
+grpc::ServerUnaryReactor* admin_service::UndrainNode(grpc::CallbackServerContext* ctx,
+                                                     const v1::DrainNodeRequest* req,
+                                                     v1::DrainNodeResponse* resp) {
+  return drain_verb(ctx, req, resp, false);
+}
+
+grpc::ServerUnaryReactor* admin_service::drain_verb(grpc::CallbackServerContext* ctx,
+                                                    const v1::DrainNodeRequest* req,
+                                                    v1::DrainNodeResponse* resp, bool drain) {
+  auto* reactor = ctx->DefaultReactor();
+  const char* verb = drain ? "drain" : "undrain";
+  if (auto ok = allowed(ctx, verb); !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  auto node_id = cluster_.node_id;
+  if (!req->node_id().empty() && req->node_id() != node_id) {
+    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
+                     "this is node " + node_id + ", not " + req->node_id()
+                       + ": a node drains itself; ask it at its grpc address (gostctl nodes; "
+                         "gostctl "
+                       + verb + " NODE finds it)"});
+    return reactor;
+  }
+  resp->set_node_id(node_id);
+  auto who = who_asked(ctx, req->who());
+  auto manager = cluster_.manager;
+  // Each shard drains for at most 30 s (the manager's cut), all at once.
+  caf::timespan timeout{timeout_ + std::chrono::seconds{35}};
+  lg->info("node {} asked node={} by={}", verb, node_id, who);
+  hub_.run([=](caf::event_based_actor* self) {
+    auto failed = [=](caf::error& err) {
+      lg->warn("node {} failed node={} by={} error={}", verb, node_id, who, error_message(err));
+      reactor->Finish(to_status(err));
+    };
+    if (drain)
+      self->request(manager, timeout, drain_node_atom_v)
+        .then(
+          [=](uint32_t handed_off) {
+            lg->info("node drained node={} handed_off={} by={}", node_id, handed_off, who);
+            resp->set_changed(true);
+            resp->set_handed_off(handed_off);
+            reactor->Finish(grpc::Status::OK);
+          },
+          failed);
+    else
+      self->request(manager, timeout, undrain_atom_v)
+        .then(
+          [=](bool changed) {
+            lg->info("node undrained node={} changed={} by={}", node_id, changed, who);
+            resp->set_changed(changed);
+            reactor->Finish(grpc::Status::OK);
+          },
+          failed);
   });
   return reactor;
 }

@@ -33,7 +33,8 @@ public:
     persistence::pg_pool* pool = nullptr;
     std::string node_id;
     std::chrono::milliseconds lease_timeout{};
-    /// The cluster manager: applies pauses to this node's shards (pause_atom).
+    /// The cluster manager: applies pauses to this node's shards (pause_atom), drains the node
+    /// (drain_node_atom, undrain_atom).
     caf::actor manager;
   };
 
@@ -63,6 +64,8 @@ public:
     guard("ListDeadLetters", &admin_service::ListDeadLetters);
     guard("RetryDeadLetters", &admin_service::RetryDeadLetters);
     guard("DiscardDeadLetters", &admin_service::DiscardDeadLetters);
+    guard("DrainNode", &admin_service::DrainNode);
+    guard("UndrainNode", &admin_service::UndrainNode);
     require_all_guarded();
   }
 
@@ -102,7 +105,18 @@ public:
                                                const v1::DeadLettersVerbRequest* req,
                                                v1::DeadLettersVerbResponse* resp) override;
 
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx,
+                                      const v1::DrainNodeRequest* req,
+                                      v1::DrainNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* ctx,
+                                        const v1::DrainNodeRequest* req,
+                                        v1::DrainNodeResponse* resp) override;
+
 private:
+  /// Drain (true) or undrain (false) this node.
+  grpc::ServerUnaryReactor* drain_verb(grpc::CallbackServerContext* ctx,
+                                       const v1::DrainNodeRequest* req, v1::DrainNodeResponse* resp,
+                                       bool drain);
   /// OK when the call may use a verb; else the refusal, naming `console.token`.
   grpc::Status allowed(grpc::CallbackServerContext* ctx, const char* verb) const;
   /// Pause (true) or resume (false) a stage.

@@ -21,6 +21,7 @@ grpc::Status to_status(const caf::error& err) {
       case errc::invalid_argument: return {grpc::StatusCode::INVALID_ARGUMENT, msg};
       case errc::conflict: return {grpc::StatusCode::FAILED_PRECONDITION, msg};
       case errc::already_exists: return {grpc::StatusCode::ALREADY_EXISTS, msg};
+      case errc::failed_precondition: return {grpc::StatusCode::FAILED_PRECONDITION, msg};
       case errc::outcome_unknown: return {grpc::StatusCode::UNKNOWN, msg};
       case errc::internal: return {grpc::StatusCode::INTERNAL, msg};
     }

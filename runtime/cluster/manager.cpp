@@ -60,8 +60,14 @@ struct manager_state {
   };
   std::map<std::string, peer> peers;
   bool joined = false;
+  /// Handing every shard off and taking none: the node stops (leave_atom) or an operator
+  /// drained it (drain_node_atom).
   bool leaving = false;
-  caf::response_promise left;
+  bool stopping = false; ///< leave_atom: the process stops; an undrain is refused
+  /// Answered once the last shard is released: (leave_atom) with ok_atom, (drain_node_atom)
+  /// with the number of shards handed off.
+  std::vector<std::pair<caf::response_promise, bool /* a drain's */>> left;
+  uint32_t handed_off = 0; ///< shards released since the drain began
   std::unique_ptr<persistence::cluster_listener> listener;
   std::chrono::steady_clock::time_point last_tick{};
   bool notified_pending = false; ///< a notified round is scheduled
@@ -100,6 +106,43 @@ void drop(self_ptr self, uint32_t shard, const char* why) {
   st.held.erase(i);
 }
 
+/// Answers who waits for the hand-off of every shard (leave_atom, drain_node_atom).
+void answer_left(manager_state& st) {
+  for (auto& [rp, drain] : st.left)
+    if (rp.pending()) {
+      if (drain)
+        rp.deliver(st.handed_off);
+      else
+        rp.deliver(ok_atom_v);
+    }
+  st.left.clear();
+}
+
+void drain(self_ptr self, uint32_t shard);
+
+/// Starts handing every shard held here off (the node is marked leaving first, so nobody
+/// hands it new shards); `rp` is answered once the last one is released.
+void hand_off_all(self_ptr self, caf::response_promise rp, bool is_drain) {
+  auto& st = self->state;
+  if (!st.leaving) {
+    st.leaving = true;
+    st.handed_off = 0;
+    if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id, true))
+      lg->warn("cannot mark the node leaving error={}", err_text(err));
+  }
+  st.left.emplace_back(std::move(rp), is_drain);
+  if (st.held.empty()) {
+    answer_left(st);
+    return;
+  }
+  lg->info("handing off shards node={} count={}", st.opts.node_id, st.held.size());
+  std::vector<uint32_t> shards;
+  for (auto& [shard, h] : st.held)
+    shards.push_back(shard);
+  for (auto s : shards)
+    drain(self, s);
+}
+
 void release(self_ptr self, uint32_t shard) {
   auto& st = self->state;
   auto i = st.held.find(shard);
@@ -112,9 +155,12 @@ void release(self_ptr self, uint32_t shard) {
     lg->info("lease released shard={} epoch={}", shard, i->second.epoch);
   st.opts.routes->clear(shard);
   st.held.erase(i);
-  if (st.leaving && st.held.empty() && st.left.pending()) {
-    lg->info("all shards handed off node={}", st.opts.node_id);
-    st.left.deliver(ok_atom_v);
+  if (!st.leaving)
+    return;
+  ++st.handed_off;
+  if (st.held.empty() && !st.left.empty()) {
+    lg->info("all shards handed off node={} count={}", st.opts.node_id, st.handed_off);
+    answer_left(st);
   }
 }
 
@@ -435,22 +481,49 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
     },
     [=](leave_atom) {
       auto& st = self->state;
-      st.leaving = true;
-      st.left = self->make_response_promise();
-      auto rp = st.left;
-      if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id))
-        lg->warn("cannot mark the node leaving error={}", err_text(err));
-      if (st.held.empty()) {
-        st.left.deliver(ok_atom_v);
-        return rp;
-      }
-      lg->info("handing off shards node={} count={}", st.opts.node_id, st.held.size());
-      std::vector<uint32_t> shards;
-      for (auto& [shard, h] : st.held)
-        shards.push_back(shard);
-      for (auto s : shards)
-        drain(self, s);
+      st.stopping = true;
+      auto rp = self->make_response_promise();
+      hand_off_all(self, rp, false);
       return rp;
+    },
+    [=](drain_node_atom) -> caf::result<uint32_t> {
+      // An operator's drain: like a stop, but the node stays up (its API forwards to the new
+      // owners). Somebody must take the shards: another node alive and not leaving.
+      auto& st = self->state;
+      if (st.stopping)
+        return make_error(errc::failed_precondition, "the node is stopping; its shards are "
+                                                     "being handed off already");
+      if (!st.leaving) {
+        auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
+        if (!nodes)
+          return nodes.error();
+        auto others = std::count_if(nodes->begin(), nodes->end(), [&](auto& n) {
+          return n.alive && n.node_id != st.opts.node_id;
+        });
+        if (others == 0)
+          return make_error(errc::failed_precondition,
+                            "no other node is alive to take the shards of node " + st.opts.node_id
+                              + " (gostctl nodes); start one first");
+        lg->info("node drain started node={} shards={}", st.opts.node_id, st.held.size());
+      }
+      auto rp = self->make_response_promise<uint32_t>();
+      hand_off_all(self, rp, true);
+      return rp;
+    },
+    [=](undrain_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.stopping)
+        return make_error(errc::failed_precondition, "the node is stopping");
+      if (!st.leaving)
+        return false;
+      if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id, false))
+        return err;
+      st.leaving = false;
+      // Who still waits for the drain: it ends here, with the shards handed off so far.
+      answer_left(st);
+      lg->info("node drain ended node={}; taking a share of the shards again", st.opts.node_id);
+      self->send(self, tick_atom_v);
+      return true;
     },
   };
 }

@@ -37,6 +37,8 @@ class pg_pool;
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, join_atom, "join")
 CAF_ADD_ATOM(gost_runtime, gost::runtime, leave_atom, "leave")
+CAF_ADD_ATOM(gost_runtime, gost::runtime, drain_node_atom, "drainnode")
+CAF_ADD_ATOM(gost_runtime, gost::runtime, undrain_atom, "undrain")
 
 namespace gost::runtime {
 
@@ -73,6 +75,11 @@ struct cluster_options {
 /// on none of its shards. Answers
 /// (leave_atom) with ok_atom once every shard it held is drained and released (the node is
 /// marked leaving first, so nobody hands it new shards); before a join it holds none.
+/// Answers (drain_node_atom) the same way while the node keeps running (an operator's drain:
+/// it forwards calls to the new owners and takes no shard until (undrain_atom)), with the
+/// number of shards it handed off (uint32_t); refused when no other node is alive to take
+/// them. (undrain_atom) answers true when the node was drained (it takes its share again at
+/// the next heartbeat), false when it was not; refused while the node is stopping.
 caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
 
 } // namespace gost::runtime

@@ -907,3 +907,68 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     CHECK(db.scalar("SELECT count(*) FROM offers WHERE seller_id = 'retrying-seller'") == "1");
   }
 }
+
+TEST_CASE("gostctl drain hands a node's shards away under load without client errors; the "
+          "drained node keeps serving and takes none until undrain") {
+  testing::temp_db db;
+  node n1{"n1", db};
+  node n2{"n2", db};
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"n1", "n2"});
+                                      }),
+                  describe(db));
+  auto ids = create_offers(n1, 40);
+  load l;
+  l.ids = ids;
+  l.use({&n1, &n2}); // clients keep calling the drained node too: it forwards
+  l.start(4);
+  REQUIRE(l.more_acked(20));
+
+  // Asked at n1, for n2: gostctl finds n2's address among the members.
+  child_process drain{GOSTCTL_PATH, {"--addr", n1.addr, "--who", "e2e", "drain", "n2"}};
+  REQUIRE_MESSAGE(drain.wait(90s) == 0, drain.output());
+  CHECK_MESSAGE(drain.output().find("node n2 drained: 8 shard(s) handed off") != std::string::npos,
+                drain.output());
+  CHECK(owners(db) == std::map<std::string, int>{{"n1", shard_count}});
+  CHECK(n2.proc->output().find("node drained node=n2 handed_off=8 by=e2e") != std::string::npos);
+  CHECK(l.more_acked(40)); // through both nodes, n2 forwarding to n1
+  // Several heartbeats later n2 still holds nothing, and says it is leaving.
+  std::this_thread::sleep_for(1s);
+  CHECK(owners(db).count("n2") == 0);
+  child_process nodes{GOSTCTL_PATH, {"--addr", n2.addr, "nodes"}};
+  REQUIRE(nodes.wait(30s) == 0);
+  CHECK_MESSAGE(nodes.output().find("leaving") != std::string::npos, nodes.output());
+
+  // The last node taking shards cannot be drained: nobody would take them.
+  child_process refused{GOSTCTL_PATH, {"--addr", n1.addr, "drain"}};
+  CHECK(refused.wait(30s) == 1);
+  CHECK_MESSAGE(refused.output().find("no other node is alive to take the shards of node n1")
+                  != std::string::npos,
+                refused.output());
+  CHECK(owners(db) == std::map<std::string, int>{{"n1", shard_count}});
+  // Another node's id at this node is refused with what to do.
+  v1::DrainNodeRequest other;
+  other.set_node_id("n1");
+  v1::DrainNodeResponse ignored;
+  grpc::ClientContext ctx;
+  auto admin2 =
+    v1::AdminService::NewStub(grpc::CreateChannel(n2.addr, grpc::InsecureChannelCredentials()));
+  auto st = admin2->DrainNode(&ctx, other, &ignored);
+  CHECK(st.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(st.error_message().find("this is node n2, not n1") != std::string::npos);
+
+  child_process undrain{GOSTCTL_PATH, {"--addr", n2.addr, "undrain"}};
+  REQUIRE_MESSAGE(undrain.wait(30s) == 0, undrain.output());
+  CHECK(undrain.output().find("node n2 undrained") != std::string::npos);
+  CHECK_MESSAGE(testing::eventually(30s,
+                                    [&] {
+                                      return spread_over(db, {"n1", "n2"});
+                                    }),
+                describe(db));
+  CHECK(l.more_acked(20));
+  l.finish();
+  CHECK(l.acked.load() > 80);
+  CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
+  l.check_durable(db);
+}

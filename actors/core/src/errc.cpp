@@ -14,6 +14,7 @@ const char* to_string(errc x) {
     case errc::invalid_argument: return "invalid_argument";
     case errc::conflict: return "conflict";
     case errc::already_exists: return "already_exists";
+    case errc::failed_precondition: return "failed_precondition";
     case errc::outcome_unknown: return "outcome_unknown";
     case errc::internal: return "internal";
   }

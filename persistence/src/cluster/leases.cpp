@@ -54,10 +54,10 @@ caf::error register_node(pg_pool& pool, const node_row& n) {
   });
 }
 
-caf::error set_leaving(pg_pool& pool, const std::string& node_id) {
+caf::error set_leaving(pg_pool& pool, const std::string& node_id, bool leaving) {
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    tx.exec_params("UPDATE nodes SET leaving = true WHERE node_id = $1", node_id);
+    tx.exec_params("UPDATE nodes SET leaving = $2 WHERE node_id = $1", node_id, leaving);
     tx.exec(std::string{"NOTIFY "} + cluster_channel);
   });
 }

@@ -42,6 +42,9 @@ enum class errc : uint8_t {
   outcome_unknown,
   /// A broken invariant or an unexpected answer (a bug).
   internal,
+  /// The system is not in the state the request needs (the message says which); asking
+  /// again changes nothing until that state changes.
+  failed_precondition,
 };
 
 const char* to_string(errc x);

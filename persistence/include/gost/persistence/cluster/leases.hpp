@@ -51,8 +51,9 @@ caf::error ensure_lease_rows(pg_pool& pool, uint32_t shard_count);
 /// Registers (or re-registers after a restart) a node: alive, not leaving.
 caf::error register_node(pg_pool& pool, const node_row& node);
 
-/// Marks the node as leaving: others stop counting it when they compute their share.
-caf::error set_leaving(pg_pool& pool, const std::string& node_id);
+/// Marks the node as leaving: others stop counting it when they compute their share (or,
+/// with false, as a member again: an operator ended a drain).
+caf::error set_leaving(pg_pool& pool, const std::string& node_id, bool leaving = true);
 
 /// Renews the node's heartbeat and the heartbeats of the leases it holds, in one
 /// transaction. Returns the leases still held (a lease taken over by another node, at a new
