@@ -8,7 +8,9 @@
 # the client spreads its connections over all of them.
 # Options through the environment: BENCH_API_OFFERS (20000), BENCH_API_CLIENTS (1024),
 # BENCH_API_SECONDS (20), BENCH_API_NODE_ARGS (extra gostd flags; default --shard.count=8:
-# fewer, larger group commits on 2 cores).
+# fewer, larger group commits on 2 cores), BENCH_API_CONSOLE (a gostctl binary: it runs
+# `gostctl top --interval 1` against the first node for the whole run, as an operator would;
+# bench/run.sh console_cost).
 set -euo pipefail
 
 gostd=$1 client=$2 port=$3 nodes=${4:-1}
@@ -43,11 +45,22 @@ if ((nodes > 1)); then # until the shards are spread over every node
     sleep 0.1
   done
 fi
+if [[ -n ${BENCH_API_CONSOLE:-} ]]; then # an operator watching the node, one frame a second
+  "$BENCH_API_CONSOLE" --addr "${addrs%%,*}" top --interval 1 >"$work/top.out" 2>"$work/top.log" &
+  console=$!
+  pids+=($console)
+fi
 postmaster=$(python3 "$here/proc_cpu.py" postmaster "$dsn")
 "$client" --addr "$addrs" --offers "${BENCH_API_OFFERS:-20000}" \
   --concurrency "${BENCH_API_CLIENTS:-1024}" --seconds "${BENCH_API_SECONDS:-20}" \
   --gost-pids "$(IFS=,; echo "${pids[*]}")" --pg-postmaster "$postmaster" \
   | sed -E "s/\}\$/, \"nodes\": $nodes}/"
+if [[ -n ${console:-} ]]; then # it polled the whole run: still alive, and drew frames
+  kill -0 "$console" 2>/dev/null || { cat "$work/top.log" >&2; echo "api_updates: gostctl top stopped" >&2; exit 1; }
+  frames=$(grep -c 'shard(s), resident=' "$work/top.out" || true)
+  echo "api_updates: gostctl top drew $frames frame(s)" >&2
+  ((frames >= ${BENCH_API_SECONDS:-20})) || { echo "api_updates: gostctl top drew too few frames" >&2; exit 1; }
+fi
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 for p in "${pids[@]}"; do wait "$p" || true; done
 pids=()

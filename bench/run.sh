@@ -4,7 +4,8 @@
 # benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
-#                              tasks (with the graphile-worker peer) (default: all)
+#                              tasks (with the graphile-worker peer) console_cost (default: all
+#                              but console_cost)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
@@ -115,6 +116,30 @@ for name in "${names[@]}"; do
         "$(awk -v a="$v3" -v b="$v1" 'BEGIN { print a / b }')" \
         "$(field gost_cpu_us_per_op "$one")" "$(field pg_cpu_us_per_op "$one")"
       ;;
+    console_cost)
+      # The console's own cost: the api_updates load (every update committed and run through
+      # the node's stages) without and with `gostctl top --interval 1` polling the node,
+      # alternated BENCH_CONSOLE_ROUNDS times (2) in one run; value: updates/s with it, peer:
+      # without it; the gostd CPU per update of both.
+      step "building gostd, gostctl and the client" "$logs/build-api.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gostctl gost_api_bench
+      off=() on=() off_cpu=() on_cpu=()
+      for ((r = 0; r < ${BENCH_CONSOLE_ROUNDS:-2}; ++r)); do
+        for mode in off on; do
+          line=$(BENCH_API_CONSOLE=$([[ $mode == on ]] && echo build/release/runtime/gostctl) \
+                   bench/api_updates.sh build/release/runtime/gostd build/release/bench/gost_api_bench \
+                   "$GOST_PG_PORT" 2>"$logs/console_cost-$mode.log") \
+            || { tail -n 20 "$logs/console_cost-$mode.log" >&2; echo "bench/run.sh: console_cost failed" >&2; exit 1; }
+          if [[ $mode == on ]]; then on+=("$(field value "$line")"); on_cpu+=("$(field gost_cpu_us_per_op "$line")")
+          else off+=("$(field value "$line")"); off_cpu+=("$(field gost_cpu_us_per_op "$line")"); fi
+        done
+      done
+      mean() { awk '{ s = 0; for (i = 1; i <= NF; ++i) s += $i; printf "%.1f", s / NF }' <<<"$*"; }
+      v_on=$(mean "${on[@]}") v_off=$(mean "${off[@]}")
+      printf '{"bench": "console_cost", "value": %s, "unit": "updates/s acknowledged with gostctl top polling every second", "gost_cpu_us_per_op": %s, "peer": "the same load without the console", "peer_value": %s, "ratio": %.3f, "peer_gost_cpu_us_per_op": %s, "rounds": "%s | %s"}\n' \
+        "$v_on" "$(mean "${on_cpu[@]}")" "$v_off" "$(awk -v a="$v_on" -v b="$v_off" 'BEGIN { print a / b }')" \
+        "$(mean "${off_cpu[@]}")" "on ${on[*]}" "off ${off[*]}"
+      ;;
     outbox_kafka)
       step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd gost_bench
       bench/outbox_kafka.sh build/release/runtime/gostd build/release/bench/gost_bench \
@@ -126,6 +151,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost)" >&2; exit 2 ;;
   esac
 done
