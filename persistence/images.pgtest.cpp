@@ -1,0 +1,194 @@
+// The image functions' queue and results (migration 0016) on the real PostgreSQL: identical
+// requests are one task, taken oldest first per function and partition, invisible while taken
+// and visible again after the timeout, never taken twice at once by two takers; finishing
+// stores the result and deletes the task in one transaction; results expire and are reaped.
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "gost/persistence/images/images.hpp"
+#include "pg_fixture.hpp"
+
+using namespace gost::persistence;
+using namespace std::chrono_literals;
+
+namespace {
+
+image_request request(const std::string& fn, uint32_t partition, const std::string& url,
+                      int64_t ttl_ms = 60'000) {
+  image_request r;
+  r.key = fn + ":" + url; // the key's derivation is gost_images'; any unique text does here
+  r.task = {fn, partition, url, 0, ttl_ms, 0, {}};
+  r.pending_ttl_ms = 60'000;
+  return r;
+}
+
+image_result done(const image_request& r, std::string value) {
+  image_result x;
+  x.key = r.key;
+  x.status = "done";
+  x.value = std::move(value);
+  return x;
+}
+
+std::string status_of(pg_pool& pool, const std::string& key) {
+  auto rs = find_image_results(pool, {key});
+  REQUIRE(rs);
+  return rs->empty() ? "missing" : rs->front().status;
+}
+
+} // namespace
+
+TEST_CASE("a hundred identical requests are one task, with one pending status") {
+  migrated_db m;
+  size_t added = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto n = enqueue_image_tasks(m.pool, {request("ratio", 3, "http://img/a.jpg")});
+    REQUIRE(n);
+    added += *n;
+  }
+  // Duplicates inside one call too.
+  std::vector<image_request> batch(50, request("ratio", 3, "http://img/a.jpg"));
+  batch.push_back(request("ratio", 3, "http://img/b.jpg"));
+  auto n = enqueue_image_tasks(m.pool, batch);
+  REQUIRE(n);
+  added += *n;
+  CHECK(added == 2);
+  CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "2");
+  CHECK(status_of(m.pool, "ratio:http://img/a.jpg") == "pending");
+  auto counts = count_image_tasks(m.pool);
+  REQUIRE(counts);
+  REQUIRE(counts->size() == 1);
+  CHECK(counts->front() == std::pair<std::string, int64_t>{"ratio", 2});
+}
+
+TEST_CASE("tasks are taken oldest first, by function and partition, invisible while taken") {
+  migrated_db m;
+  for (auto url : {"http://img/1", "http://img/2", "http://img/3"})
+    REQUIRE(enqueue_image_tasks(m.pool, {request("preview", 1, url)}));
+  REQUIRE(enqueue_image_tasks(m.pool, {request("preview", 2, "http://img/other-partition")}));
+  REQUIRE(enqueue_image_tasks(m.pool, {request("ratio", 1, "http://img/other-function")}));
+  auto got = take_image_tasks(m.pool, "preview", {1}, 2, 300ms);
+  REQUIRE(got);
+  REQUIRE(got->size() == 2);
+  CHECK((*got)[0].args == "http://img/1");
+  CHECK((*got)[1].args == "http://img/2");
+  auto rest = take_image_tasks(m.pool, "preview", {1}, 10, 300ms);
+  REQUIRE(rest);
+  REQUIRE(rest->size() == 1); // the taken two are invisible
+  CHECK(rest->front().args == "http://img/3");
+  CHECK(take_image_tasks(m.pool, "preview", {1}, 10, 300ms)->empty());
+  // A taker that died: after the visibility timeout they are taken again, oldest first.
+  std::this_thread::sleep_for(400ms);
+  auto again = take_image_tasks(m.pool, "preview", {1, 2}, 10, 300ms);
+  REQUIRE(again);
+  REQUIRE(again->size() == 4);
+  CHECK(again->front().args == "http://img/1");
+  CHECK(again->back().args == "http://img/other-partition");
+}
+
+TEST_CASE("finishing stores the result and deletes the task at once; retry backs off") {
+  migrated_db m;
+  auto a = request("main_color", 0, "http://img/a.jpg");
+  auto b = request("main_color", 0, "http://img/b.jpg");
+  REQUIRE(enqueue_image_tasks(m.pool, {a, b}));
+  auto got = take_image_tasks(m.pool, "main_color", {0}, 10, 10s);
+  REQUIRE(got);
+  REQUIRE(got->size() == 2);
+  image_result err;
+  err.key = b.key;
+  err.status = "error";
+  err.error_kind = "not_an_image";
+  err.error = "no image format recognised in 12 bytes";
+  REQUIRE_FALSE(finish_image_tasks(
+    m.pool, {{(*got)[0], done(a, std::string("\x01\x00\xff", 3))}, {(*got)[1], err}}));
+  CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  auto rs = find_image_results(m.pool, {a.key, b.key});
+  REQUIRE(rs);
+  REQUIRE(rs->size() == 2);
+  for (auto& r : *rs) {
+    if (r.key == a.key) {
+      CHECK(r.status == "done");
+      CHECK(r.value == std::string("\x01\x00\xff", 3));
+    } else {
+      CHECK(r.status == "error");
+      CHECK(r.error_kind == "not_an_image");
+      CHECK(r.value.empty());
+    }
+  }
+  // A queued task of a key with a live result leaves the result as it is.
+  REQUIRE(enqueue_image_tasks(m.pool, {a}));
+  CHECK(status_of(m.pool, a.key) == "done");
+
+  // A recoverable failure: attempts counted, due again only after the delay.
+  auto t = take_image_tasks(m.pool, "main_color", {0}, 1, 10s);
+  REQUIRE(t);
+  REQUIRE(t->size() == 1);
+  // Visible again at once with the visibility gone, then backed off by the retry.
+  REQUIRE_FALSE(retry_image_task(m.pool, t->front(), "HTTP 503", 300ms));
+  CHECK(take_image_tasks(m.pool, "main_color", {0}, 1, 10s)->empty());
+  std::this_thread::sleep_for(400ms);
+  auto retried = take_image_tasks(m.pool, "main_color", {0}, 1, 10s);
+  REQUIRE(retried);
+  REQUIRE(retried->size() == 1);
+  CHECK(retried->front().attempts == 1);
+  CHECK(retried->front().last_error == "HTTP 503");
+}
+
+TEST_CASE("results expire after their TTL and are reaped; an expired key queues again") {
+  migrated_db m;
+  auto a = request("ratio", 0, "http://img/short.jpg", 200);
+  REQUIRE(enqueue_image_tasks(m.pool, {a}));
+  auto t = take_image_tasks(m.pool, "ratio", {0}, 1, 10s);
+  REQUIRE(t);
+  REQUIRE_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "r")}}));
+  CHECK(status_of(m.pool, a.key) == "done");
+  std::this_thread::sleep_for(300ms);
+  CHECK(status_of(m.pool, a.key) == "missing"); // expired: not served
+  auto again = enqueue_image_tasks(m.pool, {a});
+  REQUIRE(again);
+  CHECK(*again == 1);
+  CHECK(status_of(m.pool, a.key) == "pending"); // the expired row replaced
+  // Reaping deletes only expired rows.
+  auto b = request("ratio", 0, "http://img/b.jpg", 100);
+  REQUIRE(enqueue_image_tasks(m.pool, {b}));
+  auto tb = take_image_tasks(m.pool, "ratio", {0}, 10, 10s);
+  REQUIRE(tb);
+  for (auto& x : *tb)
+    if (x.args == b.task.args)
+      REQUIRE_FALSE(finish_image_tasks(m.pool, {{x, done(b, "r")}}));
+  std::this_thread::sleep_for(200ms);
+  auto reaped = reap_image_results(m.pool, 100);
+  REQUIRE(reaped);
+  CHECK(*reaped == 1);
+  CHECK(m.db.scalar("SELECT count(*) FROM image_results") == "1"); // a's pending stays
+}
+
+TEST_CASE("two takers at once never take the same task") {
+  migrated_db m;
+  std::vector<image_request> reqs;
+  for (int i = 0; i < 200; ++i)
+    reqs.push_back(
+      request("preview", static_cast<uint32_t>(i % 4), "http://img/" + std::to_string(i)));
+  REQUIRE(enqueue_image_tasks(m.pool, reqs));
+  std::mutex mx;
+  std::multiset<std::string> taken;
+  auto taker = [&] {
+    for (;;) {
+      auto got = take_image_tasks(m.pool, "preview", {0, 1, 2, 3}, 7, 60s);
+      REQUIRE(got);
+      if (got->empty())
+        return;
+      std::lock_guard<std::mutex> g{mx};
+      for (auto& t : *got)
+        taken.insert(t.args);
+    }
+  };
+  std::thread t1{taker}, t2{taker};
+  t1.join();
+  t2.join();
+  CHECK(taken.size() == 200);
+  CHECK(std::set<std::string>(taken.begin(), taken.end()).size() == 200);
+}

@@ -1,0 +1,79 @@
+#pragma once
+// The image functions' queue and results (seed 003, migration 0016): tasks de-duplicated by
+// (function, partition, args), taken oldest first per function and partition with a
+// visibility timeout, finished (result stored, task deleted) in batches; results with a TTL,
+// reaped.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+namespace gost::persistence {
+
+class pg_pool;
+
+struct image_task {
+  std::string function;
+  uint32_t partition = 0;
+  std::string args;
+  int32_t attempts = 0;
+  int64_t ttl_ms = 0;
+  int64_t created_at_us = 0;
+  std::string last_error;
+};
+
+/// A result row: `done` with a value, `error` with a kind and a message, or `pending`.
+struct image_result {
+  std::string key;
+  std::string function;
+  std::string args;
+  std::string status; ///< pending | done | error
+  std::string value;
+  std::string error_kind;
+  std::string error;
+  int32_t attempts = 0;
+  int64_t expires_at_us = 0;
+};
+
+/// The results of `keys` that have not expired (any order; a key without one is missing).
+caf::expected<std::vector<image_result>> find_image_results(pg_pool& pool,
+                                                            const std::vector<std::string>& keys);
+
+/// A task to queue, with the key of its result and how long its pending status lives.
+struct image_request {
+  std::string key;
+  image_task task;
+  int64_t pending_ttl_ms = 0;
+};
+
+/// Queues each task (one identical to a queued task is that task: nothing changes) and writes
+/// a pending status for each key without a live result, in one transaction. Returns how many
+/// tasks were new.
+caf::expected<size_t> enqueue_image_tasks(pg_pool& pool, const std::vector<image_request>& reqs);
+
+/// Up to `limit` tasks of `function` in `partitions` that are due, oldest first; each is made
+/// invisible for `visibility` (a taker that dies leaves them to be taken again after it).
+caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std::string& function,
+                                                        const std::vector<uint32_t>& partitions,
+                                                        size_t limit,
+                                                        std::chrono::milliseconds visibility);
+
+/// Stores each result (replacing what the key had; expiring after the task's ttl) and deletes
+/// its task, all in one transaction.
+caf::error finish_image_tasks(pg_pool& pool,
+                              const std::vector<std::pair<image_task, image_result>>& done);
+
+/// A recoverable failure of `task`: its attempts + 1, due again after `delay`, `error` kept.
+caf::error retry_image_task(pg_pool& pool, const image_task& task, const std::string& error,
+                            std::chrono::milliseconds delay);
+
+/// Deletes at most `limit` expired results; returns how many.
+caf::expected<size_t> reap_image_results(pg_pool& pool, size_t limit);
+
+/// Tasks queued per function (due or not), for the console and metrics.
+caf::expected<std::vector<std::pair<std::string, int64_t>>> count_image_tasks(pg_pool& pool);
+
+} // namespace gost::persistence

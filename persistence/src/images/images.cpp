@@ -1,0 +1,199 @@
+#include "gost/persistence/images/images.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "pg_internal.hpp"
+#include "sql.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+std::string ms_interval(int64_t ms) {
+  return "(" + std::to_string(ms) + " * interval '1 millisecond')";
+}
+
+std::string task_pk(pqxx::transaction_base& tx, const image_task& t) {
+  return tx.quote(t.function) + "," + std::to_string(t.partition) + "," + tx.quote(t.args);
+}
+
+} // namespace
+
+caf::expected<std::vector<image_result>> find_image_results(pg_pool& pool,
+                                                            const std::vector<std::string>& keys) {
+  std::vector<image_result> out;
+  if (keys.empty())
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec("SELECT result_key, function, args, status, value, coalesce(error_kind, ''),"
+                     " coalesce(error, ''), attempts,"
+                     " (extract(epoch FROM expires_at) * 1000000)::bigint"
+                     " FROM image_results WHERE result_key IN ("
+                     + quoted_list(tx, keys) + ") AND expires_at > clock_timestamp()");
+    for (auto row : r) {
+      image_result x;
+      x.key = row[0].as<std::string>();
+      x.function = row[1].as<std::string>();
+      x.args = row[2].as<std::string>();
+      x.status = row[3].as<std::string>();
+      if (!row[4].is_null())
+        x.value = pqxx::binarystring{row[4]}.str();
+      x.error_kind = row[5].as<std::string>();
+      x.error = row[6].as<std::string>();
+      x.attempts = row[7].as<int32_t>();
+      x.expires_at_us = row[8].as<int64_t>();
+      out.push_back(std::move(x));
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<size_t> enqueue_image_tasks(pg_pool& pool, const std::vector<image_request>& reqs) {
+  size_t added = 0;
+  if (reqs.empty())
+    return added;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::work tx{c};
+    values_list tasks, pending;
+    std::map<std::string, const image_request*> by_key; // one pending row per key
+    for (auto& r : reqs) {
+      tasks.row(task_pk(tx, r.task) + "," + std::to_string(r.task.ttl_ms));
+      by_key[r.key] = &r;
+    }
+    for (auto& [key, r] : by_key)
+      pending.row(tx.quote(key) + "," + tx.quote(r->task.function) + "," + tx.quote(r->task.args)
+                  + ", 'pending', clock_timestamp() + " + ms_interval(r->pending_ttl_ms));
+    auto res = tx.exec(
+      "WITH t AS (INSERT INTO image_tasks (function, partition, args, ttl_ms) VALUES " + tasks.str()
+      + " ON CONFLICT DO NOTHING RETURNING 1),"
+        " r AS (INSERT INTO image_results (result_key, function, args, status, expires_at)"
+        " VALUES "
+      + pending.str()
+      + " ON CONFLICT (result_key) DO UPDATE SET status = 'pending', value = NULL,"
+        " error_kind = NULL, error = NULL, attempts = 0, expires_at = EXCLUDED.expires_at,"
+        " updated_at = clock_timestamp() WHERE image_results.expires_at <= clock_timestamp()"
+        " RETURNING 1)"
+        " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM r)");
+    tx.commit();
+    added = res[0][0].as<size_t>();
+  });
+  if (err)
+    return err;
+  return added;
+}
+
+caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std::string& function,
+                                                        const std::vector<uint32_t>& partitions,
+                                                        size_t limit,
+                                                        std::chrono::milliseconds visibility) {
+  std::vector<image_task> out;
+  if (partitions.empty() || limit == 0)
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::work tx{c};
+    auto r = tx.exec(
+      "UPDATE image_tasks t SET due_at = clock_timestamp() + " + ms_interval(visibility.count())
+      + " FROM (SELECT function, partition, args FROM image_tasks WHERE function = "
+      + tx.quote(function) + " AND partition IN (" + number_list(partitions)
+      + ") AND due_at <= clock_timestamp() ORDER BY created_at LIMIT " + std::to_string(limit)
+      + " FOR UPDATE SKIP LOCKED) s"
+        " WHERE t.function = s.function AND t.partition = s.partition AND t.args = s.args"
+        " RETURNING t.function, t.partition, t.args, t.attempts, t.ttl_ms,"
+        " (extract(epoch FROM t.created_at) * 1000000)::bigint, coalesce(t.last_error, '')");
+    tx.commit();
+    for (auto row : r)
+      out.push_back({row[0].as<std::string>(), row[1].as<uint32_t>(), row[2].as<std::string>(),
+                     row[3].as<int32_t>(), row[4].as<int64_t>(), row[5].as<int64_t>(),
+                     row[6].as<std::string>()});
+  });
+  if (err)
+    return err;
+  std::sort(out.begin(), out.end(), [](const image_task& a, const image_task& b) {
+    return a.created_at_us < b.created_at_us;
+  });
+  return out;
+}
+
+caf::error finish_image_tasks(pg_pool& pool,
+                              const std::vector<std::pair<image_task, image_result>>& done) {
+  if (done.empty())
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::work tx{c};
+    blob_params blobs;
+    values_list results, tasks;
+    std::map<std::string, size_t> last; // the last result of each key wins
+    for (size_t i = 0; i < done.size(); ++i)
+      last[done[i].second.key] = i;
+    for (auto& [key, i] : last) {
+      auto& [t, r] = done[i];
+      results.row(tx.quote(key) + "," + tx.quote(t.function) + "," + tx.quote(t.args) + ","
+                  + tx.quote(r.status) + ","
+                  + (r.status == "done" ? blobs.add(r.value) : std::string{"NULL::bytea"}) + ","
+                  + (r.error_kind.empty() ? "NULL" : tx.quote(r.error_kind)) + ","
+                  + (r.error.empty() ? "NULL" : tx.quote(r.error)) + ","
+                  + std::to_string(r.attempts) + ", clock_timestamp() + " + ms_interval(t.ttl_ms));
+    }
+    for (auto& [t, r] : done)
+      tasks.row(task_pk(tx, t));
+    blobs.exec(tx, "WITH r AS (INSERT INTO image_results (result_key, function, args, status,"
+                   " value, error_kind, error, attempts, expires_at) VALUES "
+                     + results.str()
+                     + " ON CONFLICT (result_key) DO UPDATE SET status = EXCLUDED.status,"
+                       " value = EXCLUDED.value, error_kind = EXCLUDED.error_kind,"
+                       " error = EXCLUDED.error, attempts = EXCLUDED.attempts,"
+                       " expires_at = EXCLUDED.expires_at, updated_at = clock_timestamp()"
+                       " RETURNING 1)"
+                       " DELETE FROM image_tasks WHERE (function, partition, args) IN ("
+                     + tasks.str() + ")");
+    tx.commit();
+  });
+}
+
+caf::error retry_image_task(pg_pool& pool, const image_task& task, const std::string& error,
+                            std::chrono::milliseconds delay) {
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec_params("UPDATE image_tasks SET attempts = attempts + 1, last_error = $4,"
+                   " due_at = clock_timestamp() + $5 * interval '1 millisecond'"
+                   " WHERE function = $1 AND partition = $2 AND args = $3",
+                   task.function, task.partition, task.args, error,
+                   static_cast<int64_t>(delay.count()));
+  });
+}
+
+caf::expected<size_t> reap_image_results(pg_pool& pool, size_t limit) {
+  size_t n = 0;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec("DELETE FROM image_results WHERE result_key IN (SELECT result_key FROM"
+                     " image_results WHERE expires_at <= clock_timestamp() LIMIT "
+                     + std::to_string(limit) + ")");
+    n = r.affected_rows();
+  });
+  if (err)
+    return err;
+  return n;
+}
+
+caf::expected<std::vector<std::pair<std::string, int64_t>>> count_image_tasks(pg_pool& pool) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec("SELECT function, count(*) FROM image_tasks GROUP BY function"
+                            " ORDER BY function"))
+      out.emplace_back(row[0].as<std::string>(), row[1].as<int64_t>());
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+} // namespace gost::persistence
