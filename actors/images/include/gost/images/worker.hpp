@@ -1,0 +1,81 @@
+#pragma once
+// One image task from the queue to its result (seed 003, MISSION I2, I5, I8): fetch the image
+// (http_client: size and time limits, redirects limited, internal addresses refused unless
+// configured), compute the function (compute.hpp), and say what to store — a result, a final
+// error status, or a retry of a recoverable failure. `work_batch` does it for a batch taken
+// from the PostgreSQL queue and stores the outcome; the pools (next) call it.
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "gost/core/http_client.hpp"
+#include "gost/images/compute.hpp"
+#include "gost/images/request.hpp"
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::images {
+
+/// Where rotated images go: files named by their content's hash under `dir` (written once,
+/// atomically), served by the node at `base_url` + "/" + name.
+class blob_store {
+public:
+  blob_store(std::string dir, std::string base_url)
+    : dir_(std::move(dir)), base_url_(std::move(base_url)) {}
+  /// Stores `bytes` as `<sha256>.<ext>`; returns its URL, or an empty string and `error`.
+  std::string put(const std::string& bytes, const std::string& ext, std::string& error) const;
+  /// The path of a stored name, or "" when `name` is not one this store makes (no `..`, no
+  /// `/`: a request path can be given straight).
+  std::string path_of(const std::string& name) const;
+
+private:
+  std::string dir_;
+  std::string base_url_;
+};
+
+struct worker_options {
+  image_limits limits;
+  size_t max_bytes = 20 << 20; ///< an image's download
+  std::chrono::milliseconds fetch_timeout{10'000};
+  int max_redirects = 3;
+  bool allow_private = false;                  ///< images.allow_private_sources
+  int max_attempts = 5;                        ///< recoverable failures before the error sticks
+  std::chrono::milliseconds retry_base{1'000}; ///< back-off: base × 2^(attempts), capped
+  std::chrono::milliseconds retry_cap{300'000};
+  const blob_store* blobs = nullptr; ///< rotate needs one
+  /// The fetch (tests and benchmarks replace it).
+  std::function<http::response(const http::request&)> fetch = http::perform;
+};
+
+/// What one task came to.
+struct task_outcome {
+  enum kind_t { done, final_error, retry } kind = final_error;
+  std::string value;      ///< done: the result (gost.v1.ImageRatio, ...), serialized
+  std::string error_kind; ///< not_an_image, too_many_pixels, http_404, download_failed, ...
+  std::string error;      ///< one line
+};
+
+/// Fetches and computes one task.
+task_outcome run_task(const task_key& task, const worker_options& opts);
+
+/// Counts of one batch.
+struct batch_counts {
+  size_t taken = 0, done = 0, final_errors = 0, retried = 0, given_up = 0;
+};
+
+/// Takes up to `limit` due tasks of `fn` in `partitions` from the queue (invisible for
+/// `visibility`), runs each, and stores the outcomes: results and final errors in one
+/// transaction with the tasks' deletion; a recoverable failure is retried later, or after
+/// `max_attempts` stored as its last error (the task deleted).
+caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
+                                       const std::vector<uint32_t>& partitions, size_t limit,
+                                       std::chrono::milliseconds visibility,
+                                       const worker_options& opts);
+
+} // namespace gost::images

@@ -1,0 +1,235 @@
+#include "gost/images/worker.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include <openssl/sha.h>
+
+#include "gost/persistence/images/images.hpp"
+#include "gost/v1/images.pb.h"
+
+namespace gost::images {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : d) {
+    out.push_back(hex[b >> 4]);
+    out.push_back(hex[b & 0xf]);
+  }
+  return out;
+}
+
+task_outcome final_error(std::string kind, std::string message) {
+  return {task_outcome::final_error, {}, std::move(kind), std::move(message)};
+}
+
+task_outcome retry(std::string kind, std::string message) {
+  return {task_outcome::retry, {}, std::move(kind), std::move(message)};
+}
+
+task_outcome done(const google::protobuf::Message& m) {
+  return {task_outcome::done, m.SerializeAsString(), {}, {}};
+}
+
+task_outcome image_failure(const failure& f) {
+  return final_error(to_string(f.kind), f.message);
+}
+
+/// The image's bytes, or what to do instead: a recoverable failure (the network, the server's
+/// 5xx, 408 and 429) retries; the rest is final for this URL.
+task_outcome fetch(std::string_view url, const worker_options& opts, std::string& bytes) {
+  http::request r;
+  r.url = std::string{url};
+  r.max_body = opts.max_bytes;
+  r.deadline = opts.fetch_timeout;
+  r.max_redirects = opts.max_redirects;
+  r.allow_private = opts.allow_private;
+  auto resp = opts.fetch(r);
+  switch (resp.error) {
+    case http::failure::none: break;
+    case http::failure::timeout:
+    case http::failure::connect:
+    case http::failure::protocol: return retry("download_failed", resp.message);
+    case http::failure::refused_address:
+      return final_error("address_refused", resp.message + " (images.allow_private_sources)");
+    case http::failure::too_large:
+      return final_error("too_large", resp.message + " (images.max_bytes)");
+    case http::failure::too_many_redirects: return final_error("too_many_redirects", resp.message);
+    case http::failure::bad_url: return final_error("bad_url", resp.message);
+  }
+  auto code = "http_" + std::to_string(resp.status);
+  if (resp.status >= 500 || resp.status == 408 || resp.status == 429)
+    return retry(code, "the image server answered HTTP " + std::to_string(resp.status));
+  if (resp.status < 200 || resp.status > 299)
+    return final_error(code, "the image server answered HTTP " + std::to_string(resp.status));
+  bytes = std::move(resp.body);
+  return {task_outcome::done, {}, {}, {}};
+}
+
+std::chrono::milliseconds backoff(const worker_options& opts, int attempts) {
+  auto d = opts.retry_base;
+  for (int i = 0; i < attempts && d < opts.retry_cap; ++i)
+    d *= 2;
+  return std::min(d, opts.retry_cap);
+}
+
+} // namespace
+
+std::string blob_store::put(const std::string& bytes, const std::string& ext,
+                            std::string& error) const {
+  auto name = sha256_hex(bytes) + "." + ext;
+  auto dir = fs::path{dir_} / name.substr(0, 2);
+  auto path = dir / name;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) { // content-addressed: the same bytes are the same file
+    fs::create_directories(dir, ec);
+    auto tmp = path;
+    // Unique per process and thread: two workers storing the same bytes each rename a whole
+    // file of their own into place.
+    tmp += ".tmp" + std::to_string(::getpid()) + "-"
+           + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    {
+      std::ofstream out{tmp, std::ios::binary | std::ios::trunc};
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out.flush()) {
+        error = "cannot write " + tmp.string();
+        return {};
+      }
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) {
+      error = "cannot store " + path.string() + ": " + ec.message();
+      return {};
+    }
+  }
+  return base_url_ + "/" + name;
+}
+
+std::string blob_store::path_of(const std::string& name) const {
+  if (name.size() < 3 || name.find('/') != std::string::npos
+      || name.find("..") != std::string::npos)
+    return {};
+  return (fs::path{dir_} / name.substr(0, 2) / name).string();
+}
+
+task_outcome run_task(const task_key& task, const worker_options& opts) {
+  std::string bytes;
+  if (auto got = fetch(task.url(), opts, bytes); got.kind != task_outcome::done)
+    return got;
+  switch (task.fn) {
+    case function::ratio: {
+      auto h = probe(bytes, opts.limits);
+      if (!h)
+        return image_failure(h.error);
+      v1::ImageRatio r;
+      r.set_width(h->width);
+      r.set_height(h->height);
+      r.set_ratio(h->ratio());
+      r.set_format(h->format);
+      return done(r);
+    }
+    case function::preview: {
+      auto p = preview(bytes, opts.limits);
+      if (!p)
+        return image_failure(p.error);
+      auto h = probe(*p);
+      v1::ImagePreview r;
+      r.set_jpeg(*p);
+      r.set_width(h ? h->width : 0);
+      r.set_height(h ? h->height : 0);
+      return done(r);
+    }
+    case function::main_color: {
+      auto c = main_color(bytes, opts.limits);
+      if (!c)
+        return image_failure(c.error);
+      v1::ImageColor r;
+      r.set_r(c->r);
+      r.set_g(c->g);
+      r.set_b(c->b);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "#%02x%02x%02x", c->r, c->g, c->b);
+      r.set_hex(hex);
+      return done(r);
+    }
+    case function::rotate: {
+      if (opts.blobs == nullptr)
+        return final_error("internal", "no blob store configured for rotated images");
+      auto nl = task.args.find('\n');
+      double angle = nl == std::string::npos ? 0 : std::stod(task.args.substr(nl + 1));
+      auto rot = rotate(bytes, angle, opts.limits);
+      if (!rot)
+        return image_failure(rot.error);
+      std::string error;
+      auto url = opts.blobs->put(rot->bytes, rot->format == "jpeg" ? "jpg" : rot->format, error);
+      if (url.empty())
+        return retry("store_failed", error);
+      v1::ImageRotated r;
+      r.set_url(url);
+      r.set_width(rot->width);
+      r.set_height(rot->height);
+      r.set_format(rot->format);
+      r.set_bytes(rot->bytes.size());
+      return done(r);
+    }
+  }
+  return final_error("internal", "unknown function");
+}
+
+caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
+                                       const std::vector<uint32_t>& partitions, size_t limit,
+                                       std::chrono::milliseconds visibility,
+                                       const worker_options& opts) {
+  auto tasks = persistence::take_image_tasks(pool, to_string(fn), partitions, limit, visibility);
+  if (!tasks)
+    return tasks.error();
+  batch_counts n;
+  n.taken = tasks->size();
+  std::vector<std::pair<persistence::image_task, persistence::image_result>> finished;
+  for (auto& t : *tasks) {
+    task_key key{fn, t.args};
+    auto out = run_task(key, opts);
+    persistence::image_result r;
+    r.key = key.result_key();
+    r.attempts = t.attempts + 1;
+    if (out.kind == task_outcome::retry && t.attempts + 1 < opts.max_attempts) {
+      if (auto err = persistence::retry_image_task(pool, t, out.error_kind + ": " + out.error,
+                                                   backoff(opts, t.attempts)))
+        return err;
+      ++n.retried;
+      continue;
+    }
+    if (out.kind == task_outcome::done) {
+      r.status = "done";
+      r.value = std::move(out.value);
+      ++n.done;
+    } else {
+      r.status = "error";
+      r.error_kind = out.error_kind;
+      r.error = out.error;
+      if (out.kind == task_outcome::retry) {
+        r.error += " (gave up after " + std::to_string(t.attempts + 1) + " attempts)";
+        ++n.given_up;
+      } else {
+        ++n.final_errors;
+      }
+    }
+    finished.emplace_back(t, std::move(r));
+  }
+  if (auto err = persistence::finish_image_tasks(pool, finished))
+    return err;
+  return n;
+}
+
+} // namespace gost::images
