@@ -1,0 +1,37 @@
+#pragma once
+// The web console on the admin HTTP listener (docs/console.md, "The web page"): the page
+// itself (runtime/console/web/, compiled in: web_assets.hpp) and its read-only JSON endpoints
+// under /api/, each answered by the same admin_service function as its gostctl RPC and
+// rendered from that RPC's protobuf response (proto3 JSON, field names as in the .proto).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "console/admin_http.hpp"
+
+namespace gost::runtime {
+
+class admin_service;
+
+/// What /api/trace?offer=ID&for=S&max=N asks for, checked before the hook sees it.
+struct trace_query {
+  std::string offer_id;
+  std::chrono::seconds duration{60}; ///< `for`: 1..3600 s
+  uint32_t max = 1000;               ///< `max`: 1..100000 events
+};
+
+/// The live trace's HTTP side. Streams the offer's events as they happen, one JSON object per
+/// line: `out.begin("application/x-ndjson; charset=utf-8")`, then one `out.write(json + "\n")`
+/// per event, until `duration` passed, `max` events were sent or `out.write` answers false
+/// (the browser went away, the node stops); or returns an error response without `begin`.
+/// Empty (no trace on this node yet): /api/trace answers 501 "trace not available on this
+/// node", which the page shows in its "Live trace" panel.
+using trace_hook = std::function<http_response(const trace_query&, http_stream& out)>;
+
+/// Adds to `http` (before it starts): the page at / and /console with its script and style,
+/// and /api/{top,stages,nodes,shards,offer,deadletters,trace}.
+void add_web_console(admin_http& http, admin_service& admin, trace_hook trace);
+
+} // namespace gost::runtime
