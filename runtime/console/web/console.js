@@ -285,6 +285,7 @@ async function startTrace() {
   $('trace-stop').disabled = false;
   status.className = 'muted';
   status.textContent = 'tracing ' + offer + '…';
+  delete status.dataset.code;
   let count = 0;
   try {
     const r = await fetch(path, { signal: traceAbort.signal, cache: 'no-store' });
@@ -347,6 +348,7 @@ document.addEventListener('DOMContentLoaded', () => {
   if (offer) {
     $('trace-offer').value = offer;
     showOffer(offer);
+    if (params.get('trace') === '1') startTrace(); // a link straight to the offer's trace
   }
   refresh();
   loadDeadLetters(false);
