@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <vector>
 
 namespace gost::runtime {
@@ -281,7 +282,7 @@ void admin_http::dispatch(int fd, const std::string& head) {
     if (stream)
       ++streaming_;
   }
-  std::thread{[this, fd, probe, stream, req = std::move(req)] {
+  auto served = [this, fd, probe, stream, req = std::move(req)] {
     int flags = ::fcntl(fd, F_GETFL);
     ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     auto ms = opts_.send_timeout.count();
@@ -294,13 +295,13 @@ void admin_http::dispatch(int fd, const std::string& head) {
         begun = true;
         return !stopping_ && send_all(fd, head_of(200, type, nullptr));
       };
-      out.write = [&](const std::string& piece) {
+      out.open = [&] {
         // A client that went away shows as a readable end of stream (or an error).
         pollfd p{fd, POLLIN, 0};
-        if (stopping_ || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))))
-          return false;
-        return send_all(fd, piece);
+        return !stopping_
+               && !(::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0);
       };
+      out.write = [&](const std::string& piece) { return out.open() && send_all(fd, piece); };
       auto r = guarded([&] { return streams_.at(req.path)(req, out); });
       if (!begun)
         respond(fd, r);
@@ -313,7 +314,16 @@ void admin_http::dispatch(int fd, const std::string& head) {
     if (stream)
       --streaming_;
     idle_.notify_all();
-  }}.detach();
+  };
+  try {
+    std::thread{std::move(served)}.detach();
+  } catch (const std::system_error&) { // no thread to be had: refused, and counted back
+    refuse(fd, 503, "busy: no thread for the request; try again\n");
+    std::lock_guard<std::mutex> lock{mtx_};
+    --(probe ? probes_ : others_);
+    if (stream)
+      --streaming_;
+  }
 }
 
 http_response admin_http::answer(const http_request& req) {

@@ -41,10 +41,13 @@ struct http_response {
 using http_writer = std::function<bool(const std::string&)>;
 
 /// A streamed answer's two steps: `begin` sends the head (200, the content type given, no
-/// length: the body ends when the connection closes), `write` one piece of the body.
+/// length: the body ends when the connection closes), `write` one piece of the body. `open`
+/// tells, without writing, whether the client is still there and the listener not stopping:
+/// a producer waiting for something to write asks it now and then (say every 100 ms).
 struct http_stream {
   std::function<bool(const std::string& type)> begin;
   http_writer write;
+  std::function<bool()> open;
 };
 
 using http_handler = std::function<http_response(const http_request&)>;

@@ -25,7 +25,9 @@ struct trace_query {
 /// The live trace's HTTP side. Streams the offer's events as they happen, one JSON object per
 /// line: `out.begin("application/x-ndjson; charset=utf-8")`, then one `out.write(json + "\n")`
 /// per event, until `duration` passed, `max` events were sent or `out.write` answers false
-/// (the browser went away, the node stops); or returns an error response without `begin`.
+/// (the browser went away, the node stops; while no event comes, `out.open()` says the same
+/// without writing: ask it every 100 ms or so); or returns an error response without `begin`
+/// (404 for an unknown offer, ...). It runs on a thread of its own, at most two at once.
 /// Empty (no trace on this node yet): /api/trace answers 501 "trace not available on this
 /// node", which the page shows in its "Live trace" panel.
 using trace_hook = std::function<http_response(const trace_query&, http_stream& out)>;
