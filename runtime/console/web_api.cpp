@@ -86,25 +86,6 @@ std::string state_json(const google::protobuf::Any& any) {
          + ",\"decoded\":false}";
 }
 
-/// The describe view: the response as JSON, with each stage state decoded on its own (one
-/// type this node cannot decode does not hide the others).
-std::string offer_json(const v1::InspectOfferResponse& resp) {
-  v1::InspectOfferResponse rest = resp;
-  rest.clear_states();
-  auto out = to_json(rest);
-  std::vector<std::string> stages;
-  for (auto& [stage, any] : resp.states())
-    stages.push_back(stage);
-  std::sort(stages.begin(), stages.end());
-  std::string states = "{";
-  for (auto& stage : stages)
-    states +=
-      (states.size() > 1 ? "," : "") + quote(stage) + ":" + state_json(resp.states().at(stage));
-  states += "}";
-  out.pop_back(); // the closing brace
-  return out + (out.size() > 1 ? "," : "") + "\"states\":" + states + "}";
-}
-
 /// A 400 naming the first parameter the endpoint does not take, or nothing.
 bool unknown_params(const http_request& req, std::set<std::string> takes, http_response& out) {
   for (auto& [name, value] : req.query)
@@ -169,6 +150,23 @@ http_response plain(const Resp& r) {
 }
 
 } // namespace
+
+std::string offer_json(const v1::InspectOfferResponse& resp) {
+  v1::InspectOfferResponse rest = resp;
+  rest.clear_states();
+  auto out = to_json(rest);
+  std::vector<std::string> stages;
+  for (auto& [stage, any] : resp.states())
+    stages.push_back(stage);
+  std::sort(stages.begin(), stages.end());
+  std::string states = "{";
+  for (auto& stage : stages)
+    states +=
+      (states.size() > 1 ? "," : "") + quote(stage) + ":" + state_json(resp.states().at(stage));
+  states += "}";
+  out.pop_back(); // the closing brace
+  return out + (out.size() > 1 ? "," : "") + "\"states\":" + states + "}";
+}
 
 void add_web_console(admin_http& http, admin_service& admin, trace_hook trace) {
   for (size_t i = 0; i < web::asset_count; ++i) {

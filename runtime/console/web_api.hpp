@@ -11,6 +11,10 @@
 
 #include "console/admin_http.hpp"
 
+namespace gost::v1 {
+class InspectOfferResponse;
+}
+
 namespace gost::runtime {
 
 class admin_service;
@@ -31,6 +35,11 @@ struct trace_query {
 /// Empty (no trace on this node yet): /api/trace answers 501 "trace not available on this
 /// node", which the page shows in its "Live trace" panel.
 using trace_hook = std::function<http_response(const trace_query&, http_stream& out)>;
+
+/// /api/offer's answer: the describe view as JSON, each stage state decoded on its own with
+/// the types linked into this binary; one it cannot decode shows its type URL and size
+/// (`"decoded": false`) without hiding the others.
+std::string offer_json(const v1::InspectOfferResponse& resp);
 
 /// Adds to `http` (before it starts): the page at / and /console with its script and style,
 /// and /api/{top,stages,nodes,shards,offer,deadletters,trace}.
