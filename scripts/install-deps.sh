@@ -14,6 +14,7 @@ pkgs=(
   curl procps iproute2 openssl
   clang-format
   prometheus           # promtool: the e2e tier checks /metrics with it
+  chromium             # headless: the e2e tier loads the web console (console_web.e2etest.cpp)
 )
 if [[ "${1:-}" == "--kafka" ]]; then
   pkgs+=(default-jre-headless maven)

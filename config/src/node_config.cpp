@@ -337,9 +337,10 @@ node_keys make_node_keys() {
             "or a leave never moves everything at once)."),
         bind_to(&node_config::cluster, &cluster_config::max_moves));
   k.add(str("http.listen", "127.0.0.1:0",
-            "host:port (IPv4) of the admin HTTP endpoint: `/` status page, `/healthz` "
-            "(liveness), `/readyz` (readiness: 200, or 503 with the reason), `/metrics` "
-            "(Prometheus). Port 0 picks a free port."),
+            "host:port (IPv4) of the admin HTTP endpoint: `/` the web console (read-only, "
+            "JSON under `/api/`), `/status` status page, `/healthz` (liveness), `/readyz` "
+            "(readiness: 200, or 503 with the reason), `/metrics` (Prometheus). Port 0 picks "
+            "a free port."),
         bind_to(&node_config::http, &http_config::listen));
   {
     auto token = str("console.token", "",

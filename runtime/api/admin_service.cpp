@@ -19,6 +19,7 @@
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -34,11 +35,17 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
                                                       const v1::InspectOfferRequest* req,
                                                       v1::InspectOfferResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  if (req->offer_id().empty()) {
-    reactor->Finish(invalid("offer_id is required"));
-    return reactor;
+  inspect_offer(*req, resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
+                                  v1::InspectOfferResponse* resp, done_fn done) {
+  if (req.offer_id().empty() || req.offer_id().size() > max_id_len) {
+    done(invalid("offer_id must be 1.." + std::to_string(max_id_len) + " bytes"));
+    return;
   }
-  auto id = req->offer_id();
+  auto id = req.offer_id();
   caf::timespan timeout{timeout_};
   auto& r = router_;
   auto store = r.any_store();
@@ -69,20 +76,19 @@ grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContex
           auto answer = [=](bool resident, int64_t mailbox) {
             resp->set_resident(resident);
             resp->set_mailbox(mailbox);
-            reactor->Finish(grpc::Status::OK);
+            done(grpc::Status::OK);
           };
           if (owner) {
             // Not fatal when the owner cannot say (moving, unreachable): the stored part stands.
             self->request(owner, timeout, resident_atom_v, id).then(answer, [=](caf::error&) {
-              reactor->Finish(grpc::Status::OK);
+              done(grpc::Status::OK);
             });
           } else {
-            reactor->Finish(grpc::Status::OK); // the shard is moving: no owner to ask
+            done(grpc::Status::OK); // the shard is moving: no owner to ask
           }
         },
-        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+        [=](caf::error& err) { done(to_status(err)); });
   });
-  return reactor;
 }
 
 namespace {
@@ -133,6 +139,11 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
                                                     const v1::ListStagesRequest*,
                                                     v1::ListStagesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  list_stages(resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::list_stages(v1::ListStagesResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
   auto stages = stages_;
   auto stats = stats_;
@@ -140,7 +151,7 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
     auto now = kit::now_us();
     auto table = read_stage_table(*pool, now);
     if (!table) {
-      reactor->Finish(to_status(table.error()));
+      done(to_status(table.error()));
       return;
     }
     for (auto& id : stage_ids(*stages, *table)) {
@@ -180,14 +191,18 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
     resp->set_change_storms_cut(stats->change_storms_cut.load());
     resp->set_resident_offer_actors(static_cast<uint64_t>(stats->offers.resident.load()));
     resp->set_write_batches(stats->offer_writes.batches.load());
-    reactor->Finish(grpc::Status::OK);
+    done(grpc::Status::OK);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
                                              const v1::TopRequest*, v1::TopResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  top(resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::top(v1::TopResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
   auto stages = stages_;
   auto stats = stats_;
@@ -224,7 +239,7 @@ grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
       *resp->add_shards() = std::move(t);
     auto table = read_stage_table(*pool, now);
     if (!table) {
-      reactor->Finish(to_status(table.error()));
+      done(to_status(table.error()));
       return;
     }
     std::vector<v1::StageTop> rows;
@@ -249,9 +264,8 @@ grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
     });
     for (auto& t : rows)
       *resp->add_stages() = std::move(t);
-    reactor->Finish(grpc::Status::OK);
+    done(grpc::Status::OK);
   });
-  return reactor;
 }
 
 grpc::Status admin_service::allowed(grpc::CallbackServerContext* ctx, const char* verb) const {
@@ -545,34 +559,40 @@ grpc::ServerUnaryReactor* admin_service::ListDeadLetters(grpc::CallbackServerCon
                                                          const v1::ListDeadLettersRequest* req,
                                                          v1::ListDeadLettersResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  list_dead_letters(*req, resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::list_dead_letters(const v1::ListDeadLettersRequest& req,
+                                      v1::ListDeadLettersResponse* resp, done_fn done) {
   uint32_t size = 0;
-  if (auto problem = check_page_size("page_size", req->page_size(), limits_, size);
+  if (auto problem = check_page_size("page_size", req.page_size(), limits_, size);
       !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    done(invalid(problem));
+    return;
   }
   int64_t after = 0;
-  if (!req->page_token().empty()) {
+  if (!req.page_token().empty()) {
     char* end = nullptr;
     errno = 0;
-    after = std::strtoll(req->page_token().c_str(), &end, 10);
+    after = std::strtoll(req.page_token().c_str(), &end, 10);
     if (errno != 0 || *end != '\0' || after < 0) {
-      reactor->Finish(invalid("page_token `" + req->page_token()
-                              + "` is not one this call gave (next_page_token)"));
-      return reactor;
+      done(invalid("page_token `" + req.page_token()
+                   + "` is not one this call gave (next_page_token)"));
+      return;
     }
   }
   persistence::dead_letter_filter f;
-  if (auto st = dead_letter_filter_of(req->filter(), f); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
+  if (auto st = dead_letter_filter_of(req.filter(), f); !st.ok()) {
+    done(st);
+    return;
   }
   auto pool = cluster_.pool;
   hub_.run_blocking([=] {
     // One more than the page: whether a next page exists.
     auto rows = persistence::list_dead_letters(*pool, f, after, size + 1);
     if (!rows) {
-      reactor->Finish(to_status(rows.error()));
+      done(to_status(rows.error()));
       return;
     }
     bool more = rows->size() > size;
@@ -590,9 +610,8 @@ grpc::ServerUnaryReactor* admin_service::ListDeadLetters(grpc::CallbackServerCon
     }
     if (more && !rows->empty())
       resp->set_next_page_token(std::to_string(rows->back().id));
-    reactor->Finish(grpc::Status::OK);
+    done(grpc::Status::OK);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* admin_service::RetryDeadLetters(grpc::CallbackServerContext* ctx,
@@ -681,12 +700,17 @@ grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* 
                                                    const v1::ListNodesRequest*,
                                                    v1::ListNodesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  list_nodes(resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::list_nodes(v1::ListNodesResponse* resp, done_fn done) {
   auto view = cluster_;
-  hub_.run_blocking([reactor, resp, view] {
+  hub_.run_blocking([done, resp, view] {
     auto nodes = persistence::list_nodes(*view.pool, view.lease_timeout);
     auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
     if (!nodes || !leases) {
-      reactor->Finish(to_status(nodes ? leases.error() : nodes.error()));
+      done(to_status(nodes ? leases.error() : nodes.error()));
       return;
     }
     std::map<std::string, uint32_t> held;
@@ -706,20 +730,24 @@ grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* 
       out->set_shards(held[n.node_id]);
     }
     resp->set_answered_by(view.node_id);
-    reactor->Finish(grpc::Status::OK);
+    done(grpc::Status::OK);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext* ctx,
                                                     const v1::ListShardsRequest*,
                                                     v1::ListShardsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  list_shards(resp, [reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
+
+void admin_service::list_shards(v1::ListShardsResponse* resp, done_fn done) {
   auto view = cluster_;
-  hub_.run_blocking([reactor, resp, view] {
+  hub_.run_blocking([done, resp, view] {
     auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
     if (!leases) {
-      reactor->Finish(to_status(leases.error()));
+      done(to_status(leases.error()));
       return;
     }
     for (auto& l : *leases) {
@@ -731,9 +759,8 @@ grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext*
       out->set_heartbeat_age_ms(l.heartbeat_age_ms);
       out->set_handoff_to(l.handoff_to);
     }
-    reactor->Finish(grpc::Status::OK);
+    done(grpc::Status::OK);
   });
-  return reactor;
 }
 
 } // namespace gost::runtime

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -111,6 +112,22 @@ public:
   grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* ctx,
                                         const v1::DrainNodeRequest* req,
                                         v1::DrainNodeResponse* resp) override;
+  /// The reads behind the console's RPCs, one function each, called by the RPCs above and by
+  /// the web page's JSON endpoints (console/web_api.cpp). Each fills `resp` and then calls
+  /// `done` exactly once, maybe on another thread before or after it returns; `resp` must live
+  /// until then (hold it in what `done` keeps alive).
+  using done_fn = std::function<void(grpc::Status)>;
+  void inspect_offer(const v1::InspectOfferRequest& req, v1::InspectOfferResponse* resp,
+                     done_fn done);
+  void list_stages(v1::ListStagesResponse* resp, done_fn done);
+  void list_nodes(v1::ListNodesResponse* resp, done_fn done);
+  void list_shards(v1::ListShardsResponse* resp, done_fn done);
+  void top(v1::TopResponse* resp, done_fn done);
+  void list_dead_letters(const v1::ListDeadLettersRequest& req, v1::ListDeadLettersResponse* resp,
+                         done_fn done);
+
+  /// How long a read may take: the node's `api.request_timeout`.
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
 private:
   /// Drain (true) or undrain (false) this node.

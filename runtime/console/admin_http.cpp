@@ -1,6 +1,7 @@
 #include "console/admin_http.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,11 +9,154 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <vector>
 
 namespace gost::runtime {
 
+namespace {
+
+constexpr size_t head_max = 16384;
+
+const char* reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return status < 500 ? "Error" : "Internal Server Error";
+  }
+}
+
+std::string head_of(int status, const std::string& type, const std::string* body) {
+  auto h = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\nContent-Type: " + type
+           + "\r\nCache-Control: no-store\r\n"
+           + "X-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src 'self'\r\n";
+  if (body != nullptr)
+    h += "Content-Length: " + std::to_string(body->size()) + "\r\n";
+  return h + "Connection: close\r\n\r\n";
+}
+
+bool send_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Best effort on a non-blocking socket, from the loop thread: a refusal must not wait.
+void refuse(int fd, int status, const std::string& msg) {
+  auto r = head_of(status, "text/plain; charset=utf-8", &msg) + msg;
+  [[maybe_unused]] auto n = ::send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
+}
+
+int hex(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+bool decode(const std::string& in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out += ' ';
+    } else if (in[i] == '%') {
+      if (i + 2 >= in.size())
+        return false;
+      int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0)
+        return false;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += in[i];
+    }
+  }
+  return true;
+}
+
+/// A handler's exception becomes a 500 naming it, not the end of the process.
+template <class F>
+http_response guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return http_response::text(500, std::string{"internal error: "} + e.what() + "\n");
+  }
+}
+
+bool is_probe(const std::string& path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+}
+
+} // namespace
+
+http_response http_response::text(int status, std::string body) {
+  return {status, "text/plain; charset=utf-8", std::move(body)};
+}
+
+http_response http_response::json(int status, std::string body) {
+  return {status, "application/json; charset=utf-8", std::move(body)};
+}
+
+bool parse_target(const std::string& target, http_request& out, std::string& error) {
+  auto q = target.find('?');
+  if (!decode(target.substr(0, q), out.path) || out.path.empty() || out.path[0] != '/') {
+    error = "bad path `" + target.substr(0, q) + "`";
+    return false;
+  }
+  if (q == std::string::npos)
+    return true;
+  auto rest = target.substr(q + 1);
+  size_t pos = 0;
+  while (pos <= rest.size()) {
+    auto amp = rest.find('&', pos);
+    auto part = rest.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    if (!part.empty()) {
+      auto eq = part.find('=');
+      std::string name, value;
+      if (!decode(part.substr(0, eq), name)
+          || (eq != std::string::npos && !decode(part.substr(eq + 1), value))) {
+        error = "bad escape in the query `" + part + "`";
+        return false;
+      }
+      out.query[name] = value;
+    }
+    if (amp == std::string::npos)
+      break;
+    pos = amp + 1;
+  }
+  return true;
+}
+
+admin_http::admin_http(page_fn metrics, page_fn not_ready, options opts)
+  : metrics_(std::move(metrics)), not_ready_(std::move(not_ready)), opts_(opts) {}
+
+void admin_http::route(std::string path, http_handler h) {
+  routes_[std::move(path)] = std::move(h);
+}
+
+void admin_http::stream_route(std::string path, http_stream_handler h) {
+  streams_[std::move(path)] = std::move(h);
+}
+
 uint16_t admin_http::start(const std::string& host, uint16_t port, std::string& error) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
@@ -41,73 +185,168 @@ void admin_http::stop() {
   if (listen_fd_ >= 0)
     ::close(listen_fd_);
   listen_fd_ = -1;
+  // The answers in progress hold `this`; each ends within its send timeout (a stream's writer
+  // fails once stopping_ is set).
+  std::unique_lock<std::mutex> lock{mtx_};
+  idle_.wait(lock, [this] { return probes_ + others_ == 0; });
 }
 
 void admin_http::serve() {
+  using clock = std::chrono::steady_clock;
+  struct conn {
+    int fd;
+    std::string head;
+    clock::time_point deadline;
+  };
+  std::vector<conn> conns;
+  std::vector<pollfd> fds;
   while (!stopping_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0)
+    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    for (auto& c : conns)
+      fds.push_back(pollfd{c.fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    auto now = clock::now();
+    std::vector<conn> kept;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      auto& c = conns[i];
+      if (fds[i + 1].revents != 0) {
+        char buf[4096];
+        auto n = ::recv(c.fd, buf, sizeof(buf), 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          ::close(c.fd);
+          continue;
+        }
+        if (n > 0)
+          c.head.append(buf, static_cast<size_t>(n));
+        if (c.head.find("\r\n\r\n") != std::string::npos) {
+          dispatch(c.fd, c.head);
+          continue;
+        }
+        if (c.head.size() > head_max) {
+          refuse(c.fd, 431, "the request head is over 16 KiB\n");
+          continue;
+        }
+      }
+      if (now >= c.deadline) {
+        refuse(c.fd, 408, "no complete request within the read timeout\n");
+        continue;
+      }
+      kept.push_back(std::move(c));
+    }
+    conns = std::move(kept);
+    if ((fds[0].revents & POLLIN) == 0)
       continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0)
-      continue;
-    timeval tv{2, 0}; // a slow client cannot hold the thread for long
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (int fd;
+         (fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+      if (static_cast<int>(conns.size()) >= opts_.pending_max) {
+        // Many idle connections (a browser's spares): the oldest makes room.
+        refuse(conns.front().fd, 408, "too many idle connections\n");
+        conns.erase(conns.begin());
+      }
+      conns.push_back(conn{fd, {}, now + opts_.read_timeout});
+    }
+  }
+  for (auto& c : conns)
+    ::close(c.fd);
+}
+
+void admin_http::dispatch(int fd, const std::string& head) {
+  auto line = head.substr(0, head.find("\r\n"));
+  auto sp1 = line.find(' ');
+  auto sp2 = line.find(' ', sp1 == std::string::npos ? 0 : sp1 + 1);
+  if (sp1 == std::string::npos || sp2 == std::string::npos) {
+    refuse(fd, 400, "not an HTTP request line\n");
+    return;
+  }
+  if (line.compare(0, sp1, "GET") != 0) {
+    refuse(fd, 405, "only GET is served\n");
+    return;
+  }
+  http_request req;
+  std::string error;
+  if (!parse_target(line.substr(sp1 + 1, sp2 - sp1 - 1), req, error)) {
+    refuse(fd, 400, error + "\n");
+    return;
+  }
+  bool probe = is_probe(req.path);
+  bool stream = !probe && streams_.count(req.path) != 0;
+  {
+    std::lock_guard<std::mutex> lock{mtx_};
+    int& used = probe ? probes_ : others_;
+    int cap = probe ? opts_.probe_threads : opts_.route_threads;
+    if (used >= cap || (stream && streaming_ >= opts_.stream_threads)) {
+      refuse(fd, 503, "busy: too many requests in progress on this listener; try again\n");
+      return;
+    }
+    ++used;
+    if (stream)
+      ++streaming_;
+  }
+  auto served = [this, fd, probe, stream, req = std::move(req)] {
+    int flags = ::fcntl(fd, F_GETFL);
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    auto ms = opts_.send_timeout.count();
+    timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    handle(fd);
+    if (stream) {
+      bool begun = false;
+      http_stream out;
+      out.begin = [&](const std::string& type) {
+        begun = true;
+        return !stopping_ && send_all(fd, head_of(200, type, nullptr));
+      };
+      out.open = [&] {
+        // A client that went away shows as a readable end of stream (or an error).
+        pollfd p{fd, POLLIN, 0};
+        return !stopping_
+               && !(::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0);
+      };
+      out.write = [&](const std::string& piece) { return out.open() && send_all(fd, piece); };
+      auto r = guarded([&] { return streams_.at(req.path)(req, out); });
+      if (!begun)
+        respond(fd, r);
+    } else {
+      respond(fd, guarded([&] { return answer(req); }));
+    }
     ::close(fd);
+    std::lock_guard<std::mutex> lock{mtx_};
+    --(probe ? probes_ : others_);
+    if (stream)
+      --streaming_;
+    idle_.notify_all();
+  };
+  try {
+    std::thread{std::move(served)}.detach();
+  } catch (const std::system_error&) { // no thread to be had: refused, and counted back
+    refuse(fd, 503, "busy: no thread for the request; try again\n");
+    std::lock_guard<std::mutex> lock{mtx_};
+    --(probe ? probes_ : others_);
+    if (stream)
+      --streaming_;
   }
 }
 
-void admin_http::handle(int fd) {
-  std::string req;
-  char buf[2048];
-  while (req.find("\r\n\r\n") == std::string::npos && req.size() < 16384) {
-    auto n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0)
-      return;
-    req.append(buf, static_cast<size_t>(n));
+http_response admin_http::answer(const http_request& req) {
+  if (req.path == "/healthz")
+    return http_response::text(200, "ok\n");
+  if (req.path == "/readyz") {
+    auto why = not_ready_();
+    return why.empty() ? http_response::text(200, "ready\n")
+                       : http_response::text(503, "not ready: " + why + "\n");
   }
-  auto line_end = req.find("\r\n");
-  auto line = req.substr(0, line_end);
-  std::string code = "200 OK";
-  std::string type = "text/plain; charset=utf-8";
-  std::string body;
-  if (line.rfind("GET ", 0) != 0) {
-    code = "405 Method Not Allowed";
-    body = "only GET is served\n";
-  } else {
-    auto path = line.substr(4, line.find(' ', 4) - 4);
-    if (path == "/healthz") {
-      body = "ok\n";
-    } else if (path == "/readyz") {
-      auto why = not_ready_();
-      if (why.empty()) {
-        body = "ready\n";
-      } else {
-        code = "503 Service Unavailable";
-        body = "not ready: " + why + "\n";
-      }
-    } else if (path == "/metrics") {
-      type = "text/plain; version=0.0.4; charset=utf-8";
-      body = metrics_();
-    } else if (path == "/") {
-      type = "text/html; charset=utf-8";
-      body = status_();
-    } else {
-      code = "404 Not Found";
-      body = "not found; try /, /healthz, /readyz or /metrics\n";
-    }
-  }
-  auto resp = "HTTP/1.1 " + code + "\r\nContent-Type: " + type + "\r\nContent-Length: "
-              + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  size_t off = 0;
-  while (off < resp.size()) {
-    auto n = ::send(fd, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
-    if (n <= 0)
-      return;
-    off += static_cast<size_t>(n);
-  }
+  if (req.path == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_()};
+  if (auto r = routes_.find(req.path); r != routes_.end())
+    return r->second(req);
+  std::string known = "/healthz, /readyz, /metrics";
+  for (auto& [path, h] : routes_)
+    if (path.rfind("/api/", 0) != 0)
+      known += ", " + path;
+  return http_response::text(404, "not found: " + req.path + "; try " + known + "\n");
+}
+
+void admin_http::respond(int fd, const http_response& r) {
+  send_all(fd, head_of(r.status, r.type, &r.body) + r.body);
 }
 
 } // namespace gost::runtime

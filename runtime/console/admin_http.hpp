@@ -1,39 +1,109 @@
 #pragma once
 // The node's small admin HTTP endpoint on http.listen: /healthz (liveness: the process
-// answers), /readyz (readiness: 200, or 503 with the reason), /metrics (Prometheus text) and
-// / (a status page). One thread, one request per connection: it is for operators, probes and
-// scrapers, not for traffic.
+// answers), /readyz (readiness: 200, or 503 with the reason), /metrics (Prometheus text), and
+// whatever routes the node adds before start (the web console and its /api/..., web_api.hpp).
+// It is for operators, probes and scrapers, not for traffic: one connection per request
+// (Connection: close), GET only.
+//
+// Threads: one loop thread accepts and reads requests without blocking (every connection gets
+// `read_timeout` to send its request head, then it is closed), and each complete request is
+// answered on a thread of its own. The probes (/healthz, /readyz, /metrics) have their own
+// bound of such threads, so an idle or slow browser, a slow console query or a long trace
+// stream never holds them up; beyond a bound the answer is 503 at once.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
 namespace gost::runtime {
 
+struct http_request {
+  std::string path;                         ///< without the query
+  std::map<std::string, std::string> query; ///< decoded; a name given twice: the last
+};
+
+struct http_response {
+  int status = 200;
+  std::string type = "text/plain; charset=utf-8";
+  std::string body;
+
+  static http_response text(int status, std::string body);
+  static http_response json(int status, std::string body);
+};
+
+/// Sends one piece of a streamed answer; false once the client has gone away or the listener
+/// stops (then the producer stops).
+using http_writer = std::function<bool(const std::string&)>;
+
+/// A streamed answer's two steps: `begin` sends the head (200, the content type given, no
+/// length: the body ends when the connection closes), `write` one piece of the body. `open`
+/// tells, without writing, whether the client is still there and the listener not stopping:
+/// a producer waiting for something to write asks it now and then (say every 100 ms).
+struct http_stream {
+  std::function<bool(const std::string& type)> begin;
+  http_writer write;
+  std::function<bool()> open;
+};
+
+using http_handler = std::function<http_response(const http_request&)>;
+/// A streamed route: returns a response that is sent as is when it never called `begin`
+/// (an error, 501); after `begin` what it returns is ignored.
+using http_stream_handler = std::function<http_response(const http_request&, http_stream&)>;
+
 class admin_http {
 public:
   using page_fn = std::function<std::string()>;
 
+  struct options {
+    std::chrono::milliseconds read_timeout{5000}; ///< to send the request head
+    std::chrono::milliseconds send_timeout{5000}; ///< each send of the answer
+    int probe_threads = 4;                        ///< /healthz, /readyz, /metrics at once
+    int route_threads = 8;                        ///< everything else at once
+    int stream_threads = 2;                       ///< of those, streamed answers
+    int pending_max = 64;                         ///< connections still sending their head
+  };
+
   /// `not_ready`: why the node should not get calls, empty when it should (api/readiness.hpp).
-  admin_http(page_fn metrics, page_fn status, page_fn not_ready)
-    : metrics_(std::move(metrics)), status_(std::move(status)), not_ready_(std::move(not_ready)) {}
+  admin_http(page_fn metrics, page_fn not_ready, options opts);
+  admin_http(page_fn metrics, page_fn not_ready) : admin_http(metrics, not_ready, options{}) {}
   ~admin_http() { stop(); }
+
+  /// Adds a route (an exact path); only before start.
+  void route(std::string path, http_handler h);
+  void stream_route(std::string path, http_stream_handler h);
 
   /// Binds and starts serving; returns the bound port, or 0 and sets `error`.
   uint16_t start(const std::string& host, uint16_t port, std::string& error);
+  /// Stops accepting, closes waiting connections and waits for the answers in progress (each
+  /// bounded by `send_timeout`; streams see their writer fail).
   void stop();
 
 private:
   void serve();
-  void handle(int fd);
+  /// Parses a complete head and hands it to a thread of its own (503 when none is free).
+  void dispatch(int fd, const std::string& head);
+  http_response answer(const http_request& req);
+  void respond(int fd, const http_response& r);
 
   page_fn metrics_;
-  page_fn status_;
   page_fn not_ready_;
+  options opts_;
+  std::map<std::string, http_handler> routes_;
+  std::map<std::string, http_stream_handler> streams_;
   int listen_fd_ = -1;
   std::atomic<bool> stopping_{false};
+  std::mutex mtx_; // guards the counts below
+  std::condition_variable idle_;
+  int probes_ = 0, others_ = 0, streaming_ = 0;
   std::thread thread_;
 };
+
+/// Parses a request target ("/api/offer?id=a%20b"); false (and `error`) on a bad escape.
+bool parse_target(const std::string& target, http_request& out, std::string& error);
 
 } // namespace gost::runtime

@@ -574,8 +574,9 @@ TEST_CASE("console: off loopback the verbs need console.token, and refuse naming
     child_process ok{GOSTCTL_PATH, {"--addr", n.addr, "pause", "audit", "--token", "s3cret"}};
     CHECK(ok.wait(30s) == 0);
     CHECK(n.scalar_int("SELECT count(*) FROM stage_pauses") == 1);
-    // The token stays out of the configuration dump (status page).
-    CHECK(testing::http_get(static_cast<uint16_t>(n.http_port), "/").find("s3cret")
-          == std::string::npos);
+    // The token stays out of the configuration dump (status page) and the console.
+    for (auto path : {"/status", "/"})
+      CHECK(testing::http_get(static_cast<uint16_t>(n.http_port), path).find("s3cret")
+            == std::string::npos);
   }
 }

@@ -1,0 +1,356 @@
+// gost web console: reads the node's /api/... (JSON rendered from the AdminService
+// responses) and shows them. Read-only. Every value reaches the page through textContent
+// (never innerHTML), so nothing an offer or a stage holds can become markup.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { cache: 'no-store' });
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (!r.ok) {
+    const err = new Error((body && body.error) || (r.status + ' ' + r.statusText));
+    err.status = r.status;
+    throw err;
+  }
+  return body;
+}
+
+const num = (v) => (v === undefined || v === null || v === '' ? 0 : Number(v));
+
+function age(ms) {
+  ms = num(ms);
+  if (ms <= 0) return '-';
+  if (ms < 1000) return ms + ' ms';
+  if (ms < 120000) return (ms / 1000).toFixed(1) + ' s';
+  if (ms < 7200000) return (ms / 60000).toFixed(1) + ' min';
+  return (ms / 3600000).toFixed(1) + ' h';
+}
+
+const rate = (v) => (v === null ? '-' : v.toFixed(1));
+
+// columns: [title, (row) => value or Node, 'text' for left-aligned]
+function table(container, columns, rows, empty) {
+  container.replaceChildren();
+  if (!rows.length) {
+    container.appendChild(el('p', empty || 'none', 'muted'));
+    return;
+  }
+  const t = el('table');
+  const head = el('tr');
+  for (const [title, , cls] of columns) head.appendChild(el('th', title, cls));
+  t.appendChild(head);
+  for (const row of rows) {
+    const tr = el('tr');
+    for (const [, get, cls] of columns) {
+      const v = get(row);
+      const td = el('td', null, cls);
+      if (v instanceof Node) td.appendChild(v); else td.textContent = String(v);
+      tr.appendChild(td);
+    }
+    t.appendChild(tr);
+  }
+  container.appendChild(t);
+}
+
+function offerLink(id) {
+  const a = el('a', id);
+  a.href = '?offer=' + encodeURIComponent(id);
+  a.addEventListener('click', (ev) => { ev.preventDefault(); showOffer(id); });
+  return a;
+}
+
+function stateCell(paused) {
+  return paused ? el('span', 'PAUSED', 'paused') : 'running';
+}
+
+// Rates from two samples of the counters Top returns, as gostctl top computes them.
+let previous = null;
+let rates = { shards: new Map(), stages: new Map() };
+
+function takeRates(top) {
+  const now = { at: num(top.at_us), shards: new Map(), stages: new Map() };
+  for (const s of top.shards) now.shards.set(s.shard, [num(s.runs), num(s.failures)]);
+  for (const s of top.stages) now.stages.set(s.stage_id, [num(s.runs), num(s.failures)]);
+  const out = { shards: new Map(), stages: new Map() };
+  if (previous && now.at > previous.at) {
+    const dt = (now.at - previous.at) / 1e6;
+    for (const kind of ['shards', 'stages'])
+      for (const [k, [runs, fails]] of now[kind]) {
+        const p = previous[kind].get(k);
+        if (p) out[kind].set(k, [(runs - p[0]) / dt, (fails - p[1]) / dt]);
+      }
+  }
+  previous = now;
+  rates = out;
+}
+
+const rateOf = (kind, key, i) => {
+  const r = rates[kind].get(key);
+  return r ? rate(r[i]) : '-';
+};
+
+async function refreshTop() {
+  const top = await getJSON('/api/top');
+  $('node-id').textContent = top.node_id;
+  document.title = 'gost ' + top.node_id;
+  takeRates(top);
+  table($('top-shards'), [
+    ['shard', (s) => s.shard],
+    ['epoch', (s) => s.epoch],
+    ['resident', (s) => s.resident],
+    ['mailbox', (s) => s.mailbox],
+    ['runs/s', (s) => rateOf('shards', s.shard, 0)],
+    ['fail/s', (s) => rateOf('shards', s.shard, 1)],
+    ['running', (s) => s.running],
+    ['backlog', (s) => s.backlog],
+    ['oldest due', (s) => age(s.oldest_due_age_ms)],
+    ['wlag ms', (s) => s.write_lag_ms],
+    ['wbatch', (s) => s.write_batch],
+  ], top.shards, 'this node owns no shard');
+  table($('top-stages'), [
+    ['stage', (s) => s.stage_id, 'text'],
+    ['state', (s) => stateCell(s.paused)],
+    ['queued', (s) => s.queued],
+    ['oldest due', (s) => age(s.oldest_due_age_ms)],
+    ['runs/s', (s) => rateOf('stages', s.stage_id, 0)],
+    ['fail/s', (s) => rateOf('stages', s.stage_id, 1)],
+    ['dead', (s) => s.dead_letters],
+  ], top.stages, 'no stages');
+}
+
+async function refreshOverview() {
+  const [nodes, stages, shards] = await Promise.all(
+    [getJSON('/api/nodes'), getJSON('/api/stages'), getJSON('/api/shards')]);
+  table($('nodes'), [
+    ['node', (n) => n.node_id, 'text'],
+    ['gRPC', (n) => n.grpc_addr, 'text'],
+    ['HTTP', (n) => n.http_addr, 'text'],
+    ['alive', (n) => (n.alive ? 'yes' : 'NO')],
+    ['leaving', (n) => (n.leaving ? 'yes' : '')],
+    ['heartbeat age', (n) => age(n.heartbeat_age_ms)],
+    ['shards', (n) => n.shards],
+    ['started', (n) => n.started_at || '', 'text'],
+  ], nodes.nodes, 'no nodes registered');
+  table($('stages'), [
+    ['stage', (s) => s.stage_id, 'text'],
+    ['state', (s) => stateCell(s.paused)],
+    ['queued', (s) => s.queued],
+    ['oldest due', (s) => age(s.oldest_due_age_ms)],
+    ['runs/s', (s) => rateOf('stages', s.stage_id, 0)],
+    ['fail/s', (s) => rateOf('stages', s.stage_id, 1)],
+    ['dead letters', (s) => s.dead_letters],
+    ['timers', (s) => s.timers],
+    ['runs', (s) => s.runs],
+    ['run p50/p99 ms', (s) => num(s.run_p50_ms).toFixed(1) + ' / ' + num(s.run_p99_ms).toFixed(1)],
+    ['here', (s) => (s.registered ? 'yes' : 'no')],
+    ['paused by', (s) => (s.paused ? s.paused_by + ' ' + (s.paused_at || '') : ''), 'text'],
+  ], stages.stages, 'no stages');
+  table($('shards'), [
+    ['shard', (s) => s.shard],
+    ['owner', (s) => s.owner || '(none)', 'text'],
+    ['epoch', (s) => s.epoch],
+    ['free', (s) => (s.free ? 'yes' : '')],
+    ['heartbeat age', (s) => age(s.heartbeat_age_ms)],
+    ['hand-off to', (s) => s.handoff_to, 'text'],
+  ], shards.shards, 'no shards');
+}
+
+async function refresh() {
+  try {
+    await refreshTop();
+    await refreshOverview();
+    $('status').textContent = 'updated ' + new Date().toLocaleTimeString();
+    $('status').className = 'muted';
+  } catch (e) {
+    $('status').textContent = 'cannot read the node: ' + e.message;
+    $('status').className = 'error';
+  }
+}
+
+let deadAfter = '';
+
+async function loadDeadLetters(more) {
+  const stage = $('deadletters-stage').value.trim();
+  let path = '/api/deadletters?limit=50';
+  if (stage) path += '&stage=' + encodeURIComponent(stage);
+  if (more && deadAfter) path += '&after=' + encodeURIComponent(deadAfter);
+  try {
+    const page = await getJSON(path);
+    const columns = [
+      ['id', (d) => d.id],
+      ['shard', (d) => d.shard],
+      ['offer', (d) => offerLink(d.offer_id), 'text'],
+      ['stage', (d) => d.stage_id, 'text'],
+      ['attempts', (d) => d.attempts],
+      ['created', (d) => d.created_at || '', 'text'],
+      ['reason', (d) => d.reason, 'text'],
+    ];
+    table($('deadletters'), columns, page.letters, 'no open dead letters');
+    deadAfter = page.next_page_token || '';
+    $('deadletters-more').hidden = !deadAfter;
+  } catch (e) {
+    $('deadletters').replaceChildren(el('p', 'cannot list dead letters: ' + e.message, 'error'));
+  }
+}
+
+async function showOffer(id) {
+  id = id.trim();
+  $('offer-id').value = id;
+  if (!$('trace-offer').value) $('trace-offer').value = id;
+  const url = new URL(window.location.href);
+  url.searchParams.set('offer', id);
+  window.history.replaceState(null, '', url);
+  $('offer').hidden = true;
+  $('offer-status').className = 'muted';
+  $('offer-status').textContent = 'loading ' + id + '…';
+  let d;
+  try {
+    d = await getJSON('/api/offer?id=' + encodeURIComponent(id));
+  } catch (e) {
+    $('offer-status').className = 'error';
+    $('offer-status').textContent = (e.status === 404 ? 'no such offer: ' : 'cannot describe: ')
+      + e.message;
+    return;
+  }
+  const o = d.offer || {};
+  $('offer-status').textContent = 'offer ' + o.id;
+  const summary = [
+    ['id', o.id], ['title', o.title], ['version', o.version], ['status', o.status],
+    ['seller', o.seller_id], ['shard', d.shard],
+    ['resident', d.resident ? 'yes' : 'no'],
+    ['mailbox', num(d.mailbox) < 0 ? '-' : d.mailbox],
+    ['updated', o.updated_at || ''],
+  ];
+  table($('offer-summary'), [['', (r) => r[0], 'text'], ['', (r) => r[1], 'text']], summary);
+  $('offer-summary').querySelector('tr').remove(); // no header row for a key/value table
+  const states = $('offer-states');
+  states.replaceChildren();
+  const stageIds = Object.keys(d.states || {}).sort();
+  if (!stageIds.length) states.appendChild(el('p', 'no stage state', 'muted'));
+  for (const stage of stageIds) {
+    const div = el('div', null, 'state');
+    div.dataset.stage = stage;
+    const version = (d.state_versions || {})[stage];
+    div.appendChild(el('h4', stage + (version !== undefined ? ' (version ' + version + ')' : '')));
+    div.appendChild(el('pre', JSON.stringify(d.states[stage], null, 2)));
+    states.appendChild(div);
+  }
+  const queue = d.queue || [];
+  const qcols = [
+    ['stage', (q) => q.stage_id, 'text'],
+    ['due at', (q) => q.due_at || '', 'text'],
+    ['priority', (q) => (q.background ? 'background' : 'normal')],
+  ];
+  table($('offer-queue'), qcols, queue.filter((q) => !q.timer), 'none due');
+  table($('offer-timers'), qcols, queue.filter((q) => q.timer), 'no timers');
+  $('offer-json').textContent = JSON.stringify(o, null, 2);
+  $('offer').hidden = false;
+}
+
+// The live trace: newline-delimited JSON, read as it arrives. A node without the trace
+// answers 501, shown as such.
+let traceAbort = null;
+
+function traceEvent(line) {
+  let text = line;
+  try { text = JSON.stringify(JSON.parse(line)); } catch (e) { /* shown as it came */ }
+  const events = $('trace-events');
+  events.appendChild(el('li', text));
+  while (events.children.length > 1000) events.firstChild.remove();
+}
+
+async function startTrace() {
+  const offer = $('trace-offer').value.trim();
+  const status = $('trace-status');
+  if (!offer) {
+    status.className = 'error';
+    status.textContent = 'give an offer id';
+    return;
+  }
+  if (traceAbort) traceAbort.abort();
+  traceAbort = new AbortController();
+  const path = '/api/trace?offer=' + encodeURIComponent(offer) + '&for='
+    + encodeURIComponent($('trace-for').value.trim()) + '&max='
+    + encodeURIComponent($('trace-max').value.trim());
+  $('trace-events').replaceChildren();
+  $('trace-stop').disabled = false;
+  status.className = 'muted';
+  status.textContent = 'tracing ' + offer + '…';
+  delete status.dataset.code;
+  let count = 0;
+  try {
+    const r = await fetch(path, { signal: traceAbort.signal, cache: 'no-store' });
+    if (!r.ok) {
+      let msg = r.status + ' ' + r.statusText;
+      try { msg = (await r.json()).error || msg; } catch (e) { /* keep the status line */ }
+      status.className = r.status === 501 ? 'muted' : 'error';
+      status.textContent = (r.status === 501 ? 'not available: ' : 'trace refused: ') + msg;
+      status.dataset.code = String(r.status);
+      return;
+    }
+    const reader = r.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) { traceEvent(line); count++; }
+      }
+    }
+    if (buf.trim()) { traceEvent(buf.trim()); count++; }
+    status.textContent = 'trace ended: ' + count + ' event(s)';
+  } catch (e) {
+    status.textContent = e.name === 'AbortError' ? 'stopped after ' + count + ' event(s)'
+      : 'trace failed: ' + e.message;
+    status.className = e.name === 'AbortError' ? 'muted' : 'error';
+  } finally {
+    $('trace-stop').disabled = true;
+    traceAbort = null;
+  }
+}
+
+let timer = null;
+
+function schedule() {
+  if (timer) clearInterval(timer);
+  timer = $('auto').checked ? setInterval(refresh, 3000) : null;
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('offer-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if ($('offer-id').value.trim()) showOffer($('offer-id').value);
+  });
+  $('deadletters-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    loadDeadLetters(false);
+  });
+  $('deadletters-more').addEventListener('click', () => loadDeadLetters(true));
+  $('trace-form').addEventListener('submit', (ev) => { ev.preventDefault(); startTrace(); });
+  $('trace-stop').addEventListener('click', () => { if (traceAbort) traceAbort.abort(); });
+  $('auto').addEventListener('change', schedule);
+  const params = new URLSearchParams(window.location.search);
+  const offer = params.get('offer');
+  if (offer) {
+    $('trace-offer').value = offer;
+    showOffer(offer);
+    if (params.get('trace') === '1') startTrace(); // a link straight to the offer's trace
+  }
+  refresh();
+  loadDeadLetters(false);
+  schedule();
+});

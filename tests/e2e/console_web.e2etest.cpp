@@ -1,0 +1,219 @@
+// The web console on the admin HTTP listener (issue 13 item 6, docs/console.md "The web
+// page"): the page loaded by Debian's headless Chromium shows the node, its shards and an
+// offer's describe view with a decoded stage state; the JSON endpoints' status codes and
+// content types; the probes answer while a client holds a connection open and idle.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include "gost/testing/grpc.hpp"
+#include "gost/testing/http.hpp"
+#include "gost/testing/node.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+
+#include "gost/v1/admin.grpc.pb.h"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::call;
+using testing::child_process;
+using testing::eventually;
+using testing::temp_path;
+
+namespace {
+
+const std::string node_id = "web-e2e-node";
+
+/// A node with the audit stage (one run per new offer, its state an AuditTrail) and one
+/// offer created through gRPC whose audit state is stored.
+struct web_node {
+  web_node()
+    : port_file(temp_path("gostd-web")),
+      node(GOSTD_PATH, testing::node_args(db, port_file,
+                                          {"--node.id=" + node_id, "--stages.audit.enabled=true",
+                                           "--stages.audit.every=1h", "--outbox.relay=false"})) {
+    int grpc_port = 0, h = 0;
+    std::tie(grpc_port, h) = testing::read_ports(node, port_file);
+    http_port = static_cast<uint16_t>(h);
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                       grpc::InsecureChannelCredentials());
+    offers = v1::OfferService::NewStub(channel);
+    admin = v1::AdminService::NewStub(channel);
+    v1::CreateOfferRequest req;
+    req.mutable_offer()->set_seller_id("web-seller");
+    req.mutable_offer()->set_title(title);
+    req.mutable_offer()->set_status(v1::OFFER_STATUS_ACTIVE);
+    v1::CreateOfferResponse resp;
+    auto create = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
+                      v1::CreateOfferResponse* o) { return offers->CreateOffer(c, r, o); };
+    auto st = call(create, req, resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    offer_id = resp.offer().id();
+    // The audit stage runs once on the new offer: wait for its state.
+    REQUIRE(eventually(30s, [&] {
+      v1::InspectOfferRequest in;
+      in.set_offer_id(offer_id);
+      v1::InspectOfferResponse out;
+      auto inspect = [&](grpc::ClientContext* c, const v1::InspectOfferRequest& r,
+                         v1::InspectOfferResponse* o) { return admin->InspectOffer(c, r, o); };
+      return call(inspect, in, out).ok() && out.states().count("audit") != 0;
+    }));
+  }
+  ~web_node() {
+    node.signal(SIGTERM);
+    node.wait(30s);
+    std::remove(port_file.c_str());
+  }
+
+  std::string get(const std::string& path) { return testing::http_get(http_port, path); }
+
+  // Markup in the title: the page must show it as text.
+  const std::string title = "web <b>console</b> bike";
+  testing::temp_db db;
+  std::string port_file;
+  child_process node;
+  uint16_t http_port = 0;
+  std::unique_ptr<v1::OfferService::Stub> offers;
+  std::unique_ptr<v1::AdminService::Stub> admin;
+  std::string offer_id;
+};
+
+/// The status line's code ("HTTP/1.1 404 Not Found" -> 404), 0 without a response.
+int status_of(const std::string& resp) {
+  return resp.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(resp.c_str() + 9) : 0;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Chromium's path on PATH, or "" (then the test fails, naming the package).
+std::string find_chromium() {
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  std::stringstream dirs{path};
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    for (const char* name : {"chromium", "chromium-browser"})
+      if (auto p = dir + "/" + name; ::access(p.c_str(), X_OK) == 0)
+        return p;
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("web console: the page in headless Chromium shows the node, its shards and an offer") {
+  auto chromium = find_chromium();
+  REQUIRE_MESSAGE(!chromium.empty(),
+                  "chromium is not installed, and this test loads the web console in it: run "
+                  "scripts/install-deps.sh (it installs Debian's package `chromium`)");
+  web_node n;
+  auto dom_file = temp_path("web-dom");
+  auto profile = temp_path("web-chromium-profile");
+  // The trace is asked for too (trace=1): until a node has the trace, the panel shows 501.
+  auto url =
+    "http://127.0.0.1:" + std::to_string(n.http_port) + "/?offer=" + n.offer_id + "&trace=1";
+  child_process browser{"/bin/sh",
+                        {"-c", chromium
+                                 + " --headless=new --disable-gpu --no-sandbox --no-first-run "
+                                   "--disable-dev-shm-usage --user-data-dir="
+                                 + profile + " --virtual-time-budget=8000 --dump-dom '" + url
+                                 + "' >" + dom_file + " 2>/dev/null"}};
+  REQUIRE_MESSAGE(browser.wait(120s) == 0, "chromium did not dump the page");
+  std::ifstream in{dom_file};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto dom = ss.str();
+  std::remove(dom_file.c_str());
+  std::system(("rm -rf " + profile).c_str());
+  INFO(dom);
+  // The node, and the tables the page fills from /api/top, /api/shards, /api/stages.
+  CHECK(has(dom, "<span id=\"node-id\">" + node_id + "</span>"));
+  CHECK(has(dom, "<div id=\"shards\" class=\"table\"><table>"));
+  CHECK(has(dom, "<th>epoch</th>"));
+  CHECK(has(dom, "<td class=\"text\">" + node_id + "</td>")); // a shard's owner, a node row
+  CHECK(has(dom, "<div id=\"top-shards\" class=\"table\"><table>"));
+  CHECK(has(dom, "<td class=\"text\">audit</td>"));
+  // The describe view: the title as text (its markup escaped, not made elements), the version,
+  // and the audit stage's state decoded from its protobuf type.
+  CHECK(has(dom, "<td class=\"text\">web &lt;b&gt;console&lt;/b&gt; bike</td>"));
+  CHECK_FALSE(has(dom, "<b>console</b>"));
+  CHECK(has(dom, "<td class=\"text\">version</td><td class=\"text\">1</td>"));
+  CHECK(has(dom, "data-stage=\"audit\""));
+  CHECK(has(dom, "\"@type\": \"type.googleapis.com/gost.v1.AuditTrail\""));
+  CHECK(has(dom, "\"node_id\": \"" + node_id + "\""));
+  CHECK(has(dom, "\"runs\": \"1\""));
+  // The live trace panel took the 501 in its stride.
+  CHECK(has(dom, "data-code=\"501\""));
+  CHECK(has(dom, "not available: trace not available on this node"));
+}
+
+TEST_CASE("web console: JSON endpoints, refusals, and probes while a client idles") {
+  web_node n;
+  const std::string json = "Content-Type: application/json; charset=utf-8\r\n";
+  for (auto path : {"/api/top", "/api/stages", "/api/nodes", "/api/shards", "/api/deadletters",
+                    "/api/deadletters?stage=audit&limit=10"}) {
+    auto r = n.get(path);
+    CHECK_MESSAGE(status_of(r) == 200, path, r);
+    CHECK_MESSAGE(has(r, json), path);
+  }
+  CHECK(has(n.get("/api/top"), "\"node_id\":\"" + node_id + "\""));
+  CHECK(has(n.get("/api/shards"), "\"owner\":\"" + node_id + "\""));
+
+  auto offer = n.get("/api/offer?id=" + n.offer_id);
+  CHECK(status_of(offer) == 200);
+  CHECK(has(offer, json));
+  CHECK(has(offer, "\"version\":\"1\""));
+  CHECK(has(offer, "\"states\":{\"audit\":{\"@type\":\"type.googleapis.com/gost.v1.AuditTrail\""));
+
+  auto unknown = n.get("/api/offer?id=0123456789abcdef0123456789abcdef");
+  CHECK(status_of(unknown) == 404);
+  CHECK(has(unknown, json));
+  CHECK(has(unknown, "does not exist"));
+  for (auto bad : {std::string{"/api/offer"}, std::string{"/api/offer?id="},
+                   "/api/offer?id=" + std::string(300, 'a'), std::string{"/api/offer?id=%zz"},
+                   std::string{"/api/offer?offer=x"}, std::string{"/api/deadletters?limit=x"},
+                   std::string{"/api/deadletters?limit=0"}, std::string{"/api/top?verbose=1"},
+                   std::string{"/api/trace"}, "/api/trace?offer=" + n.offer_id + "&for=0",
+                   "/api/trace?offer=" + n.offer_id + "&max=many"}) {
+    auto r = n.get(bad);
+    CHECK_MESSAGE(status_of(r) == 400, bad, r);
+    // With a message: the endpoint's JSON error, or the listener's word on a bad escape.
+    CHECK_MESSAGE((has(r, "\"error\":") || has(r, "bad escape in the query")), bad);
+  }
+  auto trace = n.get("/api/trace?offer=" + n.offer_id + "&for=5&max=10");
+  CHECK(status_of(trace) == 501);
+  CHECK(has(trace, "trace not available on this node"));
+  CHECK(status_of(n.get("/api/nope")) == 404);
+  CHECK(has(n.get("/nope"), "not found: /nope"));
+
+  auto page = n.get("/");
+  CHECK(status_of(page) == 200);
+  CHECK(has(page, "Content-Type: text/html; charset=utf-8\r\n"));
+  CHECK(has(page, "<script src=\"/console.js\" defer></script>"));
+  CHECK(has(page, "Content-Security-Policy: default-src 'self'"));
+  CHECK(n.get("/console") == page);
+  CHECK(has(n.get("/console.js"), "Content-Type: text/javascript; charset=utf-8\r\n"));
+  CHECK(has(n.get("/console.css"), "Content-Type: text/css; charset=utf-8\r\n"));
+  CHECK(has(n.get("/status"), "<h2>configuration</h2>"));
+
+  // A client that connects and sends nothing (a browser's spare connection) holds no probe
+  // up: /metrics and /readyz answer at once, not after its read timeout (5 s).
+  int idle = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(n.http_port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(::connect(idle, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(has(n.get("/metrics"), "gost_ready 1"));
+  CHECK(status_of(n.get("/readyz")) == 200);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  ::close(idle);
+}
