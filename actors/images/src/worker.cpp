@@ -187,19 +187,12 @@ task_outcome run_task(const task_key& task, const worker_options& opts) {
   return final_error("internal", "unknown function");
 }
 
-caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
-                                       const std::vector<uint32_t>& partitions, size_t limit,
-                                       std::chrono::milliseconds visibility,
-                                       const worker_options& opts) {
-  auto tasks = persistence::take_image_tasks(pool, to_string(fn), partitions, limit, visibility);
-  if (!tasks)
-    return tasks.error();
-  batch_counts n;
-  n.taken = tasks->size();
+caf::error store_outcomes(persistence::pg_pool& pool, function fn,
+                          const std::vector<task_done>& outcomes, const worker_options& opts,
+                          batch_counts& n) {
   std::vector<std::pair<persistence::image_task, persistence::image_result>> finished;
-  for (auto& t : *tasks) {
+  for (auto& [t, out] : outcomes) {
     task_key key{fn, t.args};
-    auto out = run_task(key, opts);
     persistence::image_result r;
     r.key = key.result_key();
     r.attempts = t.attempts + 1;
@@ -212,7 +205,7 @@ caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
     }
     if (out.kind == task_outcome::done) {
       r.status = "done";
-      r.value = std::move(out.value);
+      r.value = out.value;
       ++n.done;
     } else {
       r.status = "error";
@@ -227,7 +220,22 @@ caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
     }
     finished.emplace_back(t, std::move(r));
   }
-  if (auto err = persistence::finish_image_tasks(pool, finished))
+  return persistence::finish_image_tasks(pool, finished);
+}
+
+caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,
+                                       const std::vector<uint32_t>& partitions, size_t limit,
+                                       std::chrono::milliseconds visibility,
+                                       const worker_options& opts) {
+  auto tasks = persistence::take_image_tasks(pool, to_string(fn), partitions, limit, visibility);
+  if (!tasks)
+    return tasks.error();
+  batch_counts n;
+  n.taken = tasks->size();
+  std::vector<task_done> outcomes;
+  for (auto& t : *tasks)
+    outcomes.push_back({t, run_task(task_key{fn, t.args}, opts)});
+  if (auto err = store_outcomes(pool, fn, outcomes, opts, n))
     return err;
   return n;
 }

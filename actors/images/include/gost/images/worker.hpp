@@ -16,9 +16,7 @@
 #include "gost/images/compute.hpp"
 #include "gost/images/request.hpp"
 
-namespace gost::persistence {
-class pg_pool;
-}
+#include "gost/persistence/images/images.hpp"
 
 namespace gost::images {
 
@@ -68,6 +66,17 @@ task_outcome run_task(const task_key& task, const worker_options& opts);
 struct batch_counts {
   size_t taken = 0, done = 0, final_errors = 0, retried = 0, given_up = 0;
 };
+
+/// Stores what tasks came to: results and final errors (and recoverable failures past
+/// `max_attempts`, as their last error) in one transaction with the tasks' deletion; other
+/// recoverable failures due again after the back-off. Adds to `counts`.
+struct task_done {
+  persistence::image_task task;
+  task_outcome outcome;
+};
+caf::error store_outcomes(persistence::pg_pool& pool, function fn,
+                          const std::vector<task_done>& outcomes, const worker_options& opts,
+                          batch_counts& counts);
 
 /// Takes up to `limit` due tasks of `fn` in `partitions` from the queue (invisible for
 /// `visibility`), runs each, and stores the outcomes: results and final errors in one

@@ -1,0 +1,123 @@
+// The image pools on the real PostgreSQL and a local HTTP server: every queued task of the
+// partitions a node serves is computed by its function's pool, several at once, and nothing
+// of a partition it does not serve.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+
+#include <vips/vips8>
+
+#include "gost/core/protocol.hpp"
+#include "gost/images/pools.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
+#include "gost/testing/http_server.hpp"
+#include "gost/testing/pg.hpp"
+
+using namespace gost;
+using namespace gost::images;
+using namespace std::chrono_literals;
+using testing::http_server;
+
+namespace {
+
+std::string png(int w, int h) {
+  init();
+  auto img = vips::VImage::black(w, h, vips::VImage::option()->set("bands", 3))
+               .new_from_image({30, 60, 90})
+               .cast(VIPS_FORMAT_UCHAR);
+  void* buf = nullptr;
+  size_t size = 0;
+  img.write_to_buffer(".png", &buf, &size);
+  std::string out(static_cast<const char*>(buf), size);
+  g_free(buf);
+  return out;
+}
+
+bool eventually(std::chrono::milliseconds limit, const std::function<bool()>& f) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f())
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+} // namespace
+
+TEST_CASE("the pools compute every task of the partitions served here, several at once") {
+  testing::temp_db db;
+  persistence::pg_pool::options po;
+  po.dsn = db.dsn();
+  po.size = 3;
+  persistence::pg_pool pool{po};
+  REQUIRE(persistence::migrate(pool));
+
+  auto image = png(320, 240);
+  std::mutex m;
+  int running = 0, most = 0;
+  http_server srv{[&](const http_server::call&) {
+    {
+      std::lock_guard<std::mutex> g{m};
+      most = std::max(most, ++running);
+    }
+    std::this_thread::sleep_for(5ms); // a slow image server: the pool overlaps fetches
+    std::lock_guard<std::mutex> g{m};
+    --running;
+    return http_server::reply{200, image};
+  }};
+
+  // 120 ratio and 40 colour tasks over 8 partitions; the node serves partitions 0..5.
+  std::vector<persistence::image_request> reqs;
+  std::vector<task_key> served, elsewhere;
+  for (int i = 0; i < 160; ++i) {
+    auto fn = i < 120 ? function::ratio : function::main_color;
+    auto t = make_task(fn, srv.url("/p.png?n=" + std::to_string(i)));
+    REQUIRE(t);
+    persistence::image_request r;
+    r.key = t->result_key();
+    r.task = {to_string(fn), t->partition(8), t->args, 0, 3'600'000, 0, {}};
+    r.pending_ttl_ms = 60'000;
+    reqs.push_back(r);
+    (r.task.partition < 6 ? served : elsewhere).push_back(*t);
+  }
+  REQUIRE(persistence::enqueue_image_tasks(pool, reqs));
+  REQUIRE_FALSE(elsewhere.empty());
+
+  caf::actor_system_config cfg;
+  register_core_types(cfg);
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys{cfg};
+  pools_options opts;
+  opts.db = &pool;
+  opts.work.allow_private = true;
+  opts.workers = {{function::ratio, 4}, {function::main_color, 2}};
+  opts.poll = 20ms;
+  opts.partitions = [] { return std::vector<uint32_t>{0, 1, 2, 3, 4, 5}; };
+  auto actors = spawn_image_pools(sys, opts);
+  CHECK(actors.size() == 2);
+
+  auto left = [&] {
+    return std::stoi(db.scalar("SELECT count(*) FROM image_tasks WHERE partition < 6"));
+  };
+  CHECK_MESSAGE(eventually(30s, [&] { return left() == 0; }), left(), " tasks left");
+  for (auto& t : served) {
+    auto rs = persistence::find_image_results(pool, {t.result_key()});
+    REQUIRE(rs);
+    REQUIRE(rs->size() == 1);
+    CHECK(rs->front().status == "done");
+  }
+  // Partitions 6 and 7 are another node's: untouched.
+  CHECK(std::stoul(db.scalar("SELECT count(*) FROM image_tasks")) == elsewhere.size());
+  CHECK(most > 1);
+  for (auto& a : actors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
