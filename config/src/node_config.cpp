@@ -403,6 +403,55 @@ node_keys make_node_keys() {
             "A write sent with a request_id is answered again, not applied again, when it is "
             "retried within this long; after it the id is forgotten (docs/api.md, Retries)."),
         bind_to(&node_config::api, &api_config::request_ttl));
+  // The image functions (seed 003; actors/images/README.md).
+  k.add(num(vk::boolean, "images.enabled", "true", 0, 1,
+            "Serve gost.v1.ImageService and run the image functions' pools on the partitions "
+            "(shards) this node holds."),
+        bind_to(&node_config::images, &images_config::enabled));
+  k.add(num(vk::integer, "images.ratio_workers", "4", 0, 256,
+            "Threads of the Ratio pool (header reads: cheap). 0: this node computes no Ratio."),
+        bind_to(&node_config::images, &images_config::ratio_workers));
+  k.add(num(vk::integer, "images.preview_workers", "2", 0, 256,
+            "Threads of the Preview pool (decodes with shrink-on-load)."),
+        bind_to(&node_config::images, &images_config::preview_workers));
+  k.add(
+    num(vk::integer, "images.main_color_workers", "2", 0, 256, "Threads of the MainColor pool."),
+    bind_to(&node_config::images, &images_config::main_color_workers));
+  k.add(num(vk::integer, "images.rotate_workers", "1", 0, 256,
+            "Threads of the Rotate pool (full decodes and encodes: the costliest)."),
+        bind_to(&node_config::images, &images_config::rotate_workers));
+  k.add(num(vk::integer, "images.max_pixels", "40000000", 1, 1'000'000'000,
+            "Images with more pixels (width x height, read from the header) are refused before "
+            "decoding: the answer is an error status `too_many_pixels`."),
+        bind_to(&node_config::images, &images_config::max_pixels));
+  k.add(num(vk::size, "images.max_bytes", "20m", 1024, 1LL << 30,
+            "The largest image downloaded; a larger one is an error status `too_large`."),
+        bind_to(&node_config::images, &images_config::max_bytes));
+  k.add(num(vk::duration, "images.fetch_timeout", "10s", 100, 600'000,
+            "One download, redirects included; past it the attempt failed (retried)."),
+        bind_to(&node_config::images, &images_config::fetch_timeout));
+  k.add(num(vk::boolean, "images.allow_private_sources", "false", 0, 1,
+            "Fetch images from loopback, private and link-local addresses. Off, such an "
+            "address (also one a name resolves to, or a redirect points at) is refused: the "
+            "service must not become a way into the internal network."),
+        bind_to(&node_config::images, &images_config::allow_private_sources));
+  k.add(num(vk::integer, "images.max_attempts", "5", 1, 100,
+            "Attempts of a task failing recoverably (download failed, HTTP 5xx); then its last "
+            "error is cached as the result."),
+        bind_to(&node_config::images, &images_config::max_attempts));
+  k.add(num(vk::duration, "images.retry_delay", "1s", 10, 3'600'000,
+            "The first retry's delay; each next one doubles it (at most 5 minutes)."),
+        bind_to(&node_config::images, &images_config::retry_delay));
+  k.add(num(vk::duration, "images.ttl", "7d", 1000, 31'536'000'000,
+            "How long a result (or an error status) is kept when the request gives no ttl."),
+        bind_to(&node_config::images, &images_config::ttl));
+  k.add(num(vk::duration, "images.poll", "100ms", 5, 60'000,
+            "How often an idle pool looks for queued tasks."),
+        bind_to(&node_config::images, &images_config::poll));
+  k.add(str("images.blob_dir", "var/blobs",
+            "Where rotated images are stored (files named by their content's SHA-256), served "
+            "by the node at http://<http.listen>/blobs/NAME."),
+        bind_to(&node_config::images, &images_config::blob_dir));
   k.add(num(vk::duration, "tasks.retry_delay", "10m", 0, 2'592'000'000,
             "A task group's retry delay when CreateGroup gives none: a task event whose step "
             "failed is handled again this much later, times its attempts so far (seed 002's "

@@ -338,6 +338,18 @@ http_response admin_http::answer(const http_request& req) {
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_()};
   if (auto r = routes_.find(req.path); r != routes_.end())
     return r->second(req);
+  // A route ending in '/' (not the root) serves every path under it (the handler reads the
+  // rest); the longest such route wins.
+  const http_handler* under = nullptr;
+  size_t longest = 0;
+  for (auto& [path, h] : routes_)
+    if (path.size() > 1 && path.back() == '/' && path.size() > longest
+        && req.path.size() > path.size() && req.path.rfind(path, 0) == 0) {
+      under = &h;
+      longest = path.size();
+    }
+  if (under != nullptr)
+    return (*under)(req);
   std::string known = "/healthz, /readyz, /metrics";
   for (auto& [path, h] : routes_)
     if (path.rfind("/api/", 0) != 0)

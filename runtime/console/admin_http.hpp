@@ -73,7 +73,8 @@ public:
   admin_http(page_fn metrics, page_fn not_ready) : admin_http(metrics, not_ready, options{}) {}
   ~admin_http() { stop(); }
 
-  /// Adds a route (an exact path); only before start.
+  /// Adds a route (an exact path, or with a trailing '/' every path under it); only before
+  /// start.
   void route(std::string path, http_handler h);
   void stream_route(std::string path, http_stream_handler h);
 

@@ -7,6 +7,7 @@
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/images/images.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -35,6 +36,24 @@ void sweep(const housekeeping_options& o) {
   } else if (*offers > 0) {
     lg->info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
              shards.size());
+  }
+  if (o.images) {
+    // Expired image results (their TTL passed), in bounded deletes: any node may reap them.
+    size_t reaped = 0;
+    for (int round = 0; round < 10; ++round) {
+      auto n = persistence::reap_image_results(*o.pool, 10'000);
+      if (!n) {
+        if (!db_outage_reported(o.db.get(), n.error()))
+          lg->warn("image results not reaped (next round tries again) error={}",
+                   persistence::error_message(n.error()));
+        break;
+      }
+      reaped += *n;
+      if (*n < 10'000)
+        break;
+    }
+    if (reaped > 0)
+      lg->info("expired image results reaped count={}", reaped);
   }
   if (!o.entities)
     return;

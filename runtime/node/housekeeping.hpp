@@ -28,6 +28,7 @@ struct housekeeping_options {
   /// How often it looks; default: a tenth of the ttl, at most every 10 minutes.
   std::chrono::milliseconds every{0};
   bool entities = false; ///< durable entity types are registered (their table exists)
+  bool images = false;   ///< the image functions run here: their expired results are reaped
   persistence::pg_pool* pool = nullptr;
   /// The node's PostgreSQL tracker: a round failed by an outage it reported is not logged
   /// again. May be null.

@@ -46,6 +46,7 @@ constexpr start_step start_order[] = {
   {"outbox relay", start_outbox_relay},
   {"cluster membership", join_cluster},
   {"housekeeping", start_housekeeping},
+  {"image functions", start_images},
   {"after_save hooks", start_after_save},
   {"feed exchange", start_feed_exchange},
   {"readiness", start_readiness},

@@ -19,6 +19,7 @@
 
 #include "api/admin_service.hpp"
 #include "api/entity_service.hpp"
+#include "api/image_service.hpp"
 #include "api/offer_service.hpp"
 #include "api/readiness.hpp"
 #include "api/state_service.hpp"
@@ -31,6 +32,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/entity/spawn.hpp"
+#include "gost/images/worker.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
@@ -93,6 +95,7 @@ struct node_context {
   std::unique_ptr<state_service> states;
   std::unique_ptr<entity_service> entities; ///< when the node hosts actor types
   std::unique_ptr<task_service> tasks;      ///< with them (task types are actor types)
+  std::unique_ptr<image_service> images;    ///< images.enabled
   std::unique_ptr<grpc::Server> server;
   int grpc_port = 0;
   // admin HTTP (start_http)
@@ -104,6 +107,9 @@ struct node_context {
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
   // housekeeping (start_housekeeping)
   caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
+  // the image functions (start_images): their blob store and a pool + feeder per function
+  std::unique_ptr<images::blob_store> blobs;
+  std::vector<caf::actor> image_pools;
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }
 

@@ -53,6 +53,9 @@ caf::error join_cluster(node_context& n);
 /// Housekeeping: forgets request ids older than `api.request_ttl` (start_housekeeping.cpp).
 caf::error start_housekeeping(node_context& n);
 
+/// The image functions' pools on the shards this node holds (images.enabled).
+caf::error start_images(node_context& n);
+
 /// The consumer feeding stages' after_save hooks, when a stage has one (start_kafka.cpp).
 caf::error start_after_save(node_context& n);
 

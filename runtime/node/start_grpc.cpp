@@ -1,6 +1,6 @@
 // The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
-// EntityService and TaskService (when the node hosts actor types), server reflection and the health
-// service.
+// EntityService and TaskService (when the node hosts actor types), ImageService (images.enabled),
+// server reflection and the health service.
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -44,6 +44,11 @@ caf::error start_grpc(node_context& n) {
       task_service::group_defaults{cfg.tasks.retry_delay, cfg.tasks.max_attempts});
     b.RegisterService(n.tasks.get());
   }
+  if (cfg.images.enabled) {
+    n.images = std::make_unique<image_service>(
+      *n.hub, *n.pool, limits, image_service::settings{cfg.images.ttl, cfg.shard.count});
+    b.RegisterService(n.images.get());
+  }
   b.RegisterService(n.admin.get());
   b.RegisterService(n.states.get());
   n.server = b.BuildAndStart();
@@ -58,6 +63,7 @@ caf::error start_grpc(node_context& n) {
     n.states.reset();
     n.entities.reset();
     n.tasks.reset();
+    n.images.reset();
   };
   if (!n.server || n.grpc_port == 0) {
     n.server.reset();

@@ -10,6 +10,7 @@ caf::error start_housekeeping(node_context& n) {
   housekeeping_options ho;
   ho.request_ttl = n.cfg.api.request_ttl;
   ho.entities = n.hosts_entities();
+  ho.images = n.cfg.images.enabled;
   ho.pool = n.pool.get();
   ho.db = n.db;
   ho.local_shards = [routes = n.routes] { return routes->local_shards(); };

@@ -1,8 +1,13 @@
 // The admin HTTP endpoint on `http.listen`: `/healthz`, `/readyz`, `/metrics`, the web console
-// at `/` with its JSON under `/api/` (console/web_api.hpp), and `/status` (the configuration).
+// at `/` with its JSON under `/api/` (console/web_api.hpp), `/status` (the configuration) and
+// `/blobs/NAME` (rotated images, images.enabled).
+
+#include <fstream>
+#include <iterator>
 
 #include "console/web_api.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/images/worker.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -24,6 +29,17 @@ caf::error start_http(node_context& n) {
   n.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
                                         [ready = n.ready] { return ready->check(); });
   n.http->route("/status", status_page);
+  if (cfg.images.enabled) // rotated images (ImageService.Rotate answers their URLs)
+    n.http->route(
+      "/blobs/", [blobs = images::blob_store{cfg.images.blob_dir, ""}](const http_request& req) {
+        auto path = blobs.path_of(req.path.substr(std::string{"/blobs/"}.size()));
+        std::ifstream in{path, std::ios::binary};
+        if (path.empty() || !in)
+          return http_response::text(404, "no such image: " + req.path + "\n");
+        std::string body{std::istreambuf_iterator<char>{in}, {}};
+        auto ext = req.path.substr(req.path.rfind('.') + 1);
+        return http_response{200, ext == "jpg" ? "image/jpeg" : "image/" + ext, std::move(body)};
+      });
   // TRACE HOOK: the live trace's HTTP side (/api/trace, the page's "Live trace" panel). Until
   // a trace_hook is given here (console/web_api.hpp: stream one offer's events as JSON lines),
   // /api/trace answers 501 "trace not available on this node".

@@ -141,6 +141,24 @@ struct tasks_config {
   int max_attempts = 0;                    ///< then dead-lettered
 };
 
+/// `images.*`: the image functions (seed 003, actors/images/README.md).
+struct images_config {
+  bool enabled = false;
+  int ratio_workers = 0;
+  int preview_workers = 0;
+  int main_color_workers = 0;
+  int rotate_workers = 0;
+  uint64_t max_pixels = 0;
+  uint64_t max_bytes = 0;
+  std::chrono::milliseconds fetch_timeout{};
+  bool allow_private_sources = false;
+  int max_attempts = 0;
+  std::chrono::milliseconds retry_delay{};
+  std::chrono::milliseconds ttl{};
+  std::chrono::milliseconds poll{};
+  std::string blob_dir;
+};
+
 /// `limits.*`: what one request may hold (docs/api.md, "Limits"). Text in characters
 /// (Unicode code points), sizes in bytes.
 struct limits_config {
@@ -224,6 +242,7 @@ struct node_config {
   offer_config offer;
   api_config api;
   tasks_config tasks;
+  images_config images;
   limits_config limits;
   shutdown_config shutdown;
   write_config write;

@@ -1,0 +1,64 @@
+#pragma once
+// gost.v1.ImageService (seed 003, docs/images.md): the result cache first; on a miss one task
+// queued in PostgreSQL (identical requests are one task) and PENDING answered; the node's
+// image pools (gost/images/pools.hpp) compute the queued tasks of the partitions it holds.
+
+#include <chrono>
+#include <vector>
+
+#include "api/limits.hpp"
+#include "gost/v1/images.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::runtime {
+
+class image_service final : public rpc::guarded<v1::ImageService> {
+public:
+  struct settings {
+    std::chrono::milliseconds ttl{std::chrono::hours{24 * 7}}; ///< images.ttl
+    uint32_t partitions = 1;                                   ///< shard.count
+  };
+
+  image_service(call_hub& hub, persistence::pg_pool& pool, api_limits limits, settings s)
+    : hub_(hub), pool_(pool), limits_(limits), settings_(s) {
+    guard("Ratio", &image_service::Ratio);
+    guard("Preview", &image_service::Preview);
+    guard("MainColor", &image_service::MainColor);
+    guard("Rotate", &image_service::Rotate);
+    guard("Batch", &image_service::Batch);
+    require_all_guarded();
+  }
+
+  grpc::ServerUnaryReactor* Ratio(grpc::CallbackServerContext* ctx, const v1::ImageRequest* req,
+                                  v1::ImageResponse* resp) override;
+  grpc::ServerUnaryReactor* Preview(grpc::CallbackServerContext* ctx, const v1::ImageRequest* req,
+                                    v1::ImageResponse* resp) override;
+  grpc::ServerUnaryReactor* MainColor(grpc::CallbackServerContext* ctx, const v1::ImageRequest* req,
+                                      v1::ImageResponse* resp) override;
+  grpc::ServerUnaryReactor* Rotate(grpc::CallbackServerContext* ctx, const v1::ImageRequest* req,
+                                   v1::ImageResponse* resp) override;
+  grpc::ServerUnaryReactor* Batch(grpc::CallbackServerContext* ctx,
+                                  const v1::ImageBatchRequest* req,
+                                  v1::ImageBatchResponse* resp) override;
+
+private:
+  /// Answers `reqs` of function `fn` (a v1::ImageFunction) into `out` (same order).
+  grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, int fn,
+                                   std::vector<const v1::ImageRequest*> reqs,
+                                   std::vector<v1::ImageResponse*> out, const char* field);
+
+  call_hub& hub_;
+  persistence::pg_pool& pool_;
+  api_limits limits_;
+  settings settings_;
+};
+
+} // namespace gost::runtime

@@ -1,0 +1,50 @@
+// The image functions (seed 003, gost/images/pools.hpp): one start step after the node joined
+// the cluster. The partitions are the shards: each node computes the queued tasks of the shards
+// it holds, so the leases spread them and a dead node's move with its shards.
+
+#include <filesystem>
+
+#include "cluster/router.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/images/pools.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+caf::error start_images(node_context& n) {
+  auto& c = n.cfg.images;
+  if (!c.enabled)
+    return {};
+  std::error_code ec;
+  std::filesystem::create_directories(c.blob_dir, ec);
+  if (ec)
+    return make_error(errc::invalid_argument, "cannot create images.blob_dir=" + c.blob_dir + ": "
+                                                + ec.message() + "; choose another directory");
+  n.blobs = std::make_unique<images::blob_store>(
+    c.blob_dir, "http://" + n.advertised_host + ":" + std::to_string(n.http_port) + "/blobs");
+  images::pools_options o;
+  o.db = n.pool.get();
+  o.work.limits.max_pixels = c.max_pixels;
+  o.work.max_bytes = c.max_bytes;
+  o.work.fetch_timeout = c.fetch_timeout;
+  o.work.allow_private = c.allow_private_sources;
+  o.work.max_attempts = c.max_attempts;
+  o.work.retry_base = c.retry_delay;
+  o.work.blobs = n.blobs.get();
+  o.workers = {{images::function::ratio, c.ratio_workers},
+               {images::function::preview, c.preview_workers},
+               {images::function::main_color, c.main_color_workers},
+               {images::function::rotate, c.rotate_workers}};
+  o.poll = c.poll;
+  o.visibility = std::max(std::chrono::milliseconds{60'000}, c.fetch_timeout * 4);
+  o.partitions = [routes = n.routes] { return routes->local_shards(); };
+  n.image_pools = images::spawn_image_pools(*n.sys, o);
+  n.stops.push("image pools", [&n] {
+    n.stop_actors(n.image_pools);
+    n.image_pools.clear();
+    n.blobs.reset();
+  });
+  return {};
+}
+
+} // namespace gost::runtime
