@@ -445,8 +445,8 @@ node_keys make_node_keys() {
   k.add(num(vk::duration, "images.ttl", "7d", 1000, 31'536'000'000,
             "How long a result (or an error status) is kept when the request gives no ttl."),
         bind_to(&node_config::images, &images_config::ttl));
-  k.add(num(vk::duration, "images.poll", "100ms", 5, 60'000,
-            "How often an idle pool looks for queued tasks."),
+  k.add(num(vk::duration, "images.poll", "250ms", 5, 60'000,
+            "How often an idle pool looks for queued tasks (one small query per function)."),
         bind_to(&node_config::images, &images_config::poll));
   k.add(str("images.blob_dir", "var/blobs",
             "Where rotated images are stored (files named by their content's SHA-256), served "

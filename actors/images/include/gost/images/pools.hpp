@@ -23,7 +23,7 @@ struct pools_options {
   /// Threads per function; a function with 0 (or missing) gets no pool on this node.
   std::map<function, int> workers;
   /// How often an idle feeder looks for due tasks.
-  std::chrono::milliseconds poll{100};
+  std::chrono::milliseconds poll{250};
   /// How long a taken task stays invisible to other takers: above the longest run.
   std::chrono::milliseconds visibility{120'000};
   /// The partitions this node serves now (the shards it holds).
