@@ -8,14 +8,7 @@
 // - a loopback target refused at the connection when private targets are not allowed.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <mutex>
-#include <thread>
 #include <vector>
-
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/pg_pool.hpp"
@@ -23,6 +16,7 @@
 #include "gost/scheduled/http_call.hpp"
 #include "gost/scheduled/scheduler.hpp"
 #include "gost/scheduled/worker_steps.hpp"
+#include "gost/testing/http_server.hpp"
 #include "gost/testing/pg.hpp"
 
 using namespace gost;
@@ -32,78 +26,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int64_t t0 = 1'704'067'200'000;
-
-/// A one-thread HTTP/1.1 server on 127.0.0.1 answering each request with the next status of
-/// its script (the last one repeated), recording the Idempotency-Key of each.
-class test_http_server {
-public:
-  explicit test_http_server(std::vector<int> statuses) : statuses_(std::move(statuses)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    REQUIRE(::listen(fd_, 16) == 0);
-    thread_ = std::thread{[this] { serve(); }};
-  }
-  ~test_http_server() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
-  std::vector<std::string> keys() const {
-    std::lock_guard<std::mutex> g{mtx_};
-    return keys_;
-  }
-
-private:
-  void serve() {
-    while (!stop_) {
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0)
-        return;
-      std::string req;
-      char buf[4096];
-      while (req.find("\r\n\r\n") == std::string::npos) {
-        auto n = ::recv(c, buf, sizeof buf, 0);
-        if (n <= 0)
-          break;
-        req.append(buf, static_cast<size_t>(n));
-      }
-      std::string key;
-      auto k = req.find("Idempotency-Key: ");
-      if (k != std::string::npos)
-        key = req.substr(k + 17, req.find("\r\n", k) - k - 17);
-      int status;
-      {
-        std::lock_guard<std::mutex> g{mtx_};
-        keys_.push_back(key);
-        status = statuses_[std::min(keys_.size() - 1, statuses_.size() - 1)];
-      }
-      auto resp = "HTTP/1.1 " + std::to_string(status)
-                  + " X\r\nContent-Length: 0\r\n"
-                    "Connection: close\r\n\r\n";
-      ::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
-      ::close(c);
-    }
-  }
-
-  std::vector<int> statuses_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  mutable std::mutex mtx_;
-  std::vector<std::string> keys_;
-  std::thread thread_;
-};
 
 persistence::pg_pool::options pool_options(const testing::temp_db& db) {
   persistence::pg_pool::options o;
@@ -167,7 +89,7 @@ v1::ScheduledActionSpec hourly_http(const std::string& url, int32_t attempts) {
 
 TEST_CASE("an endpoint failing twice then succeeding: three calls, one key, counters exact") {
   one_shard w;
-  test_http_server server{{503, 503, 200}};
+  testing::http_server server{{503, 503, 200}};
   REQUIRE(w.api->create("hook-1", hourly_http(server.url(), 5)));
 
   auto first = w.iterate();
@@ -202,7 +124,7 @@ TEST_CASE("an endpoint down past max attempts: the status says so, the next peri
   one_shard w;
   int port;
   {
-    test_http_server gone{{200}};
+    testing::http_server gone{{200}};
     port = std::stoi(gone.url().substr(17, gone.url().find('/', 17) - 17));
   } // closed: nobody listens on its port now
   auto url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
@@ -225,7 +147,7 @@ TEST_CASE("an endpoint down past max attempts: the status says so, the next peri
 }
 
 TEST_CASE("a loopback target is refused at the connection unless private targets are allowed") {
-  test_http_server server{{200}};
+  testing::http_server server{{200}};
   v1::HttpAction h;
   h.set_url(server.url());
   auto refused = call_http(h, "k/1", 2000ms, false);

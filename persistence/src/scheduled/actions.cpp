@@ -261,6 +261,22 @@ caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int6
   return out;
 }
 
+caf::expected<std::optional<int64_t>> next_due_ms(pg_pool& pool, uint32_t shard) {
+  std::optional<int64_t> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT min(scheduled_at_ms) FROM scheduled_processing"
+                            " WHERE shard = $1 AND scheduled_at_ms IS NOT NULL",
+                            static_cast<int64_t>(shard));
+    if (!r.empty() && !r[0][0].is_null())
+      out = r[0][0].as<int64_t>();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<step_outcome> update_due_action(
   pg_pool& pool, const scheduled_lease& lease, const due_row& row, const std::string& sync_guid,
   const std::function<action_change(v1::ScheduledAction&)>& fn, v1::ScheduledAction* out) {

@@ -141,6 +141,17 @@ struct tasks_config {
   int max_attempts = 0;                    ///< then dead-lettered
 };
 
+/// `scheduled.*`: scheduled actions (seed 001, docs/scheduled-actions.md).
+struct scheduled_config {
+  bool enabled = false;               ///< a worker per owned shard
+  std::chrono::milliseconds poll{};   ///< how often a worker looks for API changes
+  int batch = 0;                      ///< rows moved / fired per iteration at most
+  bool allow_private_targets = false; ///< HTTP to loopback/private addresses
+  int default_max_attempts = 0;       ///< an action's retry policy when it sets none
+  std::chrono::milliseconds default_backoff{};
+  std::chrono::milliseconds default_deadline{};
+};
+
 /// `limits.*`: what one request may hold (docs/api.md, "Limits"). Text in characters
 /// (Unicode code points), sizes in bytes.
 struct limits_config {
@@ -224,6 +235,7 @@ struct node_config {
   offer_config offer;
   api_config api;
   tasks_config tasks;
+  scheduled_config scheduled;
   limits_config limits;
   shutdown_config shutdown;
   write_config write;

@@ -100,6 +100,9 @@ struct due_row {
 caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int64_t now_ms,
                                              size_t limit);
 
+/// The earliest due time of `shard`'s processing rows (parked ones aside), or none.
+caf::expected<std::optional<int64_t>> next_due_ms(pg_pool& pool, uint32_t shard);
+
 /// What a worker step does to an action it locked.
 struct action_change {
   bool write = false;            ///< false: nothing written

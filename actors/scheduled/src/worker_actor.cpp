@@ -1,0 +1,93 @@
+// A shard's scheduled-actions worker: a thin shell over worker_steps (ADR 0011). Each tick is
+// one sync iteration; then it sleeps until the next due row or the poll period (new incoming
+// rows), whichever is first, or ticks again at once when the batch was full. A database error
+// is logged once per outage and retried at the poll period; a fenced step ends the worker (the
+// shard's new owner runs its own).
+
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "gost/core/log.hpp"
+#include "gost/scheduled/protocol.hpp"
+
+namespace gost::scheduled {
+
+namespace {
+
+const auto lg = gost::log::get("scheduled");
+
+int64_t system_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+struct worker_state {
+  static inline const char* name = "gost.scheduled.worker";
+  std::unique_ptr<worker_steps> steps;
+  worker_options opts;
+  bool failing = false;
+};
+
+using stateful = worker_actor::stateful_pointer<worker_state>;
+
+worker_actor::behavior_type worker(stateful self, worker_options opts) {
+  if (!opts.clock_ms)
+    opts.clock_ms = system_ms;
+  auto& st = self->state;
+  st.opts = opts;
+  st.steps = std::make_unique<worker_steps>(
+    *opts.pool, persistence::scheduled_lease{opts.shard, opts.epoch}, opts.rules, opts.clock_ms);
+  if (opts.watch) {
+    self->monitor(opts.watch);
+    self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  }
+  self->send(self, tick_atom_v);
+  return {
+    [self](tick_atom) {
+      auto& s = self->state;
+      auto it = s.steps->iterate(s.opts.fire, s.opts.batch, s.opts.batch);
+      auto wait = s.opts.poll;
+      if (!it) {
+        if (!s.failing)
+          lg->warn("scheduled worker shard={} step failed error={}; retrying every {} ms",
+                   s.opts.shard, persistence::error_message(it.error()), s.opts.poll.count());
+        s.failing = true;
+      } else {
+        if (s.failing)
+          lg->info("scheduled worker shard={} steps work again", s.opts.shard);
+        s.failing = false;
+        if (it->fenced) {
+          lg->info("scheduled worker shard={} epoch={} fenced: the lease moved on; stopping",
+                   s.opts.shard, s.opts.epoch);
+          self->quit();
+          return;
+        }
+        auto full = static_cast<size_t>(it->moved + it->dropped) >= s.opts.batch
+                    || static_cast<size_t>(it->fired + it->failed) >= s.opts.batch;
+        if (full) {
+          self->send(self, tick_atom_v);
+          return;
+        }
+        if (auto next = persistence::next_due_ms(*s.opts.pool, s.opts.shard); next && *next) {
+          auto in = **next - s.opts.clock_ms();
+          if (in < wait.count())
+            wait = std::chrono::milliseconds{std::max<int64_t>(in, 0)};
+        }
+      }
+      if (wait.count() == 0)
+        self->send(self, tick_atom_v);
+      else
+        self->delayed_send(self, wait, tick_atom_v);
+    },
+  };
+}
+
+} // namespace
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_options opts) {
+  return sys.spawn<caf::detached>(worker, std::move(opts));
+}
+
+} // namespace gost::scheduled
