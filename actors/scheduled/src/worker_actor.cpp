@@ -1,6 +1,7 @@
-// A shard's scheduled-actions worker: a thin shell over worker_steps (ADR 0011). Each tick is
-// one sync iteration; then it sleeps until the next due row or the poll period (new incoming
-// rows), whichever is first, or ticks again at once when the batch was full. A database error
+// A shard's scheduled-actions worker: a thin shell over worker_steps (ADR 0011). Each tick
+// looks at the shard (one read: incoming rows? the next due time?) and runs a sync iteration
+// when there is work, then looks again at once; an idle shard sleeps until its next due row or
+// the poll period (new incoming rows), whichever is first. A database error
 // is logged once per outage and retried at the poll period; a fenced step ends the worker (the
 // shard's new owner runs its own).
 
@@ -47,39 +48,47 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
   return {
     [self](tick_atom) {
       auto& s = self->state;
-      auto it = s.steps->iterate(s.opts.fire, s.opts.batch, s.opts.batch);
       auto wait = s.opts.poll;
-      if (!it) {
+      auto again = [self, &wait] {
+        if (wait.count() <= 0)
+          self->send(self, tick_atom_v);
+        else
+          self->delayed_send(self, wait, tick_atom_v);
+      };
+      auto trouble = [&](const caf::error& err) {
         if (!s.failing)
           lg->warn("scheduled worker shard={} step failed error={}; retrying every {} ms",
-                   s.opts.shard, persistence::error_message(it.error()), s.opts.poll.count());
+                   s.opts.shard, persistence::error_message(err), s.opts.poll.count());
         s.failing = true;
-      } else {
-        if (s.failing)
-          lg->info("scheduled worker shard={} steps work again", s.opts.shard);
-        s.failing = false;
-        if (it->fenced) {
-          lg->info("scheduled worker shard={} epoch={} fenced: the lease moved on; stopping",
-                   s.opts.shard, s.opts.epoch);
-          self->quit();
-          return;
-        }
-        auto full = static_cast<size_t>(it->moved + it->dropped) >= s.opts.batch
-                    || static_cast<size_t>(it->fired + it->failed) >= s.opts.batch;
-        if (full) {
-          self->send(self, tick_atom_v);
-          return;
-        }
-        if (auto next = persistence::next_due_ms(*s.opts.pool, s.opts.shard); next && *next) {
-          auto in = **next - s.opts.clock_ms();
-          if (in < wait.count())
-            wait = std::chrono::milliseconds{std::max<int64_t>(in, 0)};
-        }
+        again();
+      };
+      // An idle shard costs one read per poll: iterate only when there is something to do.
+      auto look = persistence::look_at_shard(*s.opts.pool, s.opts.shard);
+      if (!look)
+        return trouble(look.error());
+      auto now = s.opts.clock_ms();
+      if (!look->incoming && !(look->next_due && *look->next_due <= now)) {
+        if (look->next_due && *look->next_due - now < wait.count())
+          wait = std::chrono::milliseconds{*look->next_due - now};
+        return again();
       }
-      if (wait.count() == 0)
-        self->send(self, tick_atom_v);
-      else
-        self->delayed_send(self, wait, tick_atom_v);
+      auto it = s.steps->iterate(s.opts.fire, s.opts.batch, s.opts.batch);
+      if (!it)
+        return trouble(it.error());
+      if (s.failing)
+        lg->info("scheduled worker shard={} steps work again", s.opts.shard);
+      s.failing = false;
+      if (it->fenced) {
+        lg->info("scheduled worker shard={} epoch={} fenced: the lease moved on; stopping",
+                 s.opts.shard, s.opts.epoch);
+        self->quit();
+        return;
+      }
+      // Look again at once: the batch may have been full, or the next row is due already.
+      wait = std::chrono::milliseconds{0};
+      if (static_cast<size_t>(it->moved + it->dropped + it->fired + it->failed) == 0)
+        wait = std::chrono::milliseconds{1}; // rows locked by another step: do not spin
+      again();
     },
   };
 }

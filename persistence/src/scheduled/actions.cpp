@@ -261,16 +261,19 @@ caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int6
   return out;
 }
 
-caf::expected<std::optional<int64_t>> next_due_ms(pg_pool& pool, uint32_t shard) {
-  std::optional<int64_t> out;
+caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard) {
+  shard_work out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
-    out.reset();
+    out = shard_work{};
     pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("SELECT min(scheduled_at_ms) FROM scheduled_processing"
-                            " WHERE shard = $1 AND scheduled_at_ms IS NOT NULL",
-                            static_cast<int64_t>(shard));
-    if (!r.empty() && !r[0][0].is_null())
-      out = r[0][0].as<int64_t>();
+    auto r =
+      tx.exec_params("SELECT EXISTS (SELECT 1 FROM scheduled_incoming WHERE shard = $1),"
+                     " (SELECT min(scheduled_at_ms) FROM scheduled_processing WHERE shard = $1"
+                     " AND scheduled_at_ms IS NOT NULL)",
+                     static_cast<int64_t>(shard));
+    out.incoming = r[0][0].as<bool>();
+    if (!r[0][1].is_null())
+      out.next_due = r[0][1].as<int64_t>();
   });
   if (err)
     return err;

@@ -100,8 +100,12 @@ struct due_row {
 caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int64_t now_ms,
                                              size_t limit);
 
-/// The earliest due time of `shard`'s processing rows (parked ones aside), or none.
-caf::expected<std::optional<int64_t>> next_due_ms(pg_pool& pool, uint32_t shard);
+/// What a shard's worker has to do, in one cheap read (an idle worker's poll).
+struct shard_work {
+  bool incoming = false;           ///< rows to move
+  std::optional<int64_t> next_due; ///< the earliest due processing row
+};
+caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard);
 
 /// What a worker step does to an action it locked.
 struct action_change {
