@@ -408,3 +408,32 @@ TEST_CASE("a row moved and fired carries its sync iteration's guid; a stale row 
   CHECK(w.db.scalar("SELECT scheduled_at_ms FROM scheduled_processing")
         == std::to_string(w.now + 100));
 }
+
+TEST_CASE("a finished action's row is parked; once stale, the sweep deletes it") {
+  world w;
+  v1::ScheduledActionSpec once;
+  once.set_start_at_ms(w.now);
+  once.mutable_kafka()->set_topic("t");
+  auto a = w.api->create("p1", once);
+  REQUIRE(a);
+  auto shard =
+    static_cast<uint32_t>(std::stoul(w.db.scalar("SELECT shard FROM scheduled_incoming")));
+  auto& wk = *w.workers[shard];
+  auto it = wk.iterate([](const attempt&) { return std::string{}; }, 10, 10);
+  REQUIRE(it);
+  CHECK(it->fired == 1);
+  CHECK(w.db.scalar("SELECT count(*) FROM scheduled_processing WHERE scheduled_at_ms IS NULL")
+        == "1");
+  auto swept = wk.sweep();
+  REQUIRE(swept);
+  CHECK(*swept == 0); // current: kept (the invariant's one row)
+  once.set_start_at_ms(w.now + 1000);
+  REQUIRE(w.api->update("p1", once)); // the parked row is stale now
+  swept = wk.sweep();
+  REQUIRE(swept);
+  CHECK(*swept == 1);
+  CHECK(w.broken().empty());
+  // A worker whose lease moved on sweeps nothing.
+  w.db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = " + std::to_string(shard));
+  CHECK(*wk.sweep() == -1);
+}

@@ -29,7 +29,11 @@ struct worker_state {
   std::unique_ptr<worker_steps> steps;
   worker_options opts;
   bool failing = false;
+  int64_t last_sweep_ms = 0;
 };
+
+/// How often a worker deletes its shard's stale parked rows (never due, so never seen).
+constexpr int64_t sweep_every_ms = 60'000;
 
 using stateful = worker_actor::stateful_pointer<worker_state>;
 
@@ -67,6 +71,12 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
       if (!look)
         return trouble(look.error());
       auto now = s.opts.clock_ms();
+      if (now - s.last_sweep_ms >= sweep_every_ms) {
+        s.last_sweep_ms = now;
+        if (auto swept = s.steps->sweep(); swept && *swept > 0)
+          lg->debug("scheduled worker shard={} swept stale parked rows count={}", s.opts.shard,
+                    *swept);
+      }
       if (!look->incoming && !(look->next_due && *look->next_due <= now)) {
         if (look->next_due && *look->next_due - now < wait.count())
           wait = std::chrono::milliseconds{*look->next_due - now};
