@@ -20,6 +20,7 @@
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/task_service.grpc.pb.h"
 #include "gost/v1/tasks.pb.h" // task inputs and results print decoded
 
@@ -72,6 +73,11 @@ const char* usage =
   "  task ID              a task (TaskService.GetTask): state, pending events, results\n"
   "  tasks --group G [--state S] [--after ID] [--limit N]\n"
   "                       the tasks of a group (in state S), by id\n"
+  "  actions [--due] [--failing] [--after ID] [--limit N]\n"
+  "                       scheduled actions by id: next time, successes, failures in a row,\n"
+  "                       last error; --due only those due now, --failing only those whose\n"
+  "                       last attempts failed\n"
+  "  action ID            one scheduled action: spec, status, its live queue row\n"
   "  demo [--count N] [--concurrency C] [--status STATUS]\n"
   "                       create N offers (default 1000, status active) from C concurrent\n"
   "                       clients (default 16), read every one back, check it, print a summary\n\n"
@@ -101,7 +107,8 @@ bool parse(int argc, char** argv, cli& out) {
       auto eq = a.find('=');
       if (eq != std::string::npos)
         out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
-      else if (a == "--once" || a == "--all") // flags without a value
+      else if (a == "--once" || a == "--all" || a == "--due"
+               || a == "--failing") // flags without a value
         out.opts[a.substr(2)] = "";
       else if (i + 1 < argc)
         out.opts[a.substr(2)] = argv[++i];
@@ -996,6 +1003,51 @@ int main(int argc, char** argv) {
                 resp.tasks_size() > 0
                   ? (" (next page: --after " + resp.tasks().rbegin()->task_id() + ")").c_str()
                   : "");
+    return 0;
+  }
+  if (c.cmd == "action" || c.cmd == "actions") {
+    auto actions = gost::v1::ScheduledActionService::NewStub(
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+    if (c.cmd == "action") {
+      if (c.positional.size() != 1) {
+        std::fputs("gostctl action: give one scheduled action id\n", stderr);
+        return 2;
+      }
+      gost::v1::GetScheduledActionRequest req;
+      req.set_id(c.positional[0]);
+      gost::v1::GetScheduledActionResponse resp;
+      auto s = actions->Get(&ctx, req, &resp);
+      if (!s.ok())
+        return fail(s);
+      print_json(resp);
+      return 0;
+    }
+    gost::v1::ListScheduledActionsRequest req;
+    req.set_due(c.opts.count("due") != 0);
+    req.set_failing(c.opts.count("failing") != 0);
+    req.set_after_id(opt(c, "after"));
+    req.set_limit(static_cast<uint32_t>(std::atoi(opt(c, "limit", "100").c_str())));
+    gost::v1::ListScheduledActionsResponse resp;
+    auto s = actions->List(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("%-32s %-24s %9s %8s  %s\n", "action", "next (UTC)", "successes", "failing",
+                "last error");
+    for (auto& a : resp.actions()) {
+      auto& st = a.status();
+      auto next =
+        st.finished()
+          ? std::string{"-"}
+          : google::protobuf::util::TimeUtil::ToString(
+            google::protobuf::util::TimeUtil::MillisecondsToTimestamp(st.scheduled_at_ms()));
+      std::printf("%-32s %-24s %9lld %8lld  %s\n", a.meta().id().c_str(), next.c_str(),
+                  static_cast<long long>(st.successes()),
+                  static_cast<long long>(st.failures_in_row()), st.last_error().c_str());
+    }
+    std::printf("%d action(s)%s\n", resp.actions_size(),
+                resp.next_after_id().empty()
+                  ? ""
+                  : (" (next page: --after " + resp.next_after_id() + ")").c_str());
     return 0;
   }
   std::fprintf(stderr, "gostctl: unknown command `%s`\n\n%s", c.cmd.c_str(), usage);

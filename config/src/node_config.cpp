@@ -172,7 +172,7 @@ bool parse_external_stages(const std::string& text, std::vector<external_stage_c
 
 const std::vector<std::string>& logger_names() {
   static const std::vector<std::string> names{"node",  "pg",      "cluster", "api", "kafka",
-                                              "feeds", "console", "offers",  "kit"};
+                                              "feeds", "console", "offers",  "kit", "scheduled"};
   return names;
 }
 
@@ -461,6 +461,36 @@ node_keys make_node_keys() {
             "A task group's attempts of one event when CreateGroup gives none; after them the "
             "event goes to entity_dead_letters and the task's other events go on."),
         bind_to(&node_config::tasks, &tasks_config::max_attempts));
+  // Scheduled actions (seed 001, docs/scheduled-actions.md).
+  k.add(num(vk::boolean, "scheduled.enabled", "true", 0, 1,
+            "Run a scheduled-actions worker for every shard this node owns (it fires the "
+            "actions of that shard). false: this node serves the API only."),
+        bind_to(&node_config::scheduled, &scheduled_config::enabled));
+  k.add(num(vk::duration, "scheduled.poll", "100ms", 5, 60'000,
+            "How often a shard's worker looks for actions created or changed through the API "
+            "(due actions wake it at their time; this bounds how late a new action due now "
+            "fires)."),
+        bind_to(&node_config::scheduled, &scheduled_config::poll));
+  k.add(num(vk::integer, "scheduled.batch", "256", 1, 100'000,
+            "At most this many queue rows a shard's worker moves, and this many actions it "
+            "fires, per iteration before it looks again."),
+        bind_to(&node_config::scheduled, &scheduled_config::batch));
+  k.add(num(vk::boolean, "scheduled.allow_private_targets", "false", 0, 1,
+            "Let HTTP actions call loopback, private and link-local addresses (127.0.0.0/8, "
+            "10.0.0.0/8, 192.168.0.0/16, ::1, ...). Checked when an action is created and "
+            "again when its connection opens."),
+        bind_to(&node_config::scheduled, &scheduled_config::allow_private_targets));
+  k.add(num(vk::integer, "scheduled.default_max_attempts", "5", 1, 100,
+            "Attempts per occurrence of an action whose retry policy sets none; then the "
+            "occurrence is given up and the next one scheduled."),
+        bind_to(&node_config::scheduled, &scheduled_config::default_max_attempts));
+  k.add(num(vk::duration, "scheduled.default_backoff", "1s", 1, 86'400'000,
+            "Wait before an action's second attempt when its retry policy sets none; doubled "
+            "after each failed attempt (up to 32 times this)."),
+        bind_to(&node_config::scheduled, &scheduled_config::default_backoff));
+  k.add(num(vk::duration, "scheduled.default_deadline", "10s", 1, 600'000,
+            "Time limit of one attempt of an action whose retry policy sets none."),
+        bind_to(&node_config::scheduled, &scheduled_config::default_deadline));
   // What one request may hold (docs/api.md, "Limits"): each refusal names its key.
   k.add(num(vk::integer, "limits.title_max_chars", "512", 1, 65'536,
             "Longest offer title, in characters (Unicode code points, not bytes). 512 is "
@@ -598,7 +628,8 @@ node_keys make_node_keys() {
             "links), `api` (gRPC services), `kafka` (outbox relay, after_save hooks, the "
             "brokers lost and back), `feeds` (feed exchange), `console` (admin HTTP), "
             "`offers` (shards, offer actors, stages), `kit` (actor pools and other shared "
-            "actors). Every line names its logger (`logger=` in text, `\"logger\"` in JSON)."),
+            "actors), `scheduled` (scheduled-actions workers). Every line names its logger "
+            "(`logger=` in text, `\"logger\"` in JSON)."),
         bind_to(&node_config::log, &log_config::levels));
   return k;
 }

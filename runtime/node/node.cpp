@@ -39,6 +39,7 @@ constexpr start_step start_order[] = {
   {"actor system", start_actor_system},
   {"core actors", start_core_actors},
   {"actor types", start_entity_actors},
+  {"scheduled actions", start_scheduled},
   {"cluster manager", start_cluster_manager},
   {"node link", start_node_link},
   {"gRPC API", start_grpc},

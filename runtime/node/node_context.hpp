@@ -22,6 +22,7 @@
 #include "api/image_service.hpp"
 #include "api/offer_service.hpp"
 #include "api/readiness.hpp"
+#include "api/scheduled_service.hpp"
 #include "api/state_service.hpp"
 #include "api/task_service.hpp"
 #include "cluster/node_link.hpp"
@@ -36,6 +37,7 @@
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
+#include "gost/scheduled/scheduler.hpp"
 #include "kafka/after_save.hpp"
 #include "kafka/feed_exchange.hpp"
 #include "node/stop_stack.hpp"
@@ -105,6 +107,11 @@ struct node_context {
   caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
+  // scheduled actions (start_scheduled): the API's side, and the workers' spawner (null when
+  // `scheduled.enabled` is false) called with each shard the cluster manager starts
+  std::unique_ptr<scheduled::scheduler> scheduled_api;
+  std::function<void(uint32_t shard, int64_t epoch, caf::actor watch)> spawn_scheduled_worker;
+  std::unique_ptr<scheduled_service> scheduled_actions; ///< gRPC (start_grpc)
   // housekeeping (start_housekeeping)
   caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
   // the image functions (start_images): their blob store and a pool + feeder per function

@@ -143,6 +143,8 @@ caf::error start_cluster_manager(node_context& n) {
     so.writer = kit::writer_for(n.writers, shard);
     local_shard here;
     here.offers = spawn_shard(*n.sys, std::move(so));
+    if (n.spawn_scheduled_worker) // stops when the shard's offer supervisor does
+      n.spawn_scheduled_worker(shard, epoch, caf::actor_cast<caf::actor>(here.offers));
     if (!n.entity_stores.empty()) {
       auto eo = entity_base;
       eo.shard = shard;

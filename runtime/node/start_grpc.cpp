@@ -1,6 +1,6 @@
 // The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
 // EntityService and TaskService (when the node hosts actor types), ImageService (images.enabled),
-// server reflection and the health service.
+// ScheduledActionService, server reflection and the health service.
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -51,6 +51,9 @@ caf::error start_grpc(node_context& n) {
   }
   b.RegisterService(n.admin.get());
   b.RegisterService(n.states.get());
+  n.scheduled_actions =
+    std::make_unique<scheduled_service>(*n.hub, *n.pool, *n.scheduled_api, limits);
+  b.RegisterService(n.scheduled_actions.get());
   n.server = b.BuildAndStart();
   if (n.server) {
     // gRPC starts its default health service SERVING: not before readiness says so.
@@ -64,6 +67,7 @@ caf::error start_grpc(node_context& n) {
     n.entities.reset();
     n.tasks.reset();
     n.images.reset();
+    n.scheduled_actions.reset();
   };
   if (!n.server || n.grpc_port == 0) {
     n.server.reset();

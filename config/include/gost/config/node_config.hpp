@@ -159,6 +159,17 @@ struct images_config {
   std::string blob_dir;
 };
 
+/// `scheduled.*`: scheduled actions (seed 001, docs/scheduled-actions.md).
+struct scheduled_config {
+  bool enabled = false;               ///< a worker per owned shard
+  std::chrono::milliseconds poll{};   ///< how often a worker looks for API changes
+  int batch = 0;                      ///< rows moved / fired per iteration at most
+  bool allow_private_targets = false; ///< HTTP to loopback/private addresses
+  int default_max_attempts = 0;       ///< an action's retry policy when it sets none
+  std::chrono::milliseconds default_backoff{};
+  std::chrono::milliseconds default_deadline{};
+};
+
 /// `limits.*`: what one request may hold (docs/api.md, "Limits"). Text in characters
 /// (Unicode code points), sizes in bytes.
 struct limits_config {
@@ -243,6 +254,7 @@ struct node_config {
   api_config api;
   tasks_config tasks;
   images_config images;
+  scheduled_config scheduled;
   limits_config limits;
   shutdown_config shutdown;
   write_config write;

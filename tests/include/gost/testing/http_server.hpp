@@ -2,15 +2,21 @@
 // Test support: a small HTTP/1.1 server on 127.0.0.1 (a free port) answering each request
 // from a handler on a thread of its own, one request per connection. A handler may ask to
 // hang (accept, read, never answer) until the server stops: a server that never answers.
+// Or scripted: `http_server srv{{503, 503, 200}}` answers the statuses in turn (the last one
+// repeated), as an endpoint failing twice then succeeding. Every request's Idempotency-Key and
+// arrival time are recorded.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,6 +40,14 @@ public:
     bool hang = false; ///< never answer (until the server stops)
   };
   using handler = std::function<reply(const call&)>;
+
+  /// Answers the statuses in turn (the last one repeated), with an empty body.
+  explicit http_server(std::vector<int> statuses)
+    : http_server(
+      [statuses = std::move(statuses), n = std::make_shared<std::atomic<size_t>>(0)](const call&) {
+        auto i = std::min(n->fetch_add(1), statuses.size() - 1);
+        return reply{statuses[i], {}};
+      }) {}
 
   explicit http_server(handler h) : handler_(std::move(h)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -69,8 +83,20 @@ public:
   std::string url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
+  /// The scripted endpoint's URL.
+  std::string url() const { return url("/hook"); }
   /// Requests read so far.
   int requests() const { return requests_.load(); }
+  /// The Idempotency-Key of each request so far, in arrival order ("" when it had none).
+  std::vector<std::string> keys() const {
+    std::lock_guard<std::mutex> g{m_};
+    return keys_;
+  }
+  /// When each request arrived (system clock, ms since the epoch).
+  std::vector<int64_t> arrivals() const {
+    std::lock_guard<std::mutex> g{m_};
+    return arrivals_;
+  }
 
 private:
   void accept_loop() {
@@ -125,6 +151,14 @@ private:
         return finish(c);
       req.body.append(buf, static_cast<size_t>(n));
     }
+    {
+      std::lock_guard<std::mutex> g{m_};
+      auto k = req.headers.find("idempotency-key");
+      keys_.push_back(k == req.headers.end() ? std::string{} : k->second);
+      arrivals_.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+    }
     ++requests_;
     auto rep = handler_(req);
     if (rep.hang) {
@@ -159,8 +193,10 @@ private:
   std::atomic<bool> stopping_{false};
   std::atomic<int> requests_{0};
   std::thread acceptor_;
-  std::mutex m_;
+  mutable std::mutex m_;
   std::vector<int> open_;
+  std::vector<std::string> keys_;
+  std::vector<int64_t> arrivals_;
   std::vector<std::thread> workers_;
 };
 

@@ -1,0 +1,54 @@
+#pragma once
+// The seed's scheduler: the API's side of scheduled actions (ADR 0011). Each change checks the
+// request (errc::invalid_argument naming the field: nothing stored), gives the action a new
+// guid and adds one row to the incoming queue of a random shard, in one transaction with the
+// action; it never deletes queue rows (the shard's worker drops stale ones).
+// Thread-safe (the gRPC service calls it from its threads).
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "gost/scheduled/rules.hpp"
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::scheduled {
+
+class scheduler {
+public:
+  scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_options opts,
+            std::function<int64_t()> clock_ms);
+
+  /// A new action `id` (errc::already_exists when the id is taken).
+  caf::expected<v1::ScheduledAction> create(const std::string& id,
+                                            const v1::ScheduledActionSpec& spec);
+
+  /// Replaces the spec of `id` (errc::not_found when there is none): counters kept, the
+  /// schedule started over.
+  caf::expected<v1::ScheduledAction> update(const std::string& id,
+                                            const v1::ScheduledActionSpec& spec);
+
+  /// Deletes `id`; false when there was none.
+  caf::expected<bool> remove(const std::string& id);
+
+  const rules_options& options() const noexcept { return opts_; }
+
+private:
+  uint32_t random_shard();
+
+  persistence::pg_pool& pool_;
+  uint32_t shard_count_;
+  rules_options opts_;
+  std::function<int64_t()> clock_ms_;
+  std::mutex mtx_;
+  std::minstd_rand rng_;
+};
+
+} // namespace gost::scheduled

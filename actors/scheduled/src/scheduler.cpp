@@ -1,0 +1,64 @@
+#include "gost/scheduled/scheduler.hpp"
+
+#include "gost/core/errc.hpp"
+#include "gost/persistence/random_id.hpp"
+#include "gost/persistence/scheduled/actions.hpp"
+
+namespace gost::scheduled {
+
+scheduler::scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_options opts,
+                     std::function<int64_t()> clock_ms)
+  : pool_(pool), shard_count_(shard_count == 0 ? 1 : shard_count), opts_(opts),
+    clock_ms_(std::move(clock_ms)), rng_(std::random_device{}()) {}
+
+uint32_t scheduler::random_shard() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return static_cast<uint32_t>(rng_() % shard_count_);
+}
+
+caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
+                                                     const v1::ScheduledActionSpec& spec) {
+  auto now = clock_ms_();
+  if (auto e = check_id(id))
+    return make_error(errc::invalid_argument, e->text());
+  if (auto e = check_spec(spec, opts_, now))
+    return make_error(errc::invalid_argument, e->text());
+  v1::ScheduledAction a;
+  a.mutable_meta()->set_id(id);
+  a.mutable_meta()->set_guid(persistence::random_id());
+  a.mutable_meta()->set_created_at_ms(now);
+  a.mutable_meta()->set_updated_at_ms(now);
+  *a.mutable_spec() = spec;
+  *a.mutable_status() = start_status(spec, now, nullptr);
+  if (auto err = persistence::create_scheduled_action(pool_, a, random_shard()))
+    return err; // already_exists: status.cpp maps it
+  return a;
+}
+
+caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
+                                                     const v1::ScheduledActionSpec& spec) {
+  auto now = clock_ms_();
+  if (auto e = check_id(id))
+    return make_error(errc::invalid_argument, e->text());
+  if (auto e = check_spec(spec, opts_, now))
+    return make_error(errc::invalid_argument, e->text());
+  auto r = persistence::change_scheduled_action(
+    pool_, id,
+    [&](v1::ScheduledAction& a) {
+      a.mutable_meta()->set_guid(persistence::random_id());
+      a.mutable_meta()->set_updated_at_ms(now);
+      *a.mutable_spec() = spec;
+      *a.mutable_status() = start_status(spec, now, &a.status());
+      return caf::error{};
+    },
+    random_shard());
+  return r; // not_found: status.cpp maps it
+}
+
+caf::expected<bool> scheduler::remove(const std::string& id) {
+  if (auto e = check_id(id))
+    return make_error(errc::invalid_argument, e->text());
+  return persistence::delete_scheduled_action(pool_, id);
+}
+
+} // namespace gost::scheduled

@@ -1,0 +1,439 @@
+// The worker's steps and the API's changes on the real PostgreSQL (ADR 0011):
+// - the seed's invariant (exactly one queue row with an action's id and current guid) checked
+//   after every step of a random history of creates, updates, deletes, moves, attempts begun
+//   and finished, worker crashes (the lease taken at a new epoch, the old worker fenced) and
+//   whole iterations;
+// - the status counters exact at the end: every attempt begun is counted once — as a
+//   success, a failure, a recounted interruption, or lost to an update made mid-attempt;
+// - bad input stores nothing.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+
+#include "gost/core/errc.hpp"
+#include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
+#include "gost/scheduled/scheduler.hpp"
+#include "gost/scheduled/worker_steps.hpp"
+#include "gost/testing/pg.hpp"
+
+using namespace gost;
+using namespace gost::scheduled;
+using persistence::due_row;
+using persistence::scheduled_lease;
+using persistence::step_outcome;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int64_t t0 = 1'704'067'200'000; // 2024-01-01T00:00:00Z
+constexpr uint32_t shards = 4;
+
+persistence::pg_pool::options pool_options(const testing::temp_db& db) {
+  persistence::pg_pool::options o;
+  o.dsn = db.dsn();
+  o.size = 2;
+  return o;
+}
+
+struct world {
+  testing::temp_db db;
+  persistence::pg_pool pool{pool_options(db)};
+  int64_t now = t0;
+  rules_options opts;
+  std::unique_ptr<scheduler> api;
+  std::vector<std::unique_ptr<worker_steps>> workers;
+
+  world() {
+    REQUIRE(persistence::migrate(pool));
+    REQUIRE_FALSE(persistence::ensure_lease_rows(pool, shards));
+    for (uint32_t i = 0; i < shards; ++i) {
+      auto r = persistence::acquire_free_lease(pool, "n1", 5s);
+      REQUIRE(r);
+      REQUIRE(r->lease);
+    }
+    opts.default_backoff_ms = 20;
+    api = std::make_unique<scheduler>(pool, shards, opts, [this] { return now; });
+    for (uint32_t s = 0; s < shards; ++s)
+      workers.push_back(make_worker(s));
+  }
+
+  std::unique_ptr<worker_steps> make_worker(uint32_t shard) {
+    auto epoch = std::stoll(
+      db.scalar("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(shard)));
+    return std::make_unique<worker_steps>(pool, scheduled_lease{shard, epoch}, opts,
+                                          [this] { return now; });
+  }
+
+  /// Actions whose current (id, guid) is not on exactly one queue row.
+  std::string broken() {
+    return db.scalar(
+      "SELECT string_agg(a.action_id || '=' || ("
+      "  (SELECT count(*) FROM scheduled_incoming i WHERE i.action_id = a.action_id"
+      "   AND i.action_guid = a.action_guid) + (SELECT count(*) FROM scheduled_processing p"
+      "   WHERE p.action_id = a.action_id AND p.action_guid = a.action_guid))::text, ',')"
+      " FROM scheduled_actions a WHERE (SELECT count(*) FROM scheduled_incoming i"
+      "  WHERE i.action_id = a.action_id AND i.action_guid = a.action_guid)"
+      " + (SELECT count(*) FROM scheduled_processing p WHERE p.action_id = a.action_id"
+      "  AND p.action_guid = a.action_guid) <> 1");
+  }
+
+  int64_t count(const std::string& sql) { return std::stoll(db.scalar(sql)); }
+};
+
+v1::ScheduledActionSpec random_spec(std::mt19937& rng, int64_t now) {
+  v1::ScheduledActionSpec s;
+  s.set_start_at_ms(now + static_cast<int64_t>(rng() % 300));
+  switch (rng() % 3) {
+    case 0: break; // once
+    case 1: s.set_interval_ms(50 + static_cast<int64_t>(rng() % 400)); break;
+    default: s.set_cron("* * * * *");
+  }
+  s.mutable_retry()->set_max_attempts(1 + static_cast<int32_t>(rng() % 3));
+  s.mutable_kafka()->set_topic("t");
+  return s;
+}
+
+/// What the test knows of an action's attempts, to check its counters.
+struct model {
+  int64_t begun = 0;
+  int64_t ok = 0;
+  int64_t failed = 0;
+  int64_t lost = 0; ///< in flight when an update started the schedule over
+  bool in_flight = false;
+};
+
+/// An attempt begun by a worker and not finished yet.
+struct pending {
+  due_row row;
+  attempt at;
+};
+
+} // namespace
+
+TEST_CASE("the guid invariant holds after every step of a random history with crashes") {
+  world w;
+  auto seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937 rng{seed};
+  std::map<std::string, model> models;
+  std::vector<std::optional<pending>> open(shards);
+  // Workers that crashed with an attempt in flight: their lease was taken over since.
+  std::vector<std::pair<std::unique_ptr<worker_steps>, std::optional<pending>>> zombies;
+  int64_t ops[12] = {};
+  auto id_of = [&] { return "a" + std::to_string(rng() % 24); };
+  auto finish = [&](uint32_t s, bool ok) {
+    auto& p = *open[s];
+    auto f = w.workers[s]->finish(p.row, p.at, ok ? "" : "503");
+    REQUIRE(f);
+    if (*f == step_outcome::done) {
+      auto& m = models.at(p.at.action_id);
+      (ok ? m.ok : m.failed) += 1;
+      m.in_flight = false;
+    } else {
+      // Dropped (deleted or updated meanwhile) or nothing written (started over).
+      CHECK(*f != step_outcome::fenced);
+    }
+    open[s].reset();
+  };
+  auto begin = [&](uint32_t s) {
+    auto rows = w.workers[s]->due(8);
+    REQUIRE(rows);
+    if (rows->empty())
+      return;
+    auto row = (*rows)[rng() % rows->size()];
+    std::optional<attempt> act;
+    bool recounted = false;
+    auto b = w.workers[s]->begin(row, &act, &recounted);
+    REQUIRE(b);
+    REQUIRE(*b != step_outcome::fenced);
+    if (*b != step_outcome::done)
+      return; // dropped: stale
+    auto& m = models.at(row.action_id);
+    if (recounted)
+      m.in_flight = false;
+    if (act) {
+      ++m.begun;
+      m.in_flight = true;
+      open[s] = pending{row, *act};
+    }
+  };
+
+  for (int step = 0; step < 1500; ++step) {
+    auto s = static_cast<uint32_t>(rng() % shards);
+    auto op = rng() % 12;
+    ++ops[op];
+    switch (op) {
+      case 0: { // create
+        auto id = id_of();
+        auto r = w.api->create(id, random_spec(rng, w.now));
+        if (r)
+          models[id] = model{};
+        else
+          CHECK(r.error() == persistence::db_errc::already_exists);
+        break;
+      }
+      case 1: { // update (half as often as the other ops)
+        if (rng() % 2 == 0) {
+          --ops[op];
+          break;
+        }
+        auto id = id_of();
+        auto r = w.api->update(id, random_spec(rng, w.now));
+        if (r) {
+          auto& m = models.at(id);
+          if (m.in_flight) {
+            ++m.lost;
+            m.in_flight = false;
+          }
+        }
+        break;
+      }
+      case 2: { // delete (a third as often)
+        if (rng() % 3 != 0) {
+          --ops[op];
+          break;
+        }
+        auto id = id_of();
+        REQUIRE(w.api->remove(id));
+        models.erase(id);
+        break;
+      }
+      case 3:
+      case 4: // moves
+        REQUIRE(w.workers[s]->move_one());
+        break;
+      case 5: // time passes
+        w.now += static_cast<int64_t>(rng() % 200);
+        break;
+      case 6: // begin an attempt (finishing the worker's open one first)
+        if (open[s])
+          finish(s, rng() % 2 == 0);
+        begin(s);
+        break;
+      case 7:
+      case 8: // finish
+        if (open[s])
+          finish(s, rng() % 3 != 0);
+        break;
+      case 9: { // crash: the lease taken over at a new epoch, the attempt left in flight
+        w.db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = " + std::to_string(s));
+        zombies.emplace_back(std::move(w.workers[s]), std::move(open[s]));
+        open[s].reset();
+        w.workers[s] = w.make_worker(s);
+        break;
+      }
+      case 10: { // a crashed worker wakes up: fenced, writes nothing
+        if (zombies.empty())
+          break;
+        auto& [z, p] = zombies[rng() % zombies.size()];
+        auto m = z->move_one();
+        REQUIRE(m);
+        CHECK(*m == step_outcome::fenced);
+        if (p) {
+          auto f = z->finish(p->row, p->at, "");
+          REQUIRE(f);
+          CHECK(*f == step_outcome::fenced);
+        }
+        break;
+      }
+      default: { // a whole sync iteration
+        if (open[s])
+          finish(s, true);
+        auto it = w.workers[s]->iterate(
+          [&](const attempt& a) {
+            // begin acted: any earlier attempt of this action was recounted first.
+            auto& m = models.at(a.action_id);
+            ++m.begun;
+            m.in_flight = false;
+            bool ok = rng() % 4 != 0;
+            (ok ? m.ok : m.failed) += 1;
+            return ok ? std::string{} : std::string{"boom"};
+          },
+          64, 64);
+        REQUIRE(it);
+        CHECK_FALSE(it->fenced);
+        break;
+      }
+    }
+    auto bad = w.broken();
+    REQUIRE_MESSAGE(bad.empty(), "step " << step << " op " << op << ": " << bad);
+  }
+  MESSAGE("ops: create " << ops[0] << ", update " << ops[1] << ", delete " << ops[2] << ", moves "
+                         << ops[3] + ops[4] << ", begins " << ops[6] << ", crashes " << ops[9]
+                         << ", iterations " << ops[11]);
+  CHECK(ops[9] > 0);
+  CHECK(w.count("SELECT count(*) FROM scheduled_processing") > 0);
+
+  // Drain: long after everything is due, one iteration per shard fires every due action
+  // (recounting the attempts the crashes left) and moves every incoming row.
+  for (uint32_t s = 0; s < shards; ++s)
+    if (open[s])
+      finish(s, true);
+  w.now += 3'600'000;
+  int64_t fired = 0;
+  for (uint32_t s = 0; s < shards; ++s) {
+    auto it = w.workers[s]->iterate(
+      [&](const attempt& a) {
+        auto& m = models.at(a.action_id);
+        ++m.begun;
+        m.in_flight = false;
+        ++m.ok;
+        return std::string{};
+      },
+      100'000, 100'000);
+    REQUIRE(it);
+    fired += it->fired;
+  }
+  CHECK(w.broken().empty());
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 0);
+  CHECK(w.count("SELECT count(*) FROM scheduled_actions WHERE status_scheduled_at_ms <= "
+                + std::to_string(w.now))
+        == 0);
+  // Stale rows: every processing row left is current, or stale and not due yet / parked.
+  for (uint32_t s = 0; s < shards; ++s)
+    REQUIRE(w.workers[s]->sweep());
+  CHECK(w.count("SELECT count(*) FROM scheduled_processing p WHERE p.scheduled_at_ms IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM scheduled_actions a WHERE"
+                " a.action_id = p.action_id AND a.action_guid = p.action_guid)")
+        == 0);
+
+  // Every attempt begun is counted exactly once.
+  int64_t interrupted = 0;
+  for (auto& [id, m] : models) {
+    auto a = persistence::get_scheduled_action(w.pool, id);
+    REQUIRE(a);
+    REQUIRE(*a);
+    auto& st = (*a)->status();
+    INFO(id << ": " << st.ShortDebugString() << " begun " << m.begun << " ok " << m.ok << " failed "
+            << m.failed << " lost " << m.lost);
+    CHECK_FALSE(st.in_flight());
+    CHECK(st.successes() == m.ok);
+    CHECK(st.total_failures() == m.failed + st.interrupted());
+    CHECK(m.begun == m.ok + m.failed + st.interrupted() + m.lost);
+    interrupted += st.interrupted();
+  }
+  MESSAGE("actions " << models.size() << ", fired in the drain " << fired << ", interrupted "
+                     << interrupted);
+}
+
+TEST_CASE("bad input stores nothing and names the field") {
+  world w;
+  v1::ScheduledActionSpec bad;
+  bad.mutable_http()->set_url("http://127.0.0.1:8080/hook");
+  auto r = w.api->create("x1", bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::invalid_argument);
+  CHECK(error_message(r.error()).rfind("spec.http.url:", 0) == 0);
+  v1::ScheduledActionSpec none;
+  r = w.api->create("x1", none);
+  REQUIRE_FALSE(r);
+  CHECK(error_message(r.error()).rfind("spec.action:", 0) == 0);
+  r = w.api->create("bad id", random_spec(*std::make_unique<std::mt19937>(1), w.now));
+  REQUIRE_FALSE(r);
+  CHECK(error_message(r.error()).rfind("id:", 0) == 0);
+  CHECK(w.count("SELECT count(*) FROM scheduled_actions") == 0);
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 0);
+  // An update refused changes nothing either.
+  std::mt19937 rng{7};
+  auto ok = w.api->create("x1", random_spec(rng, w.now));
+  REQUIRE(ok);
+  v1::ScheduledActionSpec cron = random_spec(rng, w.now);
+  cron.set_cron("* * * * * *");
+  auto u = w.api->update("x1", cron);
+  REQUIRE_FALSE(u);
+  CHECK(error_message(u.error()).rfind("spec.cron:", 0) == 0);
+  CHECK(w.db.scalar("SELECT action_guid FROM scheduled_actions") == ok->meta().guid());
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 1);
+  auto dup = w.api->create("x1", random_spec(rng, w.now));
+  REQUIRE_FALSE(dup);
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 1);
+}
+
+TEST_CASE("a row moved and fired carries its sync iteration's guid; a stale row is dropped") {
+  world w;
+  std::mt19937 rng{3};
+  auto spec = random_spec(rng, w.now);
+  spec.clear_cron();
+  spec.set_interval_ms(100);
+  spec.set_start_at_ms(w.now);
+  auto a = w.api->create("s1", spec);
+  REQUIRE(a);
+  auto b = w.api->update("s1", spec); // a second incoming row; the first is stale now
+  REQUIRE(b);
+  CHECK(a->meta().guid() != b->meta().guid());
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 2);
+  int64_t moved = 0, dropped = 0;
+  std::string sync;
+  for (uint32_t s = 0; s < shards; ++s) {
+    auto& wk = *w.workers[s];
+    wk.new_sync();
+    for (;;) {
+      auto m = wk.move_one();
+      REQUIRE(m);
+      if (*m == step_outcome::none)
+        break;
+      if (*m == step_outcome::moved) {
+        ++moved;
+        sync = wk.sync_guid();
+      } else {
+        ++dropped;
+      }
+    }
+  }
+  CHECK(moved == 1);
+  CHECK(dropped == 1);
+  CHECK(w.db.scalar("SELECT moved_by_sync FROM scheduled_processing") == sync);
+  CHECK(w.db.scalar("SELECT action_guid FROM scheduled_processing") == b->meta().guid());
+  auto shard =
+    static_cast<uint32_t>(std::stoul(w.db.scalar("SELECT shard FROM scheduled_processing")));
+  auto& wk = *w.workers[shard];
+  int fired = 0;
+  auto it = wk.iterate(
+    [&](const attempt& at) {
+      ++fired;
+      CHECK(at.idempotency_key == "s1/" + std::to_string(w.now));
+      // Rescheduled to the retry time before acting.
+      CHECK(w.db.scalar("SELECT scheduled_at_ms FROM scheduled_processing")
+            == std::to_string(w.now + 20));
+      return std::string{};
+    },
+    10, 10);
+  REQUIRE(it);
+  CHECK(fired == 1);
+  CHECK(w.db.scalar("SELECT last_reschedule_by_sync FROM scheduled_processing") == wk.sync_guid());
+  CHECK(w.db.scalar("SELECT scheduled_at_ms FROM scheduled_processing")
+        == std::to_string(w.now + 100));
+}
+
+TEST_CASE("a finished action's row is parked; once stale, the sweep deletes it") {
+  world w;
+  v1::ScheduledActionSpec once;
+  once.set_start_at_ms(w.now);
+  once.mutable_kafka()->set_topic("t");
+  auto a = w.api->create("p1", once);
+  REQUIRE(a);
+  auto shard =
+    static_cast<uint32_t>(std::stoul(w.db.scalar("SELECT shard FROM scheduled_incoming")));
+  auto& wk = *w.workers[shard];
+  auto it = wk.iterate([](const attempt&) { return std::string{}; }, 10, 10);
+  REQUIRE(it);
+  CHECK(it->fired == 1);
+  CHECK(w.db.scalar("SELECT count(*) FROM scheduled_processing WHERE scheduled_at_ms IS NULL")
+        == "1");
+  auto swept = wk.sweep();
+  REQUIRE(swept);
+  CHECK(*swept == 0); // current: kept (the invariant's one row)
+  once.set_start_at_ms(w.now + 1000);
+  REQUIRE(w.api->update("p1", once)); // the parked row is stale now
+  swept = wk.sweep();
+  REQUIRE(swept);
+  CHECK(*swept == 1);
+  CHECK(w.broken().empty());
+  // A worker whose lease moved on sweeps nothing.
+  w.db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = " + std::to_string(shard));
+  CHECK(*wk.sweep() == -1);
+}

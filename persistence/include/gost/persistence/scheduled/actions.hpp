@@ -1,0 +1,128 @@
+#pragma once
+// The tables of scheduled actions (migration 0015, ADR 0011, seed 001): the API's side
+// (create / change / delete / read, each change a new guid and one incoming row, never a queue
+// row deleted) and the worker's steps, each one transaction fenced by the shard's lease epoch.
+// The rules (what the status becomes, when a row is due) are the caller's: gost/scheduled/.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "gost/persistence/errors.hpp"
+#include "gost/v1/scheduled_actions.pb.h"
+
+namespace gost::persistence {
+
+class pg_pool;
+
+// --- the API's side -------------------------------------------------------------------------
+
+/// Stores a new action (its meta.guid set by the caller) and its incoming row in shard
+/// `incoming_shard`. db_errc::already_exists when the id is taken.
+caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& action,
+                                   uint32_t incoming_shard);
+
+/// Locks action `id`, lets `change` edit it (an error refuses: nothing written), and stores it
+/// with an incoming row for its guid (`change` sets the new one) in shard `incoming_shard`.
+/// Returns the action as stored; db_errc::not_found when there is none.
+caf::expected<v1::ScheduledAction>
+change_scheduled_action(pg_pool& pool, const std::string& id,
+                        const std::function<caf::error(v1::ScheduledAction&)>& change,
+                        uint32_t incoming_shard);
+
+/// Deletes action `id` (its queue rows become stale); false when there was none.
+caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id);
+
+caf::expected<std::optional<v1::ScheduledAction>> get_scheduled_action(pg_pool& pool,
+                                                                       const std::string& id);
+
+/// A queue row (either queue).
+struct scheduled_queue_row {
+  bool processing = false; ///< else incoming
+  uint32_t shard = 0;
+  std::string action_id;
+  std::string action_guid;
+  std::optional<int64_t> scheduled_at_ms; ///< processing: none = parked
+};
+
+/// The queue rows carrying `id` and `guid` (the invariant: exactly one for a live action).
+caf::expected<std::vector<scheduled_queue_row>> queue_rows_of(pg_pool& pool, const std::string& id,
+                                                              const std::string& guid);
+
+struct scheduled_filter {
+  bool due = false;     ///< only actions whose status_scheduled_at_ms <= now_ms
+  bool failing = false; ///< only actions with failures_in_row > 0
+  int64_t now_ms = 0;
+};
+
+/// Actions by id after `after_id` (exclusive), at most `limit`.
+caf::expected<std::vector<v1::ScheduledAction>>
+list_scheduled_actions(pg_pool& pool, const std::string& after_id, size_t limit,
+                       const scheduled_filter& filter);
+
+// --- the worker's steps ---------------------------------------------------------------------
+
+/// The lease a worker works under: every step writes only while the shard's lease is at
+/// this epoch (checked with FOR SHARE in the step's own transaction).
+struct scheduled_lease {
+  uint32_t shard = 0;
+  int64_t epoch = 0;
+};
+
+enum class step_outcome : uint8_t {
+  none,    ///< nothing to do (no incoming row), or nothing written
+  moved,   ///< an incoming row moved to processing
+  dropped, ///< a stale row deleted
+  done,    ///< the action was updated and its row rescheduled
+  fenced,  ///< the lease is at another epoch: nothing written
+};
+
+const char* to_string(step_outcome x);
+
+/// Moves the oldest incoming row of the lease's shard (one row, one transaction): into
+/// processing when its guid is current (due at the action's status_scheduled_at_ms, or
+/// parked), else only deleted. `sync_guid` is recorded on the moved row.
+caf::expected<step_outcome> move_one_incoming(pg_pool& pool, const scheduled_lease& lease,
+                                              const std::string& sync_guid);
+
+/// A processing row due at or before `now_ms`.
+struct due_row {
+  std::string action_id;
+  std::string action_guid;
+  int64_t scheduled_at_ms = 0;
+};
+
+/// The processing rows of `shard` due by `now_ms`, earliest first, at most `limit`.
+caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int64_t now_ms,
+                                             size_t limit);
+
+/// What a shard's worker has to do, in one cheap read (an idle worker's poll).
+struct shard_work {
+  bool incoming = false;           ///< rows to move
+  std::optional<int64_t> next_due; ///< the earliest due processing row
+};
+caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard);
+
+/// What a worker step does to an action it locked.
+struct action_change {
+  bool write = false;            ///< false: nothing written
+  std::optional<int64_t> due_ms; ///< the row's new due time; none: parked
+};
+
+/// Locks `row`'s action in a transaction fenced by `lease`: a missing action or another guid
+/// makes the row stale (deleted: `dropped`); otherwise `fn` edits the action and says how to
+/// reschedule its row (`sync_guid` recorded; `done`, or `none` when `fn` wrote nothing), and
+/// `*out` gets the action as `fn` left it.
+caf::expected<step_outcome> update_due_action(
+  pg_pool& pool, const scheduled_lease& lease, const due_row& row, const std::string& sync_guid,
+  const std::function<action_change(v1::ScheduledAction&)>& fn, v1::ScheduledAction* out);
+
+/// Deletes the parked processing rows of the lease's shard whose guid is stale (a parked row
+/// is never due, so it is never seen otherwise). Returns how many; -1 when fenced.
+caf::expected<int64_t> sweep_parked(pg_pool& pool, const scheduled_lease& lease);
+
+} // namespace gost::persistence

@@ -1,0 +1,64 @@
+#pragma once
+// gost.v1.ScheduledActionService (docs/scheduled-actions.md, seed 001): Create / Update /
+// Delete / Get / List of scheduled actions. A thin shell over the seed's scheduler
+// (gost/scheduled/scheduler.hpp): each change is checked (INVALID_ARGUMENT naming the field,
+// nothing stored), gets a new guid and one incoming row of a random shard, in one transaction.
+// The database work runs on the call hub's blocking workers, never on gRPC's threads.
+
+#include <memory>
+
+#include "api/limits.hpp"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
+#include "rpc/parse_guard.hpp"
+
+namespace gost {
+class call_hub;
+}
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::scheduled {
+class scheduler;
+}
+
+namespace gost::runtime {
+
+class scheduled_service final : public rpc::guarded<v1::ScheduledActionService> {
+public:
+  scheduled_service(call_hub& hub, persistence::pg_pool& pool, scheduled::scheduler& api,
+                    api_limits limits)
+    : hub_(hub), pool_(pool), api_(api), limits_(limits) {
+    guard("Create", &scheduled_service::Create);
+    guard("Update", &scheduled_service::Update);
+    guard("Delete", &scheduled_service::Delete);
+    guard("Get", &scheduled_service::Get);
+    guard("List", &scheduled_service::List);
+    require_all_guarded();
+  }
+
+  grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx,
+                                   const v1::CreateScheduledActionRequest* req,
+                                   v1::CreateScheduledActionResponse* resp) override;
+  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx,
+                                   const v1::UpdateScheduledActionRequest* req,
+                                   v1::UpdateScheduledActionResponse* resp) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx,
+                                   const v1::DeleteScheduledActionRequest* req,
+                                   v1::DeleteScheduledActionResponse* resp) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx,
+                                const v1::GetScheduledActionRequest* req,
+                                v1::GetScheduledActionResponse* resp) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx,
+                                 const v1::ListScheduledActionsRequest* req,
+                                 v1::ListScheduledActionsResponse* resp) override;
+
+private:
+  call_hub& hub_;
+  persistence::pg_pool& pool_;
+  scheduled::scheduler& api_;
+  api_limits limits_;
+};
+
+} // namespace gost::runtime

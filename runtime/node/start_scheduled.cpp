@@ -1,0 +1,178 @@
+// Scheduled actions (seed 001, docs/scheduled-actions.md): the seed's scheduler for the API,
+// and the workers — one per shard this node holds a lease for, spawned with the shard's
+// supervisors (start_cluster.cpp) and stopped with them — with what carries out an attempt:
+// an HTTP call (libcurl, in gost_scheduled), a Kafka message (a producer per worker, made on
+// its first Kafka action), or an event to an entity (an offer re-queued into a stage, a task
+// event through its owner, with the occurrence's key as request id: stored once).
+
+#include <chrono>
+
+#include <caf/scoped_actor.hpp>
+#include <google/protobuf/any.pb.h>
+
+#include "cluster/router.hpp"
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
+#include "gost/persistence/entities/entities.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
+#include "gost/persistence/tasks/tasks.hpp"
+#include "gost/scheduled/http_call.hpp"
+#include "gost/scheduled/protocol.hpp"
+#include "gost/scheduled/scheduler.hpp"
+#include "gost/tasks/protocol.hpp"
+#include "kafka/producer.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("scheduled");
+
+int64_t system_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+scheduled::rules_options rules_of(const config::scheduled_config& c) {
+  scheduled::rules_options r;
+  r.allow_private_targets = c.allow_private_targets;
+  r.default_max_attempts = c.default_max_attempts;
+  r.default_backoff_ms = c.default_backoff.count();
+  r.default_deadline_ms = c.default_deadline.count();
+  return r;
+}
+
+/// What one worker carries out attempts with; lives on the worker's thread.
+class firing {
+public:
+  firing(node_context& n, scheduled::rules_options rules) : n_(n), rules_(rules) {}
+
+  std::string operator()(const scheduled::attempt& a) {
+    auto deadline = std::chrono::milliseconds{a.deadline_ms};
+    switch (a.spec.action_case()) {
+      case v1::ScheduledActionSpec::kHttp:
+        return scheduled::call_http(a.spec.http(), a.idempotency_key, deadline,
+                                    rules_.allow_private_targets);
+      case v1::ScheduledActionSpec::kKafka: return kafka(a);
+      case v1::ScheduledActionSpec::kEvent:
+        if (a.spec.event().has_offer_requeue())
+          return requeue(a.spec.event().offer_requeue());
+        if (a.spec.event().has_task_event())
+          return task_event(a, deadline);
+        return "unknown event target";
+      default: return "unknown action kind";
+    }
+  }
+
+private:
+  std::string requeue(const v1::EntityEventAction::OfferRequeue& r) {
+    if (!n_.stages || n_.stages->find(r.stage_id()) == nullptr)
+      return "stage `" + r.stage_id() + "` is not a stage of this node";
+    auto now_us = system_ms() * 1000;
+    auto entry = persistence::requeue_offer(*n_.pool, r.offer_id(), r.stage_id(), now_us);
+    if (!entry)
+      return persistence::error_message(entry.error());
+    if (!*entry)
+      return "offer `" + r.offer_id() + "` does not exist";
+    // The owner on this node hears of it now; another node's shard finds it by its next poll.
+    if (auto local = n_.routes->local(n_.routes->shard_of(r.offer_id())))
+      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry});
+    return {};
+  }
+
+  std::string task_event(const scheduled::attempt& a, std::chrono::milliseconds deadline) {
+    auto& t = a.spec.event().task_event();
+    auto group = tasks::group_of_task(t.task_id());
+    if (!group)
+      return "`" + t.task_id() + "` is not a task id (<group>:<key>)";
+    auto g = persistence::find_task_group(*n_.pool, *group);
+    if (!g)
+      return persistence::error_message(g.error());
+    if (!*g)
+      return "no task group `" + *group + "`";
+    v1::TaskEvent e;
+    e.mutable_custom()->set_name(t.name());
+    if (!t.payload().empty()
+        && !e.mutable_custom()->mutable_payload()->ParseFromString(t.payload()))
+      return "the payload is not a serialized google.protobuf.Any";
+    any_msg packed;
+    packed.value.PackFrom(e);
+    auto key = persistence::entity_key(tasks::task_kind((*g)->task_type), t.task_id());
+    auto owner = n_.routes->route_entity(key);
+    if (!owner)
+      return "no owner of the task's shard right now";
+    std::string error;
+    caf::scoped_actor self{*n_.sys};
+    // The occurrence's key as request id: a retry after a crash stores the event once.
+    self->request(owner, deadline, send_atom_v, key, packed, a.idempotency_key, int64_t{0})
+      .receive([](ok_atom) {}, [&](caf::error& err) { error = persistence::error_message(err); });
+    return error;
+  }
+
+  std::string kafka(const scheduled::attempt& a) {
+    if (!producer_) {
+      kafka::producer_options po;
+      po.role = "the scheduled actions' Kafka producer";
+      if (n_.cfg.kafka.brokers.empty())
+        return "kafka.brokers is empty: set it for Kafka actions";
+      po.settings.push_back(kafka::brokers_setting(n_.cfg.kafka.brokers));
+      po.settings.push_back({"message.timeout.ms", std::to_string(rules_.default_deadline_ms),
+                             "scheduled.default_deadline"});
+      po.on_delivery = [](void* opaque, const char* error) {
+        auto* out = static_cast<std::string*>(opaque);
+        *out = error == nullptr ? "" : error;
+      };
+      auto made = kafka::producer::make(std::move(po));
+      if (!made)
+        return persistence::error_message(made.error());
+      producer_ = std::make_unique<kafka::producer>(std::move(*made));
+    }
+    auto& k = a.spec.kafka();
+    std::string outcome = "not delivered";
+    if (auto err = producer_->produce(k.topic(), k.key(), k.value(), &outcome))
+      return persistence::error_message(err);
+    if (!producer_->flush(stop_))
+      return "stopped before the broker answered";
+    if (!outcome.empty())
+      producer_->replace_if_fatal();
+    return outcome;
+  }
+
+  node_context& n_;
+  scheduled::rules_options rules_;
+  std::unique_ptr<kafka::producer> producer_;
+  stop_signal stop_; ///< never requested: a flush is bounded by message.timeout.ms
+};
+
+} // namespace
+
+caf::error start_scheduled(node_context& n) {
+  auto rules = rules_of(n.cfg.scheduled);
+  n.scheduled_api =
+    std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules, system_ms);
+  if (n.cfg.scheduled.enabled) {
+    n.spawn_scheduled_worker = [&n, rules](uint32_t shard, int64_t epoch, caf::actor watch) {
+      scheduled::worker_options wo;
+      wo.pool = n.pool.get();
+      wo.shard = shard;
+      wo.epoch = epoch;
+      wo.rules = rules;
+      wo.poll = n.cfg.scheduled.poll;
+      wo.batch = static_cast<size_t>(n.cfg.scheduled.batch);
+      auto fire = std::make_shared<firing>(n, rules);
+      wo.fire = [fire](const scheduled::attempt& a) { return (*fire)(a); };
+      wo.watch = std::move(watch);
+      scheduled::spawn_worker(*n.sys, std::move(wo));
+    };
+  }
+  // Workers stop with their shards (earlier in the stop order); no new ones after this.
+  n.stops.push("scheduled actions", [&n] {
+    n.spawn_scheduled_worker = nullptr;
+    n.scheduled_api.reset();
+  });
+  return {};
+}
+
+} // namespace gost::runtime

@@ -1,0 +1,97 @@
+// A scheduled Kafka action on gostd against the real broker: the message is published with
+// its key and value, once per occurrence, and the action's status counts the success.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include <grpcpp/grpcpp.h>
+#include <librdkafka/rdkafka.h>
+
+#include "gost/testing/kafka.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::child_process;
+
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// The (key, value) pairs of `topic` from its start, until `want` arrived or 60 s passed.
+std::vector<std::pair<std::string, std::string>> consume(const std::string& topic, size_t want) {
+  char err[512];
+  auto* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", testing::kafka_brokers().c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "group.id", (topic + "-check").c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
+  auto* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  REQUIRE_MESSAGE(consumer != nullptr, err);
+  rd_kafka_poll_set_consumer(consumer);
+  auto* subs = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
+  REQUIRE(rd_kafka_subscribe(consumer, subs) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(subs);
+  std::vector<std::pair<std::string, std::string>> out;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    auto* m = rd_kafka_consumer_poll(consumer, 500);
+    if (m == nullptr)
+      continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+      out.emplace_back(std::string{static_cast<const char*>(m->key), m->key_len},
+                       std::string{static_cast<const char*>(m->payload), m->len});
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(consumer);
+  rd_kafka_destroy(consumer);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a scheduled Kafka action publishes its message on the broker") {
+  testing::temp_db db;
+  auto topic = "gost-actions-" + std::to_string(std::mt19937_64{std::random_device{}()}());
+  auto port_file = "/tmp/gost-actions-kafka-" + std::to_string(getpid());
+  child_process node{GOSTD_PATH,
+                     {"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
+                      "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                      "--shard.count=4", "--outbox.relay=false", "--scheduled.poll=20ms",
+                      "--kafka.brokers=" + testing::kafka_brokers()}};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  auto api = v1::ScheduledActionService::NewStub(
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  v1::CreateScheduledActionRequest req;
+  req.set_id("kafka-1");
+  req.mutable_spec()->set_start_at_ms(now_ms() + 200);
+  req.mutable_spec()->mutable_retry()->set_backoff_ms(500);
+  auto* k = req.mutable_spec()->mutable_kafka();
+  k->set_topic(topic);
+  k->set_key("seller-7");
+  k->set_value("reindex");
+  v1::CreateScheduledActionResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto s = api->Create(&ctx, req, &resp);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  auto got = consume(topic, 1);
+  REQUIRE_MESSAGE(got.size() == 1, node.output());
+  CHECK(got[0].first == "seller-7");
+  CHECK(got[0].second == "reindex");
+  REQUIRE(testing::eventually(30s, [&] {
+    v1::GetScheduledActionRequest g;
+    g.set_id("kafka-1");
+    v1::GetScheduledActionResponse gr;
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + 10s);
+    return api->Get(&c, g, &gr).ok() && gr.action().status().successes() == 1;
+  }));
+}
