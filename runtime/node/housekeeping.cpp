@@ -7,6 +7,7 @@
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/offers/history.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -34,6 +35,16 @@ void sweep(const housekeeping_options& o) {
                persistence::error_message(offers.error()));
   } else if (*offers > 0) {
     lg->info("request ids forgotten count={} older_than_s={} shards={}", *offers, ttl_s,
+             shards.size());
+  }
+  auto history_s = o.history_retention.count() / 1000;
+  auto history = persistence::reap_history(*o.pool, shards, history_s);
+  if (!history) {
+    if (!db_outage_reported(o.db.get(), history.error()))
+      lg->warn("offer history not reaped (next round tries again) error={}",
+               persistence::error_message(history.error()));
+  } else if (*history > 0) {
+    lg->info("offer history reaped count={} older_than_s={} shards={}", *history, history_s,
              shards.size());
   }
   if (!o.entities)
