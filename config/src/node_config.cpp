@@ -405,7 +405,7 @@ node_keys make_node_keys() {
   k.add(num(vk::duration, "history.retention", "7d", 0, 31'536'000'000,
             "How long each committed change of an offer is kept for `gostctl history` "
             "(AdminService.OfferHistory): written with the change in its transaction, reaped "
-            "by housekeeping after this long. 0: no history is written (and what was kept is "
+            "by housekeeping after this long. 0s: no history is written (and what was kept is "
             "reaped)."),
         bind_to(&node_config::history, &history_config::retention));
   k.add(num(vk::duration, "tasks.retry_delay", "10m", 0, 2'592'000'000,
