@@ -193,6 +193,24 @@ bool apply_status_and_photos(const cli& c, const char* cmd, gost::v1::Offer& o) 
   return true;
 }
 
+/// A whole-number option (--price, --expected-version) into `out` when given; false (after
+/// naming it) when it is not one: a typo never becomes 0.
+bool whole_opt(const cli& c, const char* name, int64_t& out) {
+  if (c.opts.count(name) == 0)
+    return true;
+  auto text = opt(c, name);
+  char* end = nullptr;
+  errno = 0;
+  auto v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0') {
+    std::fprintf(stderr, "gostctl %s: --%s `%s` is not a whole number\n", c.cmd.c_str(), name,
+                 text.c_str());
+    return false;
+  }
+  out = v;
+  return true;
+}
+
 bool ref_from(const cli& c, gost::v1::OfferRef& ref) {
   if (!c.positional.empty()) {
     ref.set_id(c.positional[0]);
@@ -813,8 +831,11 @@ int main(int argc, char** argv) {
       o->set_external_id(opt(c, "external-id"));
     if (c.opts.count("title") != 0)
       o->set_title(opt(c, "title"));
+    int64_t price = 0;
+    if (!whole_opt(c, "price", price))
+      return 2;
     if (c.opts.count("price") != 0) {
-      o->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+      o->mutable_price()->set_amount_minor(price);
       o->mutable_price()->set_currency(opt(c, "currency", "RUB"));
     }
     if (!apply_status_and_photos(c, "create", *o))
@@ -865,13 +886,15 @@ int main(int argc, char** argv) {
     }
     if (c.opts.count("title") != 0)
       req.mutable_offer()->set_title(opt(c, "title"));
+    int64_t price = 0;
+    int64_t expected = cur.offer().version();
+    if (!whole_opt(c, "price", price) || !whole_opt(c, "expected-version", expected))
+      return 2;
     if (c.opts.count("price") != 0)
-      req.mutable_offer()->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+      req.mutable_offer()->mutable_price()->set_amount_minor(price);
     if (!apply_status_and_photos(c, "update", *req.mutable_offer()))
       return 2;
-    req.set_expected_version(c.opts.count("expected-version") != 0
-                               ? std::atoll(opt(c, "expected-version").c_str())
-                               : cur.offer().version());
+    req.set_expected_version(expected);
     gost::v1::UpdateOfferResponse resp;
     grpc::ClientContext uctx;
     call_context(uctx, c);
@@ -887,8 +910,11 @@ int main(int argc, char** argv) {
       std::fputs("gostctl delete: give an offer id\n", stderr);
       return 2;
     }
+    int64_t expected = 0;
+    if (!whole_opt(c, "expected-version", expected))
+      return 2;
     if (c.opts.count("expected-version") != 0)
-      req.set_expected_version(std::atoll(opt(c, "expected-version").c_str()));
+      req.set_expected_version(expected);
     gost::v1::DeleteOfferResponse resp;
     auto s = stub->DeleteOffer(&ctx, req, &resp);
     if (!s.ok())

@@ -722,6 +722,9 @@ TEST_CASE("console: gostctl create --json refuses a bad field, naming it, and st
   CHECK(rc4 == 2);
   CHECK(out4.find("--status must be draft, active, inactive or banned, not `sold`")
         != std::string::npos);
+  auto [rc5, out5] = gostctl(n.addr, {"create", "--seller", "s", "--price", "12O"});
+  CHECK(rc5 == 2);
+  CHECK(out5.find("--price `12O` is not a whole number") != std::string::npos);
   CHECK(n.scalar_int("SELECT count(*) FROM offers") == 0);
   CHECK(n.scalar_int("SELECT count(*) FROM offer_history") == 0);
   // A good one, --json with flags on top.
