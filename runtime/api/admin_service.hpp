@@ -29,9 +29,10 @@ namespace gost::runtime {
 
 class router;
 
-/// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
-/// its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
-/// logged with who asked.
+/// gost.v1.AdminService: the inspection console (gostctl offer, history, types, stages, top,
+/// nodes, shards) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead
+/// letters), each verb logged with who asked. It publishes the node's state types (built once,
+/// at construction) and keeps a pool of them to decode states with (`types()`).
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
