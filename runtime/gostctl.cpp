@@ -8,21 +8,21 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
-#include <google/protobuf/util/time_util.h>
-
 #include "gost/v1/admin.grpc.pb.h"
-#include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/task_service.grpc.pb.h"
-#include "gost/v1/tasks.pb.h" // task inputs and results print decoded
+#include "rpc/proto_types.hpp"
 
 namespace {
 
@@ -32,18 +32,27 @@ const char* usage =
   "gostctl - talk to a gost node over gRPC\n\n"
   "Usage: gostctl [--addr HOST:PORT] COMMAND [ARGS]\n\n"
   "Commands:\n"
-  "  create --seller S [--ns N] [--external-id X] [--title T] [--price MINOR] [--currency C]\n"
-  "         [--status STATUS] [--photos URL,URL,...]\n"
-  "                       create an offer; prints it as JSON\n"
+  "  create [--json OFFER] [--seller S] [--ns N] [--external-id X] [--title T] [--price MINOR]\n"
+  "         [--currency C] [--status STATUS] [--photos URL,URL,...]\n"
+  "                       create an offer; prints it as JSON. --json is a gost.v1.Offer in\n"
+  "                       proto3 JSON ('{\"title\":\"Bike\",\"price\":{\"amount_minor\":100}}');\n"
+  "                       the other flags, when given, override its fields\n"
   "  get ID               print one offer as JSON\n"
   "  get --seller S [--ns N] --external-id X\n"
   "                       the same, by the seller's key\n"
-  "  update ID [--title T] [--price MINOR] [--status STATUS] [--photos URL,URL,...]\n"
-  "         [--expected-version V]\n"
-  "                       change an offer (other fields are kept; --photos '' removes all)\n"
+  "  update ID [--json OFFER] [--title T] [--price MINOR] [--status STATUS]\n"
+  "         [--photos URL,URL,...] [--expected-version V]\n"
+  "                       change an offer: the top-level fields --json names replace the\n"
+  "                       stored ones, then the flags apply; other fields are kept\n"
+  "                       (--photos '' removes all)\n"
   "  delete ID [--expected-version V]\n"
   "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
-  "                       decoded stage states, queue entries and timers\n"
+  "                       stage states as JSON, queue entries and timers\n"
+  "  history ID [--limit N] [--after TOKEN]\n"
+  "                       the offer's committed changes, newest first: version, time, what\n"
+  "                       made it (api, feed, a stage, state-api) and who, with the diff of\n"
+  "                       the offer and of each stage state; --limit per page (default 20)\n"
+  "  types                the protobuf types the node publishes (stage states, actor types)\n"
   "  stages               per-stage queue lengths, timers, dead letters, runs, latency, paused\n"
   "  top [--once] [--interval SECONDS] [--all]\n"
   "                       per shard and per stage: resident actors, mailbox depth (largest\n"
@@ -70,7 +79,8 @@ const char* usage =
   "  undrain [NODE]       end a drain: the node takes its share of the shards again\n"
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
-  "  task ID              a task (TaskService.GetTask): state, pending events, results\n"
+  "  task ID              a task (TaskService.GetTask): state, pending events, results,\n"
+  "                       inputs and results decoded with the node's published types\n"
   "  tasks --group G [--state S] [--after ID] [--limit N]\n"
   "                       the tasks of a group (in state S), by id\n"
   "  actions [--due] [--failing] [--after ID] [--limit N]\n"
@@ -87,7 +97,8 @@ const char* usage =
   "                       as `expire` act on active offers only\n"
   "  --photos URL,...     the offer's photos, in this order (Photo.order 1, 2, ...)\n"
   "  --token T            the node's `console.token` for the verbs (or GOST_TOKEN)\n"
-  "  --who NAME           who asks, recorded in the node log with a verb (default: $USER)\n"
+  "  --who NAME           who asks (default: $USER), sent on every call (metadata x-gost-who):\n"
+  "                       logged with a verb, recorded with a change in the offer's history\n"
   "  --since T, --until T a time: RFC 3339 (2026-11-26T17:00:00Z) or an age (90s, 30m, 2h,\n"
   "                       7d ago); --since is inclusive, --until exclusive\n"
   "Exit code: 0 on success, 1 when the node answered an error, 2 on bad usage.\n";
@@ -194,6 +205,24 @@ bool apply_status_and_photos(const cli& c, const char* cmd, gost::v1::Offer& o) 
   return true;
 }
 
+/// A whole-number option (--price, --expected-version) into `out` when given; false (after
+/// naming it) when it is not one: a typo never becomes 0.
+bool whole_opt(const cli& c, const char* name, int64_t& out) {
+  if (c.opts.count(name) == 0)
+    return true;
+  auto text = opt(c, name);
+  char* end = nullptr;
+  errno = 0;
+  auto v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0') {
+    std::fprintf(stderr, "gostctl %s: --%s `%s` is not a whole number\n", c.cmd.c_str(), name,
+                 text.c_str());
+    return false;
+  }
+  out = v;
+  return true;
+}
+
 bool ref_from(const cli& c, gost::v1::OfferRef& ref) {
   if (!c.positional.empty()) {
     ref.set_id(c.positional[0]);
@@ -280,16 +309,165 @@ int demo(OfferService::Stub& stub, const cli& c) {
   return errors == 0 ? 0 : 1;
 }
 
+std::string who(const cli& c) {
+  return opt(c, "who", std::getenv("USER") ? std::getenv("USER") : "");
+}
+
+/// Every call says who asks (metadata x-gost-who): the node logs it with a verb and records it
+/// with a change in the offer's history.
+void call_context(grpc::ClientContext& ctx, const cli& c) {
+  set_deadline(ctx);
+  if (auto w = who(c); !w.empty())
+    ctx.AddMetadata("x-gost-who", w);
+}
+
 /// The node's console token and who asks, on every admin call (the verbs need them).
 void admin_context(grpc::ClientContext& ctx, const cli& c) {
-  set_deadline(ctx);
+  call_context(ctx, c);
   auto token = opt(c, "token", std::getenv("GOST_TOKEN") ? std::getenv("GOST_TOKEN") : "");
   if (!token.empty())
     ctx.AddMetadata("x-gost-token", token);
 }
 
-std::string who(const cli& c) {
-  return opt(c, "who", std::getenv("USER") ? std::getenv("USER") : "");
+using gost::runtime::rpc::type_pool;
+
+/// The types the node publishes (AdminService.DescribeTypes), plus gostctl's own API messages
+/// `envelopes` (a reply that holds Anys): states, inputs and results decode with the node's
+/// files, never with types linked into gostctl, so a type gostctl was not built with decodes.
+std::unique_ptr<type_pool>
+node_types(gost::v1::AdminService::Stub& admin, const cli& c,
+           const std::vector<const google::protobuf::Descriptor*>& envelopes = {}) {
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  gost::v1::DescribeTypesResponse resp;
+  auto s = admin.DescribeTypes(&ctx, gost::v1::DescribeTypesRequest{}, &resp);
+  if (!s.ok())
+    std::fprintf(stderr,
+                 "gostctl: the node published no types (%s): states show as type URL "
+                 "and size\n",
+                 s.error_message().c_str());
+  auto files = resp.files(); // the node's first: its version of a file wins
+  std::set<std::string> have;
+  for (auto& f : files.file())
+    have.insert(f.name());
+  auto own = gost::runtime::rpc::files_of(envelopes);
+  for (auto& f : own.file())
+    if (have.insert(f.name()).second)
+      *files.add_file() = f;
+  return std::make_unique<type_pool>(files);
+}
+
+/// A reply holding Anys, as JSON decoded through `pool` (print_json's format).
+void print_decoded(const type_pool& pool, const google::protobuf::Message& m) {
+  google::protobuf::Any any;
+  any.PackFrom(m);
+  std::string out;
+  if (pool.to_json(any, out, true))
+    std::fputs(out.c_str(), stdout);
+  else
+    print_json(m);
+}
+
+/// A field's change as history prints it.
+std::string change_text(const gost::v1::FieldChange& c) {
+  switch (c.kind()) {
+    case gost::v1::FieldChange::ADDED: return c.path() + " added: " + c.after();
+    case gost::v1::FieldChange::REMOVED: return c.path() + " removed: " + c.before();
+    default: return c.path() + ": " + c.before() + " -> " + c.after();
+  }
+}
+
+/// history ID [--limit N] [--after TOKEN]
+int history(gost::v1::AdminService::Stub& admin, const cli& c) {
+  if (c.positional.empty()) {
+    std::fputs("gostctl history: give an offer id\n", stderr);
+    return 2;
+  }
+  gost::v1::OfferHistoryRequest req;
+  req.set_offer_id(c.positional[0]);
+  if (c.opts.count("limit")) {
+    char* end = nullptr;
+    auto n = std::strtol(opt(c, "limit").c_str(), &end, 10);
+    if (opt(c, "limit").empty() || *end != '\0' || n <= 0 || n > INT32_MAX) {
+      std::fprintf(stderr, "gostctl history: --limit `%s` is not a page size (1 or more)\n",
+                   opt(c, "limit").c_str());
+      return 2;
+    }
+    req.set_page_size(static_cast<int32_t>(n));
+  }
+  req.set_page_token(opt(c, "after"));
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  gost::v1::OfferHistoryResponse resp;
+  auto s = admin.OfferHistory(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  if (resp.changes().empty()) {
+    std::printf("offer %s: no changes kept%s\n", req.offer_id().c_str(),
+                resp.enabled() ? "" : " (history.retention is 0 on the node: history is off)");
+    return 0;
+  }
+  std::printf("offer %s: %d change(s), newest first\n", req.offer_id().c_str(),
+              resp.changes_size());
+  for (auto& ch : resp.changes()) {
+    std::string what = ch.source();
+    if (ch.deleted())
+      what += ", deleted";
+    else if (ch.first_kept())
+      what += ch.version() == 1 ? ", created" : ", earlier changes no longer kept";
+    std::printf("\n#%lld v%lld %s %s%s%s\n", static_cast<long long>(ch.id()),
+                static_cast<long long>(ch.version()),
+                google::protobuf::util::TimeUtil::ToString(ch.at()).c_str(), what.c_str(),
+                ch.by().empty() ? "" : " by ", ch.by().c_str());
+    for (auto& f : ch.offer())
+      std::printf("  %s\n", change_text(f).c_str());
+    for (auto& st : ch.states()) {
+      if (!st.decoded()) {
+        std::printf("  state %s: %s changed (%lld -> %lld bytes, type not published by the "
+                    "node)\n",
+                    st.stage_id().c_str(), st.type_url().c_str(),
+                    static_cast<long long>(st.before_bytes()),
+                    static_cast<long long>(st.after_bytes()));
+        continue;
+      }
+      std::printf("  state %s (%s)%s\n", st.stage_id().c_str(), st.type_url().c_str(),
+                  st.before_bytes() < 0  ? " new"
+                  : st.after_bytes() < 0 ? " gone"
+                                         : "");
+      for (auto& f : st.changes())
+        std::printf("    %s\n", change_text(f).c_str());
+    }
+  }
+  if (!resp.next_page_token().empty())
+    std::printf("\nmore: gostctl history %s --after %s\n", req.offer_id().c_str(),
+                resp.next_page_token().c_str());
+  return 0;
+}
+
+/// --json: a gost.v1.Offer in proto3 JSON into `out`; false (after naming the field or the
+/// position protobuf's parser found wrong) when it is not one. `fields`: the top-level fields
+/// it names.
+bool offer_from_json(const cli& c, gost::v1::Offer& out, std::vector<std::string>& fields) {
+  auto text = opt(c, "json");
+  google::protobuf::util::JsonParseOptions o;
+  auto st = google::protobuf::util::JsonStringToMessage(text, &out, o);
+  if (!st.ok()) {
+    std::fprintf(stderr, "gostctl %s: --json is not a gost.v1.Offer: %s\n", c.cmd.c_str(),
+                 std::string{st.message()}.c_str());
+    return false;
+  }
+  // Which top-level fields it names (also those set to their default), for an update.
+  google::protobuf::Struct keys;
+  if (google::protobuf::util::JsonStringToMessage(text, &keys).ok())
+    for (auto& [k, v] : keys.fields()) {
+      const auto* d = gost::v1::Offer::descriptor();
+      const auto* f = d->FindFieldByName(k);
+      if (f == nullptr)
+        f = d->FindFieldByCamelcaseName(k);
+      if (f != nullptr)
+        fields.push_back(f->name());
+    }
+  return true;
 }
 
 double per_second(uint64_t now, uint64_t before, double secs) {
@@ -734,16 +912,27 @@ int main(int argc, char** argv) {
     opt(c, "addr", std::getenv("GOST_ADDR") ? std::getenv("GOST_ADDR") : "127.0.0.1:50051");
   auto stub = OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
-  set_deadline(ctx);
+  call_context(ctx, c);
   if (c.cmd == "create") {
     gost::v1::CreateOfferRequest req;
     auto* o = req.mutable_offer();
-    o->set_seller_id(opt(c, "seller"));
-    o->set_namespace_(opt(c, "ns"));
-    o->set_external_id(opt(c, "external-id"));
-    o->set_title(opt(c, "title"));
+    std::vector<std::string> named;
+    if (c.opts.count("json") != 0 && !offer_from_json(c, *o, named))
+      return 2;
+    // The flags given override what --json holds.
+    if (c.opts.count("seller") != 0)
+      o->set_seller_id(opt(c, "seller"));
+    if (c.opts.count("ns") != 0)
+      o->set_namespace_(opt(c, "ns"));
+    if (c.opts.count("external-id") != 0)
+      o->set_external_id(opt(c, "external-id"));
+    if (c.opts.count("title") != 0)
+      o->set_title(opt(c, "title"));
+    int64_t price = 0;
+    if (!whole_opt(c, "price", price))
+      return 2;
     if (c.opts.count("price") != 0) {
-      o->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+      o->mutable_price()->set_amount_minor(price);
       o->mutable_price()->set_currency(opt(c, "currency", "RUB"));
     }
     if (!apply_status_and_photos(c, "create", *o))
@@ -781,18 +970,31 @@ int main(int argc, char** argv) {
     gost::v1::UpdateOfferRequest req;
     *req.mutable_offer() = cur.offer();
     *req.mutable_ref() = g.ref();
+    if (c.opts.count("json") != 0) {
+      // The fields --json names replace the stored ones whole; the others are kept.
+      gost::v1::Offer patch;
+      std::vector<std::string> named;
+      if (!offer_from_json(c, patch, named))
+        return 2;
+      const auto* d = gost::v1::Offer::descriptor();
+      for (auto& name : named)
+        req.mutable_offer()->GetReflection()->SwapFields(req.mutable_offer(), &patch,
+                                                         {d->FindFieldByName(name)});
+    }
     if (c.opts.count("title") != 0)
       req.mutable_offer()->set_title(opt(c, "title"));
+    int64_t price = 0;
+    int64_t expected = cur.offer().version();
+    if (!whole_opt(c, "price", price) || !whole_opt(c, "expected-version", expected))
+      return 2;
     if (c.opts.count("price") != 0)
-      req.mutable_offer()->mutable_price()->set_amount_minor(std::atoll(opt(c, "price").c_str()));
+      req.mutable_offer()->mutable_price()->set_amount_minor(price);
     if (!apply_status_and_photos(c, "update", *req.mutable_offer()))
       return 2;
-    req.set_expected_version(c.opts.count("expected-version") != 0
-                               ? std::atoll(opt(c, "expected-version").c_str())
-                               : cur.offer().version());
+    req.set_expected_version(expected);
     gost::v1::UpdateOfferResponse resp;
     grpc::ClientContext uctx;
-    set_deadline(uctx);
+    call_context(uctx, c);
     s = stub->UpdateOffer(&uctx, req, &resp);
     if (!s.ok())
       return fail(s);
@@ -805,8 +1007,11 @@ int main(int argc, char** argv) {
       std::fputs("gostctl delete: give an offer id\n", stderr);
       return 2;
     }
+    int64_t expected = 0;
+    if (!whole_opt(c, "expected-version", expected))
+      return 2;
     if (c.opts.count("expected-version") != 0)
-      req.set_expected_version(std::atoll(opt(c, "expected-version").c_str()));
+      req.set_expected_version(expected);
     gost::v1::DeleteOfferResponse resp;
     auto s = stub->DeleteOffer(&ctx, req, &resp);
     if (!s.ok())
@@ -826,6 +1031,22 @@ int main(int argc, char** argv) {
     return drain_verb(*admin, c);
   if (c.cmd == "deadletters")
     return list_dead(*admin, c);
+  if (c.cmd == "history")
+    return history(*admin, c);
+  if (c.cmd == "types") {
+    gost::v1::DescribeTypesResponse resp;
+    auto s = admin->DescribeTypes(&ctx, gost::v1::DescribeTypesRequest{}, &resp);
+    if (!s.ok())
+      return fail(s);
+    std::printf("%-7s %-24s %-32s %s\n", "kind", "id", "state type", "event type / note");
+    for (auto& t : resp.types())
+      std::printf("%-7s %-24s %-32s %s\n",
+                  t.kind() == gost::v1::PublishedType::STAGE ? "stage" : "entity", t.id().c_str(),
+                  t.state_type().empty() ? "-" : t.state_type().c_str(),
+                  t.event_type().empty() ? t.note().c_str() : t.event_type().c_str());
+    std::printf("%d file(s) published\n", resp.files().file_size());
+    return 0;
+  }
   if (c.cmd == "retry-dead" || c.cmd == "discard-dead")
     return dead_verb(*admin, c);
   if (c.cmd == "offer") {
@@ -851,22 +1072,15 @@ int main(int argc, char** argv) {
     std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
                 static_cast<long long>(resp.offer().version()), resp.shard(), where.c_str());
     print_json(resp.offer());
-    // The built-in stages' state types (gost.v1.AuditTrail), named here so that the linker
-    // keeps them: the JSON printer finds an Any's type in the generated descriptor pool.
-    (void)gost::v1::AuditTrail::descriptor();
+    // States decode with the types the node publishes, not those linked into gostctl.
+    auto types = node_types(*admin, c);
     std::printf("\nstage states:\n");
     if (resp.states().empty())
       std::printf("  (none)\n");
     for (auto& [stage, any] : resp.states()) {
       auto v = resp.state_versions().find(stage);
       auto label = stage + " v" + std::to_string(v == resp.state_versions().end() ? 0 : v->second);
-      std::string json;
-      google::protobuf::util::JsonPrintOptions o;
-      if (google::protobuf::util::MessageToJsonString(any, &json, o).ok())
-        std::printf("  %-20s %s\n", label.c_str(), json.c_str());
-      else
-        std::printf("  %-20s %s (%zu bytes, type not known to gostctl)\n", label.c_str(),
-                    any.type_url().c_str(), any.value().size());
+      std::printf("  %-20s %s\n", label.c_str(), types->render(any).c_str());
     }
     std::printf("\nqueues and timers:\n");
     if (resp.queue().empty())
@@ -971,16 +1185,14 @@ int main(int argc, char** argv) {
         std::fputs("gostctl task: give one task id (<group>:<key>)\n", stderr);
         return 2;
       }
-      // Inputs print decoded only when their messages are linked in: naming one links the
-      // built-in task types' file (gost/v1/tasks.proto).
-      (void)gost::v1::ModerationInput::descriptor();
       gost::v1::GetTaskRequest req;
       req.set_task_id(c.positional[0]);
       gost::v1::GetTaskResponse resp;
       auto s = tasks->GetTask(&ctx, req, &resp);
       if (!s.ok())
         return fail(s);
-      print_json(resp);
+      // Inputs, states and results decode with the node's published types.
+      print_decoded(*node_types(*admin, c, {gost::v1::GetTaskResponse::descriptor()}), resp);
       return 0;
     }
     if (opt(c, "group").empty()) {

@@ -452,6 +452,12 @@ node_keys make_node_keys() {
             "Where rotated images are stored (files named by their content's SHA-256), served "
             "by the node at http://<http.listen>/blobs/NAME."),
         bind_to(&node_config::images, &images_config::blob_dir));
+  k.add(num(vk::duration, "history.retention", "7d", 0, 31'536'000'000,
+            "How long each committed change of an offer is kept for `gostctl history` "
+            "(AdminService.OfferHistory): written with the change in its transaction, reaped "
+            "by housekeeping after this long. 0s: no history is written (and what was kept is "
+            "reaped)."),
+        bind_to(&node_config::history, &history_config::retention));
   k.add(num(vk::duration, "tasks.retry_delay", "10m", 0, 2'592'000'000,
             "A task group's retry delay when CreateGroup gives none: a task event whose step "
             "failed is handled again this much later, times its attempts so far (seed 002's "

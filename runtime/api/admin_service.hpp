@@ -19,15 +19,21 @@ class pg_pool;
 
 namespace gost {
 class call_hub;
+class entity_registry;
+} // namespace gost
+
+namespace gost::runtime::rpc {
+class type_pool;
 }
 
 namespace gost::runtime {
 
 class router;
 
-/// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
-/// its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
-/// logged with who asked.
+/// gost.v1.AdminService: the inspection console (gostctl offer, history, types, stages, top,
+/// nodes, shards) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead
+/// letters), each verb logged with who asked. It publishes the node's state types (built once,
+/// at construction) and keeps a pool of them to decode states with (`types()`).
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
@@ -47,12 +53,19 @@ public:
     std::string listen; ///< grpc.listen, for the refusal's message
   };
 
+  /// The types the node publishes (DescribeTypes) and decodes with (OfferHistory).
+  struct types_view {
+    std::shared_ptr<const entity_registry> entities; ///< the application's actor types; may be null
+    bool history = false;                            ///< history.retention is not 0
+  };
+
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster, access acc, api_limits limits = {})
+                cluster_view cluster, access acc, api_limits limits, types_view types)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
-      limits_(std::move(limits)) {
+      limits_(std::move(limits)), history_(types.history) {
+    publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("ListStages", &admin_service::ListStages);
     guard("ListNodes", &admin_service::ListNodes);
@@ -67,6 +80,8 @@ public:
     guard("DiscardDeadLetters", &admin_service::DiscardDeadLetters);
     guard("DrainNode", &admin_service::DrainNode);
     guard("UndrainNode", &admin_service::UndrainNode);
+    guard("DescribeTypes", &admin_service::DescribeTypes);
+    guard("OfferHistory", &admin_service::OfferHistory);
     require_all_guarded();
   }
 
@@ -129,11 +144,24 @@ public:
   /// How long a read may take: the node's `api.request_timeout`.
   std::chrono::milliseconds timeout() const { return timeout_; }
 
+  grpc::ServerUnaryReactor* DescribeTypes(grpc::CallbackServerContext* ctx,
+                                          const v1::DescribeTypesRequest* req,
+                                          v1::DescribeTypesResponse* resp) override;
+  grpc::ServerUnaryReactor* OfferHistory(grpc::CallbackServerContext* ctx,
+                                         const v1::OfferHistoryRequest* req,
+                                         v1::OfferHistoryResponse* resp) override;
+
+  /// The node's own pool of the published types: renders any state it knows as JSON (the web
+  /// page's describe view; rpc/proto_types.hpp).
+  const rpc::type_pool& types() const noexcept { return *pool_; }
+
 private:
   /// Drain (true) or undrain (false) this node.
   grpc::ServerUnaryReactor* drain_verb(grpc::CallbackServerContext* ctx,
                                        const v1::DrainNodeRequest* req, v1::DrainNodeResponse* resp,
                                        bool drain);
+  /// Fills types_ and pool_ from the stages and `entities` (once, at construction).
+  void publish_types(const entity_registry* entities);
   /// OK when the call may use a verb; else the refusal, naming `console.token`.
   grpc::Status allowed(grpc::CallbackServerContext* ctx, const char* verb) const;
   /// Pause (true) or resume (false) a stage.
@@ -153,6 +181,9 @@ private:
   cluster_view cluster_;
   access access_;
   api_limits limits_;
+  bool history_;
+  std::shared_ptr<const v1::DescribeTypesResponse> types_;
+  std::shared_ptr<const rpc::type_pool> pool_;
 };
 
 } // namespace gost::runtime

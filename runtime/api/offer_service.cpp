@@ -13,6 +13,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/spawn.hpp"
+#include "rpc/caller.hpp"
 
 namespace gost::runtime {
 
@@ -97,7 +98,7 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
   }
   // A create with a request id makes the same offer id on every retry: the retry reaches the
   // same actor, which answers it with the first answer.
-  auto rid = request_id{req->request_id()};
+  auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
   auto id = rid.empty() ? make_offer_id() : offer_id_for_request(o.seller_id(), rid.value);
   auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
   auto& r = router_;
@@ -173,7 +174,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
     done(invalid(problem));
     return reactor;
   }
-  auto rid = request_id{req->request_id()};
+  auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
   offer_msg msg{req->offer()};
   auto budget = call_budget(ctx->deadline(), timeout_);
   caf::timespan timeout{budget};
@@ -219,7 +220,7 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
     done(invalid(problem));
     return reactor;
   }
-  auto rid = request_id{req->request_id()};
+  auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
   auto budget = call_budget(ctx->deadline(), timeout_);
   caf::timespan timeout{budget};
   auto deadline = clock_type::now() + budget;

@@ -7,6 +7,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"
+#include "rpc/caller.hpp"
 
 namespace gost::runtime {
 
@@ -80,7 +81,7 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
   auto stage = req->stage_id();
   auto bytes = req->state().SerializeAsString();
   int64_t expected = req->expected_version();
-  auto rid = request_id{req->request_id()};
+  auto rid = request_id{req->request_id(), {}, rpc::caller_of(*ctx)};
   hub_.run([=, &r](caf::event_based_actor* self) {
     ask_owner(
       self, r, deadline,

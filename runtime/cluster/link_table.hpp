@@ -23,6 +23,17 @@ using internal::v1::ForwardResponse;
 
 // -- requests ---------------------------------------------------------------------------------
 
+inline void set_origin(internal::v1::Origin& o, const request_id& rid) {
+  o.set_source(rid.source);
+  o.set_by(rid.by);
+}
+
+/// The request id of a forwarded write, with who made it.
+template <class Op>
+request_id request_id_of(const Op& op) {
+  return request_id{op.request_id(), op.origin().source(), op.origin().by()};
+}
+
 inline void encode(ForwardRequest& r, get_atom, const std::string& id) {
   r.set_get(id);
 }
@@ -32,6 +43,7 @@ inline void encode(ForwardRequest& r, create_atom, const std::string& id, const 
   *r.mutable_create()->mutable_offer() = m.value;
   r.mutable_create()->mutable_offer()->set_id(id);
   r.mutable_create()->set_request_id(rid.value);
+  set_origin(*r.mutable_create()->mutable_origin(), rid);
 }
 
 inline void encode(ForwardRequest& r, update_atom, const std::string& id, const offer_msg& m,
@@ -42,6 +54,7 @@ inline void encode(ForwardRequest& r, update_atom, const std::string& id, const 
   u->set_expected_version(expected);
   u->set_mask(mask);
   u->set_request_id(rid.value);
+  set_origin(*u->mutable_origin(), rid);
 }
 
 inline void encode(ForwardRequest& r, delete_atom, const std::string& id, int64_t expected,
@@ -49,6 +62,7 @@ inline void encode(ForwardRequest& r, delete_atom, const std::string& id, int64_
   r.mutable_delete_()->set_offer_id(id);
   r.mutable_delete_()->set_expected_version(expected);
   r.mutable_delete_()->set_request_id(rid.value);
+  set_origin(*r.mutable_delete_()->mutable_origin(), rid);
 }
 
 inline void encode(ForwardRequest& r, get_atom, state_atom, const std::string& id,
@@ -66,6 +80,7 @@ inline void encode(ForwardRequest& r, update_atom, state_atom, const std::string
   u->set_state(state);
   u->set_expected_version(expected);
   u->set_request_id(rid.value);
+  set_origin(*u->mutable_origin(), rid);
 }
 
 inline void encode(ForwardRequest& r, resident_atom, const std::string& id) {
@@ -92,18 +107,18 @@ bool decode(const ForwardRequest& r, F&& f) {
   switch (r.op_case()) {
     case ForwardRequest::kCreate:
       f(create_atom_v, r.create().offer().id(), offer_msg{r.create().offer()},
-        request_id{r.create().request_id()});
+        request_id_of(r.create()));
       return true;
     case ForwardRequest::kGet: f(get_atom_v, r.get()); return true;
     case ForwardRequest::kUpdate: {
       auto& u = r.update();
       f(update_atom_v, u.offer().id(), offer_msg{u.offer()}, u.expected_version(), u.mask(),
-        request_id{u.request_id()});
+        request_id_of(u));
       return true;
     }
     case ForwardRequest::kDelete:
       f(delete_atom_v, r.delete_().offer_id(), r.delete_().expected_version(),
-        request_id{r.delete_().request_id()});
+        request_id_of(r.delete_()));
       return true;
     case ForwardRequest::kReadState:
       f(get_atom_v, state_atom_v, r.read_state().offer_id(), r.read_state().stage_id());
@@ -111,7 +126,7 @@ bool decode(const ForwardRequest& r, F&& f) {
     case ForwardRequest::kUpdateState: {
       auto& u = r.update_state();
       f(update_atom_v, state_atom_v, u.offer_id(), u.stage_id(), u.state(), u.expected_version(),
-        request_id{u.request_id()});
+        request_id_of(u));
       return true;
     }
     case ForwardRequest::kResidency: f(resident_atom_v, r.residency()); return true;

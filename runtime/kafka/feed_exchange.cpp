@@ -52,6 +52,10 @@ public:
 
   std::string new_id() override { return make_offer_id(); }
 
+  /// A feed's writes carry no idempotency key, only where they came from (recorded in the
+  /// offer's history).
+  static request_id feed_request() { return request_id{{}, "feed", {}}; }
+
   std::string check(const v1::Offer& content) override {
     return check_content(content, opts_.limits);
   }
@@ -62,19 +66,19 @@ public:
 
   reply<v1::Offer> create(const v1::Offer& content) override {
     return ask_async<v1::Offer>(opts_, offer_of, create_atom_v, content.id(), offer_msg{content},
-                                request_id{});
+                                feed_request());
   }
 
   reply<v1::Offer> update(const v1::Offer& content, std::optional<int64_t> expected_version,
                           const std::string& mask) override {
     return ask_async<v1::Offer>(opts_, offer_of, update_atom_v, content.id(), offer_msg{content},
-                                expected_version.value_or(any_version), mask, request_id{});
+                                expected_version.value_or(any_version), mask, feed_request());
   }
 
   reply<int64_t> remove(const std::string& offer_id) override {
     return ask_async<int64_t>(
       opts_, [](int64_t version) { return version; }, delete_atom_v, offer_id, any_version,
-      request_id{});
+      feed_request());
   }
 
 private:

@@ -8,6 +8,7 @@
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/images/images.hpp"
+#include "gost/persistence/offers/history.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -54,6 +55,16 @@ void sweep(const housekeeping_options& o) {
     }
     if (reaped > 0)
       lg->info("expired image results reaped count={}", reaped);
+  }
+  auto history_s = o.history_retention.count() / 1000;
+  auto history = persistence::reap_history(*o.pool, shards, history_s);
+  if (!history) {
+    if (!db_outage_reported(o.db.get(), history.error()))
+      lg->warn("offer history not reaped (next round tries again) error={}",
+               persistence::error_message(history.error()));
+  } else if (*history > 0) {
+    lg->info("offer history reaped count={} older_than_s={} shards={}", *history, history_s,
+             shards.size());
   }
   if (!o.entities)
     return;

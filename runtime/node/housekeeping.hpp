@@ -1,7 +1,8 @@
 #pragma once
 // Housekeeping: the node forgets, now and then, what it no longer needs to remember —
 // the request ids of writes older than `api.request_ttl` (offers' ids of the shards this
-// node owns; durable entities' ids). A retry older than that is applied as a new write
+// node owns; durable entities' ids) and the offers' history older than `history.retention`
+// (of the shards this node owns). A retry older than that is applied as a new write
 // (docs/api.md, Retries).
 
 #include <chrono>
@@ -25,6 +26,8 @@ namespace gost::runtime {
 
 struct housekeeping_options {
   std::chrono::milliseconds request_ttl{24 * 3'600'000};
+  /// The offers' history is kept this long (history.retention); 0: off, what is kept goes.
+  std::chrono::milliseconds history_retention{0};
   /// How often it looks; default: a tenth of the ttl, at most every 10 minutes.
   std::chrono::milliseconds every{0};
   bool entities = false; ///< durable entity types are registered (their table exists)

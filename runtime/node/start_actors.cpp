@@ -36,9 +36,9 @@ caf::error start_core_actors(node_context& n) {
   });
   // Writers matched to connections: two share a 4-connection pool with the stores.
   auto& write = n.cfg.write;
-  n.writers =
-    spawn_offer_writers(*n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
-                        write.batch_max, write.flush_delay, n.stats, n.db);
+  n.writers = spawn_offer_writers(
+    *n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)), write.batch_max,
+    write.flush_delay, n.stats, n.db, n.cfg.history.retention.count() > 0);
   n.stops.push("offer writers", [&n] {
     n.stop_actors(n.writers);
     n.writers.clear();

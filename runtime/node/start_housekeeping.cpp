@@ -9,6 +9,7 @@ namespace gost::runtime {
 caf::error start_housekeeping(node_context& n) {
   housekeeping_options ho;
   ho.request_ttl = n.cfg.api.request_ttl;
+  ho.history_retention = n.cfg.history.retention;
   ho.entities = n.hosts_entities();
   ho.images = n.cfg.images.enabled;
   ho.pool = n.pool.get();

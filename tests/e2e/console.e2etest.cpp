@@ -580,3 +580,159 @@ TEST_CASE("console: off loopback the verbs need console.token, and refuse naming
             == std::string::npos);
   }
 }
+
+namespace {
+
+/// Runs gostctl; returns {exit code, its output}.
+std::pair<int, std::string> gostctl(const std::string& addr, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--addr", addr});
+  child_process p{GOSTCTL_PATH, args};
+  int rc = p.wait(60s);
+  return {rc, p.output()};
+}
+
+/// The example application (examples/app): its stage `photo_count` keeps a photos.v1.PhotoCount,
+/// a type gostctl is not built with.
+struct example_node {
+  testing::temp_db db;
+  std::string port_file = temp_path("gost-example-console");
+  child_process node{GOST_EXAMPLE_PATH,
+                     {"--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0",
+                      "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                      "--shard.count=4", "--queue.poll=50ms", "--outbox.relay=false"}};
+  std::string addr;
+
+  example_node() {
+    auto port = testing::served_port(node, port_file);
+    REQUIRE_MESSAGE(port > 0, node.output());
+    addr = "127.0.0.1:" + std::to_string(port);
+  }
+  ~example_node() {
+    node.signal(SIGTERM);
+    node.wait(30s);
+    std::remove(port_file.c_str());
+  }
+};
+
+/// The text after `"id": "` in gostctl's JSON of an offer.
+std::string offer_id_in(const std::string& json) {
+  static const std::regex id{R"re("id": "([0-9a-f]+)")re"};
+  std::smatch m;
+  return std::regex_search(json, m, id) ? m[1].str() : std::string{};
+}
+
+/// The part of a history listing from the line of change `#N ...` holding `header` to the next.
+std::string change_block(const std::string& listing, const std::string& header) {
+  auto at = listing.find(header);
+  if (at == std::string::npos)
+    return {};
+  auto start = listing.rfind("\n#", at);
+  auto end = listing.find("\n#", at);
+  return listing.substr(start == std::string::npos ? 0 : start,
+                        end == std::string::npos ? std::string::npos : end - start);
+}
+
+} // namespace
+
+TEST_CASE("console: gostctl decodes states with the node's published types and lists an "
+          "offer's history with diffs and sources") {
+  example_node n;
+  // The node publishes photo_count's state type with its file.
+  auto [trc, types] = gostctl(n.addr, {"types"});
+  REQUIRE_MESSAGE(trc == 0, types);
+  CHECK(types.find("photo_count") != std::string::npos);
+  CHECK(types.find("photos.v1.PhotoCount") != std::string::npos);
+
+  auto [crc, created] =
+    gostctl(n.addr, {"create", "--who", "alice", "--json",
+                     R"({"seller_id":"s1","title":"Bike","status":"OFFER_STATUS_ACTIVE",)"
+                     R"("photos":[{"url":"https://example.org/0"}]})"});
+  REQUIRE_MESSAGE(crc == 0, created);
+  auto id = offer_id_in(created);
+  REQUIRE_FALSE(id.empty());
+  CHECK(created.find("\"title\": \"Bike\"") != std::string::npos);
+  // The stage ran: its state shows as JSON, though gostctl was never built with its type.
+  auto offer = [&] { return gostctl(n.addr, {"offer", id}).second; };
+  REQUIRE(eventually(20s, [&] { return offer().find(R"({"photos":1})") != std::string::npos; }));
+  CHECK(offer().find("not published") == std::string::npos);
+
+  auto [u1, up1] = gostctl(n.addr, {"update", id, "--price", "150", "--who", "bob"});
+  REQUIRE_MESSAGE(u1 == 0, up1);
+  auto [u2, up2] = gostctl(n.addr, {"update", id, "--who", "carol", "--json",
+                                    R"({"photos":[{"url":"https://example.org/0"},)"
+                                    R"({"url":"https://example.org/1"}]})"});
+  REQUIRE_MESSAGE(u2 == 0, up2);
+  CHECK(up2.find("\"title\": \"Bike\"") != std::string::npos); // fields --json left out stay
+  REQUIRE(eventually(20s, [&] { return offer().find(R"({"photos":2})") != std::string::npos; }));
+
+  auto [hrc, listing] = gostctl(n.addr, {"history", id});
+  REQUIRE_MESSAGE(hrc == 0, listing);
+  INFO(listing);
+  // Newest first: the stage's second run, carol's photos, bob's price, the stage's first run,
+  // alice's creation.
+  auto created_at = listing.find("api, created by alice peer=");
+  auto bob_at = listing.find("api by bob peer=");
+  auto carol_at = listing.find("api by carol peer=");
+  REQUIRE(created_at != std::string::npos);
+  REQUIRE(bob_at != std::string::npos);
+  REQUIRE(carol_at != std::string::npos);
+  CHECK(carol_at < bob_at);
+  CHECK(bob_at < created_at);
+  auto creation = change_block(listing, "api, created by alice");
+  CHECK(creation.find(" v1 ") != std::string::npos);
+  CHECK(creation.find(R"(title: "" -> "Bike")") != std::string::npos);
+  CHECK(creation.find(R"(photos[0] added: {"url":"https://example.org/0"})") != std::string::npos);
+  auto price = change_block(listing, "api by bob");
+  CHECK(price.find(" v2 ") != std::string::npos);
+  CHECK(price.find(R"(price added: {"amount_minor":"150"})") != std::string::npos);
+  CHECK(price.find("photos[") == std::string::npos); // only what changed
+  auto photos = change_block(listing, "api by carol");
+  CHECK(photos.find(" v3 ") != std::string::npos);
+  CHECK(photos.find(R"(photos[1] added: {"url":"https://example.org/1"})") != std::string::npos);
+  // The stage's runs: their source is the stage, their diff the decoded state's fields.
+  auto run = change_block(listing, "photo_count\n");
+  CHECK(run.find("state photo_count (type.googleapis.com/photos.v1.PhotoCount)")
+        != std::string::npos);
+  CHECK(listing.find("    photos: 1 -> 2") != std::string::npos);
+  CHECK(listing.find("    photos: 0 -> 1") != std::string::npos);
+  CHECK(listing.find("not published") == std::string::npos);
+  // Paged: one change per page, the next one behind the token.
+  auto [prc, page] = gostctl(n.addr, {"history", id, "--limit", "1"});
+  REQUIRE(prc == 0);
+  CHECK(page.find("1 change(s)") != std::string::npos);
+  CHECK(page.find("more: gostctl history " + id + " --after ") != std::string::npos);
+  auto [brc, bad] = gostctl(n.addr, {"history", id, "--limit", "0"});
+  CHECK(brc == 2);
+  CHECK(bad.find("--limit `0`") != std::string::npos);
+}
+
+TEST_CASE("console: gostctl create --json refuses a bad field, naming it, and stores nothing") {
+  console_node n;
+  auto [rc, out] =
+    gostctl(n.addr, {"create", "--json", R"({"seller_id":"s","pricee":{"amount_minor":1}})"});
+  CHECK(rc == 2);
+  CHECK(out.find("pricee") != std::string::npos);
+  auto [rc2, out2] =
+    gostctl(n.addr, {"create", "--json", R"({"seller_id":"s","price":{"amount_minor":"x"}})"});
+  CHECK(rc2 == 2);
+  CHECK(out2.find("amount_minor") != std::string::npos);
+  auto [rc3, out3] = gostctl(n.addr, {"create", "--json", R"({"seller_id": })"});
+  CHECK(rc3 == 2);
+  CHECK(out3.find("--json is not a gost.v1.Offer") != std::string::npos);
+  auto [rc4, out4] = gostctl(n.addr, {"create", "--seller", "s", "--status", "sold"});
+  CHECK(rc4 == 2);
+  CHECK(out4.find("--status must be draft, active, inactive or banned, not `sold`")
+        != std::string::npos);
+  auto [rc5, out5] = gostctl(n.addr, {"create", "--seller", "s", "--price", "12O"});
+  CHECK(rc5 == 2);
+  CHECK(out5.find("--price `12O` is not a whole number") != std::string::npos);
+  CHECK(n.scalar_int("SELECT count(*) FROM offers") == 0);
+  CHECK(n.scalar_int("SELECT count(*) FROM offer_history") == 0);
+  // A good one, --json with flags on top.
+  auto [ok, made] = gostctl(n.addr, {"create", "--json", R"({"seller_id":"s","title":"from json"})",
+                                     "--title", "from flag", "--photos", "u1,u2"});
+  REQUIRE_MESSAGE(ok == 0, made);
+  CHECK(made.find("\"title\": \"from flag\"") != std::string::npos);
+  CHECK(made.find("\"url\": \"u2\"") != std::string::npos);
+  CHECK(n.scalar_int("SELECT count(*) FROM offers") == 1);
+}

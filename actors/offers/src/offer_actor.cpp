@@ -158,9 +158,11 @@ offer_msg reply_offer(const std::optional<v1::Offer>& next, const persistence::w
 }
 
 /// The inputs of offer_changes.hpp's functions: what the actor holds now.
-change_input inputs(self_ptr self) {
+/// What a change computes on; `rid` says who made it (recorded in the outbox event).
+change_input inputs(self_ptr self, const request_id& rid) {
   auto& st = self->state;
-  return {st.entity, st.ctx, *st.env->stages, std::chrono::system_clock::now(), st.env->limits};
+  return {st.entity,      st.ctx,     *st.env->stages, std::chrono::system_clock::now(),
+          st.env->limits, rid.source, rid.by};
 }
 
 /// How a write's answer is kept with its request id (offer_requests.answer) and read back
@@ -484,7 +486,9 @@ offer_actor::behavior_type offer_behavior() {
     [](create_atom, const std::string&, offer_msg& m, request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
-      auto prepare = [self, in = std::move(m.value)] { return prepare_create(inputs(self), in); };
+      auto prepare = [self, in = std::move(m.value), rid] {
+        return prepare_create(inputs(self, rid), in);
+      };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp;
     },
@@ -508,8 +512,8 @@ offer_actor::behavior_type offer_behavior() {
        request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
       auto rp = self->make_response_promise<offer_msg>();
-      auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask)] {
-        return prepare_update(inputs(self), in, expected, mask);
+      auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask), rid] {
+        return prepare_update(inputs(self, rid), in, expected, mask);
       };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp;
@@ -517,7 +521,7 @@ offer_actor::behavior_type offer_behavior() {
     [](delete_atom, const std::string&, int64_t expected, request_id& rid) -> caf::result<int64_t> {
       auto self = current();
       auto rp = self->make_response_promise<int64_t>();
-      auto prepare = [self, expected] { return prepare_delete(inputs(self), expected); };
+      auto prepare = [self, expected, rid] { return prepare_delete(inputs(self, rid), expected); };
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.expected_version + 1;
       };
@@ -550,8 +554,8 @@ offer_actor::behavior_type offer_behavior() {
        int64_t expected, request_id& rid) -> caf::result<state_update_msg> {
       auto self = current();
       auto rp = self->make_response_promise<state_update_msg>();
-      auto prepare = [self, stage_id, bytes = std::move(bytes), expected] {
-        return prepare_state_update(inputs(self), stage_id, bytes, expected);
+      auto prepare = [self, stage_id, bytes = std::move(bytes), expected, rid] {
+        return prepare_state_update(inputs(self, rid), stage_id, bytes, expected);
       };
       auto reply = [self, stage_id](const std::optional<v1::Offer>&,
                                     const persistence::write_set& ws) {

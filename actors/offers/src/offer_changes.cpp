@@ -11,6 +11,10 @@ int64_t now_us(std::chrono::system_clock::time_point t) {
   return to_us(t);
 }
 
+std::string source_of(const change_input& in) {
+  return in.source.empty() ? std::string{"api"} : in.source;
+}
+
 } // namespace
 
 bool writes_nothing(const persistence::write_set& ws) {
@@ -30,7 +34,7 @@ caf::expected<prepared_change> prepare_create(const change_input& in, v1::Offer 
   ws.new_body = o->SerializeAsString(); // once: the body and the outbox event share it
   ws.enqueue =
     ask_stages(in.stages, nullptr, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
-  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), in.by);
   out.next = std::move(*o);
   return out;
 }
@@ -50,7 +54,7 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
   ws.new_body = o->SerializeAsString();
   ws.enqueue =
     ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
-  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, "api");
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), in.by);
   out.next = std::move(*o);
   return out;
 }
@@ -66,7 +70,7 @@ caf::expected<prepared_change> prepare_delete(const change_input& in, int64_t ex
   ws.expected_version = *ver;
   auto gone = *in.entity.current();
   gone.set_version(*ver + 1);
-  ws.outbox = saved_event(gone.SerializeAsString(), in.ctx, {}, true, "api");
+  ws.outbox = saved_event(gone.SerializeAsString(), in.ctx, {}, true, source_of(in), in.by);
   return out;
 }
 
@@ -94,7 +98,7 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
   ws.expected_version = cur->version();
   std::vector<std::pair<std::string, std::string>> written{{stage_id, state}};
   ws.outbox =
-    saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id);
+    saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id, in.by);
   // The stage sees its new state: ask it (alone) whether it wants to run now.
   offer_context after = in.ctx;
   after.states[stage_id].value.ParseFromString(state);

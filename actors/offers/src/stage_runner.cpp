@@ -212,7 +212,7 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
 
 std::string saved_event(const std::string& body, const offer_context& ctx,
                         const std::vector<std::pair<std::string, std::string>>& new_states,
-                        bool deleted, const std::string& changed_by) {
+                        bool deleted, const std::string& changed_by, const std::string& by) {
   // OfferSaved: offer = 1 (the body as it is), states = 2 (map entries: key = 1, value = 2),
   // deleted = 3, changed_by = 4.
   std::string out;
@@ -236,6 +236,7 @@ std::string saved_event(const std::string& body, const offer_context& ctx,
   v1::OfferSaved tail;
   tail.set_deleted(deleted);
   tail.set_changed_by(changed_by);
+  tail.set_by(by);
   out += tail.SerializeAsString();
   return out;
 }

@@ -43,6 +43,10 @@ public:
 
   std::vector<std::string> interests() const override { return {"id"}; } // runs by its timer
 
+  const google::protobuf::Descriptor* state_type() const override {
+    return v1::AuditTrail::descriptor();
+  }
+
 private:
   std::chrono::milliseconds every_;
 };

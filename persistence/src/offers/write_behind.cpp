@@ -133,7 +133,8 @@ void write_state_rows(pqxx::work& tx, const std::map<state_key, row_change>& row
 } // namespace
 
 caf::expected<std::vector<write_outcome>>
-commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets) {
+commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets,
+                  commit_options opts) {
   std::vector<write_outcome> outcomes;
   auto mark = new_commit_mark();
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
@@ -222,6 +223,10 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     };
     std::map<uint32_t, shard_outbox> outbox; ///< one outbox_batches row per shard of the batch
     values_list dead_rows;
+    // The outbox rows and the history rows go in one statement (a data-modifying CTE): the
+    // history costs no round trip of its own.
+    values_list history_rows;
+    blob_params tail_blobs;
     values_list request_rows;
     blob_params request_blobs;
     for (size_t i = 0; i < sets.size(); ++i) {
@@ -263,6 +268,14 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
         auto& o = outbox[shard];
         append_event(o.payload, *s.outbox);
         ++o.events;
+        if (opts.history) {
+          // The offer's version after the set: a state-only change leaves it as it is.
+          int64_t after = s.op == offer_op::insert                 ? 1
+                          : s.new_body || s.op == offer_op::remove ? s.expected_version + 1
+                                                                   : v->second;
+          history_rows.row(tx.quote(s.offer_id) + "," + std::to_string(shard) + ","
+                           + std::to_string(after) + "," + tail_blobs.add(*s.outbox));
+        }
       }
       if (s.op == offer_op::remove) {
         bodies.erase(s.offer_id);
@@ -319,9 +332,18 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
                          + ") AS v(offer_id, version, body)"
                            " WHERE o.offer_id = v.offer_id");
     write_state_rows(tx, state_rows);
-    for (auto& [shard, o] : outbox)
-      tx.exec_params("INSERT INTO outbox_batches (shard, events, payload) VALUES ($1, $2, $3)",
-                     static_cast<int64_t>(shard), o.events, pqxx::binarystring{o.payload});
+    if (!outbox.empty()) {
+      values_list outbox_rows;
+      for (auto& [shard, o] : outbox)
+        outbox_rows.row(std::to_string(shard) + "," + std::to_string(o.events) + ","
+                        + tail_blobs.add(o.payload));
+      std::string sql;
+      if (!history_rows.empty())
+        sql = "WITH h AS (INSERT INTO offer_history (offer_id, shard, version, event) VALUES "
+              + history_rows.str() + ") ";
+      tail_blobs.exec(tx, sql + "INSERT INTO outbox_batches (shard, events, payload) VALUES "
+                            + outbox_rows.str());
+    }
     if (!request_rows.empty())
       request_blobs.exec(tx,
                          "INSERT INTO offer_requests (offer_id, request_id, shard, answer) VALUES "

@@ -135,6 +135,11 @@ struct api_config {
   std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
 };
 
+/// `history.*`: the offers' history (gostctl history, docs/adr/0010-offer-history.md).
+struct history_config {
+  std::chrono::milliseconds retention{}; ///< 0: no history kept
+};
+
 /// `tasks.*`: what a task group gets when CreateGroup leaves a setting out (docs/tasks.md).
 struct tasks_config {
   std::chrono::milliseconds retry_delay{}; ///< a failed event again after this × attempts
@@ -252,6 +257,7 @@ struct node_config {
   outbox_config outbox;
   offer_config offer;
   api_config api;
+  history_config history;
   tasks_config tasks;
   images_config images;
   scheduled_config scheduled;

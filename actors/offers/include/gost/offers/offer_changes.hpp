@@ -31,6 +31,10 @@ struct change_input {
   const stage_registry& stages;
   std::chrono::system_clock::time_point now;
   const offer_limits& limits; ///< what a client's content may hold (content_rules.hpp)
+  /// Who made the change, for its outbox event (OfferSaved.changed_by and by): empty source is
+  /// "api"; a state update is always "state-api:<stage>".
+  std::string source = {};
+  std::string by = {};
 };
 
 /// A new offer from the client's content (its id is the entity's; content rules checked).

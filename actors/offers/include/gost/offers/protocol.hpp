@@ -61,14 +61,18 @@ constexpr int64_t any_version = -1;
 /// one a node gives a call it forwards. A write carrying one commits at most once per offer; a
 /// retry with the same id — after a timeout, through another node, after the owner moved —
 /// gets the first answer and changes nothing. Empty: none (every call is a new write).
+/// It also says who made the write — `source` (api, feed, state-api:<stage>) and `by` (the
+/// caller) — which the change's outbox event and the offer's history record.
 struct request_id {
   std::string value;
+  std::string source; ///< empty: "api"
+  std::string by;
   bool empty() const noexcept { return value.empty(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_id& x) {
-  return f(caf::meta::type_name("gost::request_id"), x.value);
+  return f(caf::meta::type_name("gost::request_id"), x.value, x.source, x.by);
 }
 
 // -- interfaces -------------------------------------------------------------------------------

@@ -44,11 +44,12 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
 /// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match
 /// `n` to the database connections the writers may use at once. `pool` must outlive them.
 /// `db`: the node's PostgreSQL tracker (failed batches of an outage it reported are not
-/// logged again); may be null.
+/// logged again); may be null. `history`: keep every committed change in the offers' history
+/// (history.retention is not 0).
 std::vector<writer_actor>
 spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
                     std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
-                    std::shared_ptr<const dependency_tracker> db = nullptr);
+                    std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false);
 
 struct shard_options {
   uint32_t shard = 0;

@@ -94,6 +94,12 @@ public:
   /// `unavailable_error` retries it until it succeeds or the node stops.
   virtual void after_save(const v1::OfferSaved& event) const {}
   virtual bool wants_after_save() const { return false; }
+
+  /// The protobuf message this stage stores as its state. The node publishes it with the file
+  /// that defines it (AdminService.DescribeTypes), so that gostctl and the web page show the
+  /// state decoded, also when they were built without it. Null: no state, or a type this
+  /// node does not know (an external stage's): such states show as type URL and byte count.
+  virtual const google::protobuf::Descriptor* state_type() const { return nullptr; }
 };
 
 struct stage_options {

@@ -48,6 +48,8 @@ public:
     return out;
   }
 
+  const google::protobuf::Descriptor* state_type() const final { return State::descriptor(); }
+
 private:
   /// Null when there is no state; a stored state of another type is a failure of the run
   /// (never silently replaced).

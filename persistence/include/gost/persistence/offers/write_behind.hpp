@@ -83,8 +83,16 @@ caf::expected<int64_t> reap_requests(pg_pool& pool, const std::vector<uint32_t>&
 /// nothing was committed: when the connection is lost during COMMIT the batch's commit mark is
 /// looked up on a new connection first, and db_errc::outcome_unknown is returned only when
 /// that could not be done in time.
+/// How a batch is committed.
+struct commit_options {
+  /// Also keep each committed set's outbox event in the offer's history (offer_history,
+  /// gost/persistence/offers/history.hpp), in the statement that writes the outbox rows.
+  bool history = false;
+};
+
 caf::expected<std::vector<write_outcome>>
-commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets);
+commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets,
+                  commit_options opts = {});
 
 /// Takes every shard's lease for `owner` at once, bumping each epoch, and returns the epochs
 /// indexed by shard. For tests and benchmarks that run shards without a cluster manager;
