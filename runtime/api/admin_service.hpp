@@ -23,9 +23,10 @@ class call_hub;
 namespace gost::runtime {
 
 class router;
+struct trace_context;
 
-/// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards) and
-/// its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
+/// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards,
+/// trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
 /// logged with who asked.
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
@@ -47,10 +48,11 @@ public:
 
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster, access acc, api_limits limits = {})
+                cluster_view cluster, access acc, api_limits limits = {},
+                std::shared_ptr<trace_context> traces = nullptr)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
-      limits_(std::move(limits)) {
+      limits_(std::move(limits)), traces_(std::move(traces)) {
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("ListStages", &admin_service::ListStages);
     guard("ListNodes", &admin_service::ListNodes);
@@ -63,6 +65,7 @@ public:
     guard("ListDeadLetters", &admin_service::ListDeadLetters);
     guard("RetryDeadLetters", &admin_service::RetryDeadLetters);
     guard("DiscardDeadLetters", &admin_service::DiscardDeadLetters);
+    guard("Trace", &admin_service::Trace);
     require_all_guarded();
   }
 
@@ -101,6 +104,8 @@ public:
   grpc::ServerUnaryReactor* DiscardDeadLetters(grpc::CallbackServerContext* ctx,
                                                const v1::DeadLettersVerbRequest* req,
                                                v1::DeadLettersVerbResponse* resp) override;
+  grpc::ServerWriteReactor<v1::TraceEvent>* Trace(grpc::CallbackServerContext* ctx,
+                                                  const v1::TraceRequest* req) override;
 
 private:
   /// OK when the call may use a verb; else the refusal, naming `console.token`.
@@ -122,6 +127,7 @@ private:
   cluster_view cluster_;
   access access_;
   api_limits limits_;
+  std::shared_ptr<trace_context> traces_; ///< null: no traces (a node without a cluster part)
 };
 
 } // namespace gost::runtime

@@ -25,6 +25,7 @@
 #include "api/task_service.hpp"
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
+#include "cluster/trace_stream.hpp"
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
 #include "gost/config/node_config.hpp"
@@ -82,6 +83,9 @@ struct node_context {
   std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
   // the cluster (start_cluster_manager, start_node_link, join_cluster)
   link_security security;
+  /// Live traces: the trace hub the shards publish to, and what serves them (AdminService and
+  /// NodeService Trace); made with the manager, stopped before the gRPC servers.
+  std::shared_ptr<trace_context> traces;
   caf::actor manager; ///< leases, shards, routes, peer links
   std::unique_ptr<grpc::Service> link_service;
   std::unique_ptr<grpc::Server> link_server;

@@ -113,6 +113,7 @@ struct activity {
   std::vector<event_view> recent; ///< oldest first
   int64_t epoch = 0;
   int64_t write_lag_us = 0; ///< oldest write-set the shard's writer holds uncommitted; 0: none
+  std::string node;         ///< the node answering (set by the runtime's node link)
 };
 
 /// One actor's trail: written by the actor (one thread at a time), read by its shard.
