@@ -60,8 +60,10 @@ struct node_context {
   std::shared_ptr<dependency_tracker> kafka = make_tracker("kafka", "kafka");
   /// Readiness (`/readyz`, gRPC health, `gost_ready`): "starting" until the last start step.
   std::shared_ptr<readiness> ready = std::make_shared<readiness>(db);
+  /// Live traces' subscriptions, published to by the shards' actors (kit/trail.hpp).
+  std::shared_ptr<kit::trace_hub> trace_hub = std::make_shared<kit::trace_hub>();
   std::unique_ptr<metrics> counters =
-    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}});
+    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}, trace_hub});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;

@@ -123,7 +123,7 @@ caf::error start_cluster_manager(node_context& n) {
     return security.error();
   n.security = std::move(*security);
   n.traces = std::make_shared<trace_context>();
-  n.traces->hub = std::make_shared<kit::trace_hub>();
+  n.traces->hub = n.trace_hub;
   n.traces->routes = n.routes;
   n.traces->node_id = n.cfg.node.id;
   n.traces->pool = n.pool.get();
