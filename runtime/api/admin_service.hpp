@@ -26,8 +26,8 @@ class router;
 struct trace_context;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, stages, top, nodes, shards,
-/// trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters), each verb
-/// logged with who asked.
+/// trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead letters),
+/// each verb logged with who asked.
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {

@@ -12,10 +12,10 @@
 
 #include <caf/typed_response_promise.hpp>
 
-#include "rpc/trace_view.hpp"
 #include "gost/core/entity/protocol.hpp"
 #include "gost/internal/v1/node_service.pb.h"
 #include "gost/offers/protocol.hpp"
+#include "rpc/trace_view.hpp"
 
 namespace gost::runtime::link_table {
 

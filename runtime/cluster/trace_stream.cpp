@@ -146,22 +146,21 @@ private:
     args.SetMaxReceiveMessageSize(ctx_->link_max_bytes);
     if (ctx_->security.enabled)
       args.SetSslTargetNameOverride("gost-node");
-    auto channel =
-      grpc::CreateCustomChannel(address, ctx_->security.channel_credentials(), args);
+    auto channel = grpc::CreateCustomChannel(address, ctx_->security.channel_credentials(), args);
     auto stub = internal::v1::NodeService::NewStub(channel);
     grpc::ClientContext rctx;
-    rctx.set_deadline(std::chrono::system_clock::now()
-                      + std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline_ - clock_type::now()));
+    rctx.set_deadline(
+      std::chrono::system_clock::now()
+      + std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_type::now()));
     auto req = req_;
     {
       std::lock_guard<std::mutex> guard{mtx_};
       if (cancelled_ || ctx_->stopping())
         return;
       req.set_max_events(max_ - sent_);
-      req.set_for_ms(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            deadline_ - clock_type::now())
-                                            .count()));
+      req.set_for_ms(std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock_type::now())
+             .count()));
       remote_ = &rctx;
     }
     auto reader = stub->Trace(&rctx, req);
@@ -180,11 +179,15 @@ private:
   }
 
   void run() {
-    auto& r = *ctx_->routes;
-    if (!req_.offer_id().empty()) {
+    auto routes = ctx_->routes.lock();
+    if (routes && !req_.offer_id().empty()) {
       auto id = req_.offer_id();
-      auto shard = r.shard_of(id);
-      auto local = [&] { return r.local(shard).has_value(); };
+      auto shard = routes->shard_of(id);
+      routes.reset();
+      auto local = [&] {
+        auto r = ctx_->routes.lock();
+        return r && r->local(shard).has_value();
+      };
       while (!over()) {
         if (local()) {
           owner_is(ctx_->node_id, shard);
@@ -205,7 +208,8 @@ private:
           break;
         }
       }
-    } else {
+    } else if (routes) {
+      routes.reset();
       serve_local({}, req_.stage_id(), [] { return true; });
     }
     Finish(grpc::Status::OK);

@@ -37,7 +37,8 @@ class trace_reactor;
 /// What serves the traces of a node; shared by the reactors, which may outlive a service.
 struct trace_context {
   std::shared_ptr<kit::trace_hub> hub;
-  std::shared_ptr<router> routes;
+  /// Weakly: the routing table's stop releases the actor handles it holds.
+  std::weak_ptr<router> routes;
   std::string node_id;
   persistence::pg_pool* pool = nullptr; ///< where the owners of shards are read
   std::chrono::milliseconds lease_timeout{};

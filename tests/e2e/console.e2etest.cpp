@@ -722,7 +722,8 @@ TEST_CASE("console: gostctl offer shows the actor's recent events with their sou
   REQUIRE(ctl.wait(30s) == 0);
   auto out = ctl.output();
   INFO(out);
-  CHECK(std::regex_search(out, std::regex{R"(owner \S+  epoch 1  write lag \d+ ms  waiting on nothing)"}));
+  CHECK(std::regex_search(
+    out, std::regex{R"(owner \S+  epoch 1  write lag \d+ ms  waiting on nothing)"}));
   CHECK(std::regex_search(out, std::regex{R"(run\s+timer\s+expire\s+ok\s+\d+ us  v2)"}));
   CHECK(std::regex_search(out, std::regex{R"(run\s+console\s+audit\s+ok)"}));
 }
@@ -780,9 +781,8 @@ TEST_CASE("console: a trace streams an offer's events as they happen, stops at m
   }
   SUBCASE("the client goes away") {
     auto t = std::make_unique<trace_reader>(*n.admin, trace_of(id, 1000, 600'000));
-    REQUIRE(eventually(10s, [&] {
-      return gauge(n.metrics(), "gost_console_trace_subscriptions") == 1;
-    }));
+    REQUIRE(
+      eventually(10s, [&] { return gauge(n.metrics(), "gost_console_trace_subscriptions") == 1; }));
     REQUIRE(n.update(id, "seen") == 3);
     REQUIRE(eventually(10s, [&] { return t->count() == 1; }));
     t.reset(); // cancels the call

@@ -201,8 +201,8 @@ void trace_hub::remove(trace_subscription::impl* s) {
 void trace_hub::publish(const std::string& entity_id, uint32_t shard, const recent_event& e) {
   std::lock_guard<std::mutex> guard{st_->mtx};
   for (auto* s : st_->subs) {
-    bool wanted = !s->entity_id.empty() ? s->entity_id == entity_id
-                                        : (e.lane != nullptr && *e.lane == s->lane);
+    bool wanted =
+      !s->entity_id.empty() ? s->entity_id == entity_id : (e.lane != nullptr && *e.lane == s->lane);
     if (!wanted)
       continue;
     if (s->queue.size() >= s->cap) {

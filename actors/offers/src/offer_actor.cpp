@@ -276,8 +276,7 @@ std::string encode_answer(Reply& reply, const std::optional<v1::Offer>& next,
 /// The first answer of a write whose request id committed before, read back; `otherwise`
 /// when no write with that id is kept.
 template <class Result>
-void answer_again(self_ptr self, promise<Result> rp, const request_id& rid,
-                  caf::error otherwise) {
+void answer_again(self_ptr self, promise<Result> rp, const request_id& rid, caf::error otherwise) {
   auto& st = self->state;
   waits(self, kit::waiting_on::load);
   self->request(st.env->store, caf::infinite, find_atom_v, st.entity.id(), rid)
@@ -302,8 +301,8 @@ void answer_again(self_ptr self, promise<Result> rp, const request_id& rid,
 /// on a lost version check the actor reloads and prepares again. With a request id the write
 /// commits at most once: a retry whose id committed before gets the first answer.
 template <class Result, class Prepare, class Reply>
-void external_change(self_ptr self, promise<Result> rp, Prepare prepare,
-                     Reply reply, request_id rid, int attempt) {
+void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply reply,
+                     request_id rid, int attempt) {
   with_loaded(
     self,
     [=]() mutable {
@@ -390,13 +389,12 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare,
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
-void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id,
-               int attempt);
+void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt);
 
 /// Writes a run's write-set; on commit applies it and answers the shard, on a lost version
 /// check reloads and runs the stage again (seed step 7).
-void write_run(self_ptr self, promise<queue_entries> rp, std::string stage_id,
-               int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
+void write_run(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt,
+               persistence::write_set ws, std::optional<v1::Offer> next) {
   auto& st = self->state;
   auto set = bookkeeping_copy(ws);
   waits(self, kit::waiting_on::writer);
@@ -444,8 +442,8 @@ void write_run(self_ptr self, promise<queue_entries> rp, std::string stage_id,
 }
 
 /// A stage's result: decides what to write (and which other stages to ask), then writes it.
-void finish_run(self_ptr self, promise<queue_entries> rp,
-                const std::string& stage_id, int attempt, const stage_result& result) {
+void finish_run(self_ptr self, promise<queue_entries> rp, const std::string& stage_id, int attempt,
+                const stage_result& result) {
   auto& st = self->state;
   const auto& cur = st.entity.current();
   auto out = after_process(*st.env->stages, stage_id, *cur, st.ctx, result, now_us(),
@@ -472,8 +470,7 @@ caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::s
 /// else start again; the write also asks the other stages and enqueues those that want it.
 /// A blocking stage's `process` runs in its pool; the actor waits (`await`) without holding a
 /// scheduler thread, and handles nothing else meanwhile.
-void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id,
-               int attempt) {
+void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt) {
   with_loaded(
     self,
     [=]() mutable {

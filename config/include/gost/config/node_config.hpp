@@ -72,8 +72,8 @@ struct http_config {
   endpoint listen;
 };
 
-struct console_config { // console.*
-  std::string token;    ///< empty: the verbs only on loopback
+struct console_config {       // console.*
+  std::string token;          ///< empty: the verbs only on loopback
   uint16_t recent_events = 0; ///< events each entity actor keeps for `gostctl offer ID`
 };
 

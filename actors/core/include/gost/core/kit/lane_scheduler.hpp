@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <queue>
 #include <limits>
+#include <queue>
 #include <set>
 #include <string>
 #include <vector>

@@ -107,9 +107,9 @@ struct activity {
   bool resident = false;
   int64_t mailbox = -1; ///< -1: not resident, or busy in an event for over a second
   waiting_on waiting = waiting_on::nothing;
-  int64_t waiting_us = 0;   ///< for how long
-  bool in_event = false;    ///< an event has started and not finished: `current`
-  event_view current;       ///< the event in progress (result `running`)
+  int64_t waiting_us = 0;         ///< for how long
+  bool in_event = false;          ///< an event has started and not finished: `current`
+  event_view current;             ///< the event in progress (result `running`)
   std::vector<event_view> recent; ///< oldest first
   int64_t epoch = 0;
   int64_t write_lag_us = 0; ///< oldest write-set the shard's writer holds uncommitted; 0: none
