@@ -92,12 +92,15 @@ private:
 
   /// Writes one event and waits until gRPC took it; false when the client is gone.
   bool write(const v1::TraceEvent& e, bool counts) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (cancelled_)
+        return false;
+      out_ = e;
+      writing_ = true;
+    }
+    StartWrite(&out_); // outside the lock: gRPC may call OnWriteDone on this thread
     std::unique_lock<std::mutex> lock{mtx_};
-    if (cancelled_)
-      return false;
-    out_ = e;
-    writing_ = true;
-    StartWrite(&out_);
     cv_.wait(lock, [&] { return !writing_; });
     if (counts)
       ++sent_;
