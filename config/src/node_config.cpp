@@ -353,9 +353,9 @@ node_keys make_node_keys() {
   }
   k.add(num(vk::integer, "console.recent_events", "16", 0, 1024,
             "Events each entity actor keeps for `gostctl offer ID` (kind, source, stage, result, "
-            "duration, version), in a ring that grows to this size as the actor sees events: "
-            "about 32 bytes per event per actor that saw that many. 0: none kept (the live "
-            "trace still works)."),
+            "duration, version; reads are traced, not kept), in a ring that grows to this size "
+            "as the actor sees events: about 32 bytes per event per actor that saw that many. "
+            "0: none kept (the live trace still works)."),
         bind_to(&node_config::console, &console_config::recent_events));
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "

@@ -107,7 +107,8 @@ void actor_trail::begin(event_kind k, event_source s, const std::string* lane,
   unlock();
 }
 
-bool actor_trail::end(event_result r, int64_t version, int64_t now_us, recent_event& out) {
+bool actor_trail::end(event_result r, int64_t version, int64_t now_us, recent_event& out,
+                      bool keep) {
   lock();
   if (!in_event_) {
     unlock();
@@ -119,7 +120,8 @@ bool actor_trail::end(event_result r, int64_t version, int64_t now_us, recent_ev
   current_.version = version;
   current_.duration_us = static_cast<uint32_t>(
     std::clamp<int64_t>(now_us - current_.at_us, 0, std::numeric_limits<uint32_t>::max()));
-  ring_.push(current_);
+  if (keep)
+    ring_.push(current_);
   out = current_;
   unlock();
   return true;

@@ -667,7 +667,7 @@ offer_actor::behavior_type offer_behavior() {
 
 /// An offer actor: the shared behavior, and `running` set while it handles messages. CAF runs
 /// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
-class offer_actor_impl final : public offer_base, public kit::traced {
+class offer_actor_impl final : public offer_base {
 public:
   offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
     : offer_base(cfg), trail_(env->recent_events) {
@@ -704,7 +704,7 @@ public:
     return result;
   }
 
-  const kit::actor_trail& trail() const noexcept override { return trail_; }
+  const kit::actor_trail& trail() const noexcept { return trail_; }
   kit::actor_trail& trail() noexcept { return trail_; }
 
 protected:
@@ -722,6 +722,13 @@ kit::actor_trail& trail_of(self_ptr self) {
 }
 
 } // namespace
+
+const kit::actor_trail* offer_trail(const void* actor) {
+  auto* a = static_cast<const caf::abstract_actor*>(actor);
+  return &static_cast<const offer_actor_impl*>(a)->trail();
+}
+
+namespace {} // namespace
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env) {
   // Neither linked nor monitored: the actor tells its shard when it stops (~offer_state). A

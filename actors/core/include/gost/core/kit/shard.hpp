@@ -158,7 +158,9 @@ template <class Env>
 void end_event(const Env& env, actor_trail& t, const std::string& id, event_result r,
                int64_t version) {
   recent_event e;
-  if (t.end(r, version, env.now_us(), e) && env.trace && env.trace->any())
+  auto k = t.current_kind();
+  bool keep = k != event_kind::get && k != event_kind::read_state;
+  if (t.end(r, version, env.now_us(), e, keep) && env.trace && env.trace->any())
     env.trace->publish(id, env.shard, e);
 }
 
@@ -201,6 +203,8 @@ struct shard_config {
   uint16_t recent_events = 0;
   /// The figures of this shard's writer (its write lag, for inspection); may be null.
   const writer_slot* write_slot = nullptr;
+  /// The trail of one of its entity actors (a kind that keeps trails sets it); null: none.
+  trail_fn trail = nullptr;
 };
 
 /// Logging of the kit's shards (kit/shard.cpp: keeps spdlog out of this header).
@@ -688,8 +692,9 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
           view.resident = true;
           // The trail is read here, not asked of the actor: it tells what the actor waits on
           // even while an event holds its mailbox back.
-          if (auto* t = dynamic_cast<const traced*>(caf::actor_cast<caf::abstract_actor*>(*a)))
-            t->trail().snapshot(view, now);
+          if (s.cfg.trail != nullptr)
+            if (auto* t = s.cfg.trail(caf::actor_cast<caf::abstract_actor*>(*a)))
+              t->snapshot(view, now);
           // An actor inside an event answers after it: wait a second at most.
           auto rp = self->template make_response_promise<activity>();
           self->request(*a, std::chrono::seconds{1}, mailbox_atom_v)

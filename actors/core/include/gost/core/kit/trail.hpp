@@ -6,7 +6,7 @@
 //   geometrically up to N (`console.recent_events`) and then overwrites the oldest: an actor
 //   that saw one event holds one slot, a busy one N; no allocation once full.
 // - `actor_trail`: the ring, the event in progress and what the actor waits on, behind a spin
-//   flag the actor takes for a few stores; its shard reads it (kit::traced) without sending
+//   flag the actor takes for a few stores; its shard reads it (kit::trail_fn) without sending
 //   the actor a message, so it can tell "waiting on the writer" while the actor is inside that
 //   very event (an `await` holds every other message back).
 // - `trace_hub` (one per node): live subscribers by entity id or lane. An actor publishes an
@@ -125,9 +125,12 @@ public:
 
   /// An event starts (the one before, if never ended, is dropped).
   void begin(event_kind k, event_source s, const std::string* lane, int64_t now_us) noexcept;
-  /// The event in progress ends: recorded with its result and the entity's version. Returns
-  /// it (for the trace hub); false when none was in progress.
-  bool end(event_result r, int64_t version, int64_t now_us, recent_event& out);
+  /// The event in progress ends with its result and the entity's version: kept in the ring
+  /// when `keep` (reads are not: a busy reader would push out what changed the entity).
+  /// Returns it (for the trace hub); false when none was in progress.
+  bool end(event_result r, int64_t version, int64_t now_us, recent_event& out, bool keep = true);
+  /// The kind of the event in progress (meaningful while one is; read by the actor itself).
+  event_kind current_kind() const noexcept { return current_.kind; }
   /// The actor waits (`nothing`: it no longer does).
   void wait(waiting_on w, int64_t now_us) noexcept;
 
@@ -149,15 +152,10 @@ private:
   mutable std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
 };
 
-/// Implemented by entity actors that keep a trail: their shard finds it through the actor
-/// handle (dynamic_cast of the local actor), the trail lives as long as the actor object.
-class traced {
-public:
-  virtual const actor_trail& trail() const noexcept = 0;
-
-protected:
-  ~traced() = default;
-};
+/// How a shard finds the trail of one of its entity actors (a kind's function: the trail is
+/// a member of the actor object, alive while the shard holds the handle). No virtual function:
+/// a vtable pointer would cost every actor 8 bytes.
+using trail_fn = const actor_trail* (*)(const void* actor);
 
 // -- live trace -------------------------------------------------------------------------------
 
