@@ -46,13 +46,20 @@ const char* usage =
   "                       stored ones, then the flags apply; other fields are kept\n"
   "                       (--photos '' removes all)\n"
   "  delete ID [--expected-version V]\n"
-  "  offer ID             inspect an offer: version, shard, whether an actor holds it,\n"
-  "                       stage states as JSON, queue entries and timers\n"
+  "  offer ID             inspect an offer: version, shard, whether an actor holds it and\n"
+  "                       what it waits on (load, stage pool, writer), its last events\n"
+  "                       (kind, source, stage, result, duration, version), the shard's\n"
+  "                       epoch and write lag, stage states as JSON, queue entries, timers\n"
   "  history ID [--limit N] [--after TOKEN]\n"
   "                       the offer's committed changes, newest first: version, time, what\n"
   "                       made it (api, feed, a stage, state-api) and who, with the diff of\n"
   "                       the offer and of each stage state; --limit per page (default 20)\n"
   "  types                the protobuf types the node publishes (stage states, actor types)\n"
+  "  trace ID [--for DURATION] [--max N] | trace --stage S [--for DURATION] [--max N]\n"
+  "                       the offer's events as they happen, from whichever node owns it\n"
+  "                       (followed across shard moves: `owner` lines), or every event of\n"
+  "                       stage S on this node; until --max events (default 1000), --for\n"
+  "                       (default 60s; 90s, 5m, 1h) or Ctrl-C; --json: one JSON per line\n"
   "  stages               per-stage queue lengths, timers, dead letters, runs, latency, paused\n"
   "  top [--once] [--interval SECONDS] [--all]\n"
   "                       per shard and per stage: resident actors, mailbox depth (largest\n"
@@ -118,8 +125,8 @@ bool parse(int argc, char** argv, cli& out) {
       auto eq = a.find('=');
       if (eq != std::string::npos)
         out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
-      else if (a == "--once" || a == "--all" || a == "--due"
-               || a == "--failing") // flags without a value
+      else if (a == "--once" || a == "--all" || a == "--due" || a == "--failing"
+               || a == "--json") // flags without a value
         out.opts[a.substr(2)] = "";
       else if (i + 1 < argc)
         out.opts[a.substr(2)] = argv[++i];
@@ -900,6 +907,106 @@ int dead_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
 
 } // namespace
 
+/// "60s", "5m", "1h", "250ms" or plain seconds -> milliseconds; -1 when not a duration.
+int64_t duration_ms(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  auto n = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || n < 0)
+    return -1;
+  std::string unit{end};
+  if (unit.empty() || unit == "s")
+    return n * 1000;
+  if (unit == "ms")
+    return n;
+  if (unit == "m")
+    return n * 60'000;
+  if (unit == "h")
+    return n * 3'600'000;
+  return -1;
+}
+
+std::string short_time(const google::protobuf::Timestamp& t) {
+  auto text = google::protobuf::util::TimeUtil::ToString(t); // 2026-11-26T17:00:00.123456Z
+  auto pos = text.find('T');
+  return pos == std::string::npos ? text : text.substr(pos + 1);
+}
+
+void print_event(const gost::v1::TraceEvent& e, bool with_offer) {
+  if (e.kind() == "owner") {
+    std::printf("-- owner changed: offer %s (shard %u) is now served by node %s\n",
+                e.offer_id().c_str(), e.shard(), e.node().c_str());
+    return;
+  }
+  std::printf("  %-17s %s%s%-12s %-7s %-8s %-14s %-9s %8lld us  v%lld\n",
+              short_time(e.at()).c_str(), with_offer ? e.offer_id().c_str() : "",
+              with_offer ? " " : "", e.node().c_str(), e.kind().c_str(), e.source().c_str(),
+              e.stage().empty() ? "-" : e.stage().c_str(), e.result().c_str(),
+              static_cast<long long>(e.duration_us()), static_cast<long long>(e.version()));
+}
+
+int trace(gost::v1::AdminService::Stub& admin, const cli& c) {
+  gost::v1::TraceRequest req;
+  if (!c.positional.empty())
+    req.set_offer_id(c.positional[0]);
+  req.set_stage_id(opt(c, "stage"));
+  if (req.offer_id().empty() == req.stage_id().empty()) {
+    std::fputs("gostctl trace: give an offer id, or --stage S (not both)\n", stderr);
+    return 2;
+  }
+  if (c.opts.count("for") != 0) {
+    auto ms = duration_ms(opt(c, "for"));
+    if (ms <= 0) {
+      std::fprintf(stderr, "gostctl trace: --for `%s` is not a duration (90s, 5m, 1h)\n",
+                   opt(c, "for").c_str());
+      return 2;
+    }
+    req.set_for_ms(ms);
+  }
+  if (c.opts.count("max") != 0) {
+    char* end = nullptr;
+    auto n = std::strtoll(opt(c, "max").c_str(), &end, 10);
+    if (*end != '\0' || n <= 0) {
+      std::fprintf(stderr, "gostctl trace: --max `%s` is not a positive number\n",
+                   opt(c, "max").c_str());
+      return 2;
+    }
+    req.set_max_events(n);
+  }
+  bool json = c.opts.count("json") != 0;
+  grpc::ClientContext ctx; // no deadline: the node ends the trace at --for
+  auto reader = admin.Trace(&ctx, req);
+  if (!json)
+    std::printf("tracing %s %s (until %lld events or %lld s; Ctrl-C stops)\n",
+                req.offer_id().empty() ? "stage" : "offer",
+                req.offer_id().empty() ? req.stage_id().c_str() : req.offer_id().c_str(),
+                static_cast<long long>(req.max_events() ? req.max_events() : 1000),
+                static_cast<long long>((req.for_ms() ? req.for_ms() : 60'000) / 1000));
+  std::fflush(stdout);
+  gost::v1::TraceEvent e;
+  long n = 0;
+  while (reader->Read(&e)) {
+    if (json) {
+      std::string out;
+      google::protobuf::util::JsonPrintOptions o;
+      o.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(e, &out, o);
+      std::printf("%s\n", out.c_str());
+    } else {
+      print_event(e, req.offer_id().empty());
+    }
+    std::fflush(stdout);
+    if (e.kind() != "owner")
+      ++n;
+  }
+  auto s = reader->Finish();
+  if (!s.ok())
+    return fail(s);
+  if (!json)
+    std::printf("trace ended: %ld event(s)\n", n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   cli c;
   if (!parse(argc, argv, c)) {
@@ -1047,6 +1154,8 @@ int main(int argc, char** argv) {
     std::printf("%d file(s) published\n", resp.files().file_size());
     return 0;
   }
+  if (c.cmd == "trace")
+    return trace(*admin, c);
   if (c.cmd == "retry-dead" || c.cmd == "discard-dead")
     return dead_verb(*admin, c);
   if (c.cmd == "offer") {
@@ -1071,6 +1180,29 @@ int main(int argc, char** argv) {
                 : std::string{"resident, busy in an event"};
     std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
                 static_cast<long long>(resp.offer().version()), resp.shard(), where.c_str());
+    if (!resp.owner().empty()) {
+      std::printf("owner %s  epoch %lld  write lag %lld ms", resp.owner().c_str(),
+                  static_cast<long long>(resp.epoch()),
+                  static_cast<long long>(resp.write_lag_ms()));
+      if (resp.resident())
+        std::printf("  waiting on %s%s", resp.waiting().c_str(),
+                    resp.waiting() == "nothing" || resp.waiting().empty()
+                      ? ""
+                      : (" for " + std::to_string(resp.waiting_ms()) + " ms").c_str());
+      std::printf("\n");
+    }
+    if (resp.has_current()) {
+      std::printf("in progress:\n");
+      print_event(resp.current(), false);
+    }
+    if (resp.resident()) {
+      std::printf("recent events (oldest first; time, node, kind, source, stage, result, "
+                  "duration, version):\n");
+      if (resp.recent().empty())
+        std::printf("  (none)\n");
+      for (auto& e : resp.recent())
+        print_event(e, false);
+    }
     print_json(resp.offer());
     // States decode with the types the node publishes, not those linked into gostctl.
     auto types = node_types(*admin, c);

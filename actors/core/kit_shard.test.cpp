@@ -92,7 +92,7 @@ probe_actor::behavior_type probe_fun(probe_ptr self, std::string id,
   self->state.aid = self->id();
   return {
     [=](get_atom, const std::string&) -> uint64_t { return self->id(); },
-    [=](run_atom, std::string& lane) -> caf::result<queue_entries> {
+    [=](run_atom, std::string& lane, uint8_t) -> caf::result<queue_entries> {
       auto& st = self->state;
       auto& s = *st.env->s;
       s.runs.emplace_back(st.id, lane);
@@ -226,12 +226,13 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK_FALSE(resident("nobody")); // asking does not spawn
   auto inspected = ask(shard, resident_atom_v, std::string{"b"});
   REQUIRE(inspected);
-  CHECK(std::get<0>(*inspected));
-  CHECK(std::get<1>(*inspected) == 0); // nothing waiting in its mailbox
+  CHECK(inspected->resident);
+  CHECK(inspected->mailbox == 0); // nothing waiting in its mailbox
+  CHECK(inspected->epoch == 42);
   auto absent = ask(shard, resident_atom_v, std::string{"nobody"});
   REQUIRE(absent);
-  CHECK_FALSE(std::get<0>(*absent));
-  CHECK(std::get<1>(*absent) == -1);
+  CHECK_FALSE(absent->resident);
+  CHECK(absent->mailbox == -1);
   CHECK(stats->spawned.load() == 2);
 }
 
@@ -449,7 +450,8 @@ TEST_CASE_FIXTURE(shard_fixture,
   writer.hold(false);
   auto b = due("L", "b");
   auto c = due("L", "c");
-  send(shard, enqueued_atom_v, queue_entries{b, c, due("M", "n")});
+  send(shard, enqueued_atom_v, queue_entries{b, c, due("M", "n")},
+       static_cast<uint8_t>(kit::event_source::api));
   advance(5000ms);
   CHECK(s->runs_of("b") == 0);
   CHECK(s->runs_of("c") == 0);

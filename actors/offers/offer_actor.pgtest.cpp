@@ -121,7 +121,7 @@ TEST_CASE("an offer actor killed from outside is forgotten and the next event st
   CHECK(f.stats->offers.passivated.load() == 0);
   bool resident = true;
   self->request(f.shard, std::chrono::seconds{10}, resident_atom_v, std::string{"o1"})
-    .receive([&](bool r, int64_t) { resident = r; }, [&](caf::error&) {});
+    .receive([&](kit::activity& a) { resident = a.resident; }, [&](caf::error&) {});
   CHECK_FALSE(resident);
   auto o = new_offer("o1");
   o.set_title("after the kill");

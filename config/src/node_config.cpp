@@ -352,6 +352,12 @@ node_keys make_node_keys() {
     token.secret = true;
     k.add(std::move(token), bind_to(&node_config::console, &console_config::token));
   }
+  k.add(num(vk::integer, "console.recent_events", "16", 0, 1024,
+            "Events each entity actor keeps for `gostctl offer ID` (kind, source, stage, result, "
+            "duration, version; reads are traced, not kept), in a ring that grows to this size "
+            "as the actor sees events: about 32 bytes per event per actor that saw that many. "
+            "0: none kept (the live trace still works)."),
+        bind_to(&node_config::console, &console_config::recent_events));
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
@@ -556,6 +562,18 @@ node_keys make_node_keys() {
             "`limits.state_max_bytes` and `limits.event_max_bytes` by 4 KiB (the rest of a "
             "request). Node links take twice this."),
         bind_to(&node_config::limits, &limits_config::request_max_bytes));
+  k.add(num(vk::integer, "limits.trace_events_max", "10000", 1, 10'000'000,
+            "Most events one live trace (AdminService.Trace, `gostctl trace`) may ask for "
+            "(`max_events`; 0 asks for 1000, or this limit when it is lower)."),
+        bind_to(&node_config::limits, &limits_config::trace_events_max));
+  k.add(num(vk::duration, "limits.trace_duration_max", "1h", 1000, 86'400'000,
+            "Longest a live trace may ask to run (`for_ms`; 0 asks for 60 s, or this limit "
+            "when it is lower)."),
+        bind_to(&node_config::limits, &limits_config::trace_duration_max));
+  k.add(num(vk::integer, "limits.traces_max", "16", 1, 1024,
+            "Live traces a node serves at once (its clients' and other nodes' for offers it "
+            "owns); one more is refused with RESOURCE_EXHAUSTED naming this key."),
+        bind_to(&node_config::limits, &limits_config::traces_max));
   k.add(num(vk::duration, "shutdown.timeout", "30s", 100, 600'000,
             "On SIGTERM the node drains for at most this long before it stops anyway."),
         bind_to(&node_config::shutdown, &shutdown_config::timeout));

@@ -17,6 +17,7 @@
 #include "api/status.hpp"
 #include "cluster/manager.hpp"
 #include "cluster/router.hpp"
+#include "cluster/trace_stream.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/entity/entity_type.hpp"
 #include "gost/core/kit/writer.hpp"
@@ -31,6 +32,7 @@
 #include "gost/persistence/offers/history.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "rpc/proto_types.hpp"
+#include "rpc/trace_view.hpp"
 
 namespace gost::runtime {
 
@@ -54,10 +56,12 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
   caf::timespan timeout{timeout_};
   auto& r = router_;
   auto store = r.any_store();
+  auto node_id = cluster_.node_id;
   // Residency is the owner's to tell: asked of the local shard, or of the owner node through
   // its link; unknown (mailbox -1, resident false) while the shard has no owner.
   auto owner = r.route_for(id);
-  resp->set_shard(r.shard_of(id));
+  auto shard = r.shard_of(id);
+  resp->set_shard(shard);
   hub_.run([=](caf::event_based_actor* self) {
     self->request(store, timeout, load_atom_v, id)
       .then(
@@ -78,9 +82,19 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
             q->set_timer(e.due_at_us > now);
           }
           resp->set_mailbox(-1);
-          auto answer = [=](bool resident, int64_t mailbox) {
-            resp->set_resident(resident);
-            resp->set_mailbox(mailbox);
+          auto answer = [=](kit::activity& a) {
+            resp->set_resident(a.resident);
+            resp->set_mailbox(a.mailbox);
+            auto node = a.node.empty() ? node_id : a.node; // the local shard answered
+            for (auto& e : a.recent)
+              to_proto(e, id, shard, node, *resp->add_recent());
+            if (a.in_event)
+              to_proto(a.current, id, shard, node, *resp->mutable_current());
+            resp->set_waiting(kit::to_string(a.waiting));
+            resp->set_waiting_ms(a.waiting_us / 1000);
+            resp->set_epoch(a.epoch);
+            resp->set_write_lag_ms(a.write_lag_us / 1000);
+            resp->set_owner(node);
             done(grpc::Status::OK);
           };
           if (owner) {
@@ -554,7 +568,8 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
     *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
     // The owner on this node hears of it now; another node's shard finds it by its next poll.
     if (auto local = routes->local(shard))
-      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry});
+      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
+                     static_cast<uint8_t>(kit::event_source::console));
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -695,7 +710,8 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
       by_shard[r->shards[i]].push_back(r->entries[i]);
     for (auto& [shard, entries] : by_shard)
       if (auto local = routes->local(shard))
-        caf::anon_send(*local, enqueued_atom_v, std::move(entries));
+        caf::anon_send(*local, enqueued_atom_v, std::move(entries),
+                       static_cast<uint8_t>(kit::event_source::console));
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -932,6 +948,29 @@ grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContex
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
+}
+
+grpc::ServerWriteReactor<v1::TraceEvent>* admin_service::Trace(grpc::CallbackServerContext*,
+                                                               const v1::TraceRequest* req) {
+  struct refused final : grpc::ServerWriteReactor<v1::TraceEvent> {
+    explicit refused(grpc::Status s) { Finish(std::move(s)); }
+    void OnDone() override { delete this; }
+  };
+  if (!traces_)
+    return new refused({grpc::StatusCode::UNIMPLEMENTED, "this node serves no traces"});
+  if (req->offer_id().empty() == req->stage_id().empty())
+    return new refused(invalid("give offer_id (one offer) or stage_id (one stage), not both"));
+  if (!req->stage_id().empty())
+    if (auto st = registered_stage(*stages_, req->stage_id()); !st.ok())
+      return new refused(st);
+  uint32_t events = 0;
+  int64_t ms = 0;
+  if (auto problem = check_trace(req->max_events(), req->for_ms(), limits_, events, ms);
+      !problem.empty())
+    return new refused(invalid(problem));
+  lg->info("trace started offer={} stage={} max_events={} for_ms={}", req->offer_id(),
+           req->stage_id(), events, ms);
+  return start_trace(traces_, *req, true, events, ms);
 }
 
 } // namespace gost::runtime

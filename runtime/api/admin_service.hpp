@@ -29,11 +29,12 @@ class type_pool;
 namespace gost::runtime {
 
 class router;
+struct trace_context;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, history, types, stages, top,
-/// nodes, shards) and its safe verbs (pause, resume, passivate, requeue, retry / discard dead
-/// letters), each verb logged with who asked. It publishes the node's state types (built once,
-/// at construction) and keeps a pool of them to decode states with (`types()`).
+/// nodes, shards, trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard
+/// dead letters, drain / undrain), each verb logged with who asked. It publishes the node's state
+/// types (built once, at construction) and keeps a pool of them to decode states with (`types()`).
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
@@ -61,10 +62,11 @@ public:
 
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster, access acc, api_limits limits, types_view types)
+                cluster_view cluster, access acc, api_limits limits, types_view types,
+                std::shared_ptr<trace_context> traces = nullptr)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
-      limits_(std::move(limits)), history_(types.history) {
+      limits_(std::move(limits)), history_(types.history), traces_(std::move(traces)) {
     publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("ListStages", &admin_service::ListStages);
@@ -82,6 +84,7 @@ public:
     guard("UndrainNode", &admin_service::UndrainNode);
     guard("DescribeTypes", &admin_service::DescribeTypes);
     guard("OfferHistory", &admin_service::OfferHistory);
+    guard("Trace", &admin_service::Trace);
     require_all_guarded();
   }
 
@@ -120,6 +123,8 @@ public:
   grpc::ServerUnaryReactor* DiscardDeadLetters(grpc::CallbackServerContext* ctx,
                                                const v1::DeadLettersVerbRequest* req,
                                                v1::DeadLettersVerbResponse* resp) override;
+  grpc::ServerWriteReactor<v1::TraceEvent>* Trace(grpc::CallbackServerContext* ctx,
+                                                  const v1::TraceRequest* req) override;
 
   grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx,
                                       const v1::DrainNodeRequest* req,
@@ -184,6 +189,7 @@ private:
   bool history_;
   std::shared_ptr<const v1::DescribeTypesResponse> types_;
   std::shared_ptr<const rpc::type_pool> pool_;
+  std::shared_ptr<trace_context> traces_; ///< null: no traces (a node without a cluster part)
 };
 
 } // namespace gost::runtime

@@ -17,6 +17,24 @@ std::string check_page_size(const char* field, int32_t asked, const api_limits& 
   return {};
 }
 
+std::string check_trace(int64_t max_events, int64_t for_ms, const api_limits& l, uint32_t& events,
+                        int64_t& ms) {
+  if (max_events < 0)
+    return "max_events " + std::to_string(max_events) + " is negative";
+  if (for_ms < 0)
+    return "for_ms " + std::to_string(for_ms) + " is negative";
+  if (max_events > static_cast<int64_t>(l.trace_events_max))
+    return "max_events " + std::to_string(max_events) + " is over the limit of "
+           + std::to_string(l.trace_events_max) + " (limits.trace_events_max)";
+  if (for_ms > l.trace_duration_max_ms)
+    return "for_ms " + std::to_string(for_ms) + " is over the limit of "
+           + std::to_string(l.trace_duration_max_ms) + " ms (limits.trace_duration_max)";
+  events = max_events == 0 ? std::min<uint32_t>(1000, l.trace_events_max)
+                           : static_cast<uint32_t>(max_events);
+  ms = for_ms == 0 ? std::min<int64_t>(60'000, l.trace_duration_max_ms) : for_ms;
+  return {};
+}
+
 std::string check_state_size(size_t bytes, const api_limits& l) {
   if (bytes <= l.state_max_bytes)
     return {};

@@ -56,3 +56,21 @@ TEST_CASE("a page ends before the offer that would take it past page_max_bytes")
   CHECK(page_fit(offers, l) == 4);
   CHECK(page_fit({}, l) == 0);
 }
+
+TEST_CASE("a trace's bounds: defaults, limits named in the refusal") {
+  api_limits l;
+  l.trace_events_max = 500;
+  l.trace_duration_max_ms = 30'000;
+  uint32_t events = 0;
+  int64_t ms = 0;
+  CHECK(check_trace(0, 0, l, events, ms).empty());
+  CHECK(events == 500); // 1000 asked by default, the limit is lower
+  CHECK(ms == 30'000);
+  CHECK(check_trace(7, 1500, l, events, ms).empty());
+  CHECK(events == 7);
+  CHECK(ms == 1500);
+  CHECK(check_trace(501, 0, l, events, ms).find("limits.trace_events_max") != std::string::npos);
+  CHECK(check_trace(1, 30'001, l, events, ms).find("limits.trace_duration_max")
+        != std::string::npos);
+  CHECK(check_trace(-1, 0, l, events, ms).find("max_events") != std::string::npos);
+}

@@ -15,6 +15,7 @@
 #include "gost/core/entity/protocol.hpp"
 #include "gost/internal/v1/node_service.pb.h"
 #include "gost/offers/protocol.hpp"
+#include "rpc/trace_view.hpp"
 
 namespace gost::runtime::link_table {
 
@@ -154,9 +155,19 @@ inline void encode_reply(ForwardResponse& r, state_read_msg& m) {
 inline void encode_reply(ForwardResponse& r, state_update_msg& m) {
   *r.mutable_state_update() = std::move(m.value);
 }
-inline void encode_reply(ForwardResponse& r, bool resident, int64_t mailbox) {
-  r.mutable_residency()->set_resident(resident);
-  r.mutable_residency()->set_mailbox(mailbox);
+inline void encode_reply(ForwardResponse& r, kit::activity& a) {
+  auto* out = r.mutable_residency();
+  out->set_resident(a.resident);
+  out->set_mailbox(a.mailbox);
+  for (auto& e : a.recent)
+    to_proto(e, {}, 0, {}, *out->add_recent());
+  if (a.in_event)
+    to_proto(a.current, {}, 0, {}, *out->mutable_current());
+  out->set_waiting(kit::to_string(a.waiting));
+  out->set_waiting_us(a.waiting_us);
+  out->set_epoch(a.epoch);
+  out->set_write_lag_us(a.write_lag_us);
+  out->set_node(a.node);
 }
 
 inline void encode_reply(ForwardResponse& r, ok_atom) {
@@ -199,10 +210,24 @@ inline bool deliver(ForwardResponse& r, caf::typed_response_promise<state_update
   rp.deliver(state_update_msg{std::move(*r.mutable_state_update())});
   return true;
 }
-inline bool deliver(ForwardResponse& r, caf::typed_response_promise<bool, int64_t>& rp) {
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<kit::activity>& rp) {
   if (!r.has_residency())
     return false;
-  rp.deliver(r.residency().resident(), r.residency().mailbox());
+  auto& in = r.residency();
+  kit::activity a;
+  a.resident = in.resident();
+  a.mailbox = in.mailbox();
+  for (auto& e : in.recent())
+    a.recent.push_back(from_proto(e));
+  a.in_event = in.has_current();
+  if (a.in_event)
+    a.current = from_proto(in.current());
+  a.waiting = kit::waiting_of(in.waiting());
+  a.waiting_us = in.waiting_us();
+  a.epoch = in.epoch();
+  a.write_lag_us = in.write_lag_us();
+  a.node = in.node();
+  rp.deliver(std::move(a));
   return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include "cluster/link_table.hpp"
 #include "cluster/router.hpp"
+#include "cluster/trace_stream.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/routing.hpp"
@@ -68,10 +69,28 @@ caf::error link_error(const grpc::Status& st, const std::string& address) {
 
 class node_service final : public rpc::guarded<internal::v1::NodeService> {
 public:
-  node_service(call_hub& hub, std::shared_ptr<router> r, std::chrono::milliseconds timeout)
-    : hub_(hub), router_(std::move(r)), timeout_(timeout) {
+  node_service(call_hub& hub, std::shared_ptr<router> r, std::chrono::milliseconds timeout,
+               std::shared_ptr<trace_context> traces)
+    : hub_(hub), router_(std::move(r)), timeout_(timeout), traces_(std::move(traces)) {
     guard("Forward", &node_service::Forward);
+    guard("Trace", &node_service::Trace);
     require_all_guarded();
+  }
+
+  /// Another node's client traces an offer whose shard is here: this node's events of it,
+  /// until the shard leaves (the stream ends OK; the caller finds the new owner).
+  grpc::ServerWriteReactor<v1::TraceEvent>* Trace(grpc::CallbackServerContext*,
+                                                  const v1::TraceRequest* req) override {
+    auto events = req->max_events() > 0 ? static_cast<uint32_t>(req->max_events()) : 1000u;
+    auto ms = req->for_ms() > 0 ? req->for_ms() : int64_t{60'000};
+    if (req->offer_id().empty()) {
+      struct bad final : grpc::ServerWriteReactor<v1::TraceEvent> {
+        bad() { Finish({grpc::StatusCode::INVALID_ARGUMENT, "offer_id is required"}); }
+        void OnDone() override { delete this; }
+      };
+      return new bad;
+    }
+    return start_trace(traces_, *req, false, events, ms);
   }
 
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
@@ -131,6 +150,8 @@ private:
       self->request(target, timeout, xs...)
         .then(on_reply<Target, Ts...>([=](auto&... ys) {
                 link_table::encode_reply(*resp, ys...);
+                if (resp->has_residency())
+                  resp->mutable_residency()->set_node(traces_->node_id);
                 reactor->Finish(grpc::Status::OK);
               }),
               [=](caf::error& err) {
@@ -143,6 +164,7 @@ private:
   call_hub& hub_;
   std::shared_ptr<router> router_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<trace_context> traces_;
 };
 
 // -- the forwarding side ----------------------------------------------------------------------
@@ -272,8 +294,9 @@ std::shared_ptr<grpc::ChannelCredentials> link_security::channel_credentials() c
 }
 
 std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<router> r,
-                                                 std::chrono::milliseconds timeout) {
-  return std::make_unique<node_service>(hub, std::move(r), timeout);
+                                                 std::chrono::milliseconds timeout,
+                                                 std::shared_ptr<trace_context> traces) {
+  return std::make_unique<node_service>(hub, std::move(r), timeout, std::move(traces));
 }
 
 peer_link_ops spawn_peer_link(caf::actor_system& sys, const std::string& address,

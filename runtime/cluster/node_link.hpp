@@ -44,10 +44,14 @@ struct link_security {
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials() const;
 };
 
+struct trace_context;
+
 /// The NodeService of this node: a forwarded request goes to the local shard of its offer
-/// (through `hub`), or is answered errc::moved when the shard is not here.
+/// (through `hub`), or is answered errc::moved when the shard is not here; other nodes' traces
+/// of offers this node owns are served from `traces` (cluster/trace_stream.hpp).
 std::unique_ptr<grpc::Service> make_node_service(call_hub& hub, std::shared_ptr<router> r,
-                                                 std::chrono::milliseconds timeout);
+                                                 std::chrono::milliseconds timeout,
+                                                 std::shared_ptr<trace_context> traces);
 
 /// A local actor forwarding every offer and entity operation to the node at `address`
 /// (host:port). Each forwarded call gets `attempt` before it fails with a timeout (and the

@@ -108,6 +108,16 @@ std::string metrics::prometheus_text() const {
   family(out, "gost_grpc_undecodable_requests_total", "counter",
          "Requests whose bytes were not their method's message (answered INVALID_ARGUMENT).");
   out << "gost_grpc_undecodable_requests_total " << rpc::undecodable_requests() << "\n";
+  if (health_.traces) {
+    family(out, "gost_console_traces_active", "gauge",
+           "Live traces this node serves now (gostctl trace, and other nodes' traces of offers "
+           "it owns).");
+    out << "gost_console_traces_active " << health_.traces->serving.load() << "\n";
+    family(out, "gost_console_trace_subscriptions", "gauge",
+           "Subscriptions to this node's trace hub: while 0, an actor's event pays one relaxed "
+           "load for tracing.");
+    out << "gost_console_trace_subscriptions " << health_.traces->subscriptions() << "\n";
+  }
   if (health_.ready) {
     family(out, "gost_ready", "gauge",
            "1 while the node takes calls (readiness: /readyz, gRPC health), else 0.");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/call_stats.hpp"
+#include "gost/core/kit/trail.hpp"
 #include "gost/core/stats.hpp"
 
 namespace gost {
@@ -17,12 +18,14 @@ namespace gost::runtime {
 
 class readiness;
 
-/// What the health figures read: readiness (`gost_ready`) and the trackers of the node's
-/// dependencies (`gost_dependency_up`, `gost_dependency_failed_calls_total`). Either may be
-/// missing.
+/// What the health figures read: readiness (`gost_ready`), the trackers of the node's
+/// dependencies (`gost_dependency_up`, `gost_dependency_failed_calls_total`) and the live
+/// traces. Any may be missing.
 struct health_sources {
   std::shared_ptr<readiness> ready;
   std::vector<std::shared_ptr<const dependency_tracker>> dependencies;
+  /// Live traces (`gost_console_traces_active`, `gost_console_trace_subscriptions`).
+  std::shared_ptr<const kit::trace_hub> traces;
 };
 
 class metrics {

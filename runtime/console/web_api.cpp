@@ -264,4 +264,8 @@ void add_web_console(admin_http& http, admin_service& admin, trace_hook trace) {
   });
 }
 
+http_response http_error_of(const grpc::Status& st) {
+  return from_status(st);
+}
+
 } // namespace gost::runtime

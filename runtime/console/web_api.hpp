@@ -11,6 +11,10 @@
 
 #include "console/admin_http.hpp"
 
+namespace grpc {
+class Status;
+}
+
 namespace gost::v1 {
 class InspectOfferResponse;
 }
@@ -40,6 +44,10 @@ using trace_hook = std::function<http_response(const trace_query&, http_stream& 
 /// the types linked into this binary; one it cannot decode shows its type URL and size
 /// (`"decoded": false`) without hiding the others.
 std::string offer_json(const v1::InspectOfferResponse& resp);
+
+/// A failed gRPC call's answer as the endpoints give it: `{"error", "code"}` with the HTTP
+/// status of the gRPC code.
+http_response http_error_of(const grpc::Status& st);
 
 /// Adds to `http` (before it starts): the page at / and /console with its script and style,
 /// and /api/{top,stages,nodes,shards,offer,deadletters,trace}.

@@ -24,6 +24,9 @@ api_limits api_limits_of(const config::limits_config& c) {
   l.page_max_bytes = c.page_max_bytes;
   l.state_max_bytes = c.state_max_bytes;
   l.event_max_bytes = c.event_max_bytes;
+  l.trace_events_max = c.trace_events_max;
+  l.trace_duration_max_ms = c.trace_duration_max.count();
+  l.traces_max = c.traces_max;
   return l;
 }
 

@@ -27,6 +27,7 @@
 #include "api/task_service.hpp"
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
+#include "cluster/trace_stream.hpp"
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
 #include "gost/config/node_config.hpp"
@@ -63,8 +64,10 @@ struct node_context {
   std::shared_ptr<dependency_tracker> kafka = make_tracker("kafka", "kafka");
   /// Readiness (`/readyz`, gRPC health, `gost_ready`): "starting" until the last start step.
   std::shared_ptr<readiness> ready = std::make_shared<readiness>(db);
+  /// Live traces' subscriptions, published to by the shards' actors (kit/trail.hpp).
+  std::shared_ptr<kit::trace_hub> trace_hub = std::make_shared<kit::trace_hub>();
   std::unique_ptr<metrics> counters =
-    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}});
+    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}, trace_hub});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;
@@ -86,6 +89,9 @@ struct node_context {
   std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
   // the cluster (start_cluster_manager, start_node_link, join_cluster)
   link_security security;
+  /// Live traces: the trace hub the shards publish to, and what serves them (AdminService and
+  /// NodeService Trace); made with the manager, stopped before the gRPC servers.
+  std::shared_ptr<trace_context> traces;
   caf::actor manager; ///< leases, shards, routes, peer links
   std::unique_ptr<grpc::Service> link_service;
   std::unique_ptr<grpc::Server> link_server;

@@ -43,6 +43,8 @@ shard_options shard_defaults(const node_context& n) {
   so.rescan_every = c.rescan.interval;
   so.rescan_page = c.rescan.page;
   so.limits = offer_limits_of(c.limits);
+  so.trace = n.traces->hub;
+  so.recent_events = c.console.recent_events;
   return so;
 }
 
@@ -57,7 +59,8 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
   // shards find theirs by polling.
   eo.notify = [routes = n.routes](uint32_t shard, const persistence::queue_entries& entries) {
     if (auto local = routes->local_entities(shard))
-      caf::anon_send(*local, enqueued_atom_v, entries);
+      caf::anon_send(*local, enqueued_atom_v, entries,
+                     static_cast<uint8_t>(kit::event_source::api));
   };
   eo.queue_lookahead = c.queue.lookahead;
   eo.queue_poll = c.queue.poll;
@@ -119,6 +122,15 @@ caf::error start_cluster_manager(node_context& n) {
   if (!security)
     return security.error();
   n.security = std::move(*security);
+  n.traces = std::make_shared<trace_context>();
+  n.traces->hub = n.trace_hub;
+  n.traces->routes = n.routes;
+  n.traces->node_id = n.cfg.node.id;
+  n.traces->pool = n.pool.get();
+  n.traces->lease_timeout = n.cfg.cluster.lease_timeout;
+  n.traces->security = n.security;
+  n.traces->link_max_bytes = link_max_bytes(n.cfg.limits);
+  n.traces->traces_max = n.cfg.limits.traces_max;
   cluster_options co;
   co.cfg = n.cfg.cluster;
   co.node_id = n.cfg.node.id;
@@ -163,7 +175,7 @@ caf::error start_cluster_manager(node_context& n) {
 
 caf::error start_node_link(node_context& n) {
   auto& listen = n.cfg.caf.listen;
-  n.link_service = make_node_service(*n.hub, n.routes, n.cfg.api.request_timeout);
+  n.link_service = make_node_service(*n.hub, n.routes, n.cfg.api.request_timeout, n.traces);
   grpc::ServerBuilder lb;
   lb.AddListeningPort(listen.to_string(), n.security.server_credentials(), &n.link_port);
   lb.RegisterService(n.link_service.get());
@@ -179,6 +191,7 @@ caf::error start_node_link(node_context& n) {
   // Other nodes stopped forwarding here once the hand-off was done; what is in flight
   // finishes until the deadline.
   n.stops.push("node link server", [&n] {
+    n.traces->stop();
     n.link_server->Shutdown(n.stop_deadline);
     n.link_server->Wait();
     n.link_server.reset();

@@ -24,7 +24,8 @@ caf::error start_grpc(node_context& n) {
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager},
     admin_service::access{cfg.console.token, config::is_loopback(cfg.grpc.listen.host),
                           cfg.grpc.listen.to_string()},
-    limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0});
+    limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
+    n.traces);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
   // once the stop began.
@@ -80,6 +81,7 @@ caf::error start_grpc(node_context& n) {
   n.stops.push("gRPC API", [&n, services] {
     if (auto* health = n.server->GetHealthCheckService())
       health->SetServingStatus(false);
+    n.traces->stop(); // live traces end now, not at the deadline
     n.server->Shutdown(n.stop_deadline);
     n.server->Wait();
     n.server.reset();

@@ -2,12 +2,18 @@
 // at `/` with its JSON under `/api/` (console/web_api.hpp), `/status` (the configuration) and
 // `/blobs/NAME` (rotated images, images.enabled).
 
+#include <atomic>
 #include <fstream>
+#include <thread>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <iterator>
 
 #include "console/web_api.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/images/worker.hpp"
+#include "gost/v1/admin.grpc.pb.h"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -40,10 +46,63 @@ caf::error start_http(node_context& n) {
         auto ext = req.path.substr(req.path.rfind('.') + 1);
         return http_response{200, ext == "jpg" ? "image/jpeg" : "image/" + ext, std::move(body)};
       });
-  // TRACE HOOK: the live trace's HTTP side (/api/trace, the page's "Live trace" panel). Until
-  // a trace_hook is given here (console/web_api.hpp: stream one offer's events as JSON lines),
-  // /api/trace answers 501 "trace not available on this node".
-  trace_hook trace;
+  // The live trace's HTTP side (/api/trace, the page's "Live trace" panel): a client of this
+  // node's own AdminService.Trace over loopback, so the page gets what `gostctl trace` gets —
+  // the owner's events from any node, followed across shard moves, within limits.trace_* —
+  // with nothing of it written twice. Each event is one JSON line.
+  auto grpc_host = cfg.grpc.listen.host;
+  if (grpc_host.empty() || grpc_host == "0.0.0.0" || grpc_host == "::" || grpc_host == "[::]")
+    grpc_host = "127.0.0.1";
+  auto channel = grpc::CreateChannel(grpc_host + ":" + std::to_string(n.grpc_port),
+                                     grpc::InsecureChannelCredentials());
+  trace_hook trace = [channel](const trace_query& q, http_stream& out) -> http_response {
+    if (q.offer_id.size() > 256) // as /api/offer: no offer id is longer
+      return http_error_of({grpc::StatusCode::INVALID_ARGUMENT, "offer must be 1..256 bytes"});
+    auto stub = v1::AdminService::NewStub(channel);
+    v1::TraceRequest req;
+    req.set_offer_id(q.offer_id);
+    req.set_max_events(q.max);
+    req.set_for_ms(std::chrono::duration_cast<std::chrono::milliseconds>(q.duration).count());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + q.duration + std::chrono::seconds{5});
+    auto reader = stub->Trace(&ctx, req);
+    // The browser gone (or the listener stopping) ends the call; Read() waits for events.
+    std::atomic<bool> done{false};
+    std::thread watch{[&] {
+      while (!done.load()) {
+        if (!out.open()) {
+          ctx.TryCancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+      }
+    }};
+    bool begun = false;
+    v1::TraceEvent e;
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    while (reader->Read(&e)) {
+      if (!begun && !(begun = out.begin("application/x-ndjson; charset=utf-8")))
+        break;
+      std::string line;
+      (void)google::protobuf::util::MessageToJsonString(e, &line, o);
+      if (!out.write(line + "\n")) {
+        ctx.TryCancel();
+        break;
+      }
+    }
+    done = true;
+    watch.join();
+    auto st = reader->Finish();
+    if (begun)
+      return {};
+    if (!st.ok() && st.error_code() != grpc::StatusCode::CANCELLED
+        && st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
+      return http_error_of(st); // a bad offer id, a trace limit, no owner reachable
+    // No event within the time: an empty stream.
+    out.begin("application/x-ndjson; charset=utf-8");
+    return {};
+  };
   add_web_console(*n.http, *n.admin, std::move(trace));
   std::string error;
   n.http_port = n.http->start(cfg.http.listen.host, cfg.http.listen.port, error);

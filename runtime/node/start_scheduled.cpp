@@ -12,6 +12,7 @@
 
 #include "cluster/router.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/kit/trail.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
@@ -78,7 +79,8 @@ private:
       return "offer `" + r.offer_id() + "` does not exist";
     // The owner on this node hears of it now; another node's shard finds it by its next poll.
     if (auto local = n_.routes->local(n_.routes->shard_of(r.offer_id())))
-      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry});
+      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
+                     static_cast<uint8_t>(kit::event_source::timer)); // a scheduled action fired
     return {};
   }
 

@@ -972,3 +972,102 @@ TEST_CASE("gostctl drain hands a node's shards away under load without client er
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
 }
+
+TEST_CASE("an offer owned by the other node: described and traced through either node, and the "
+          "trace follows the offer when its owner leaves") {
+  testing::temp_db db;
+  node n1{"t1", db};
+  auto n2 = std::make_unique<node>("t2", db);
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(db, {"t1", "t2"});
+                                      }),
+                  describe(db));
+  // An offer whose shard t2 owns, created through t1 (forwarded).
+  std::string id;
+  for (int i = 0; i < 60 && id.empty(); ++i) {
+    v1::Offer o;
+    REQUIRE(n1.create("trace-" + std::to_string(i), o).ok());
+    auto owner =
+      db.scalar("SELECT owner FROM shard_leases WHERE shard = "
+                + db.scalar("SELECT shard FROM offers WHERE offer_id = '" + o.id() + "'"));
+    if (owner == "t2")
+      id = o.id();
+  }
+  REQUIRE_FALSE(id.empty());
+  auto admin =
+    v1::AdminService::NewStub(grpc::CreateChannel(n1.addr, grpc::InsecureChannelCredentials()));
+
+  // Described through t1: the owner's actor, its events.
+  v1::InspectOfferRequest ireq;
+  ireq.set_offer_id(id);
+  v1::InspectOfferResponse ir;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = admin->InspectOffer(&ctx, ireq, &ir);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+  }
+  INFO(ir.DebugString());
+  CHECK(ir.resident());
+  CHECK(ir.owner() == "t2");
+  CHECK(ir.epoch() >= 1);
+  REQUIRE(ir.recent_size() >= 1);
+  CHECK(ir.recent(0).kind() == "create");
+  CHECK(ir.recent(0).source() == "api");
+  CHECK(ir.recent(0).node() == "t2");
+  CHECK(ir.recent(0).version() == 1);
+
+  // Traced through t1 while t2 owns it.
+  grpc::ClientContext tctx;
+  v1::TraceRequest treq;
+  treq.set_offer_id(id);
+  treq.set_for_ms(120'000);
+  auto reader = admin->Trace(&tctx, treq);
+  std::mutex m;
+  std::vector<v1::TraceEvent> events;
+  std::thread t{[&] {
+    v1::TraceEvent e;
+    while (reader->Read(&e)) {
+      std::lock_guard<std::mutex> guard{m};
+      events.push_back(e);
+    }
+  }};
+  struct canceller {
+    grpc::ClientContext& ctx;
+    std::thread& t;
+    ~canceller() {
+      ctx.TryCancel();
+      if (t.joinable())
+        t.join();
+    }
+  } stop_trace{tctx, t};
+  auto seen = [&](const std::string& kind, const std::string& node_id) {
+    std::lock_guard<std::mutex> guard{m};
+    for (auto& e : events)
+      if (e.kind() == kind && e.node() == node_id)
+        return true;
+    return false;
+  };
+  int64_t version = 0;
+  int round = 0;
+  // The owner subscribes once t1's stream reaches it: update until an event comes through.
+  REQUIRE(testing::eventually(30s, [&] {
+    REQUIRE(n1.update(id, "traced " + std::to_string(++round), version).ok());
+    return seen("update", "t2");
+  }));
+
+  // t2 leaves: its shards move to t1 (hand-off); the trace goes on from the new owner.
+  n2->proc->signal(SIGTERM);
+  auto rc = n2->proc->wait(60s);
+  REQUIRE_MESSAGE(rc == 0, n2->proc->output());
+  REQUIRE(testing::eventually(30s, [&] { return seen("owner", "t1"); }));
+  REQUIRE(testing::eventually(30s, [&] {
+    REQUIRE(n1.update(id, "after the move " + std::to_string(++round), version).ok());
+    return seen("update", "t1");
+  }));
+  std::lock_guard<std::mutex> guard{m};
+  for (auto& e : events)
+    if (e.kind() == "update")
+      CHECK(e.offer_id() == id);
+}

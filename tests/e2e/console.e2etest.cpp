@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include "gost/testing/grpc.hpp"
@@ -70,6 +72,20 @@ struct console_node {
     auto fn = [&](grpc::ClientContext* c, const v1::CreateOfferRequest& r,
                   v1::CreateOfferResponse* o) { return offers->CreateOffer(c, r, o); };
     return call(fn, req, resp).ok() ? resp.offer().id() : std::string{};
+  }
+
+  /// Changes an offer's title; its new version (0 on failure).
+  int64_t update(const std::string& id, const std::string& title) {
+    v1::UpdateOfferRequest req;
+    req.mutable_ref()->set_id(id);
+    req.mutable_offer()->set_seller_id("console-seller");
+    req.mutable_offer()->set_title(title);
+    req.mutable_offer()->set_status(v1::OFFER_STATUS_ACTIVE);
+    req.mutable_update_mask()->add_paths("title");
+    v1::UpdateOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::UpdateOfferRequest& r,
+                  v1::UpdateOfferResponse* o) { return offers->UpdateOffer(c, r, o); };
+    return call(fn, req, resp).ok() ? resp.offer().version() : 0;
   }
 
   v1::TopResponse top() {
@@ -632,6 +648,65 @@ std::string change_block(const std::string& listing, const std::string& header) 
                         end == std::string::npos ? std::string::npos : end - start);
 }
 
+/// A live trace read on a thread of its own (AdminService.Trace).
+struct trace_reader {
+  trace_reader(v1::AdminService::Stub& admin, v1::TraceRequest req) {
+    reader = admin.Trace(&ctx, req);
+    thread = std::thread{[this] {
+      v1::TraceEvent e;
+      while (reader->Read(&e)) {
+        std::lock_guard<std::mutex> guard{m};
+        events.push_back(e);
+      }
+      auto s = reader->Finish();
+      std::lock_guard<std::mutex> guard{m};
+      status = s;
+      ended = true;
+    }};
+  }
+  ~trace_reader() {
+    ctx.TryCancel();
+    if (thread.joinable())
+      thread.join();
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> guard{m};
+    return events.size();
+  }
+  bool done() {
+    std::lock_guard<std::mutex> guard{m};
+    return ended;
+  }
+  std::vector<v1::TraceEvent> all() {
+    std::lock_guard<std::mutex> guard{m};
+    return events;
+  }
+
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<v1::TraceEvent>> reader;
+  std::mutex m;
+  std::vector<v1::TraceEvent> events;
+  grpc::Status status;
+  bool ended = false;
+  std::thread thread;
+};
+
+/// The value of an unlabelled gauge in the exposition text (-1: absent).
+int64_t gauge(const std::string& text, const std::string& name) {
+  auto pos = text.find("\n" + name + " ");
+  if (pos == std::string::npos)
+    return -1;
+  return std::stoll(text.substr(pos + name.size() + 2));
+}
+
+v1::TraceRequest trace_of(const std::string& offer, int64_t max_events, int64_t for_ms) {
+  v1::TraceRequest r;
+  r.set_offer_id(offer);
+  r.set_max_events(max_events);
+  r.set_for_ms(for_ms);
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("console: gostctl decodes states with the node's published types and lists an "
@@ -735,4 +810,179 @@ TEST_CASE("console: gostctl create --json refuses a bad field, naming it, and st
   CHECK(made.find("\"title\": \"from flag\"") != std::string::npos);
   CHECK(made.find("\"url\": \"u2\"") != std::string::npos);
   CHECK(n.scalar_int("SELECT count(*) FROM offers") == 1);
+}
+
+TEST_CASE("console: gostctl offer shows the actor's recent events with their sources, what it "
+          "waits on, the shard's epoch and write lag") {
+  console_node n;
+  auto id = n.create(1); // api create; audit queued by it (source api); expire a timer (1 s)
+  REQUIRE_FALSE(id.empty());
+  // expire runs a second after the creation (a timer): the offer turns inactive (version 2).
+  REQUIRE(eventually(20s, [&] { return n.inspect(id).offer().version() >= 2; }));
+  REQUIRE(n.update(id, "second") == 3); // the title only: it stays inactive
+  REQUIRE(n.update(id, "third") == 4);
+  // A console verb queues audit again: its run's source is `console`.
+  {
+    v1::RequeueOfferRequest req;
+    req.set_offer_id(id);
+    req.set_stage_id("audit");
+    v1::RequeueOfferResponse resp;
+    auto fn = [&](grpc::ClientContext* c, const v1::RequeueOfferRequest& r,
+                  v1::RequeueOfferResponse* o) { return n.admin->RequeueOffer(c, r, o); };
+    REQUIRE(call(fn, req, resp).ok());
+  }
+  auto has = [](const v1::InspectOfferResponse& r, const std::string& kind,
+                const std::string& source, const std::string& stage) {
+    for (auto& e : r.recent())
+      if (e.kind() == kind && e.source() == source && e.stage() == stage && e.result() == "ok")
+        return true;
+    return false;
+  };
+  v1::InspectOfferResponse r;
+  REQUIRE(eventually(20s, [&] {
+    r = n.inspect(id);
+    return has(r, "run", "console", "audit");
+  }));
+  INFO(r.DebugString());
+  CHECK(r.resident());
+  CHECK(has(r, "create", "api", ""));
+  CHECK(has(r, "update", "api", ""));
+  CHECK(has(r, "run", "api", "audit"));    // queued by the create
+  CHECK(has(r, "run", "timer", "expire")); // its timer came due
+  // Oldest first, each with its version after it: create v1, the updates v2 and v3.
+  std::vector<int64_t> update_versions;
+  int64_t last_at = 0;
+  for (auto& e : r.recent()) {
+    auto at = google::protobuf::util::TimeUtil::TimestampToMicroseconds(e.at());
+    CHECK(at >= last_at);
+    last_at = at;
+    CHECK(e.offer_id() == id);
+    CHECK(e.shard() == r.shard());
+    if (e.kind() == "create")
+      CHECK(e.version() == 1);
+    if (e.kind() == "update")
+      update_versions.push_back(e.version());
+  }
+  CHECK(update_versions == std::vector<int64_t>{3, 4});
+  CHECK(r.waiting() == "nothing");
+  CHECK(r.epoch() == 1);
+  CHECK(r.write_lag_ms() >= 0);
+  CHECK(r.owner() == n.top().node_id());
+  CHECK(r.recent_size() <= 16); // console.recent_events
+
+  // gostctl prints them.
+  child_process ctl{GOSTCTL_PATH, {"--addr", n.addr, "offer", id}};
+  REQUIRE(ctl.wait(30s) == 0);
+  auto out = ctl.output();
+  INFO(out);
+  CHECK(std::regex_search(
+    out, std::regex{R"(owner \S+  epoch 1  write lag \d+ ms  waiting on nothing)"}));
+  CHECK(std::regex_search(out, std::regex{R"(run\s+timer\s+expire\s+ok\s+\d+ us  v2)"}));
+  CHECK(std::regex_search(out, std::regex{R"(run\s+console\s+audit\s+ok)"}));
+}
+
+TEST_CASE("console: a node with console.recent_events=2 keeps the last two events") {
+  console_node n{{"--console.recent_events=2"}};
+  auto id = n.create(1);
+  REQUIRE(eventually(20s, [&] { return n.inspect(id).offer().version() >= 2; })); // expired
+  REQUIRE(n.update(id, "a") == 3);
+  REQUIRE(n.update(id, "b") == 4);
+  REQUIRE(n.update(id, "c") == 5);
+  auto r = n.inspect(id);
+  REQUIRE(r.recent_size() == 2);
+  CHECK(r.recent(0).version() == 4);
+  CHECK(r.recent(1).kind() == "update");
+  CHECK(r.recent(1).version() == 5);
+}
+
+TEST_CASE("console: a trace streams an offer's events as they happen, stops at max_events and at "
+          "for_ms, and a client that goes away ends the node's work") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  // After its expire run (a second after the creation), only the test changes the offer.
+  REQUIRE(eventually(20s, [&] { return n.inspect(id).offer().version() >= 2; }));
+  CHECK(gauge(n.metrics(), "gost_console_traces_active") == 0);
+  CHECK(gauge(n.metrics(), "gost_console_trace_subscriptions") == 0);
+
+  SUBCASE("max_events") {
+    trace_reader t{*n.admin, trace_of(id, 3, 60'000)};
+    REQUIRE(eventually(10s, [&] { return gauge(n.metrics(), "gost_console_traces_active") == 1; }));
+    for (int i = 0; i < 5 && !t.done(); ++i)
+      n.update(id, "t" + std::to_string(i));
+    REQUIRE(eventually(20s, [&] { return t.done(); }));
+    CHECK(t.status.ok());
+    auto events = t.all();
+    REQUIRE(events.size() == 3);
+    for (auto& e : events) {
+      CHECK(e.offer_id() == id);
+      CHECK(e.node() == n.top().node_id());
+    }
+    CHECK(events[0].kind() == "update");
+    CHECK(events[0].source() == "api");
+    CHECK(events[0].result() == "ok");
+    CHECK(events[0].version() == 3);
+  }
+  SUBCASE("for_ms") {
+    auto t0 = std::chrono::steady_clock::now();
+    trace_reader t{*n.admin, trace_of(id, 1000, 1500)};
+    REQUIRE(eventually(20s, [&] { return t.done(); }));
+    auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(t.status.ok());
+    CHECK(took >= 1400ms);
+    CHECK(took < 10s);
+  }
+  SUBCASE("the client goes away") {
+    auto t = std::make_unique<trace_reader>(*n.admin, trace_of(id, 1000, 600'000));
+    REQUIRE(
+      eventually(10s, [&] { return gauge(n.metrics(), "gost_console_trace_subscriptions") == 1; }));
+    REQUIRE(n.update(id, "seen") == 3);
+    REQUIRE(eventually(10s, [&] { return t->count() == 1; }));
+    t.reset(); // cancels the call
+    CHECK(eventually(10s, [&] {
+      auto m = n.metrics();
+      return gauge(m, "gost_console_traces_active") == 0
+             && gauge(m, "gost_console_trace_subscriptions") == 0;
+    }));
+  }
+  // Gone after each: nothing left subscribed.
+  CHECK(eventually(10s, [&] { return gauge(n.metrics(), "gost_console_traces_active") == 0; }));
+}
+
+TEST_CASE("console: gostctl trace prints an offer's events, and a stage's events on the node") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE(eventually(20s, [&] { return n.inspect(id).offer().version() >= 2; })); // expired
+  child_process ctl{GOSTCTL_PATH, {"--addr", n.addr, "trace", id, "--max", "2", "--for", "60s"}};
+  REQUIRE(eventually(10s, [&] { return gauge(n.metrics(), "gost_console_traces_active") == 1; }));
+  REQUIRE(n.update(id, "one") > 0);
+  REQUIRE(n.update(id, "two") > 0);
+  REQUIRE(ctl.wait(30s) == 0);
+  auto out = ctl.output();
+  INFO(out);
+  CHECK(std::regex_search(out, std::regex{R"(update\s+api\s+-\s+ok\s+\d+ us  v3)"}));
+  CHECK(std::regex_search(out, std::regex{R"(update\s+api\s+-\s+ok\s+\d+ us  v4)"}));
+  CHECK(out.find("trace ended: 2 event(s)") != std::string::npos);
+
+  // --stage: every offer's runs of a stage on this node.
+  child_process stage{GOSTCTL_PATH,
+                      {"--addr", n.addr, "trace", "--stage", "audit", "--max", "3", "--json"}};
+  REQUIRE(eventually(10s, [&] { return gauge(n.metrics(), "gost_console_traces_active") == 1; }));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(n.create(10 + i));
+  REQUIRE(stage.wait(30s) == 0);
+  auto json = stage.output();
+  INFO(json);
+  for (auto& other : ids)
+    CHECK(json.find("\"offer_id\":\"" + other + "\"") != std::string::npos);
+  CHECK(json.find("\"stage\":\"audit\"") != std::string::npos);
+
+  // Bounds are checked and named.
+  child_process bad{GOSTCTL_PATH, {"--addr", n.addr, "trace", id, "--max", "20000"}};
+  CHECK(bad.wait(30s) == 1);
+  CHECK(bad.output().find("limits.trace_events_max") != std::string::npos);
+  child_process neither{GOSTCTL_PATH, {"--addr", n.addr, "trace"}};
+  CHECK(neither.wait(30s) == 2);
 }

@@ -4,6 +4,10 @@
 // content types; the probes answer while a client holds a connection open and idle.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -75,6 +79,25 @@ struct web_node {
 
   std::string get(const std::string& path) { return testing::http_get(http_port, path); }
 
+  /// Changes the offer's price every 250 ms from a thread of its own while `keep` holds, so a
+  /// trace opened meanwhile has events to show.
+  std::thread updating(std::atomic<bool>& keep) {
+    return std::thread{[this, &keep] {
+      for (int i = 1; keep.load(); ++i) {
+        v1::UpdateOfferRequest req;
+        req.mutable_offer()->set_id(offer_id);
+        req.mutable_offer()->mutable_price()->set_amount_minor(100 * i);
+        req.mutable_offer()->mutable_price()->set_currency("RUB");
+        req.mutable_update_mask()->add_paths("price");
+        v1::UpdateOfferResponse resp;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+        (void)offers->UpdateOffer(&ctx, req, &resp);
+        std::this_thread::sleep_for(250ms);
+      }
+    }};
+  }
+
   // Markup in the title: the page must show it as text.
   const std::string title = "web <b>console</b> bike";
   testing::temp_db db;
@@ -116,9 +139,19 @@ TEST_CASE("web console: the page in headless Chromium shows the node, its shards
   web_node n;
   auto dom_file = temp_path("web-dom");
   auto profile = temp_path("web-chromium-profile");
-  // The trace is asked for too (trace=1): until a node has the trace, the panel shows 501.
-  auto url =
-    "http://127.0.0.1:" + std::to_string(n.http_port) + "/?offer=" + n.offer_id + "&trace=1";
+  // The trace is asked for too (trace=1), for at most 3 events or 6 s, while the offer changes.
+  auto url = "http://127.0.0.1:" + std::to_string(n.http_port) + "/?offer=" + n.offer_id
+             + "&trace=1&for=6&max=3";
+  std::atomic<bool> keep{true};
+  auto updates = n.updating(keep);
+  struct stop_updates {
+    std::atomic<bool>& keep;
+    std::thread& t;
+    ~stop_updates() {
+      keep = false;
+      t.join();
+    }
+  } stop{keep, updates};
   child_process browser{"/bin/sh",
                         {"-c", chromium
                                  + " --headless=new --disable-gpu --no-sandbox --no-first-run "
@@ -132,6 +165,8 @@ TEST_CASE("web console: the page in headless Chromium shows the node, its shards
   auto dom = ss.str();
   std::remove(dom_file.c_str());
   std::system(("rm -rf " + profile).c_str());
+  auto status_at = dom.find("id=\"trace-status\"");
+  INFO("trace status: ", dom.substr(status_at == std::string::npos ? 0 : status_at, 300));
   INFO(dom);
   // The node, and the tables the page fills from /api/top, /api/shards, /api/stages.
   CHECK(has(dom, "<span id=\"node-id\">" + node_id + "</span>"));
@@ -144,14 +179,17 @@ TEST_CASE("web console: the page in headless Chromium shows the node, its shards
   // and the audit stage's state decoded from its protobuf type.
   CHECK(has(dom, "<td class=\"text\">web &lt;b&gt;console&lt;/b&gt; bike</td>"));
   CHECK_FALSE(has(dom, "<b>console</b>"));
-  CHECK(has(dom, "<td class=\"text\">version</td><td class=\"text\">1</td>"));
+  CHECK(has(dom, "<td class=\"text\">version</td><td class=\"text\">")); // it changes meanwhile
   CHECK(has(dom, "data-stage=\"audit\""));
   CHECK(has(dom, "\"@type\": \"type.googleapis.com/gost.v1.AuditTrail\""));
   CHECK(has(dom, "\"node_id\": \"" + node_id + "\""));
   CHECK(has(dom, "\"runs\": \"1\""));
-  // The live trace panel took the 501 in its stride.
-  CHECK(has(dom, "data-code=\"501\""));
-  CHECK(has(dom, "not available: trace not available on this node"));
+  // The live trace panel shows the offer's events as they came: its price updates.
+  // (the dump may come before the stream's end: the events shown are what counts)
+  CHECK((has(dom, "<li>{&quot;offer_id&quot;:&quot;" + n.offer_id)
+         || has(dom, "<li>{\"offer_id\":\"" + n.offer_id)));
+  CHECK(has(dom, "update"));
+  CHECK((has(dom, "\"source\":\"api\"") || has(dom, "&quot;source&quot;:&quot;api&quot;")));
 }
 
 TEST_CASE("web console: JSON endpoints, refusals, and probes while a client idles") {
@@ -187,9 +225,22 @@ TEST_CASE("web console: JSON endpoints, refusals, and probes while a client idle
     // With a message: the endpoint's JSON error, or the listener's word on a bad escape.
     CHECK_MESSAGE((has(r, "\"error\":") || has(r, "bad escape in the query")), bad);
   }
-  auto trace = n.get("/api/trace?offer=" + n.offer_id + "&for=5&max=10");
-  CHECK(status_of(trace) == 501);
-  CHECK(has(trace, "trace not available on this node"));
+  {
+    // The trace as newline-delimited JSON, here while the offer changes: two update events.
+    std::atomic<bool> keep{true};
+    auto updates = n.updating(keep);
+    auto trace = n.get("/api/trace?offer=" + n.offer_id + "&for=10&max=2");
+    keep = false;
+    updates.join();
+    CHECK(status_of(trace) == 200);
+    CHECK(has(trace, "Content-Type: application/x-ndjson; charset=utf-8"));
+    auto body = trace.substr(trace.find("\r\n\r\n") + 4);
+    CHECK(std::count(body.begin(), body.end(), '\n') == 2);
+    CHECK(has(body, "{\"offer_id\":\"" + n.offer_id + "\""));
+    CHECK(has(body, "\"kind\":\"update\""));
+  }
+  // An offer id the trace refuses (too long) comes back as the endpoints' errors do.
+  CHECK(status_of(n.get("/api/trace?offer=" + std::string(300, 'x'))) == 400);
   CHECK(status_of(n.get("/api/nope")) == 404);
   CHECK(has(n.get("/nope"), "not found: /nope"));
 

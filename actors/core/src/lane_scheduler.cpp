@@ -26,12 +26,16 @@ lane_scheduler::lane_queue& lane_scheduler::lane_of(const std::string& id) {
   return lanes_.back();
 }
 
-size_t lane_scheduler::add(const persistence::queue_entries& entries) {
+size_t lane_scheduler::add(const persistence::queue_entries& entries, event_source origin,
+                           int64_t now_us) {
   size_t fresh = 0;
   for (auto& e : entries) {
     if (!known_.emplace(e.lane, e.entity_id).second)
       continue;
-    timers_.push({e.due_at_us, e.lane, e.entity_id, e.prio});
+    auto source = e.prio == persistence::priority::background ? event_source::rescan
+                  : e.due_at_us > now_us                      ? event_source::timer
+                                                              : origin;
+    timers_.push({e.due_at_us, e.lane, e.entity_id, e.prio, source});
     warm_.emplace(e.due_at_us, e.entity_id);
     ++fresh;
   }
@@ -44,7 +48,7 @@ void lane_scheduler::make_ready(int64_t now_us) {
     timers_.pop();
     auto& l = lane_of(t.lane);
     (t.prio == persistence::priority::background ? l.background : l.normal)
-      .emplace_back(t.due_us, std::move(t.entity_id));
+      .push_back({t.due_us, std::move(t.entity_id), t.source});
   }
 }
 
@@ -71,7 +75,7 @@ std::vector<lane_scheduler::work> lane_scheduler::take(int64_t now_us) {
       }
       bool bg_turn = ++l.picks % static_cast<uint64_t>(background_share_) == 0;
       auto& q = l.normal.empty() || (bg_turn && !l.background.empty()) ? l.background : l.normal;
-      out.push_back({l.id, std::move(q.front().second)});
+      out.push_back({l.id, std::move(q.front().entity_id), q.front().source});
       q.pop_front();
       ++l.in_flight;
     }
@@ -89,7 +93,7 @@ void lane_scheduler::retry(const std::string& lane, const std::string& entity_id
                            int64_t retry_at_us) {
   if (auto* l = find_lane(lane); l != nullptr && l->in_flight > 0)
     --l->in_flight;
-  timers_.push({retry_at_us, lane, entity_id, persistence::priority::normal});
+  timers_.push({retry_at_us, lane, entity_id, persistence::priority::normal, event_source::retry});
 }
 
 std::vector<std::string> lane_scheduler::take_warm(int64_t now_us, int64_t horizon_us) {
@@ -135,8 +139,8 @@ int64_t lane_scheduler::oldest_waiting() const {
   int64_t oldest = 0;
   for (auto& l : lanes_)
     for (auto* q : {&l.normal, &l.background})
-      if (!q->empty() && (oldest == 0 || q->front().first < oldest))
-        oldest = q->front().first;
+      if (!q->empty() && (oldest == 0 || q->front().due_us < oldest))
+        oldest = q->front().due_us;
   return oldest;
 }
 

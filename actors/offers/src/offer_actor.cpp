@@ -74,6 +74,66 @@ int64_t now_us() {
   return to_us(stage_clock::now());
 }
 
+/// The actor's trail (kit/trail.hpp): a member of the actor object, not of its state, so its
+/// shard may read it for as long as it holds the actor's handle.
+kit::actor_trail& trail_of(self_ptr self);
+
+/// The actor waits on `w` (nothing: no longer), as its shard's inspection shows.
+void waits(self_ptr self, kit::waiting_on w) {
+  trail_of(self).wait(w, self->state.env->now_us());
+}
+
+/// How an error ends an event in the trail.
+kit::event_result result_of(const caf::error& err) {
+  if (err == errc::not_found)
+    return kit::event_result::not_found;
+  if (err == errc::conflict || err == errc::already_exists)
+    return kit::event_result::conflict;
+  if (err == errc::fenced)
+    return kit::event_result::fenced;
+  return kit::event_result::failed;
+}
+
+/// Ends the event in progress (if any) in the trail, with the offer's version now.
+void ended(self_ptr self, kit::event_result r) {
+  auto& st = self->state;
+  const auto* cur = st.entity.current();
+  kit::end_event(*st.env, trail_of(self), st.entity.id(), r, cur ? cur->version() : 0);
+}
+
+/// A response promise that ends the event in the actor's trail as it delivers: every answer
+/// of an event goes through here, so no path forgets it.
+template <class Result>
+struct promise {
+  self_ptr self;
+  caf::typed_response_promise<Result> rp;
+
+  template <class T>
+  void deliver(T&& x) {
+    if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
+      ended(self, result_of(x));
+    else
+      ended(self, kit::event_result::ok);
+    rp.deliver(std::forward<T>(x));
+  }
+};
+
+/// An event starts: `lane` is a stage's id as the registry holds it (null: none, or unknown).
+void started(self_ptr self, kit::event_kind k, kit::event_source s = kit::event_source::api,
+             const std::string& stage_id = {}) {
+  auto& env = *self->state.env;
+  const std::string* lane = nullptr;
+  if (!stage_id.empty())
+    if (auto* e = env.stages->find(stage_id))
+      lane = &e->id;
+  kit::begin_event(env, trail_of(self), k, s, lane);
+}
+
+template <class Result>
+promise<Result> promise_of(self_ptr self) {
+  return {self, self->make_response_promise<Result>()};
+}
+
 /// Forgets the in-memory copy: the next event reloads from PostgreSQL.
 void forget(self_ptr self) {
   self->state.entity.forget();
@@ -91,9 +151,11 @@ void with_loaded(self_ptr self, F f, Fail fail) {
     f();
     return;
   }
+  waits(self, kit::waiting_on::load);
   self->request(st.env->store, caf::infinite, load_atom_v, st.entity.id())
     .await(
       [=](offer_snapshot& snap) mutable {
+        waits(self, kit::waiting_on::nothing);
         auto& s = self->state;
         s.entity.committed(snap.found ? std::optional<v1::Offer>{std::move(snap.offer)}
                                       : std::nullopt);
@@ -110,7 +172,10 @@ void with_loaded(self_ptr self, F f, Fail fail) {
             s.ctx.queued_now.insert(e.lane);
         f();
       },
-      [=](caf::error& err) mutable { fail(std::move(err)); });
+      [=](caf::error& err) mutable {
+        waits(self, kit::waiting_on::nothing);
+        fail(std::move(err));
+      });
 }
 
 /// What `committed` needs of a write-set once it is handed to the writer: everything but the
@@ -213,12 +278,13 @@ std::string encode_answer(Reply& reply, const std::optional<v1::Offer>& next,
 /// The first answer of a write whose request id committed before, read back; `otherwise`
 /// when no write with that id is kept.
 template <class Result>
-void answer_again(self_ptr self, caf::typed_response_promise<Result> rp, const request_id& rid,
-                  caf::error otherwise) {
+void answer_again(self_ptr self, promise<Result> rp, const request_id& rid, caf::error otherwise) {
   auto& st = self->state;
+  waits(self, kit::waiting_on::load);
   self->request(st.env->store, caf::infinite, find_atom_v, st.entity.id(), rid)
     .await(
       [=](std::string& bytes) mutable {
+        waits(self, kit::waiting_on::nothing);
         if (bytes.empty()) {
           rp.deliver(otherwise);
           return;
@@ -237,8 +303,8 @@ void answer_again(self_ptr self, caf::typed_response_promise<Result> rp, const r
 /// on a lost version check the actor reloads and prepares again. With a request id the write
 /// commits at most once: a retry whose id committed before gets the first answer.
 template <class Result, class Prepare, class Reply>
-void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prepare prepare,
-                     Reply reply, request_id rid, int attempt) {
+void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply reply,
+                     request_id rid, int attempt) {
   with_loaded(
     self,
     [=]() mutable {
@@ -262,15 +328,18 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
         change->ws.request_id = rid.value;
         change->ws.answer = encode_answer<Result>(reply, next, change->ws);
       } else if (writes_nothing(change->ws)) {
+        ended(self, kit::event_result::unchanged);
         rp.deliver(reply(next, change->ws));
         return;
       }
       auto set = bookkeeping_copy(change->ws);
+      waits(self, kit::waiting_on::writer);
       self
         ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
                   std::move(change->ws))
         .await(
           [=](write_outcome out) mutable {
+            waits(self, kit::waiting_on::nothing);
             auto& s = self->state;
             switch (out) {
               case write_outcome::committed: {
@@ -314,6 +383,7 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
             }
           },
           [=](caf::error& err) mutable {
+            waits(self, kit::waiting_on::nothing);
             forget(self);
             rp.deliver(std::move(err));
           });
@@ -321,20 +391,21 @@ void external_change(self_ptr self, caf::typed_response_promise<Result> rp, Prep
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
-void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
-               int attempt);
+void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt);
 
 /// Writes a run's write-set; on commit applies it and answers the shard, on a lost version
 /// check reloads and runs the stage again (seed step 7).
-void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
-               int attempt, persistence::write_set ws, std::optional<v1::Offer> next) {
+void write_run(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt,
+               persistence::write_set ws, std::optional<v1::Offer> next) {
   auto& st = self->state;
   auto set = bookkeeping_copy(ws);
+  waits(self, kit::waiting_on::writer);
   self
     ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
               std::move(ws))
     .await(
       [=](write_outcome outcome) mutable {
+        waits(self, kit::waiting_on::nothing);
         auto& s = self->state;
         switch (outcome) {
           case write_outcome::committed:
@@ -366,14 +437,15 @@ void write_run(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
         }
       },
       [=](caf::error& err) mutable {
+        waits(self, kit::waiting_on::nothing);
         forget(self);
         rp.deliver(std::move(err));
       });
 }
 
 /// A stage's result: decides what to write (and which other stages to ask), then writes it.
-void finish_run(self_ptr self, caf::typed_response_promise<queue_entries> rp,
-                const std::string& stage_id, int attempt, const stage_result& result) {
+void finish_run(self_ptr self, promise<queue_entries> rp, const std::string& stage_id, int attempt,
+                const stage_result& result) {
   auto& st = self->state;
   const auto& cur = st.entity.current();
   auto out = after_process(*st.env->stages, stage_id, *cur, st.ctx, result, now_us(),
@@ -400,8 +472,7 @@ caf::error stage_failed(self_ptr self, const std::string& stage_id, const std::s
 /// else start again; the write also asks the other stages and enqueues those that want it.
 /// A blocking stage's `process` runs in its pool; the actor waits (`await`) without holding a
 /// scheduler thread, and handles nothing else meanwhile.
-void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp, std::string stage_id,
-               int attempt) {
+void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt) {
   with_loaded(
     self,
     [=]() mutable {
@@ -439,13 +510,16 @@ void run_stage(self_ptr self, caf::typed_response_promise<queue_entries> rp, std
                 std::chrono::steady_clock::now() - t0));
             return std::any{std::move(r)};
           }};
+          waits(self, kit::waiting_on::pool);
           self->request(p->second, caf::infinite, run_atom_v, std::move(job))
             .await(
               [=](pool_result& r) mutable {
+                waits(self, kit::waiting_on::nothing);
                 finish_run(self, rp, stage_id, attempt,
                            std::any_cast<const stage_result&>(r.value));
               },
               [=](caf::error& err) mutable {
+                waits(self, kit::waiting_on::nothing);
                 auto code =
                   classify(err) == disposition::retry ? errc::unavailable : errc::internal;
                 rp.deliver(
@@ -485,16 +559,18 @@ offer_actor::behavior_type offer_behavior() {
   return {
     [](create_atom, const std::string&, offer_msg& m, request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
-      auto rp = self->make_response_promise<offer_msg>();
+      started(self, kit::event_kind::create);
+      auto rp = promise_of<offer_msg>(self);
       auto prepare = [self, in = std::move(m.value), rid] {
         return prepare_create(inputs(self, rid), in);
       };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
-      return rp;
+      return rp.rp;
     },
     [](get_atom, const std::string&) -> caf::result<offer_msg> {
       auto self = current();
-      auto rp = self->make_response_promise<offer_msg>();
+      started(self, kit::event_kind::get);
+      auto rp = promise_of<offer_msg>(self);
       with_loaded(
         self,
         [=]() mutable {
@@ -506,32 +582,35 @@ offer_actor::behavior_type offer_behavior() {
               make_error(errc::not_found, "offer " + self->state.entity.id() + " does not exist"));
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.rp;
     },
     [](update_atom, const std::string&, offer_msg& m, int64_t expected, std::string& mask,
        request_id& rid) -> caf::result<offer_msg> {
       auto self = current();
-      auto rp = self->make_response_promise<offer_msg>();
+      started(self, kit::event_kind::update);
+      auto rp = promise_of<offer_msg>(self);
       auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask), rid] {
         return prepare_update(inputs(self, rid), in, expected, mask);
       };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
-      return rp;
+      return rp.rp;
     },
     [](delete_atom, const std::string&, int64_t expected, request_id& rid) -> caf::result<int64_t> {
       auto self = current();
-      auto rp = self->make_response_promise<int64_t>();
+      started(self, kit::event_kind::remove);
+      auto rp = promise_of<int64_t>(self);
       auto prepare = [self, expected, rid] { return prepare_delete(inputs(self, rid), expected); };
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.expected_version + 1;
       };
       external_change(self, rp, prepare, reply, std::move(rid), 0);
-      return rp;
+      return rp.rp;
     },
     [](get_atom, state_atom, const std::string&,
        const std::string& stage_id) -> caf::result<state_read_msg> {
       auto self = current();
-      auto rp = self->make_response_promise<state_read_msg>();
+      started(self, kit::event_kind::read_state, kit::event_source::api, stage_id);
+      auto rp = promise_of<state_read_msg>(self);
       with_loaded(
         self,
         [=]() mutable {
@@ -548,12 +627,13 @@ offer_actor::behavior_type offer_behavior() {
           rp.deliver(std::move(out));
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.rp;
     },
     [](update_atom, state_atom, const std::string&, const std::string& stage_id, std::string& bytes,
        int64_t expected, request_id& rid) -> caf::result<state_update_msg> {
       auto self = current();
-      auto rp = self->make_response_promise<state_update_msg>();
+      started(self, kit::event_kind::update_state, kit::event_source::api, stage_id);
+      auto rp = promise_of<state_update_msg>(self);
       auto prepare = [self, stage_id, bytes = std::move(bytes), expected, rid] {
         return prepare_state_update(inputs(self, rid), stage_id, bytes, expected);
       };
@@ -569,13 +649,14 @@ offer_actor::behavior_type offer_behavior() {
         return out;
       };
       external_change(self, rp, prepare, reply, std::move(rid), 0);
-      return rp;
+      return rp.rp;
     },
-    [](run_atom, std::string& stage_id) -> caf::result<queue_entries> {
+    [](run_atom, std::string& stage_id, uint8_t source) -> caf::result<queue_entries> {
       auto self = current();
-      auto rp = self->make_response_promise<queue_entries>();
+      started(self, kit::event_kind::run, static_cast<kit::event_source>(source), stage_id);
+      auto rp = promise_of<queue_entries>(self);
       run_stage(self, rp, std::move(stage_id), 0);
-      return rp;
+      return rp.rp;
     },
     [](mailbox_atom) -> uint64_t { return current()->mailbox().size(); },
     [](warm_atom) {
@@ -592,7 +673,8 @@ offer_actor::behavior_type offer_behavior() {
 /// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
 class offer_actor_impl final : public offer_base {
 public:
-  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env) : offer_base(cfg) {
+  offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
+    : offer_base(cfg), trail_(env->recent_events) {
     state.entity = offer_entity{std::move(id)};
     state.env = std::move(env);
     state.aid = this->id();
@@ -626,14 +708,31 @@ public:
     return result;
   }
 
+  const kit::actor_trail& trail() const noexcept { return trail_; }
+  kit::actor_trail& trail() noexcept { return trail_; }
+
 protected:
   behavior_type make_behavior() override {
     static const behavior_type shared = offer_behavior();
     return shared;
   }
+
+private:
+  kit::actor_trail trail_;
 };
 
+kit::actor_trail& trail_of(self_ptr self) {
+  return static_cast<offer_actor_impl*>(self)->trail();
+}
+
 } // namespace
+
+const kit::actor_trail* offer_trail(const void* actor) {
+  auto* a = static_cast<const caf::abstract_actor*>(actor);
+  return &static_cast<const offer_actor_impl*>(a)->trail();
+}
+
+namespace {} // namespace
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env) {
   // Neither linked nor monitored: the actor tells its shard when it stops (~offer_state). A

@@ -38,6 +38,9 @@ struct offer_env : kit::entity_env<persistence::write_set> {
 
 using offer_env_ptr = caf::intrusive_ptr<offer_env>;
 
+/// The trail of an offer actor (`actor`: its caf::abstract_actor; kit::trail_fn).
+const kit::actor_trail* offer_trail(const void* actor);
+
 /// Spawns the actor of offer `id` for its shard (`parent`), which it tells when it stops.
 offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env);
 

@@ -194,6 +194,10 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   cfg.figures = opts.stats->offer_shards.open(opts.shard);
   cfg.paused = std::move(opts.paused);
   cfg.wall_clock = std::move(opts.wall_clock);
+  cfg.trace = std::move(opts.trace);
+  cfg.recent_events = opts.recent_events;
+  cfg.write_slot = opts.stats->offer_writes.slot_for(opts.shard);
+  cfg.trail = &detail::offer_trail;
   return kit::spawn_shard<detail::offer_kind>(sys, std::move(cfg), std::move(env));
 }
 

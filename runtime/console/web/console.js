@@ -347,6 +347,9 @@ document.addEventListener('DOMContentLoaded', () => {
   const offer = params.get('offer');
   if (offer) {
     $('trace-offer').value = offer;
+    // A link may set the trace's bounds too (&for=S&max=N).
+    if (params.get('for')) $('trace-for').value = params.get('for');
+    if (params.get('max')) $('trace-max').value = params.get('max');
     showOffer(offer);
     if (params.get('trace') === '1') startTrace(); // a link straight to the offer's trace
   }

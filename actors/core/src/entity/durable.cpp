@@ -463,7 +463,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
-    [=](run_atom, std::string& lane) -> caf::result<persistence::queue_entries> {
+    [=](run_atom, std::string& lane, uint8_t) -> caf::result<persistence::queue_entries> {
       auto rp = self->make_response_promise<persistence::queue_entries>();
       run_event(self, rp, std::move(lane), 0);
       return rp;

@@ -72,8 +72,9 @@ struct http_config {
   endpoint listen;
 };
 
-struct console_config { // console.*
-  std::string token;    ///< empty: the verbs only on loopback
+struct console_config {       // console.*
+  std::string token;          ///< empty: the verbs only on loopback
+  uint16_t recent_events = 0; ///< events each entity actor keeps for `gostctl offer ID`
 };
 
 /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
@@ -190,6 +191,9 @@ struct limits_config {
   uint32_t page_size_max = 0;
   uint32_t page_max_bytes = 0;
   int32_t request_max_bytes = 0; ///< gRPC takes an int
+  uint32_t trace_events_max = 0;
+  std::chrono::milliseconds trace_duration_max{};
+  uint32_t traces_max = 0;
 };
 
 struct shutdown_config {

@@ -23,6 +23,10 @@ namespace gost::persistence {
 class pg_pool;
 }
 
+namespace gost::kit {
+class trace_hub;
+}
+
 namespace gost {
 
 class dependency_tracker;
@@ -98,6 +102,10 @@ struct shard_options {
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
   /// The shard's time of due entries (kit::shard_config::wall_clock); empty: the system clock.
   std::function<int64_t()> wall_clock;
+  /// The node's live traces (kit/trail.hpp); null: none.
+  std::shared_ptr<kit::trace_hub> trace;
+  /// Events each offer actor keeps for `gostctl offer ID` (`console.recent_events`); 0: none.
+  uint16_t recent_events = 16;
   /// Stages paused by an operator when the shard starts (their runs wait; the shard's
   /// pause_atom changes the set later).
   std::set<std::string> paused;

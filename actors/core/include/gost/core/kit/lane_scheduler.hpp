@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "gost/core/kit/trail.hpp"
 #include "gost/persistence/queue.hpp"
 
 namespace gost::kit {
@@ -32,6 +34,7 @@ public:
   struct work {
     std::string lane;
     std::string entity_id;
+    event_source source = event_source::queue; ///< how the entry came (the actor's trail)
   };
 
   /// The options of a lane, asked once, the first time the lane is seen (lanes may appear at
@@ -41,8 +44,10 @@ public:
   lane_scheduler(options_fn limits, int background_share);
 
   /// Adds entries (from PostgreSQL or from a commit) unless already known. Returns how many
-  /// were new.
-  size_t add(const persistence::queue_entries& entries);
+  /// were new. Each remembers its source: background ones `rescan`, ones due after `now_us`
+  /// `timer`, the others `origin`.
+  size_t add(const persistence::queue_entries& entries, event_source origin = event_source::queue,
+             int64_t now_us = std::numeric_limits<int64_t>::max());
 
   /// Work that may start now: due, within each lane's max parallelism and rate limit, with
   /// background work taking one turn in `background_share` when normal work waits. Marks each
@@ -80,12 +85,17 @@ public:
   size_t paused_in_flight() const;
 
 private:
+  struct ready_entry {
+    int64_t due_us;
+    std::string entity_id;
+    event_source source;
+  };
   struct lane_queue {
     std::string id;
     lane_options options;
-    /// Due entries in the order they came due: (due time, entity).
-    std::deque<std::pair<int64_t, std::string>> normal;
-    std::deque<std::pair<int64_t, std::string>> background;
+    /// Due entries in the order they came due.
+    std::deque<ready_entry> normal;
+    std::deque<ready_entry> background;
     size_t in_flight = 0;
     double tokens = 0;
     int64_t refilled_us = 0;
@@ -96,6 +106,7 @@ private:
     std::string lane;
     std::string entity_id;
     persistence::priority prio;
+    event_source source;
     bool operator>(const timer& o) const { return due_us > o.due_us; }
   };
 

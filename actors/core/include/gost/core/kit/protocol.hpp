@@ -10,6 +10,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "gost/core/kit/trail.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/queue.hpp"
 #include "gost/persistence/writes.hpp"
@@ -20,9 +21,10 @@ namespace gost::kit {
 
 /// What every entity actor answers besides its kind's operations.
 using entity_base = caf::typed_actor<
-  // A due entry of a lane's queue: do the entity's work for that lane. Replies the queue
-  // entries the work committed (to be scheduled by the shard).
-  caf::replies_to<run_atom, std::string>::with<persistence::queue_entries>,
+  // A due entry of a lane's queue: do the entity's work for that lane; the last argument is
+  // how the entry reached the shard (an event_source, for the actor's trail). Replies the
+  // queue entries the work committed (to be scheduled by the shard).
+  caf::replies_to<run_atom, std::string, uint8_t>::with<persistence::queue_entries>,
   // An entry comes due soon: load now so the run starts on time.
   caf::reacts_to<warm_atom>,
   // Messages waiting in the actor's mailbox (answered between events).
@@ -34,17 +36,18 @@ using entity_base = caf::typed_actor<
 template <class Ops>
 using entity_actor = typename Ops::template extend_with<entity_base>;
 
-/// What operators ask of the owner of an entity: whether an actor holds it, and the messages
-/// waiting in its mailbox (-1: not resident, or busy in an event for over a second). Routers
-/// hold a kind's operations plus this.
-using inspect_ops =
-  caf::typed_actor<caf::replies_to<resident_atom, std::string>::with<bool, int64_t>>;
+/// What operators ask of the owner of an entity: whether an actor holds it, the messages
+/// waiting in its mailbox (-1: not resident, or busy in an event for over a second), what it
+/// waits on, its recent events (trail.hpp), the shard's epoch and write lag. Routers hold a
+/// kind's operations plus this.
+using inspect_ops = caf::typed_actor<caf::replies_to<resident_atom, std::string>::with<activity>>;
 
 /// What every shard answers besides its kind's operations and inspect_ops.
 template <class Actor>
 using shard_base = caf::typed_actor<
-  // Queue entries an entity actor committed outside a run (API changes).
-  caf::reacts_to<enqueued_atom, persistence::queue_entries>,
+  // Queue entries committed outside a run (API changes, console verbs), with who queued them
+  // (an event_source: the runs' source in the actors' trails).
+  caf::reacts_to<enqueued_atom, persistence::queue_entries, uint8_t>,
   // An entity actor stopped (entity id, its CAF actor id): sent by the actor itself as its
   // state goes, instead of a CAF monitor (an attachable per actor).
   caf::reacts_to<stopped_atom, std::string, uint64_t>,
@@ -89,3 +92,4 @@ const typename Writers::value_type& writer_for(const Writers& writers, uint32_t 
 } // namespace gost::kit
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::queue_entries)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::kit::activity)

@@ -65,6 +65,7 @@
 #include "gost/core/kit/lane_scheduler.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/kit/retry_policy.hpp"
+#include "gost/core/kit/trail.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/core/routing.hpp"
@@ -93,6 +94,10 @@ struct entity_env : caf::ref_counted {
   wall_clock_fn wall_clock;
   /// The shard's own figures (shard_config::figures): entity actors add their mailbox depth.
   std::shared_ptr<shard_stats> figures;
+  /// The node's live traces (shard_config::trace); may be null.
+  std::shared_ptr<trace_hub> trace;
+  /// Events each entity actor keeps for the console (shard_config::recent_events).
+  uint16_t recent_events = 0;
 
   /// Now, by the shard's wall clock: entity actors read the time here, not from the system.
   int64_t now_us() const { return wall_clock ? wall_clock() : kit::now_us(); }
@@ -134,9 +139,29 @@ size_t held_messages(Actor& a) {
 
 /// Sends queue entries committed outside a run to the shard of `env`.
 template <class Env>
-void report_enqueued(const Env& env, persistence::queue_entries entries) {
+void report_enqueued(const Env& env, persistence::queue_entries entries,
+                     event_source source = event_source::api) {
   if (auto shard = caf::actor_cast<caf::actor>(env.parent))
-    caf::anon_send(shard, enqueued_atom_v, std::move(entries));
+    caf::anon_send(shard, enqueued_atom_v, std::move(entries), static_cast<uint8_t>(source));
+}
+
+/// An entity actor's event starts: into its trail (the event in progress).
+template <class Env>
+void begin_event(const Env& env, actor_trail& t, event_kind k, event_source s,
+                 const std::string* lane = nullptr) {
+  t.begin(k, s, lane, env.now_us());
+}
+
+/// The event ends: recorded in the trail, and handed to the node's trace hub when somebody
+/// traces (one relaxed load otherwise).
+template <class Env>
+void end_event(const Env& env, actor_trail& t, const std::string& id, event_result r,
+               int64_t version) {
+  recent_event e;
+  auto k = t.current_kind();
+  bool keep = k != event_kind::get && k != event_kind::read_state;
+  if (t.end(r, version, env.now_us(), e, keep) && env.trace && env.trace->any())
+    env.trace->publish(id, env.shard, e);
 }
 
 /// What a shard is told by the node (the kit's part; the kind's part is its env).
@@ -172,6 +197,14 @@ struct shard_config {
   /// Due times are read on this clock; timers (idle sweep, polls, wake-ups) run on the actor
   /// system's clock (CAF's test scheduler has its own). Empty: now_us().
   wall_clock_fn wall_clock;
+  /// The node's live traces; null: none.
+  std::shared_ptr<trace_hub> trace;
+  /// Events each entity actor keeps (`console.recent_events`); 0: none.
+  uint16_t recent_events = 0;
+  /// The figures of this shard's writer (its write lag, for inspection); may be null.
+  const writer_slot* write_slot = nullptr;
+  /// The trail of one of its entity actors (a kind that keeps trails sets it); null: none.
+  trail_fn trail = nullptr;
 };
 
 /// Logging of the kit's shards (kit/shard.cpp: keeps spdlog out of this header).
@@ -247,7 +280,8 @@ using shard_ptr = typename shard_impl<Kind>::template stateful_pointer<shard_sta
 constexpr auto full_scan_every = std::chrono::seconds{30};
 
 template <class Self>
-void learn(Self self, const persistence::queue_entries& entries);
+void learn(Self self, const persistence::queue_entries& entries,
+           event_source origin = event_source::stage);
 
 namespace detail {
 
@@ -427,7 +461,7 @@ void start_run(Self self, lane_scheduler::work w) {
   self->state.cfg.figures->running.fetch_add(1, std::memory_order_relaxed);
   // No timeout (a timeout is a clock entry per run): an entity actor that dies answers with an
   // error through CAF, and one that lives finishes its event.
-  self->request(target, caf::infinite, run_atom_v, w.lane)
+  self->request(target, caf::infinite, run_atom_v, w.lane, static_cast<uint8_t>(w.source))
     .then(
       [=](persistence::queue_entries& committed) {
         auto& st = self->state;
@@ -523,7 +557,7 @@ void poll(Self self) {
           s.done_during_poll.clear();
         }
         s.more_waiting = entries.size() >= room;
-        s.sched->add(entries);
+        s.sched->add(entries, event_source::queue, wall_us(self));
         dispatch(self);
         schedule_poll(self);
       },
@@ -541,16 +575,17 @@ void poll(Self self) {
 } // namespace detail
 
 /// Adds committed or loaded entries that are due within the lookahead window; later ones are
-/// found by a later poll. For kinds' own handlers (e.g. a rescan) too.
+/// found by a later poll. For kinds' own handlers (e.g. a rescan) too. `origin`: who queued
+/// them (entries due later are timers, background ones the rescan's).
 template <class Self>
-void learn(Self self, const persistence::queue_entries& entries) {
+void learn(Self self, const persistence::queue_entries& entries, event_source origin) {
   auto& st = self->state;
   auto horizon = detail::wall_us(self) + detail::us(st.cfg.queue_lookahead);
   persistence::queue_entries near;
   for (auto& e : entries)
     if (e.due_at_us <= horizon)
       near.push_back(e);
-  if (!near.empty() && st.sched->add(near) > 0)
+  if (!near.empty() && st.sched->add(near, origin, detail::wall_us(self)) > 0)
     detail::dispatch(self);
 }
 
@@ -570,6 +605,8 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   env->parent = self->address(); // weak: the shard's state holds the environment
   env->wall_clock = st.cfg.wall_clock;
   env->figures = st.cfg.figures;
+  env->trace = st.cfg.trace;
+  env->recent_events = st.cfg.recent_events;
   st.env = std::move(env);
   // Any exit message (the node stopping the shard) stops the shard; entity actors report their
   // own stop (stopped_atom).
@@ -604,7 +641,9 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
           detail::check_drained(self);
           return rp;
         },
-        [=](enqueued_atom, const persistence::queue_entries& entries) { learn(self, entries); },
+        [=](enqueued_atom, const persistence::queue_entries& entries, uint8_t source) {
+          learn(self, entries, static_cast<event_source>(source));
+        },
         [=](stopped_atom, const std::string& id, uint64_t aid) {
           auto& s = self->state;
           if (s.stopping.erase(aid) == 0) {
@@ -639,15 +678,32 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
           auto* a = self->state.residents.find(id);
           return a != nullptr ? *a : typename Kind::actor{};
         },
-        [=](resident_atom, const std::string& id) -> caf::result<bool, int64_t> {
-          auto* a = self->state.residents.find(id);
+        [=](resident_atom, const std::string& id) -> caf::result<activity> {
+          auto& s = self->state;
+          activity view;
+          view.epoch = s.cfg.epoch;
+          auto now = detail::wall_us(self);
+          if (s.cfg.write_slot != nullptr)
+            if (auto oldest = s.cfg.write_slot->oldest_us.load(std::memory_order_relaxed))
+              view.write_lag_us = std::max<int64_t>(0, now - oldest);
+          auto* a = s.residents.find(id);
           if (a == nullptr)
-            return {false, int64_t{-1}};
+            return view;
+          view.resident = true;
+          // The trail is read here, not asked of the actor: it tells what the actor waits on
+          // even while an event holds its mailbox back.
+          if (s.cfg.trail != nullptr)
+            if (auto* t = s.cfg.trail(caf::actor_cast<caf::abstract_actor*>(*a)))
+              t->snapshot(view, now);
           // An actor inside an event answers after it: wait a second at most.
-          auto rp = self->template make_response_promise<bool, int64_t>();
+          auto rp = self->template make_response_promise<activity>();
           self->request(*a, std::chrono::seconds{1}, mailbox_atom_v)
-            .then([rp](uint64_t n) mutable { rp.deliver(true, static_cast<int64_t>(n)); },
-                  [rp](caf::error&) mutable { rp.deliver(true, int64_t{-1}); });
+            .then(
+              [rp, view](uint64_t n) mutable {
+                view.mailbox = static_cast<int64_t>(n);
+                rp.deliver(std::move(view));
+              },
+              [rp, view](caf::error&) mutable { rp.deliver(std::move(view)); });
           return rp;
         },
         [=](wake_atom) {
