@@ -126,7 +126,8 @@ bool parse(int argc, char** argv, cli& out) {
       if (eq != std::string::npos)
         out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
       else if (a == "--once" || a == "--all" || a == "--due" || a == "--failing"
-               || a == "--json") // flags without a value
+               || (a == "--json" && out.cmd == "trace")) // flags without a value (create and
+                                                         // update take --json JSON)
         out.opts[a.substr(2)] = "";
       else if (i + 1 < argc)
         out.opts[a.substr(2)] = argv[++i];
