@@ -82,7 +82,7 @@ TEST_CASE("a server that never answers fails at the deadline") {
   auto resp = http::perform(r);
   auto took = std::chrono::steady_clock::now() - t0;
   CHECK(resp.error == http::failure::timeout);
-  CHECK(took >= 300ms);
+  CHECK(took >= 250ms); // libcurl checks its deadline on its own clock, a few ms either way
   CHECK(took < 3s);
 }
 
