@@ -10,6 +10,7 @@
 
 #include "api/admin_service.hpp"
 #include "console/web_assets.hpp"
+#include "rpc/proto_types.hpp"
 
 namespace gost::runtime {
 
@@ -18,25 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+  return rpc::json_quoted(s);
 }
 
 http_response json_error(int status, const std::string& code, const std::string& msg) {

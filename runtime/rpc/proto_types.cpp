@@ -24,29 +24,6 @@ std::string type_name_of(const std::string& type_url) {
   return slash == std::string::npos ? type_url : type_url.substr(slash + 1);
 }
 
-/// A string as a JSON string literal.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string message_json(const pb::Message& m) {
   std::string out;
   pb::util::JsonPrintOptions o;
@@ -82,13 +59,13 @@ std::string value_text(const pb::Message& m, const pb::FieldDescriptor* f, int i
       return (rep ? r->GetRepeatedBool(m, f, i) : r->GetBool(m, f)) ? "true" : "false";
     case T::CPPTYPE_ENUM: {
       auto* v = rep ? r->GetRepeatedEnum(m, f, i) : r->GetEnum(m, f);
-      return quoted(v->name());
+      return json_quoted(v->name());
     }
     case T::CPPTYPE_STRING: {
       auto s = rep ? r->GetRepeatedString(m, f, i) : r->GetString(m, f);
       if (f->type() == T::TYPE_BYTES)
         return "(" + std::to_string(s.size()) + " bytes)";
-      return quoted(s);
+      return json_quoted(s);
     }
     case T::CPPTYPE_MESSAGE:
       return message_json(rep ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f));
@@ -197,6 +174,28 @@ void diff_into(const pb::Message& a, const pb::Message& b, const std::string& pr
 }
 
 } // namespace
+
+std::string json_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
 
 pb::FileDescriptorSet files_of(const std::vector<const pb::Descriptor*>& types) {
   pb::FileDescriptorSet out;

@@ -87,4 +87,7 @@ std::vector<field_change> diff_messages(const google::protobuf::Message& before,
 /// `path: before -> after`, `path added: after`, `path removed: before`.
 std::string to_string(const field_change& c);
 
+/// `s` as a JSON string literal (quotes, escapes, control characters as \u00XX).
+std::string json_quoted(const std::string& s);
+
 } // namespace gost::runtime::rpc
