@@ -55,8 +55,13 @@ const char* usage =
   "                       made it (api, feed, a stage, state-api) and who, with the diff of\n"
   "                       the offer and of each stage state; --limit per page (default 20)\n"
   "  types                the protobuf types the node publishes (stage states, actor types)\n"
+  "  entity KIND ID       inspect a durable entity of an actor type (a task, ...): version,\n"
+  "                       lane, pending events, its state decoded, and, as `offer` shows,\n"
+  "                       its actor's recent events (send, run), what it waits on, owner\n"
   "  trace ID [--for DURATION] [--max N] | trace --stage S [--for DURATION] [--max N]\n"
-  "                       the offer's events as they happen, from whichever node owns it\n"
+  "                       the offer's (or, with ID kind/id, a durable entity's: a task's\n"
+  "                       key as `gostctl task` prints it) events as they happen, from\n"
+  "                       whichever node owns it\n"
   "                       (followed across shard moves: `owner` lines), or every event of\n"
   "                       stage S on this node; until --max events (default 1000), --for\n"
   "                       (default 60s; 90s, 5m, 1h) or Ctrl-C; --json: one JSON per line\n"
@@ -87,7 +92,8 @@ const char* usage =
   "  nodes                cluster members: addresses, alive, heartbeat age, shards held\n"
   "  shards               every shard's lease: owner, epoch, heartbeat age, moves in progress\n"
   "  task ID              a task (TaskService.GetTask): state, pending events, results,\n"
-  "                       inputs and results decoded with the node's published types\n"
+  "                       inputs and results decoded with the node's published types, and\n"
+  "                       its actor's recent events and what it waits on (as `entity`)\n"
   "  tasks --group G [--state S] [--after ID] [--limit N]\n"
   "                       the tasks of a group (in state S), by id\n"
   "  actions [--due] [--failing] [--after ID] [--limit N]\n"
@@ -935,24 +941,75 @@ std::string short_time(const google::protobuf::Timestamp& t) {
 
 void print_event(const gost::v1::TraceEvent& e, bool with_offer) {
   if (e.kind() == "owner") {
-    std::printf("-- owner changed: offer %s (shard %u) is now served by node %s\n",
-                e.offer_id().c_str(), e.shard(), e.node().c_str());
+    std::printf("-- owner changed: %s %s (shard %u) is now served by node %s\n",
+                e.offer_id().empty() ? "entity" : "offer",
+                e.offer_id().empty() ? e.entity_key().c_str() : e.offer_id().c_str(), e.shard(),
+                e.node().c_str());
     return;
   }
   std::printf("  %-17s %s%s%-12s %-7s %-8s %-14s %-9s %8lld us  v%lld\n",
-              short_time(e.at()).c_str(), with_offer ? e.offer_id().c_str() : "",
+              short_time(e.at()).c_str(),
+              !with_offer            ? ""
+              : e.offer_id().empty() ? e.entity_key().c_str()
+                                     : e.offer_id().c_str(),
               with_offer ? " " : "", e.node().c_str(), e.kind().c_str(), e.source().c_str(),
               e.stage().empty() ? "-" : e.stage().c_str(), e.result().c_str(),
               static_cast<long long>(e.duration_us()), static_cast<long long>(e.version()));
 }
 
+/// What an inspection tells of the actor on the owner node (InspectOffer, InspectEntity):
+/// residency, owner, epoch, write lag, what it waits on, the event in progress, recent events.
+template <class Response>
+void print_activity(const Response& resp) {
+  if (!resp.owner().empty()) {
+    std::printf("owner %s  epoch %lld  write lag %lld ms", resp.owner().c_str(),
+                static_cast<long long>(resp.epoch()), static_cast<long long>(resp.write_lag_ms()));
+    if (resp.resident())
+      std::printf("  waiting on %s%s", resp.waiting().c_str(),
+                  resp.waiting() == "nothing" || resp.waiting().empty()
+                    ? ""
+                    : (" for " + std::to_string(resp.waiting_ms()) + " ms").c_str());
+    std::printf("\n");
+  }
+  if (resp.has_current()) {
+    std::printf("in progress:\n");
+    print_event(resp.current(), false);
+  }
+  if (resp.resident()) {
+    std::printf("recent events (oldest first; time, node, kind, source, stage, result, "
+                "duration, version):\n");
+    if (resp.recent().empty())
+      std::printf("  (none)\n");
+    for (auto& e : resp.recent())
+      print_event(e, false);
+  }
+}
+
+/// Residency as one phrase (an inspection's mailbox is -1 when the actor was busy).
+template <class Response>
+std::string residency(const Response& resp) {
+  if (!resp.resident())
+    return "not resident";
+  return resp.mailbox() >= 0
+           ? "resident, " + std::to_string(resp.mailbox()) + " message(s) in its mailbox"
+           : std::string{"resident, busy in an event"};
+}
+
 int trace(gost::v1::AdminService::Stub& admin, const cli& c) {
   gost::v1::TraceRequest req;
-  if (!c.positional.empty())
-    req.set_offer_id(c.positional[0]);
+  if (!c.positional.empty()) {
+    // kind/id names a durable entity (a task's key: gostctl task ID prints it); offer ids
+    // never hold a '/'.
+    if (c.positional[0].find('/') != std::string::npos)
+      req.set_entity_key(c.positional[0]);
+    else
+      req.set_offer_id(c.positional[0]);
+  }
   req.set_stage_id(opt(c, "stage"));
-  if (req.offer_id().empty() == req.stage_id().empty()) {
-    std::fputs("gostctl trace: give an offer id, or --stage S (not both)\n", stderr);
+  if (c.positional.empty() == req.stage_id().empty()) {
+    std::fputs("gostctl trace: give an offer id or an entity key (kind/id), or --stage S (not "
+               "both)\n",
+               stderr);
     return 2;
   }
   if (c.opts.count("for") != 0) {
@@ -979,8 +1036,12 @@ int trace(gost::v1::AdminService::Stub& admin, const cli& c) {
   auto reader = admin.Trace(&ctx, req);
   if (!json)
     std::printf("tracing %s %s (until %lld events or %lld s; Ctrl-C stops)\n",
-                req.offer_id().empty() ? "stage" : "offer",
-                req.offer_id().empty() ? req.stage_id().c_str() : req.offer_id().c_str(),
+                !req.stage_id().empty()   ? "stage"
+                : !req.offer_id().empty() ? "offer"
+                                          : "entity",
+                !req.stage_id().empty()   ? req.stage_id().c_str()
+                : !req.offer_id().empty() ? req.offer_id().c_str()
+                                          : req.entity_key().c_str(),
                 static_cast<long long>(req.max_events() ? req.max_events() : 1000),
                 static_cast<long long>((req.for_ms() ? req.for_ms() : 60'000) / 1000));
   std::fflush(stdout);
@@ -994,7 +1055,7 @@ int trace(gost::v1::AdminService::Stub& admin, const cli& c) {
       (void)google::protobuf::util::MessageToJsonString(e, &out, o);
       std::printf("%s\n", out.c_str());
     } else {
-      print_event(e, req.offer_id().empty());
+      print_event(e, !req.stage_id().empty());
     }
     std::fflush(stdout);
     if (e.kind() != "owner")
@@ -1174,36 +1235,10 @@ int main(int argc, char** argv) {
       std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
       return 1;
     }
-    std::string where = "not resident";
-    if (resp.resident())
-      where = resp.mailbox() >= 0
-                ? "resident, " + std::to_string(resp.mailbox()) + " message(s) in its mailbox"
-                : std::string{"resident, busy in an event"};
     std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
-                static_cast<long long>(resp.offer().version()), resp.shard(), where.c_str());
-    if (!resp.owner().empty()) {
-      std::printf("owner %s  epoch %lld  write lag %lld ms", resp.owner().c_str(),
-                  static_cast<long long>(resp.epoch()),
-                  static_cast<long long>(resp.write_lag_ms()));
-      if (resp.resident())
-        std::printf("  waiting on %s%s", resp.waiting().c_str(),
-                    resp.waiting() == "nothing" || resp.waiting().empty()
-                      ? ""
-                      : (" for " + std::to_string(resp.waiting_ms()) + " ms").c_str());
-      std::printf("\n");
-    }
-    if (resp.has_current()) {
-      std::printf("in progress:\n");
-      print_event(resp.current(), false);
-    }
-    if (resp.resident()) {
-      std::printf("recent events (oldest first; time, node, kind, source, stage, result, "
-                  "duration, version):\n");
-      if (resp.recent().empty())
-        std::printf("  (none)\n");
-      for (auto& e : resp.recent())
-        print_event(e, false);
-    }
+                static_cast<long long>(resp.offer().version()), resp.shard(),
+                residency(resp).c_str());
+    print_activity(resp);
     print_json(resp.offer());
     // States decode with the types the node publishes, not those linked into gostctl.
     auto types = node_types(*admin, c);
@@ -1310,6 +1345,37 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(resp.write_batches()));
     return 0;
   }
+  if (c.cmd == "entity") {
+    if (c.positional.size() != 2) {
+      std::fputs("gostctl entity: give KIND ID (gostctl types lists the kinds)\n", stderr);
+      return 2;
+    }
+    gost::v1::InspectEntityRequest req;
+    req.set_kind(c.positional[0]);
+    req.set_id(c.positional[1]);
+    gost::v1::InspectEntityResponse resp;
+    auto s = admin->InspectEntity(&ctx, req, &resp);
+    if (!s.ok())
+      return fail(s);
+    if (!resp.exists()) {
+      std::printf("entity %s: nothing was ever sent to it (shard %u)\n", resp.entity_key().c_str(),
+                  resp.shard());
+      return 1;
+    }
+    std::printf("entity %s  version %lld  shard %u  lane %s  %s\n", resp.entity_key().c_str(),
+                static_cast<long long>(resp.version()), resp.shard(),
+                resp.lane().empty() ? "-" : resp.lane().c_str(), residency(resp).c_str());
+    print_activity(resp);
+    std::printf("pending events: %lld%s%s\n", static_cast<long long>(resp.pending_events()),
+                resp.has_next_due() ? ", next due " : "",
+                resp.has_next_due()
+                  ? google::protobuf::util::TimeUtil::ToString(resp.next_due()).c_str()
+                  : "");
+    auto types = node_types(*admin, c);
+    std::printf("state: %s\n",
+                resp.has_state() ? types->render(resp.state()).c_str() : "(none yet)");
+    return 0;
+  }
   if (c.cmd == "task" || c.cmd == "tasks") {
     auto tasks =
       gost::v1::TaskService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
@@ -1326,6 +1392,23 @@ int main(int argc, char** argv) {
         return fail(s);
       // Inputs, states and results decode with the node's published types.
       print_decoded(*node_types(*admin, c, {gost::v1::GetTaskResponse::descriptor()}), resp);
+      // Its actor on the owner node: what it did lately and waits on.
+      auto slash = resp.entity_key().find('/');
+      if (slash == std::string::npos)
+        return 0;
+      gost::v1::InspectEntityRequest ireq;
+      ireq.set_kind(resp.entity_key().substr(0, slash));
+      ireq.set_id(resp.entity_key().substr(slash + 1));
+      gost::v1::InspectEntityResponse ir;
+      grpc::ClientContext ictx;
+      admin_context(ictx, c);
+      auto is = admin->InspectEntity(&ictx, ireq, &ir);
+      if (!is.ok())
+        return fail(is);
+      std::printf("\nentity %s  shard %u  %s (trace it: gostctl trace %s)\n",
+                  ir.entity_key().c_str(), ir.shard(), residency(ir).c_str(),
+                  ir.entity_key().c_str());
+      print_activity(ir);
       return 0;
     }
     if (opt(c, "group").empty()) {

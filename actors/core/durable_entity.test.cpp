@@ -10,6 +10,7 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "gost/core/entity/spawn.hpp"
+#include "gost/core/kit/trail.hpp"
 #include "gost/testing/caf_fixture.hpp"
 
 using namespace gost;
@@ -78,6 +79,8 @@ struct entity_fixture : testing::caf_fixture {
   testing::fake_entity_store store{*this};
   testing::fake_writer<entity_write> writer{*this};
   entity_shard_actor shard;
+  uint16_t recent_events = 0;            ///< the shard's console.recent_events
+  std::shared_ptr<kit::trace_hub> trace; ///< its live traces (null: none)
 
   void start() {
     auto types = std::make_shared<entity_registry>();
@@ -90,6 +93,8 @@ struct entity_fixture : testing::caf_fixture {
     o.writer = writer;
     o.types = types;
     o.wall_clock = wall_clock();
+    o.recent_events = recent_events;
+    o.trace = trace;
     shard = keep(spawn_entity_shard(sys, o));
     run();
   }
@@ -139,6 +144,65 @@ TEST_CASE_FIXTURE(entity_fixture,
   CHECK(handled.expected_version == 0);
   REQUIRE(handled.new_state);
   CHECK(unpacked(*handled.new_state) == 5);
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "an entity actor keeps a trail of its events for the console "
+                                  "and publishes them to a live trace") {
+  recent_events = 8;
+  trace = std::make_shared<kit::trace_hub>();
+  auto sub = trace->subscribe("counter/x", {});
+  start();
+  auto send = [&](int64_t amount) {
+    google::protobuf::Any event;
+    Int64Value v;
+    v.set_value(amount);
+    event.PackFrom(v);
+    REQUIRE(
+      ask(shard, send_atom_v, std::string{"counter/x"}, any_msg{event}, std::string{}, int64_t{0}));
+  };
+  one_event_due(5);
+  send(5);
+  run();
+  REQUIRE(writer.writes().size() == 2); // the send, then the run that handled it
+  entity_row second; // as the store has it after the first run: version 1, the next event due
+  second.found = true;
+  second.version = 1;
+  second.due.push_back({2, wall_us(), 0, packed(-1)});
+  second.pending = 1;
+  second.next_due_us = wall_us();
+  store.put("counter/x", second);
+  send(-1);
+  run();
+  REQUIRE(writer.writes().size() == 4); // the second run rescheduled its failing event
+
+  auto seen = ask(shard, resident_atom_v, std::string{"counter/x"});
+  REQUIRE(seen);
+  auto& a = *seen;
+  CHECK(a.resident);
+  CHECK(a.epoch == 9);
+  CHECK(a.waiting == kit::waiting_on::nothing);
+  CHECK_FALSE(a.in_event);
+  REQUIRE(a.recent.size() == 4);
+  CHECK(a.recent[0].kind == kit::event_kind::send);
+  CHECK(a.recent[0].result == kit::event_result::ok);
+  CHECK(a.recent[0].source == kit::event_source::api);
+  CHECK(a.recent[1].kind == kit::event_kind::run);
+  CHECK(a.recent[1].result == kit::event_result::ok);
+  CHECK(a.recent[1].lane == "counter/"); // the kit's lane: kind/lane
+  CHECK(a.recent[1].version == 1);
+  CHECK(a.recent[2].kind == kit::event_kind::send);
+  CHECK(a.recent[3].kind == kit::event_kind::run);
+  CHECK(a.recent[3].result == kit::event_result::failed); // the event threw: retried later
+  CHECK(a.recent[3].version == 1);
+
+  // The same four reached the trace, in order.
+  std::vector<std::string> traced;
+  kit::trace_event ev;
+  while (sub->next(ev, std::chrono::milliseconds{0}))
+    traced.push_back(std::string{kit::to_string(ev.e.kind)} + ":" + kit::to_string(ev.e.result));
+  CHECK(traced == std::vector<std::string>{"send:ok", "run:ok", "send:ok", "run:failed"});
+  CHECK(ev.shard == 1);
+  CHECK(ev.entity_id == "counter/x");
 }
 
 TEST_CASE_FIXTURE(entity_fixture,

@@ -14,7 +14,9 @@
 
 #include "gost/v1/events.pb.h"
 
+#include "api/entity_service.hpp" // check_entity
 #include "api/status.hpp"
+#include "cluster/ask_owner.hpp"
 #include "cluster/manager.hpp"
 #include "cluster/router.hpp"
 #include "cluster/trace_stream.hpp"
@@ -37,6 +39,29 @@
 namespace gost::runtime {
 
 using google::protobuf::util::TimeUtil;
+
+namespace {
+
+/// What the owner told of an actor (kit::activity) into an inspection's response (offer's or
+/// entity's: the same fields). `node_id`: this node, when the local shard answered.
+template <class Response>
+void put_activity(const kit::activity& a, const std::string& id, uint32_t shard,
+                  const std::string& node_id, Response& resp) {
+  resp.set_resident(a.resident);
+  resp.set_mailbox(a.mailbox);
+  auto node = a.node.empty() ? node_id : a.node;
+  for (auto& e : a.recent)
+    to_proto(e, id, shard, node, *resp.add_recent());
+  if (a.in_event)
+    to_proto(a.current, id, shard, node, *resp.mutable_current());
+  resp.set_waiting(kit::to_string(a.waiting));
+  resp.set_waiting_ms(a.waiting_us / 1000);
+  resp.set_epoch(a.epoch);
+  resp.set_write_lag_ms(a.write_lag_us / 1000);
+  resp.set_owner(node);
+}
+
+} // namespace
 
 grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContext* ctx,
                                                       const v1::InspectOfferRequest* req,
@@ -83,18 +108,7 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
           }
           resp->set_mailbox(-1);
           auto answer = [=](kit::activity& a) {
-            resp->set_resident(a.resident);
-            resp->set_mailbox(a.mailbox);
-            auto node = a.node.empty() ? node_id : a.node; // the local shard answered
-            for (auto& e : a.recent)
-              to_proto(e, id, shard, node, *resp->add_recent());
-            if (a.in_event)
-              to_proto(a.current, id, shard, node, *resp->mutable_current());
-            resp->set_waiting(kit::to_string(a.waiting));
-            resp->set_waiting_ms(a.waiting_us / 1000);
-            resp->set_epoch(a.epoch);
-            resp->set_write_lag_ms(a.write_lag_us / 1000);
-            resp->set_owner(node);
+            put_activity(a, id, shard, node_id, *resp);
             done(grpc::Status::OK);
           };
           if (owner) {
@@ -108,6 +122,65 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
         },
         [=](caf::error& err) { done(to_status(err)); });
   });
+}
+
+grpc::ServerUnaryReactor* admin_service::InspectEntity(grpc::CallbackServerContext* ctx,
+                                                       const v1::InspectEntityRequest* req,
+                                                       v1::InspectEntityResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!entities_ || entities_->empty()) {
+    reactor->Finish({grpc::StatusCode::NOT_FOUND,
+                     "kind: this node hosts no actor types (InspectOffer inspects offers)"});
+    return reactor;
+  }
+  std::string key;
+  grpc::StatusCode code;
+  if (auto problem = check_entity(*entities_, req->kind(), req->id(), key, code);
+      !problem.empty()) {
+    reactor->Finish({code, problem});
+    return reactor;
+  }
+  auto shard = router_.shard_of(key);
+  resp->set_entity_key(key);
+  resp->set_shard(shard);
+  resp->set_mailbox(-1);
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  caf::timespan timeout{timeout_};
+  auto node_id = cluster_.node_id;
+  auto& r = router_;
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    // The stored view through the owner (which loads the entity into an actor there).
+    auto view = [=, &r] {
+      ask_entity_owner(
+        self, r, deadline,
+        [=](entity_view& v) {
+          resp->set_exists(v.exists);
+          resp->set_version(v.version);
+          if (v.state)
+            *resp->mutable_state() = std::move(*v.state);
+          resp->set_lane(v.lane);
+          resp->set_pending_events(v.pending);
+          if (v.next_due_us > 0)
+            *resp->mutable_next_due() = TimeUtil::MicrosecondsToTimestamp(v.next_due_us);
+          reactor->Finish(grpc::Status::OK);
+        },
+        [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);
+    };
+    // Residency first: the view activates the entity on its owner.
+    auto owner = r.route_entity(key);
+    if (!owner) {
+      view(); // moving: the view's routing waits for an owner
+      return;
+    }
+    self->request(owner, timeout, resident_atom_v, key)
+      .then(
+        [=](kit::activity& a) {
+          put_activity(a, key, shard, node_id, *resp);
+          view();
+        },
+        [=](caf::error&) { view(); }); // not fatal: the stored part stands
+  });
+  return reactor;
 }
 
 namespace {
@@ -958,8 +1031,25 @@ grpc::ServerWriteReactor<v1::TraceEvent>* admin_service::Trace(grpc::CallbackSer
   };
   if (!traces_)
     return new refused({grpc::StatusCode::UNIMPLEMENTED, "this node serves no traces"});
-  if (req->offer_id().empty() == req->stage_id().empty())
-    return new refused(invalid("give offer_id (one offer) or stage_id (one stage), not both"));
+  if (int{!req->offer_id().empty()} + int{!req->entity_key().empty()}
+        + int{!req->stage_id().empty()}
+      != 1)
+    return new refused(invalid("give one of offer_id (one offer), entity_key (one durable entity, "
+                               "kind/id) or stage_id (one stage)"));
+  if (!req->entity_key().empty()) {
+    auto slash = req->entity_key().find('/');
+    std::string key;
+    grpc::StatusCode code;
+    if (slash == std::string::npos)
+      return new refused(invalid("entity_key: `" + req->entity_key() + "` is not kind/id"));
+    if (!entities_)
+      return new refused(
+        {grpc::StatusCode::NOT_FOUND, "entity_key: this node hosts no actor types"});
+    if (auto problem = check_entity(*entities_, req->entity_key().substr(0, slash),
+                                    req->entity_key().substr(slash + 1), key, code);
+        !problem.empty())
+      return new refused({code, "entity_key: " + problem});
+  }
   if (!req->stage_id().empty())
     if (auto st = registered_stage(*stages_, req->stage_id()); !st.ok())
       return new refused(st);
@@ -968,8 +1058,8 @@ grpc::ServerWriteReactor<v1::TraceEvent>* admin_service::Trace(grpc::CallbackSer
   if (auto problem = check_trace(req->max_events(), req->for_ms(), limits_, events, ms);
       !problem.empty())
     return new refused(invalid(problem));
-  lg->info("trace started offer={} stage={} max_events={} for_ms={}", req->offer_id(),
-           req->stage_id(), events, ms);
+  lg->info("trace started offer={} entity={} stage={} max_events={} for_ms={}", req->offer_id(),
+           req->entity_key(), req->stage_id(), events, ms);
   return start_trace(traces_, *req, true, events, ms);
 }
 

@@ -66,9 +66,11 @@ public:
                 std::shared_ptr<trace_context> traces = nullptr)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
-      limits_(std::move(limits)), history_(types.history), traces_(std::move(traces)) {
+      limits_(std::move(limits)), history_(types.history), entities_(types.entities),
+      traces_(std::move(traces)) {
     publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
+    guard("InspectEntity", &admin_service::InspectEntity);
     guard("ListStages", &admin_service::ListStages);
     guard("ListNodes", &admin_service::ListNodes);
     guard("ListShards", &admin_service::ListShards);
@@ -91,6 +93,9 @@ public:
   grpc::ServerUnaryReactor* InspectOffer(grpc::CallbackServerContext* ctx,
                                          const v1::InspectOfferRequest* req,
                                          v1::InspectOfferResponse* resp) override;
+  grpc::ServerUnaryReactor* InspectEntity(grpc::CallbackServerContext* ctx,
+                                          const v1::InspectEntityRequest* req,
+                                          v1::InspectEntityResponse* resp) override;
   grpc::ServerUnaryReactor* ListStages(grpc::CallbackServerContext* ctx,
                                        const v1::ListStagesRequest* req,
                                        v1::ListStagesResponse* resp) override;
@@ -187,6 +192,7 @@ private:
   access access_;
   api_limits limits_;
   bool history_;
+  std::shared_ptr<const entity_registry> entities_; ///< may be null: no actor types
   std::shared_ptr<const v1::DescribeTypesResponse> types_;
   std::shared_ptr<const rpc::type_pool> pool_;
   std::shared_ptr<trace_context> traces_; ///< null: no traces (a node without a cluster part)

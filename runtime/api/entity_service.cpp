@@ -14,11 +14,8 @@
 
 namespace gost::runtime {
 
-namespace {
-
 using google::protobuf::util::TimeUtil;
 
-/// Checks kind and id; on success `key` is `kind/id`.
 std::string check_entity(const entity_registry& types, const std::string& kind,
                          const std::string& id, std::string& key, grpc::StatusCode& code) {
   code = grpc::StatusCode::INVALID_ARGUMENT;
@@ -33,8 +30,6 @@ std::string check_entity(const entity_registry& types, const std::string& kind,
   key = persistence::entity_key(kind, id);
   return {};
 }
-
-} // namespace
 
 grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
                                                const v1::SendEventRequest* req,

@@ -23,6 +23,11 @@ namespace gost::runtime {
 
 class router;
 
+/// Checks an entity's kind (registered in `types`) and id. Empty on success, with `key` set to
+/// `kind/id`; otherwise the problem, naming the field, and its status code in `code`.
+std::string check_entity(const entity_registry& types, const std::string& kind,
+                         const std::string& id, std::string& key, grpc::StatusCode& code);
+
 class entity_service final : public rpc::guarded<v1::EntityService> {
 public:
   entity_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,

@@ -328,6 +328,7 @@ grpc::ServerUnaryReactor* task_service::GetTask(grpc::CallbackServerContext* ctx
           resp->set_task_type(g.task_type);
           resp->set_exists(true);
           resp->set_version(v.version);
+          resp->set_entity_key(key);
           resp->set_pending_events(v.pending);
           if (v.next_due_us > 0)
             *resp->mutable_next_due() = TimeUtil::MicrosecondsToTimestamp(v.next_due_us);

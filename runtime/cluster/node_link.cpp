@@ -77,15 +77,17 @@ public:
     require_all_guarded();
   }
 
-  /// Another node's client traces an offer whose shard is here: this node's events of it,
-  /// until the shard leaves (the stream ends OK; the caller finds the new owner).
+  /// Another node's client traces an offer (or entity) whose shard is here: this node's events of
+  /// it, until the shard leaves (the stream ends OK; the caller finds the new owner).
   grpc::ServerWriteReactor<v1::TraceEvent>* Trace(grpc::CallbackServerContext*,
                                                   const v1::TraceRequest* req) override {
     auto events = req->max_events() > 0 ? static_cast<uint32_t>(req->max_events()) : 1000u;
     auto ms = req->for_ms() > 0 ? req->for_ms() : int64_t{60'000};
-    if (req->offer_id().empty()) {
+    if (req->offer_id().empty() && req->entity_key().empty()) {
       struct bad final : grpc::ServerWriteReactor<v1::TraceEvent> {
-        bad() { Finish({grpc::StatusCode::INVALID_ARGUMENT, "offer_id is required"}); }
+        bad() {
+          Finish({grpc::StatusCode::INVALID_ARGUMENT, "offer_id or entity_key is required"});
+        }
         void OnDone() override { delete this; }
       };
       return new bad;

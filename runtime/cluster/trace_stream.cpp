@@ -122,6 +122,7 @@ private:
       return;
     v1::TraceEvent e;
     e.set_offer_id(req_.offer_id());
+    e.set_entity_key(req_.entity_key());
     e.set_shard(shard);
     e.set_node(node);
     e.set_kind("owner");
@@ -178,13 +179,16 @@ private:
     rctx.TryCancel();
     auto st = reader->Finish();
     if (!st.ok() && st.error_code() != grpc::StatusCode::CANCELLED)
-      lg->debug("trace offer={} from {}: {}", req_.offer_id(), address, st.error_message());
+      lg->debug("trace offer={}{} from {}: {}", req_.offer_id(), req_.entity_key(), address,
+                st.error_message());
   }
 
   void run() {
     auto routes = ctx_->routes.lock();
-    if (routes && !req_.offer_id().empty()) {
-      auto id = req_.offer_id();
+    // One offer, or one durable entity (kind/id): shards hold both, the same hash places them.
+    auto one = !req_.offer_id().empty() ? req_.offer_id() : req_.entity_key();
+    if (routes && !one.empty()) {
+      auto id = one;
       auto shard = routes->shard_of(id);
       routes.reset();
       auto local = [&] {

@@ -69,6 +69,8 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
   eo.idle_timeout = c.offer.idle_timeout;
   eo.max_resident = c.offer.max_resident;
   eo.stats = n.entity_stats;
+  eo.trace = n.traces->hub;
+  eo.recent_events = c.console.recent_events;
   return eo;
 }
 
@@ -163,6 +165,7 @@ caf::error start_cluster_manager(node_context& n) {
       eo.epoch = epoch;
       eo.store = n.entity_stores[shard % n.entity_stores.size()];
       eo.writer = kit::writer_for(n.entity_writers, shard);
+      eo.write_slot = n.entity_write_stats->slot_for(shard);
       here.entities = spawn_entity_shard(*n.sys, std::move(eo));
     }
     return here;

@@ -13,7 +13,11 @@ namespace gost::runtime {
 
 inline void to_proto(const kit::event_view& e, const std::string& offer_id, uint32_t shard,
                      const std::string& node, v1::TraceEvent& out) {
-  out.set_offer_id(offer_id);
+  // A durable entity's key holds a '/' (kind/id); an offer id never does.
+  if (offer_id.find('/') != std::string::npos)
+    out.set_entity_key(offer_id);
+  else
+    out.set_offer_id(offer_id);
   out.set_shard(shard);
   out.set_node(node);
   out.set_kind(kit::to_string(e.kind));

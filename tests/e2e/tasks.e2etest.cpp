@@ -355,6 +355,80 @@ TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retr
   std::remove(port_file.c_str());
 }
 
+TEST_CASE("tasks: gostctl describes a task's actor and traces its events (the console on "
+          "actor types other than offers)") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-tasks-console-" + std::to_string(getpid());
+  child_process node{GOSTD_PATH, node_args(db, port_file)};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  task_client tasks{port};
+  auto addr = "127.0.0.1:" + std::to_string(port);
+
+  REQUIRE(tasks.create_group("con").ok());
+  std::string id;
+  REQUIRE(tasks.create("con", "offer-9", item("offer-9"), &id).ok());
+  CHECK(testing::eventually(10s, [&] { return tasks.get(id).state_name() == "waiting"; }));
+  auto key = tasks.get(id).entity_key();
+  CHECK(key == "task.moderation/" + id);
+
+  // A live trace of the task's actor: each reprioritization is an event stored for the task
+  // (send) and then handled (run). Sent until the trace has its 4 events (it subscribes after
+  // it starts: the first ones may come before).
+  child_process trace{GOSTCTL_PATH, {"--addr", addr, "trace", key, "--max", "4", "--for", "30s"}};
+  int rc = -1;
+  for (int i = 1; i <= 40 && rc < 0; ++i) {
+    v1::ReprioritizeTaskRequest req;
+    req.set_task_id(id);
+    req.set_priority(i);
+    v1::ReprioritizeTaskResponse resp;
+    REQUIRE(
+      call([&](auto* ctx, auto& r, auto* out) { return tasks.stub->Reprioritize(ctx, r, out); },
+           req, resp)
+        .ok());
+    rc = trace.wait(300ms);
+  }
+  if (rc < 0)
+    rc = trace.wait(10s);
+  REQUIRE_MESSAGE(rc == 0, trace.output());
+  CHECK(trace.output().find("tracing entity " + key) != std::string::npos);
+  CHECK(trace.output().find(" send ") != std::string::npos);
+  CHECK(trace.output().find(" run ") != std::string::npos);
+  CHECK(trace.output().find("task.moderation/con") != std::string::npos); // the run's lane
+  CHECK(trace.output().find("trace ended: 4 event(s)") != std::string::npos);
+
+  // Describe: the task, then its actor's recent events, owner and what it waits on.
+  child_process show{GOSTCTL_PATH, {"--addr", addr, "task", id}};
+  REQUIRE(show.wait(30s) == 0);
+  auto out = show.output();
+  CHECK(out.find("\"state_name\": \"waiting\"") != std::string::npos);
+  CHECK(out.find("entity " + key) != std::string::npos);
+  CHECK(out.find("resident") != std::string::npos);
+  CHECK(out.find("waiting on nothing") != std::string::npos);
+  CHECK(out.find("recent events") != std::string::npos);
+  CHECK_MESSAGE(out.find(" send    api ") != std::string::npos, out);
+  CHECK(out.find(" run ") != std::string::npos);
+
+  child_process entity{GOSTCTL_PATH, {"--addr", addr, "entity", "task.moderation", id}};
+  REQUIRE(entity.wait(30s) == 0);
+  CHECK(entity.output().find("entity " + key + "  version ") != std::string::npos);
+  CHECK_MESSAGE(entity.output().find("\"item_id\":\"offer-9\"") != std::string::npos,
+                entity.output()); // decoded
+  CHECK(entity.output().find("recent events") != std::string::npos);
+
+  // Bad input names what to fix.
+  child_process kind{GOSTCTL_PATH, {"--addr", addr, "entity", "billing", "x"}};
+  CHECK(kind.wait(30s) == 1);
+  CHECK(kind.output().find("`billing` is not an entity type of this node") != std::string::npos);
+  child_process bad_trace{GOSTCTL_PATH, {"--addr", addr, "trace", "billing/x", "--max", "1"}};
+  CHECK(bad_trace.wait(30s) == 1);
+  CHECK(bad_trace.output().find("entity_key: kind: `billing`") != std::string::npos);
+
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
 TEST_CASE("tasks: a consumer pulling from its cursor sees every result exactly once across "
           "kill -9 of the node under load") {
   testing::temp_db db;

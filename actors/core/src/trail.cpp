@@ -10,8 +10,8 @@ namespace gost::kit {
 
 namespace {
 
-constexpr const char* kind_names[] = {"create",     "get",          "update", "delete",
-                                      "read_state", "update_state", "run",    "other"};
+constexpr const char* kind_names[] = {"create",       "get", "update", "delete", "read_state",
+                                      "update_state", "run", "send",   "other"};
 constexpr const char* source_names[] = {"api",    "stage",   "timer", "feed",
                                         "rescan", "console", "retry", "queue"};
 constexpr const char* result_names[] = {"ok",     "unchanged", "not_found", "conflict",

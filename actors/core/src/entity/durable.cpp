@@ -8,6 +8,9 @@
 // counted in the row) or dead-lettered, and the run still succeeds for the kit, which keeps
 // its own retries for what is not the entity's fault (the database or a service being down).
 
+#include <mutex>
+#include <set>
+
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -124,6 +127,18 @@ struct entity_env : kit::entity_env<entity_write> {
   std::shared_ptr<const entity_registry> types;
   uint32_t shard_count = 1;
   std::function<void(uint32_t, const persistence::queue_entries&)> notify;
+
+  /// A lane's name as the actors' trails point to it (kit::recent_event::lane): interned here,
+  /// never removed, so the pointers stay valid while the shard (which holds this env) reads
+  /// its actors' trails. Lanes are few (a kind's own handful).
+  const std::string* intern_lane(const std::string& lane) {
+    std::lock_guard<std::mutex> guard{lanes_mtx};
+    return &*lanes.insert(lane).first;
+  }
+
+private:
+  std::mutex lanes_mtx;
+  std::set<std::string> lanes;
 };
 
 using entity_env_ptr = caf::intrusive_ptr<entity_env>;
@@ -137,18 +152,91 @@ struct entity_state {
   std::optional<google::protobuf::Any> state;
   std::string lane;
   caf::actor_id aid = 0;
+  uint32_t mailbox_reported = 0; ///< counted into the shard's figures (kit::report_mailbox)
+  /// The kit lane of the last run and its interned name (entity_env::intern_lane).
+  std::string run_lane;
+  const std::string* run_lane_name = nullptr;
 
   entity_state() = default;
   entity_state(const entity_state&) = delete;
   entity_state& operator=(const entity_state&) = delete;
 
   ~entity_state() {
-    if (env)
+    if (env) {
+      kit::report_mailbox(*env, mailbox_reported, 0);
       kit::report_stopped(*env, key, aid);
+    }
   }
 };
 
 using entity_ptr = durable_actor::stateful_pointer<entity_state>;
+
+// -- the actor's trail (kit/trail.hpp) --------------------------------------------------------
+
+/// The trail: a member of the actor object, not of its state (CAF destroys the state when the
+/// actor exits, while its shard may still read the trail through the handle it holds).
+kit::actor_trail& trail_of(entity_ptr self);
+
+void waits(entity_ptr self, kit::waiting_on w) {
+  trail_of(self).wait(w, self->state.env->now_us());
+}
+
+kit::event_result result_of(const caf::error& err) {
+  if (err == errc::not_found)
+    return kit::event_result::not_found;
+  if (err == errc::conflict)
+    return kit::event_result::conflict;
+  if (err == errc::fenced)
+    return kit::event_result::fenced;
+  return kit::event_result::failed;
+}
+
+/// An event starts; `kit_lane` names the lane of a run (empty: none).
+void started(entity_ptr self, kit::event_kind k, kit::event_source s,
+             const std::string& kit_lane = {}) {
+  auto& st = self->state;
+  const std::string* lane = nullptr;
+  if (!kit_lane.empty()) {
+    if (st.run_lane_name == nullptr || st.run_lane != kit_lane) {
+      st.run_lane = kit_lane;
+      st.run_lane_name = st.env->intern_lane(kit_lane);
+    }
+    lane = st.run_lane_name;
+  }
+  kit::begin_event(*st.env, trail_of(self), k, s, lane);
+}
+
+void ended(entity_ptr self, kit::event_result r) {
+  auto& st = self->state;
+  kit::end_event(*st.env, trail_of(self), st.key, r, st.version);
+}
+
+/// A response promise that ends the event in the actor's trail as it delivers (every answer
+/// of an event goes through here). `outcome`: the result of a delivered value (a run whose
+/// event failed still answers the kit with its queue entries: `failed` in the trail).
+template <class Result>
+struct promise {
+  entity_ptr self;
+  caf::typed_response_promise<Result> rp;
+  kit::event_result outcome = kit::event_result::ok;
+
+  template <class T>
+  void deliver(T&& x) {
+    waits(self, kit::waiting_on::nothing);
+    if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
+      ended(self, result_of(x));
+    else
+      ended(self, outcome);
+    rp.deliver(std::forward<T>(x));
+  }
+};
+
+template <class Result>
+promise<Result> promise_of(entity_ptr self) {
+  return {self, self->make_response_promise<Result>()};
+}
+
+using run_promise = promise<persistence::queue_entries>;
 
 std::string kind_of(const std::string& key) {
   return key.substr(0, key.find('/'));
@@ -223,15 +311,14 @@ persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws
   return mine;
 }
 
-void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_entries> rp,
-               std::string lane, int attempt);
+void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt);
 
 /// Writes a run's write-set; on a lost version check reloads and runs again.
-void write_run(entity_ptr self, caf::typed_response_promise<persistence::queue_entries> rp,
-               std::string lane, int attempt, entity_write ws,
+void write_run(entity_ptr self, run_promise rp, std::string lane, int attempt, entity_write ws,
                std::optional<google::protobuf::Any> new_state, int64_t own_next_us) {
   auto& st = self->state;
   auto keep = ws; // what committed needs (small: one event's effects)
+  waits(self, kit::waiting_on::writer);
   self
     ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
               std::move(ws))
@@ -250,10 +337,12 @@ void write_run(entity_ptr self, caf::typed_response_promise<persistence::queue_e
             return;
           case write_outcome::conflict:
             forget(self);
-            if (attempt + 1 < max_redo)
+            if (attempt + 1 < max_redo) {
+              rp.outcome = kit::event_result::ok;
               run_event(self, rp, lane, attempt + 1);
-            else
+            } else {
               rp.deliver(make_error(errc::conflict, "entity " + s.key + " kept changing"));
+            }
             return;
           case write_outcome::fenced:
             forget(self);
@@ -270,12 +359,13 @@ void write_run(entity_ptr self, caf::typed_response_promise<persistence::queue_e
 
 /// One due event of the entity (seed 002: one event at a time, by due time): load, handle,
 /// commit the new state with everything the handler did.
-void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_entries> rp,
-               std::string lane, int attempt) {
+void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt) {
   auto& st = self->state;
+  waits(self, kit::waiting_on::load);
   self->request(st.env->store, caf::infinite, load_atom_v, st.key)
     .await(
       [=](entity_row& row) mutable {
+        waits(self, kit::waiting_on::nothing);
         auto& s = self->state;
         if (!s.loaded || row.version != s.version)
           take(self, row);
@@ -297,6 +387,7 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
           if (row.pending > 0)
             back.push_back(
               {kit_lane(kind, s.lane), s.key, row.next_due_us, persistence::priority::normal});
+          rp.outcome = kit::event_result::unchanged;
           rp.deliver(std::move(back));
           return;
         }
@@ -313,6 +404,7 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
           ws.dead_seq = ev.seq;
           ws.dead_reason = "entity kind `" + kind + "` is not registered on this node";
           ws.dead_attempts = ev.attempts;
+          rp.outcome = kit::event_result::failed;
           write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, next_after(1));
           return;
         }
@@ -339,6 +431,7 @@ void run_event(entity_ptr self, caf::typed_response_promise<persistence::queue_e
           failure = "unknown exception";
         }
         if (!failure.empty()) {
+          rp.outcome = kit::event_result::failed;
           // The event failed: rescheduled with the type's back-off (or the one the handler set
           // for this event), or dead-lettered.
           if (auto& r = ctx.retry()) {
@@ -414,7 +507,8 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
           errc::invalid_argument,
           "event: a " + kind + " takes " + want + ", not "
             + (event.value.type_url().empty() ? "an empty Any" : event.value.type_url()));
-      auto rp = self->make_response_promise<ok_atom>();
+      started(self, kit::event_kind::send, kit::event_source::api);
+      auto rp = promise_of<ok_atom>(self);
       entity_write ws;
       ws.kind = kind;
       ws.entity_id = id_of(key);
@@ -425,6 +519,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
       ev.request_id = std::move(request_id);
       ws.events.push_back(std::move(ev));
       auto keep = ws;
+      waits(self, kit::waiting_on::writer);
       self
         ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
                   std::move(ws))
@@ -443,10 +538,12 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
             rp.deliver(ok_atom_v);
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.rp;
     },
     [=](view_atom, const std::string&) -> caf::result<entity_view> {
-      auto rp = self->make_response_promise<entity_view>();
+      started(self, kit::event_kind::get, kit::event_source::api);
+      auto rp = promise_of<entity_view>(self);
+      waits(self, kit::waiting_on::load);
       self->request(self->state.env->store, caf::infinite, load_atom_v, self->state.key)
         .await(
           [=](entity_row& row) mutable {
@@ -461,12 +558,13 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
             rp.deliver(std::move(v));
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.rp;
     },
-    [=](run_atom, std::string& lane, uint8_t) -> caf::result<persistence::queue_entries> {
-      auto rp = self->make_response_promise<persistence::queue_entries>();
+    [=](run_atom, std::string& lane, uint8_t source) -> caf::result<persistence::queue_entries> {
+      started(self, kit::event_kind::run, static_cast<kit::event_source>(source), lane);
+      auto rp = promise_of<persistence::queue_entries>(self);
       run_event(self, rp, std::move(lane), 0);
-      return rp;
+      return rp.rp;
     },
     [=](warm_atom) {},
     [=](mailbox_atom) -> uint64_t { return self->mailbox().size(); },
@@ -474,17 +572,47 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
   };
 }
 
+using entity_base = caf::stateful_actor<entity_state, durable_actor::base>;
+
+/// A durable entity's actor: the shared behavior, with its trail and its mailbox count.
+class entity_actor_impl final : public entity_base {
+public:
+  entity_actor_impl(caf::actor_config& cfg, std::string key, entity_env_ptr env)
+    : entity_base(cfg), trail_(env->recent_events) {
+    state.key = std::move(key);
+    state.env = std::move(env);
+    state.aid = this->id();
+  }
+
+  resume_result resume(caf::execution_unit* eu, size_t max_throughput) override {
+    auto result = entity_base::resume(eu, max_throughput);
+    // What waits now is counted into the shard's figures (as offer actors do).
+    if (result != resume_result::done)
+      kit::report_mailbox(*state.env, state.mailbox_reported, kit::held_messages(*this));
+    return result;
+  }
+
+  kit::actor_trail& trail() noexcept { return trail_; }
+  const kit::actor_trail& trail() const noexcept { return trail_; }
+
+protected:
+  behavior_type make_behavior() override { return entity_behavior(this); }
+
+private:
+  kit::actor_trail trail_;
+};
+
+kit::actor_trail& trail_of(entity_ptr self) {
+  return static_cast<entity_actor_impl*>(self)->trail();
+}
+
+const kit::actor_trail* entity_trail(const void* actor) {
+  auto* a = static_cast<const caf::abstract_actor*>(actor);
+  return &static_cast<const entity_actor_impl*>(a)->trail();
+}
+
 durable_actor spawn_entity_actor(caf::local_actor* parent, std::string key, entity_env_ptr env) {
-  // Key and env as spawn arguments, not captures: CAF 0.17.6 dereferences a null argument tuple
-  // when a spawned function takes none (UBSan stops there in the unit tier).
-  return parent->spawn(
-    [](entity_ptr self, std::string k, entity_env_ptr e) {
-      self->state.key = std::move(k);
-      self->state.env = std::move(e);
-      self->state.aid = self->id();
-      return entity_behavior(self);
-    },
-    std::move(key), std::move(env));
+  return parent->spawn<entity_actor_impl>(std::move(key), std::move(env));
 }
 
 // -- the kind ---------------------------------------------------------------------------------
@@ -578,6 +706,10 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   cfg.max_resident = opts.max_resident;
   cfg.stats = opts.stats;
   cfg.wall_clock = std::move(opts.wall_clock);
+  cfg.trace = std::move(opts.trace);
+  cfg.recent_events = opts.recent_events;
+  cfg.write_slot = opts.write_slot;
+  cfg.trail = &detail::entity_trail;
   return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
 }
 

@@ -18,6 +18,10 @@ namespace gost::persistence {
 class pg_pool;
 }
 
+namespace gost::kit {
+class trace_hub;
+}
+
 namespace gost {
 
 class dependency_tracker;
@@ -55,6 +59,12 @@ struct entity_shard_options {
   std::shared_ptr<kit::entity_stats> stats = std::make_shared<kit::entity_stats>();
   /// The time of due events (kit::shard_config::wall_clock); empty: the system clock.
   std::function<int64_t()> wall_clock;
+  /// The node's live traces (kit::shard_config::trace); null: none.
+  std::shared_ptr<kit::trace_hub> trace;
+  /// Events each entity actor keeps for the console (`console.recent_events`); 0: none.
+  uint16_t recent_events = 0;
+  /// The figures of this shard's writer (its write lag, for inspection); may be null.
+  const kit::writer_slot* write_slot = nullptr;
 };
 
 /// The supervisor of one shard's durable entities.

@@ -29,6 +29,7 @@ enum class event_kind : uint8_t {
   read_state,
   update_state,
   run,
+  send, ///< an event stored for a durable entity (handled later by a `run`)
   other
 };
 /// Who caused an event. A run's source is how its queue entry reached the shard: queued by an
