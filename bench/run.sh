@@ -4,8 +4,8 @@
 # benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
-#                              tasks (with the graphile-worker peer) console_cost (default: all
-#                              but console_cost)
+#                              tasks (with the graphile-worker peer) console_cost images (with
+#                              the thumbor peer) (default: all but console_cost and images)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
@@ -146,11 +146,19 @@ for name in "${names[@]}"; do
         "$GOST_PG_PORT" 2>"$logs/outbox_kafka.log" \
         || { tail -n 20 "$logs/outbox_kafka.log" >&2; echo "bench/run.sh: outbox_kafka failed" >&2; exit 1; }
       ;;
+    images)
+      # gostd's ImageService against thumbor (PyPI) on the same 1 MP JPEGs (bench/images.sh).
+      step "building gostd and the client" "$logs/build-images.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_image_bench
+      bench/images.sh build/release/runtime/gostd build/release/bench/gost_image_bench \
+        "$GOST_PG_PORT" 2>"$logs/images.log" \
+        || { tail -n 20 "$logs/images.log" >&2; echo "bench/run.sh: images failed" >&2; exit 1; }
+      ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images)" >&2; exit 2 ;;
   esac
 done
