@@ -51,8 +51,11 @@ caf::error start_core_actors(node_context& n) {
     n.stop_actors(pools);
     n.pools.reset();
   });
+  // Blocking jobs (PostgreSQL reads of the API) each hold a connection of the pool while they
+  // run: a thread more than the pool has, so a job is ready when a connection frees.
   n.hub =
-    std::make_unique<call_hub>(*n.sys, static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)));
+    std::make_unique<call_hub>(*n.sys, static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)),
+                               static_cast<size_t>(n.cfg.pg.pool_size) + 1);
   n.stops.push("call hub", [&n] { n.hub.reset(); });
   n.routes = std::make_shared<router>(n.cfg.shard.count, n.stores);
   // The table holds handles of the stores and of other nodes' links: released before the

@@ -43,14 +43,42 @@ caf::behavior hub_actor(caf::stateful_actor<hub_state>* self) {
 
 } // namespace
 
-call_hub::call_hub(caf::actor_system& sys, size_t actors) {
+call_hub::call_hub(caf::actor_system& sys, size_t actors, size_t blocking_threads) {
   for (size_t i = 0; i < std::max<size_t>(1, actors); ++i)
     actors_.push_back(sys.spawn(hub_actor));
+  for (size_t i = 0; i < std::max<size_t>(1, blocking_threads); ++i)
+    blocking_threads_.emplace_back([this] { blocking_loop(); });
 }
 
 call_hub::~call_hub() {
   for (auto& a : actors_)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  {
+    std::lock_guard<std::mutex> guard{blocking_mtx_};
+    stopping_ = true;
+  }
+  blocking_cv_.notify_all();
+  for (auto& t : blocking_threads_)
+    t.join();
+}
+
+void call_hub::blocking_loop() {
+  std::unique_lock<std::mutex> lock{blocking_mtx_};
+  for (;;) {
+    blocking_cv_.wait(lock, [this] { return stopping_ || !blocking_jobs_.empty(); });
+    if (blocking_jobs_.empty())
+      return; // stopping, and every job handed over ran
+    auto f = std::move(blocking_jobs_.front());
+    blocking_jobs_.pop_front();
+    lock.unlock();
+    f();
+    lock.lock();
+  }
+}
+
+size_t call_hub::blocking_backlog() const {
+  std::lock_guard<std::mutex> guard{blocking_mtx_};
+  return blocking_jobs_.size();
 }
 
 void call_hub::run(job j) {
@@ -59,12 +87,11 @@ void call_hub::run(job j) {
 }
 
 void call_hub::run_blocking(std::function<void()> f) {
-  run([f = std::move(f)](caf::event_based_actor* self) {
-    self->system().spawn<caf::detached>([f](caf::event_based_actor* worker) {
-      f();
-      worker->quit();
-    });
-  });
+  {
+    std::lock_guard<std::mutex> guard{blocking_mtx_};
+    blocking_jobs_.push_back(std::move(f));
+  }
+  blocking_cv_.notify_one();
 }
 
 void call_hub::run_blocking_on_worker(std::function<void(caf::event_based_actor*)> f) {
