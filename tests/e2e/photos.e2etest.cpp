@@ -290,3 +290,27 @@ TEST_CASE("photo stages: downloads, ratio and colour, orientation; a list change
   CHECK(times("/red.png") == 2);
   CHECK(times("/sideways.jpg") == 3);
 }
+
+TEST_CASE("photo stages: not registered when images.enabled or stages.photos.enabled is off") {
+  // `gostctl stages` of a node started with `flag` (each on a database of its own).
+  auto stages = [](const std::string& flag) {
+    testing::temp_db db;
+    auto port_file = testing::temp_path("gostd-photos-flag");
+    testing::child_process proc{GOSTD_PATH, testing::node_args(db, port_file, {flag})};
+    auto ports = testing::read_ports(proc, port_file);
+    testing::child_process ctl{GOSTCTL_PATH,
+                               {"--addr", "127.0.0.1:" + std::to_string(ports.first), "stages"}};
+    REQUIRE(ctl.wait(30s) == 0);
+    return ctl.output();
+  };
+  for (auto* off : {"--images.enabled=false", "--stages.photos.enabled=false"}) {
+    CAPTURE(off);
+    auto out = stages(off);
+    CHECK(out.find("expire") != std::string::npos);
+    CHECK(out.find("photos.") == std::string::npos);
+  }
+  auto on = stages("--stages.photos.enabled=true"); // the default, said
+  CHECK(on.find("photos.download") != std::string::npos);
+  CHECK(on.find("photos.ratio_color") != std::string::npos);
+  CHECK(on.find("photos.orientation") != std::string::npos);
+}
