@@ -175,6 +175,7 @@ TEST_CASE("every key lands in the member it is bound to") {
          "--offer.max_resident=77",
          "--stages.expire.after=2h",
          "--stages.audit.enabled=true",
+         "--stages.photos.workers=3",
          "--stages.external=m=h:1",
          "--log.levels=cluster=debug, kafka=warn"};
   args env{"PATH=/bin"};
@@ -193,6 +194,7 @@ TEST_CASE("every key lands in the member it is bound to") {
   CHECK(c.stages.expire.after == std::chrono::hours{2});
   CHECK(c.stages.expire.enabled); // the default
   CHECK(c.stages.audit.enabled);
+  CHECK(c.stages.photos.workers == 3);
   REQUIRE(c.stages.external.size() == 1);
   CHECK(c.stages.external[0].address == "h:1");
   REQUIRE(c.log.levels.size() == 2);
@@ -251,6 +253,13 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   c = *base.config;
   c.feed.requests_topic = "feeds";
   CHECK(validate(c).find("kafka.brokers") != std::string::npos);
+  c = *base.config;
+  CHECK(c.stages.photos.enabled); // the default: on wherever images.enabled is
+  CHECK(c.stages.photos.recheck == std::chrono::seconds{1});
+  CHECK(c.stages.photos.recheck_max == std::chrono::minutes{5});
+  c.stages.photos.recheck_max = c.stages.photos.recheck / 2;
+  CHECK(validate(c).find("stages.photos.recheck_max must be at least stages.photos.recheck")
+        != std::string::npos);
 }
 
 TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each content limit") {

@@ -154,6 +154,28 @@ TEST_CASE("rotate turns clockwise, exactly by multiples of 90, in the source's f
   CHECK(rotate(encode(img, ".png"), 400).error.kind == image_error::bad_argument);
 }
 
+TEST_CASE("probe reads the EXIF orientation; rotate by 0 makes such a photo upright") {
+  // Stored 64x32, left red and right blue, tagged 6: shown turned a quarter clockwise.
+  auto img = painted(solid(64, 32, {255, 0, 0}), {0, 0, 255}, 32, 0, 32, 32);
+  auto tagged = img.copy();
+  tagged.set("orientation", 6);
+  auto h = probe(encode(tagged, ".jpg"));
+  REQUIRE_MESSAGE(h, h.error.message);
+  CHECK(h->orientation == 6);
+  CHECK(h->width == 64); // as stored
+  CHECK(probe(encode(img, ".jpg"))->orientation == 1);
+  CHECK(probe(encode(img, ".png"))->orientation == 1);
+  auto up = rotate(encode(tagged, ".jpg"), 0);
+  REQUIRE_MESSAGE(up, up.error.message);
+  CHECK(up->width == 32);
+  CHECK(up->height == 64);
+  auto again = probe(up->bytes);
+  CHECK(again->orientation == 1); // the upright copy carries no turn
+  auto back = decode(up->bytes);
+  CHECK(at(back, 16, 8)[0] > 200); // red on top
+  CHECK(at(back, 16, 56)[2] > 200);
+}
+
 TEST_CASE("bad images: text, truncated, another format, too many pixels") {
   std::string text = "this is a text file named photo.jpg\n";
   for (auto kind : {probe(text).error.kind, main_color(text).error.kind, preview(text).error.kind,

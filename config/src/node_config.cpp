@@ -638,6 +638,25 @@ node_keys make_node_keys() {
   k.add(num(vk::duration, "stages.audit.every", "60s", 10, 86'400'000,
             "How often the `audit` stage runs per offer."),
         bind_to(&node_config::stages, &stages_config::audit, &audit_stage_config::every));
+  // The photo stages (issue 16 item 9; actors/photos/README.md, docs/images.md).
+  k.add(num(vk::boolean, "stages.photos.enabled", "true", 0, 1,
+            "Run the built-in photo stages `photos.download`, `photos.ratio_color` and "
+            "`photos.orientation` over the image functions. They run only when `images.enabled` "
+            "is on as well: with images off they are off whatever this says."),
+        bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::enabled));
+  k.add(num(vk::duration, "stages.photos.recheck", "1s", 10, 3'600'000,
+            "A photo stage whose photos are still being computed comes back after this long to "
+            "ask the image service again, and doubles the wait each time (up to "
+            "`stages.photos.recheck_max`); it never waits for a computation."),
+        bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::recheck));
+  k.add(num(vk::duration, "stages.photos.recheck_max", "5m", 10, 86'400'000,
+            "The longest wait between two asks of a photo stage (at least "
+            "`stages.photos.recheck`)."),
+        bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::recheck_max));
+  k.add(num(vk::integer, "stages.photos.workers", "4", 1, 256,
+            "Threads of each photo stage's pool: its runs read the image results and queue tasks "
+            "in PostgreSQL, off the actors' threads."),
+        bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::workers));
   k.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines."),
         bind_to(&node_config::log, &log_config::level));
@@ -729,6 +748,8 @@ std::string validate(const node_config& c) {
              + ") + 4096, or a request at that limit could not be sent; raise "
                "limits.request_max_bytes or lower "
              + key;
+  if (c.stages.photos.recheck_max < c.stages.photos.recheck)
+    return "stages.photos.recheck_max must be at least stages.photos.recheck";
   if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
     return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
            "survive one late heartbeat)";

@@ -1,14 +1,13 @@
 #include "api/image_service.hpp"
 
-#include <map>
 #include <memory>
 
 #include <google/protobuf/util/time_util.h>
 
 #include "api/status.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/images/ask.hpp"
 #include "gost/images/request.hpp"
-#include "gost/persistence/images/images.hpp"
 
 namespace gost::runtime {
 
@@ -22,37 +21,6 @@ images::function function_of(int fn) {
     case v1::IMAGE_FUNCTION_MAIN_COLOR: return images::function::main_color;
     case v1::IMAGE_FUNCTION_ROTATE: return images::function::rotate;
     default: return images::function::ratio;
-  }
-}
-
-/// Fills `out` from a cached row of function `fn`.
-void fill(images::function fn, const persistence::image_result& row, v1::ImageResponse& out) {
-  out.set_attempts(row.attempts);
-  if (row.status == "pending") {
-    out.set_status(v1::IMAGE_STATUS_PENDING);
-    return;
-  }
-  if (row.status == "error") {
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind(row.error_kind);
-    out.set_error(row.error);
-    return;
-  }
-  out.set_status(v1::IMAGE_STATUS_DONE);
-  bool ok = false;
-  switch (fn) {
-    case images::function::ratio: ok = out.mutable_ratio()->ParseFromString(row.value); break;
-    case images::function::preview: ok = out.mutable_preview()->ParseFromString(row.value); break;
-    case images::function::main_color:
-      ok = out.mutable_main_color()->ParseFromString(row.value);
-      break;
-    case images::function::rotate: ok = out.mutable_rotated()->ParseFromString(row.value); break;
-  }
-  if (!ok) { // a row written by another version: computed again on request with `compute`
-    out.clear_result();
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind("internal");
-    out.set_error("the cached result does not parse; ask again with options.compute");
   }
 }
 
@@ -114,14 +82,7 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
                                                 const char* field) {
   auto* reactor = ctx->DefaultReactor();
   auto fn = function_of(fn_code);
-  struct item {
-    images::task_key key;
-    std::string result_key;
-    int64_t ttl_ms = 0;
-    bool cache_only = false;
-    bool compute = false;
-  };
-  auto items = std::make_shared<std::vector<item>>();
+  auto asks = std::make_shared<std::vector<images::image_ask>>();
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto& r = *reqs[i];
     auto name = [&](const char* f) {
@@ -147,54 +108,15 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
       reactor->Finish(invalid(name("options") + ": cache_only and compute exclude each other"));
       return reactor;
     }
-    item it{*t, t->result_key(), ttl, r.options().cache_only(), r.options().compute()};
-    out[i]->set_key(it.result_key);
-    items->push_back(std::move(it));
+    asks->push_back({*t, ttl, r.options().cache_only(), r.options().compute()});
   }
   auto* pool = &pool_;
   auto partitions = settings_.partitions;
   hub_.run_blocking([=] {
-    std::vector<std::string> keys;
-    for (auto& it : *items)
-      keys.push_back(it.result_key);
-    auto rows = persistence::find_image_results(*pool, keys);
-    if (!rows) {
-      reactor->Finish(to_status(rows.error()));
+    if (auto err = images::ask_images(*pool, *asks, partitions, out)) {
+      reactor->Finish(to_status(err));
       return;
     }
-    std::map<std::string, const persistence::image_result*> by_key;
-    for (auto& r : *rows)
-      by_key[r.key] = &r;
-    std::vector<persistence::image_request> queue;
-    for (size_t i = 0; i < items->size(); ++i) {
-      auto& it = (*items)[i];
-      auto found = by_key.find(it.result_key);
-      if (found != by_key.end() && !it.compute) {
-        fill(fn, *found->second, *out[i]);
-        continue;
-      }
-      if (it.cache_only) {
-        out[i]->set_status(v1::IMAGE_STATUS_NOT_CACHED);
-        continue;
-      }
-      persistence::image_request q;
-      q.key = it.result_key;
-      q.task = {
-        images::to_string(fn), it.key.partition(partitions), it.key.args, 0, it.ttl_ms, 0, {}};
-      q.pending_ttl_ms = it.ttl_ms;
-      queue.push_back(std::move(q));
-      if (found != by_key.end())
-        fill(fn, *found->second, *out[i]); // compute: the old result stays until the new one
-      else
-        out[i]->set_status(v1::IMAGE_STATUS_PENDING);
-      if (it.compute)
-        out[i]->set_status(v1::IMAGE_STATUS_PENDING);
-    }
-    if (!queue.empty())
-      if (auto n = persistence::enqueue_image_tasks(*pool, queue); !n) {
-        reactor->Finish(to_status(n.error()));
-        return;
-      }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -5,6 +5,7 @@
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/offers/builtin_stages.hpp"
+#include "gost/photos/photo_stages.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -22,6 +23,20 @@ caf::error start_stages(node_context& n) {
     n.stages->add("expire", make_expire_stage(cfg.expire.after));
   if (cfg.audit.enabled)
     n.stages->add("audit", make_audit_stage(cfg.audit.every));
+  if (cfg.photos.enabled && n.cfg.images.enabled) {
+    // PostgreSQL starts after the stages are registered; no stage runs before it.
+    photos::photo_stage_options po;
+    po.images = photos::make_pg_asker([&n] { return n.pool.get(); }, n.cfg.shard.count);
+    po.ttl = n.cfg.images.ttl;
+    po.recheck = cfg.photos.recheck;
+    po.recheck_max = cfg.photos.recheck_max;
+    stage_options so;
+    so.blocking = true; // process() reads and queues in PostgreSQL: the stage's own pool
+    so.pool_workers = cfg.photos.workers;
+    n.stages->add(photos::download_stage_id, photos::make_download_stage(po), so);
+    n.stages->add(photos::ratio_color_stage_id, photos::make_ratio_color_stage(po), so);
+    n.stages->add(photos::orientation_stage_id, photos::make_orientation_stage(po), so);
+  }
   for (auto& ext : cfg.external) {
     if (auto problem = check_external_stage(ext, *n.stages); !problem.empty())
       return make_error(errc::invalid_argument,

@@ -84,7 +84,7 @@ outcome<header> checked_header(std::string_view bytes, const image_limits& limit
   try {
     auto img =
       VImage::new_from_buffer(bytes.data(), bytes.size(), "", load_options(VIPS_ACCESS_SEQUENTIAL));
-    header h{img.width(), img.height(), *format};
+    header h{img.width(), img.height(), *format, vips_image_get_orientation(img.get_image())};
     auto pixels = static_cast<uint64_t>(h.width) * static_cast<uint64_t>(h.height);
     if (pixels > limits.max_pixels)
       return fail(image_error::too_many_pixels,

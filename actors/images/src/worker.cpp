@@ -137,6 +137,7 @@ task_outcome run_task(const task_key& task, const worker_options& opts) {
       r.set_height(h->height);
       r.set_ratio(h->ratio());
       r.set_format(h->format);
+      r.set_orientation(h->orientation);
       return done(r);
     }
     case function::preview: {

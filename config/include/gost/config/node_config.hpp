@@ -232,10 +232,19 @@ struct audit_stage_config {
   std::chrono::milliseconds every{};
 };
 
+/// `stages.photos.*`: the photo stages over the image functions (actors/photos).
+struct photos_stages_config {
+  bool enabled = false;                ///< registered only when images.enabled as well
+  std::chrono::milliseconds recheck{}; ///< first wait before asking for pending results again
+  std::chrono::milliseconds recheck_max{};
+  int workers = 0; ///< each photo stage's pool (its process() reads and queues in PostgreSQL)
+};
+
 struct stages_config {
   expire_stage_config expire;
   std::vector<external_stage_config> external;
   audit_stage_config audit;
+  photos_stages_config photos;
 };
 
 struct log_config {

@@ -57,6 +57,9 @@ struct header {
   int width = 0;
   int height = 0;
   std::string format; ///< jpeg, png, webp or gif
+  /// The EXIF orientation (1..8; 1 upright, 6 turned 90° clockwise to display, 3 180°, 8 270°);
+  /// 1 when the image has none. width and height are as stored, before it is applied.
+  int orientation = 1;
   double ratio() const { return height > 0 ? static_cast<double>(width) / height : 0.0; }
 };
 

@@ -1,0 +1,39 @@
+#pragma once
+// The one path from a request to an answer (seed 003, MISSION I2), shared by ImageService and
+// the photo stages: the result cache first (unless `compute`); found → its status and result;
+// not found and not `cache_only` → one task queued (identical requests are one task) with a
+// pending status written, and PENDING answered. Never waits for a computation. Blocking: it
+// reads and writes PostgreSQL, so callers run it off CAF's scheduler threads.
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/error.hpp>
+
+#include "gost/images/request.hpp"
+
+namespace gost::v1 {
+class ImageResponse;
+}
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::images {
+
+/// One function on one image, with the request's options (validated by the caller).
+struct image_ask {
+  task_key task;
+  int64_t ttl_ms = 0; ///< how long the result (and the pending status) is kept
+  bool cache_only = false;
+  bool compute = false;
+};
+
+/// Answers `asks[i]` into `*out[i]` (status, key, result or error; `out` as long as `asks`),
+/// queueing the misses in one transaction. `partitions`: shard.count, the tasks' partitions.
+/// A database failure is returned (nothing answered then).
+caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
+                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out);
+
+} // namespace gost::images
