@@ -35,6 +35,12 @@ struct pg_pool::impl {
 /// run again), then reported as `unavailable`.
 caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connection&)>& fn);
 
+/// Deletes the rows of `table` in `shards` whose `time_column` is older than `max_age_s`
+/// seconds (one statement, outside a transaction: housekeeping's reapers); the count deleted.
+/// `table` and `time_column` are the caller's constants, never input.
+caf::expected<int64_t> reap_by_age(pg_pool& pool, const char* table, const char* time_column,
+                                   const std::vector<uint32_t>& shards, int64_t max_age_s);
+
 /// Converts the exception in flight to an error (call from a catch block).
 caf::error current_exception_to_error();
 

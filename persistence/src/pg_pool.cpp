@@ -4,6 +4,7 @@
 
 #include "gost/persistence/random_id.hpp"
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -95,6 +96,24 @@ std::unique_ptr<pqxx::connection> open_connection(const pg_pool::options& o) {
 }
 
 } // namespace
+
+caf::expected<int64_t> reap_by_age(pg_pool& pool, const char* table, const char* time_column,
+                                   const std::vector<uint32_t>& shards, int64_t max_age_s) {
+  int64_t n = 0;
+  if (shards.empty())
+    return n;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    auto r =
+      tx.exec_params(std::string{"DELETE FROM "} + table + " WHERE shard IN (" + number_list(shards)
+                       + ") AND " + time_column + " < now() - make_interval(secs => $1)",
+                     static_cast<double>(max_age_s));
+    n = static_cast<int64_t>(r.affected_rows());
+  });
+  if (err)
+    return err;
+  return n;
+}
 
 caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connection&)>& fn) {
   auto& p = pool.internals();

@@ -1,7 +1,6 @@
 #include "gost/persistence/offers/history.hpp"
 
 #include "pg_internal.hpp"
-#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -28,19 +27,7 @@ caf::expected<std::vector<history_row>> read_history(pg_pool& pool, const std::s
 
 caf::expected<int64_t> reap_history(pg_pool& pool, const std::vector<uint32_t>& shards,
                                     int64_t max_age_s) {
-  int64_t n = 0;
-  if (shards.empty())
-    return n;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("DELETE FROM offer_history WHERE shard IN (" + number_list(shards)
-                              + ") AND at < now() - make_interval(secs => $1)",
-                            static_cast<double>(max_age_s));
-    n = static_cast<int64_t>(r.affected_rows());
-  });
-  if (err)
-    return err;
-  return n;
+  return reap_by_age(pool, "offer_history", "at", shards, max_age_s);
 }
 
 } // namespace gost::persistence

@@ -375,19 +375,7 @@ caf::expected<std::optional<std::string>> find_answer(pg_pool& pool, const std::
 
 caf::expected<int64_t> reap_requests(pg_pool& pool, const std::vector<uint32_t>& shards,
                                      int64_t max_age_s) {
-  int64_t n = 0;
-  if (shards.empty())
-    return n;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    pqxx::nontransaction tx{c};
-    auto r = tx.exec_params("DELETE FROM offer_requests WHERE shard IN (" + number_list(shards)
-                              + ") AND created_at < now() - make_interval(secs => $1)",
-                            static_cast<double>(max_age_s));
-    n = static_cast<int64_t>(r.affected_rows());
-  });
-  if (err)
-    return err;
-  return n;
+  return reap_by_age(pool, "offer_requests", "created_at", shards, max_age_s);
 }
 
 caf::expected<std::vector<int64_t>> acquire_all_leases(pg_pool& pool, const std::string& owner,
