@@ -2,12 +2,16 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 #include <google/protobuf/util/time_util.h>
 
 #include "api/status.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/images/redis_cache.hpp"
 #include "gost/images/request.hpp"
+#include "gost/images/response.hpp"
+#include "gost/images/stats.hpp"
 #include "gost/persistence/images/images.hpp"
 
 namespace gost::runtime {
@@ -15,46 +19,6 @@ namespace gost::runtime {
 namespace {
 
 using google::protobuf::util::TimeUtil;
-
-images::function function_of(int fn) {
-  switch (fn) {
-    case v1::IMAGE_FUNCTION_PREVIEW: return images::function::preview;
-    case v1::IMAGE_FUNCTION_MAIN_COLOR: return images::function::main_color;
-    case v1::IMAGE_FUNCTION_ROTATE: return images::function::rotate;
-    default: return images::function::ratio;
-  }
-}
-
-/// Fills `out` from a cached row of function `fn`.
-void fill(images::function fn, const persistence::image_result& row, v1::ImageResponse& out) {
-  out.set_attempts(row.attempts);
-  if (row.status == "pending") {
-    out.set_status(v1::IMAGE_STATUS_PENDING);
-    return;
-  }
-  if (row.status == "error") {
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind(row.error_kind);
-    out.set_error(row.error);
-    return;
-  }
-  out.set_status(v1::IMAGE_STATUS_DONE);
-  bool ok = false;
-  switch (fn) {
-    case images::function::ratio: ok = out.mutable_ratio()->ParseFromString(row.value); break;
-    case images::function::preview: ok = out.mutable_preview()->ParseFromString(row.value); break;
-    case images::function::main_color:
-      ok = out.mutable_main_color()->ParseFromString(row.value);
-      break;
-    case images::function::rotate: ok = out.mutable_rotated()->ParseFromString(row.value); break;
-  }
-  if (!ok) { // a row written by another version: computed again on request with `compute`
-    out.clear_result();
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind("internal");
-    out.set_error("the cached result does not parse; ask again with options.compute");
-  }
-}
 
 } // namespace
 
@@ -113,7 +77,7 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
                                                 std::vector<v1::ImageResponse*> out,
                                                 const char* field) {
   auto* reactor = ctx->DefaultReactor();
-  auto fn = function_of(fn_code);
+  auto fn = images::from_proto(fn_code);
   struct item {
     images::task_key key;
     std::string result_key;
@@ -153,24 +117,58 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
   }
   auto* pool = &pool_;
   auto partitions = settings_.partitions;
+  auto* cache = settings_.cache;
+  auto* stats = settings_.stats;
   hub_.run_blocking([=] {
     std::vector<std::string> keys;
     for (auto& it : *items)
       keys.push_back(it.result_key);
-    auto rows = persistence::find_image_results(*pool, keys);
+    // Redis first (when configured); PostgreSQL for what it lacks, or for all when it is away.
+    std::vector<persistence::image_result> found_rows;
+    std::vector<std::string> ask_db = keys;
+    if (cache != nullptr)
+      if (auto got = cache->get(keys)) {
+        found_rows = std::move(*got);
+        std::set<std::string> in_redis;
+        for (auto& r : found_rows)
+          in_redis.insert(r.key);
+        ask_db.clear();
+        for (auto& k : keys)
+          if (!in_redis.count(k))
+            ask_db.push_back(k);
+      }
+    auto rows = persistence::find_image_results(*pool, ask_db);
     if (!rows) {
       reactor->Finish(to_status(rows.error()));
       return;
     }
-    std::map<std::string, const persistence::image_result*> by_key;
+    if (cache != nullptr) {
+      // Only where Redis has nothing, so never over a newer write; and not `pending`: a
+      // result stored while Redis was away would leave it there for the whole TTL.
+      std::vector<persistence::image_result> fill;
+      for (auto& r : *rows)
+        if (r.status != "pending")
+          fill.push_back(r);
+      cache->put(fill, true);
+    }
     for (auto& r : *rows)
+      found_rows.push_back(std::move(r));
+    std::map<std::string, const persistence::image_result*> by_key;
+    for (auto& r : found_rows)
       by_key[r.key] = &r;
     std::vector<persistence::image_request> queue;
     for (size_t i = 0; i < items->size(); ++i) {
       auto& it = (*items)[i];
       auto found = by_key.find(it.result_key);
+      if (stats != nullptr) {
+        auto& f = stats->of(fn);
+        if (found == by_key.end())
+          f.cache_misses.fetch_add(1, std::memory_order_relaxed);
+        else if (found->second->status != "pending")
+          f.cache_hits.fetch_add(1, std::memory_order_relaxed);
+      }
       if (found != by_key.end() && !it.compute) {
-        fill(fn, *found->second, *out[i]);
+        images::fill_response(fn, *found->second, *out[i]);
         continue;
       }
       if (it.cache_only) {
@@ -184,7 +182,8 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
       q.pending_ttl_ms = it.ttl_ms;
       queue.push_back(std::move(q));
       if (found != by_key.end())
-        fill(fn, *found->second, *out[i]); // compute: the old result stays until the new one
+        images::fill_response(fn, *found->second,
+                              *out[i]); // compute: the old result stays until the new one
       else
         out[i]->set_status(v1::IMAGE_STATUS_PENDING);
       if (it.compute)
