@@ -1,5 +1,7 @@
 #include "gost/images/redis_cache.hpp"
 
+#include <csignal>
+
 #include <hiredis/hiredis.h>
 
 #include "gost/core/dependency.hpp"
@@ -119,6 +121,9 @@ struct redis_cache::conn {
 redis_cache::redis_cache(redis_options opts, std::shared_ptr<dependency_tracker> tracker,
                          image_stats* stats)
   : opts_(std::move(opts)), tracker_(std::move(tracker)), stats_(stats) {
+  // hiredis writes with write(2), not send(MSG_NOSIGNAL): a write to a Redis that went away
+  // would raise SIGPIPE, whose default ends the process. The node handles EPIPE as an error.
+  std::signal(SIGPIPE, SIG_IGN);
   // Checked by the config's validation: host:port with a port in 1..65535.
   auto colon = opts_.address.rfind(':');
   host_ = opts_.address.substr(0, colon);

@@ -243,7 +243,8 @@ caf::error store_outcomes(persistence::pg_pool& pool, function fn,
     for (auto& [partition, batch] : by_partition)
       outbox.push_back({partition, batch.messages_size(), batch.SerializeAsString()});
   }
-  if (auto err = persistence::finish_image_tasks(pool, finished, outbox))
+  std::map<std::string, int64_t> expires;
+  if (auto err = persistence::finish_image_tasks(pool, finished, outbox, &expires))
     return err;
   if (opts.stats != nullptr)
     opts.stats->of(fn).computed.fetch_add(computed, std::memory_order_relaxed);
@@ -253,6 +254,7 @@ caf::error store_outcomes(persistence::pg_pool& pool, function fn,
       rows.push_back(r);
       rows.back().function = t.function;
       rows.back().args = t.args;
+      rows.back().expires_at_us = expires[r.key];
     }
     opts.cache->put(rows, false); // Redis away: PostgreSQL has them, reads fall back there
   }

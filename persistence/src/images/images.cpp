@@ -120,8 +120,10 @@ caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std
   return out;
 }
 
-caf::error finish_image_tasks(pg_pool& pool, std::vector<std::pair<image_task, image_result>>& done,
-                              const std::vector<outbox_append>& outbox) {
+caf::error finish_image_tasks(pg_pool& pool,
+                              const std::vector<std::pair<image_task, image_result>>& done,
+                              const std::vector<outbox_append>& outbox,
+                              std::map<std::string, int64_t>* expires_at_us) {
   if (done.empty())
     return {};
   return with_connection(pool, [&](pqxx::connection& c) {
@@ -167,9 +169,8 @@ caf::error finish_image_tasks(pg_pool& pool, std::vector<std::pair<image_task, i
       payloads.exec(tx, "INSERT INTO outbox_batches (shard, events, payload) VALUES " + rows.str());
     }
     tx.commit();
-    for (auto& [t, r] : done)
-      if (auto e = expires.find(r.key); e != expires.end())
-        r.expires_at_us = e->second;
+    if (expires_at_us != nullptr)
+      *expires_at_us = std::move(expires);
   });
 }
 

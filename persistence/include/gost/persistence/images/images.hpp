@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,11 @@ caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std
 
 /// Stores each result (replacing what the key had; expiring after the task's ttl), deletes
 /// its task and adds `outbox` rows (the results' notifications), all in one transaction.
-/// Sets each result's `expires_at_us` in `done` (for the caches in front).
-caf::error finish_image_tasks(pg_pool& pool, std::vector<std::pair<image_task, image_result>>& done,
-                              const std::vector<outbox_append>& outbox = {});
+/// `expires_at_us`, when given, gets each stored key's expiry (for the caches in front).
+caf::error finish_image_tasks(pg_pool& pool,
+                              const std::vector<std::pair<image_task, image_result>>& done,
+                              const std::vector<outbox_append>& outbox = {},
+                              std::map<std::string, int64_t>* expires_at_us = nullptr);
 
 /// A recoverable failure of `task`: its attempts + 1, due again after `delay`, `error` kept.
 caf::error retry_image_task(pg_pool& pool, const image_task& task, const std::string& error,
