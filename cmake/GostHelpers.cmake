@@ -21,7 +21,8 @@ endif()
 # Builds one doctest binary for a library and registers one CTest entry per tier found among
 # the sources, by file-name convention:
 #   x.test.cpp -> label unit (no services), x.pgtest.cpp -> label pg,
-#   x.kafkatest.cpp -> label kafka, x.e2etest.cpp -> label e2e.
+#   x.kafkatest.cpp -> label kafka, x.redistest.cpp -> label redis (a real Redis:
+#   scripts/redis.sh), x.e2etest.cpp -> label e2e.
 # Each entry runs the same binary filtered to that tier's files (doctest --source-file).
 # Binaries with a unit tier are collected for the `unit-tests` target (top-level CMakeLists).
 function(gost_tests lib)
@@ -31,7 +32,7 @@ function(gost_tests lib)
   target_link_libraries(${bin} PRIVATE ${lib} gost_testing doctest::doctest ${ARG_LIBS})
   target_include_directories(${bin} PRIVATE ${CMAKE_SOURCE_DIR}/tests/include ${CMAKE_CURRENT_SOURCE_DIR}/src)
   gost_warnings(${bin})
-  foreach(tier test pgtest kafkatest e2etest)
+  foreach(tier test pgtest kafkatest redistest e2etest)
     set(found OFF)
     foreach(src ${ARG_SOURCES})
       if(src MATCHES "\\.${tier}\\.cpp$")
@@ -42,6 +43,7 @@ function(gost_tests lib)
       string(REPLACE "pgtest" "pg" label ${tier})
       string(REPLACE "kafkatest" "kafka" label ${label})
       string(REPLACE "e2etest" "e2e" label ${label})
+      string(REPLACE "redistest" "redis" label ${label})
       string(REPLACE "test" "unit" label ${label})
       add_test(NAME ${lib}.${label}
                COMMAND ${bin} --source-file=*.${tier}.cpp --no-intro=true)

@@ -260,6 +260,19 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   c.stages.photos.recheck_max = c.stages.photos.recheck / 2;
   CHECK(validate(c).find("stages.photos.recheck_max must be at least stages.photos.recheck")
         != std::string::npos);
+  c = *base.config;
+  c.images.notify_topic = "images.done";
+  CHECK(validate(c).empty());
+  c.outbox.relay = false;
+  CHECK(validate(c).find("images.notify_topic needs outbox.relay") != std::string::npos);
+  c = *base.config;
+  for (auto bad : {"localhost", ":6379", "redis:0", "redis:65536", "redis:x"}) {
+    c.images.redis_address = bad;
+    CHECK_MESSAGE(validate(c).find("images.redis.address must be host:port") != std::string::npos,
+                  bad);
+  }
+  c.images.redis_address = "127.0.0.1:6379";
+  CHECK(validate(c).empty());
 }
 
 TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each content limit") {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds (preset `ci`), starts a private
-# PostgreSQL and a real Kafka broker, runs every test tier (unit, pg, kafka, e2e) and stops
+# PostgreSQL, a real Kafka broker and a private Redis, runs every test tier (unit, pg, kafka, e2e) and stops
 # what it started; then builds the unit tier alone under ASan/UBSan (preset `dev`, target
 # `unit-tests`) and runs it (`ctest --preset unit`). Quiet on success apart from ctest's
 # summaries; on failure it prints why.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit   (args: the `ci` run only)
-#   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 scripts/test.sh     (ports of your own; see below)
+#   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 GOST_REDIS_PORT=16479 scripts/test.sh
+#                                                                (ports of your own; see below)
 #   GOST_TEST_SANITIZE=0 scripts/test.sh                         (without the ASan/UBSan run)
 set -euo pipefail
 
@@ -22,18 +23,23 @@ step "building" "$logs/build.log" cmake --build --preset ci -j "$(nproc)"
 
 # Test services on their own ports and directories, so a developer's demo node is untouched.
 # Another checkout testing at the same time sets its own (GOST_PG_PORT, GOST_PG_DIR,
-# GOST_KAFKA_PORT, GOST_KAFKA_DIR; Kafka also takes GOST_KAFKA_PORT + 1 for its controller).
+# GOST_KAFKA_PORT, GOST_KAFKA_DIR; Kafka also takes GOST_KAFKA_PORT + 1 for its controller;
+# GOST_REDIS_PORT, GOST_REDIS_DIR).
 export GOST_PG_DIR=${GOST_PG_DIR:-$root/var/pgtest} GOST_PG_PORT=${GOST_PG_PORT:-54339}
 export GOST_TEST_PG="host=127.0.0.1 port=$GOST_PG_PORT user=gost"
 export GOST_KAFKA_PORT=${GOST_KAFKA_PORT:-19092} GOST_KAFKA_DIR=${GOST_KAFKA_DIR:-$root/var/kafkatest}
 export GOST_TEST_KAFKA=127.0.0.1:$GOST_KAFKA_PORT
+export GOST_REDIS_PORT=${GOST_REDIS_PORT:-16379} GOST_REDIS_DIR=${GOST_REDIS_DIR:-$root/var/redistest}
+export GOST_TEST_REDIS=127.0.0.1:$GOST_REDIS_PORT
 cleanup() {
+  scripts/redis.sh stop >/dev/null 2>&1 || true
   scripts/kafka.sh stop >/dev/null 2>&1 || true
   scripts/pg.sh stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
 step "starting Kafka" "$logs/kafka.log" scripts/kafka.sh start
+step "starting Redis" "$logs/redis.log" scripts/redis.sh start
 
 if ! ctest --preset ci -j 2 "$@" >"$logs/ctest.log" 2>&1; then
   grep -vE '^\s*(Start|[0-9]+/[0-9]+ Test .* Passed)' "$logs/ctest.log" | tail -n 200 >&2

@@ -9,15 +9,18 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include <vips/vips8>
 
+#include "gost/images/stats.hpp"
 #include "gost/images/worker.hpp"
 #include "gost/persistence/images/images.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/images.pb.h"
 
 using namespace gost;
@@ -231,4 +234,61 @@ TEST_CASE_FIXTURE(fixture, "a server that never answers is a recoverable timeout
   drain();
   CHECK(silent.requests() == 2);
   CHECK(result(*t).error_kind == "download_failed");
+}
+
+TEST_CASE_FIXTURE(fixture, "with a notify topic, each stored outcome is in the outbox of its "
+                           "transaction, keyed by its result key, and counted") {
+  image_stats stats;
+  opts.notify_topic = "images.done";
+  opts.stats = &stats;
+  auto ok = queue(function::ratio, "/red.png");
+  auto bad = queue(function::ratio, "/missing.jpg");
+  auto flaky = queue(function::ratio, "/flaky.png"); // two retries: no notice for those
+  drain();
+  std::map<std::string, v1::ImageNotice> notices;
+  int messages = 0;
+  // Each row as shard:events:hex(payload), in id order.
+  std::stringstream rows{
+    db.scalar("SELECT string_agg(shard || ':' || events || ':' ||"
+              " encode(payload, 'hex'), ' ' ORDER BY id) FROM outbox_batches")};
+  for (std::string row; rows >> row;) {
+    auto c1 = row.find(':'), c2 = row.find(':', c1 + 1);
+    auto hex = row.substr(c2 + 1);
+    std::string payload;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2)
+      payload.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    v1::OutboxBatch b;
+    REQUIRE(b.ParseFromString(payload));
+    CHECK(b.events_size() == 0);
+    CHECK(std::stoi(row.substr(c1 + 1, c2 - c1 - 1)) == b.messages_size());
+    for (auto& m : b.messages()) {
+      ++messages;
+      CHECK(m.topic() == "images.done");
+      v1::ImageNotice n;
+      REQUIRE(n.ParseFromString(m.value()));
+      CHECK(m.key() == n.response().key());
+      // The row's shard is the task's partition: the relay of its owner publishes it.
+      task_key k{function::ratio, n.url()};
+      CHECK(std::stoul(row.substr(0, c1)) == k.partition(8));
+      notices[m.key()] = n;
+    }
+  }
+  CHECK(messages == 3);
+  REQUIRE(notices.size() == 3);
+  CHECK(notices[ok.result_key()].response().status() == v1::IMAGE_STATUS_DONE);
+  CHECK(notices[ok.result_key()].response().ratio().width() == 300);
+  CHECK(notices[ok.result_key()].url() == srv.url("/red.png"));
+  CHECK(notices[bad.result_key()].response().status() == v1::IMAGE_STATUS_ERROR);
+  CHECK(notices[bad.result_key()].response().error_kind() == "http_404");
+  CHECK(notices[flaky.result_key()].response().attempts() == 3);
+  CHECK(stats.of(function::ratio).computed == 2);
+  auto failures = stats.failures();
+  CHECK(failures[{function::ratio, "http_404"}] == 1);
+  CHECK(failures[{function::ratio, "http_503"}] == 2);
+}
+
+TEST_CASE_FIXTURE(fixture, "without a notify topic nothing goes to the outbox") {
+  queue(function::ratio, "/red.png");
+  drain();
+  CHECK(db.scalar("SELECT count(*) FROM outbox_batches") == "0");
 }

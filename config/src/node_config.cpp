@@ -458,6 +458,29 @@ node_keys make_node_keys() {
             "Where rotated images are stored (files named by their content's SHA-256), served "
             "by the node at http://<http.listen>/blobs/NAME."),
         bind_to(&node_config::images, &images_config::blob_dir));
+  k.add(str("images.notify_topic", "",
+            "Kafka topic of finished image results and error statuses: key = the result key, "
+            "value = gost.v1.ImageNotice, written through the outbox in the transaction that "
+            "stores the outcome (so none is lost; at least once). Empty: no notification. "
+            "Needs `outbox.relay`."),
+        bind_to(&node_config::images, &images_config::notify_topic));
+  k.add(str("images.redis.address", "",
+            "host:port of a Redis in front of the image results in PostgreSQL (read first, "
+            "filled from PostgreSQL with the TTL left there, written after PostgreSQL). Redis "
+            "away fails no call: PostgreSQL answers (gost_image_redis_fallbacks_total). Empty: "
+            "no Redis layer."),
+        bind_to(&node_config::images, &images_config::redis_address));
+  k.add(str("images.redis.prefix", "gost:img:",
+            "Prefix of the Redis keys of image results (several clusters may share a Redis)."),
+        bind_to(&node_config::images, &images_config::redis_prefix));
+  k.add(num(vk::duration, "images.redis.connect_timeout", "200ms", 1, 60'000,
+            "Opening a connection to Redis; past it the call falls back to PostgreSQL and Redis "
+            "is left alone for a second."),
+        bind_to(&node_config::images, &images_config::redis_connect_timeout));
+  k.add(num(vk::duration, "images.redis.timeout", "200ms", 1, 60'000,
+            "One Redis command (a read of a batch, the writes of a batch); past it the call "
+            "falls back to PostgreSQL."),
+        bind_to(&node_config::images, &images_config::redis_timeout));
   k.add(num(vk::duration, "history.retention", "7d", 0, 31'536'000'000,
             "How long each committed change of an offer is kept for `gostctl history` "
             "(AdminService.OfferHistory): written with the change in its transaction, reaped "
@@ -750,6 +773,15 @@ std::string validate(const node_config& c) {
              + key;
   if (c.stages.photos.recheck_max < c.stages.photos.recheck)
     return "stages.photos.recheck_max must be at least stages.photos.recheck";
+  if (!c.images.notify_topic.empty() && !c.outbox.relay)
+    return "images.notify_topic needs outbox.relay (the notifications go through the outbox); "
+           "set outbox.relay=true or leave images.notify_topic empty";
+  if (auto& a = c.images.redis_address; !a.empty()) {
+    auto colon = a.rfind(':');
+    if (colon == std::string::npos || colon == 0 || !whole_number(a.substr(colon + 1), 1, 65535))
+      return "images.redis.address must be host:port with a port in 1..65535 (got \"" + a
+             + "\"), or empty for no Redis layer";
+  }
   if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
     return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
            "survive one late heartbeat)";

@@ -8,21 +8,13 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/images/ask.hpp"
 #include "gost/images/request.hpp"
+#include "gost/images/response.hpp"
 
 namespace gost::runtime {
 
 namespace {
 
 using google::protobuf::util::TimeUtil;
-
-images::function function_of(int fn) {
-  switch (fn) {
-    case v1::IMAGE_FUNCTION_PREVIEW: return images::function::preview;
-    case v1::IMAGE_FUNCTION_MAIN_COLOR: return images::function::main_color;
-    case v1::IMAGE_FUNCTION_ROTATE: return images::function::rotate;
-    default: return images::function::ratio;
-  }
-}
 
 } // namespace
 
@@ -81,7 +73,7 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
                                                 std::vector<v1::ImageResponse*> out,
                                                 const char* field) {
   auto* reactor = ctx->DefaultReactor();
-  auto fn = function_of(fn_code);
+  auto fn = images::from_proto(fn_code);
   auto asks = std::make_shared<std::vector<images::image_ask>>();
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto& r = *reqs[i];
@@ -112,8 +104,10 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
   }
   auto* pool = &pool_;
   auto partitions = settings_.partitions;
+  auto* cache = settings_.cache;
+  auto* stats = settings_.stats;
   hub_.run_blocking([=] {
-    if (auto err = images::ask_images(*pool, *asks, partitions, out)) {
+    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats)) {
       reactor->Finish(to_status(err));
       return;
     }

@@ -18,6 +18,11 @@ namespace gost::persistence {
 class pg_pool;
 }
 
+namespace gost::images {
+class redis_cache;
+struct image_stats;
+} // namespace gost::images
+
 namespace gost::runtime {
 
 class image_service final : public rpc::guarded<v1::ImageService> {
@@ -25,6 +30,8 @@ public:
   struct settings {
     std::chrono::milliseconds ttl{std::chrono::hours{24 * 7}}; ///< images.ttl
     uint32_t partitions = 1;                                   ///< shard.count
+    images::redis_cache* cache = nullptr; ///< images.redis.address: read first, filled after
+    images::image_stats* stats = nullptr; ///< cache hits and misses
   };
 
   image_service(call_hub& hub, persistence::pg_pool& pool, api_limits limits, settings s)

@@ -3,6 +3,7 @@
 #include "api/readiness.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/kit/writer.hpp"
+#include "gost/images/stats.hpp"
 #include "rpc/parse_guard.hpp"
 
 #include <sstream>
@@ -92,6 +93,47 @@ void writer_families(std::ostringstream& out, const kit::writer_stats& w) {
   histogram_samples(out, "gost_offer_write_commit_seconds", "", w.commit);
 }
 
+/// The image functions' figures (label `function`: 4 values; `kind`: the error kinds of
+/// docs/images.md).
+void image_families(std::ostringstream& out, const images::image_stats& st) {
+  using images::function;
+  const function fns[] = {function::ratio, function::preview, function::main_color,
+                          function::rotate};
+  auto per_function = [&](const char* name, const char* type, const char* help, auto value) {
+    family(out, name, type, help);
+    for (auto fn : fns)
+      out << name << "{function=\"" << images::to_string(fn) << "\"} "
+          << value(st.functions[images::image_stats::slot(fn)]) << "\n";
+  };
+  using pf = images::image_stats::per_function;
+  per_function("gost_image_tasks_computed_total", "counter",
+               "Image tasks computed and stored as results (rate: computed per second).",
+               [](const pf& f) { return f.computed.load(std::memory_order_relaxed); });
+  per_function("gost_image_queue_depth", "gauge",
+               "Image tasks in the PostgreSQL queue, all nodes (counted by housekeeping; -1 "
+               "before its first round).",
+               [](const pf& f) { return f.queued.load(std::memory_order_relaxed); });
+  per_function("gost_image_cache_hits_total", "counter",
+               "ImageService requests that found a result or an error status cached.",
+               [](const pf& f) { return f.cache_hits.load(std::memory_order_relaxed); });
+  per_function("gost_image_cache_misses_total", "counter",
+               "ImageService requests that found nothing cached (queued, or NOT_CACHED).",
+               [](const pf& f) { return f.cache_misses.load(std::memory_order_relaxed); });
+  family(out, "gost_image_task_failures_total", "counter",
+         "Failed runs of image tasks by function and error kind (final and retried).");
+  for (auto& [k, v] : st.failures())
+    out << "gost_image_task_failures_total{function=\"" << images::to_string(k.first)
+        << "\",kind=\"" << k.second << "\"} " << v << "\n";
+  family(out, "gost_image_redis_hits_total", "counter",
+         "Image results found in Redis (images.redis.address).");
+  out << "gost_image_redis_hits_total " << st.redis_hits.load(std::memory_order_relaxed) << "\n";
+  family(out, "gost_image_redis_fallbacks_total", "counter",
+         "Redis calls of the image functions that failed or were skipped while Redis was away: "
+         "PostgreSQL answered alone.");
+  out << "gost_image_redis_fallbacks_total " << st.redis_fallbacks.load(std::memory_order_relaxed)
+      << "\n";
+}
+
 } // namespace
 
 std::string metrics::prometheus_text() const {
@@ -134,6 +176,8 @@ std::string metrics::prometheus_text() const {
       out << "gost_dependency_failed_calls_total{dependency=\"" << d->name() << "\"} "
           << d->failed_calls() << "\n";
   }
+  if (health_.images)
+    image_families(out, *health_.images);
   auto& a = *actors_;
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {

@@ -14,6 +14,10 @@ namespace gost {
 class dependency_tracker;
 }
 
+namespace gost::images {
+struct image_stats;
+}
+
 namespace gost::runtime {
 
 class readiness;
@@ -26,6 +30,8 @@ struct health_sources {
   std::vector<std::shared_ptr<const dependency_tracker>> dependencies;
   /// Live traces (`gost_console_traces_active`, `gost_console_trace_subscriptions`).
   std::shared_ptr<const kit::trace_hub> traces;
+  /// The image functions (`gost_image_*`), when the node runs them.
+  std::shared_ptr<const images::image_stats> images;
 };
 
 class metrics {

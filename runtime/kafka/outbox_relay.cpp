@@ -138,17 +138,25 @@ void start_round(self_ptr self) {
       r.error = "unparsable";
       continue;
     }
-    for (auto& e : batch.events()) {
-      auto key = e.offer().id();
-      auto value = e.SerializeAsString();
+    auto send = [&](const std::string& topic, std::string_view key, std::string_view value) {
       ++r.pending;
-      if (auto err = st.producer->produce(st.opts.kafka.topic, key, value, &r)) {
+      if (auto err = st.producer->produce(topic, key, value, &r)) {
         --r.pending;
         r.failed = true;
         r.delivery = true;
         r.error = persistence::error_message(err);
-        break;
+        return false;
       }
+      return true;
+    };
+    bool sent = true;
+    for (auto& e : batch.events())
+      if (sent = send(st.opts.kafka.topic, e.offer().id(), e.SerializeAsString()); !sent)
+        break;
+    // Other messages of the same commit (image notifications), each to its own topic.
+    for (int i = 0; sent && i < batch.messages_size(); ++i) {
+      auto& m = batch.messages(i);
+      sent = send(m.topic(), m.key(), m.value());
     }
   }
 }

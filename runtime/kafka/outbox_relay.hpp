@@ -1,7 +1,8 @@
 #pragma once
 // The outbox relay (MISSION G10): publishes the committed outbox rows of the shards this node
 // owns to a Kafka topic — one message per saved offer, key = offer id, value = the
-// gost.v1.OfferSaved event — with an idempotent producer, in commit order per shard, and
+// gost.v1.OfferSaved event; and a row's other messages (image notifications) to their own
+// topics, keyed as written — with an idempotent producer, in commit order per shard, and
 // deletes a row only after the broker acknowledged all of its events. Broker unreachable:
 // rows stay in PostgreSQL and go out when it is back (at least once, never lost).
 

@@ -34,6 +34,8 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/entity/spawn.hpp"
+#include "gost/images/redis_cache.hpp"
+#include "gost/images/stats.hpp"
 #include "gost/images/worker.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/pg_pool.hpp"
@@ -66,8 +68,17 @@ struct node_context {
   std::shared_ptr<readiness> ready = std::make_shared<readiness>(db);
   /// Live traces' subscriptions, published to by the shards' actors (kit/trail.hpp).
   std::shared_ptr<kit::trace_hub> trace_hub = std::make_shared<kit::trace_hub>();
-  std::unique_ptr<metrics> counters =
-    std::make_unique<metrics>(stats, health_sources{ready, {db, kafka}, trace_hub});
+  /// Redis in front of the image results (images.redis.address; on /metrics only when set).
+  std::shared_ptr<dependency_tracker> redis = make_tracker("redis", "images");
+  /// The image functions' figures (gost_image_*), fed by ImageService, the pools, housekeeping.
+  std::shared_ptr<images::image_stats> image_stats = std::make_shared<images::image_stats>();
+  std::unique_ptr<metrics> counters = std::make_unique<metrics>(
+    stats,
+    health_sources{ready,
+                   cfg.images.redis_address.empty()
+                     ? std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka}
+                     : std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka, redis},
+                   trace_hub, cfg.images.enabled ? image_stats : nullptr});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;
@@ -101,9 +112,10 @@ struct node_context {
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
   std::unique_ptr<state_service> states;
-  std::unique_ptr<entity_service> entities; ///< when the node hosts actor types
-  std::unique_ptr<task_service> tasks;      ///< with them (task types are actor types)
-  std::unique_ptr<image_service> images;    ///< images.enabled
+  std::unique_ptr<entity_service> entities;         ///< when the node hosts actor types
+  std::unique_ptr<task_service> tasks;              ///< with them (task types are actor types)
+  std::unique_ptr<image_service> images;            ///< images.enabled
+  std::unique_ptr<images::redis_cache> image_cache; ///< images.redis.address (also the pools')
   std::unique_ptr<grpc::Server> server;
   int grpc_port = 0;
   // admin HTTP (start_http)

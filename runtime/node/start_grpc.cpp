@@ -46,8 +46,21 @@ caf::error start_grpc(node_context& n) {
     b.RegisterService(n.tasks.get());
   }
   if (cfg.images.enabled) {
-    n.images = std::make_unique<image_service>(
-      *n.hub, *n.pool, limits, image_service::settings{cfg.images.ttl, cfg.shard.count});
+    if (!cfg.images.redis_address.empty()) {
+      // Shared with the image pools (start_images, stopped before this step's stop).
+      images::redis_options ro;
+      ro.address = cfg.images.redis_address;
+      ro.prefix = cfg.images.redis_prefix;
+      ro.connect_timeout = cfg.images.redis_connect_timeout;
+      ro.timeout = cfg.images.redis_timeout;
+      n.image_cache = std::make_unique<images::redis_cache>(ro, n.redis, n.image_stats.get());
+    }
+    image_service::settings is;
+    is.ttl = cfg.images.ttl;
+    is.partitions = cfg.shard.count;
+    is.cache = n.image_cache.get();
+    is.stats = n.image_stats.get();
+    n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
     b.RegisterService(n.images.get());
   }
   b.RegisterService(n.admin.get());
@@ -68,6 +81,7 @@ caf::error start_grpc(node_context& n) {
     n.entities.reset();
     n.tasks.reset();
     n.images.reset();
+    n.image_cache.reset();
     n.scheduled_actions.reset();
   };
   if (!n.server || n.grpc_port == 0) {

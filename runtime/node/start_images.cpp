@@ -31,6 +31,9 @@ caf::error start_images(node_context& n) {
   o.work.max_attempts = c.max_attempts;
   o.work.retry_base = c.retry_delay;
   o.work.blobs = n.blobs.get();
+  o.work.cache = n.image_cache.get(); // made with ImageService (start_grpc), stopped after us
+  o.work.stats = n.image_stats.get();
+  o.work.notify_topic = c.notify_topic;
   o.workers = {{images::function::ratio, c.ratio_workers},
                {images::function::preview, c.preview_workers},
                {images::function::main_color, c.main_color_workers},

@@ -192,12 +192,19 @@ TEST_CASE(
         "# TYPE gost_offer_write_commit_seconds histogram",
         "# TYPE gost_offer_shard_mailbox_depth gauge", "# TYPE gost_offer_shard_runs_total counter",
         "# TYPE gost_offer_shard_oldest_due_age_seconds gauge",
-        "# TYPE gost_offer_write_lag_seconds gauge", "# TYPE gost_stage_paused gauge"})
+        "# TYPE gost_offer_write_lag_seconds gauge", "# TYPE gost_stage_paused gauge",
+        "# TYPE gost_image_tasks_computed_total counter", "# TYPE gost_image_queue_depth gauge",
+        "# TYPE gost_image_cache_hits_total counter",
+        "# TYPE gost_image_cache_misses_total counter",
+        "# TYPE gost_image_task_failures_total counter",
+        "# TYPE gost_image_redis_fallbacks_total counter"})
     CHECK_MESSAGE(body.find(family) != std::string::npos, family);
   CHECK(body.find("gost_stage_run_seconds_bucket{stage=\"audit\",le=\"+Inf\"} ")
         != std::string::npos);
   CHECK(body.find("gost_offer_shard_lease_epoch{shard=\"7\"} ") != std::string::npos);
   CHECK(body.find("gost_stage_paused{stage=\"audit\"} 0") != std::string::npos);
+  CHECK(body.find("gost_image_tasks_computed_total{function=\"main_color\"} 0")
+        != std::string::npos);
   // Bounded cardinality: one series per shard of the installation (8), none per offer.
   size_t per_shard = 0;
   for (auto pos = body.find("\ngost_offer_shard_actors_resident{"); pos != std::string::npos;

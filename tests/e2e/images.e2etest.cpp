@@ -13,81 +13,16 @@
 
 #include "gost/testing/http.hpp"
 #include "gost/testing/http_server.hpp"
+#include "gost/testing/image_node.hpp"
 #include "gost/testing/node.hpp"
 #include "gost/v1/images.grpc.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
+using testing::at;
 using testing::http_server;
-
-namespace {
-
-std::string jpeg(int w, int h) {
-  static bool started = [] { return VIPS_INIT("gost-test") == 0; }();
-  REQUIRE(started);
-  auto img = vips::VImage::black(w, h, vips::VImage::option()->set("bands", 3))
-               .new_from_image({40, 160, 220})
-               .cast(VIPS_FORMAT_UCHAR);
-  void* buf = nullptr;
-  size_t size = 0;
-  img.write_to_buffer(".jpg", &buf, &size);
-  std::string out(static_cast<const char*>(buf), size);
-  g_free(buf);
-  return out;
-}
-
-struct image_node {
-  testing::temp_db& db;
-  std::string port_file = testing::temp_path("gostd-images");
-  std::string blobs = testing::temp_path("gostd-blobs");
-  std::unique_ptr<testing::child_process> proc;
-  int grpc_port = 0, http_port = 0;
-  std::unique_ptr<v1::ImageService::Stub> stub;
-
-  explicit image_node(testing::temp_db& d) : db(d) { start(); }
-  ~image_node() { std::filesystem::remove_all(blobs); }
-  void start() {
-    std::remove(port_file.c_str());
-    proc = std::make_unique<testing::child_process>(
-      GOSTD_PATH, testing::node_args(db, port_file,
-                                     {"--http.listen=127.0.0.1:0",
-                                      "--images.allow_private_sources=true", "--images.poll=20ms",
-                                      "--images.retry_delay=50ms", "--images.blob_dir=" + blobs}));
-    std::tie(grpc_port, http_port) = testing::read_ports(*proc, port_file);
-    stub = v1::ImageService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
-                                                         grpc::InsecureChannelCredentials()));
-  }
-
-  grpc::Status call(grpc::Status (v1::ImageService::Stub::*m)(grpc::ClientContext*,
-                                                              const v1::ImageRequest&,
-                                                              v1::ImageResponse*),
-                    const v1::ImageRequest& req, v1::ImageResponse& resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    return ((*stub).*m)(&ctx, req, &resp);
-  }
-  /// Calls until the answer is no longer PENDING.
-  v1::ImageResponse settled(grpc::Status (v1::ImageService::Stub::*m)(grpc::ClientContext*,
-                                                                      const v1::ImageRequest&,
-                                                                      v1::ImageResponse*),
-                            const v1::ImageRequest& req) {
-    v1::ImageResponse resp;
-    testing::eventually(20s, [&] {
-      resp.Clear();
-      REQUIRE(call(m, req, resp).ok());
-      return resp.status() != v1::IMAGE_STATUS_PENDING;
-    });
-    return resp;
-  }
-};
-
-v1::ImageRequest at(const std::string& url) {
-  v1::ImageRequest r;
-  r.set_url(url);
-  return r;
-}
-
-} // namespace
+using testing::image_node;
+using testing::jpeg;
 
 TEST_CASE("ImageService: pending, then the result; errors cached; options; a batch") {
   auto photo = jpeg(1000, 750);

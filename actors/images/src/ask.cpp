@@ -1,65 +1,71 @@
 #include "gost/images/ask.hpp"
 
 #include <map>
+#include <set>
 
+#include "gost/images/redis_cache.hpp"
+#include "gost/images/response.hpp"
+#include "gost/images/stats.hpp"
 #include "gost/persistence/images/images.hpp"
 #include "gost/v1/images.pb.h"
 
 namespace gost::images {
 
-namespace {
-
-/// Fills `out` from a cached row of function `fn`.
-void fill(function fn, const persistence::image_result& row, v1::ImageResponse& out) {
-  out.set_attempts(row.attempts);
-  if (row.status == "pending") {
-    out.set_status(v1::IMAGE_STATUS_PENDING);
-    return;
-  }
-  if (row.status == "error") {
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind(row.error_kind);
-    out.set_error(row.error);
-    return;
-  }
-  out.set_status(v1::IMAGE_STATUS_DONE);
-  bool ok = false;
-  switch (fn) {
-    case function::ratio: ok = out.mutable_ratio()->ParseFromString(row.value); break;
-    case function::preview: ok = out.mutable_preview()->ParseFromString(row.value); break;
-    case function::main_color: ok = out.mutable_main_color()->ParseFromString(row.value); break;
-    case function::rotate: ok = out.mutable_rotated()->ParseFromString(row.value); break;
-  }
-  if (!ok) { // a row written by another version: computed again on request with `compute`
-    out.clear_result();
-    out.set_status(v1::IMAGE_STATUS_ERROR);
-    out.set_error_kind("internal");
-    out.set_error("the cached result does not parse; ask again with options.compute");
-  }
-}
-
-} // namespace
-
 caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
-                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out) {
+                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
+                      redis_cache* cache, image_stats* stats) {
   std::vector<std::string> keys;
   keys.reserve(asks.size());
   for (size_t i = 0; i < asks.size(); ++i) {
     keys.push_back(asks[i].task.result_key());
     out[i]->set_key(keys.back());
   }
-  auto rows = persistence::find_image_results(pool, keys);
-  if (!rows)
-    return std::move(rows.error());
+  // Redis first (when configured); PostgreSQL for what it lacks, or for all when it is away.
+  std::vector<persistence::image_result> found_rows;
+  std::vector<std::string> ask_db = keys;
+  if (cache != nullptr)
+    if (auto got = cache->get(keys)) {
+      found_rows = std::move(*got);
+      std::set<std::string> in_redis;
+      for (auto& r : found_rows)
+        in_redis.insert(r.key);
+      ask_db.clear();
+      for (auto& k : keys)
+        if (in_redis.count(k) == 0)
+          ask_db.push_back(k);
+    }
+  if (!ask_db.empty()) {
+    auto rows = persistence::find_image_results(pool, ask_db);
+    if (!rows)
+      return std::move(rows.error());
+    if (cache != nullptr) {
+      // Only where Redis has nothing, so never over a newer write; and not `pending`: a
+      // result stored while Redis was away would leave it there for the whole TTL.
+      std::vector<persistence::image_result> fill;
+      for (auto& r : *rows)
+        if (r.status != "pending")
+          fill.push_back(r);
+      cache->put(fill, true);
+    }
+    for (auto& r : *rows)
+      found_rows.push_back(std::move(r));
+  }
   std::map<std::string, const persistence::image_result*> by_key;
-  for (auto& r : *rows)
+  for (auto& r : found_rows)
     by_key[r.key] = &r;
   std::vector<persistence::image_request> queue;
   for (size_t i = 0; i < asks.size(); ++i) {
     auto& a = asks[i];
     auto found = by_key.find(keys[i]);
+    if (stats != nullptr) {
+      auto& f = stats->of(a.task.fn);
+      if (found == by_key.end())
+        f.cache_misses.fetch_add(1, std::memory_order_relaxed);
+      else if (found->second->status != "pending")
+        f.cache_hits.fetch_add(1, std::memory_order_relaxed);
+    }
     if (found != by_key.end() && !a.compute) {
-      fill(a.task.fn, *found->second, *out[i]);
+      fill_response(a.task.fn, *found->second, *out[i]);
       continue;
     }
     if (a.cache_only) {
@@ -71,8 +77,8 @@ caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& 
     q.task = {to_string(a.task.fn), a.task.partition(partitions), a.task.args, 0, a.ttl_ms, 0, {}};
     q.pending_ttl_ms = a.ttl_ms;
     queue.push_back(std::move(q));
-    if (found != by_key.end())
-      fill(a.task.fn, *found->second, *out[i]); // compute: the old result stays until the new one
+    if (found != by_key.end()) // compute: the old result stays until the new one
+      fill_response(a.task.fn, *found->second, *out[i]);
     out[i]->set_status(v1::IMAGE_STATUS_PENDING);
   }
   if (!queue.empty())

@@ -8,6 +8,7 @@
 
 #include "gost/core/actor_pool.hpp"
 #include "gost/core/log.hpp"
+#include "gost/images/stats.hpp"
 
 namespace gost::images {
 
@@ -54,10 +55,30 @@ void tick_soon(feeder_ptr self, std::chrono::milliseconds after) {
     self->delayed_send(self, after, tick_atom_v);
 }
 
+/// The queue depth on /metrics: one feeder of the node counts all functions every 5 s.
+void count_queue(feeder_ptr self) {
+  auto& st = self->state;
+  auto* stats = st.opts.work.stats;
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now().time_since_epoch())
+                  .count();
+  if (stats == nullptr || !stats->count_queue_now(now_ms, 5000))
+    return;
+  auto counts = persistence::count_image_tasks(*st.opts.db);
+  if (!counts)
+    return; // the next round counts again; the database's outage is its tracker's to log
+  for (auto& f : stats->functions)
+    f.queued.store(0, std::memory_order_relaxed);
+  for (auto& [name, n] : *counts)
+    if (function fn; parse_function(name, fn))
+      stats->of(fn).queued.store(n, std::memory_order_relaxed);
+}
+
 void feed(feeder_ptr self) {
   auto& st = self->state;
   st.tick_pending = false;
   flush(self);
+  count_queue(self);
   if (st.in_flight >= st.slots)
     return; // a finishing task ticks again
   auto parts = st.opts.partitions ? st.opts.partitions() : std::vector<uint32_t>{};

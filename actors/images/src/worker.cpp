@@ -3,13 +3,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <unistd.h>
 
 #include <openssl/sha.h>
 
+#include "gost/images/redis_cache.hpp"
+#include "gost/images/response.hpp"
+#include "gost/images/stats.hpp"
 #include "gost/persistence/images/images.hpp"
+#include "gost/v1/events.pb.h"
 #include "gost/v1/images.pb.h"
 
 namespace gost::images {
@@ -192,8 +197,11 @@ caf::error store_outcomes(persistence::pg_pool& pool, function fn,
                           const std::vector<task_done>& outcomes, const worker_options& opts,
                           batch_counts& n) {
   std::vector<std::pair<persistence::image_task, persistence::image_result>> finished;
+  uint64_t computed = 0;
   for (auto& [t, out] : outcomes) {
     task_key key{fn, t.args};
+    if (opts.stats != nullptr && out.kind != task_outcome::done)
+      opts.stats->failed(fn, out.error_kind);
     persistence::image_result r;
     r.key = key.result_key();
     r.attempts = t.attempts + 1;
@@ -208,6 +216,7 @@ caf::error store_outcomes(persistence::pg_pool& pool, function fn,
       r.status = "done";
       r.value = out.value;
       ++n.done;
+      ++computed;
     } else {
       r.status = "error";
       r.error_kind = out.error_kind;
@@ -221,7 +230,36 @@ caf::error store_outcomes(persistence::pg_pool& pool, function fn,
     }
     finished.emplace_back(t, std::move(r));
   }
-  return persistence::finish_image_tasks(pool, finished);
+  if (finished.empty())
+    return {};
+  std::vector<persistence::outbox_append> outbox;
+  if (!opts.notify_topic.empty()) {
+    std::map<uint32_t, v1::OutboxBatch> by_partition; // the relay of the shard's owner sends it
+    for (auto& [t, r] : finished) {
+      auto* m = by_partition[t.partition].add_messages();
+      m->set_topic(opts.notify_topic);
+      m->set_key(r.key);
+      m->set_value(make_notice(task_key{fn, t.args}, r).SerializeAsString());
+    }
+    for (auto& [partition, batch] : by_partition)
+      outbox.push_back({partition, batch.messages_size(), batch.SerializeAsString()});
+  }
+  std::map<std::string, int64_t> expires;
+  if (auto err = persistence::finish_image_tasks(pool, finished, outbox, &expires))
+    return err;
+  if (opts.stats != nullptr)
+    opts.stats->of(fn).computed.fetch_add(computed, std::memory_order_relaxed);
+  if (opts.cache != nullptr) {
+    std::vector<persistence::image_result> rows;
+    for (auto& [t, r] : finished) {
+      rows.push_back(r);
+      rows.back().function = t.function;
+      rows.back().args = t.args;
+      rows.back().expires_at_us = expires[r.key];
+    }
+    opts.cache->put(rows, false); // Redis away: PostgreSQL has them, reads fall back there
+  }
+  return {};
 }
 
 caf::expected<batch_counts> work_batch(persistence::pg_pool& pool, function fn,

@@ -121,7 +121,9 @@ caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std
 }
 
 caf::error finish_image_tasks(pg_pool& pool,
-                              const std::vector<std::pair<image_task, image_result>>& done) {
+                              const std::vector<std::pair<image_task, image_result>>& done,
+                              const std::vector<outbox_append>& outbox,
+                              std::map<std::string, int64_t>* expires_at_us) {
   if (done.empty())
     return {};
   return with_connection(pool, [&](pqxx::connection& c) {
@@ -142,17 +144,33 @@ caf::error finish_image_tasks(pg_pool& pool,
     }
     for (auto& [t, r] : done)
       tasks.row(task_pk(tx, t));
-    blobs.exec(tx, "WITH r AS (INSERT INTO image_results (result_key, function, args, status,"
-                   " value, error_kind, error, attempts, expires_at) VALUES "
-                     + results.str()
-                     + " ON CONFLICT (result_key) DO UPDATE SET status = EXCLUDED.status,"
-                       " value = EXCLUDED.value, error_kind = EXCLUDED.error_kind,"
-                       " error = EXCLUDED.error, attempts = EXCLUDED.attempts,"
-                       " expires_at = EXCLUDED.expires_at, updated_at = clock_timestamp()"
-                       " RETURNING 1)"
-                       " DELETE FROM image_tasks WHERE (function, partition, args) IN ("
-                     + tasks.str() + ")");
+    auto stored = blobs.exec(
+      tx, "WITH r AS (INSERT INTO image_results (result_key, function, args, status,"
+          " value, error_kind, error, attempts, expires_at) VALUES "
+            + results.str()
+            + " ON CONFLICT (result_key) DO UPDATE SET status = EXCLUDED.status,"
+              " value = EXCLUDED.value, error_kind = EXCLUDED.error_kind,"
+              " error = EXCLUDED.error, attempts = EXCLUDED.attempts,"
+              " expires_at = EXCLUDED.expires_at, updated_at = clock_timestamp()"
+              " RETURNING result_key, (extract(epoch FROM expires_at) * 1000000)::bigint),"
+              " d AS (DELETE FROM image_tasks WHERE (function, partition, args) IN ("
+            + tasks.str()
+            + "))"
+              " SELECT * FROM r");
+    std::map<std::string, int64_t> expires;
+    for (auto row : stored)
+      expires[row[0].as<std::string>()] = row[1].as<int64_t>();
+    if (!outbox.empty()) {
+      blob_params payloads;
+      values_list rows;
+      for (auto& o : outbox)
+        rows.row(std::to_string(o.shard) + "," + std::to_string(o.events) + ","
+                 + payloads.add(o.payload));
+      payloads.exec(tx, "INSERT INTO outbox_batches (shard, events, payload) VALUES " + rows.str());
+    }
     tx.commit();
+    if (expires_at_us != nullptr)
+      *expires_at_us = std::move(expires);
   });
 }
 

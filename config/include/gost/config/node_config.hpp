@@ -163,6 +163,12 @@ struct images_config {
   std::chrono::milliseconds ttl{};
   std::chrono::milliseconds poll{};
   std::string blob_dir;
+  std::string notify_topic; ///< empty: no notification of finished results
+  /// `images.redis.*`: the Redis layer in front of the results (address empty: off).
+  std::string redis_address;
+  std::string redis_prefix;
+  std::chrono::milliseconds redis_connect_timeout{};
+  std::chrono::milliseconds redis_timeout{};
 };
 
 /// `scheduled.*`: scheduled actions (seed 001, docs/scheduled-actions.md).

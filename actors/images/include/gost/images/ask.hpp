@@ -22,6 +22,9 @@ class pg_pool;
 
 namespace gost::images {
 
+class redis_cache;
+struct image_stats;
+
 /// One function on one image, with the request's options (validated by the caller).
 struct image_ask {
   task_key task;
@@ -32,8 +35,11 @@ struct image_ask {
 
 /// Answers `asks[i]` into `*out[i]` (status, key, result or error; `out` as long as `asks`),
 /// queueing the misses in one transaction. `partitions`: shard.count, the tasks' partitions.
-/// A database failure is returned (nothing answered then).
+/// `cache`: the Redis layer, asked first and filled from PostgreSQL (null: none); `stats`:
+/// where cache hits and misses are counted (null: nowhere). A database failure is returned
+/// (nothing answered then).
 caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
-                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out);
+                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
+                      redis_cache* cache = nullptr, image_stats* stats = nullptr);
 
 } // namespace gost::images

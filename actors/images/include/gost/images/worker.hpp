@@ -37,6 +37,9 @@ private:
   std::string base_url_;
 };
 
+class redis_cache;
+struct image_stats;
+
 struct worker_options {
   image_limits limits;
   size_t max_bytes = 20 << 20; ///< an image's download
@@ -47,6 +50,13 @@ struct worker_options {
   std::chrono::milliseconds retry_base{1'000}; ///< back-off: base × 2^(attempts), capped
   std::chrono::milliseconds retry_cap{300'000};
   const blob_store* blobs = nullptr; ///< rotate needs one
+  /// Finished results and error statuses are also written here (images.redis.*); may be null.
+  redis_cache* cache = nullptr;
+  image_stats* stats = nullptr; ///< counts computed tasks and failures; may be null
+  /// images.notify_topic: each finished result and error status is added to the outbox for
+  /// this topic (key = result key, value = gost.v1.ImageNotice) in the transaction that
+  /// stores it. Empty: no notification.
+  std::string notify_topic;
   /// The fetch (tests and benchmarks replace it).
   std::function<http::response(const http::request&)> fetch = http::perform;
 };
@@ -68,8 +78,10 @@ struct batch_counts {
 };
 
 /// Stores what tasks came to: results and final errors (and recoverable failures past
-/// `max_attempts`, as their last error) in one transaction with the tasks' deletion; other
-/// recoverable failures due again after the back-off. Adds to `counts`.
+/// `max_attempts`, as their last error) in one transaction with the tasks' deletion and their
+/// notifications (`notify_topic`, through the outbox, one row per partition); then in Redis
+/// (`cache`) with the TTL they got. Other recoverable failures due again after the back-off.
+/// Adds to `counts` and `stats`.
 struct task_done {
   persistence::image_task task;
   task_outcome outcome;

@@ -6,10 +6,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
+
+#include "gost/persistence/outbox/outbox.hpp"
 
 namespace gost::persistence {
 
@@ -61,10 +64,13 @@ caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std
                                                         size_t limit,
                                                         std::chrono::milliseconds visibility);
 
-/// Stores each result (replacing what the key had; expiring after the task's ttl) and deletes
-/// its task, all in one transaction.
+/// Stores each result (replacing what the key had; expiring after the task's ttl), deletes
+/// its task and adds `outbox` rows (the results' notifications), all in one transaction.
+/// `expires_at_us`, when given, gets each stored key's expiry (for the caches in front).
 caf::error finish_image_tasks(pg_pool& pool,
-                              const std::vector<std::pair<image_task, image_result>>& done);
+                              const std::vector<std::pair<image_task, image_result>>& done,
+                              const std::vector<outbox_append>& outbox = {},
+                              std::map<std::string, int64_t>* expires_at_us = nullptr);
 
 /// A recoverable failure of `task`: its attempts + 1, due again after `delay`, `error` kept.
 caf::error retry_image_task(pg_pool& pool, const image_task& task, const std::string& error,

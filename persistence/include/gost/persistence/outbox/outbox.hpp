@@ -1,6 +1,7 @@
 #pragma once
 // The read side of the transactional outbox: committed batches of saved-offer events
-// (`outbox_batches`, written by commit_write_sets) for the relay that publishes them.
+// (`outbox_batches`, written by commit_write_sets) and of other messages (the image
+// functions' notifications, written by finish_image_tasks) for the relay that publishes them.
 
 #include <cstdint>
 #include <string>
@@ -16,6 +17,13 @@ struct outbox_row {
   int64_t id = 0;
   uint32_t shard = 0;
   int32_t events = 0;
+  std::string payload; ///< serialized gost.v1.OutboxBatch
+};
+
+/// A row to add to the outbox in the transaction of the writes it tells of.
+struct outbox_append {
+  uint32_t shard = 0;  ///< the relay of the node owning this shard publishes it
+  int32_t events = 0;  ///< messages in `payload`
   std::string payload; ///< serialized gost.v1.OutboxBatch
 };
 
