@@ -1,8 +1,8 @@
 // The worker's steps and the API's changes on the real PostgreSQL (ADR 0011):
 // - the seed's invariant (exactly one queue row with an action's id and current guid) checked
-//   after every step of a random history of creates, updates, deletes, moves, attempts begun
-//   and finished, worker crashes (the lease taken at a new epoch, the old worker fenced) and
-//   whole iterations;
+//   after every step of a random history of creates, updates, deletes, the operator's verbs
+//   (pause, resume, run-now), moves, attempts begun and finished, worker crashes (the lease
+//   taken at a new epoch, the old worker fenced) and whole iterations;
 // - the status counters exact at the end: every attempt begun is counted once — as a
 //   success, a failure, a recounted interruption, or lost to an update made mid-attempt;
 // - bad input stores nothing.
@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 
 #include "gost/core/errc.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -107,6 +108,7 @@ struct model {
   int64_t failed = 0;
   int64_t lost = 0; ///< in flight when an update started the schedule over
   bool in_flight = false;
+  bool paused = false; ///< by a verb: nothing may fire
 };
 
 /// An attempt begun by a worker and not finished yet.
@@ -129,7 +131,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   std::vector<std::optional<pending>> open(shards);
   // Workers that crashed with an attempt in flight: their lease was taken over since.
   std::vector<std::pair<std::unique_ptr<worker_steps>, std::optional<pending>>> zombies;
-  int64_t ops[12] = {};
+  int64_t ops[13] = {};
   auto id_of = [&] { return "a" + std::to_string(rng() % 24); };
   auto finish = [&](uint32_t s, bool ok) {
     auto& p = *open[s];
@@ -162,6 +164,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
     if (recounted)
       m.in_flight = false;
     if (act) {
+      CHECK_FALSE(m.paused);
       ++m.begun;
       m.in_flight = true;
       open[s] = pending{row, *act};
@@ -170,7 +173,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
 
   for (int step = 0; step < 1500; ++step) {
     auto s = static_cast<uint32_t>(rng() % shards);
-    auto op = rng() % 12;
+    auto op = rng() % 13;
     ++ops[op];
     switch (op) {
       case 0: { // create
@@ -251,6 +254,21 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
         }
         break;
       }
+      case 12: { // an operator's verb: pause, resume or run-now (an attempt in flight is
+                 // counted as interrupted by it)
+        auto id = id_of();
+        auto v = static_cast<scheduler::verb>(rng() % 3);
+        auto r = w.api->apply(v, id, "tester");
+        if (r) {
+          if (r->changed)
+            models.at(id).in_flight = false;
+          models.at(id).paused = r->action.status().paused();
+        } else {
+          CHECK((r.error() == persistence::db_errc::not_found
+                 || r.error() == errc::failed_precondition));
+        }
+        break;
+      }
       default: { // a whole sync iteration
         if (open[s])
           finish(s, true);
@@ -258,6 +276,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
           [&](const attempt& a) {
             // begin acted: any earlier attempt of this action was recounted first.
             auto& m = models.at(a.action_id);
+            CHECK_FALSE(m.paused);
             ++m.begun;
             m.in_flight = false;
             bool ok = rng() % 4 != 0;
@@ -275,21 +294,27 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   }
   MESSAGE("ops: create " << ops[0] << ", update " << ops[1] << ", delete " << ops[2] << ", moves "
                          << ops[3] + ops[4] << ", begins " << ops[6] << ", crashes " << ops[9]
-                         << ", iterations " << ops[11]);
+                         << ", iterations " << ops[11] << ", verbs " << ops[12]);
   CHECK(ops[9] > 0);
   CHECK(w.count("SELECT count(*) FROM scheduled_processing") > 0);
 
-  // Drain: long after everything is due, one iteration per shard fires every due action
-  // (recounting the attempts the crashes left) and moves every incoming row.
+  // Drain: long after everything is due, iterations fire every due action (recounting the
+  // attempts the crashes left) and move every incoming row. Three rounds a second apart: an
+  // action with a run-now pending besides an overdue occurrence fires the run-now first, and
+  // its occurrence (or a retry of it, which waits its back-off after the run-now) later.
   for (uint32_t s = 0; s < shards; ++s)
     if (open[s])
       finish(s, true);
   w.now += 3'600'000;
+  auto drain_at = w.now;
   int64_t fired = 0;
-  for (uint32_t s = 0; s < shards; ++s) {
-    auto it = w.workers[s]->iterate(
+  for (uint32_t s = 0; s < 3 * shards; ++s) {
+    if (s > 0 && s % shards == 0)
+      w.now += 1000;
+    auto it = w.workers[s % shards]->iterate(
       [&](const attempt& a) {
         auto& m = models.at(a.action_id);
+        CHECK_FALSE(m.paused);
         ++m.begun;
         m.in_flight = false;
         ++m.ok;
@@ -301,9 +326,26 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   }
   CHECK(w.broken().empty());
   CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 0);
-  CHECK(w.count("SELECT count(*) FROM scheduled_actions WHERE status_scheduled_at_ms <= "
-                + std::to_string(w.now))
-        == 0);
+  {
+    auto late = w.db.scalar("SELECT coalesce(string_agg(action_id, ' '), '') FROM"
+                            " scheduled_actions WHERE status_scheduled_at_ms <= "
+                            + std::to_string(drain_at));
+    std::string why;
+    std::istringstream in{late};
+    std::string id;
+    while (in >> id) {
+      auto a = persistence::get_scheduled_action(w.pool, id);
+      REQUIRE(a);
+      REQUIRE(*a);
+      why += id + ": " + (*a)->status().ShortDebugString() + " rows: ";
+      auto rows = persistence::queue_rows_of(w.pool, id, (*a)->meta().guid());
+      REQUIRE(rows);
+      for (auto& r : *rows)
+        why += std::string{r.processing ? "processing " : "incoming "} + std::to_string(r.shard)
+               + " " + (r.scheduled_at_ms ? std::to_string(*r.scheduled_at_ms) : "parked") + "; ";
+    }
+    CHECK_MESSAGE(late.empty(), why);
+  }
   // Stale rows: every processing row left is current, or stale and not due yet / parked.
   for (uint32_t s = 0; s < shards; ++s)
     REQUIRE(w.workers[s]->sweep());

@@ -112,7 +112,7 @@ begin_result begin_attempt(v1::ScheduledActionStatus& st, const v1::ScheduledAct
 
 /// After acting: the outcome counted; returns the row's new due time (none: parked). A
 /// run-now attempt (`run_now_at_ms` set) is counted once, not retried, and leaves the schedule
-/// as it was.
+/// as it was (a retry pending then waits its back-off from the run-now).
 std::optional<int64_t> finish_attempt(v1::ScheduledActionStatus& st,
                                       const v1::ScheduledActionSpec& spec,
                                       const rules_options& opts, int64_t now_ms, bool ok,
