@@ -96,11 +96,16 @@ const char* usage =
   "                       its actor's recent events and what it waits on (as `entity`)\n"
   "  tasks --group G [--state S] [--after ID] [--limit N]\n"
   "                       the tasks of a group (in state S), by id\n"
-  "  actions [--due] [--failing] [--after ID] [--limit N]\n"
+  "  actions [--due] [--failing] [--paused] [--after ID] [--limit N]\n"
   "                       scheduled actions by id: next time, successes, failures in a row,\n"
   "                       last error; --due only those due now, --failing only those whose\n"
-  "                       last attempts failed\n"
-  "  action ID            one scheduled action: spec, status, its live queue row\n"
+  "                       last attempts failed, --paused only the paused ones\n"
+  "  action ID            one scheduled action: spec, status, its live queue row and its\n"
+  "                       recent attempts (newest first: when, occurrence, attempt, outcome,\n"
+  "                       error, duration, node)\n"
+  "  action pause ID      the action fires nothing until resumed (logged with --who)\n"
+  "  action resume ID     it fires again; occurrences missed while paused fire once, now\n"
+  "  action run-now ID    one attempt now, outside its schedule (which stays as it was)\n"
   "  demo [--count N] [--concurrency C] [--status STATUS]\n"
   "                       create N offers (default 1000, status active) from C concurrent\n"
   "                       clients (default 16), read every one back, check it, print a summary\n\n"
@@ -131,7 +136,7 @@ bool parse(int argc, char** argv, cli& out) {
       auto eq = a.find('=');
       if (eq != std::string::npos)
         out.opts[a.substr(2, eq - 2)] = a.substr(eq + 1);
-      else if (a == "--once" || a == "--all" || a == "--due" || a == "--failing"
+      else if (a == "--once" || a == "--all" || a == "--due" || a == "--failing" || a == "--paused"
                || (a == "--json" && out.cmd == "trace")) // flags without a value (create and
                                                          // update take --json JSON)
         out.opts[a.substr(2)] = "";
@@ -1436,9 +1441,40 @@ int main(int argc, char** argv) {
   if (c.cmd == "action" || c.cmd == "actions") {
     auto actions = gost::v1::ScheduledActionService::NewStub(
       grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+    if (c.cmd == "action" && c.positional.size() == 2) {
+      auto& v = c.positional[0];
+      using service = gost::v1::ScheduledActionService::Stub;
+      grpc::Status (service::*call)(grpc::ClientContext*,
+                                    const gost::v1::ScheduledActionVerbRequest&,
+                                    gost::v1::ScheduledActionVerbResponse*) = nullptr;
+      if (v == "pause")
+        call = &service::Pause;
+      else if (v == "resume")
+        call = &service::Resume;
+      else if (v == "run-now")
+        call = &service::RunNow;
+      if (call == nullptr) {
+        std::fprintf(stderr, "gostctl action: `%s` is not a verb (pause, resume, run-now)\n",
+                     v.c_str());
+        return 2;
+      }
+      gost::v1::ScheduledActionVerbRequest req;
+      req.set_id(c.positional[1]);
+      req.set_who(who(c));
+      gost::v1::ScheduledActionVerbResponse resp;
+      auto s = ((*actions).*call)(&ctx, req, &resp);
+      if (!s.ok())
+        return fail(s);
+      std::printf("%s %s%s\n", c.positional[1].c_str(),
+                  v == "pause"    ? "paused"
+                  : v == "resume" ? "resumed"
+                                  : "runs now",
+                  resp.changed() ? "" : " (it was so already: nothing changed)");
+      return 0;
+    }
     if (c.cmd == "action") {
       if (c.positional.size() != 1) {
-        std::fputs("gostctl action: give one scheduled action id\n", stderr);
+        std::fputs("gostctl action: give one scheduled action id, or a verb and an id\n", stderr);
         return 2;
       }
       gost::v1::GetScheduledActionRequest req;
@@ -1453,6 +1489,7 @@ int main(int argc, char** argv) {
     gost::v1::ListScheduledActionsRequest req;
     req.set_due(c.opts.count("due") != 0);
     req.set_failing(c.opts.count("failing") != 0);
+    req.set_paused(c.opts.count("paused") != 0);
     req.set_after_id(opt(c, "after"));
     req.set_limit(static_cast<uint32_t>(std::atoi(opt(c, "limit", "100").c_str())));
     gost::v1::ListScheduledActionsResponse resp;
@@ -1464,7 +1501,8 @@ int main(int argc, char** argv) {
     for (auto& a : resp.actions()) {
       auto& st = a.status();
       auto next =
-        st.finished()
+        st.paused() ? std::string{"paused"}
+        : st.finished()
           ? std::string{"-"}
           : google::protobuf::util::TimeUtil::ToString(
             google::protobuf::util::TimeUtil::MillisecondsToTimestamp(st.scheduled_at_ms()));

@@ -231,3 +231,64 @@ TEST_CASE("a one-shot success finishes; an update keeps the counters and starts 
   CHECK_FALSE(st2.finished());
   CHECK(st2.scheduled_at_ms() == t0 + 5000);
 }
+
+TEST_CASE("pause parks, resume fires the missed occurrences once, run-now keeps the schedule") {
+  auto spec = http_spec("https://example.com/hook");
+  spec.set_interval_ms(1000);
+  rules_options o;
+  auto st = start_status(spec, t0, nullptr);
+  std::optional<interrupted_attempt> recounted;
+  REQUIRE(pause(st, spec, o, t0, "alice", &recounted));
+  CHECK_FALSE(recounted);
+  CHECK_FALSE(pause(st, spec, o, t0, "alice", &recounted)); // paused already
+  auto b = begin_attempt(st, spec, o, t0 + 5000);
+  CHECK_FALSE(b.act);
+  CHECK_FALSE(b.due_ms); // parked
+  std::string refusal;
+  CHECK_FALSE(run_now(st, spec, o, t0, &recounted, &refusal));
+  CHECK(refusal == "is paused; resume it first");
+  // An update keeps the pause.
+  CHECK(start_status(spec, t0, &st).paused());
+  REQUIRE(resume(st, spec, o, t0 + 5000, &recounted));
+  CHECK_FALSE(resume(st, spec, o, t0 + 5000, &recounted));
+  b = begin_attempt(st, spec, o, t0 + 5000);
+  REQUIRE(b.act);
+  CHECK(st.scheduled_at_ms() == t0); // the missed occurrences: one firing
+  CHECK(finish_attempt(st, spec, o, t0 + 5001, true, "") == t0 + 6000);
+
+  // Run-now: an attempt of its own, the schedule as it was, no retry when it fails.
+  REQUIRE(run_now(st, spec, o, t0 + 5100, &recounted, &refusal));
+  CHECK_FALSE(run_now(st, spec, o, t0 + 5100, &recounted, &refusal)); // pending already
+  b = begin_attempt(st, spec, o, t0 + 5100);
+  REQUIRE(b.act);
+  CHECK(b.run_now);
+  CHECK(st.attempt() == 0);
+  CHECK(finish_attempt(st, spec, o, t0 + 5102, false, "HTTP 500") == t0 + 6000);
+  CHECK(st.run_now_at_ms() == 0);
+  CHECK(st.failures_in_row() == 1);
+  CHECK(st.scheduled_at_ms() == t0 + 6000);
+
+  // A verb finding an attempt in flight counts it as interrupted (its outcome is dropped).
+  b = begin_attempt(st, spec, o, t0 + 6000);
+  REQUIRE(b.act);
+  REQUIRE(pause(st, spec, o, t0 + 6001, "bob", &recounted));
+  REQUIRE(recounted);
+  CHECK(recounted->occurrence_ms == t0 + 6000);
+  CHECK(recounted->attempt == 1);
+  CHECK_FALSE(st.in_flight());
+  CHECK(st.interrupted() == 1);
+  CHECK(st.failures_in_row() == 2);
+
+  // A run-now interrupted by a crash is counted once and not retried.
+  REQUIRE(resume(st, spec, o, t0 + 6002, &recounted));
+  REQUIRE(run_now(st, spec, o, t0 + 6003, &recounted, &refusal));
+  b = begin_attempt(st, spec, o, t0 + 6003);
+  REQUIRE(b.run_now);
+  b = begin_attempt(st, spec, o, t0 + 8000); // the worker crashed; the next begin
+  CHECK(b.recounted);
+  REQUIRE(b.interrupted);
+  CHECK(b.interrupted->run_now);
+  CHECK(st.run_now_at_ms() == 0);
+  CHECK(b.act); // the schedule's own retry of t0 + 6000
+  CHECK_FALSE(b.run_now);
+}

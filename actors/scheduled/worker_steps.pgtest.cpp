@@ -1,18 +1,20 @@
 // The worker's steps and the API's changes on the real PostgreSQL (ADR 0011):
 // - the seed's invariant (exactly one queue row with an action's id and current guid) checked
-//   after every step of a random history of creates, updates, deletes, moves, attempts begun
-//   and finished, worker crashes (the lease taken at a new epoch, the old worker fenced) and
-//   whole iterations;
+//   after every step of a random history of creates, updates, deletes, the operator's verbs
+//   (pause, resume, run-now), moves, attempts begun and finished, worker crashes (the lease
+//   taken at a new epoch, the old worker fenced) and whole iterations;
 // - the status counters exact at the end: every attempt begun is counted once — as a
 //   success, a failure, a recounted interruption, or lost to an update made mid-attempt;
 // - bad input stores nothing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 
 #include "gost/core/errc.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -106,6 +108,7 @@ struct model {
   int64_t failed = 0;
   int64_t lost = 0; ///< in flight when an update started the schedule over
   bool in_flight = false;
+  bool paused = false; ///< by a verb: nothing may fire
 };
 
 /// An attempt begun by a worker and not finished yet.
@@ -128,7 +131,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   std::vector<std::optional<pending>> open(shards);
   // Workers that crashed with an attempt in flight: their lease was taken over since.
   std::vector<std::pair<std::unique_ptr<worker_steps>, std::optional<pending>>> zombies;
-  int64_t ops[12] = {};
+  int64_t ops[13] = {};
   auto id_of = [&] { return "a" + std::to_string(rng() % 24); };
   auto finish = [&](uint32_t s, bool ok) {
     auto& p = *open[s];
@@ -161,6 +164,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
     if (recounted)
       m.in_flight = false;
     if (act) {
+      CHECK_FALSE(m.paused);
       ++m.begun;
       m.in_flight = true;
       open[s] = pending{row, *act};
@@ -169,7 +173,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
 
   for (int step = 0; step < 1500; ++step) {
     auto s = static_cast<uint32_t>(rng() % shards);
-    auto op = rng() % 12;
+    auto op = rng() % 13;
     ++ops[op];
     switch (op) {
       case 0: { // create
@@ -250,6 +254,21 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
         }
         break;
       }
+      case 12: { // an operator's verb: pause, resume or run-now (an attempt in flight is
+                 // counted as interrupted by it)
+        auto id = id_of();
+        auto v = static_cast<scheduler::verb>(rng() % 3);
+        auto r = w.api->apply(v, id, "tester");
+        if (r) {
+          if (r->changed)
+            models.at(id).in_flight = false;
+          models.at(id).paused = r->action.status().paused();
+        } else {
+          CHECK((r.error() == persistence::db_errc::not_found
+                 || r.error() == errc::failed_precondition));
+        }
+        break;
+      }
       default: { // a whole sync iteration
         if (open[s])
           finish(s, true);
@@ -257,6 +276,7 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
           [&](const attempt& a) {
             // begin acted: any earlier attempt of this action was recounted first.
             auto& m = models.at(a.action_id);
+            CHECK_FALSE(m.paused);
             ++m.begun;
             m.in_flight = false;
             bool ok = rng() % 4 != 0;
@@ -274,21 +294,27 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   }
   MESSAGE("ops: create " << ops[0] << ", update " << ops[1] << ", delete " << ops[2] << ", moves "
                          << ops[3] + ops[4] << ", begins " << ops[6] << ", crashes " << ops[9]
-                         << ", iterations " << ops[11]);
+                         << ", iterations " << ops[11] << ", verbs " << ops[12]);
   CHECK(ops[9] > 0);
   CHECK(w.count("SELECT count(*) FROM scheduled_processing") > 0);
 
-  // Drain: long after everything is due, one iteration per shard fires every due action
-  // (recounting the attempts the crashes left) and moves every incoming row.
+  // Drain: long after everything is due, iterations fire every due action (recounting the
+  // attempts the crashes left) and move every incoming row. Three rounds a second apart: an
+  // action with a run-now pending besides an overdue occurrence fires the run-now first, and
+  // its occurrence (or a retry of it, which waits its back-off after the run-now) later.
   for (uint32_t s = 0; s < shards; ++s)
     if (open[s])
       finish(s, true);
   w.now += 3'600'000;
+  auto drain_at = w.now;
   int64_t fired = 0;
-  for (uint32_t s = 0; s < shards; ++s) {
-    auto it = w.workers[s]->iterate(
+  for (uint32_t s = 0; s < 3 * shards; ++s) {
+    if (s > 0 && s % shards == 0)
+      w.now += 1000;
+    auto it = w.workers[s % shards]->iterate(
       [&](const attempt& a) {
         auto& m = models.at(a.action_id);
+        CHECK_FALSE(m.paused);
         ++m.begun;
         m.in_flight = false;
         ++m.ok;
@@ -300,9 +326,26 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
   }
   CHECK(w.broken().empty());
   CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 0);
-  CHECK(w.count("SELECT count(*) FROM scheduled_actions WHERE status_scheduled_at_ms <= "
-                + std::to_string(w.now))
-        == 0);
+  {
+    auto late = w.db.scalar("SELECT coalesce(string_agg(action_id, ' '), '') FROM"
+                            " scheduled_actions WHERE status_scheduled_at_ms <= "
+                            + std::to_string(drain_at));
+    std::string why;
+    std::istringstream in{late};
+    std::string id;
+    while (in >> id) {
+      auto a = persistence::get_scheduled_action(w.pool, id);
+      REQUIRE(a);
+      REQUIRE(*a);
+      why += id + ": " + (*a)->status().ShortDebugString() + " rows: ";
+      auto rows = persistence::queue_rows_of(w.pool, id, (*a)->meta().guid());
+      REQUIRE(rows);
+      for (auto& r : *rows)
+        why += std::string{r.processing ? "processing " : "incoming "} + std::to_string(r.shard)
+               + " " + (r.scheduled_at_ms ? std::to_string(*r.scheduled_at_ms) : "parked") + "; ";
+    }
+    CHECK_MESSAGE(late.empty(), why);
+  }
   // Stale rows: every processing row left is current, or stale and not due yet / parked.
   for (uint32_t s = 0; s < shards; ++s)
     REQUIRE(w.workers[s]->sweep());
@@ -446,4 +489,172 @@ TEST_CASE("a finished action's row is parked; once stale, the sweep deletes it")
   // A worker whose lease moved on sweeps nothing.
   w.db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = " + std::to_string(shard));
   CHECK(*wk.sweep() == -1);
+}
+
+namespace {
+
+/// One iteration of every shard's worker; the attempts fired, by idempotency key.
+std::vector<std::string> iterate_all(world& w, const std::string& error = {}) {
+  std::vector<std::string> keys;
+  for (auto& wk : w.workers) {
+    auto it = wk->iterate(
+      [&](const attempt& at) {
+        keys.push_back(at.idempotency_key + (at.run_now ? " run-now" : ""));
+        return error;
+      },
+      100, 100);
+    REQUIRE(it);
+  }
+  return keys;
+}
+
+} // namespace
+
+TEST_CASE("pause, resume and run-now: each a new guid and an incoming row; the schedule kept") {
+  world w;
+  for (auto& wk : w.workers)
+    wk->set_node("n1");
+  v1::ScheduledActionSpec spec;
+  spec.set_start_at_ms(w.now);
+  spec.set_interval_ms(1000);
+  spec.mutable_kafka()->set_topic("t");
+  auto a = w.api->create("v1", spec);
+  REQUIRE(a);
+  CHECK(iterate_all(w) == std::vector<std::string>{"v1/" + std::to_string(t0)});
+  auto incoming = w.count("SELECT count(*) FROM scheduled_incoming");
+
+  // Pause: a new guid, one incoming row more, no queue row deleted; nothing fires.
+  auto p = w.api->apply(scheduler::verb::pause, "v1", "alice");
+  REQUIRE(p);
+  CHECK(p->changed);
+  CHECK(p->action.meta().guid() != a->meta().guid());
+  CHECK(p->action.status().paused());
+  CHECK(p->action.status().paused_by() == "alice");
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == incoming + 1);
+  CHECK(w.broken().empty());
+  CHECK(w.db.scalar("SELECT paused FROM scheduled_actions") == "t");
+  auto again = w.api->apply(scheduler::verb::pause, "v1", "alice");
+  REQUIRE(again);
+  CHECK_FALSE(again->changed); // paused already: nothing written
+  CHECK(again->action.meta().guid() == p->action.meta().guid());
+  // A run-now of a paused action is refused.
+  auto refused = w.api->apply(scheduler::verb::run_now, "v1", "alice");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == errc::failed_precondition);
+  for (int i = 0; i < 5; ++i) {
+    w.now += 1000;
+    CHECK(iterate_all(w).empty());
+    CHECK(w.broken().empty());
+  }
+  CHECK(w.db.scalar("SELECT count(*) FROM scheduled_processing WHERE action_guid = '"
+                    + p->action.meta().guid() + "' AND scheduled_at_ms IS NULL")
+        == "1"); // parked while paused
+
+  // Resume: the occurrences missed while paused fire once, at once.
+  auto r = w.api->apply(scheduler::verb::resume, "v1", "bob");
+  REQUIRE(r);
+  CHECK(r->changed);
+  CHECK_FALSE(r->action.status().paused());
+  auto fired = iterate_all(w);
+  CHECK(fired == std::vector<std::string>{"v1/" + std::to_string(t0 + 1000)});
+  CHECK(iterate_all(w).empty());
+  CHECK(w.broken().empty());
+
+  // Run-now: one attempt now, outside the schedule (next occurrence unchanged).
+  w.now += 10;
+  auto before = w.api->apply(scheduler::verb::run_now, "v1", "carol");
+  REQUIRE(before);
+  CHECK(before->changed);
+  auto scheduled_at = before->action.status().scheduled_at_ms();
+  fired = iterate_all(w);
+  CHECK(fired == std::vector<std::string>{"v1/" + std::to_string(w.now) + " run-now"});
+  auto after = persistence::get_scheduled_action(w.pool, "v1");
+  REQUIRE(after);
+  REQUIRE(*after);
+  CHECK((*after)->status().scheduled_at_ms() == scheduled_at);
+  CHECK((*after)->status().run_now_at_ms() == 0);
+  CHECK((*after)->status().successes() == 3);
+  CHECK(w.broken().empty());
+  w.now = scheduled_at;
+  CHECK(iterate_all(w) == std::vector<std::string>{"v1/" + std::to_string(scheduled_at)});
+
+  // The attempt log: newest first, with the run-now marked and the node named.
+  auto log = persistence::attempts_of(w.pool, "v1", 100);
+  REQUIRE(log);
+  REQUIRE(log->size() == 4);
+  CHECK(log->at(0).occurrence_ms == scheduled_at);
+  CHECK(log->at(1).run_now);
+  CHECK(log->at(1).outcome == "ok");
+  CHECK(log->at(1).node == "n1");
+  CHECK(log->at(3).occurrence_ms == t0);
+}
+
+TEST_CASE("the attempt log: every outcome, bounded per action, recounts logged, reaped with it") {
+  world w;
+  v1::ScheduledActionSpec spec;
+  spec.set_start_at_ms(w.now);
+  spec.set_interval_ms(100);
+  spec.mutable_retry()->set_max_attempts(2);
+  spec.mutable_retry()->set_backoff_ms(10);
+  spec.mutable_kafka()->set_topic("t");
+  REQUIRE(w.api->create("log1", spec));
+  // Failures: attempt 1 failed, attempt 2 gave up; then successes past the bound.
+  for (int i = 0; i < 30; ++i) {
+    iterate_all(w, i < 2 ? "HTTP 503" : "");
+    w.now += 100;
+  }
+  auto log = persistence::attempts_of(w.pool, "log1", 100);
+  REQUIRE(log);
+  CHECK(static_cast<int64_t>(log->size()) == persistence::attempts_kept);
+  CHECK(w.count("SELECT count(*) FROM scheduled_attempts") == persistence::attempts_kept);
+  CHECK(log->front().outcome == "ok");
+  for (size_t i = 1; i < log->size(); ++i)
+    CHECK(log->at(i - 1).at_ms >= log->at(i).at_ms);
+
+  REQUIRE(w.api->create("log2", spec));
+  iterate_all(w);
+  w.now += 100;
+  iterate_all(w, "HTTP 503");
+  log = persistence::attempts_of(w.pool, "log2", 100);
+  REQUIRE(log);
+  REQUIRE(log->size() == 2);
+  CHECK(log->at(0).outcome == "failed");
+  CHECK(log->at(0).error == "HTTP 503");
+  CHECK(log->at(0).attempt == 1);
+  w.now += 100;
+  iterate_all(w, "HTTP 503");
+  log = persistence::attempts_of(w.pool, "log2", 100);
+  REQUIRE(log);
+  CHECK(log->at(0).outcome == "gave_up");
+  CHECK(log->at(0).attempt == 2);
+
+  // An attempt begun and never finished (a crash): the next begin logs it as interrupted.
+  auto shard = static_cast<uint32_t>(std::stoul(
+    w.db.scalar("SELECT shard FROM scheduled_processing WHERE action_id = 'log2' AND action_guid ="
+                " (SELECT action_guid FROM scheduled_actions WHERE action_id = 'log2')")));
+  auto& wk = *w.workers[shard];
+  w.now += 100;
+  auto rows = wk.due(10);
+  REQUIRE(rows);
+  auto row = std::find_if(rows->begin(), rows->end(),
+                          [](const due_row& r) { return r.action_id == "log2"; });
+  REQUIRE(row != rows->end());
+  std::optional<attempt> act;
+  REQUIRE(wk.begin(*row, &act));
+  REQUIRE(act);
+  w.workers[shard] = w.make_worker(shard); // the worker died; a new one (same lease) goes on
+  w.now += 1000;
+  iterate_all(w);
+  log = persistence::attempts_of(w.pool, "log2", 100);
+  REQUIRE(log);
+  REQUIRE(log->size() >= 2);
+  CHECK(log->at(1).outcome == "interrupted");
+  CHECK(log->at(1).attempt == act->number);
+  CHECK(log->at(1).occurrence_ms == act->scheduled_at_ms);
+  CHECK(log->at(0).outcome == "ok");
+
+  // Deleted with the action.
+  REQUIRE(w.api->remove("log1"));
+  REQUIRE(w.api->remove("log2"));
+  CHECK(w.count("SELECT count(*) FROM scheduled_attempts") == 0);
 }

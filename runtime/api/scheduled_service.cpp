@@ -4,12 +4,27 @@
 
 #include "api/status.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/log.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
 #include "gost/scheduled/scheduler.hpp"
 
 namespace gost::runtime {
 
 namespace {
+
+const auto lg = gost::log::get("scheduled");
+
+/// Who asked, for the log: the request's `who`, else the metadata gostctl sends
+/// (x-gost-who), and the caller's address.
+std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) {
+  auto w = who;
+  if (w.empty()) {
+    auto& md = ctx->client_metadata();
+    if (auto i = md.find("x-gost-who"); i != md.end())
+      w.assign(i->second.data(), i->second.size());
+  }
+  return (w.empty() ? std::string{"(not given)"} : w) + " peer=" + ctx->peer();
+}
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -94,6 +109,24 @@ grpc::ServerUnaryReactor* scheduled_service::Get(grpc::CallbackServerContext* ct
       reactor->Finish(to_status(rows.error()));
       return;
     }
+    auto attempts = persistence::attempts_of(*pool, req->id(), persistence::attempts_kept);
+    if (!attempts) {
+      reactor->Finish(to_status(attempts.error()));
+      return;
+    }
+    for (auto& r : *attempts) {
+      auto* o = resp->add_attempts();
+      o->set_at_ms(r.at_ms);
+      o->set_occurrence_ms(r.occurrence_ms);
+      o->set_attempt(r.attempt);
+      o->set_outcome(r.outcome);
+      o->set_error(r.error);
+      o->set_duration_ms(r.duration_ms.value_or(-1));
+      o->set_node(r.node);
+      o->set_run_now(r.run_now);
+      o->set_shard(r.shard.value_or(-1));
+      o->set_epoch(r.epoch.value_or(-1));
+    }
     if (!rows->empty()) {
       auto& r = rows->front();
       resp->set_queue(r.processing ? "processing" : "incoming");
@@ -122,6 +155,7 @@ grpc::ServerUnaryReactor* scheduled_service::List(grpc::CallbackServerContext* c
     persistence::scheduled_filter f;
     f.due = req->due();
     f.failing = req->failing();
+    f.paused = req->paused();
     f.now_ms = now_ms();
     auto page = persistence::list_scheduled_actions(*pool, req->after_id(), asked, f);
     if (!page) {
@@ -132,6 +166,56 @@ grpc::ServerUnaryReactor* scheduled_service::List(grpc::CallbackServerContext* c
       resp->set_next_after_id(page->back().meta().id());
     for (auto& a : *page)
       *resp->add_actions() = std::move(a);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* scheduled_service::Pause(grpc::CallbackServerContext* ctx,
+                                                   const v1::ScheduledActionVerbRequest* req,
+                                                   v1::ScheduledActionVerbResponse* resp) {
+  return verb(ctx, req, resp, static_cast<int>(scheduled::scheduler::verb::pause));
+}
+
+grpc::ServerUnaryReactor* scheduled_service::Resume(grpc::CallbackServerContext* ctx,
+                                                    const v1::ScheduledActionVerbRequest* req,
+                                                    v1::ScheduledActionVerbResponse* resp) {
+  return verb(ctx, req, resp, static_cast<int>(scheduled::scheduler::verb::resume));
+}
+
+grpc::ServerUnaryReactor* scheduled_service::RunNow(grpc::CallbackServerContext* ctx,
+                                                    const v1::ScheduledActionVerbRequest* req,
+                                                    v1::ScheduledActionVerbResponse* resp) {
+  return verb(ctx, req, resp, static_cast<int>(scheduled::scheduler::verb::run_now));
+}
+
+grpc::ServerUnaryReactor* scheduled_service::verb(grpc::CallbackServerContext* ctx,
+                                                  const v1::ScheduledActionVerbRequest* req,
+                                                  v1::ScheduledActionVerbResponse* resp,
+                                                  int which) {
+  auto* reactor = ctx->DefaultReactor();
+  if (req->id().empty()) {
+    reactor->Finish(invalid("id: is empty"));
+    return reactor;
+  }
+  auto v = static_cast<scheduled::scheduler::verb>(which);
+  const char* name = v == scheduled::scheduler::verb::pause    ? "paused"
+                     : v == scheduled::scheduler::verb::resume ? "resumed"
+                                                               : "run now";
+  auto who = who_asked(ctx, req->who());
+  auto* api = &api_;
+  hub_.run_blocking([=] {
+    auto r = api->apply(v, req->id(), who);
+    if (!r) {
+      lg->info("scheduled action {} refused id={} by={} error={}", name, req->id(), who,
+               persistence::error_message(r.error()));
+      reactor->Finish(to_status(r.error()));
+      return;
+    }
+    lg->info("scheduled action {} id={} changed={} guid={} by={}", name, req->id(), r->changed,
+             r->action.meta().guid(), who);
+    resp->set_changed(r->changed);
+    *resp->mutable_action() = std::move(r->action);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

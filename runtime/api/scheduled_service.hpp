@@ -1,6 +1,7 @@
 #pragma once
 // gost.v1.ScheduledActionService (docs/scheduled-actions.md, seed 001): Create / Update /
-// Delete / Get / List of scheduled actions. A thin shell over the seed's scheduler
+// Delete / Get / List of scheduled actions, and the operator's verbs Pause / Resume / RunNow
+// (each logged with who asked). A thin shell over the seed's scheduler
 // (gost/scheduled/scheduler.hpp): each change is checked (INVALID_ARGUMENT naming the field,
 // nothing stored), gets a new guid and one incoming row of a random shard, in one transaction.
 // The database work runs on the call hub's blocking workers, never on gRPC's threads.
@@ -35,6 +36,9 @@ public:
     guard("Delete", &scheduled_service::Delete);
     guard("Get", &scheduled_service::Get);
     guard("List", &scheduled_service::List);
+    guard("Pause", &scheduled_service::Pause);
+    guard("Resume", &scheduled_service::Resume);
+    guard("RunNow", &scheduled_service::RunNow);
     require_all_guarded();
   }
 
@@ -54,7 +58,22 @@ public:
                                  const v1::ListScheduledActionsRequest* req,
                                  v1::ListScheduledActionsResponse* resp) override;
 
+  grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* ctx,
+                                  const v1::ScheduledActionVerbRequest* req,
+                                  v1::ScheduledActionVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* Resume(grpc::CallbackServerContext* ctx,
+                                   const v1::ScheduledActionVerbRequest* req,
+                                   v1::ScheduledActionVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* RunNow(grpc::CallbackServerContext* ctx,
+                                   const v1::ScheduledActionVerbRequest* req,
+                                   v1::ScheduledActionVerbResponse* resp) override;
+
 private:
+  /// Pause, Resume and RunNow: the scheduler's verb, logged with who asked.
+  grpc::ServerUnaryReactor* verb(grpc::CallbackServerContext* ctx,
+                                 const v1::ScheduledActionVerbRequest* req,
+                                 v1::ScheduledActionVerbResponse* resp, int which);
+
   call_hub& hub_;
   persistence::pg_pool& pool_;
   scheduled::scheduler& api_;

@@ -38,11 +38,25 @@ struct producer::impl {
   }
 
   rd_kafka_resp_err_t produce(const std::string& topic, std::string_view key,
-                              std::string_view value, void* opaque) {
-    return rd_kafka_producev(
-      client.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
-      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+                              std::string_view value, void* opaque,
+                              const std::vector<header>* headers = nullptr) {
+    if (headers == nullptr || headers->empty())
+      return rd_kafka_producev(
+        client.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+    auto* hs = rd_kafka_headers_new(headers->size());
+    for (auto& [name, v] : *headers)
+      rd_kafka_header_add(hs, name.data(), static_cast<ssize_t>(name.size()), v.data(),
+                          static_cast<ssize_t>(v.size()));
+    auto err = rd_kafka_producev(client.get(), RD_KAFKA_V_TOPIC(topic.c_str()),
+                                 RD_KAFKA_V_KEY(key.data(), key.size()),
+                                 RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                 RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_HEADERS(hs), RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_headers_destroy(hs); // only a queued message takes them over
+    return err;
   }
 
   caf::error refused(rd_kafka_resp_err_t err) {
@@ -83,6 +97,14 @@ producer::~producer() {
 caf::error producer::produce(const std::string& topic, std::string_view key, std::string_view value,
                              void* opaque) {
   auto err = impl_->produce(topic, key, value, opaque);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    return {};
+  return impl_->refused(err);
+}
+
+caf::error producer::produce(const std::string& topic, std::string_view key, std::string_view value,
+                             const std::vector<header>& headers, void* opaque) {
+  auto err = impl_->produce(topic, key, value, opaque, &headers);
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
     return {};
   return impl_->refused(err);

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -50,6 +52,14 @@ public:
   /// errc::unavailable for any other refusal; either is also counted in `take_failures`.
   caf::error produce(const std::string& topic, std::string_view key, std::string_view value,
                      void* opaque = nullptr);
+
+  /// A message header (name, value), as Kafka carries them (scheduled actions send their
+  /// occurrence's `Idempotency-Key` this way).
+  using header = std::pair<std::string, std::string>;
+
+  /// Like the first `produce`, with message headers.
+  caf::error produce(const std::string& topic, std::string_view key, std::string_view value,
+                     const std::vector<header>& headers, void* opaque);
 
   /// Like `produce`, but while the local queue is full serves delivery reports and tries
   /// again, until `stop` (then errc::overloaded).

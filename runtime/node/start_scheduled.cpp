@@ -133,7 +133,9 @@ private:
     }
     auto& k = a.spec.kafka();
     std::string outcome = "not delivered";
-    if (auto err = producer_->produce(k.topic(), k.key(), k.value(), &outcome))
+    // The occurrence's key as a header, as HTTP actions send it: a consumer de-duplicates.
+    if (auto err = producer_->produce(k.topic(), k.key(), k.value(),
+                                      {{"Idempotency-Key", a.idempotency_key}}, &outcome))
       return persistence::error_message(err);
     if (!producer_->flush(stop_))
       return "stopped before the broker answered";
@@ -152,8 +154,8 @@ private:
 
 caf::error start_scheduled(node_context& n) {
   auto rules = rules_of(n.cfg.scheduled);
-  n.scheduled_api =
-    std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules, system_ms);
+  n.scheduled_api = std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules,
+                                                           system_ms, n.cfg.node.id);
   if (n.cfg.scheduled.enabled) {
     n.spawn_scheduled_worker = [&n, rules](uint32_t shard, int64_t epoch, caf::actor watch) {
       scheduled::worker_options wo;
@@ -163,6 +165,7 @@ caf::error start_scheduled(node_context& n) {
       wo.rules = rules;
       wo.poll = n.cfg.scheduled.poll;
       wo.batch = static_cast<size_t>(n.cfg.scheduled.batch);
+      wo.node = n.cfg.node.id;
       auto fire = std::make_shared<firing>(n, rules);
       wo.fire = [fire](const scheduled::attempt& a) { return (*fire)(a); };
       wo.watch = std::move(watch);

@@ -1,5 +1,6 @@
 // A scheduled Kafka action on gostd against the real broker: the message is published with
-// its key and value, once per occurrence, and the action's status counts the success.
+// its key and value and the occurrence's Idempotency-Key header, once per occurrence, and the
+// action's status counts the success.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -24,8 +25,14 @@ int64_t now_ms() {
     .count();
 }
 
-/// The (key, value) pairs of `topic` from its start, until `want` arrived or 60 s passed.
-std::vector<std::pair<std::string, std::string>> consume(const std::string& topic, size_t want) {
+struct consumed {
+  std::string key;
+  std::string value;
+  std::string idempotency_key; ///< the header `Idempotency-Key` (empty: none)
+};
+
+/// The messages of `topic` from its start, until `want` arrived or 60 s passed.
+std::vector<consumed> consume(const std::string& topic, size_t want) {
   char err[512];
   auto* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", testing::kafka_brokers().c_str(), err, sizeof(err));
@@ -38,15 +45,25 @@ std::vector<std::pair<std::string, std::string>> consume(const std::string& topi
   rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
   REQUIRE(rd_kafka_subscribe(consumer, subs) == RD_KAFKA_RESP_ERR_NO_ERROR);
   rd_kafka_topic_partition_list_destroy(subs);
-  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<consumed> out;
   auto deadline = std::chrono::steady_clock::now() + 60s;
   while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
     auto* m = rd_kafka_consumer_poll(consumer, 500);
     if (m == nullptr)
       continue;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
-      out.emplace_back(std::string{static_cast<const char*>(m->key), m->key_len},
-                       std::string{static_cast<const char*>(m->payload), m->len});
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      consumed c{std::string{static_cast<const char*>(m->key), m->key_len},
+                 std::string{static_cast<const char*>(m->payload), m->len},
+                 {}};
+      rd_kafka_headers_t* hs = nullptr;
+      const void* v = nullptr;
+      size_t len = 0;
+      if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR
+          && rd_kafka_header_get_last(hs, "Idempotency-Key", &v, &len)
+               == RD_KAFKA_RESP_ERR_NO_ERROR)
+        c.idempotency_key.assign(static_cast<const char*>(v), len);
+      out.push_back(std::move(c));
+    }
     rd_kafka_message_destroy(m);
   }
   rd_kafka_consumer_close(consumer);
@@ -71,7 +88,8 @@ TEST_CASE("a scheduled Kafka action publishes its message on the broker") {
     grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   v1::CreateScheduledActionRequest req;
   req.set_id("kafka-1");
-  req.mutable_spec()->set_start_at_ms(now_ms() + 200);
+  auto at = now_ms() + 200;
+  req.mutable_spec()->set_start_at_ms(at);
   req.mutable_spec()->mutable_retry()->set_backoff_ms(500);
   auto* k = req.mutable_spec()->mutable_kafka();
   k->set_topic(topic);
@@ -84,8 +102,10 @@ TEST_CASE("a scheduled Kafka action publishes its message on the broker") {
   REQUIRE_MESSAGE(s.ok(), s.error_message());
   auto got = consume(topic, 1);
   REQUIRE_MESSAGE(got.size() == 1, node.output());
-  CHECK(got[0].first == "seller-7");
-  CHECK(got[0].second == "reindex");
+  CHECK(got[0].key == "seller-7");
+  CHECK(got[0].value == "reindex");
+  // The occurrence's idempotency key, as HTTP actions send it: a consumer de-duplicates on it.
+  CHECK(got[0].idempotency_key == "kafka-1/" + std::to_string(at));
   REQUIRE(testing::eventually(30s, [&] {
     v1::GetScheduledActionRequest g;
     g.set_id("kafka-1");

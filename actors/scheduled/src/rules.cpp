@@ -227,6 +227,8 @@ v1::ScheduledActionStatus start_status(const v1::ScheduledActionSpec& spec, int6
     st.set_interrupted(previous->interrupted());
     st.set_gave_up(previous->gave_up());
     st.set_last_success_at_ms(previous->last_success_at_ms());
+    st.set_paused(previous->paused()); // an operator's pause outlives an update
+    st.set_paused_by(previous->paused_by());
   }
   auto first = first_occurrence(spec, now_ms);
   st.set_scheduled_at_ms(first.value_or(0));
@@ -253,30 +255,111 @@ void count_failure(v1::ScheduledActionStatus& st, const std::string& error) {
   st.set_last_error(error);
 }
 
+/// The due time of the regular schedule (the occurrence, or its retry), none when nothing is
+/// left.
+std::optional<int64_t> schedule_due(const v1::ScheduledActionStatus& st, const retry_settings& r) {
+  if (st.finished())
+    return std::nullopt;
+  int64_t retry_at = st.last_attempt_at_ms() + retry_delay_ms(r, st.attempt());
+  return st.attempt() == 0 ? st.scheduled_at_ms() : std::max(st.scheduled_at_ms(), retry_at);
+}
+
 } // namespace
+
+std::optional<interrupted_attempt> recount_interrupted(v1::ScheduledActionStatus& st,
+                                                       const v1::ScheduledActionSpec& spec,
+                                                       const rules_options& opts, int64_t now_ms) {
+  if (!st.in_flight())
+    return std::nullopt;
+  interrupted_attempt out;
+  st.set_in_flight(false);
+  st.set_interrupted(st.interrupted() + 1);
+  count_failure(st, "attempt interrupted (the worker stopped before recording its outcome)");
+  if (st.run_now_at_ms() != 0) {
+    out.run_now = true;
+    out.occurrence_ms = st.run_now_at_ms();
+    out.attempt = 1;
+    st.set_run_now_at_ms(0);
+    return out;
+  }
+  out.occurrence_ms = st.scheduled_at_ms();
+  out.attempt = st.attempt();
+  if (st.attempt() >= effective_retry(spec, opts).max_attempts) {
+    out.gave_up = true;
+    st.set_gave_up(st.gave_up() + 1);
+    advance(st, spec, now_ms);
+  }
+  return out;
+}
+
+bool pause(v1::ScheduledActionStatus& st, const v1::ScheduledActionSpec& spec,
+           const rules_options& opts, int64_t now_ms, const std::string& who,
+           std::optional<interrupted_attempt>* recounted) {
+  recounted->reset();
+  if (st.paused())
+    return false;
+  *recounted = recount_interrupted(st, spec, opts, now_ms);
+  st.set_paused(true);
+  st.set_paused_by(who);
+  st.set_run_now_at_ms(0); // a run-now not done yet is dropped: a paused action fires nothing
+  return true;
+}
+
+bool resume(v1::ScheduledActionStatus& st, const v1::ScheduledActionSpec& spec,
+            const rules_options& opts, int64_t now_ms,
+            std::optional<interrupted_attempt>* recounted) {
+  recounted->reset();
+  if (!st.paused())
+    return false;
+  *recounted = recount_interrupted(st, spec, opts, now_ms);
+  st.set_paused(false);
+  st.clear_paused_by();
+  return true;
+}
+
+bool run_now(v1::ScheduledActionStatus& st, const v1::ScheduledActionSpec& spec,
+             const rules_options& opts, int64_t now_ms,
+             std::optional<interrupted_attempt>* recounted, std::string* refusal) {
+  recounted->reset();
+  refusal->clear();
+  if (st.paused()) {
+    *refusal = "is paused; resume it first";
+    return false;
+  }
+  if (st.run_now_at_ms() != 0 && !st.in_flight())
+    return false; // asked already, not fired yet
+  *recounted = recount_interrupted(st, spec, opts, now_ms);
+  st.set_run_now_at_ms(now_ms);
+  return true;
+}
 
 begin_result begin_attempt(v1::ScheduledActionStatus& st, const v1::ScheduledActionSpec& spec,
                            const rules_options& opts, int64_t now_ms) {
   begin_result out;
   auto r = effective_retry(spec, opts);
-  if (st.finished())
-    return out; // parked
-  if (st.in_flight()) {
-    // The seed's Recalc: an attempt began and never recorded its outcome (a crash, a lost
-    // lease): it counts as failed, as it would have had it returned an error.
+  if (st.paused())
+    return out; // parked until resumed
+  if (auto i = recount_interrupted(st, spec, opts, now_ms)) {
     out.recounted = true;
-    st.set_in_flight(false);
-    st.set_interrupted(st.interrupted() + 1);
-    count_failure(st, "attempt interrupted (the worker stopped before recording its outcome)");
-    if (st.attempt() >= r.max_attempts) {
-      st.set_gave_up(st.gave_up() + 1);
-      if (!advance(st, spec, now_ms))
-        return out;
-    }
+    out.interrupted = i;
   }
-  int64_t retry_at = st.last_attempt_at_ms() + retry_delay_ms(r, st.attempt());
-  int64_t due = st.attempt() == 0 ? st.scheduled_at_ms() : std::max(st.scheduled_at_ms(), retry_at);
-  if (due > now_ms) {
+  if (st.run_now_at_ms() != 0) {
+    // A run-now: one attempt outside the schedule, ahead of it.
+    if (st.run_now_at_ms() > now_ms) {
+      out.due_ms = st.run_now_at_ms();
+      return out;
+    }
+    st.set_in_flight(true);
+    st.set_last_attempt_at_ms(now_ms);
+    out.act = true;
+    out.run_now = true;
+    out.due_ms = now_ms + retry_delay_ms(r, 1); // a crash now: recounted, then the schedule
+    return out;
+  }
+  auto due = schedule_due(st, r);
+  if (!due)
+    return out; // parked
+  if (*due > now_ms) {
     out.due_ms = due;
     return out;
   }
@@ -293,6 +376,18 @@ std::optional<int64_t> finish_attempt(v1::ScheduledActionStatus& st,
                                       const rules_options& opts, int64_t now_ms, bool ok,
                                       const std::string& error) {
   st.set_in_flight(false);
+  auto r = effective_retry(spec, opts);
+  if (st.run_now_at_ms() != 0) {
+    st.set_run_now_at_ms(0);
+    if (ok) {
+      st.set_successes(st.successes() + 1);
+      st.set_failures_in_row(0);
+      st.set_last_success_at_ms(now_ms);
+    } else {
+      count_failure(st, error);
+    }
+    return schedule_due(st, r);
+  }
   if (ok) {
     st.set_successes(st.successes() + 1);
     st.set_failures_in_row(0);
@@ -300,7 +395,6 @@ std::optional<int64_t> finish_attempt(v1::ScheduledActionStatus& st,
     return advance(st, spec, now_ms);
   }
   count_failure(st, error);
-  auto r = effective_retry(spec, opts);
   if (st.attempt() >= r.max_attempts) {
     st.set_gave_up(st.gave_up() + 1);
     return advance(st, spec, now_ms);

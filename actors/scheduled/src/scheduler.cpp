@@ -1,5 +1,7 @@
 #include "gost/scheduled/scheduler.hpp"
 
+#include "gost/scheduled/worker_steps.hpp"
+
 #include "gost/core/errc.hpp"
 #include "gost/persistence/random_id.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
@@ -7,9 +9,9 @@
 namespace gost::scheduled {
 
 scheduler::scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_options opts,
-                     std::function<int64_t()> clock_ms)
+                     std::function<int64_t()> clock_ms, std::string node)
   : pool_(pool), shard_count_(shard_count == 0 ? 1 : shard_count), opts_(opts),
-    clock_ms_(std::move(clock_ms)), rng_(std::random_device{}()) {}
+    clock_ms_(std::move(clock_ms)), node_(std::move(node)), rng_(std::random_device{}()) {}
 
 uint32_t scheduler::random_shard() {
   std::lock_guard<std::mutex> guard{mtx_};
@@ -59,6 +61,43 @@ caf::expected<bool> scheduler::remove(const std::string& id) {
   if (auto e = check_id(id))
     return make_error(errc::invalid_argument, e->text());
   return persistence::delete_scheduled_action(pool_, id);
+}
+
+caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string& id,
+                                                       const std::string& who) {
+  if (auto e = check_id(id))
+    return make_error(errc::invalid_argument, e->text());
+  auto now = clock_ms_();
+  std::vector<persistence::attempt_record> records;
+  bool changed = false;
+  auto r = persistence::change_scheduled_action(
+    pool_, id,
+    [&](v1::ScheduledAction& a) {
+      auto& st = *a.mutable_status();
+      std::optional<interrupted_attempt> recounted;
+      std::string refusal;
+      switch (v) {
+        case verb::pause: changed = pause(st, a.spec(), opts_, now, who, &recounted); break;
+        case verb::resume: changed = resume(st, a.spec(), opts_, now, &recounted); break;
+        case verb::run_now:
+          changed = run_now(st, a.spec(), opts_, now, &recounted, &refusal);
+          break;
+      }
+      if (!refusal.empty())
+        return make_error(errc::failed_precondition,
+                          "id: scheduled action '" + id + "' " + refusal);
+      if (!changed)
+        return caf::error{}; // the guid kept: nothing written
+      if (recounted)
+        records.push_back(interrupted_record(*recounted, now, node_));
+      a.mutable_meta()->set_guid(persistence::random_id());
+      a.mutable_meta()->set_updated_at_ms(now);
+      return caf::error{};
+    },
+    random_shard(), &records);
+  if (!r)
+    return std::move(r.error());
+  return verb_result{std::move(*r), changed};
 }
 
 } // namespace gost::scheduled

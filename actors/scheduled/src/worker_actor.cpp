@@ -44,6 +44,7 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
   st.opts = opts;
   st.steps = std::make_unique<worker_steps>(
     *opts.pool, persistence::scheduled_lease{opts.shard, opts.epoch}, opts.rules, opts.clock_ms);
+  st.steps->set_node(opts.node);
   if (opts.watch) {
     self->monitor(opts.watch);
     self->set_down_handler([self](caf::down_msg&) { self->quit(); });

@@ -5,8 +5,22 @@
 namespace gost::scheduled {
 
 using persistence::action_change;
+using persistence::attempt_record;
 using persistence::due_row;
 using persistence::step_outcome;
+
+attempt_record interrupted_record(const interrupted_attempt& i, int64_t now_ms,
+                                  const std::string& node) {
+  attempt_record r;
+  r.at_ms = now_ms;
+  r.occurrence_ms = i.occurrence_ms;
+  r.attempt = i.attempt;
+  r.outcome = "interrupted";
+  r.error = "attempt interrupted (the worker stopped before recording its outcome)";
+  r.node = node;
+  r.run_now = i.run_now;
+  return r;
+}
 
 const std::string& worker_steps::new_sync() {
   sync_ = persistence::random_id();
@@ -35,17 +49,24 @@ caf::expected<step_outcome> worker_steps::begin(const due_row& row, std::optiona
       auto b = begin_attempt(*a.mutable_status(), a.spec(), opts_, now);
       if (recounted != nullptr)
         *recounted = b.recounted;
+      action_change change{true, b.due_ms, {}};
+      if (b.interrupted) {
+        change.records.push_back(interrupted_record(*b.interrupted, now, node_));
+        change.records.back().shard = lease_.shard;
+        change.records.back().epoch = lease_.epoch;
+      }
       if (b.act) {
         attempt at;
         at.action_id = a.meta().id();
-        at.scheduled_at_ms = a.status().scheduled_at_ms();
-        at.number = a.status().attempt();
+        at.run_now = b.run_now;
+        at.scheduled_at_ms = b.run_now ? a.status().run_now_at_ms() : a.status().scheduled_at_ms();
+        at.number = b.run_now ? 1 : a.status().attempt();
         at.deadline_ms = effective_retry(a.spec(), opts_).deadline_ms;
         at.idempotency_key = idempotency_key(at.action_id, at.scheduled_at_ms);
         at.spec = a.spec();
         *act = std::move(at);
       }
-      return action_change{true, b.due_ms};
+      return change;
     },
     nullptr);
 }
@@ -59,11 +80,24 @@ caf::expected<step_outcome> worker_steps::finish(const due_row& row, const attem
       auto& st = *a.mutable_status();
       // Only the attempt this worker began: a recount by another worker (after a lost
       // lease) or an update started over already.
-      if (!st.in_flight() || st.attempt() != at.number
-          || st.scheduled_at_ms() != at.scheduled_at_ms)
+      auto occurrence = at.run_now ? st.run_now_at_ms() : st.scheduled_at_ms();
+      if (!st.in_flight() || (!at.run_now && st.attempt() != at.number)
+          || occurrence != at.scheduled_at_ms)
         return action_change{};
+      auto gave_up_before = st.gave_up();
+      attempt_record rec;
+      rec.at_ms = now;
+      rec.occurrence_ms = at.scheduled_at_ms;
+      rec.attempt = at.number;
+      rec.error = error;
+      rec.duration_ms = now - st.last_attempt_at_ms();
+      rec.node = node_;
+      rec.shard = lease_.shard;
+      rec.epoch = lease_.epoch;
+      rec.run_now = at.run_now;
       auto due = finish_attempt(st, a.spec(), opts_, now, error.empty(), error);
-      return action_change{true, due};
+      rec.outcome = error.empty() ? "ok" : st.gave_up() != gave_up_before ? "gave_up" : "failed";
+      return action_change{true, due, {std::move(rec)}};
     },
     nullptr);
 }

@@ -25,20 +25,44 @@ v1::ScheduledAction action_of(const pqxx::row& row, int first) {
   return a;
 }
 
+/// The action's due time for queries and for its queue row: none when paused or when nothing
+/// is left; a pending run-now when it is earlier.
 std::optional<int64_t> scheduled_column(const v1::ScheduledActionStatus& st) {
-  if (st.finished() || st.scheduled_at_ms() == 0)
+  if (st.paused())
     return std::nullopt;
-  return st.scheduled_at_ms();
+  std::optional<int64_t> due;
+  if (!st.finished() && st.scheduled_at_ms() != 0)
+    due = st.scheduled_at_ms();
+  if (st.run_now_at_ms() != 0 && (!due || st.run_now_at_ms() < *due))
+    due = st.run_now_at_ms();
+  return due;
+}
+
+/// Appends `records` to the attempt log of `id` and trims it to the last attempts_kept.
+void write_attempts(pqxx::transaction_base& tx, const std::string& id,
+                    const std::vector<attempt_record>& records) {
+  if (records.empty())
+    return;
+  for (auto& r : records)
+    tx.exec_params("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms, attempt,"
+                   " outcome, error, duration_ms, node, shard, epoch, run_now)"
+                   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                   id, r.at_ms, r.occurrence_ms, r.attempt, r.outcome, r.error, r.duration_ms,
+                   r.node, r.shard, r.epoch, r.run_now);
+  tx.exec_params("DELETE FROM scheduled_attempts WHERE action_id = $1 AND seq <= (SELECT seq"
+                 " FROM scheduled_attempts WHERE action_id = $1 ORDER BY seq DESC"
+                 " OFFSET $2 LIMIT 1)",
+                 id, attempts_kept);
 }
 
 /// Writes the whole action (meta, spec, status and the query columns) over its row.
 void write_action(pqxx::transaction_base& tx, const v1::ScheduledAction& a) {
   tx.exec_params("UPDATE scheduled_actions SET action_guid = $2, meta = $3, spec = $4,"
-                 " status = $5, status_scheduled_at_ms = $6, failures_in_row = $7"
+                 " status = $5, status_scheduled_at_ms = $6, failures_in_row = $7, paused = $8"
                  " WHERE action_id = $1",
                  a.meta().id(), a.meta().guid(), pqxx::binarystring{bytes_of(a.meta())},
                  pqxx::binarystring{bytes_of(a.spec())}, pqxx::binarystring{bytes_of(a.status())},
-                 scheduled_column(a.status()), a.status().failures_in_row());
+                 scheduled_column(a.status()), a.status().failures_in_row(), a.status().paused());
 }
 
 void insert_incoming(pqxx::transaction_base& tx, const v1::ScheduledAction& a, uint32_t shard) {
@@ -75,11 +99,11 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
     pqxx::work tx{c};
     auto r = tx.exec_params(
       "INSERT INTO scheduled_actions (action_id, action_guid, meta, spec, status,"
-      " status_scheduled_at_ms, failures_in_row) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+      " status_scheduled_at_ms, failures_in_row, paused) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
       " ON CONFLICT (action_id) DO NOTHING RETURNING 1",
       a.meta().id(), a.meta().guid(), pqxx::binarystring{bytes_of(a.meta())},
       pqxx::binarystring{bytes_of(a.spec())}, pqxx::binarystring{bytes_of(a.status())},
-      scheduled_column(a.status()), a.status().failures_in_row());
+      scheduled_column(a.status()), a.status().failures_in_row(), a.status().paused());
     taken = r.empty();
     if (taken)
       return;
@@ -97,7 +121,7 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
 caf::expected<v1::ScheduledAction>
 change_scheduled_action(pg_pool& pool, const std::string& id,
                         const std::function<caf::error(v1::ScheduledAction&)>& change,
-                        uint32_t incoming_shard) {
+                        uint32_t incoming_shard, std::vector<attempt_record>* records) {
   v1::ScheduledAction out;
   caf::error refusal;
   bool missing = false;
@@ -110,10 +134,17 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
     if (missing)
       return;
     out = action_of(r[0], 0);
+    auto guid = out.meta().guid();
+    if (records != nullptr)
+      records->clear();
     if ((refusal = change(out)))
       return;
+    if (out.meta().guid() == guid)
+      return; // nothing to change
     write_action(tx, out);
     insert_incoming(tx, out, incoming_shard);
+    if (records != nullptr)
+      write_attempts(tx, id, *records);
     tx.commit();
   });
   if (err)
@@ -154,6 +185,39 @@ caf::expected<std::optional<v1::ScheduledAction>> get_scheduled_action(pg_pool& 
   return out;
 }
 
+caf::expected<std::vector<attempt_record>> attempts_of(pg_pool& pool, const std::string& id,
+                                                       size_t limit) {
+  std::vector<attempt_record> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec_params("SELECT at_ms, occurrence_ms, attempt, outcome, error,"
+                                   " duration_ms, node, run_now, shard, epoch"
+                                   " FROM scheduled_attempts"
+                                   " WHERE action_id = $1 ORDER BY seq DESC LIMIT $2",
+                                   id, static_cast<int64_t>(limit))) {
+      attempt_record a;
+      a.at_ms = row[0].as<int64_t>();
+      a.occurrence_ms = row[1].as<int64_t>();
+      a.attempt = row[2].as<int32_t>();
+      a.outcome = row[3].as<std::string>();
+      a.error = row[4].as<std::string>();
+      if (!row[5].is_null())
+        a.duration_ms = row[5].as<int64_t>();
+      a.node = row[6].as<std::string>();
+      a.run_now = row[7].as<bool>();
+      if (!row[8].is_null())
+        a.shard = row[8].as<int64_t>();
+      if (!row[9].is_null())
+        a.epoch = row[9].as<int64_t>();
+      out.push_back(std::move(a));
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<std::vector<scheduled_queue_row>> queue_rows_of(pg_pool& pool, const std::string& id,
                                                               const std::string& guid) {
   std::vector<scheduled_queue_row> out;
@@ -186,8 +250,8 @@ caf::expected<std::vector<v1::ScheduledAction>> list_scheduled_actions(pg_pool& 
     auto r = tx.exec_params(
       "SELECT meta, spec, status FROM scheduled_actions WHERE action_id > $1"
       " AND (NOT $2 OR status_scheduled_at_ms <= $3) AND (NOT $4 OR failures_in_row > 0)"
-      " ORDER BY action_id LIMIT $5",
-      after_id, f.due, f.now_ms, f.failing, static_cast<int64_t>(limit));
+      " AND (NOT $6 OR paused) ORDER BY action_id LIMIT $5",
+      after_id, f.due, f.now_ms, f.failing, static_cast<int64_t>(limit), f.paused);
     for (auto row : r)
       out.push_back(action_of(row, 0));
   });
@@ -305,6 +369,7 @@ caf::expected<step_outcome> update_due_action(
     auto change = fn(a);
     if (change.write) {
       write_action(tx, a);
+      write_attempts(tx, row.action_id, change.records);
       tx.exec_params("UPDATE scheduled_processing SET scheduled_at_ms = $4,"
                      " last_reschedule_by_sync = $5, last_reschedule_at = now()"
                      " WHERE shard = $1 AND action_id = $2 AND action_guid = $3",

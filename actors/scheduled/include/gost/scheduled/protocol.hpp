@@ -33,6 +33,7 @@ struct worker_options {
   fire_fn fire;                      ///< carries out an attempt (on the worker's thread)
   caf::actor watch;                  ///< the worker stops when this actor does (the shard)
   std::function<int64_t()> clock_ms; ///< null: the system clock
+  std::string node;                  ///< named in the attempt log (the node's id)
 };
 
 /// Spawns the worker of one shard: a detached actor (its own thread: its steps block on

@@ -24,7 +24,7 @@ namespace gost::scheduled {
 class scheduler {
 public:
   scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_options opts,
-            std::function<int64_t()> clock_ms);
+            std::function<int64_t()> clock_ms, std::string node = {});
 
   /// A new action `id` (errc::already_exists when the id is taken).
   caf::expected<v1::ScheduledAction> create(const std::string& id,
@@ -38,6 +38,17 @@ public:
   /// Deletes `id`; false when there was none.
   caf::expected<bool> remove(const std::string& id);
 
+  /// An operator's verb on `id` (rules.hpp: pause, resume, run_now): a change like any other —
+  /// a new guid and an incoming row of a random shard — or nothing written when the action is
+  /// so already (`changed` false). errc::not_found when there is none;
+  /// errc::failed_precondition for a run-now of a paused action.
+  enum class verb : uint8_t { pause, resume, run_now };
+  struct verb_result {
+    v1::ScheduledAction action;
+    bool changed = false;
+  };
+  caf::expected<verb_result> apply(verb v, const std::string& id, const std::string& who);
+
   const rules_options& options() const noexcept { return opts_; }
 
 private:
@@ -47,6 +58,7 @@ private:
   uint32_t shard_count_;
   rules_options opts_;
   std::function<int64_t()> clock_ms_;
+  std::string node_; ///< named in the attempt log entries a verb writes
   std::mutex mtx_;
   std::minstd_rand rng_;
 };

@@ -27,10 +27,15 @@ struct attempt {
   std::string action_id;
   int64_t scheduled_at_ms = 0; ///< the occurrence
   int32_t number = 0;          ///< 1-based, within the occurrence
+  bool run_now = false;        ///< asked by RunNow (the occurrence is the time it was asked)
   int64_t deadline_ms = 0;
   std::string idempotency_key; ///< `<id>/<scheduled_at_ms>`: the same for every retry
   v1::ScheduledActionSpec spec;
 };
+
+/// The attempt log entry of an attempt found interrupted, recorded at `now_ms` by `node`.
+persistence::attempt_record interrupted_record(const interrupted_attempt& i, int64_t now_ms,
+                                               const std::string& node);
 
 /// Carries out an attempt; returns the error (empty: success).
 using fire_fn = std::function<std::string(const attempt&)>;
@@ -52,6 +57,9 @@ public:
     : pool_(pool), lease_(lease), opts_(opts), clock_ms_(std::move(clock_ms)) {}
 
   const persistence::scheduled_lease& lease() const noexcept { return lease_; }
+
+  /// The node named in the attempt log entries this worker writes.
+  void set_node(std::string node) { node_ = std::move(node); }
 
   /// Starts a sync iteration: a new guid, recorded on the rows it moves or reschedules.
   const std::string& new_sync();
@@ -86,6 +94,7 @@ private:
   rules_options opts_;
   std::function<int64_t()> clock_ms_;
   std::string sync_;
+  std::string node_;
 };
 
 } // namespace gost::scheduled

@@ -19,6 +19,23 @@ namespace gost::persistence {
 
 class pg_pool;
 
+/// One entry of an action's attempt log (table scheduled_attempts, migration 0017).
+struct attempt_record {
+  int64_t at_ms = 0;         ///< when the outcome was recorded
+  int64_t occurrence_ms = 0; ///< the occurrence fired
+  int32_t attempt = 0;       ///< 1-based within the occurrence
+  std::string outcome;       ///< ok, failed, gave_up, interrupted
+  std::string error;
+  std::optional<int64_t> duration_ms; ///< none: unknown (interrupted)
+  std::string node;
+  std::optional<int64_t> shard; ///< the worker's shard and lease epoch; none: a verb's recount
+  std::optional<int64_t> epoch;
+  bool run_now = false;
+};
+
+/// How many attempts the log keeps per action (older ones are deleted as new ones come).
+constexpr int64_t attempts_kept = 20;
+
 // --- the API's side -------------------------------------------------------------------------
 
 /// Stores a new action (its meta.guid set by the caller) and its incoming row in shard
@@ -27,12 +44,18 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& act
                                    uint32_t incoming_shard);
 
 /// Locks action `id`, lets `change` edit it (an error refuses: nothing written), and stores it
-/// with an incoming row for its guid (`change` sets the new one) in shard `incoming_shard`.
-/// Returns the action as stored; db_errc::not_found when there is none.
+/// with an incoming row for its guid (`change` sets the new one) in shard `incoming_shard`,
+/// and the attempt log entries `change` left in `*records` (if given). A change that keeps the
+/// guid writes nothing (a verb finding the action as asked already). Returns the action as
+/// stored; db_errc::not_found when there is none.
 caf::expected<v1::ScheduledAction>
 change_scheduled_action(pg_pool& pool, const std::string& id,
                         const std::function<caf::error(v1::ScheduledAction&)>& change,
-                        uint32_t incoming_shard);
+                        uint32_t incoming_shard, std::vector<attempt_record>* records = nullptr);
+
+/// The attempt log of `id`, newest first, at most `limit`.
+caf::expected<std::vector<attempt_record>> attempts_of(pg_pool& pool, const std::string& id,
+                                                       size_t limit);
 
 /// Deletes action `id` (its queue rows become stale); false when there was none.
 caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id);
@@ -56,6 +79,7 @@ caf::expected<std::vector<scheduled_queue_row>> queue_rows_of(pg_pool& pool, con
 struct scheduled_filter {
   bool due = false;     ///< only actions whose status_scheduled_at_ms <= now_ms
   bool failing = false; ///< only actions with failures_in_row > 0
+  bool paused = false;  ///< only paused actions
   int64_t now_ms = 0;
 };
 
@@ -109,8 +133,9 @@ caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard);
 
 /// What a worker step does to an action it locked.
 struct action_change {
-  bool write = false;            ///< false: nothing written
-  std::optional<int64_t> due_ms; ///< the row's new due time; none: parked
+  bool write = false;                  ///< false: nothing written
+  std::optional<int64_t> due_ms;       ///< the row's new due time; none: parked
+  std::vector<attempt_record> records; ///< attempt log entries written with it
 };
 
 /// Locks `row`'s action in a transaction fenced by `lease`: a missing action or another guid
