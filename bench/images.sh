@@ -5,7 +5,9 @@
 #   bench/images.sh GOSTD IMAGE_BENCH PG_PORT
 # Options through the environment: BENCH_IMAGES_RATIO (4000 images), BENCH_IMAGES_PREVIEW (600),
 # BENCH_IMAGES_MAIN_COLOR (600), BENCH_IMAGES_HITS (20000), BENCH_IMAGES_CLIENTS (16),
-# BENCH_IMAGES_NODE_ARGS (extra gostd flags).
+# BENCH_IMAGES_REDIS (1: a private redis-server in front of the results, as a gateway-facing
+# node runs; 0: PostgreSQL alone), BENCH_REDIS_PORT (16399), BENCH_IMAGES_NODE_ARGS (extra
+# gostd flags).
 set -euo pipefail
 
 gostd=$1 client=$2 port=$3
@@ -18,8 +20,12 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   pkill -9 -f "thumbor.*--conf $root/bench/peers/thumbor/thumbor.conf.*--port $thumbor_port" 2>/dev/null || true
+  if [[ ${BENCH_IMAGES_REDIS:-1} == 1 ]]; then
+    GOST_REDIS_PORT=$redis_port GOST_REDIS_DIR=$root/var/redis-bench "$root/scripts/redis.sh" stop >/dev/null 2>&1 || true
+  fi
   rm -rf "$work"
 }
+redis_port=${BENCH_REDIS_PORT:-16399}
 thumbor_port=0
 trap cleanup EXIT
 
@@ -36,15 +42,20 @@ if [[ ! -x $venv/bin/thumbor || $(cat "$venv/.gost-requirements.sha256" 2>/dev/n
 fi
 
 psql "$admin" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+redis_args=()
+if [[ ${BENCH_IMAGES_REDIS:-1} == 1 ]]; then
+  GOST_REDIS_PORT=$redis_port GOST_REDIS_DIR=$root/var/redis-bench "$root/scripts/redis.sh" start >/dev/null
+  redis_args=(--images.redis.address="127.0.0.1:$redis_port")
+fi
 # The image server is on loopback: private sources allowed. Pools: a download-bound Ratio pool
-# of 8 threads, the CPU-bound ones at the core count.
+# of 16 threads (each mostly waits on its fetch), the CPU-bound ones at the core count.
 cores=$(nproc)
 "$gostd" --pg.dsn="$dsn" --node.id=images --grpc.listen=127.0.0.1:0 \
   --grpc.port_file="$work/port" --caf.listen=127.0.0.1:0 --http.listen=127.0.0.1:0 \
   --outbox.relay=false --log.level=warn --scheduled.enabled=false \
   --images.allow_private_sources=true --images.poll=20ms --images.blob_dir="$work/blobs" \
-  --images.ratio_workers=8 --images.preview_workers="$cores" --images.main_color_workers="$cores" \
-  ${BENCH_IMAGES_NODE_ARGS:-} >"$work/gostd.log" 2>&1 &
+  --images.ratio_workers=16 --images.preview_workers="$cores" --images.main_color_workers="$cores" \
+  "${redis_args[@]}" ${BENCH_IMAGES_NODE_ARGS:-} >"$work/gostd.log" 2>&1 &
 gost_pid=$!
 pids+=($gost_pid)
 for _ in $(seq 300); do [[ -s $work/port ]] && break; sleep 0.1; done
