@@ -128,15 +128,17 @@ caf::expected<iteration_stats> worker_steps::iterate(const fire_fn& fire, size_t
   auto fenced = [](const std::vector<step_outcome>& out) {
     return out.size() == 1 && out[0] == step_outcome::fenced;
   };
-  auto m = move_batch(max_moves);
-  if (!m)
-    return m.error();
-  if (m->fenced) {
-    s.fenced = true;
-    return s;
+  if (max_moves > 0) { // 0: the caller knows no incoming row waits
+    auto m = move_batch(max_moves);
+    if (!m)
+      return m.error();
+    if (m->fenced) {
+      s.fenced = true;
+      return s;
+    }
+    s.moved = m->moved;
+    s.dropped = m->dropped;
   }
-  s.moved = m->moved;
-  s.dropped = m->dropped;
   auto rows = due(max_fires);
   if (!rows)
     return rows.error();

@@ -373,6 +373,33 @@ caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard) {
   return out;
 }
 
+caf::expected<std::vector<shard_work>> look_at_shards(pg_pool& pool,
+                                                      const std::vector<uint32_t>& shards) {
+  std::vector<shard_work> out;
+  if (shards.empty())
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(shards.size(), shard_work{});
+    pqxx::nontransaction tx{c};
+    // Two index probes per shard (scheduled_incoming's key, scheduled_processing_due).
+    auto r =
+      tx.exec("SELECT s.i, EXISTS (SELECT 1 FROM scheduled_incoming i WHERE i.shard = s.shard),"
+              " (SELECT min(scheduled_at_ms) FROM scheduled_processing p"
+              " WHERE p.shard = s.shard AND p.scheduled_at_ms IS NOT NULL)"
+              " FROM unnest('{"
+              + number_list(shards) + "}'::integer[]) WITH ORDINALITY AS s(shard, i)");
+    for (auto row : r) {
+      auto& w = out.at(row[0].as<size_t>() - 1);
+      w.incoming = row[1].as<bool>();
+      if (!row[2].is_null())
+        w.next_due = row[2].as<int64_t>();
+    }
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<step_outcome> update_due_action(
   pg_pool& pool, const scheduled_lease& lease, const due_row& row, const std::string& sync_guid,
   const std::function<action_change(v1::ScheduledAction&)>& fn, v1::ScheduledAction* out) {
@@ -466,17 +493,16 @@ update_due_actions(pg_pool& pool, const scheduled_lease& lease, const std::vecto
       tx.exec("DELETE FROM scheduled_processing p USING (VALUES " + stale.str()
               + ") AS v(id, guid) WHERE p.shard = " + shard
               + " AND p.action_id = v.id AND p.action_guid = v.guid");
-    if (!statuses.empty()) {
-      blobs.exec(tx, "UPDATE scheduled_actions a SET status = v.status,"
+    if (!statuses.empty()) // one statement: the statuses and the rows' due times
+      blobs.exec(tx, "WITH s AS (UPDATE scheduled_actions a SET status = v.status,"
                      " status_scheduled_at_ms = v.due, failures_in_row = v.failures FROM (VALUES "
                        + statuses.str()
-                       + ") AS v(id, status, due, failures) WHERE a.action_id = v.id");
-      tx.exec("UPDATE scheduled_processing p SET scheduled_at_ms = v.due,"
-              " last_reschedule_by_sync = "
-              + tx.quote(sync_guid) + ", last_reschedule_at = now() FROM (VALUES "
-              + reschedules.str() + ") AS v(id, guid, due) WHERE p.shard = " + shard
-              + " AND p.action_id = v.id AND p.action_guid = v.guid");
-    }
+                       + ") AS v(id, status, due, failures) WHERE a.action_id = v.id)"
+                         " UPDATE scheduled_processing p SET scheduled_at_ms = v.due,"
+                         " last_reschedule_by_sync = "
+                       + tx.quote(sync_guid) + ", last_reschedule_at = now() FROM (VALUES "
+                       + reschedules.str() + ") AS v(id, guid, due) WHERE p.shard = " + shard
+                       + " AND p.action_id = v.id AND p.action_guid = v.guid");
     tx.commit();
   });
   if (err)

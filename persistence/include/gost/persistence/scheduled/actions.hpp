@@ -129,6 +129,11 @@ struct shard_work {
 };
 caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard);
 
+/// look_at_shard for many shards in one read (a node's poller: one read per poll period for
+/// all its shards, ADR 0015); one entry per shard, in the order given.
+caf::expected<std::vector<shard_work>> look_at_shards(pg_pool& pool,
+                                                      const std::vector<uint32_t>& shards);
+
 /// What a worker step does to an action it locked.
 struct action_change {
   bool write = false;            ///< false: nothing written
