@@ -203,8 +203,9 @@ int actions_bench(std::map<std::string, std::string>& opt) {
     workers.push_back(scheduled::spawn_worker(sys, std::move(wo)));
   }
 
-  // 1. The million, due over the span after the load (at least 11k/s: 90 µs each, and 15 s).
-  auto first_due = now_ms() + 15'000 + n * 90 / 1000;
+  // 1. The million, due over the span after the load (at least 8k/s: 130 µs each) and its
+  // clean-up (20 s).
+  auto first_due = now_ms() + 20'000 + n * 130 / 1000;
   std::fprintf(stderr, "gost_bench: creating %lld actions on %u shards, due over %lld s...\n",
                static_cast<long long>(n), shards, static_cast<long long>(span_ms / 1000));
   auto t0 = std::chrono::steady_clock::now();
@@ -217,19 +218,23 @@ int actions_bench(std::map<std::string, std::string>& opt) {
   while (scalar(c, "SELECT count(*) FROM scheduled_incoming") > 0)
     std::this_thread::sleep_for(200ms);
   double moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // What follows a bulk load in production too, done now rather than by autovacuum during the
+  // measurement: the million moved rows' dead incoming tuples vacuumed (the looks probe that
+  // index), the statistics, and the checkpoint the load's writes call for.
+  {
+    pqxx::nontransaction tx{c};
+    tx.exec("VACUUM (ANALYZE) scheduled_actions, scheduled_processing, scheduled_incoming");
+    tx.exec("CHECKPOINT");
+  }
   auto slack_ms = first_due - now_ms();
   std::fprintf(stderr,
-               "gost_bench: every row moved to processing %.1f s after the start; "
+               "gost_bench: every row moved to processing %.1f s after the start, vacuumed; "
                "first due in %lld ms\n",
                moved_s, static_cast<long long>(slack_ms));
-  if (slack_ms < 2000) {
+  if (slack_ms < 3000) {
     std::fprintf(stderr, "gost_bench: the load took too long; actions would be late from the "
                          "start (fewer --actions, or a longer lead)\n");
     return 1;
-  }
-  {
-    pqxx::nontransaction tx{c};
-    tx.exec("ANALYZE scheduled_actions, scheduled_processing, scheduled_incoming");
   }
 
   // 2. The lag of those due in the first `measure` seconds.

@@ -268,6 +268,17 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
         auto mb = z->move_batch(4);
         REQUIRE(mb);
         CHECK(mb->fenced);
+        // A whole (batched) iteration: fenced at its first write, nothing carried out.
+        auto due_now = z->due(8);
+        REQUIRE(due_now);
+        auto zi = z->iterate(
+          [](const attempt&) {
+            FAIL("a fenced worker carried out an action");
+            return std::string{};
+          },
+          0, 8);
+        REQUIRE(zi);
+        CHECK(zi->fenced == !due_now->empty()); // no due row: nothing to write, nothing fenced
         if (p) {
           auto f = z->finish(p->row, p->at, "");
           REQUIRE(f);

@@ -309,9 +309,10 @@ caf::expected<move_counts> move_incoming(pg_pool& pool, const scheduled_lease& l
       return;
     }
     // One statement: the oldest incoming rows (SKIP LOCKED), deleted; those whose guid is the
-    // action's current one (the action locked FOR SHARE: an API change waits for the commit,
-    // and a change committed meanwhile is re-read, so its new guid drops the row) go to
-    // processing, due at the action's status_scheduled_at_ms or parked.
+    // action's current one (the action locked FOR SHARE, in id order as every multi-action
+    // step locks: an API change waits for the commit, and a change committed meanwhile is
+    // re-read, so its new guid drops the row) go to processing, due at the action's
+    // status_scheduled_at_ms or parked.
     auto r = tx.exec_params(
       "WITH picked AS (SELECT seq FROM scheduled_incoming WHERE shard = $1 ORDER BY seq"
       " LIMIT $3 FOR UPDATE SKIP LOCKED),"
@@ -319,7 +320,7 @@ caf::expected<move_counts> move_incoming(pg_pool& pool, const scheduled_lease& l
       " AND i.seq = p.seq RETURNING i.created_at, i.action_id, i.action_guid),"
       " cur AS (SELECT g.created_at, a.action_id, a.action_guid, a.status_scheduled_at_ms"
       " FROM gone g JOIN scheduled_actions a ON a.action_id = g.action_id"
-      " AND a.action_guid = g.action_guid FOR SHARE OF a),"
+      " AND a.action_guid = g.action_guid ORDER BY a.action_id FOR SHARE OF a),"
       " ins AS (INSERT INTO scheduled_processing (shard, action_id, action_guid,"
       " scheduled_at_ms, added_to_incoming_at, moved_by_sync, moved_at)"
       " SELECT $1, action_id, action_guid, status_scheduled_at_ms, created_at, $2, now()"
@@ -451,21 +452,28 @@ update_due_actions(pg_pool& pool, const scheduled_lease& lease, const std::vecto
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.assign(rows.size(), step_outcome::none);
     pqxx::work tx{c};
-    if (!fence(tx, lease)) {
-      out.assign(1, step_outcome::fenced);
-      return;
-    }
     std::vector<std::string> ids;
     for (auto& row : rows)
       ids.push_back(row.action_id);
-    // Locked in id order (as every multi-action step does): no deadlock between steps.
-    auto r = tx.exec("SELECT action_id, action_guid, meta, spec, status FROM scheduled_actions"
-                     " WHERE action_id IN ("
-                     + quoted_list(tx, ids) + ") ORDER BY action_id FOR UPDATE");
+    auto shard = std::to_string(lease.shard);
+    // The fence and the actions in one round trip: the lease row FOR SHARE (as fence() does),
+    // the actions FOR UPDATE in id order (as every multi-action step locks: no deadlock
+    // between steps), and one row of NULLs when the lease is held; nothing at all when not.
+    auto r = tx.exec("WITH lease AS MATERIALIZED (SELECT 1 FROM shard_leases WHERE shard = " + shard
+                     + " AND epoch = " + std::to_string(lease.epoch)
+                     + " FOR SHARE) SELECT a.* FROM lease, LATERAL (SELECT action_id, action_guid,"
+                       " meta, spec, status FROM scheduled_actions WHERE action_id IN ("
+                     + quoted_list(tx, ids)
+                     + ") ORDER BY action_id FOR UPDATE) a UNION ALL SELECT NULL, NULL, NULL,"
+                       " NULL, NULL FROM lease");
+    if (r.empty()) {
+      out.assign(1, step_outcome::fenced);
+      return;
+    }
     std::unordered_map<std::string, pqxx::row> by_id;
     for (auto row : r)
-      by_id.emplace(row[0].as<std::string>(), row);
-    auto shard = std::to_string(lease.shard);
+      if (!row[0].is_null())
+        by_id.emplace(row[0].as<std::string>(), row);
     values_list stale, statuses, reschedules;
     blob_params blobs;
     for (size_t i = 0; i < rows.size(); ++i) {
