@@ -5,7 +5,9 @@
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
 #                              tasks (with the graphile-worker peer) console_cost images (with
-#                              the thumbor peer) (default: all but console_cost and images)
+#                              the thumbor peer) actions (with the graphile-worker peer)
+#                              actions_idle (default: all but console_cost, images, actions and
+#                              actions_idle)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
@@ -48,12 +50,15 @@ field() { sed -E "s/.*\"$1\": *([0-9.]+).*/\1/" <<<"$2"; }
 # Runs graphile-worker on the same work and prints gost's line extended by the peer's figure
 # and the ratio: with_graphile_peer LINE JOBS [SCRIPT [ARGS...]] (peers/graphile-worker/run.sh;
 # noop.js by default: one job per offer writing its state row).
-with_graphile_peer() {
-  local line=$1 jobs=$2 peer value peer_value
-  shift 2
+peer_db() {
   psql "host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=postgres" -qAtc \
     "SELECT 1 FROM pg_database WHERE datname = 'gost_peer'" | grep -q 1 \
     || createdb -h 127.0.0.1 -p "$GOST_PG_PORT" -U gost gost_peer
+}
+with_graphile_peer() {
+  local line=$1 jobs=$2 peer value peer_value
+  shift 2
+  peer_db
   peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "$jobs" "$@" \
            2>"$logs/graphile-worker.log") \
     || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
@@ -82,6 +87,36 @@ for name in "${names[@]}"; do
       else
         echo "$line"
       fi
+      ;;
+    actions)
+      # BENCH_ACTIONS (1,000,000) scheduled actions due over BENCH_ACTIONS_SPAN (3600) seconds on
+      # BENCH_SHARDS (64, gostd's default) shards, the lag of those due in the first
+      # BENCH_ACTIONS_MEASURE (60) seconds, then a burst of BENCH_ACTIONS_BURST (100,000) due at
+      # one second; graphile-worker does the same with run_at (peers/graphile-worker/actions.js,
+      # pollInterval BENCH_PEER_POLL, 100 ms). ratio: the peer's lag p99 over gost's.
+      a_args=(--span "${BENCH_ACTIONS_SPAN:-3600}" --measure "${BENCH_ACTIONS_MEASURE:-60}"
+              --burst "${BENCH_ACTIONS_BURST:-100000}")
+      line=$(build/release/bench/gost_bench actions --dsn "$dsn" --actions "${BENCH_ACTIONS:-1000000}" \
+               --shards "${BENCH_SHARDS:-64}" "${a_args[@]}" 2>"$logs/actions.log") \
+        || { tail -n 20 "$logs/actions.log" >&2; echo "bench/run.sh: actions failed" >&2; exit 1; }
+      if [[ ${BENCH_PEER:-1} == 1 ]]; then
+        peer_db
+        peer=$(bench/peers/graphile-worker/run.sh "$peer_dsn" "${BENCH_ACTIONS:-1000000}" actions.js \
+                 "${a_args[@]}" --poll "${BENCH_PEER_POLL:-100}" 2>"$logs/graphile-worker.log") \
+          || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
+        value=$(field value "$line")
+        peer_value=$(field value "$peer")
+        printf '%s, "peer": "graphile-worker 0.17.3 (run_at, pollInterval %s ms)", "peer_value": %s, "peer_p50_ms": %s, "peer_burst_per_s": %s, "ratio": %.2f}\n' \
+          "${line%\}}" "${BENCH_PEER_POLL:-100}" "$peer_value" "$(field p50_ms "$peer")" \
+          "$(field burst_per_s "$peer")" "$(awk -v a="$value" -v b="$peer_value" 'BEGIN { print b / a }')"
+      else
+        echo "$line"
+      fi
+      ;;
+    actions_idle)
+      step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd
+      bench/actions_idle.sh build/release/runtime/gostd "$GOST_PG_PORT" 2>"$logs/actions_idle.log" \
+        || { tail -n 20 "$logs/actions_idle.log" >&2; echo "bench/run.sh: actions_idle failed" >&2; exit 1; }
       ;;
     stage_offer|resident)
       gost_bench "$name"
@@ -159,6 +194,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images actions actions_idle)" >&2; exit 2 ;;
   esac
 done

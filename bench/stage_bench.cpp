@@ -16,6 +16,9 @@
 //       N moderation tasks waiting for a verdict (as their Init left them), E of them sent one:
 //       verdicts handled and committed per second (load, handler, state, one result), and the
 //       process's RSS with the N tasks active.
+//   gost_bench actions --dsn DSN [--actions N] [--span S] [--measure S] [--burst B] [--shards S]
+//       scheduled actions: N due over SPAN seconds, their firing lag, then a burst of B due at
+//       one second (actions_bench.cpp).
 //
 // Every benchmark that runs the engine also prints the CPU time per operation of this process
 // ("gost_cpu_us_per_op") and of the PostgreSQL server ("pg_cpu_us_per_op") over the measured
@@ -48,6 +51,7 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "common.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/offers/spawn.hpp"
@@ -62,6 +66,9 @@
 
 using namespace gost;
 using namespace std::chrono_literals;
+using bench::configure;
+using bench::fresh_schema;
+using bench::process_and_server;
 
 namespace {
 
@@ -108,27 +115,6 @@ struct observer final : stage {
   std::vector<std::string> interests() const override { return {"attributes"}; }
 };
 
-/// Empties the database (every table of every migration, present and future) and migrates it
-/// for `shards` shards; exits on failure.
-void fresh_schema(pqxx::connection& c, const std::string& dsn, uint32_t shards) {
-  {
-    pqxx::nontransaction tx{c};
-    tx.exec("DROP SCHEMA IF EXISTS public CASCADE");
-    tx.exec("CREATE SCHEMA public");
-    // Starts the server's checkpoint interval afresh, so that no checkpoint (nor the full-page
-    // images it forces on the next writes) falls into the run that follows, gost's or the floor's.
-    tx.exec("CHECKPOINT");
-  }
-  persistence::pg_pool::options po;
-  po.dsn = dsn;
-  po.size = 1;
-  persistence::pg_pool pool{po};
-  if (!persistence::migrate(pool) || persistence::ensure_installation(pool, shards)) {
-    std::fprintf(stderr, "gost_bench: cannot set up the schema\n");
-    std::exit(1);
-  }
-}
-
 void setup(const std::string& dsn, int offers, uint32_t shards, const std::string& stage_id) {
   pqxx::connection c{dsn};
   fresh_schema(c, dsn, shards);
@@ -166,21 +152,6 @@ void setup(const std::string& dsn, int offers, uint32_t shards, const std::strin
   tx.exec("ANALYZE");
 }
 
-/// Samples the CPU time of this process (gost, and the benchmark's own thread that waits for
-/// it) and of the PostgreSQL server `dsn` names (proc_cpu.hpp).
-bench::cpu_meter process_and_server(const std::string& dsn) {
-  pqxx::connection c{dsn};
-  pqxx::nontransaction tx{c};
-  auto r = tx.exec(bench::kPostmasterChildSql);
-  auto postmaster = r.empty() ? 0 : bench::parent_pid(r[0][0].as<pid_t>());
-  if (postmaster <= 1) {
-    std::fprintf(stderr,
-                 "gost_bench: cannot find the server's postmaster; is it on this machine?\n");
-    std::exit(1);
-  }
-  return bench::cpu_meter{{getpid()}, postmaster};
-}
-
 /// Stops actors (shards first, then what they use: pass them in that order).
 template <class... Handles>
 void stop_all(std::vector<Handles>&... lists) {
@@ -190,15 +161,6 @@ void stop_all(std::vector<Handles>&... lists) {
     list.clear();
   };
   (stop(lists), ...);
-}
-
-/// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
-/// own), a worker per core, CAF's log off.
-void configure(caf::actor_system_config& cfg, const std::string& policy) {
-  tasks::register_task_types(cfg); // every domain's block, as gostd registers them
-  cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
-  cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
-  cfg.set("logger.verbosity", caf::atom("quiet"));
 }
 
 /// One shard per lease, the store actors taken round robin; `tweak` sets what a benchmark
@@ -1130,9 +1092,10 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
-      stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill|tasks --dsn DSN"
-              " [--offers N] [--shards S] [--span SECONDS (timers)]"
-              " [--tasks N --events E --groups G (tasks)]\n");
+      stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill|tasks|actions"
+              " --dsn DSN [--offers N] [--shards S] [--span SECONDS (timers, actions)]"
+              " [--tasks N --events E --groups G (tasks)]"
+              " [--actions N --measure SECONDS --burst B --batch K --poll MS (actions)]\n");
     return 2;
   }
   std::string name = argv[1];
@@ -1143,7 +1106,7 @@ int main(int argc, char** argv) {
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
       || (name != "stage_noop" && name != "stage_offer" && name != "resident" && name != "timers"
-          && name != "outbox_fill" && name != "tasks")) {
+          && name != "outbox_fill" && name != "tasks" && name != "actions")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
@@ -1169,6 +1132,21 @@ int main(int argc, char** argv) {
   if (name == "timers") {
     opt.emplace("span", "240");
     return timers_bench(opt);
+  }
+  if (name == "actions") {
+    // gostd's shards, pool and scheduled.* defaults, unless given.
+    opt.emplace("actions", "1000000");
+    opt.emplace("span", "3600");
+    opt.emplace("measure", "60");
+    opt.emplace("burst", "100000");
+    opt.emplace("poll", "100");
+    if (std::find(argv + 2, argv + argc, std::string{"--shards"}) == argv + argc)
+      opt["shards"] = "64";
+    if (std::find(argv + 2, argv + argc, std::string{"--pool"}) == argv + argc)
+      opt["pool"] = "4";
+    if (std::find(argv + 2, argv + argc, std::string{"--batch"}) == argv + argc)
+      opt["batch"] = "256";
+    return bench::actions_bench(opt);
   }
   return stage_bench(name, opt);
 }

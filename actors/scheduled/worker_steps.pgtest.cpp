@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "gost/core/errc.hpp"
@@ -176,7 +177,23 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
     auto op = rng() % 13;
     ++ops[op];
     switch (op) {
-      case 0: { // create
+      case 0: { // create: one, or a few at once (all or none)
+        if (rng() % 3 == 0) {
+          std::vector<std::pair<std::string, v1::ScheduledActionSpec>> batch;
+          std::set<std::string> ids;
+          for (auto n = 1 + rng() % 3; n > 0; --n)
+            if (auto id = id_of(); ids.insert(id).second)
+              batch.emplace_back(id, random_spec(rng, w.now));
+          auto r = w.api->create_many(batch);
+          if (r) {
+            CHECK(*r == batch.size());
+            for (auto& b : batch)
+              models[b.first] = model{};
+          } else {
+            CHECK(r.error() == persistence::db_errc::already_exists);
+          }
+          break;
+        }
         auto id = id_of();
         auto r = w.api->create(id, random_spec(rng, w.now));
         if (r)
@@ -216,10 +233,15 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
         models.erase(id);
         break;
       }
-      case 3:
-      case 4: // moves
+      case 3: // moves: one row, or a few in one transaction
         REQUIRE(w.workers[s]->move_one());
         break;
+      case 4: {
+        auto m = w.workers[s]->move_batch(1 + rng() % 4);
+        REQUIRE(m);
+        CHECK_FALSE(m->fenced);
+        break;
+      }
       case 5: // time passes
         w.now += static_cast<int64_t>(rng() % 200);
         break;
@@ -247,6 +269,20 @@ TEST_CASE("the guid invariant holds after every step of a random history with cr
         auto m = z->move_one();
         REQUIRE(m);
         CHECK(*m == step_outcome::fenced);
+        auto mb = z->move_batch(4);
+        REQUIRE(mb);
+        CHECK(mb->fenced);
+        // A whole (batched) iteration: fenced at its first write, nothing carried out.
+        auto due_now = z->due(8);
+        REQUIRE(due_now);
+        auto zi = z->iterate(
+          [](const attempt&) {
+            FAIL("a fenced worker carried out an action");
+            return std::string{};
+          },
+          0, 8);
+        REQUIRE(zi);
+        CHECK(zi->fenced == !due_now->empty()); // no due row: nothing to write, nothing fenced
         if (p) {
           auto f = z->finish(p->row, p->at, "");
           REQUIRE(f);
@@ -404,6 +440,57 @@ TEST_CASE("bad input stores nothing and names the field") {
   auto dup = w.api->create("x1", random_spec(rng, w.now));
   REQUIRE_FALSE(dup);
   CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 1);
+}
+
+TEST_CASE("a bulk create stores all or nothing; a batched move keeps the invariant") {
+  world w;
+  std::mt19937 rng{11};
+  std::vector<std::pair<std::string, v1::ScheduledActionSpec>> batch;
+  for (int i = 0; i < 50; ++i)
+    batch.emplace_back("b" + std::to_string(i), random_spec(rng, w.now));
+  auto bad = batch;
+  bad[7].second.mutable_http()->set_url("ftp://example.com/x");
+  auto r = w.api->create_many(bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::invalid_argument);
+  CHECK(error_message(r.error()).rfind("actions[7].spec.http.url:", 0) == 0);
+  auto twice = batch;
+  twice[9].first = "b3";
+  r = w.api->create_many(twice);
+  REQUIRE_FALSE(r);
+  CHECK(error_message(r.error()).rfind("actions[9].id:", 0) == 0);
+  CHECK(w.count("SELECT count(*) FROM scheduled_actions") == 0);
+  r = w.api->create_many(batch);
+  REQUIRE(r);
+  CHECK(*r == 50);
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 50);
+  CHECK(w.count("SELECT count(DISTINCT shard) FROM scheduled_incoming") > 1);
+  // One id already taken: nothing of the batch is stored.
+  std::vector<std::pair<std::string, v1::ScheduledActionSpec>> again{
+    {"new-1", random_spec(rng, w.now)}, {"b20", random_spec(rng, w.now)}};
+  r = w.api->create_many(again);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == persistence::db_errc::already_exists);
+  CHECK(error_message(r.error()).find("'b20'") != std::string::npos);
+  CHECK(w.count("SELECT count(*) FROM scheduled_actions") == 50);
+  // Half of them updated: their first rows are stale; batched moves drop those, move the rest.
+  for (int i = 0; i < 50; i += 2)
+    REQUIRE(w.api->update("b" + std::to_string(i), random_spec(rng, w.now)));
+  int64_t moved = 0, dropped = 0;
+  for (uint32_t s = 0; s < shards; ++s)
+    for (;;) {
+      auto m = w.workers[s]->move_batch(7);
+      REQUIRE(m);
+      REQUIRE_FALSE(m->fenced);
+      moved += m->moved;
+      dropped += m->dropped;
+      if (m->moved + m->dropped == 0)
+        break;
+    }
+  CHECK(moved == 50);
+  CHECK(dropped == 25);
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 0);
+  CHECK(w.broken().empty());
 }
 
 TEST_CASE("a row moved and fired carries its sync iteration's guid; a stale row is dropped") {

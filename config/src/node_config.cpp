@@ -502,13 +502,15 @@ node_keys make_node_keys() {
             "actions of that shard). false: this node serves the API only."),
         bind_to(&node_config::scheduled, &scheduled_config::enabled));
   k.add(num(vk::duration, "scheduled.poll", "100ms", 5, 60'000,
-            "How often a shard's worker looks for actions created or changed through the API "
-            "(due actions wake it at their time; this bounds how late a new action due now "
-            "fires)."),
+            "How often the node's poller reads its shards (one read for all of them) for "
+            "actions created or changed through the API, waking the shards' workers (due "
+            "actions wake their worker at their time; this bounds how late a new action due "
+            "now fires)."),
         bind_to(&node_config::scheduled, &scheduled_config::poll));
   k.add(num(vk::integer, "scheduled.batch", "256", 1, 100'000,
-            "At most this many queue rows a shard's worker moves, and this many actions it "
-            "fires, per iteration before it looks again."),
+            "At most this many queue rows a shard's worker moves (one transaction), and this "
+            "many actions it fires (begun in one transaction, finished in one), per iteration "
+            "before it looks again."),
         bind_to(&node_config::scheduled, &scheduled_config::batch));
   k.add(num(vk::boolean, "scheduled.allow_private_targets", "false", 0, 1,
             "Let HTTP actions call loopback, private and link-local addresses (127.0.0.0/8, "

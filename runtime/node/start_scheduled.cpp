@@ -1,6 +1,7 @@
 // Scheduled actions (seed 001, docs/scheduled-actions.md): the seed's scheduler for the API,
 // and the workers — one per shard this node holds a lease for, spawned with the shard's
-// supervisors (start_cluster.cpp) and stopped with them — with what carries out an attempt:
+// supervisors (start_cluster.cpp) and stopped with them, woken by the node's one poller (ADR
+// 0015) — with what carries out an attempt:
 // an HTTP call (libcurl, in gost_scheduled), a Kafka message (a producer per worker, made on
 // its first Kafka action), or an event to an entity (an offer re-queued into a stage, a task
 // event through its owner, with the occurrence's key as request id: stored once).
@@ -156,14 +157,19 @@ caf::error start_scheduled(node_context& n) {
   auto rules = rules_of(n.cfg.scheduled);
   n.scheduled_api = std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules,
                                                            system_ms, n.cfg.node.id);
+  scheduled::poller_actor poller;
   if (n.cfg.scheduled.enabled) {
-    n.spawn_scheduled_worker = [&n, rules](uint32_t shard, int64_t epoch, caf::actor watch) {
+    // One read per poll period for all the node's shards wakes their workers (ADR 0015).
+    poller = scheduled::spawn_poller(*n.sys, *n.pool, n.cfg.scheduled.poll);
+    n.spawn_scheduled_worker = [&n, rules, poller](uint32_t shard, int64_t epoch,
+                                                   caf::actor watch) {
       scheduled::worker_options wo;
       wo.pool = n.pool.get();
       wo.shard = shard;
       wo.epoch = epoch;
       wo.rules = rules;
       wo.poll = n.cfg.scheduled.poll;
+      wo.poller = poller;
       wo.batch = static_cast<size_t>(n.cfg.scheduled.batch);
       wo.node = n.cfg.node.id;
       auto fire = std::make_shared<firing>(n, rules);
@@ -173,8 +179,10 @@ caf::error start_scheduled(node_context& n) {
     };
   }
   // Workers stop with their shards (earlier in the stop order); no new ones after this.
-  n.stops.push("scheduled actions", [&n] {
+  n.stops.push("scheduled actions", [&n, poller] {
     n.spawn_scheduled_worker = nullptr;
+    if (poller)
+      caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
     n.scheduled_api.reset();
   });
   return {};

@@ -1,5 +1,7 @@
 #include "gost/scheduled/scheduler.hpp"
 
+#include <unordered_set>
+
 #include "gost/scheduled/worker_steps.hpp"
 
 #include "gost/core/errc.hpp"
@@ -35,6 +37,35 @@ caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
   if (auto err = persistence::create_scheduled_action(pool_, a, random_shard()))
     return err; // already_exists: status.cpp maps it
   return a;
+}
+
+caf::expected<size_t> scheduler::create_many(
+  const std::vector<std::pair<std::string, v1::ScheduledActionSpec>>& actions) {
+  auto now = clock_ms_();
+  std::vector<std::pair<v1::ScheduledAction, uint32_t>> rows;
+  rows.reserve(actions.size());
+  std::unordered_set<std::string> ids;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    auto& [id, spec] = actions[i];
+    auto where = "actions[" + std::to_string(i) + "].";
+    if (auto e = check_id(id))
+      return make_error(errc::invalid_argument, where + e->text());
+    if (!ids.insert(id).second)
+      return make_error(errc::invalid_argument, where + "id: '" + id + "' twice in the batch");
+    if (auto e = check_spec(spec, opts_, now))
+      return make_error(errc::invalid_argument, where + e->text());
+    v1::ScheduledAction a;
+    a.mutable_meta()->set_id(id);
+    a.mutable_meta()->set_guid(persistence::random_id());
+    a.mutable_meta()->set_created_at_ms(now);
+    a.mutable_meta()->set_updated_at_ms(now);
+    *a.mutable_spec() = spec;
+    *a.mutable_status() = start_status(spec, now, nullptr);
+    rows.emplace_back(std::move(a), random_shard());
+  }
+  if (auto err = persistence::create_scheduled_actions(pool_, rows))
+    return err;
+  return rows.size();
 }
 
 caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,

@@ -1,15 +1,22 @@
-// A shard's scheduled-actions worker: a thin shell over worker_steps (ADR 0011). Each tick
-// looks at the shard (one read: incoming rows? the next due time?) and runs a sync iteration
-// when there is work, then looks again at once; an idle shard sleeps until its next due row or
-// the poll period (new incoming rows), whichever is first. A database error
-// is logged once per outage and retried at the poll period; a fenced step ends the worker (the
-// shard's new owner runs its own).
+// A shard's scheduled-actions worker: a thin shell over worker_steps (ADR 0011), and the node's
+// poller that wakes the workers (ADR 0015).
+//
+// A worker runs a sync iteration when it has work, then looks again at once (one read: incoming
+// rows? the next due time?); with nothing to do now it sleeps until its next due row. What it
+// cannot know by itself — rows the API added to its shard, on any node — the poller tells it:
+// one read per poll period for all the node's shards, instead of one per shard. A worker spawned
+// without a poller looks at its shard every poll period itself. A database error is logged once
+// per outage and retried at the poll period; a fenced step ends the worker (the shard's new owner
+// runs its own).
 
 #include <chrono>
+#include <limits>
+#include <unordered_map>
 
 #include <caf/all.hpp>
 
 #include "gost/core/log.hpp"
+#include "gost/persistence/pg_pool.hpp" // complete: spawn forwards the pointer
 #include "gost/scheduled/protocol.hpp"
 
 namespace gost::scheduled {
@@ -24,18 +31,95 @@ int64_t system_ms() {
     .count();
 }
 
+constexpr int64_t never = std::numeric_limits<int64_t>::max();
+
 struct worker_state {
   static inline const char* name = "gost.scheduled.worker";
   std::unique_ptr<worker_steps> steps;
   worker_options opts;
   bool failing = false;
   int64_t last_sweep_ms = 0;
+  uint64_t gen = 0;          ///< of the pending timer; older ticks are ignored
+  int64_t timer_at = never;  ///< when the pending timer fires (never: none)
+  bool timer_is_due = false; ///< the pending timer is for a row known to be due then
 };
 
 /// How often a worker deletes its shard's stale parked rows (never due, so never seen).
 constexpr int64_t sweep_every_ms = 60'000;
 
 using stateful = worker_actor::stateful_pointer<worker_state>;
+
+/// Replaces the pending timer: a tick in `delay_ms` (at once when <= 0).
+void arm(stateful self, int64_t delay_ms) {
+  auto& s = self->state;
+  ++s.gen;
+  s.timer_is_due = false;
+  s.timer_at = s.opts.clock_ms() + std::max<int64_t>(delay_ms, 0);
+  if (delay_ms <= 0)
+    self->send(self, tick_atom_v, s.gen);
+  else
+    self->delayed_send(self, std::chrono::milliseconds{delay_ms}, tick_atom_v, s.gen);
+}
+
+/// Looks at the shard; runs an iteration when there is work, else sleeps until the next due
+/// row (with a poller) or at most the poll period (without). `due` (a timer set for a row
+/// known to be due now): fire at once, the look comes after.
+void run(stateful self, bool due) {
+  auto& s = self->state;
+  s.timer_at = never;
+  auto poll = s.opts.poll.count();
+  auto trouble = [&](const caf::error& err) {
+    if (!s.failing)
+      lg->warn("scheduled worker shard={} step failed error={}; retrying every {} ms", s.opts.shard,
+               persistence::error_message(err), poll);
+    s.failing = true;
+    arm(self, poll);
+  };
+  bool incoming = false;
+  if (!due) {
+    auto look = persistence::look_at_shard(*s.opts.pool, s.opts.shard);
+    if (!look)
+      return trouble(look.error());
+    auto now = s.opts.clock_ms();
+    if (now - s.last_sweep_ms >= sweep_every_ms) {
+      s.last_sweep_ms = now;
+      if (auto swept = s.steps->sweep(); swept && *swept > 0)
+        lg->debug("scheduled worker shard={} swept stale parked rows count={}", s.opts.shard,
+                  *swept);
+    }
+    if (!look->incoming && !(look->next_due && *look->next_due <= now)) {
+      auto wait = s.opts.poller ? never : poll;
+      bool for_due = false;
+      if (look->next_due && *look->next_due - now <= wait) {
+        wait = *look->next_due - now;
+        for_due = true;
+      }
+      if (auto sweep_in = s.last_sweep_ms + sweep_every_ms - now; sweep_in < wait) {
+        wait = sweep_in;
+        for_due = false;
+      }
+      arm(self, wait);
+      s.timer_is_due = for_due;
+      return;
+    }
+    incoming = look->incoming;
+  }
+  auto it = s.steps->iterate(s.opts.fire, incoming ? s.opts.batch : 0, s.opts.batch);
+  if (!it)
+    return trouble(it.error());
+  if (s.failing)
+    lg->info("scheduled worker shard={} steps work again", s.opts.shard);
+  s.failing = false;
+  if (it->fenced) {
+    lg->info("scheduled worker shard={} epoch={} fenced: the lease moved on; stopping",
+             s.opts.shard, s.opts.epoch);
+    self->quit();
+    return;
+  }
+  // Look again at once: the batch may have been full, or the next row is due already; rows
+  // locked by another step: do not spin.
+  arm(self, it->moved + it->dropped + it->fired + it->failed == 0 ? 1 : 0);
+}
 
 worker_actor::behavior_type worker(stateful self, worker_options opts) {
   if (!opts.clock_ms)
@@ -49,57 +133,76 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
     self->monitor(opts.watch);
     self->set_down_handler([self](caf::down_msg&) { self->quit(); });
   }
-  self->send(self, tick_atom_v);
+  if (opts.poller)
+    self->send(opts.poller, poll_atom_v, opts.shard, caf::actor_cast<caf::actor>(self));
+  arm(self, 0); // the first look
   return {
+    [self](tick_atom, uint64_t gen) {
+      if (gen == self->state.gen)
+        run(self, self->state.timer_is_due);
+    },
+    [self](wake_atom, int64_t next_due, bool incoming) {
+      auto& s = self->state;
+      auto now = s.opts.clock_ms();
+      if (incoming || (next_due >= 0 && next_due <= now)) {
+        if (s.timer_at > now)
+          arm(self, 0);
+      } else if (next_due >= 0 && next_due < s.timer_at) {
+        arm(self, next_due - now);
+        s.timer_is_due = true; // incoming rows would have been said
+      }
+    },
+  };
+}
+
+struct poller_state {
+  static inline const char* name = "gost.scheduled.poller";
+  persistence::pg_pool* pool = nullptr;
+  std::chrono::milliseconds poll{100};
+  std::unordered_map<uint32_t, caf::actor> workers; ///< by shard
+  bool failing = false;
+};
+
+poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> self,
+                                   persistence::pg_pool* pool, std::chrono::milliseconds poll) {
+  self->state.pool = pool;
+  self->state.poll = poll;
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& ws = self->state.workers;
+    for (auto i = ws.begin(); i != ws.end();)
+      i = i->second.address() == dm.source ? ws.erase(i) : std::next(i);
+  });
+  self->delayed_send(self, poll, tick_atom_v);
+  return {
+    [self](poll_atom, uint32_t shard, caf::actor w) {
+      self->monitor(w);
+      self->state.workers[shard] = std::move(w); // a newer worker of the shard replaces one
+    },
     [self](tick_atom) {
       auto& s = self->state;
-      auto wait = s.opts.poll;
-      auto again = [self, &wait] {
-        if (wait.count() <= 0)
-          self->send(self, tick_atom_v);
-        else
-          self->delayed_send(self, wait, tick_atom_v);
-      };
-      auto trouble = [&](const caf::error& err) {
+      self->delayed_send(self, s.poll, tick_atom_v);
+      if (s.workers.empty())
+        return;
+      std::vector<uint32_t> shards;
+      for (auto& w : s.workers)
+        shards.push_back(w.first);
+      auto looks = persistence::look_at_shards(*s.pool, shards);
+      if (!looks) {
         if (!s.failing)
-          lg->warn("scheduled worker shard={} step failed error={}; retrying every {} ms",
-                   s.opts.shard, persistence::error_message(err), s.opts.poll.count());
+          lg->warn("scheduled poller: reading the shards failed error={}; retrying every {} ms",
+                   persistence::error_message(looks.error()), s.poll.count());
         s.failing = true;
-        again();
-      };
-      // An idle shard costs one read per poll: iterate only when there is something to do.
-      auto look = persistence::look_at_shard(*s.opts.pool, s.opts.shard);
-      if (!look)
-        return trouble(look.error());
-      auto now = s.opts.clock_ms();
-      if (now - s.last_sweep_ms >= sweep_every_ms) {
-        s.last_sweep_ms = now;
-        if (auto swept = s.steps->sweep(); swept && *swept > 0)
-          lg->debug("scheduled worker shard={} swept stale parked rows count={}", s.opts.shard,
-                    *swept);
-      }
-      if (!look->incoming && !(look->next_due && *look->next_due <= now)) {
-        if (look->next_due && *look->next_due - now < wait.count())
-          wait = std::chrono::milliseconds{*look->next_due - now};
-        return again();
-      }
-      auto it = s.steps->iterate(s.opts.fire, s.opts.batch, s.opts.batch);
-      if (!it)
-        return trouble(it.error());
-      if (s.failing)
-        lg->info("scheduled worker shard={} steps work again", s.opts.shard);
-      s.failing = false;
-      if (it->fenced) {
-        lg->info("scheduled worker shard={} epoch={} fenced: the lease moved on; stopping",
-                 s.opts.shard, s.opts.epoch);
-        self->quit();
         return;
       }
-      // Look again at once: the batch may have been full, or the next row is due already.
-      wait = std::chrono::milliseconds{0};
-      if (static_cast<size_t>(it->moved + it->dropped + it->fired + it->failed) == 0)
-        wait = std::chrono::milliseconds{1}; // rows locked by another step: do not spin
-      again();
+      s.failing = false;
+      // Due before the next read: the worker arms its timer for it (it may know already).
+      auto horizon = system_ms() + s.poll.count();
+      for (size_t i = 0; i < shards.size(); ++i) {
+        auto& l = (*looks)[i];
+        if (l.incoming || (l.next_due && *l.next_due <= horizon))
+          self->send(caf::actor_cast<worker_actor>(s.workers[shards[i]]), wake_atom_v,
+                     l.next_due.value_or(-1), l.incoming);
+      }
     },
   };
 }
@@ -108,6 +211,11 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opts) {
   return sys.spawn<caf::detached>(worker, std::move(opts));
+}
+
+poller_actor spawn_poller(caf::actor_system& sys, persistence::pg_pool& pool,
+                          std::chrono::milliseconds poll) {
+  return sys.spawn<caf::detached>(poller, &pool, poll);
 }
 
 } // namespace gost::scheduled

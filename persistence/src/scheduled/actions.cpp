@@ -1,6 +1,9 @@
 #include "gost/persistence/scheduled/actions.hpp"
 
+#include <unordered_map>
+
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -115,6 +118,58 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
   if (taken)
     return make_db_error(db_errc::already_exists,
                          "scheduled action '" + a.meta().id() + "' exists; update it instead");
+  return {};
+}
+
+caf::error
+create_scheduled_actions(pg_pool& pool,
+                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions) {
+  if (actions.empty())
+    return {};
+  std::string taken;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    taken.clear();
+    pqxx::work tx{c};
+    values_list rows, incoming;
+    blob_params blobs;
+    for (auto& [a, shard] : actions) {
+      auto due = scheduled_column(a.status());
+      auto due_sql = due ? std::to_string(*due) : std::string{"NULL::bigint"};
+      rows.row(tx.quote(a.meta().id()) + "," + tx.quote(a.meta().guid()) + ","
+               + blobs.add(bytes_of(a.meta())) + "," + blobs.add(bytes_of(a.spec())) + ","
+               + blobs.add(bytes_of(a.status())) + "," + due_sql + ","
+               + std::to_string(a.status().failures_in_row()));
+      incoming.row(std::to_string(shard) + "," + tx.quote(a.meta().id()) + ","
+                   + tx.quote(a.meta().guid()) + "," + due_sql);
+    }
+    auto r =
+      blobs.exec(tx, "INSERT INTO scheduled_actions (action_id, action_guid, meta, spec,"
+                     " status, status_scheduled_at_ms, failures_in_row) VALUES "
+                       + rows.str() + " ON CONFLICT (action_id) DO NOTHING RETURNING action_id");
+    if (r.size() != actions.size()) {
+      // Name one taken id; the transaction is dropped (nothing stored).
+      std::unordered_map<std::string, bool> stored;
+      for (auto row : r)
+        stored.emplace(row[0].as<std::string>(), true);
+      for (auto& a : actions)
+        if (stored.count(a.first.meta().id()) == 0) {
+          taken = a.first.meta().id();
+          break;
+        }
+      if (taken.empty())
+        taken = "?"; // the same id twice in the batch
+      return;
+    }
+    tx.exec("INSERT INTO scheduled_incoming (shard, action_id, action_guid, scheduled_at_ms)"
+            " VALUES "
+            + incoming.str());
+    tx.commit();
+  });
+  if (err)
+    return err;
+  if (!taken.empty())
+    return make_db_error(db_errc::already_exists,
+                         "scheduled action '" + taken + "' exists; nothing of the batch stored");
   return {};
 }
 
@@ -307,6 +362,45 @@ caf::expected<step_outcome> move_one_incoming(pg_pool& pool, const scheduled_lea
   return out;
 }
 
+caf::expected<move_counts> move_incoming(pg_pool& pool, const scheduled_lease& lease,
+                                         const std::string& sync_guid, size_t limit) {
+  move_counts out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out = move_counts{};
+    pqxx::work tx{c};
+    if (!fence(tx, lease)) {
+      out.fenced = true;
+      return;
+    }
+    // One statement: the oldest incoming rows (SKIP LOCKED), deleted; those whose guid is the
+    // action's current one (the action locked FOR SHARE, in id order as every multi-action
+    // step locks: an API change waits for the commit, and a change committed meanwhile is
+    // re-read, so its new guid drops the row) go to processing, due at the action's
+    // status_scheduled_at_ms or parked.
+    auto r = tx.exec_params(
+      "WITH picked AS (SELECT seq FROM scheduled_incoming WHERE shard = $1 ORDER BY seq"
+      " LIMIT $3 FOR UPDATE SKIP LOCKED),"
+      " gone AS (DELETE FROM scheduled_incoming i USING picked p WHERE i.shard = $1"
+      " AND i.seq = p.seq RETURNING i.created_at, i.action_id, i.action_guid),"
+      " cur AS (SELECT g.created_at, a.action_id, a.action_guid, a.status_scheduled_at_ms"
+      " FROM gone g JOIN scheduled_actions a ON a.action_id = g.action_id"
+      " AND a.action_guid = g.action_guid ORDER BY a.action_id FOR SHARE OF a),"
+      " ins AS (INSERT INTO scheduled_processing (shard, action_id, action_guid,"
+      " scheduled_at_ms, added_to_incoming_at, moved_by_sync, moved_at)"
+      " SELECT $1, action_id, action_guid, status_scheduled_at_ms, created_at, $2, now()"
+      " FROM cur RETURNING 1)"
+      " SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ins)",
+      static_cast<int64_t>(lease.shard), sync_guid, static_cast<int64_t>(limit));
+    auto gone = r[0][0].as<int64_t>();
+    out.moved = r[0][1].as<int64_t>();
+    out.dropped = gone - out.moved;
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
 caf::expected<std::vector<due_row>> due_rows(pg_pool& pool, uint32_t shard, int64_t now_ms,
                                              size_t limit) {
   std::vector<due_row> out;
@@ -338,6 +432,33 @@ caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard) {
     out.incoming = r[0][0].as<bool>();
     if (!r[0][1].is_null())
       out.next_due = r[0][1].as<int64_t>();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::vector<shard_work>> look_at_shards(pg_pool& pool,
+                                                      const std::vector<uint32_t>& shards) {
+  std::vector<shard_work> out;
+  if (shards.empty())
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(shards.size(), shard_work{});
+    pqxx::nontransaction tx{c};
+    // Two index probes per shard (scheduled_incoming's key, scheduled_processing_due).
+    auto r =
+      tx.exec("SELECT s.i, EXISTS (SELECT 1 FROM scheduled_incoming i WHERE i.shard = s.shard),"
+              " (SELECT min(scheduled_at_ms) FROM scheduled_processing p"
+              " WHERE p.shard = s.shard AND p.scheduled_at_ms IS NOT NULL)"
+              " FROM unnest('{"
+              + number_list(shards) + "}'::integer[]) WITH ORDINALITY AS s(shard, i)");
+    for (auto row : r) {
+      auto& w = out.at(row[0].as<size_t>() - 1);
+      w.incoming = row[1].as<bool>();
+      if (!row[2].is_null())
+        w.next_due = row[2].as<int64_t>();
+    }
   });
   if (err)
     return err;
@@ -384,6 +505,105 @@ caf::expected<step_outcome> update_due_action(
   if (err)
     return err;
   return outcome;
+}
+
+caf::expected<std::vector<step_outcome>>
+update_due_actions(pg_pool& pool, const scheduled_lease& lease, const std::vector<due_row>& rows,
+                   const std::string& sync_guid,
+                   const std::function<action_change(size_t, v1::ScheduledAction&)>& fn) {
+  std::vector<step_outcome> out;
+  if (rows.empty())
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.assign(rows.size(), step_outcome::none);
+    pqxx::work tx{c};
+    std::vector<std::string> ids;
+    for (auto& row : rows)
+      ids.push_back(row.action_id);
+    auto shard = std::to_string(lease.shard);
+    // The fence and the actions in one round trip: the lease row FOR SHARE (as fence() does),
+    // the actions FOR UPDATE in id order (as every multi-action step locks: no deadlock
+    // between steps), and one row of NULLs when the lease is held; nothing at all when not.
+    auto r = tx.exec("WITH lease AS MATERIALIZED (SELECT 1 FROM shard_leases WHERE shard = " + shard
+                     + " AND epoch = " + std::to_string(lease.epoch)
+                     + " FOR SHARE) SELECT a.* FROM lease, LATERAL (SELECT action_id, action_guid,"
+                       " meta, spec, status FROM scheduled_actions WHERE action_id IN ("
+                     + quoted_list(tx, ids)
+                     + ") ORDER BY action_id FOR UPDATE) a UNION ALL SELECT NULL, NULL, NULL,"
+                       " NULL, NULL FROM lease");
+    if (r.empty()) {
+      out.assign(1, step_outcome::fenced);
+      return;
+    }
+    std::unordered_map<std::string, pqxx::row> by_id;
+    for (auto row : r)
+      if (!row[0].is_null())
+        by_id.emplace(row[0].as<std::string>(), row);
+    values_list stale, statuses, reschedules, attempts, logged;
+    blob_params blobs;
+    auto opt = [](const std::optional<int64_t>& v) {
+      return v ? std::to_string(*v) : std::string{"NULL::bigint"};
+    };
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto& row = rows[i];
+      auto it = by_id.find(row.action_id);
+      if (it == by_id.end() || it->second[1].as<std::string>() != row.action_guid) {
+        stale.row(tx.quote(row.action_id) + "," + tx.quote(row.action_guid));
+        out[i] = step_outcome::dropped;
+        continue;
+      }
+      auto a = action_of(it->second, 2);
+      auto change = fn(i, a);
+      if (!change.write)
+        continue;
+      auto due_col = scheduled_column(a.status());
+      statuses.row(tx.quote(row.action_id) + "," + blobs.add(bytes_of(a.status())) + ","
+                   + (due_col ? std::to_string(*due_col) : std::string{"NULL::bigint"}) + ","
+                   + std::to_string(a.status().failures_in_row()));
+      reschedules.row(
+        tx.quote(row.action_id) + "," + tx.quote(row.action_guid) + ","
+        + (change.due_ms ? std::to_string(*change.due_ms) : std::string{"NULL::bigint"}));
+      for (auto& rec : change.records)
+        attempts.row(tx.quote(row.action_id) + "," + std::to_string(rec.at_ms) + ","
+                     + std::to_string(rec.occurrence_ms) + "," + std::to_string(rec.attempt) + ","
+                     + tx.quote(rec.outcome) + "," + tx.quote(rec.error) + ","
+                     + opt(rec.duration_ms) + "," + tx.quote(rec.node) + ","
+                     + (rec.shard ? std::to_string(*rec.shard) : std::string{"NULL::integer"}) + ","
+                     + opt(rec.epoch) + "," + (rec.run_now ? "true" : "false"));
+      if (!change.records.empty())
+        logged.row(tx.quote(row.action_id));
+      out[i] = step_outcome::done;
+    }
+    if (!stale.empty())
+      tx.exec("DELETE FROM scheduled_processing p USING (VALUES " + stale.str()
+              + ") AS v(id, guid) WHERE p.shard = " + shard
+              + " AND p.action_id = v.id AND p.action_guid = v.guid");
+    if (!statuses.empty()) // one statement: the statuses and the rows' due times
+      blobs.exec(tx, "WITH s AS (UPDATE scheduled_actions a SET status = v.status,"
+                     " status_scheduled_at_ms = v.due, failures_in_row = v.failures FROM (VALUES "
+                       + statuses.str()
+                       + ") AS v(id, status, due, failures) WHERE a.action_id = v.id)"
+                         " UPDATE scheduled_processing p SET scheduled_at_ms = v.due,"
+                         " last_reschedule_by_sync = "
+                       + tx.quote(sync_guid) + ", last_reschedule_at = now() FROM (VALUES "
+                       + reschedules.str() + ") AS v(id, guid, due) WHERE p.shard = " + shard
+                       + " AND p.action_id = v.id AND p.action_guid = v.guid");
+    if (!attempts.empty()) {
+      // The attempt log (as write_attempts does per action): all entries in one statement,
+      // then each logged action's log trimmed to its last attempts_kept.
+      tx.exec("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms, attempt, outcome,"
+              " error, duration_ms, node, shard, epoch, run_now) VALUES "
+              + attempts.str());
+      tx.exec("DELETE FROM scheduled_attempts s USING (VALUES " + logged.str()
+              + ") AS v(id) WHERE s.action_id = v.id AND s.seq <= (SELECT t.seq FROM"
+                " scheduled_attempts t WHERE t.action_id = v.id ORDER BY t.seq DESC OFFSET "
+              + std::to_string(attempts_kept) + " LIMIT 1)");
+    }
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return out;
 }
 
 caf::expected<int64_t> sweep_parked(pg_pool& pool, const scheduled_lease& lease) {

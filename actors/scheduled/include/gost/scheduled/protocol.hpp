@@ -1,12 +1,14 @@
 #pragma once
-// The scheduled-actions domain's protocol (seed 001, docs/scheduled-actions.md). Its one actor
-// is a shard's worker, which only talks to itself (its ticks), with the core block's atoms:
-// no type-ID block of its own yet. Other domains (the runtime) reach it through this header.
+// The scheduled-actions domain's protocol (seed 001, docs/scheduled-actions.md). Its actors are
+// a shard's worker and the node's poller that wakes the workers, with the core block's atoms
+// and built-in types: no type-ID block of its own yet. Other domains (the runtime) reach it through
+// this header.
 
 #include <chrono>
 #include <functional>
 #include <string>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -20,15 +22,25 @@ class pg_pool;
 
 namespace gost::scheduled {
 
-/// A shard's worker: wakes itself (tick) at its poll period or the next due time.
-using worker_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+/// A shard's worker. It wakes itself at its next due time (tick, carrying the generation of
+/// the timer: an older one is ignored), and is woken by the node's poller (wake: the shard's
+/// earliest due time, -1 for none, and whether incoming rows wait to be moved).
+using worker_actor =
+  caf::typed_actor<caf::reacts_to<tick_atom, uint64_t>, caf::reacts_to<wake_atom, int64_t, bool>>;
+
+/// The node's poller (ADR 0015): every poll period one read over the shards of the workers
+/// that registered (poll: shard, worker), waking a worker when its shard has incoming rows or
+/// a row due before the next read. Idle workers cost nothing between its reads.
+using poller_actor =
+  caf::typed_actor<caf::reacts_to<tick_atom>, caf::reacts_to<poll_atom, uint32_t, caf::actor>>;
 
 struct worker_options {
   persistence::pg_pool* pool = nullptr;
   uint32_t shard = 0;
   int64_t epoch = 0; ///< the lease the worker works under (fencing)
   rules_options rules;
-  std::chrono::milliseconds poll{100};
+  std::chrono::milliseconds poll{100}; ///< without a poller: the worker's own look period
+  poller_actor poller; ///< the node's poller: the worker registers and does not poll itself
   size_t batch = 256;
   fire_fn fire;                      ///< carries out an attempt (on the worker's thread)
   caf::actor watch;                  ///< the worker stops when this actor does (the shard)
@@ -40,5 +52,10 @@ struct worker_options {
 /// PostgreSQL and on the actions themselves). It stops when `watch` stops, and by itself
 /// when a step finds the lease at another epoch (fenced).
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opts);
+
+/// Spawns a node's poller: a detached actor reading every `poll` for its registered workers'
+/// shards; workers leave it when they stop. Stop it after them (anon_send_exit).
+poller_actor spawn_poller(caf::actor_system& sys, persistence::pg_pool& pool,
+                          std::chrono::milliseconds poll);
 
 } // namespace gost::scheduled

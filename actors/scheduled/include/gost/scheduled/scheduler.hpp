@@ -10,6 +10,8 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -29,6 +31,13 @@ public:
   /// A new action `id` (errc::already_exists when the id is taken).
   caf::expected<v1::ScheduledAction> create(const std::string& id,
                                             const v1::ScheduledActionSpec& spec);
+
+  /// Many new actions in one transaction, all or none (bulk loads: the benchmark's million).
+  /// Each is checked as `create` checks it (the error names `actions[i]` and the field), and
+  /// each gets its own guid and an incoming row of a random shard. errc::already_exists
+  /// naming a taken id.
+  caf::expected<size_t>
+  create_many(const std::vector<std::pair<std::string, v1::ScheduledActionSpec>>& actions);
 
   /// Replaces the spec of `id` (errc::not_found when there is none): counters kept, the
   /// schedule started over.

@@ -68,6 +68,9 @@ public:
   /// Moves one incoming row (per row, as the seed says: no conflicts with the API's inserts).
   caf::expected<persistence::step_outcome> move_one();
 
+  /// Moves up to `limit` incoming rows in one transaction (ADR 0015).
+  caf::expected<persistence::move_counts> move_batch(size_t limit);
+
   /// The processing rows due now, at most `limit`.
   caf::expected<std::vector<persistence::due_row>> due(size_t limit);
 
@@ -81,11 +84,25 @@ public:
   caf::expected<persistence::step_outcome> finish(const persistence::due_row& row, const attempt& a,
                                                   const std::string& error);
 
+  /// begin() for many due rows in one transaction: `(*acts)[i]` gets row i's attempt, if any;
+  /// `*recounted` counts the interrupted attempts found. One outcome per row, or one `fenced`.
+  caf::expected<std::vector<persistence::step_outcome>>
+  begin_batch(const std::vector<persistence::due_row>& rows,
+              std::vector<std::optional<attempt>>* acts, int64_t* recounted);
+
+  /// finish() for many attempts in one transaction: `errors[i]` is the outcome of
+  /// `attempts[i]` on `rows[i]`.
+  caf::expected<std::vector<persistence::step_outcome>>
+  finish_batch(const std::vector<persistence::due_row>& rows, const std::vector<attempt>& attempts,
+               const std::vector<std::string>& errors);
+
   /// Deletes stale parked rows of the shard.
   caf::expected<int64_t> sweep();
 
-  /// One sync iteration: a new guid, every incoming row moved (at most `max_moves`), then up
-  /// to `max_fires` due rows fired one after the other through `fire`.
+  /// One sync iteration: a new guid, the incoming rows moved (at most `max_moves`, one
+  /// transaction), then up to `max_fires` due rows begun in one transaction, fired one after
+  /// the other through `fire`, and finished in one transaction (or one per second of firing,
+  /// when the actions are slow): a crash in between recounts the begun ones (ADR 0015).
   caf::expected<iteration_stats> iterate(const fire_fn& fire, size_t max_moves, size_t max_fires);
 
 private:

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -42,6 +43,13 @@ constexpr int64_t attempts_kept = 20;
 /// `incoming_shard`. db_errc::already_exists when the id is taken.
 caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& action,
                                    uint32_t incoming_shard);
+
+/// Stores new actions (meta.guid set by the caller), each with its incoming row in the shard
+/// paired with it, in one transaction: all or none (the scheduler's bulk create).
+/// db_errc::already_exists naming a taken id: nothing stored.
+caf::error
+create_scheduled_actions(pg_pool& pool,
+                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions);
 
 /// Locks action `id`, lets `change` edit it (an error refuses: nothing written), and stores it
 /// with an incoming row for its guid (`change` sets the new one) in shard `incoming_shard`,
@@ -113,6 +121,20 @@ const char* to_string(step_outcome x);
 caf::expected<step_outcome> move_one_incoming(pg_pool& pool, const scheduled_lease& lease,
                                               const std::string& sync_guid);
 
+/// What a batched move did.
+struct move_counts {
+  int64_t moved = 0;   ///< rows now in processing
+  int64_t dropped = 0; ///< stale rows deleted
+  bool fenced = false; ///< the lease is at another epoch: nothing written
+};
+
+/// Moves up to `limit` of the oldest incoming rows of the lease's shard in one transaction,
+/// each as move_one_incoming does (ADR 0015: a bounded batch, not a row per transaction).
+/// Incoming rows another step holds are skipped; an action an API change holds is waited
+/// for, so the guid compared is the one at commit.
+caf::expected<move_counts> move_incoming(pg_pool& pool, const scheduled_lease& lease,
+                                         const std::string& sync_guid, size_t limit);
+
 /// A processing row due at or before `now_ms`.
 struct due_row {
   std::string action_id;
@@ -131,6 +153,11 @@ struct shard_work {
 };
 caf::expected<shard_work> look_at_shard(pg_pool& pool, uint32_t shard);
 
+/// look_at_shard for many shards in one read (a node's poller: one read per poll period for
+/// all its shards, ADR 0015); one entry per shard, in the order given.
+caf::expected<std::vector<shard_work>> look_at_shards(pg_pool& pool,
+                                                      const std::vector<uint32_t>& shards);
+
 /// What a worker step does to an action it locked.
 struct action_change {
   bool write = false;                  ///< false: nothing written
@@ -145,6 +172,18 @@ struct action_change {
 caf::expected<step_outcome> update_due_action(
   pg_pool& pool, const scheduled_lease& lease, const due_row& row, const std::string& sync_guid,
   const std::function<action_change(v1::ScheduledAction&)>& fn, v1::ScheduledAction* out);
+
+/// update_due_action for many rows in one transaction (fenced once): `fn(i, action)` for
+/// each row `rows[i]` whose guid is current, in the order of `rows`; the worker writes only
+/// the status (and its query columns), the rows' due times and the changes' attempt log
+/// entries (one statement each, the logs trimmed as write-time does per action). Returns one
+/// outcome per row
+/// (`dropped`, `done` or `none`), or a single `fenced`; `*out` (when given) gets the actions
+/// as `fn` left them, empty for dropped rows.
+caf::expected<std::vector<step_outcome>>
+update_due_actions(pg_pool& pool, const scheduled_lease& lease, const std::vector<due_row>& rows,
+                   const std::string& sync_guid,
+                   const std::function<action_change(size_t, v1::ScheduledAction&)>& fn);
 
 /// Deletes the parked processing rows of the lease's shard whose guid is stale (a parked row
 /// is never due, so it is never seen otherwise). Returns how many; -1 when fenced.
