@@ -19,7 +19,8 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  pkill -9 -f "thumbor.*--conf $root/bench/peers/thumbor/thumbor.conf.*--port $thumbor_port" 2>/dev/null || true
+  # thumbor's forked processes too (its parent does not take them down when killed).
+  [[ $thumbor_port == 0 ]] || pkill -9 -f "bin/thumbor --ip 127.0.0.1 --port $thumbor_port " 2>/dev/null || true
   if [[ ${BENCH_IMAGES_REDIS:-1} == 1 ]]; then
     GOST_REDIS_PORT=$redis_port GOST_REDIS_DIR=$root/var/redis-bench "$root/scripts/redis.sh" stop >/dev/null 2>&1 || true
   fi
