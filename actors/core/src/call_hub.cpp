@@ -17,9 +17,13 @@ struct hub_state {
   static inline const char* name = "gost.call_hub";
   std::vector<call_hub::job> parked;
   bool armed = false;
+  size_t index = 0; ///< which of the hub's actors
 };
 
-caf::behavior hub_actor(caf::stateful_actor<hub_state>* self) {
+// `index` only so that the spawn passes an argument: CAF 0.17.6 dereferences a null argument
+// tuple when a spawned function takes none (UBSan stops there in the unit tier).
+caf::behavior hub_actor(caf::stateful_actor<hub_state>* self, size_t index) {
+  self->state.index = index;
   return {
     [=](detail::call_atom, call_hub::job& j) { j(self); },
     [=](detail::park_atom, call_hub::job& j) {
@@ -45,7 +49,7 @@ caf::behavior hub_actor(caf::stateful_actor<hub_state>* self) {
 
 call_hub::call_hub(caf::actor_system& sys, size_t actors, size_t blocking_threads) {
   for (size_t i = 0; i < std::max<size_t>(1, actors); ++i)
-    actors_.push_back(sys.spawn(hub_actor));
+    actors_.push_back(sys.spawn(hub_actor, i));
   for (size_t i = 0; i < std::max<size_t>(1, blocking_threads); ++i)
     blocking_threads_.emplace_back([this] { blocking_loop(); });
 }
