@@ -4,6 +4,7 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include "api/entity_view.hpp"
 #include "api/status.hpp"
 #include "cluster/ask_owner.hpp"
 #include "cluster/router.hpp"
@@ -92,14 +93,7 @@ grpc::ServerUnaryReactor* entity_service::Get(grpc::CallbackServerContext* ctx,
     ask_entity_owner(
       self, r, deadline,
       [=](entity_view& v) {
-        resp->set_exists(v.exists);
-        resp->set_version(v.version);
-        if (v.state)
-          *resp->mutable_state() = std::move(*v.state);
-        resp->set_lane(v.lane);
-        resp->set_pending_events(v.pending);
-        if (v.next_due_us > 0)
-          *resp->mutable_next_due() = TimeUtil::MicrosecondsToTimestamp(v.next_due_us);
+        put_view(v, *resp);
         reactor->Finish(grpc::Status::OK);
       },
       [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);

@@ -24,35 +24,17 @@ namespace {
 
 /// Reads `topic` from the start until `want` distinct keys arrived (or a minute passed).
 std::map<std::string, v1::ImageNotice> consume(const std::string& topic, size_t want) {
-  char err[512];
-  auto* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", testing::kafka_brokers().c_str(), err, sizeof(err));
-  rd_kafka_conf_set(conf, "group.id", (topic + "-check").c_str(), err, sizeof(err));
-  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
-  auto* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-  REQUIRE_MESSAGE(consumer != nullptr, err);
-  rd_kafka_poll_set_consumer(consumer);
-  auto* subs = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
-  REQUIRE(rd_kafka_subscribe(consumer, subs) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_topic_partition_list_destroy(subs);
   std::map<std::string, v1::ImageNotice> seen;
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (seen.size() < want && std::chrono::steady_clock::now() < deadline) {
-    auto* m = rd_kafka_consumer_poll(consumer, 500);
-    if (m == nullptr)
-      continue;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+  testing::consume_topic(
+    topic,
+    [&](const rd_kafka_message_t& m) {
       v1::ImageNotice n;
-      REQUIRE(n.ParseFromArray(m->payload, static_cast<int>(m->len)));
-      std::string key{static_cast<const char*>(m->key), m->key_len};
+      REQUIRE(n.ParseFromArray(m.payload, static_cast<int>(m.len)));
+      auto key = testing::key_of(m);
       CHECK(key == n.response().key());
       seen[key] = n;
-    }
-    rd_kafka_message_destroy(m);
-  }
-  rd_kafka_consumer_close(consumer);
-  rd_kafka_destroy(consumer);
+    },
+    [&] { return seen.size() >= want; });
   return seen;
 }
 

@@ -33,41 +33,21 @@ struct consumed {
 
 /// The messages of `topic` from its start, until `want` arrived or 60 s passed.
 std::vector<consumed> consume(const std::string& topic, size_t want) {
-  char err[512];
-  auto* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", testing::kafka_brokers().c_str(), err, sizeof(err));
-  rd_kafka_conf_set(conf, "group.id", (topic + "-check").c_str(), err, sizeof(err));
-  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
-  auto* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-  REQUIRE_MESSAGE(consumer != nullptr, err);
-  rd_kafka_poll_set_consumer(consumer);
-  auto* subs = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
-  REQUIRE(rd_kafka_subscribe(consumer, subs) == RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_topic_partition_list_destroy(subs);
   std::vector<consumed> out;
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
-    auto* m = rd_kafka_consumer_poll(consumer, 500);
-    if (m == nullptr)
-      continue;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      consumed c{std::string{static_cast<const char*>(m->key), m->key_len},
-                 std::string{static_cast<const char*>(m->payload), m->len},
-                 {}};
+  testing::consume_topic(
+    topic,
+    [&](const rd_kafka_message_t& m) {
+      consumed c{testing::key_of(m), testing::value_of(m), {}};
       rd_kafka_headers_t* hs = nullptr;
       const void* v = nullptr;
       size_t len = 0;
-      if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR
+      if (rd_kafka_message_headers(&m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR
           && rd_kafka_header_get_last(hs, "Idempotency-Key", &v, &len)
                == RD_KAFKA_RESP_ERR_NO_ERROR)
         c.idempotency_key.assign(static_cast<const char*>(v), len);
       out.push_back(std::move(c));
-    }
-    rd_kafka_message_destroy(m);
-  }
-  rd_kafka_consumer_close(consumer);
-  rd_kafka_destroy(consumer);
+    },
+    [&] { return out.size() >= want; });
   return out;
 }
 

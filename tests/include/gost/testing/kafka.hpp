@@ -1,8 +1,12 @@
 #pragma once
-// Test support: where the Kafka tier's broker is.
+// Test support: where the Kafka tier's broker is, and a reader of a topic from its start.
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+
+#include <doctest/doctest.h>
+#include <librdkafka/rdkafka.h>
 
 namespace gost::testing {
 
@@ -11,6 +15,44 @@ namespace gost::testing {
 inline std::string kafka_brokers() {
   auto e = std::getenv("GOST_TEST_KAFKA");
   return e != nullptr ? e : "127.0.0.1:19092";
+}
+
+/// Reads `topic` from its start (a consumer group of its own) and hands each message to
+/// `take(const rd_kafka_message_t&)` until `enough()` says so or `limit` passes.
+template <class Take, class Enough>
+void consume_topic(const std::string& topic, Take take, Enough enough,
+                   std::chrono::seconds limit = std::chrono::seconds{60}) {
+  char err[512];
+  auto* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", kafka_brokers().c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "group.id", (topic + "-check").c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
+  auto* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  REQUIRE_MESSAGE(consumer != nullptr, err);
+  rd_kafka_poll_set_consumer(consumer);
+  auto* subs = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
+  REQUIRE(rd_kafka_subscribe(consumer, subs) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(subs);
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!enough() && std::chrono::steady_clock::now() < deadline) {
+    auto* m = rd_kafka_consumer_poll(consumer, 500);
+    if (m == nullptr)
+      continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+      take(*m);
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(consumer);
+  rd_kafka_destroy(consumer);
+}
+
+/// A message's key and value as strings.
+inline std::string key_of(const rd_kafka_message_t& m) {
+  return {static_cast<const char*>(m.key), m.key_len};
+}
+inline std::string value_of(const rd_kafka_message_t& m) {
+  return {static_cast<const char*>(m.payload), m.len};
 }
 
 } // namespace gost::testing
