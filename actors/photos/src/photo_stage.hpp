@@ -7,6 +7,7 @@
 // restarts the back-off.
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,24 @@ protected:
     if (asks.empty())
       return {};
     return opts_.images->ask(asks);
+  }
+
+  /// Asks `fn` (with `angle`) about the entries of `photos` that `want` picks, and returns
+  /// those entries with their answers, in order (an entry whose URL is not one made an ERROR
+  /// and left out).
+  template <class Entries, class Want>
+  auto ask_each(Entries& photos, images::function fn, Want want, double angle = 0) const {
+    using entry = std::remove_reference_t<decltype(*photos.begin())>;
+    std::vector<images::image_ask> asks;
+    std::vector<entry*> entries;
+    for (auto& e : photos) {
+      images::image_ask a;
+      if (want(e) && make_ask(fn, e, a, angle)) {
+        asks.push_back(std::move(a));
+        entries.push_back(&e);
+      }
+    }
+    return std::make_pair(std::move(entries), ask(asks));
   }
 
 private:

@@ -38,16 +38,9 @@ public:
 
 private:
   void step(v1::PhotoDownloads& s) const override {
-    std::vector<images::image_ask> asks;
-    std::vector<v1::PhotoDownload*> entries;
-    for (auto& e : *s.mutable_photos()) {
-      images::image_ask a;
-      if (e.status() == v1::PHOTO_STATUS_PENDING && make_ask(images::function::ratio, e, a)) {
-        asks.push_back(std::move(a));
-        entries.push_back(&e);
-      }
-    }
-    auto answers = ask(asks);
+    auto [entries, answers] = ask_each(*s.mutable_photos(), images::function::ratio, [](auto& e) {
+      return e.status() == v1::PHOTO_STATUS_PENDING;
+    });
     for (size_t i = 0; i < entries.size(); ++i) {
       auto& a = answers[i];
       if (a.status() == v1::IMAGE_STATUS_DONE)
@@ -111,17 +104,9 @@ public:
 private:
   void step(v1::PhotoOrientations& s) const override {
     // First what is not known yet: the orientation (Ratio).
-    std::vector<images::image_ask> asks;
-    std::vector<v1::PhotoOrientation*> entries;
-    for (auto& e : *s.mutable_photos()) {
-      images::image_ask a;
-      if (e.status() == v1::PHOTO_STATUS_PENDING && e.exif_orientation() == 0
-          && make_ask(images::function::ratio, e, a)) {
-        asks.push_back(std::move(a));
-        entries.push_back(&e);
-      }
-    }
-    auto answers = ask(asks);
+    auto [entries, answers] = ask_each(*s.mutable_photos(), images::function::ratio, [](auto& e) {
+      return e.status() == v1::PHOTO_STATUS_PENDING && e.exif_orientation() == 0;
+    });
     for (size_t i = 0; i < entries.size(); ++i) {
       auto& e = *entries[i];
       auto& a = answers[i];
@@ -138,20 +123,12 @@ private:
       }
     }
     // Then the rotations of those known to need one.
-    asks.clear();
-    entries.clear();
-    for (auto& e : *s.mutable_photos()) {
-      images::image_ask a;
-      if (e.status() == v1::PHOTO_STATUS_PENDING && e.exif_orientation() > 1
-          && make_ask(images::function::rotate, e, a, 0)) {
-        asks.push_back(std::move(a));
-        entries.push_back(&e);
-      }
-    }
-    answers = ask(asks);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      auto& e = *entries[i];
-      auto& a = answers[i];
+    auto [turned, rotations] = ask_each(*s.mutable_photos(), images::function::rotate, [](auto& e) {
+      return e.status() == v1::PHOTO_STATUS_PENDING && e.exif_orientation() > 1;
+    });
+    for (size_t i = 0; i < turned.size(); ++i) {
+      auto& e = *turned[i];
+      auto& a = rotations[i];
       if (a.status() == v1::IMAGE_STATUS_ERROR) {
         record_error(a, e);
       } else if (a.status() == v1::IMAGE_STATUS_DONE) {
