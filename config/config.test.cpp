@@ -273,6 +273,17 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   }
   c.images.redis_address = "127.0.0.1:6379";
   CHECK(validate(c).empty());
+  c = *base.config;
+  CHECK(c.images.queue == "postgres"); // the seed's default
+  CHECK(c.images.kafka_topic_prefix == "gost.images.");
+  CHECK(c.images.kafka_group == "gost-images");
+  CHECK(c.kafka.session_timeout == std::chrono::seconds{45});
+  c.images.queue = "kafka";
+  CHECK(validate(c).find("images.queue=kafka needs kafka.brokers") != std::string::npos);
+  c.kafka.brokers = "127.0.0.1:9092";
+  CHECK(validate(c).empty());
+  c.images.kafka_group.clear();
+  CHECK(validate(c).find("images.kafka.group must not be empty") != std::string::npos);
 }
 
 TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each content limit") {

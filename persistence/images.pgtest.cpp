@@ -192,3 +192,83 @@ TEST_CASE("two takers at once never take the same task") {
   CHECK(taken.size() == 200);
   CHECK(std::set<std::string>(taken.begin(), taken.end()).size() == 200);
 }
+
+TEST_CASE("the Kafka queue's half: pending statuses without tasks, undone, and retries queued") {
+  migrated_db m;
+  auto a = request("ratio", 2, "http://img/a.jpg");
+  auto b = request("ratio", 2, "http://img/b.jpg");
+  // b has a live result: asking again (compute) leaves it as it is.
+  REQUIRE(enqueue_image_tasks(m.pool, {b}));
+  auto tb = take_image_tasks(m.pool, "ratio", {2}, 1, 10s);
+  REQUIRE(tb);
+  REQUIRE(tb->size() == 1);
+  REQUIRE_FALSE(finish_image_tasks(m.pool, {{tb->front(), done(b, "old")}}));
+  auto before = find_image_results(m.pool, {b.key});
+  REQUIRE(before);
+  REQUIRE(before->size() == 1);
+
+  auto recompute_b = b;
+  recompute_b.recompute = true;
+  auto asked = write_image_pending(m.pool, {a, a, recompute_b});
+  REQUIRE(asked);
+  CHECK(asked->answered.empty());
+  CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "0"); // the tasks go to Kafka
+  auto rs = find_image_results(m.pool, {a.key, b.key});
+  REQUIRE(rs);
+  REQUIRE(rs->size() == 2);
+  for (auto& r : *rs)
+    if (r.key == a.key) {
+      CHECK(r.status == "pending");
+      CHECK(r.updated_at_us == asked->asked_at_us); // the de-duplication compares with this time
+    } else {
+      CHECK(r.status == "done");
+      CHECK(r.value == "old");
+      CHECK(r.updated_at_us
+            < asked->asked_at_us); // stored before the ask: a task asked now is no duplicate
+    }
+
+  // A result stored after the ask is newer than it.
+  auto ta = a.task;
+  ta.in_table = false;
+  REQUIRE_FALSE(finish_image_tasks(m.pool, {{ta, done(a, "new")}}));
+  // a asked as a miss again now (its result stored since the asker looked): no task needed.
+  auto raced = write_image_pending(m.pool, {a});
+  REQUIRE(raced);
+  CHECK(raced->answered == std::set<std::string>{a.key});
+  auto after = find_image_results(m.pool, {a.key});
+  REQUIRE(after);
+  REQUIRE(after->size() == 1);
+  CHECK(after->front().updated_at_us > asked->asked_at_us);
+
+  // Undo removes only what that ask left pending: not a result, not a later ask's status.
+  auto c = request("ratio", 2, "http://img/c.jpg");
+  auto asked_c = write_image_pending(m.pool, {c});
+  REQUIRE(asked_c);
+  REQUIRE_FALSE(undo_image_pending(m.pool, {a.key, c.key}, asked->asked_at_us));
+  CHECK(status_of(m.pool, a.key) == "done");
+  CHECK(status_of(m.pool, c.key) == "pending");
+  REQUIRE_FALSE(undo_image_pending(m.pool, {c.key}, asked_c->asked_at_us));
+  CHECK(status_of(m.pool, c.key) == "missing");
+  auto again = write_image_pending(m.pool, {c}); // a key undone is asked afresh
+  REQUIRE(again);
+  CHECK(status_of(m.pool, c.key) == "pending");
+
+  // A recoverable failure of a Kafka task becomes a task of this queue, attempts counted,
+  // due after the delay; failing again there counts on.
+  auto tc = c.task;
+  tc.in_table = false;
+  REQUIRE_FALSE(retry_image_task(m.pool, tc, "HTTP 503", 300ms));
+  CHECK(take_image_tasks(m.pool, "ratio", {2}, 1, 10s)->empty());
+  std::this_thread::sleep_for(400ms);
+  auto retried = take_image_tasks(m.pool, "ratio", {2}, 1, 10s);
+  REQUIRE(retried);
+  REQUIRE(retried->size() == 1);
+  CHECK(retried->front().in_table);
+  CHECK(retried->front().attempts == 1);
+  CHECK(retried->front().ttl_ms == c.task.ttl_ms);
+  CHECK(retried->front().last_error == "HTTP 503");
+  // The same task delivered by Kafka again fails again: one row, attempts on.
+  REQUIRE_FALSE(retry_image_task(m.pool, tc, "HTTP 502", 0ms));
+  CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "1");
+  CHECK(m.db.scalar("SELECT attempts FROM image_tasks") == "2");
+}

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -118,6 +119,107 @@ TEST_CASE("the pools compute every task of the partitions served here, several a
   // Partitions 6 and 7 are another node's: untouched.
   CHECK(std::stoul(db.scalar("SELECT count(*) FROM image_tasks")) == elsewhere.size());
   CHECK(most > 1);
-  for (auto& a : actors)
+  for (auto& [fn, a] : actors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped when answered") {
+  testing::temp_db db;
+  persistence::pg_pool::options po;
+  po.dsn = db.dsn();
+  po.size = 3;
+  persistence::pg_pool pool{po};
+  REQUIRE(persistence::migrate(pool));
+
+  auto image = png(64, 32);
+  std::mutex m;
+  std::map<std::string, int> fetched;
+  http_server srv{[&](const http_server::call& c) {
+    {
+      std::lock_guard<std::mutex> g{m};
+      ++fetched[c.path];
+    }
+    if (c.path == "/busy.png")
+      return http_server::reply{503, "busy"};
+    return http_server::reply{200, image};
+  }};
+  auto fetches = [&](const std::string& path) {
+    std::lock_guard<std::mutex> g{m};
+    return fetched[path];
+  };
+  auto foreign = [&](const std::string& path, int64_t asked_at) {
+    auto t = make_task(function::ratio, srv.url(path));
+    REQUIRE(t);
+    persistence::image_task x{
+      to_string(function::ratio), t->partition(8), t->args, 0, 60'000, asked_at, {}};
+    x.in_table = false;
+    return x;
+  };
+  auto pending = [&](const std::string& path) {
+    auto t = make_task(function::ratio, srv.url(path));
+    REQUIRE(t);
+    persistence::image_request r;
+    r.key = t->result_key();
+    r.task = {to_string(function::ratio), t->partition(8), t->args, 0, 60'000, 0, {}};
+    r.pending_ttl_ms = 60'000;
+    auto asked = persistence::write_image_pending(pool, {r});
+    REQUIRE(asked);
+    return asked->asked_at_us;
+  };
+
+  caf::actor_system_config cfg;
+  register_core_types(cfg);
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys{cfg};
+  pools_options opts;
+  opts.db = &pool;
+  opts.work.allow_private = true;
+  opts.work.retry_base = 60s; // a retry stays queued for the test to see
+  opts.workers = {{function::ratio, 2}};
+  opts.poll = 20ms;
+  opts.partitions = [] { return std::vector<uint32_t>{}; }; // the PostgreSQL queue: none here
+  auto feeders = spawn_image_pools(sys, opts);
+  REQUIRE(feeders.count(function::ratio) == 1);
+  auto feeder = feeders.at(function::ratio);
+
+  // 12 distinct tasks (more than the pool's 4 slots) and 10 copies of one: each fetched once.
+  std::vector<persistence::image_task> batch;
+  for (int i = 0; i < 12; ++i) {
+    auto path = "/d" + std::to_string(i) + ".png";
+    batch.push_back(foreign(path, pending(path)));
+  }
+  auto dup_asked = pending("/dup.png");
+  for (int i = 0; i < 10; ++i)
+    batch.push_back(foreign("/dup.png", dup_asked));
+  auto busy = foreign("/busy.png", pending("/busy.png"));
+  batch.push_back(busy);
+  auto first = run_foreign_tasks(sys, feeder, batch, 30s);
+  REQUIRE_MESSAGE(first, caf::to_string(first.error()));
+  CHECK(first->run == 14);
+  CHECK(first->skipped == 9);
+  CHECK(fetches("/dup.png") == 1);
+  for (int i = 0; i < 12; ++i) {
+    auto t = make_task(function::ratio, srv.url("/d" + std::to_string(i) + ".png"));
+    auto rs = persistence::find_image_results(pool, {t->result_key()});
+    REQUIRE(rs);
+    REQUIRE(rs->size() == 1);
+    CHECK(rs->front().status == "done");
+  }
+  // The recoverable failure is a task of the PostgreSQL queue now, with its back-off.
+  CHECK(db.scalar("SELECT attempts FROM image_tasks WHERE args = '" + busy.args + "'") == "1");
+
+  // The same tasks delivered again (Kafka's at least once): answered since, so skipped; one
+  // asked again after its result (compute) runs.
+  auto again = batch;
+  again.push_back(foreign("/d0.png", pending("/d0.png")));
+  auto second = run_foreign_tasks(sys, feeder, again, 30s);
+  REQUIRE_MESSAGE(second, caf::to_string(second.error()));
+  CHECK(second->run == 2); // d0 asked again, and busy (its status is still pending)
+  CHECK(second->skipped == again.size() - 2);
+  CHECK(fetches("/d0.png") == 2);
+  CHECK(fetches("/d1.png") == 1);
+  CHECK(fetches("/dup.png") == 1);
+  CHECK(db.scalar("SELECT attempts FROM image_tasks WHERE args = '" + busy.args + "'") == "2");
+  for (auto& [fn, a] : feeders)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -323,6 +323,12 @@ node_keys make_node_keys() {
             "How long the producer tries to deliver an event before the relay gives the round "
             "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."),
         bind_to(&node_config::kafka, &kafka_config::message_timeout));
+  k.add(num(vk::duration, "kafka.session_timeout", "45s", 6000, 300'000,
+            "How long a consumer group (the after_save hooks, the feed exchange, the image "
+            "queue) waits for a member that stopped heartbeating, a node killed or cut off, "
+            "before it gives that member's partitions to the others (librdkafka's "
+            "`session.timeout.ms`; the brokers bound it by group.min/max.session.timeout.ms)."),
+        bind_to(&node_config::kafka, &kafka_config::session_timeout));
   k.add(num(vk::boolean, "outbox.relay", "true", 0, 1,
             "Publish the committed after-save events of the shards this node owns to Kafka. "
             "false: they stay in the outbox table (for tests, or when another process relays "
@@ -464,6 +470,23 @@ node_keys make_node_keys() {
             "stores the outcome (so none is lost; at least once). Empty: no notification. "
             "Needs `outbox.relay`."),
         bind_to(&node_config::images, &images_config::notify_topic));
+  k.add(choice("images.queue", "postgres", {"postgres", "kafka"},
+               "Where image tasks wait. `postgres`: the image_tasks table (identical requests "
+               "are one row; each node computes the partitions of the shards it holds). "
+               "`kafka`: a topic per function (`images.kafka.topic_prefix` + ratio, preview, "
+               "main_color, rotate), keyed by the result key, read by a consumer group per "
+               "function (the broker spreads the partitions over the nodes); a task whose result "
+               "was stored after it was asked is skipped; retries of recoverable failures still "
+               "go through PostgreSQL. Needs `kafka.brokers`."),
+        bind_to(&node_config::images, &images_config::queue));
+  k.add(str("images.kafka.topic_prefix", "gost.images.",
+            "images.queue=kafka: the tasks' topics are this + the function's name (made on "
+            "first use where the brokers allow it)."),
+        bind_to(&node_config::images, &images_config::kafka_topic_prefix));
+  k.add(str("images.kafka.group", "gost-images",
+            "images.queue=kafka: the consumer groups are this + \".\" + the function's name; "
+            "every node of a cluster uses the same."),
+        bind_to(&node_config::images, &images_config::kafka_group));
   k.add(str("images.redis.address", "",
             "host:port of a Redis in front of the image results in PostgreSQL (read first, "
             "filled from PostgreSQL with the TTL left there, written after PostgreSQL). Redis "
@@ -778,6 +801,13 @@ std::string validate(const node_config& c) {
   if (!c.images.notify_topic.empty() && !c.outbox.relay)
     return "images.notify_topic needs outbox.relay (the notifications go through the outbox); "
            "set outbox.relay=true or leave images.notify_topic empty";
+  if (c.images.queue == "kafka" && c.kafka.brokers.empty())
+    return "images.queue=kafka needs kafka.brokers (the in-process mock cluster is not shared "
+           "with consumers); set kafka.brokers or images.queue=postgres";
+  if (c.images.queue == "kafka" && c.images.kafka_topic_prefix.empty())
+    return "images.kafka.topic_prefix must not be empty with images.queue=kafka";
+  if (c.images.queue == "kafka" && c.images.kafka_group.empty())
+    return "images.kafka.group must not be empty with images.queue=kafka";
   if (auto& a = c.images.redis_address; !a.empty()) {
     auto colon = a.rfind(':');
     if (colon == std::string::npos || colon == 0 || !whole_number(a.substr(colon + 1), 1, 65535))

@@ -106,8 +106,9 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
   auto partitions = settings_.partitions;
   auto* cache = settings_.cache;
   auto* stats = settings_.stats;
+  auto* queue = settings_.queue;
   hub_.run_blocking([=] {
-    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats)) {
+    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats, queue)) {
       reactor->Finish(to_status(err));
       return;
     }

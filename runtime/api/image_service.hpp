@@ -21,6 +21,7 @@ class pg_pool;
 namespace gost::images {
 class redis_cache;
 struct image_stats;
+class task_queue;
 } // namespace gost::images
 
 namespace gost::runtime {
@@ -32,6 +33,7 @@ public:
     uint32_t partitions = 1;                                   ///< shard.count
     images::redis_cache* cache = nullptr; ///< images.redis.address: read first, filled after
     images::image_stats* stats = nullptr; ///< cache hits and misses
+    images::task_queue* queue = nullptr;  ///< images.queue=kafka: the Kafka queue
   };
 
   image_service(call_hub& hub, persistence::pg_pool& pool, api_limits limits, settings s)

@@ -87,6 +87,7 @@ after_save_consumer::start(after_save_options opts) {
   kafka::consumer_options co;
   co.role = "the after_save consumer";
   co.brokers = p->opts.kafka.brokers;
+  co.session_timeout = p->opts.kafka.session_timeout;
   co.group = p->opts.kafka.after_save_group;
   co.group_key = "kafka.after_save_group";
   co.topic = p->opts.kafka.topic;

@@ -210,6 +210,7 @@ caf::expected<std::unique_ptr<feed_exchange>> feed_exchange::start(feed_options 
   kafka::consumer_options co;
   co.role = "the feed exchange's Kafka consumer";
   co.brokers = p->opts.kafka.brokers;
+  co.session_timeout = p->opts.kafka.session_timeout;
   co.group = p->opts.feed.group;
   co.group_key = "feed.group";
   co.topic = p->opts.feed.requests_topic;

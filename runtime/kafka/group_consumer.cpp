@@ -1,5 +1,7 @@
 #include "kafka/group_consumer.hpp"
 
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "gost/core/dependency.hpp"
@@ -23,7 +25,8 @@ bool transport_error(rd_kafka_resp_err_t err) {
 
 struct group_consumer::impl {
   consumer_options opts;
-  message_handler handler;
+  batch_handler handler;
+  size_t max_batch = 1;
   stop_signal stop;
   client_ptr client;
   std::thread thread; // joined by ~impl before the client closes
@@ -36,40 +39,69 @@ struct group_consumer::impl {
       rd_kafka_consumer_close(client.get()); // commits the stored offsets, leaves the group
   }
 
-  /// Reads `m` again next: seeks its partition back to it after the back-off. Retries the
-  /// seek until it succeeds or the consumer stops (going on without it would skip `m`).
-  void read_again(const rd_kafka_message_t& m, backoff& delay) {
-    while (delay.wait(stop)) {
-      auto err = rd_kafka_seek(m.rkt, m.partition, m.offset, 5000);
-      if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-        return;
-      lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying", opts.role,
-               opts.topic, m.partition, m.offset, rd_kafka_err2str(err));
+  /// Reads the batch again next: seeks each of its partitions back to its first message there
+  /// after the back-off. Retries a seek until it succeeds or the consumer stops (going on
+  /// without it would skip the message).
+  void read_again(const std::vector<message_ptr>& batch, backoff& delay) {
+    std::map<int32_t, const rd_kafka_message_t*> first; // per partition (batches keep order)
+    for (auto& m : batch)
+      first.emplace(m->partition, m.get());
+    if (!delay.wait(stop))
+      return;
+    for (auto& [partition, m] : first)
+      for (;;) {
+        auto err = rd_kafka_seek(m->rkt, m->partition, m->offset, 5000);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+          break;
+        lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
+                 opts.role, opts.topic, m->partition, m->offset, rd_kafka_err2str(err));
+        if (!delay.wait(stop))
+          return;
+      }
+  }
+
+  /// The next message, or null (none within `wait`, or an error: reported here).
+  message_ptr next(int wait_ms) {
+    message_ptr m{rd_kafka_consumer_poll(client.get(), wait_ms)};
+    if (!m)
+      return m;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (opts.broker && transport_error(m->err))
+        opts.broker->failed(rd_kafka_message_errstr(m.get()));
+      else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        lg->warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
+      return nullptr;
     }
+    if (opts.broker)
+      opts.broker->succeeded();
+    return m;
   }
 
   void loop() {
     backoff delay{opts.retry_first, opts.retry_cap};
+    std::vector<message_ptr> batch;
+    std::vector<message_view> views;
     while (!stop.requested()) {
-      message_ptr m{rd_kafka_consumer_poll(client.get(), 200)};
-      if (!m)
+      batch.clear();
+      views.clear();
+      if (auto m = next(200))
+        batch.push_back(std::move(m));
+      else
         continue;
-      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (opts.broker && transport_error(m->err))
-          opts.broker->failed(rd_kafka_message_errstr(m.get()));
-        else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-          lg->warn("{} error={}", opts.role, rd_kafka_message_errstr(m.get()));
-        continue;
-      }
-      if (opts.broker)
-        opts.broker->succeeded();
-      message_view view{
-        {static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset};
-      if (handler(view, stop) == verdict::handled) {
-        rd_kafka_offset_store(m->rkt, m->partition, m->offset);
+      while (batch.size() < max_batch) // what is fetched already, without waiting
+        if (auto m = next(0))
+          batch.push_back(std::move(m));
+        else
+          break;
+      for (auto& m : batch)
+        views.push_back(
+          {{static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset});
+      if (handler(views, stop) == verdict::handled) {
+        for (auto& m : batch)
+          rd_kafka_offset_store(m->rkt, m->partition, m->offset);
         delay.reset();
       } else if (!stop.requested()) {
-        read_again(*m, delay);
+        read_again(batch, delay);
       }
     }
   }
@@ -81,6 +113,16 @@ group_consumer::~group_consumer() = default;
 
 caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
                                                                    message_handler handler) {
+  return make_group_consumer(
+    std::move(opts),
+    [h = std::move(handler)](const std::vector<message_view>& batch, const stop_signal& stop) {
+      return h(batch.front(), stop);
+    },
+    1);
+}
+
+caf::expected<std::unique_ptr<group_consumer>>
+make_group_consumer(consumer_options opts, batch_handler handler, size_t max_batch) {
   client_spec spec;
   spec.type = RD_KAFKA_CONSUMER;
   spec.role = opts.role;
@@ -94,6 +136,9 @@ caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_opti
                    {"enable.auto.offset.store", "false", ""},
                    {"auto.commit.interval.ms", "1000", ""},
                    {"max.poll.interval.ms", "3600000", ""}};
+  spec.settings.push_back(
+    {"session.timeout.ms", std::to_string(opts.session_timeout.count()), "kafka.session_timeout"});
+  spec.settings.insert(spec.settings.end(), opts.settings.begin(), opts.settings.end());
   auto client = make_client(spec);
   if (!client)
     return std::move(client.error());
@@ -107,6 +152,7 @@ caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_opti
   auto p = std::make_unique<group_consumer::impl>();
   p->opts = std::move(opts);
   p->handler = std::move(handler);
+  p->max_batch = std::max<size_t>(1, max_batch);
   p->client = std::move(*client);
   auto* raw = p.get();
   p->thread = std::thread{[raw] { raw->loop(); }};

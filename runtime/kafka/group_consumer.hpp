@@ -9,9 +9,13 @@
 // - `not_handled` seeks the partition back to that message and reads it again after a
 //   back-off (doubling from `retry_first` to `retry_cap`, reset by a handled message): the
 //   loop never goes on past it;
-// - the stop signal is honoured in every wait, and handed to the handler for its own waits.
+// - the stop signal is honoured in every wait, and handed to the handler for its own waits;
+// - a batch handler gets what is there at once (up to `max_batch` messages, across the
+//   partitions it holds) and answers for all: `not_handled` seeks each partition back to its
+//   first message of the batch (the image functions' Kafka queue runs a batch in a pool).
 //
-// Owner: the subsystem that starts it (after_save_consumer, feed_exchange) holds it last, so
+// Owner: the subsystem that starts it (after_save_consumer, feed_exchange, image_queue) holds
+// it last, so
 // it stops (and its handler with it) before what the handler uses goes.
 
 #include <chrono>
@@ -24,6 +28,7 @@
 #include <caf/expected.hpp>
 
 #include "gost/core/backoff.hpp"
+#include "kafka/client.hpp"
 
 namespace gost {
 class dependency_tracker;
@@ -39,6 +44,10 @@ struct consumer_options {
   std::string group_key; ///< the config key `group` comes from, named in errors
   std::string topic;
   std::string topic_key; ///< the config key `topic` comes from
+  /// `kafka.session_timeout`: a member silent this long (crashed) loses its partitions.
+  std::chrono::milliseconds session_timeout{45'000};
+  /// More librdkafka settings of the owner (`allow.auto.create.topics`, ...).
+  std::vector<setting> settings;
   std::chrono::milliseconds retry_first{500};
   std::chrono::milliseconds retry_cap{5000};
   /// The node's tracker of the brokers: the consumer's transport errors (brokers down or
@@ -64,6 +73,10 @@ enum class verdict : uint8_t {
 /// is requested (with not_handled unless the message's work is complete).
 using message_handler = std::function<verdict(const message_view&, const stop_signal& stop)>;
 
+/// The same for a batch (never empty; valid during the call): the verdict is the whole batch's.
+using batch_handler =
+  std::function<verdict(const std::vector<message_view>&, const stop_signal& stop)>;
+
 class group_consumer {
 public:
   /// Requests the stop, waits for the handler to return, then closes the consumer (commits
@@ -83,5 +96,10 @@ private:
 /// group evicts it. Errors: those of `make_client`, naming the config keys.
 caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
                                                                    message_handler handler);
+
+/// The same with batches of up to `max_batch` messages: after the first message (waited for),
+/// those already fetched are added without waiting.
+caf::expected<std::unique_ptr<group_consumer>>
+make_group_consumer(consumer_options opts, batch_handler handler, size_t max_batch);
 
 } // namespace gost::runtime::kafka

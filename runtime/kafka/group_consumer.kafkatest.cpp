@@ -57,6 +57,13 @@ struct seen {
     cv.wait_for(lock, 60s, [&] { return values.size() >= n; });
     return values;
   }
+
+  /// Waits until the last value seen is `last` (at most a minute).
+  std::vector<std::string> wait_last(const std::string& last) {
+    std::unique_lock<std::mutex> lock{mtx};
+    cv.wait_for(lock, 60s, [&] { return !values.empty() && values.back() == last; });
+    return values;
+  }
 };
 
 kafka::consumer_options options(const std::string& topic, const std::string& group) {
@@ -139,4 +146,60 @@ TEST_CASE("the handler is handed the stop, and an unfinished message is not comm
     REQUIRE(s.wait(1).size() == 1);
   }
   CHECK(next_member_reads(topic, group, 1) == std::vector<std::string>{"m1"});
+}
+
+TEST_CASE("batches: what is fetched comes at once, a batch not handled is read again whole") {
+  auto topic = fresh_name("gost-kit-");
+  auto group = fresh_name("gost-kit-group-");
+  std::vector<std::string> values;
+  for (int i = 0; i < 50; ++i)
+    values.push_back("m" + std::to_string(i));
+  produce(topic, values);
+  {
+    seen s;
+    std::vector<size_t> sizes;
+    bool refused = false;
+    auto consumer = kafka::make_group_consumer(
+      options(topic, group),
+      [&](const std::vector<kafka::message_view>& batch, const stop_signal&) {
+        sizes.push_back(batch.size());
+        for (auto& m : batch)
+          s.add(m.payload);
+        if (!refused && batch.size() > 1) { // the first batch of several: not handled, once
+          refused = true;
+          return kafka::verdict::not_handled;
+        }
+        if (batch.back().payload == "m49")
+          s.add("handled m49");
+        return kafka::verdict::handled;
+      },
+      16);
+    REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+    auto got = s.wait_last("handled m49");
+    got.pop_back();
+    // Every batch at most 16; some of several (the topic was full before the consumer came).
+    REQUIRE(refused);
+    size_t refused_size = 0;
+    for (auto n : sizes) {
+      CHECK(n <= 16);
+      if (refused_size == 0 && n > 1)
+        refused_size = n;
+    }
+    // Read in order; the refused batch again from its first message; nothing skipped.
+    std::vector<std::string> expected;
+    size_t first_refused = 0;
+    for (size_t i = 0, at = 0; i < sizes.size(); at += sizes[i], ++i)
+      if (sizes[i] == refused_size) {
+        first_refused = at;
+        break;
+      }
+    expected.assign(values.begin(), values.begin() + first_refused + refused_size);
+    expected.insert(expected.end(), values.begin() + first_refused, values.end());
+    REQUIRE(got.size() >= expected.size());
+    got.resize(expected.size());
+    CHECK(got == expected);
+  }
+  // Everything handled was committed: the group's next member starts after m49.
+  produce(topic, {"m50"});
+  CHECK(next_member_reads(topic, group, 1) == std::vector<std::string>{"m50"});
 }

@@ -5,7 +5,10 @@
 // outbox relay (per-message reports) and the feed exchange (responses, flushed per request).
 //
 // Threads: one owner thread calls everything; delivery reports run on that thread, inside
-// `poll`, `flush`, `produce` (while the queue is full) and the destructor.
+// `poll`, `flush`, `produce` (while the queue is full) and the destructor. The exception: the
+// `produce` calls that do not wait (with an opaque) may come from other threads while the
+// owner polls (librdkafka's produce and poll are thread-safe; the image queue's askers do
+// this); `replace_if_fatal` must then not run.
 
 #include <chrono>
 #include <cstdint>

@@ -42,6 +42,7 @@ constexpr start_step start_order[] = {
   {"scheduled actions", start_scheduled},
   {"cluster manager", start_cluster_manager},
   {"node link", start_node_link},
+  {"image queue", start_image_queue},
   {"gRPC API", start_grpc},
   {"admin HTTP", start_http},
   {"outbox relay", start_outbox_relay},

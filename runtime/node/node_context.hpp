@@ -43,6 +43,7 @@
 #include "gost/scheduled/scheduler.hpp"
 #include "kafka/after_save.hpp"
 #include "kafka/feed_exchange.hpp"
+#include "kafka/image_queue.hpp"
 #include "node/stop_stack.hpp"
 
 namespace gost::runtime {
@@ -125,6 +126,9 @@ struct node_context {
   caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
+  /// images.queue=kafka (start_image_queue): ImageService and the photo stages queue there;
+  /// its consumers (start_images) feed the image pools
+  std::unique_ptr<image_queue> kafka_images;
   // scheduled actions (start_scheduled): the API's side, and the workers' spawner (null when
   // `scheduled.enabled` is false) called with each shard the cluster manager starts
   std::unique_ptr<scheduled::scheduler> scheduled_api;
@@ -134,7 +138,7 @@ struct node_context {
   caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
   // the image functions (start_images): their blob store and a pool + feeder per function
   std::unique_ptr<images::blob_store> blobs;
-  std::vector<caf::actor> image_pools;
+  std::map<images::function, caf::actor> image_pools; ///< the feeders, each with its pool
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }
 

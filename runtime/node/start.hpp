@@ -56,7 +56,11 @@ caf::error join_cluster(node_context& n);
 /// Housekeeping: forgets request ids older than `api.request_ttl` (start_housekeeping.cpp).
 caf::error start_housekeeping(node_context& n);
 
-/// The image functions' pools on the shards this node holds (images.enabled).
+/// The image functions' Kafka queue's producer (images.queue=kafka), before ImageService.
+caf::error start_image_queue(node_context& n);
+
+/// The image functions' pools on the shards this node holds (images.enabled), and the Kafka
+/// queue's consumers feeding them (images.queue=kafka).
 caf::error start_images(node_context& n);
 
 /// The consumer feeding stages' after_save hooks, when a stage has one (start_kafka.cpp).

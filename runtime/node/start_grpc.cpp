@@ -60,6 +60,7 @@ caf::error start_grpc(node_context& n) {
     is.partitions = cfg.shard.count;
     is.cache = n.image_cache.get();
     is.stats = n.image_stats.get();
+    is.queue = n.kafka_images.get(); // null: the PostgreSQL queue
     n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
     b.RegisterService(n.images.get());
   }

@@ -1,6 +1,7 @@
 // The image functions (seed 003, gost/images/pools.hpp): one start step after the node joined
 // the cluster. The partitions are the shards: each node computes the queued tasks of the shards
-// it holds, so the leases spread them and a dead node's move with its shards.
+// it holds, so the leases spread them and a dead node's move with its shards. With
+// images.queue=kafka, the Kafka queue's consumers (a group per function) feed the same pools.
 
 #include <filesystem>
 
@@ -43,10 +44,19 @@ caf::error start_images(node_context& n) {
   o.partitions = [routes = n.routes] { return routes->local_shards(); };
   n.image_pools = images::spawn_image_pools(*n.sys, o);
   n.stops.push("image pools", [&n] {
-    n.stop_actors(n.image_pools);
+    std::vector<caf::actor> feeders;
+    for (auto& [fn, feeder] : n.image_pools)
+      feeders.push_back(feeder);
+    n.stop_actors(feeders);
     n.image_pools.clear();
     n.blobs.reset();
   });
+  if (n.kafka_images) {
+    // A batch waits for its slowest task: its fetch (with redirects) and a store.
+    if (auto err = n.kafka_images->consume(*n.sys, n.image_pools, o.visibility))
+      return err; // names the key to change
+    n.stops.push("image queue consumers", [&n] { n.kafka_images->stop_consuming(); });
+  }
   return {};
 }
 

@@ -1,6 +1,7 @@
 // What the node does with Kafka: the outbox relay of the shards it owns, the consumer of
-// stages' after_save hooks and the feed exchange. Each is optional; each stop abandons what
-// it did not finish to its group's next member (or, for the relay, to the outbox table).
+// stages' after_save hooks, the feed exchange and the image functions' Kafka queue. Each is
+// optional; each stop abandons what it did not finish to its group's next member (or, for the
+// relay, to the outbox table).
 
 #include <algorithm>
 
@@ -78,6 +79,22 @@ caf::error start_feed_exchange(node_context& n) {
     return exchange.error(); // names the key to change
   n.feeds = std::move(*exchange);
   n.stops.push("feed exchange", [&n] { n.feeds.reset(); });
+  return {};
+}
+
+caf::error start_image_queue(node_context& n) {
+  if (!n.cfg.images.enabled || n.cfg.images.queue != "kafka")
+    return {};
+  image_queue_options qo;
+  qo.kafka = n.cfg.kafka;
+  qo.images = n.cfg.images;
+  qo.partitions = n.cfg.shard.count;
+  qo.broker = n.kafka;
+  auto queue = image_queue::start(std::move(qo));
+  if (!queue)
+    return queue.error(); // names the key to change
+  n.kafka_images = std::move(*queue);
+  n.stops.push("image queue", [&n] { n.kafka_images.reset(); });
   return {};
 }
 

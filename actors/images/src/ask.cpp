@@ -13,7 +13,7 @@ namespace gost::images {
 
 caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
                       uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
-                      redis_cache* cache, image_stats* stats) {
+                      redis_cache* cache, image_stats* stats, task_queue* tasks) {
   std::vector<std::string> keys;
   keys.reserve(asks.size());
   for (size_t i = 0; i < asks.size(); ++i) {
@@ -76,14 +76,18 @@ caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& 
     q.key = keys[i];
     q.task = {to_string(a.task.fn), a.task.partition(partitions), a.task.args, 0, a.ttl_ms, 0, {}};
     q.pending_ttl_ms = a.ttl_ms;
+    q.recompute = found != by_key.end();
     queue.push_back(std::move(q));
     if (found != by_key.end()) // compute: the old result stays until the new one
       fill_response(a.task.fn, *found->second, *out[i]);
     out[i]->set_status(v1::IMAGE_STATUS_PENDING);
   }
-  if (!queue.empty())
-    if (auto n = persistence::enqueue_image_tasks(pool, queue); !n)
-      return std::move(n.error());
+  if (queue.empty())
+    return {};
+  if (tasks != nullptr)
+    return tasks->enqueue(pool, queue);
+  if (auto n = persistence::enqueue_image_tasks(pool, queue); !n)
+    return std::move(n.error());
   return {};
 }
 

@@ -1,9 +1,12 @@
 #include "gost/images/pools.hpp"
 
 #include <any>
+#include <deque>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "gost/core/actor_pool.hpp"
@@ -19,6 +22,13 @@ const auto lg = gost::log::get("images");
 /// Outcomes are stored in batches of at most this many (one transaction each).
 constexpr size_t flush_at = 32;
 
+/// A batch of foreign tasks (run_foreign_tasks) until its last outcome is stored.
+struct foreign_batch {
+  caf::response_promise rp;
+  size_t unstored = 0;
+  foreign_counts counts;
+};
+
 struct feeder_state {
   static inline const char* name = "gost.images.feeder";
   function fn = function::ratio;
@@ -27,6 +37,11 @@ struct feeder_state {
   size_t slots = 0;     ///< tasks held at once: running in the pool and waiting there
   size_t in_flight = 0; ///< taken and not yet stored
   std::vector<task_done> finished;
+  std::vector<uint64_t> finished_batch; ///< per `finished`: its foreign batch, 0: the queue's
+  /// Foreign tasks not yet started (they go before the PostgreSQL queue's), with their batch.
+  std::deque<std::pair<persistence::image_task, uint64_t>> waiting;
+  std::map<uint64_t, foreign_batch> batches;
+  uint64_t next_batch = 1;
   bool tick_pending = false;
   batch_counts counts;
 };
@@ -37,11 +52,35 @@ void flush(feeder_ptr self) {
   auto& st = self->state;
   if (st.finished.empty())
     return;
-  if (auto err = store_outcomes(*st.opts.db, st.fn, st.finished, st.opts.work, st.counts))
+  auto err = store_outcomes(*st.opts.db, st.fn, st.finished, st.opts.work, st.counts);
+  if (err)
     lg->warn("image results not stored function={} count={} error={}; the tasks run again "
-             "after the visibility timeout",
+             "(the queue's after the visibility timeout, Kafka's delivered again)",
              to_string(st.fn), st.finished.size(), self->system().render(err));
+  for (auto id : st.finished_batch) {
+    auto b = st.batches.find(id);
+    if (b == st.batches.end())
+      continue; // the queue's task (0), or a batch already answered with an error
+    if (err) {
+      b->second.rp.deliver(err);
+      st.batches.erase(b);
+    } else if (--b->second.unstored == 0) {
+      b->second.rp.deliver(b->second.counts);
+      st.batches.erase(b);
+    }
+  }
   st.finished.clear();
+  st.finished_batch.clear();
+}
+
+/// A foreign batch's task did not run (the pool refused it): the batch is answered with the
+/// error, so its tasks are delivered again.
+void fail_batch(feeder_ptr self, uint64_t id, const caf::error& err) {
+  auto& st = self->state;
+  if (auto b = st.batches.find(id); b != st.batches.end()) {
+    b->second.rp.deliver(err);
+    st.batches.erase(b);
+  }
 }
 
 void tick_soon(feeder_ptr self, std::chrono::milliseconds after) {
@@ -74,11 +113,54 @@ void count_queue(feeder_ptr self) {
       stats->of(fn).queued.store(n, std::memory_order_relaxed);
 }
 
+/// Runs `t` in the pool; `batch`: its foreign batch (0: a task of the PostgreSQL queue).
+void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
+  auto& st = self->state;
+  ++st.in_flight;
+  task_key key{st.fn, t.args};
+  auto work = st.opts.work;
+  self
+    ->request(st.pool, caf::infinite, run_atom_v,
+              pool_job{[key, work] { return std::any{run_task(key, work)}; }})
+    .then(
+      [self, t, batch](pool_result& r) {
+        auto& s = self->state;
+        --s.in_flight;
+        s.finished.push_back({t, std::any_cast<task_outcome>(std::move(r.value))});
+        s.finished_batch.push_back(batch);
+        if (s.finished.size() >= flush_at || s.in_flight == 0)
+          flush(self);
+        tick_soon(self, std::chrono::milliseconds{0});
+      },
+      [self, t, batch](caf::error& err) {
+        // The pool refused or the job threw: a queue's task reappears after the visibility
+        // timeout, a foreign one is delivered again (a throw is a bug in computing; logged
+        // with its URL).
+        --self->state.in_flight;
+        lg->warn("image task failed function={} args={} error={}", to_string(self->state.fn),
+                 t.args, self->system().render(err));
+        fail_batch(self, batch, err);
+        tick_soon(self, std::chrono::milliseconds{0});
+      });
+}
+
+/// Starts waiting foreign tasks while the pool has room.
+void start_waiting(feeder_ptr self) {
+  auto& st = self->state;
+  while (st.in_flight < st.slots && !st.waiting.empty()) {
+    auto [t, batch] = std::move(st.waiting.front());
+    st.waiting.pop_front();
+    if (st.batches.count(batch) != 0) // not already failed
+      start(self, t, batch);
+  }
+}
+
 void feed(feeder_ptr self) {
   auto& st = self->state;
   st.tick_pending = false;
   flush(self);
   count_queue(self);
+  start_waiting(self);
   if (st.in_flight >= st.slots)
     return; // a finishing task ticks again
   auto parts = st.opts.partitions ? st.opts.partitions() : std::vector<uint32_t>{};
@@ -95,31 +177,48 @@ void feed(feeder_ptr self) {
       tick_soon(self, st.opts.poll);
     return;
   }
-  for (auto& t : *tasks) {
-    ++st.in_flight;
-    task_key key{st.fn, t.args};
-    auto work = st.opts.work;
-    self
-      ->request(st.pool, caf::infinite, run_atom_v,
-                pool_job{[key, work] { return std::any{run_task(key, work)}; }})
-      .then(
-        [self, t](pool_result& r) {
-          auto& s = self->state;
-          --s.in_flight;
-          s.finished.push_back({t, std::any_cast<task_outcome>(std::move(r.value))});
-          if (s.finished.size() >= flush_at || s.in_flight == 0)
-            flush(self);
-          tick_soon(self, std::chrono::milliseconds{0});
-        },
-        [self, t](caf::error& err) {
-          // The pool refused or the job threw: the task reappears after the visibility
-          // timeout (a throw is a bug in computing; logged with its URL).
-          --self->state.in_flight;
-          lg->warn("image task failed function={} args={} error={}", to_string(self->state.fn),
-                   t.args, self->system().render(err));
-          tick_soon(self, std::chrono::milliseconds{0});
-        });
+  for (auto& t : *tasks)
+    start(self, t, 0);
+}
+
+/// Foreign tasks: those already answered by a newer final result skipped, identical ones
+/// merged, the rest queued before the PostgreSQL queue's; answered when all are stored.
+caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
+  auto& st = self->state;
+  std::map<std::string, persistence::image_task> by_key; // identical tasks: the latest asked
+  for (auto& t : in.tasks) {
+    auto key = task_key{st.fn, t.args}.result_key();
+    auto [it, added] = by_key.emplace(key, t);
+    if (!added && t.created_at_us > it->second.created_at_us)
+      it->second = t;
   }
+  std::vector<std::string> keys;
+  for (auto& [key, t] : by_key)
+    keys.push_back(key);
+  auto rows = persistence::find_image_results(*st.opts.db, keys);
+  if (!rows)
+    return std::move(rows.error());
+  foreign_counts counts;
+  counts.skipped = in.tasks.size() - by_key.size();
+  for (auto& r : *rows)
+    if (auto it = by_key.find(r.key);
+        it != by_key.end() && r.status != "pending" && r.updated_at_us > it->second.created_at_us) {
+      by_key.erase(it);
+      ++counts.skipped;
+    }
+  if (by_key.empty())
+    return counts;
+  auto id = st.next_batch++;
+  auto& b = st.batches[id];
+  b.rp = self->make_response_promise();
+  b.unstored = by_key.size();
+  b.counts = counts;
+  b.counts.run = by_key.size();
+  for (auto& [key, t] : by_key)
+    st.waiting.emplace_back(t, id);
+  auto rp = b.rp;
+  start_waiting(self); // not feed: that would start a second chain of ticks
+  return rp;
 }
 
 caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_actor pool,
@@ -133,13 +232,15 @@ caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_acto
   self->state.tick_pending = true;
   return {
     [self](tick_atom) { feed(self); },
+    [self](run_atom, foreign_tasks& in) { return take_foreign(self, in); },
   };
 }
 
 } // namespace
 
-std::vector<caf::actor> spawn_image_pools(caf::actor_system& sys, const pools_options& opts) {
-  std::vector<caf::actor> out;
+std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys,
+                                                 const pools_options& opts) {
+  std::map<function, caf::actor> out;
   for (auto fn : {function::rotate, function::preview, function::ratio, function::main_color}) {
     auto w = opts.workers.count(fn) ? opts.workers.at(fn) : 0;
     if (w <= 0)
@@ -148,8 +249,18 @@ std::vector<caf::actor> spawn_image_pools(caf::actor_system& sys, const pools_op
       spawn_pool(sys, {std::string{"images."} + to_string(fn), w, static_cast<size_t>(w) * 2});
     // Twice the workers: one task runs while the next waits, so a worker never idles on a
     // round trip to PostgreSQL.
-    out.push_back(sys.spawn<caf::detached>(feeder, fn, opts, pool, static_cast<size_t>(w) * 2));
+    out.emplace(fn, sys.spawn<caf::detached>(feeder, fn, opts, pool, static_cast<size_t>(w) * 2));
   }
+  return out;
+}
+
+caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const caf::actor& feeder,
+                                                std::vector<persistence::image_task> tasks,
+                                                std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  caf::expected<foreign_counts> out{foreign_counts{}};
+  self->request(feeder, timeout, run_atom_v, foreign_tasks{std::move(tasks)})
+    .receive([&](foreign_counts& c) { out = c; }, [&](caf::error& err) { out = std::move(err); });
   return out;
 }
 

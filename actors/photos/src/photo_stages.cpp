@@ -143,8 +143,9 @@ private:
 
 class pg_asker final : public image_asker {
 public:
-  pg_asker(std::function<persistence::pg_pool*()> db, uint32_t partitions)
-    : db_(std::move(db)), partitions_(partitions) {}
+  pg_asker(std::function<persistence::pg_pool*()> db, uint32_t partitions,
+           std::function<images::task_queue*()> queue)
+    : db_(std::move(db)), partitions_(partitions), queue_(std::move(queue)) {}
 
   std::vector<v1::ImageResponse> ask(const std::vector<images::image_ask>& asks) const override {
     auto* db = db_();
@@ -155,7 +156,8 @@ public:
     ptrs.reserve(out.size());
     for (auto& o : out)
       ptrs.push_back(&o);
-    if (auto err = images::ask_images(*db, asks, partitions_, ptrs))
+    if (auto err = images::ask_images(*db, asks, partitions_, ptrs, nullptr, nullptr,
+                                      queue_ ? queue_() : nullptr))
       throw unavailable_error("the image service cannot answer: " + caf::to_string(err));
     return out;
   }
@@ -163,13 +165,15 @@ public:
 private:
   std::function<persistence::pg_pool*()> db_;
   uint32_t partitions_;
+  std::function<images::task_queue*()> queue_;
 };
 
 } // namespace
 
 std::shared_ptr<const image_asker> make_pg_asker(std::function<persistence::pg_pool*()> db,
-                                                 uint32_t partitions) {
-  return std::make_shared<pg_asker>(std::move(db), partitions);
+                                                 uint32_t partitions,
+                                                 std::function<images::task_queue*()> queue) {
+  return std::make_shared<pg_asker>(std::move(db), partitions, std::move(queue));
 }
 
 std::shared_ptr<const stage> make_download_stage(photo_stage_options opts) {

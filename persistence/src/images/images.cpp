@@ -18,6 +18,33 @@ std::string task_pk(pqxx::transaction_base& tx, const image_task& t) {
   return tx.quote(t.function) + "," + std::to_string(t.partition) + "," + tx.quote(t.args);
 }
 
+/// A timestamp expression as µs since the epoch.
+std::string epoch_us(const std::string& ts) {
+  return "(extract(epoch FROM " + ts + ") * 1000000)::bigint";
+}
+
+/// The statement writing a pending status, stamped `updated_at`, for each key of `reqs`
+/// without a live result (an expired one is replaced; a live one, even a final one asked to
+/// be computed again, stays until the new result).
+std::string upsert_pending(pqxx::transaction_base& tx, const std::vector<image_request>& reqs,
+                           const std::string& updated_at) {
+  values_list pending;
+  std::map<std::string, const image_request*> by_key; // one pending row per key
+  for (auto& r : reqs)
+    by_key[r.key] = &r;
+  for (auto& [key, r] : by_key)
+    pending.row(tx.quote(key) + "," + tx.quote(r->task.function) + "," + tx.quote(r->task.args)
+                + ", 'pending', clock_timestamp() + " + ms_interval(r->pending_ttl_ms) + ","
+                + updated_at);
+  return "INSERT INTO image_results (result_key, function, args, status, expires_at, updated_at)"
+         " VALUES "
+         + pending.str()
+         + " ON CONFLICT (result_key) DO UPDATE SET status = 'pending', value = NULL,"
+           " error_kind = NULL, error = NULL, attempts = 0, expires_at = EXCLUDED.expires_at,"
+           " updated_at = EXCLUDED.updated_at WHERE image_results.expires_at <= clock_timestamp()"
+           " RETURNING 1";
+}
+
 } // namespace
 
 caf::expected<std::vector<image_result>> find_image_results(pg_pool& pool,
@@ -30,8 +57,8 @@ caf::expected<std::vector<image_result>> find_image_results(pg_pool& pool,
     pqxx::nontransaction tx{c};
     auto r = tx.exec("SELECT result_key, function, args, status, value, coalesce(error_kind, ''),"
                      " coalesce(error, ''), attempts,"
-                     " (extract(epoch FROM expires_at) * 1000000)::bigint"
-                     " FROM image_results WHERE result_key IN ("
+                     " (extract(epoch FROM expires_at) * 1000000)::bigint, "
+                     + epoch_us("updated_at") + " FROM image_results WHERE result_key IN ("
                      + quoted_list(tx, keys) + ") AND expires_at > clock_timestamp()");
     for (auto row : r) {
       image_result x;
@@ -45,6 +72,7 @@ caf::expected<std::vector<image_result>> find_image_results(pg_pool& pool,
       x.error = row[6].as<std::string>();
       x.attempts = row[7].as<int32_t>();
       x.expires_at_us = row[8].as<int64_t>();
+      x.updated_at_us = row[9].as<int64_t>();
       out.push_back(std::move(x));
     }
   });
@@ -59,32 +87,62 @@ caf::expected<size_t> enqueue_image_tasks(pg_pool& pool, const std::vector<image
     return added;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
-    values_list tasks, pending;
-    std::map<std::string, const image_request*> by_key; // one pending row per key
-    for (auto& r : reqs) {
+    values_list tasks;
+    for (auto& r : reqs)
       tasks.row(task_pk(tx, r.task) + "," + std::to_string(r.task.ttl_ms));
-      by_key[r.key] = &r;
-    }
-    for (auto& [key, r] : by_key)
-      pending.row(tx.quote(key) + "," + tx.quote(r->task.function) + "," + tx.quote(r->task.args)
-                  + ", 'pending', clock_timestamp() + " + ms_interval(r->pending_ttl_ms));
-    auto res = tx.exec(
-      "WITH t AS (INSERT INTO image_tasks (function, partition, args, ttl_ms) VALUES " + tasks.str()
-      + " ON CONFLICT DO NOTHING RETURNING 1),"
-        " r AS (INSERT INTO image_results (result_key, function, args, status, expires_at)"
-        " VALUES "
-      + pending.str()
-      + " ON CONFLICT (result_key) DO UPDATE SET status = 'pending', value = NULL,"
-        " error_kind = NULL, error = NULL, attempts = 0, expires_at = EXCLUDED.expires_at,"
-        " updated_at = clock_timestamp() WHERE image_results.expires_at <= clock_timestamp()"
-        " RETURNING 1)"
-        " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM r)");
+    auto res =
+      tx.exec("WITH t AS (INSERT INTO image_tasks (function, partition, args, ttl_ms) VALUES "
+              + tasks.str() + " ON CONFLICT DO NOTHING RETURNING 1), r AS ("
+              + upsert_pending(tx, reqs, "clock_timestamp()")
+              + ") SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM r)");
     tx.commit();
     added = res[0][0].as<size_t>();
   });
   if (err)
     return err;
   return added;
+}
+
+caf::expected<image_pending> write_image_pending(pg_pool& pool,
+                                                 const std::vector<image_request>& reqs) {
+  image_pending out;
+  std::vector<std::string> misses;
+  for (auto& r : reqs)
+    if (!r.recompute)
+      misses.push_back(r.key);
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out = {};
+    pqxx::work tx{c};
+    // now(): the transaction's start, the same for every row, so `undo_image_pending` finds
+    // exactly these; a result stored after this transaction has a later clock_timestamp().
+    auto res = reqs.empty() ? tx.exec("SELECT " + std::string{epoch_us("now()")})
+                            : tx.exec("WITH r AS (" + upsert_pending(tx, reqs, "now()")
+                                      + ") SELECT " + epoch_us("now()")
+                                      + " FROM (SELECT"
+                                        " count(*) FROM r) n");
+    out.asked_at_us = res[0][0].as<int64_t>();
+    if (!misses.empty())
+      for (auto row : tx.exec("SELECT result_key FROM image_results WHERE result_key IN ("
+                              + quoted_list(tx, misses)
+                              + ") AND status <> 'pending' AND expires_at > clock_timestamp()"))
+        out.answered.insert(row[0].as<std::string>());
+    tx.commit();
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::error undo_image_pending(pg_pool& pool, const std::vector<std::string>& keys,
+                              int64_t asked_at_us) {
+  if (keys.empty())
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec("DELETE FROM image_results WHERE result_key IN (" + quoted_list(tx, keys)
+            + ") AND status = 'pending' AND " + epoch_us("updated_at") + " = "
+            + std::to_string(asked_at_us));
+  });
 }
 
 caf::expected<std::vector<image_task>> take_image_tasks(pg_pool& pool, const std::string& function,
@@ -178,11 +236,21 @@ caf::error retry_image_task(pg_pool& pool, const image_task& task, const std::st
                             std::chrono::milliseconds delay) {
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    tx.exec_params("UPDATE image_tasks SET attempts = attempts + 1, last_error = $4,"
-                   " due_at = clock_timestamp() + $5 * interval '1 millisecond'"
-                   " WHERE function = $1 AND partition = $2 AND args = $3",
-                   task.function, task.partition, task.args, error,
-                   static_cast<int64_t>(delay.count()));
+    auto due = "clock_timestamp() + $5 * interval '1 millisecond'";
+    if (task.in_table)
+      tx.exec_params("UPDATE image_tasks SET attempts = attempts + 1, last_error = $4, due_at = "
+                       + std::string{due} + " WHERE function = $1 AND partition = $2 AND args = $3",
+                     task.function, task.partition, task.args, error,
+                     static_cast<int64_t>(delay.count()));
+    else // from Kafka: its retries run from this queue (a row there already is the same task)
+      tx.exec_params("INSERT INTO image_tasks (function, partition, args, attempts, last_error,"
+                     " due_at, ttl_ms) VALUES ($1, $2, $3, $6, $4, "
+                       + std::string{due}
+                       + ", $7) ON CONFLICT (function, partition, args) DO UPDATE SET"
+                         " attempts = image_tasks.attempts + 1, last_error = EXCLUDED.last_error,"
+                         " due_at = EXCLUDED.due_at",
+                     task.function, task.partition, task.args, error,
+                     static_cast<int64_t>(delay.count()), task.attempts + 1, task.ttl_ms);
   });
 }
 

@@ -113,6 +113,9 @@ struct kafka_config {
   std::string topic;
   std::string after_save_group;
   std::chrono::milliseconds message_timeout{};
+  /// How long a consumer group waits for a member that stopped heartbeating (a crashed
+  /// node) before it hands that member's partitions to the others.
+  std::chrono::milliseconds session_timeout{};
 };
 
 struct feed_config {
@@ -164,6 +167,10 @@ struct images_config {
   std::chrono::milliseconds poll{};
   std::string blob_dir;
   std::string notify_topic; ///< empty: no notification of finished results
+  std::string queue;        ///< postgres | kafka
+  /// `images.kafka.*`: the Kafka queue (images.queue=kafka): a topic and a group per function.
+  std::string kafka_topic_prefix;
+  std::string kafka_group;
   /// `images.redis.*`: the Redis layer in front of the results (address empty: off).
   std::string redis_address;
   std::string redis_prefix;

@@ -40,18 +40,22 @@ struct node_context;
 ///    3. actor system (CAF scheduler)
 ///    4. store actors (one per pool connection), offer writers, stage pools, call hub, routes
 ///    5. the application's actor types: their store and writer (when it registered any)
-///    6. cluster manager, idle (owns the peer links to other nodes); node links' TLS files
-///    7. node link server (gost.v1.NodeService) on caf.listen
-///    8. gRPC API (OfferService, AdminService, StateService, EntityService when there are
-///       actor types, health, reflection) on grpc.listen
-///    9. admin HTTP on http.listen (/, /healthz, /readyz, /metrics)
-///   10. outbox relay to Kafka (outbox.relay)
-///   11. cluster membership: the node registers, the manager takes leases and starts shards;
+///    6. scheduled actions: the API's side and the spawner of the per-shard workers
+///    7. cluster manager, idle (owns the peer links to other nodes); node links' TLS files
+///    8. node link server (gost.v1.NodeService) on caf.listen
+///    9. the image functions' Kafka queue producer (images.queue=kafka)
+///   10. gRPC API (OfferService, AdminService, StateService, EntityService when there are
+///       actor types, ImageService, health, reflection) on grpc.listen
+///   11. admin HTTP on http.listen (/, /healthz, /readyz, /metrics, /blobs)
+///   12. outbox relay to Kafka (outbox.relay)
+///   13. cluster membership: the node registers, the manager takes leases and starts shards;
 ///       its stop is the hand-off (every shard drained and released while all above serves)
-///   12. housekeeping: forgets write request ids older than api.request_ttl
-///   13. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
-///   14. feed exchange (feed.requests_topic)
-///   15. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
+///   14. housekeeping: forgets write request ids older than api.request_ttl, reaps results
+///   15. image functions: a pool and a feeder per function (images.enabled), and the Kafka
+///       queue's consumers feeding them (images.queue=kafka)
+///   16. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
+///   17. feed exchange (feed.requests_topic)
+///   18. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
 ///       until then); its stop, the first, makes the node unready before the hand-off
 /// run_node writes the port file after the last step, once every port serves.
 class node {

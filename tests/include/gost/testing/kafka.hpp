@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <doctest/doctest.h>
 #include <librdkafka/rdkafka.h>
@@ -45,6 +47,24 @@ void consume_topic(const std::string& topic, Take take, Enough enough,
   }
   rd_kafka_consumer_close(consumer);
   rd_kafka_destroy(consumer);
+}
+
+/// Produces each (key, value) to `topic` and waits until the broker acknowledged them all.
+inline void produce_to(const std::string& topic,
+                       const std::vector<std::pair<std::string, std::string>>& messages) {
+  char err[512];
+  auto* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", kafka_brokers().c_str(), err, sizeof(err));
+  auto* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  REQUIRE_MESSAGE(producer != nullptr, err);
+  for (auto& [key, value] : messages)
+    REQUIRE(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()),
+                              RD_KAFKA_V_KEY(key.data(), key.size()),
+                              RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)
+            == RD_KAFKA_RESP_ERR_NO_ERROR);
+  CHECK(rd_kafka_flush(producer, 30'000) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(producer);
 }
 
 /// A message's key and value as strings.

@@ -18,7 +18,8 @@ class ImageResponse;
 
 namespace gost::persistence {
 class pg_pool;
-}
+struct image_request;
+} // namespace gost::persistence
 
 namespace gost::images {
 
@@ -33,13 +34,27 @@ struct image_ask {
   bool compute = false;
 };
 
+/// Where the misses' tasks go (images.queue). Without one (null), the PostgreSQL queue: the
+/// tasks and their pending statuses in one transaction (`persistence::enqueue_image_tasks`).
+/// The Kafka queue (runtime/kafka/image_queue.hpp) is the other.
+class task_queue {
+public:
+  virtual ~task_queue() = default;
+  /// Queues `reqs` with a pending status for each key without a live result, returning only
+  /// once the queue holds them (what is answered PENDING is computed). An error: nothing
+  /// pending is left behind that no task would replace.
+  virtual caf::error enqueue(persistence::pg_pool& pool,
+                             const std::vector<persistence::image_request>& reqs) = 0;
+};
+
 /// Answers `asks[i]` into `*out[i]` (status, key, result or error; `out` as long as `asks`),
 /// queueing the misses in one transaction. `partitions`: shard.count, the tasks' partitions.
 /// `cache`: the Redis layer, asked first and filled from PostgreSQL (null: none); `stats`:
-/// where cache hits and misses are counted (null: nowhere). A database failure is returned
-/// (nothing answered then).
+/// where cache hits and misses are counted (null: nowhere); `queue`: where misses go (null:
+/// the PostgreSQL queue). A database or queue failure is returned (nothing answered then).
 caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
                       uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
-                      redis_cache* cache = nullptr, image_stats* stats = nullptr);
+                      redis_cache* cache = nullptr, image_stats* stats = nullptr,
+                      task_queue* queue = nullptr);
 
 } // namespace gost::images

@@ -4,6 +4,9 @@
 // tasks from the PostgreSQL queue as the pool has room for (of the partitions this node serves
 // now), runs each there (`run_task`) and stores the outcomes in batches (`store_outcomes`).
 // A task taken and not finished (a crash, a stop) reappears after `visibility`.
+//
+// Tasks from the Kafka queue (images.queue=kafka) come to the same feeder
+// (`run_foreign_tasks`) and run in the same pool, before the PostgreSQL queue's.
 
 #include <chrono>
 #include <functional>
@@ -11,6 +14,8 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
 #include "gost/images/worker.hpp"
@@ -30,7 +35,33 @@ struct pools_options {
   std::function<std::vector<uint32_t>()> partitions;
 };
 
-/// Starts a pool and a feeder per function with workers; stop them with an exit message.
-std::vector<caf::actor> spawn_image_pools(caf::actor_system& sys, const pools_options& opts);
+/// Starts a pool and a feeder per function with workers; returns the feeders (stop them with
+/// an exit message: each takes its pool with it).
+std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys, const pools_options& opts);
+
+/// Tasks of one function from another queue, for its feeder: `in_table` false,
+/// `created_at_us` when they were asked (`persistence::write_image_pending`).
+struct foreign_tasks {
+  std::vector<persistence::image_task> tasks;
+};
+
+/// What became of foreign tasks.
+struct foreign_counts {
+  uint64_t run = 0;     ///< computed and stored (a result, an error, or a retry queued)
+  uint64_t skipped = 0; ///< their key already held a final result stored after they were asked
+};
+
+/// Runs `tasks` on the pool of `feeder` (a feeder of `spawn_image_pools`): a task whose key
+/// holds a final result stored after it was asked is skipped (the Kafka queue's
+/// de-duplication; the seed's "check the cache and skip"), identical tasks run once, the
+/// others run and their outcomes are stored like the PostgreSQL queue's (a recoverable
+/// failure becomes a task there, with its back-off). Returns once every outcome is stored, or
+/// an error when one could not be (then deliver the tasks again). Blocking: off CAF's threads.
+caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const caf::actor& feeder,
+                                                std::vector<persistence::image_task> tasks,
+                                                std::chrono::milliseconds timeout);
 
 } // namespace gost::images
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::images::foreign_tasks)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::images::foreign_counts)

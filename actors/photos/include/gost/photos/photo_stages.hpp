@@ -34,9 +34,11 @@ public:
 };
 
 /// The node's asker: `images::ask_images` on the pool `db()` returns (null until PostgreSQL is
-/// started: unavailable), tasks spread over `partitions`.
+/// started: unavailable), tasks spread over `partitions` and queued where `queue()` says
+/// (null, or no `queue`: the PostgreSQL queue; images.queue=kafka: the Kafka queue).
 std::shared_ptr<const image_asker> make_pg_asker(std::function<persistence::pg_pool*()> db,
-                                                 uint32_t partitions);
+                                                 uint32_t partitions,
+                                                 std::function<images::task_queue*()> queue = {});
 
 struct photo_stage_options {
   std::shared_ptr<const image_asker> images;

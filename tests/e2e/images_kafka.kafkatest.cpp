@@ -1,0 +1,223 @@
+// The image functions' Kafka queue through the real broker (images.queue=kafka; GOST_TEST_KAFKA):
+// tasks go to a topic per function keyed by their result key, never to image_tasks; identical
+// requests are computed once (the consumer skips a task answered since it was asked); a
+// recoverable failure is retried through PostgreSQL; and every task acknowledged PENDING before
+// a kill -9 — taken by the consumer and mid-fetch — is computed after the restart.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <librdkafka/rdkafka.h>
+
+#include "gost/testing/http_server.hpp"
+#include "gost/testing/image_node.hpp"
+#include "gost/testing/kafka.hpp"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::at;
+using testing::http_server;
+using testing::image_node;
+using testing::jpeg;
+using Stub = v1::ImageService::Stub;
+
+namespace {
+
+/// gostd flags for the Kafka queue on topics and groups of this test alone.
+std::vector<std::string> kafka_queue(const std::string& prefix) {
+  return {"--kafka.brokers=" + testing::kafka_brokers(),
+          "--kafka.message_timeout=5s",
+          "--kafka.session_timeout=6s", // a killed node's partitions move on within seconds
+          "--images.queue=kafka",
+          "--images.kafka.topic_prefix=" + prefix,
+          "--images.kafka.group=" + prefix + "group"};
+}
+
+std::string fresh_prefix() {
+  std::mt19937_64 rng{std::random_device{}()};
+  return "gost-imgq-" + std::to_string(rng()) + ".";
+}
+
+/// Requests per path seen by a test's image server.
+struct hits {
+  std::mutex m;
+  std::map<std::string, int> by_path;
+  void add(const std::string& path) {
+    std::lock_guard<std::mutex> g{m};
+    ++by_path[path];
+  }
+  int of(const std::string& path) {
+    std::lock_guard<std::mutex> g{m};
+    return by_path[path];
+  }
+};
+
+} // namespace
+
+TEST_CASE("Kafka queue: tasks on a topic per function, identical requests computed once") {
+  auto photo = jpeg(320, 200);
+  hits seen;
+  std::atomic<int> flaky_calls{0};
+  http_server srv{[&](const http_server::call& c) -> http_server::reply {
+    seen.add(c.path);
+    if (c.path == "/photo.jpg")
+      return {200, photo, {{"Content-Type", "image/jpeg"}}};
+    if (c.path == "/flaky.jpg") // fails twice (recoverable), then answers
+      return ++flaky_calls <= 2 ? http_server::reply{503, "busy"} : http_server::reply{200, photo};
+    return {404, "no"};
+  }};
+  auto prefix = fresh_prefix();
+  testing::temp_db db;
+  image_node node{db, kafka_queue(prefix)};
+
+  // 100 identical asks at once from 4 clients (25 each, some in batches): one computation.
+  std::vector<std::thread> clients;
+  std::atomic<int> answered{0}, failed{0};
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 5; ++i) {
+        v1::ImageBatchRequest batch;
+        batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+        for (int j = 0; j < 4; ++j)
+          *batch.add_requests() = at(srv.url("/photo.jpg"));
+        v1::ImageBatchResponse out;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+        if (node.stub->Batch(&ctx, batch, &out).ok() && out.responses_size() == 4)
+          answered += 4;
+        else
+          ++failed;
+        v1::ImageResponse one;
+        if (node.call(&Stub::Ratio, at(srv.url("/photo.jpg")), one).ok())
+          ++answered;
+        else
+          ++failed;
+      }
+      (void)c;
+    });
+  for (auto& t : clients)
+    t.join();
+  CHECK(failed == 0);
+  CHECK(answered == 100);
+  auto ratio = node.settled(&Stub::Ratio, at(srv.url("/photo.jpg")));
+  REQUIRE(ratio.status() == v1::IMAGE_STATUS_DONE);
+  CHECK(ratio.ratio().width() == 320);
+  CHECK(ratio.ratio().height() == 200);
+  CHECK(seen.of("/photo.jpg") == 1);
+  // Through Kafka, not the PostgreSQL queue: the topic holds the task under the result key.
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  size_t on_topic = 0;
+  testing::consume_topic(
+    prefix + "ratio",
+    [&](const rd_kafka_message_t& m) {
+      CHECK(testing::key_of(m) == ratio.key());
+      v1::ImageTask t;
+      REQUIRE(t.ParseFromArray(m.payload, static_cast<int>(m.len)));
+      CHECK(t.args() == srv.url("/photo.jpg"));
+      CHECK(t.asked_at_us() > 0);
+      ++on_topic;
+    },
+    [&] { return on_topic >= 1; });
+  CHECK(on_topic >= 1);
+
+  // Duplicates on the topic (Kafka delivers at least once; two nodes may ask at once): a task
+  // asked before the result was stored is skipped, one asked after it is computed. A marker
+  // task under the same Kafka key (one partition: read after them) says they were read.
+  auto task_msg = [&](const std::string& path, int64_t asked_at_us) {
+    v1::ImageTask t;
+    t.set_args(srv.url(path));
+    t.set_ttl_ms(60'000);
+    t.set_asked_at_us(asked_at_us);
+    return std::pair{ratio.key(), t.SerializeAsString()};
+  };
+  auto stored_us = std::stoll(
+    db.scalar("SELECT (extract(epoch FROM updated_at) * 1000000)::bigint FROM image_results WHERE "
+              "result_key = '"
+              + ratio.key() + "'"));
+  testing::produce_to(prefix + "ratio", {task_msg("/photo.jpg", stored_us - 1),
+                                         task_msg("/photo.jpg", stored_us - 1000),
+                                         task_msg("/marker.jpg", stored_us)});
+  auto marker_done = [&](const std::string& path) {
+    return db.scalar("SELECT count(*) FROM image_results WHERE args = '" + srv.url(path)
+                     + "' AND status <> 'pending'")
+           == "1";
+  };
+  REQUIRE(testing::eventually(30s, [&] { return marker_done("/marker.jpg"); }));
+  CHECK(seen.of("/photo.jpg") == 1);
+  testing::produce_to(prefix + "ratio",
+                      {task_msg("/photo.jpg", stored_us + 1), task_msg("/marker2.jpg", 0)});
+  REQUIRE(testing::eventually(30s, [&] { return marker_done("/marker2.jpg"); }));
+  CHECK(seen.of("/photo.jpg") == 2);
+
+  // An error status comes back through Kafka like a result; so does another function's task.
+  auto missing = node.settled(&Stub::MainColor, at(srv.url("/gone.jpg")));
+  CHECK(missing.status() == v1::IMAGE_STATUS_ERROR);
+  CHECK(missing.error_kind() == "http_404");
+  auto preview = node.settled(&Stub::Preview, at(srv.url("/photo.jpg")));
+  CHECK(preview.status() == v1::IMAGE_STATUS_DONE);
+  CHECK(preview.preview().width() == 16);
+
+  // A recoverable failure is retried through the PostgreSQL queue (a Kafka partition is never
+  // held by a retry): the third attempt succeeds.
+  auto flaky = node.settled(&Stub::Ratio, at(srv.url("/flaky.jpg")));
+  CHECK(flaky.status() == v1::IMAGE_STATUS_DONE);
+  CHECK(flaky.attempts() == 3);
+  CHECK(flaky_calls == 3);
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+
+  // compute: asked again after its result, so computed again (not skipped as a duplicate).
+  auto again = at(srv.url("/photo.jpg"));
+  again.mutable_options()->set_compute(true);
+  v1::ImageResponse resp;
+  REQUIRE(node.call(&Stub::Ratio, again, resp).ok());
+  CHECK(resp.status() == v1::IMAGE_STATUS_PENDING);
+  CHECK(testing::eventually(20s, [&] { return seen.of("/photo.jpg") == 4; })); // + Preview's
+}
+
+TEST_CASE("Kafka queue: every task acknowledged before a kill -9 is computed after the restart") {
+  auto photo = jpeg(200, 100);
+  std::atomic<bool> slow{true};
+  http_server srv{[&](const http_server::call&) {
+    if (slow) // the first node never gets an image: its consumer holds tasks mid-fetch
+      return http_server::reply{200, {}, {}, true};
+    return http_server::reply{200, photo};
+  }};
+  auto prefix = fresh_prefix();
+  testing::temp_db db;
+  image_node node{db, kafka_queue(prefix)};
+  v1::ImageBatchRequest batch;
+  batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+  for (int i = 0; i < 30; ++i)
+    *batch.add_requests() = at(srv.url("/p.jpg?n=" + std::to_string(i)));
+  v1::ImageBatchResponse out;
+  {
+    grpc::ClientContext ctx;
+    REQUIRE(node.stub->Batch(&ctx, batch, &out).ok());
+  }
+  REQUIRE(out.responses_size() == 30);
+  for (auto& r : out.responses())
+    CHECK(r.status() == v1::IMAGE_STATUS_PENDING);
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM image_results WHERE status = 'pending'") == "30");
+  REQUIRE(testing::eventually(30s, [&] { return srv.requests() > 0; })); // consumed, mid-fetch
+  node.proc->signal(SIGKILL);
+  node.proc->wait(10s);
+  slow = false;
+  node.start(); // same group: the broker hands it the partitions the dead member held
+  CHECK_MESSAGE(testing::eventually(60s,
+                                    [&] {
+                                      return db.scalar("SELECT count(*) FROM image_results WHERE "
+                                                       "status = 'done'")
+                                             == "30";
+                                    }),
+                db.scalar("SELECT count(*) FROM image_results WHERE status = 'done'"));
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  // Each result is the image's answer.
+  auto r = node.settled(&Stub::Ratio, at(srv.url("/p.jpg?n=7")));
+  CHECK(r.status() == v1::IMAGE_STATUS_DONE);
+  CHECK(r.ratio().width() == 200);
+}
