@@ -71,7 +71,8 @@ const char* usage =
   "                       first), runs/s, failures/s, backlog and age of the oldest due entry,\n"
   "                       write lag and batch size, lease epoch; refreshes every --interval\n"
   "                       (default 2) until Ctrl-C; --once prints one frame (rates over one\n"
-  "                       interval, default 1 s); --all shows every alive node of the cluster\n"
+  "                       interval, default 1 s); --all shows every alive node of the cluster;\n"
+  "                       with image functions, their pools: workers, in flight, queued, rates\n"
   "  pause STAGE          pause a stage on every node (its runs do not start; persisted)\n"
   "  resume STAGE         resume it: its backlog starts at once\n"
   "  passivate ID         stop the actor holding an offer (the next event loads it again)\n"
@@ -548,6 +549,30 @@ void print_top(const gost::v1::TopResponse& now, const gost::v1::TopResponse* be
                 b != nullptr ? per_second(t.runs(), b->runs(), secs) : 0.0,
                 b != nullptr ? per_second(t.failures(), b->failures(), secs) : 0.0,
                 static_cast<unsigned long long>(t.dead_letters()));
+  }
+  if (now.images_size() == 0)
+    return;
+  std::map<std::string, const gost::v1::ImageTop*> prev_images;
+  if (before != nullptr)
+    for (auto& t : before->images())
+      prev_images[t.function()] = &t;
+  std::printf("\n%-12s %7s %9s %8s %8s %8s %8s %8s %8s %8s\n", "image fn", "workers", "in flight",
+              "waiting", "queued", "done/s", "fail/s", "hit/s", "miss/s", "dup/s");
+  for (auto& t : now.images()) {
+    auto p = prev_images.find(t.function());
+    const gost::v1::ImageTop* b = p == prev_images.end() ? nullptr : p->second;
+    auto rate = [&](uint64_t v, uint64_t (gost::v1::ImageTop::*prev)() const) {
+      return b != nullptr ? per_second(v, (b->*prev)(), secs) : 0.0;
+    };
+    std::printf("%-12s %7lld %9lld %8lld %8s %8.1f %8.1f %8.1f %8.1f %8.1f\n", t.function().c_str(),
+                static_cast<long long>(t.workers()), static_cast<long long>(t.in_flight()),
+                static_cast<long long>(t.waiting()),
+                t.queued() < 0 ? "-" : std::to_string(t.queued()).c_str(),
+                rate(t.computed(), &gost::v1::ImageTop::computed),
+                rate(t.failed(), &gost::v1::ImageTop::failed),
+                rate(t.cache_hits(), &gost::v1::ImageTop::cache_hits),
+                rate(t.cache_misses(), &gost::v1::ImageTop::cache_misses),
+                rate(t.skipped(), &gost::v1::ImageTop::skipped));
   }
 }
 

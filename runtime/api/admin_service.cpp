@@ -26,6 +26,7 @@
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/images/stats.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/stage_runner.hpp"
@@ -293,9 +294,30 @@ void admin_service::top(v1::TopResponse* resp, done_fn done) {
   auto stages = stages_;
   auto stats = stats_;
   auto node_id = cluster_.node_id;
+  auto image_figures = image_figures_;
   hub_.run_blocking([=] {
     auto now = kit::now_us();
     resp->set_node_id(node_id);
+    if (image_figures != nullptr) {
+      std::map<images::function, uint64_t> failed;
+      for (auto& [k, n] : image_figures->failures())
+        failed[k.first] += n;
+      for (auto fn : {images::function::ratio, images::function::preview,
+                      images::function::main_color, images::function::rotate}) {
+        auto& f = image_figures->functions[images::image_stats::slot(fn)];
+        auto* t = resp->add_images();
+        t->set_function(images::to_string(fn));
+        t->set_workers(f.workers.load(std::memory_order_relaxed));
+        t->set_in_flight(f.in_flight.load(std::memory_order_relaxed));
+        t->set_waiting(f.waiting.load(std::memory_order_relaxed));
+        t->set_queued(f.queued.load(std::memory_order_relaxed));
+        t->set_computed(f.computed.load(std::memory_order_relaxed));
+        t->set_failed(failed[fn]);
+        t->set_cache_hits(f.cache_hits.load(std::memory_order_relaxed));
+        t->set_cache_misses(f.cache_misses.load(std::memory_order_relaxed));
+        t->set_skipped(f.skipped.load(std::memory_order_relaxed));
+      }
+    }
     resp->set_at_us(now);
     // The shards' own figures: atomics the shards and their actors keep; nobody is asked.
     std::vector<v1::ShardTop> shards;

@@ -22,6 +22,10 @@ class call_hub;
 class entity_registry;
 } // namespace gost
 
+namespace gost::images {
+struct image_stats;
+}
+
 namespace gost::runtime::rpc {
 class type_pool;
 }
@@ -63,11 +67,12 @@ public:
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
                 cluster_view cluster, access acc, api_limits limits, types_view types,
-                std::shared_ptr<trace_context> traces = nullptr)
+                std::shared_ptr<trace_context> traces = nullptr,
+                std::shared_ptr<const images::image_stats> image_figures = nullptr)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
       limits_(std::move(limits)), history_(types.history), entities_(types.entities),
-      traces_(std::move(traces)) {
+      traces_(std::move(traces)), image_figures_(std::move(image_figures)) {
     publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("InspectEntity", &admin_service::InspectEntity);
@@ -196,6 +201,8 @@ private:
   std::shared_ptr<const v1::DescribeTypesResponse> types_;
   std::shared_ptr<const rpc::type_pool> pool_;
   std::shared_ptr<trace_context> traces_; ///< null: no traces (a node without a cluster part)
+  /// The image pools' figures for Top (null: images.enabled is off).
+  std::shared_ptr<const images::image_stats> image_figures_;
 };
 
 } // namespace gost::runtime

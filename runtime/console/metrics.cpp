@@ -119,6 +119,19 @@ void image_families(std::ostringstream& out, const images::image_stats& st) {
   per_function("gost_image_cache_misses_total", "counter",
                "ImageService requests that found nothing cached (queued, or NOT_CACHED).",
                [](const pf& f) { return f.cache_misses.load(std::memory_order_relaxed); });
+  per_function("gost_image_pool_workers", "gauge",
+               "Threads of the function's pool on this node (images.<fn>_workers; 0: no pool).",
+               [](const pf& f) { return f.workers.load(std::memory_order_relaxed); });
+  per_function("gost_image_tasks_in_flight", "gauge",
+               "Image tasks taken by this node and not yet stored (in the pool, or computed).",
+               [](const pf& f) { return f.in_flight.load(std::memory_order_relaxed); });
+  per_function("gost_image_kafka_waiting", "gauge",
+               "Kafka queue tasks read by this node and waiting for a slot of the pool.",
+               [](const pf& f) { return f.waiting.load(std::memory_order_relaxed); });
+  per_function("gost_image_duplicates_skipped_total", "counter",
+               "Kafka queue tasks skipped: identical to another of their batch, or their result "
+               "was stored after they were asked (images.queue=kafka).",
+               [](const pf& f) { return f.skipped.load(std::memory_order_relaxed); });
   family(out, "gost_image_task_failures_total", "counter",
          "Failed runs of image tasks by function and error kind (final and retried).");
   for (auto& [k, v] : st.failures())

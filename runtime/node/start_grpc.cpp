@@ -25,7 +25,7 @@ caf::error start_grpc(node_context& n) {
     admin_service::access{cfg.console.token, config::is_loopback(cfg.grpc.listen.host),
                           cfg.grpc.listen.to_string()},
     limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
-    n.traces);
+    n.traces, cfg.images.enabled ? n.image_stats : nullptr);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
   // once the stop began.

@@ -197,7 +197,9 @@ TEST_CASE(
         "# TYPE gost_image_cache_hits_total counter",
         "# TYPE gost_image_cache_misses_total counter",
         "# TYPE gost_image_task_failures_total counter",
-        "# TYPE gost_image_redis_fallbacks_total counter"})
+        "# TYPE gost_image_redis_fallbacks_total counter", "# TYPE gost_image_pool_workers gauge",
+        "# TYPE gost_image_tasks_in_flight gauge", "# TYPE gost_image_kafka_waiting gauge",
+        "# TYPE gost_image_duplicates_skipped_total counter"})
     CHECK_MESSAGE(body.find(family) != std::string::npos, family);
   CHECK(body.find("gost_stage_run_seconds_bucket{stage=\"audit\",le=\"+Inf\"} ")
         != std::string::npos);
@@ -205,6 +207,7 @@ TEST_CASE(
   CHECK(body.find("gost_stage_paused{stage=\"audit\"} 0") != std::string::npos);
   CHECK(body.find("gost_image_tasks_computed_total{function=\"main_color\"} 0")
         != std::string::npos);
+  CHECK(body.find("gost_image_pool_workers{function=\"ratio\"} 4") != std::string::npos);
   // Bounded cardinality: one series per shard of the installation (8), none per offer.
   size_t per_shard = 0;
   for (auto pos = body.find("\ngost_offer_shard_actors_resident{"); pos != std::string::npos;

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include <librdkafka/rdkafka.h>
@@ -16,6 +17,7 @@
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/image_node.hpp"
 #include "gost/testing/kafka.hpp"
+#include "gost/v1/admin.grpc.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -176,6 +178,29 @@ TEST_CASE("Kafka queue: tasks on a topic per function, identical requests comput
   REQUIRE(node.call(&Stub::Ratio, again, resp).ok());
   CHECK(resp.status() == v1::IMAGE_STATUS_PENDING);
   CHECK(testing::eventually(20s, [&] { return seen.of("/photo.jpg") == 4; })); // + Preview's
+
+  // The console: the pools' rows of gostctl top and AdminService.Top, duplicates counted.
+  auto addr = "127.0.0.1:" + std::to_string(node.grpc_port);
+  testing::child_process top{GOSTCTL_PATH, {"--addr", addr, "top", "--once", "--interval", "0.2"}};
+  REQUIRE(top.wait(30s) == 0);
+  INFO(top.output());
+  CHECK(std::regex_search(top.output(), std::regex{R"(\nratio\s+4\s+\d+\s+\d+\s+\S+\s)"}));
+  CHECK(std::regex_search(top.output(), std::regex{R"(\nmain_color\s+2\s)"}));
+  auto admin =
+    v1::AdminService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::TopResponse t;
+  REQUIRE(admin->Top(&ctx, v1::TopRequest{}, &t).ok());
+  REQUIRE(t.images_size() == 4);
+  for (auto& f : t.images())
+    if (f.function() == "ratio") {
+      CHECK(f.workers() == 4);
+      CHECK(f.computed() >= 3); // photo twice, flaky (+ the compute, maybe not stored yet)
+      CHECK(f.failed() >= 4);   // flaky's two 503s, the markers' 404s
+      CHECK(f.skipped() >= 2);  // the two duplicates put on the topic
+      CHECK(f.cache_hits() >= 1);
+      CHECK(f.waiting() == 0);
+    }
 }
 
 TEST_CASE("Kafka queue: every task acknowledged before a kill -9 is computed after the restart") {

@@ -117,6 +117,8 @@ void count_queue(feeder_ptr self) {
 void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
   auto& st = self->state;
   ++st.in_flight;
+  if (auto* stats = st.opts.work.stats)
+    stats->of(st.fn).in_flight.fetch_add(1, std::memory_order_relaxed);
   task_key key{st.fn, t.args};
   auto work = st.opts.work;
   self
@@ -126,6 +128,8 @@ void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
       [self, t, batch](pool_result& r) {
         auto& s = self->state;
         --s.in_flight;
+        if (auto* stats = s.opts.work.stats)
+          stats->of(s.fn).in_flight.fetch_sub(1, std::memory_order_relaxed);
         s.finished.push_back({t, std::any_cast<task_outcome>(std::move(r.value))});
         s.finished_batch.push_back(batch);
         if (s.finished.size() >= flush_at || s.in_flight == 0)
@@ -137,6 +141,8 @@ void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
         // timeout, a foreign one is delivered again (a throw is a bug in computing; logged
         // with its URL).
         --self->state.in_flight;
+        if (auto* stats = self->state.opts.work.stats)
+          stats->of(self->state.fn).in_flight.fetch_sub(1, std::memory_order_relaxed);
         lg->warn("image task failed function={} args={} error={}", to_string(self->state.fn),
                  t.args, self->system().render(err));
         fail_batch(self, batch, err);
@@ -150,6 +156,8 @@ void start_waiting(feeder_ptr self) {
   while (st.in_flight < st.slots && !st.waiting.empty()) {
     auto [t, batch] = std::move(st.waiting.front());
     st.waiting.pop_front();
+    if (auto* stats = st.opts.work.stats)
+      stats->of(st.fn).waiting.fetch_sub(1, std::memory_order_relaxed);
     if (st.batches.count(batch) != 0) // not already failed
       start(self, t, batch);
   }
@@ -206,6 +214,11 @@ caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
       by_key.erase(it);
       ++counts.skipped;
     }
+  if (auto* stats = st.opts.work.stats) {
+    stats->of(st.fn).skipped.fetch_add(counts.skipped, std::memory_order_relaxed);
+    stats->of(st.fn).waiting.fetch_add(static_cast<int64_t>(by_key.size()),
+                                       std::memory_order_relaxed);
+  }
   if (by_key.empty())
     return counts;
   auto id = st.next_batch++;
@@ -249,6 +262,8 @@ std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys,
       spawn_pool(sys, {std::string{"images."} + to_string(fn), w, static_cast<size_t>(w) * 2});
     // Twice the workers: one task runs while the next waits, so a worker never idles on a
     // round trip to PostgreSQL.
+    if (opts.work.stats != nullptr)
+      opts.work.stats->of(fn).workers.store(w, std::memory_order_relaxed);
     out.emplace(fn, sys.spawn<caf::detached>(feeder, fn, opts, pool, static_cast<size_t>(w) * 2));
   }
   return out;

@@ -1,7 +1,8 @@
 #pragma once
 // The image functions' figures on /metrics (runtime/console/metrics.cpp): tasks computed and
 // failed per function (failures by error kind), cache hits and misses of ImageService, the
-// calls that fell back from Redis to PostgreSQL, and the tasks queued. Written by the feeders,
+// calls that fell back from Redis to PostgreSQL, the tasks queued, and the pools' load. Also
+// the image rows of `gostctl top` (AdminService.Top). Written by the feeders,
 // ImageService and the Redis layer from any thread; read without stopping them.
 
 #include <array>
@@ -24,6 +25,10 @@ struct image_stats {
     std::atomic<uint64_t> cache_hits{0};   ///< requests answered DONE or ERROR from the cache
     std::atomic<uint64_t> cache_misses{0}; ///< requests that found nothing (queued or NOT_CACHED)
     std::atomic<int64_t> queued{-1};       ///< tasks in the PostgreSQL queue (-1: not counted yet)
+    std::atomic<int64_t> workers{0};       ///< the pool's threads on this node (0: no pool)
+    std::atomic<int64_t> in_flight{0};     ///< tasks taken, not yet stored (in the pool, or done)
+    std::atomic<int64_t> waiting{0};       ///< Kafka tasks handed to the feeder, not yet taken
+    std::atomic<uint64_t> skipped{0};      ///< Kafka tasks skipped: answered after being asked
   };
   std::array<per_function, 4> functions;
   std::atomic<uint64_t> redis_hits{0};      ///< results found in Redis
