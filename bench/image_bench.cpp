@@ -13,10 +13,16 @@
 //    `--concurrency` client threads; its figures are requests answered per second.
 //  - CPU: gostd's CPU seconds per computed result (`--gost-pid`), thumbor's per request
 //    (`--thumbor-pids`), proc_cpu.hpp.
+// With `--peer-addr` instead of `--thumbor` (bench/images_queue.sh): the queues compared — the
+// same Ratio and MainColor work on `--addr` (a node with images.queue=kafka) and then on
+// `--peer-addr` (one with images.queue=postgres), with how long the asks took (the Kafka queue
+// answers PENDING only after the broker's acknowledgement).
 // clang-format off
 //   gost_image_bench --addr HOST:PORT --thumbor HOST:PORT [--ratio 4000] [--preview 600]
 //                    [--main-color 600] [--hits 20000] [--concurrency 16]
 //                    [--gost-pid PID] [--thumbor-pids PID,...] [--thumbor-processes N]
+//   gost_image_bench --addr HOST:PORT --peer-addr HOST:PORT [--ratio N] [--main-color N]
+//                    [--gost-pid PID] [--peer-pid PID]
 // clang-format on
 #include <curl/curl.h>
 #include <vips/vips8>
@@ -76,7 +82,8 @@ std::string photo_jpeg() {
 }
 
 struct options {
-  std::string addr, thumbor;
+  std::string addr, thumbor, peer_addr;
+  pid_t peer_pid = 0;
   int ratio = 4000, preview = 600, main_color = 600, hits = 20000, concurrency = 16;
   pid_t gost_pid = 0;
   std::vector<pid_t> thumbor_pids;
@@ -95,6 +102,7 @@ double cpu_of(const std::vector<pid_t>& pids) {
 struct computed {
   double per_s = 0;
   double cpu_us_per_op = 0;
+  double ask_ms_per_500 = 0; ///< the asking Batch calls (500 URLs each, all PENDING): mean time
 };
 
 /// Asks for `n` distinct images' `fn`, then reads them back until every one is DONE.
@@ -128,6 +136,7 @@ computed compute_all(v1::ImageService::Stub& stub, v1::ImageFunction fn, const s
   for (auto& r : batch(urls, false))
     if (r.status() != v1::IMAGE_STATUS_PENDING)
       die(tag + ": a fresh image answered " + v1::ImageStatus_Name(r.status()) + ", not PENDING");
+  auto ask_s = seconds_since(t0);
   auto left = urls;
   while (!left.empty()) {
     std::this_thread::sleep_for(20ms);
@@ -147,6 +156,7 @@ computed compute_all(v1::ImageService::Stub& stub, v1::ImageFunction fn, const s
   computed c;
   auto s = seconds_since(t0);
   c.per_s = n / s;
+  c.ask_ms_per_500 = ask_s * 1000 / ((n + 499) / 500);
   if (gost_pid > 0)
     c.cpu_us_per_op = (gost::bench::process_cpu_seconds(gost_pid) - cpu0) * 1e6 / n;
   std::fprintf(stderr, "gost %s: %d computed in %.2f s: %.0f/s, %.0f us CPU each\n", tag.c_str(), n,
@@ -268,6 +278,10 @@ int main(int argc, char** argv) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--addr")
       o.addr = v;
+    else if (k == "--peer-addr")
+      o.peer_addr = v;
+    else if (k == "--peer-pid")
+      o.peer_pid = std::stoi(v);
     else if (k == "--thumbor")
       o.thumbor = v;
     else if (k == "--ratio")
@@ -293,8 +307,9 @@ int main(int argc, char** argv) {
     } else
       die("unknown option " + k);
   }
-  if (o.addr.empty() || o.thumbor.empty())
-    die("give --addr (gostd's gRPC) and --thumbor (thumbor's HTTP)");
+  if (o.addr.empty() || (o.thumbor.empty() && o.peer_addr.empty()))
+    die("give --addr (gostd's gRPC) and --thumbor (thumbor's HTTP) or --peer-addr (a second "
+        "gostd)");
 
   auto jpeg = photo_jpeg();
   std::fprintf(stderr, "image: 1000 x 1000 JPEG, %zu bytes\n", jpeg.size());
@@ -302,6 +317,31 @@ int main(int argc, char** argv) {
     return gost::testing::http_server::reply{200, jpeg, {{"Content-Type", "image/jpeg"}}};
   }};
   auto base = "http://127.0.0.1:" + std::to_string(images.port()) + "/photo.jpg";
+
+  if (!o.peer_addr.empty()) {
+    // The queues: the same work on each node, one after the other (distinct URLs per node).
+    auto kafka =
+      v1::ImageService::NewStub(grpc::CreateChannel(o.addr, grpc::InsecureChannelCredentials()));
+    auto pg = v1::ImageService::NewStub(
+      grpc::CreateChannel(o.peer_addr, grpc::InsecureChannelCredentials()));
+    auto k_ratio =
+      compute_all(*kafka, v1::IMAGE_FUNCTION_RATIO, base, "kratio", o.ratio, o.gost_pid);
+    auto k_color =
+      compute_all(*kafka, v1::IMAGE_FUNCTION_MAIN_COLOR, base, "kcolor", o.main_color, o.gost_pid);
+    auto p_ratio = compute_all(*pg, v1::IMAGE_FUNCTION_RATIO, base, "pratio", o.ratio, o.peer_pid);
+    auto p_color =
+      compute_all(*pg, v1::IMAGE_FUNCTION_MAIN_COLOR, base, "pcolor", o.main_color, o.peer_pid);
+    std::printf(
+      "{\"bench\": \"images_queue\", \"value\": %.0f, \"unit\": \"Ratio computed/s through "
+      "the Kafka queue (images.queue=kafka)\", \"main_color_per_s\": %.0f, "
+      "\"ask_ms_per_500\": %.1f, \"gost_cpu_us_per_ratio\": %.0f, \"peer\": \"the PostgreSQL "
+      "queue (images.queue=postgres), same settings\", \"peer_value\": %.0f, \"ratio\": %.2f, "
+      "\"peer_main_color_per_s\": %.0f, \"peer_ask_ms_per_500\": %.1f, "
+      "\"peer_cpu_us_per_ratio\": %.0f}\n",
+      k_ratio.per_s, k_color.per_s, k_ratio.ask_ms_per_500, k_ratio.cpu_us_per_op, p_ratio.per_s,
+      k_ratio.per_s / p_ratio.per_s, p_color.per_s, p_ratio.ask_ms_per_500, p_ratio.cpu_us_per_op);
+    return 0;
+  }
 
   auto stub =
     v1::ImageService::NewStub(grpc::CreateChannel(o.addr, grpc::InsecureChannelCredentials()));

@@ -5,15 +5,16 @@
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
 #                              resident timers failover api_updates api_cluster outbox_kafka
 #                              tasks (with the graphile-worker peer) console_cost images (with
-#                              the thumbor peer) actions (with the graphile-worker peer)
-#                              actions_idle (default: all but console_cost, images, actions and
-#                              actions_idle)
+#                              the thumbor peer) images_queue (the Kafka queue, with the
+#                              PostgreSQL queue as peer) actions (with the graphile-worker peer)
+#                              actions_idle (default: all but console_cost, images,
+#                              images_queue, actions and actions_idle)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
 # (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
 # two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
-# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, outbox_kafka's broker).
+# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, the broker of outbox_kafka and images_queue).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -189,11 +190,19 @@ for name in "${names[@]}"; do
         "$GOST_PG_PORT" 2>"$logs/images.log" \
         || { tail -n 20 "$logs/images.log" >&2; echo "bench/run.sh: images failed" >&2; exit 1; }
       ;;
+    images_queue)
+      # The image functions' Kafka queue against the PostgreSQL one, same work (bench/images_queue.sh).
+      step "building gostd and the client" "$logs/build-images.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_image_bench
+      bench/images_queue.sh build/release/runtime/gostd build/release/bench/gost_image_bench \
+        "$GOST_PG_PORT" 2>"$logs/images_queue.log" \
+        || { tail -n 20 "$logs/images_queue.log" >&2; echo "bench/run.sh: images_queue failed" >&2; exit 1; }
+      ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images actions actions_idle)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle)" >&2; exit 2 ;;
   esac
 done

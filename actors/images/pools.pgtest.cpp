@@ -223,3 +223,55 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
   for (auto& [fn, a] : feeders)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a feeder told to drain answers its foreign batches at once and refuses new ones") {
+  testing::temp_db db;
+  persistence::pg_pool::options po;
+  po.dsn = db.dsn();
+  po.size = 2;
+  persistence::pg_pool pool{po};
+  REQUIRE(persistence::migrate(pool));
+  http_server srv{[&](const http_server::call&) { return http_server::reply{200, {}, {}, true}; }};
+
+  caf::actor_system_config cfg;
+  register_core_types(cfg);
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys{cfg};
+  pools_options opts;
+  opts.db = &pool;
+  opts.work.allow_private = true;
+  opts.work.fetch_timeout = 2s;
+  opts.workers = {{function::ratio, 1}};
+  opts.partitions = [] { return std::vector<uint32_t>{}; };
+  auto feeders = spawn_image_pools(sys, opts);
+  auto feeder = feeders.at(function::ratio);
+  auto task = [&](int i) {
+    auto t = make_task(function::ratio, srv.url("/hang.png?n=" + std::to_string(i)));
+    REQUIRE(t);
+    persistence::image_task x{
+      to_string(function::ratio), t->partition(8), t->args, 0, 60'000, 1, {}};
+    x.in_table = false;
+    return x;
+  };
+  // Five tasks on a pool of one (two slots): two fetch (and hang), three wait.
+  std::vector<persistence::image_task> batch;
+  for (int i = 0; i < 5; ++i)
+    batch.push_back(task(i));
+  caf::expected<foreign_counts> got{foreign_counts{}};
+  std::atomic<bool> returned{false};
+  std::thread waiter{[&] {
+    got = run_foreign_tasks(sys, feeder, batch, 60s);
+    returned = true;
+  }};
+  REQUIRE(eventually(10s, [&] { return srv.requests() > 0; }));
+  auto asked = std::chrono::steady_clock::now();
+  caf::anon_send(feeder, drain_atom_v);
+  CHECK(eventually(1s, [&] { return returned.load(); }));
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - asked < 1500ms); // not the fetches' 2 s
+  CHECK_FALSE(got);
+  auto refused = run_foreign_tasks(sys, feeder, {task(9)}, 60s);
+  CHECK_FALSE(refused);
+  for (auto& [fn, a] : feeders)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}

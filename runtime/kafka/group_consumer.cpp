@@ -111,6 +111,10 @@ group_consumer::group_consumer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 group_consumer::~group_consumer() = default;
 
+void group_consumer::request_stop() {
+  impl_->stop.request();
+}
+
 caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
                                                                    message_handler handler) {
   return make_group_consumer(

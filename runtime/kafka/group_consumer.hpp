@@ -83,6 +83,10 @@ public:
   /// the stored offsets, leaves the group).
   ~group_consumer();
 
+  /// Requests the stop without waiting (the destructor waits): the handler sees it in its
+  /// stop signal. Lets an owner stop several consumers at once.
+  void request_stop();
+
   struct impl;
   explicit group_consumer(std::unique_ptr<impl> p);
 

@@ -4,8 +4,11 @@
 #include <mutex>
 #include <thread>
 
+#include <caf/send.hpp>
+
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/protocol.hpp"
 #include "gost/images/pools.hpp"
 #include "gost/persistence/images/images.hpp"
 #include "gost/v1/images.pb.h"
@@ -51,13 +54,25 @@ struct image_queue::impl {
   stop_signal stop;
   std::thread poller; // serves the delivery reports
   std::vector<std::unique_ptr<kafka::group_consumer>> consumers;
+  std::vector<caf::actor> feeders; ///< the consumers' (told to drain when they stop)
+
+  /// Stops the consumers: each stop requested, the feeders' foreign batches answered at once
+  /// (a handler waiting for one returns, its offsets not stored), then each joined.
+  void stop_consumers() {
+    for (auto& c : consumers)
+      c->request_stop();
+    for (auto& f : feeders)
+      caf::anon_send(f, drain_atom_v);
+    consumers.clear();
+    feeders.clear();
+  }
 
   std::string topic_of(const std::string& function) const {
     return opts.images.kafka_topic_prefix + function;
   }
 
   ~impl() {
-    consumers.clear();
+    stop_consumers();
     stop.request();
     if (poller.joinable())
       poller.join();
@@ -167,7 +182,9 @@ caf::error image_queue::consume(caf::actor_system& sys,
     co.broker = impl_->opts.broker;
     auto partitions = impl_->opts.partitions;
     auto handler = [&sys, fn = fn, feeder = feeder, partitions, batch_timeout,
-                    name](const std::vector<kafka::message_view>& batch, const stop_signal&) {
+                    name](const std::vector<kafka::message_view>& batch, const stop_signal& stop) {
+      if (stop.requested())
+        return kafka::verdict::not_handled;
       std::vector<persistence::image_task> tasks;
       for (auto& m : batch) {
         v1::ImageTask t;
@@ -205,12 +222,13 @@ caf::error image_queue::consume(caf::actor_system& sys,
     if (!consumer)
       return std::move(consumer.error());
     impl_->consumers.push_back(std::move(*consumer));
+    impl_->feeders.push_back(feeder);
   }
   return {};
 }
 
 void image_queue::stop_consuming() {
-  impl_->consumers.clear();
+  impl_->stop_consumers();
 }
 
 } // namespace gost::runtime

@@ -246,3 +246,26 @@ TEST_CASE("Kafka queue: every task acknowledged before a kill -9 is computed aft
   CHECK(r.status() == v1::IMAGE_STATUS_DONE);
   CHECK(r.ratio().width() == 200);
 }
+
+TEST_CASE("Kafka queue: brokers away, an ask fails UNAVAILABLE and leaves no pending status") {
+  auto photo = jpeg(64, 64);
+  http_server srv{[&](const http_server::call&) { return http_server::reply{200, photo}; }};
+  testing::temp_db db;
+  // Nothing listens on port 1: every task times out in the producer (kafka.message_timeout).
+  image_node node{db,
+                  {"--kafka.brokers=127.0.0.1:1", "--kafka.message_timeout=1s",
+                   "--images.queue=kafka", "--images.kafka.topic_prefix=" + fresh_prefix()}};
+  v1::ImageResponse resp;
+  auto s = node.call(&Stub::Ratio, at(srv.url("/a.jpg")), resp);
+  CHECK(s.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(s.error_message().find("images.queue=kafka") != std::string::npos);
+  CHECK(s.error_message().find("kafka.brokers") != std::string::npos);
+  // Not answered PENDING, so nothing pending left behind: the next ask queues again.
+  CHECK(db.scalar("SELECT count(*) FROM image_results") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  // The node is unharmed: cache-only asks are answered.
+  auto cached = at(srv.url("/a.jpg"));
+  cached.mutable_options()->set_cache_only(true);
+  REQUIRE(node.call(&Stub::Ratio, cached, resp).ok());
+  CHECK(resp.status() == v1::IMAGE_STATUS_NOT_CACHED);
+}

@@ -10,6 +10,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/images/stats.hpp"
 
@@ -42,6 +43,7 @@ struct feeder_state {
   std::deque<std::pair<persistence::image_task, uint64_t>> waiting;
   std::map<uint64_t, foreign_batch> batches;
   uint64_t next_batch = 1;
+  bool draining = false; ///< foreign batches refused (the consumers are stopping)
   bool tick_pending = false;
   batch_counts counts;
 };
@@ -193,6 +195,8 @@ void feed(feeder_ptr self) {
 /// merged, the rest queued before the PostgreSQL queue's; answered when all are stored.
 caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
   auto& st = self->state;
+  if (st.draining)
+    return make_error(errc::unavailable, "the image pools' feeder is stopping");
   std::map<std::string, persistence::image_task> by_key; // identical tasks: the latest asked
   for (auto& t : in.tasks) {
     auto key = task_key{st.fn, t.args}.result_key();
@@ -246,6 +250,18 @@ caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_acto
   return {
     [self](tick_atom) { feed(self); },
     [self](run_atom, foreign_tasks& in) { return take_foreign(self, in); },
+    [self](drain_atom) {
+      auto& st = self->state;
+      st.draining = true;
+      auto err = make_error(errc::unavailable, "the image queue's consumers stopped");
+      for (auto& [id, b] : st.batches)
+        b.rp.deliver(err);
+      st.batches.clear();
+      if (auto* stats = st.opts.work.stats)
+        stats->of(st.fn).waiting.fetch_sub(static_cast<int64_t>(st.waiting.size()),
+                                           std::memory_order_relaxed);
+      st.waiting.clear();
+    },
   };
 }
 

@@ -51,6 +51,10 @@ struct foreign_counts {
   uint64_t skipped = 0; ///< their key already held a final result stored after they were asked
 };
 
+/// Sent to a feeder (`drain_atom`) when the other queue's consumers stop: the foreign batches
+/// not yet stored are answered with an error at once (their tasks are delivered again; those
+/// running finish and are stored, and skipped then as answered), and later ones are refused.
+
 /// Runs `tasks` on the pool of `feeder` (a feeder of `spawn_image_pools`): a task whose key
 /// holds a final result stored after it was asked is skipped (the Kafka queue's
 /// de-duplication; the seed's "check the cache and skip"), identical tasks run once, the
