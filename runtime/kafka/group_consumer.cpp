@@ -1,7 +1,10 @@
 #include "kafka/group_consumer.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "gost/core/dependency.hpp"
@@ -24,11 +27,26 @@ bool transport_error(rd_kafka_resp_err_t err) {
 } // namespace
 
 struct group_consumer::impl {
+  /// A batch handed to the handler, until its verdict (set by `done`, from any thread).
+  struct in_flight {
+    std::vector<message_ptr> messages;
+    std::vector<message_view> views; ///< into `messages`: valid while it is held here
+    bool settled = false;            ///< under `mtx`
+    verdict result = verdict::not_handled;
+  };
+
   consumer_options opts;
-  batch_handler handler;
+  async_batch_handler handler;
   size_t max_batch = 1;
+  size_t max_in_flight = 1;
   stop_signal stop;
   client_ptr client;
+  std::mutex mtx;
+  std::condition_variable settled;                ///< a batch got its verdict
+  std::deque<std::shared_ptr<in_flight>> batches; ///< in the order they were read
+  /// After a batch not handled: where each partition of it and of the batches behind it is
+  /// read again from, once none is in flight (their offsets are not stored).
+  std::map<int32_t, int64_t> read_again_from;
   std::thread thread; // joined by ~impl before the client closes
 
   ~impl() {
@@ -37,27 +55,6 @@ struct group_consumer::impl {
       thread.join();
     if (client)
       rd_kafka_consumer_close(client.get()); // commits the stored offsets, leaves the group
-  }
-
-  /// Reads the batch again next: seeks each of its partitions back to its first message there
-  /// after the back-off. Retries a seek until it succeeds or the consumer stops (going on
-  /// without it would skip the message).
-  void read_again(const std::vector<message_ptr>& batch, backoff& delay) {
-    std::map<int32_t, const rd_kafka_message_t*> first; // per partition (batches keep order)
-    for (auto& m : batch)
-      first.emplace(m->partition, m.get());
-    if (!delay.wait(stop))
-      return;
-    for (auto& [partition, m] : first)
-      for (;;) {
-        auto err = rd_kafka_seek(m->rkt, m->partition, m->offset, 5000);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-          break;
-        lg->warn("{} cannot seek back topic={} partition={} offset={} error={}; retrying",
-                 opts.role, opts.topic, m->partition, m->offset, rd_kafka_err2str(err));
-        if (!delay.wait(stop))
-          return;
-      }
   }
 
   /// The next message, or null (none within `wait`, or an error: reported here).
@@ -77,31 +74,114 @@ struct group_consumer::impl {
     return m;
   }
 
-  void loop() {
-    backoff delay{opts.retry_first, opts.retry_cap};
-    std::vector<message_ptr> batch;
-    std::vector<message_view> views;
-    while (!stop.requested()) {
-      batch.clear();
-      views.clear();
-      if (auto m = next(200))
-        batch.push_back(std::move(m));
-      else
-        continue;
-      while (batch.size() < max_batch) // what is fetched already, without waiting
-        if (auto m = next(0))
-          batch.push_back(std::move(m));
-        else
-          break;
-      for (auto& m : batch)
-        views.push_back(
-          {{static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset});
-      if (handler(views, stop) == verdict::handled) {
-        for (auto& m : batch)
+  /// Takes the settled batches off the front, in order: a handled one's offsets are stored,
+  /// unless a batch before it was not handled — then it is read again with that one.
+  void settle(backoff& delay) {
+    std::lock_guard<std::mutex> guard{mtx};
+    while (!batches.empty() && batches.front()->settled) {
+      auto& b = *batches.front();
+      if (b.result == verdict::handled && read_again_from.empty()) {
+        for (auto& m : b.messages)
           rd_kafka_offset_store(m->rkt, m->partition, m->offset);
         delay.reset();
-      } else if (!stop.requested()) {
-        read_again(batch, delay);
+      } else {
+        for (auto& m : b.messages) {
+          auto [at, added] = read_again_from.emplace(m->partition, m->offset);
+          if (!added)
+            at->second = std::min(at->second, m->offset);
+        }
+      }
+      batches.pop_front();
+    }
+  }
+
+  /// Seeks the partitions of `read_again_from` back after the back-off. Retries until it
+  /// succeeds or the consumer stops (going on without it would skip those messages).
+  void read_again(backoff& delay) {
+    if (!delay.wait(stop))
+      return;
+    for (;;) {
+      partition_list_ptr list{
+        rd_kafka_topic_partition_list_new(static_cast<int>(read_again_from.size()))};
+      for (auto& [partition, offset] : read_again_from)
+        rd_kafka_topic_partition_list_add(list.get(), opts.topic.c_str(), partition)->offset =
+          offset;
+      auto* err = rd_kafka_seek_partitions(client.get(), list.get(), 5000);
+      std::string failed;
+      if (err != nullptr) {
+        failed = rd_kafka_error_string(err);
+        rd_kafka_error_destroy(err);
+      }
+      for (int i = 0; failed.empty() && i < list->cnt; ++i)
+        if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+          failed = "partition " + std::to_string(list->elems[i].partition) + ": "
+                   + rd_kafka_err2str(list->elems[i].err);
+      if (failed.empty()) {
+        read_again_from.clear();
+        return;
+      }
+      lg->warn("{} cannot seek back topic={} error={}; retrying", opts.role, opts.topic, failed);
+      if (!delay.wait(stop))
+        return;
+    }
+  }
+
+  /// Reads a batch (waiting up to `wait_ms` for its first message) and hands it over.
+  void read_batch(int wait_ms) {
+    auto first = next(wait_ms);
+    if (!first)
+      return;
+    auto b = std::make_shared<in_flight>();
+    b->messages.push_back(std::move(first));
+    while (b->messages.size() < max_batch) // what is fetched already, without waiting
+      if (auto m = next(0))
+        b->messages.push_back(std::move(m));
+      else
+        break;
+    for (auto& m : b->messages)
+      b->views.push_back(
+        {{static_cast<const char*>(m->payload), m->len}, opts.topic, m->partition, m->offset});
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      batches.push_back(b);
+    }
+    handler(b->views, stop, [this, b](verdict v) {
+      std::lock_guard<std::mutex> guard{mtx};
+      b->result = v;
+      b->settled = true;
+      settled.notify_all();
+    });
+  }
+
+  /// Waits (at most 100 ms) until the front batch has its verdict.
+  void wait_settled() {
+    std::unique_lock<std::mutex> lock{mtx};
+    settled.wait_for(lock, std::chrono::milliseconds{100},
+                     [&] { return !batches.empty() && batches.front()->settled; });
+  }
+
+  void loop() {
+    backoff delay{opts.retry_first, opts.retry_cap};
+    for (;;) {
+      settle(delay);
+      size_t held = 0;
+      {
+        std::lock_guard<std::mutex> guard{mtx};
+        held = batches.size();
+      }
+      if (stop.requested()) {
+        if (held == 0)
+          return; // what was not handled is read again by the group's next member
+        wait_settled();
+      } else if (!read_again_from.empty()) {
+        if (held == 0) // every batch behind the one not handled settled too
+          read_again(delay);
+        else
+          wait_settled();
+      } else if (held >= max_in_flight) {
+        wait_settled();
+      } else {
+        read_batch(held == 0 ? 200 : 10);
       }
     }
   }
@@ -127,6 +207,17 @@ caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_opti
 
 caf::expected<std::unique_ptr<group_consumer>>
 make_group_consumer(consumer_options opts, batch_handler handler, size_t max_batch) {
+  return make_group_consumer(
+    std::move(opts),
+    [h = std::move(handler)](const std::vector<message_view>& batch, const stop_signal& stop,
+                             const std::function<void(verdict)>& done) { done(h(batch, stop)); },
+    max_batch, 1);
+}
+
+caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
+                                                                   async_batch_handler handler,
+                                                                   size_t max_batch,
+                                                                   size_t max_in_flight) {
   client_spec spec;
   spec.type = RD_KAFKA_CONSUMER;
   spec.role = opts.role;
@@ -157,6 +248,7 @@ make_group_consumer(consumer_options opts, batch_handler handler, size_t max_bat
   p->opts = std::move(opts);
   p->handler = std::move(handler);
   p->max_batch = std::max<size_t>(1, max_batch);
+  p->max_in_flight = std::max<size_t>(1, max_in_flight);
   p->client = std::move(*client);
   auto* raw = p.get();
   p->thread = std::thread{[raw] { raw->loop(); }};

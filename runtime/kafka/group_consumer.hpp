@@ -12,7 +12,8 @@
 // - the stop signal is honoured in every wait, and handed to the handler for its own waits;
 // - a batch handler gets what is there at once (up to `max_batch` messages, across the
 //   partitions it holds) and answers for all: `not_handled` seeks each partition back to its
-//   first message of the batch (the image functions' Kafka queue runs a batch in a pool).
+//   first message of the batch; an asynchronous one answers later, with more batches read
+//   meanwhile (the image functions' Kafka queue keeps a pool busy this way).
 //
 // Owner: the subsystem that starts it (after_save_consumer, feed_exchange, image_queue) holds
 // it last, so
@@ -24,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -77,6 +79,15 @@ using message_handler = std::function<verdict(const message_view&, const stop_si
 using batch_handler =
   std::function<verdict(const std::vector<message_view>&, const stop_signal& stop)>;
 
+/// A batch handed off: the handler returns at once and calls `done` (once, from any thread)
+/// with the batch's verdict when its work is complete; the views stay valid until then. The
+/// loop reads further batches meanwhile (up to `max_in_flight`), and stores offsets in the
+/// order the batches were read: a batch not handled is read again with every batch read
+/// after it (they are handled a second time: at least once).
+using async_batch_handler =
+  std::function<void(const std::vector<message_view>&, const stop_signal& stop,
+                     const std::function<void(verdict)>& done)>;
+
 class group_consumer {
 public:
   /// Requests the stop, waits for the handler to return, then closes the consumer (commits
@@ -105,5 +116,12 @@ caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_opti
 /// those already fetched are added without waiting.
 caf::expected<std::unique_ptr<group_consumer>>
 make_group_consumer(consumer_options opts, batch_handler handler, size_t max_batch);
+
+/// The same with batches handed off (`async_batch_handler`), at most `max_in_flight` at once.
+/// A stop waits for the batches in flight to settle (the owner makes them settle soon).
+caf::expected<std::unique_ptr<group_consumer>> make_group_consumer(consumer_options opts,
+                                                                   async_batch_handler handler,
+                                                                   size_t max_batch,
+                                                                   size_t max_in_flight);
 
 } // namespace gost::runtime::kafka

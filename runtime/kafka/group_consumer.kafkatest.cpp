@@ -2,7 +2,10 @@
 // never past a message that was not handled, and a stop that cuts every wait short.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -202,4 +205,85 @@ TEST_CASE("batches: what is fetched comes at once, a batch not handled is read a
   // Everything handled was committed: the group's next member starts after m49.
   produce(topic, {"m50"});
   CHECK(next_member_reads(topic, group, 1) == std::vector<std::string>{"m50"});
+}
+
+TEST_CASE("batches in flight: settled in any order, one not handled is read again with the rest") {
+  auto topic = fresh_name("gost-kit-");
+  auto group = fresh_name("gost-kit-group-");
+  std::vector<std::string> values;
+  for (int i = 0; i < 60; ++i)
+    values.push_back("m" + std::to_string(i));
+  produce(topic, values);
+  struct open_batch {
+    std::vector<std::string> values;
+    std::function<void(kafka::verdict)> done;
+  };
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::deque<open_batch> arrived;
+  {
+    auto consumer = kafka::make_group_consumer(
+      options(topic, group),
+      [&](const std::vector<kafka::message_view>& batch, const stop_signal&,
+          const std::function<void(kafka::verdict)>& done) {
+        open_batch b{{}, done};
+        for (auto& m : batch)
+          b.values.emplace_back(m.payload);
+        std::lock_guard<std::mutex> g{mtx};
+        arrived.push_back(std::move(b));
+        cv.notify_all();
+      },
+      8, 3);
+    REQUIRE_MESSAGE(consumer, error_message(consumer.error()));
+    // The test settles the batches: the first two it holds at once with the second handled
+    // before the first is refused; every other batch handled, the later ones first.
+    std::vector<std::string> seen, refused;
+    size_t most = 0;
+    bool failed = false, done = false;
+    auto deadline = std::chrono::steady_clock::now() + 60s;
+    std::vector<open_batch> open;
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      {
+        std::unique_lock<std::mutex> lock{mtx};
+        cv.wait_for(lock, 200ms, [&] { return arrived.size() >= (failed ? 1u : 2u); });
+        while (!arrived.empty()) {
+          open.push_back(std::move(arrived.front()));
+          arrived.pop_front();
+        }
+      }
+      most = std::max(most, open.size());
+      if (open.empty())
+        continue;
+      if (!failed) {
+        if (open.size() < 2)
+          continue; // wait for a second batch in flight
+        failed = true;
+        refused = open[0].values;
+        refused.insert(refused.end(), open[1].values.begin(), open[1].values.end());
+        seen.insert(seen.end(), open[0].values.begin(), open[0].values.end());
+        seen.insert(seen.end(), open[1].values.begin(), open[1].values.end());
+        open[1].done(kafka::verdict::handled);
+        open[0].done(kafka::verdict::not_handled);
+        open.erase(open.begin(), open.begin() + 2);
+        continue;
+      }
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        seen.insert(seen.end(), it->values.begin(), it->values.end());
+        done = done || std::find(it->values.begin(), it->values.end(), "m59") != it->values.end();
+        it->done(kafka::verdict::handled);
+      }
+      open.clear();
+    }
+    REQUIRE(done);
+    CHECK(most >= 2);
+    CHECK(most <= 3);
+    // Every message seen; those of the two first batches (the handled second one too) twice.
+    for (auto& v : values)
+      CHECK_MESSAGE(std::count(seen.begin(), seen.end(), v) >= 1, v);
+    for (auto& v : refused)
+      CHECK_MESSAGE(std::count(seen.begin(), seen.end(), v) >= 2, v);
+    // Leaving the scope: nothing in flight, the stored offsets committed.
+  }
+  produce(topic, {"m60"});
+  CHECK(next_member_reads(topic, group, 1) == std::vector<std::string>{"m60"});
 }

@@ -43,8 +43,11 @@ struct delivery_slot {
   size_t index = 0;
 };
 
-/// A batch of the consumers: at most this many tasks handed to a feeder at once.
+/// A batch of the consumers: at most this many tasks handed to a feeder at once, and at most
+/// this many batches of one consumer in the feeder at once (so its pool never waits for the
+/// slowest task of a batch, and at most 1,024 tasks wait in memory).
 constexpr size_t max_batch = 256;
+constexpr size_t max_batches = 4;
 
 } // namespace
 
@@ -182,9 +185,10 @@ caf::error image_queue::consume(caf::actor_system& sys,
     co.broker = impl_->opts.broker;
     auto partitions = impl_->opts.partitions;
     auto handler = [&sys, fn = fn, feeder = feeder, partitions, batch_timeout,
-                    name](const std::vector<kafka::message_view>& batch, const stop_signal& stop) {
+                    name](const std::vector<kafka::message_view>& batch, const stop_signal& stop,
+                          const std::function<void(kafka::verdict)>& done) {
       if (stop.requested())
-        return kafka::verdict::not_handled;
+        return done(kafka::verdict::not_handled);
       std::vector<persistence::image_task> tasks;
       for (auto& m : batch) {
         v1::ImageTask t;
@@ -205,20 +209,24 @@ caf::error image_queue::consume(caf::actor_system& sys,
         tasks.push_back(std::move(task));
       }
       if (tasks.empty())
-        return kafka::verdict::handled;
+        return done(kafka::verdict::handled);
       auto n = tasks.size();
-      auto done = images::run_foreign_tasks(sys, feeder, std::move(tasks), batch_timeout);
-      if (!done) {
-        lg->warn("image tasks from Kafka not stored function={} count={} error={}; reading "
-                 "them again",
-                 name, n, error_message(done.error()));
-        return kafka::verdict::not_handled;
-      }
-      lg->debug("image tasks from Kafka function={} run={} skipped={}", name, done->run,
-                done->skipped);
-      return kafka::verdict::handled;
+      images::run_foreign_tasks_async(
+        sys, feeder, std::move(tasks), batch_timeout,
+        [done, name, n](caf::expected<images::foreign_counts> counts) {
+          if (!counts) {
+            lg->warn("image tasks from Kafka not stored function={} count={} error={}; reading "
+                     "them again",
+                     name, n, error_message(counts.error()));
+            return done(kafka::verdict::not_handled);
+          }
+          lg->debug("image tasks from Kafka function={} run={} skipped={}", name, counts->run,
+                    counts->skipped);
+          done(kafka::verdict::handled);
+        });
     };
-    auto consumer = kafka::make_group_consumer(std::move(co), std::move(handler), max_batch);
+    auto consumer =
+      kafka::make_group_consumer(std::move(co), std::move(handler), max_batch, max_batches);
     if (!consumer)
       return std::move(consumer.error());
     impl_->consumers.push_back(std::move(*consumer));

@@ -285,6 +285,30 @@ std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys,
   return out;
 }
 
+void run_foreign_tasks_async(caf::actor_system& sys, const caf::actor& feeder,
+                             std::vector<persistence::image_task> tasks,
+                             std::chrono::milliseconds timeout,
+                             std::function<void(caf::expected<foreign_counts>)> done) {
+  // One short-lived actor per batch waits for the feeder's answer. (The unused int: CAF 0.17.6
+  // trips UBSan spawning a function actor without arguments.)
+  sys.spawn(
+    [](caf::event_based_actor* self, int, const caf::actor& to, foreign_tasks in,
+       std::chrono::milliseconds limit,
+       const std::function<void(caf::expected<foreign_counts>)>& reply) {
+      self->request(to, limit, run_atom_v, std::move(in))
+        .then(
+          [self, reply](foreign_counts& c) {
+            reply(c);
+            self->quit();
+          },
+          [self, reply](caf::error& err) {
+            reply(std::move(err));
+            self->quit();
+          });
+    },
+    0, feeder, foreign_tasks{std::move(tasks)}, timeout, std::move(done));
+}
+
 caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const caf::actor& feeder,
                                                 std::vector<persistence::image_task> tasks,
                                                 std::chrono::milliseconds timeout) {

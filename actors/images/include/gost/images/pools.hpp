@@ -65,6 +65,13 @@ caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const ca
                                                 std::vector<persistence::image_task> tasks,
                                                 std::chrono::milliseconds timeout);
 
+/// The same without blocking: `done` gets the outcome, once, on one of CAF's threads (it must
+/// not block). The Kafka queue's consumers keep several batches in a feeder this way.
+void run_foreign_tasks_async(caf::actor_system& sys, const caf::actor& feeder,
+                             std::vector<persistence::image_task> tasks,
+                             std::chrono::milliseconds timeout,
+                             std::function<void(caf::expected<foreign_counts>)> done);
+
 } // namespace gost::images
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::images::foreign_tasks)
