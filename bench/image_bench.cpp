@@ -324,6 +324,11 @@ int main(int argc, char** argv) {
       v1::ImageService::NewStub(grpc::CreateChannel(o.addr, grpc::InsecureChannelCredentials()));
     auto pg = v1::ImageService::NewStub(
       grpc::CreateChannel(o.peer_addr, grpc::InsecureChannelCredentials()));
+    // Warm-up, not measured: the Kafka queue's topics are made on first use and its consumers
+    // join their groups (seconds, once per installation); the PostgreSQL queue's the same.
+    for (auto* stub : {kafka.get(), pg.get()})
+      for (auto fn : {v1::IMAGE_FUNCTION_RATIO, v1::IMAGE_FUNCTION_MAIN_COLOR})
+        compute_all(*stub, fn, base, stub == kafka.get() ? "kwarm" : "pwarm", 20, 0);
     auto k_ratio =
       compute_all(*kafka, v1::IMAGE_FUNCTION_RATIO, base, "kratio", o.ratio, o.gost_pid);
     auto k_color =
