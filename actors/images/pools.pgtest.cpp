@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -141,6 +142,8 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
     }
     if (c.path == "/busy.png")
       return http_server::reply{503, "busy"};
+    if (c.path == "/slow.png") // still running when its duplicate comes
+      std::this_thread::sleep_for(500ms);
     return http_server::reply{200, image};
   }};
   auto fetches = [&](const std::string& path) {
@@ -220,6 +223,22 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
   CHECK(fetches("/d1.png") == 1);
   CHECK(fetches("/dup.png") == 1);
   CHECK(db.scalar("SELECT attempts FROM image_tasks WHERE args = '" + busy.args + "'") == "2");
+
+  // Two batches in flight with the same task (two nodes asked at once, in consecutive
+  // batches): the second is answered with the first's computation.
+  auto slow_asked = pending("/slow.png");
+  std::promise<caf::expected<foreign_counts>> first_done;
+  run_foreign_tasks_async(sys, feeder, {foreign("/slow.png", slow_asked)}, 30s,
+                          [&](caf::expected<foreign_counts> c) { first_done.set_value(c); });
+  REQUIRE(eventually(10s, [&] { return fetches("/slow.png") == 1; })); // running
+  auto follower = run_foreign_tasks(sys, feeder, {foreign("/slow.png", slow_asked)}, 30s);
+  REQUIRE_MESSAGE(follower, caf::to_string(follower.error()));
+  CHECK(follower->run == 0);
+  CHECK(follower->skipped == 1);
+  auto first_counts = first_done.get_future().get();
+  REQUIRE(first_counts);
+  CHECK(first_counts->run == 1);
+  CHECK(fetches("/slow.png") == 1);
   for (auto& [fn, a] : feeders)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -42,6 +42,10 @@ struct feeder_state {
   /// Foreign tasks not yet started (they go before the PostgreSQL queue's), with their batch.
   std::deque<std::pair<persistence::image_task, uint64_t>> waiting;
   std::map<uint64_t, foreign_batch> batches;
+  /// Result keys of the tasks started or waiting here, and the foreign batches that asked for
+  /// one of them again meanwhile (answered with it: an identical task is not run twice).
+  std::set<std::string> active;
+  std::map<std::string, std::vector<uint64_t>> followers;
   uint64_t next_batch = 1;
   bool draining = false; ///< foreign batches refused (the consumers are stopping)
   bool tick_pending = false;
@@ -49,6 +53,36 @@ struct feeder_state {
 };
 
 using feeder_ptr = caf::stateful_actor<feeder_state>*;
+
+/// One of foreign batch `id`'s tasks is settled: stored (`err` empty), or not (`err`: the
+/// batch is answered with it at once, so its tasks are delivered again).
+void settle_one(feeder_ptr self, uint64_t id, const caf::error& err) {
+  auto& st = self->state;
+  auto b = st.batches.find(id);
+  if (b == st.batches.end())
+    return; // the queue's task (0), or a batch already answered with an error
+  if (err) {
+    b->second.rp.deliver(err);
+    st.batches.erase(b);
+  } else if (--b->second.unstored == 0) {
+    b->second.rp.deliver(b->second.counts);
+    st.batches.erase(b);
+  }
+}
+
+/// The task of `key` of foreign batch `id` (0: of the PostgreSQL queue) is settled: its batch
+/// and the batches that asked for the same key meanwhile.
+void settle_key(feeder_ptr self, const std::string& key, uint64_t id, const caf::error& err) {
+  auto& st = self->state;
+  settle_one(self, id, err);
+  if (auto f = st.followers.find(key); f != st.followers.end()) {
+    auto ids = std::move(f->second);
+    st.followers.erase(f);
+    for (auto follower : ids)
+      settle_one(self, follower, err);
+  }
+  st.active.erase(key);
+}
 
 void flush(feeder_ptr self) {
   auto& st = self->state;
@@ -59,30 +93,12 @@ void flush(feeder_ptr self) {
     lg->warn("image results not stored function={} count={} error={}; the tasks run again "
              "(the queue's after the visibility timeout, Kafka's delivered again)",
              to_string(st.fn), st.finished.size(), self->system().render(err));
-  for (auto id : st.finished_batch) {
-    auto b = st.batches.find(id);
-    if (b == st.batches.end())
-      continue; // the queue's task (0), or a batch already answered with an error
-    if (err) {
-      b->second.rp.deliver(err);
-      st.batches.erase(b);
-    } else if (--b->second.unstored == 0) {
-      b->second.rp.deliver(b->second.counts);
-      st.batches.erase(b);
-    }
-  }
+  auto finished = std::move(st.finished);
+  auto ids = std::move(st.finished_batch);
   st.finished.clear();
   st.finished_batch.clear();
-}
-
-/// A foreign batch's task did not run (the pool refused it): the batch is answered with the
-/// error, so its tasks are delivered again.
-void fail_batch(feeder_ptr self, uint64_t id, const caf::error& err) {
-  auto& st = self->state;
-  if (auto b = st.batches.find(id); b != st.batches.end()) {
-    b->second.rp.deliver(err);
-    st.batches.erase(b);
-  }
+  for (size_t i = 0; i < finished.size(); ++i)
+    settle_key(self, task_key{st.fn, finished[i].task.args}.result_key(), ids[i], err);
 }
 
 void tick_soon(feeder_ptr self, std::chrono::milliseconds after) {
@@ -119,6 +135,7 @@ void count_queue(feeder_ptr self) {
 void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
   auto& st = self->state;
   ++st.in_flight;
+  st.active.insert(task_key{st.fn, t.args}.result_key());
   if (auto* stats = st.opts.work.stats)
     stats->of(st.fn).in_flight.fetch_add(1, std::memory_order_relaxed);
   task_key key{st.fn, t.args};
@@ -147,7 +164,7 @@ void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
           stats->of(self->state.fn).in_flight.fetch_sub(1, std::memory_order_relaxed);
         lg->warn("image task failed function={} args={} error={}", to_string(self->state.fn),
                  t.args, self->system().render(err));
-        fail_batch(self, batch, err);
+        settle_key(self, task_key{self->state.fn, t.args}.result_key(), batch, err);
         tick_soon(self, std::chrono::milliseconds{0});
       });
 }
@@ -160,8 +177,11 @@ void start_waiting(feeder_ptr self) {
     st.waiting.pop_front();
     if (auto* stats = st.opts.work.stats)
       stats->of(st.fn).waiting.fetch_sub(1, std::memory_order_relaxed);
-    if (st.batches.count(batch) != 0) // not already failed
+    auto key = task_key{st.fn, t.args}.result_key();
+    if (st.batches.count(batch) != 0 || st.followers.count(key) != 0) // someone waits for it
       start(self, t, batch);
+    else
+      st.active.erase(key);
   }
 }
 
@@ -218,21 +238,36 @@ caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
       by_key.erase(it);
       ++counts.skipped;
     }
+  // Identical to a task started or waiting here (an earlier batch's, or the queue's): answered
+  // with it.
+  std::vector<std::string> follow;
+  for (auto it = by_key.begin(); it != by_key.end();)
+    if (st.active.count(it->first) != 0) {
+      follow.push_back(it->first);
+      it = by_key.erase(it);
+      ++counts.skipped;
+    } else {
+      ++it;
+    }
   if (auto* stats = st.opts.work.stats) {
     stats->of(st.fn).skipped.fetch_add(counts.skipped, std::memory_order_relaxed);
     stats->of(st.fn).waiting.fetch_add(static_cast<int64_t>(by_key.size()),
                                        std::memory_order_relaxed);
   }
-  if (by_key.empty())
+  if (by_key.empty() && follow.empty())
     return counts;
   auto id = st.next_batch++;
   auto& b = st.batches[id];
   b.rp = self->make_response_promise();
-  b.unstored = by_key.size();
+  b.unstored = by_key.size() + follow.size();
   b.counts = counts;
   b.counts.run = by_key.size();
-  for (auto& [key, t] : by_key)
+  for (auto& [key, t] : by_key) {
     st.waiting.emplace_back(t, id);
+    st.active.insert(key);
+  }
+  for (auto& key : follow)
+    st.followers[key].push_back(id);
   auto rp = b.rp;
   start_waiting(self); // not feed: that would start a second chain of ticks
   return rp;
@@ -257,9 +292,12 @@ caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_acto
       for (auto& [id, b] : st.batches)
         b.rp.deliver(err);
       st.batches.clear();
+      st.followers.clear();
       if (auto* stats = st.opts.work.stats)
         stats->of(st.fn).waiting.fetch_sub(static_cast<int64_t>(st.waiting.size()),
                                            std::memory_order_relaxed);
+      for (auto& w : st.waiting)
+        st.active.erase(task_key{st.fn, w.first.args}.result_key());
       st.waiting.clear();
     },
   };
