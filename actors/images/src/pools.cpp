@@ -20,8 +20,10 @@ namespace {
 
 const auto lg = gost::log::get("images");
 
-/// Outcomes are stored in batches of at most this many (one transaction each).
+/// Outcomes are stored in batches of at most this many (one transaction each)...
 constexpr size_t flush_at = 32;
+/// ...and none waits longer than this to be stored.
+constexpr auto flush_wait = std::chrono::milliseconds{50};
 
 /// A batch of foreign tasks (run_foreign_tasks) until its last outcome is stored.
 struct foreign_batch {
@@ -49,6 +51,7 @@ struct feeder_state {
   uint64_t next_batch = 1;
   bool draining = false; ///< foreign batches refused (the consumers are stopping)
   bool tick_pending = false;
+  bool flush_pending = false; ///< a flush_atom is on its way (`flush_wait` after a finish)
   batch_counts counts;
 };
 
@@ -151,8 +154,10 @@ void start(feeder_ptr self, const persistence::image_task& t, uint64_t batch) {
           stats->of(s.fn).in_flight.fetch_sub(1, std::memory_order_relaxed);
         s.finished.push_back({t, std::any_cast<task_outcome>(std::move(r.value))});
         s.finished_batch.push_back(batch);
-        if (s.finished.size() >= flush_at || s.in_flight == 0)
-          flush(self);
+        if (!s.flush_pending) {
+          s.flush_pending = true;
+          self->delayed_send(self, flush_wait, flush_atom_v);
+        }
         tick_soon(self, std::chrono::milliseconds{0});
       },
       [self, t, batch](caf::error& err) {
@@ -188,10 +193,14 @@ void start_waiting(feeder_ptr self) {
 void feed(feeder_ptr self) {
   auto& st = self->state;
   st.tick_pending = false;
-  flush(self);
+  // Store and take in batches, not a transaction each per task: when half the slots are
+  // free (or a batch of outcomes is ready, or nothing runs); `flush_wait` bounds the wait.
+  bool half_free = st.in_flight * 2 <= st.slots;
+  if (half_free || st.finished.size() >= flush_at)
+    flush(self);
   count_queue(self);
-  start_waiting(self);
-  if (st.in_flight >= st.slots)
+  start_waiting(self); // foreign tasks cost no transaction to start: as soon as a slot frees
+  if (!(st.in_flight * 2 <= st.slots))
     return; // a finishing task ticks again
   auto parts = st.opts.partitions ? st.opts.partitions() : std::vector<uint32_t>{};
   auto tasks = persistence::take_image_tasks(*st.opts.db, to_string(st.fn), parts,
@@ -284,6 +293,10 @@ caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_acto
   self->state.tick_pending = true;
   return {
     [self](tick_atom) { feed(self); },
+    [self](flush_atom) {
+      self->state.flush_pending = false;
+      flush(self);
+    },
     [self](run_atom, foreign_tasks& in) { return take_foreign(self, in); },
     [self](drain_atom) {
       auto& st = self->state;
