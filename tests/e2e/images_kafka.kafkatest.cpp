@@ -2,7 +2,8 @@
 // tasks go to a topic per function keyed by their result key, never to image_tasks; identical
 // requests are computed once (the consumer skips a task answered since it was asked); a
 // recoverable failure is retried through PostgreSQL; and every task acknowledged PENDING before
-// a kill -9 — taken by the consumer and mid-fetch — is computed after the restart.
+// a kill -9 — taken by the consumer and mid-fetch — is computed after the restart; on two
+// nodes the broker spreads the tasks and a killed node's move to the other.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -268,4 +269,72 @@ TEST_CASE("Kafka queue: brokers away, an ask fails UNAVAILABLE and leaves no pen
   cached.mutable_options()->set_cache_only(true);
   REQUIRE(node.call(&Stub::Ratio, cached, resp).ok());
   CHECK(resp.status() == v1::IMAGE_STATUS_NOT_CACHED);
+}
+
+TEST_CASE("Kafka queue on two nodes: the broker spreads the tasks, a killed node's move over") {
+  auto photo = jpeg(120, 90);
+  std::atomic<bool> slow{false};
+  http_server srv{[&](const http_server::call&) {
+    if (slow) // tasks held mid-fetch by both nodes
+      return http_server::reply{200, {}, {}, true};
+    return http_server::reply{200, photo};
+  }};
+  auto prefix = fresh_prefix();
+  testing::temp_db db;
+  auto flags = [&](const std::string& id) {
+    auto f = kafka_queue(prefix);
+    f.push_back("--node.id=" + id);
+    f.push_back("--images.fetch_timeout=2s"); // a fetch held at the kill fails soon, retried
+    return f;
+  };
+  image_node a{db, flags("imgq-a")};
+  image_node b{db, flags("imgq-b")};
+  auto computed = [](image_node& n) {
+    auto admin = v1::AdminService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(n.grpc_port), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::TopResponse t;
+    REQUIRE(admin->Top(&ctx, v1::TopRequest{}, &t).ok());
+    for (auto& f : t.images())
+      if (f.function() == "ratio")
+        return f.computed();
+    return uint64_t{0};
+  };
+  auto ask = [&](image_node& n, const std::string& tag, int count) {
+    v1::ImageBatchRequest batch;
+    batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+    for (int i = 0; i < count; ++i)
+      *batch.add_requests() = at(srv.url("/p.jpg?" + tag + "=" + std::to_string(i)));
+    v1::ImageBatchResponse out;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    REQUIRE(n.stub->Batch(&ctx, batch, &out).ok());
+  };
+  auto done = [&](const std::string& tag) {
+    return std::stoi(db.scalar("SELECT count(*) FROM image_results WHERE status = 'done' AND "
+                               "args LIKE '%?"
+                               + tag + "=%'"));
+  };
+  // Asked on one node, computed on both: the group gave each some of the topic's partitions
+  // (the second node's join moves some to it; rounds of asks until both computed some).
+  int round = 0;
+  REQUIRE(testing::eventually(60s, [&] {
+    auto tag = "w" + std::to_string(round++);
+    ask(a, tag, 16);
+    return testing::eventually(20s, [&] { return done(tag) == 16; }) && computed(a) > 0
+           && computed(b) > 0;
+  }));
+
+  // Both hold tasks mid-fetch when the first is killed: everything asked is computed by the
+  // survivor (its partitions after kafka.session_timeout; the held fetches retried through
+  // PostgreSQL on the shards it takes over).
+  slow = true;
+  auto before = srv.requests();
+  ask(a, "k", 30);
+  REQUIRE(testing::eventually(20s, [&] { return srv.requests() > before; }));
+  a.proc->signal(SIGKILL);
+  a.proc->wait(10s);
+  slow = false;
+  CHECK_MESSAGE(testing::eventually(90s, [&] { return done("k") == 30; }), done("k"));
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
 }
