@@ -1,7 +1,9 @@
 #include "kafka/image_queue.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include <caf/send.hpp>
@@ -54,8 +56,13 @@ constexpr size_t max_batches = 4;
 struct image_queue::impl {
   image_queue_options opts;
   std::unique_ptr<kafka::producer> producer;
+  /// Held shared by each `enqueue` while it produces and waits for its reports; held alone by
+  /// the poller to replace a producer in a fatal state.
+  std::shared_mutex use;
+  /// The producer failed fatally: asks fail at once until the poller has replaced it.
+  std::atomic<bool> replacing{false};
   stop_signal stop;
-  std::thread poller; // serves the delivery reports
+  std::thread poller; // serves the delivery reports, replaces a fatal producer
   std::vector<std::unique_ptr<kafka::group_consumer>> consumers;
   std::vector<caf::actor> feeders; ///< the consumers' (told to drain when they stop)
 
@@ -105,14 +112,31 @@ caf::expected<std::unique_ptr<image_queue>> image_queue::start(image_queue_optio
   p->producer = std::make_unique<kafka::producer>(std::move(*made));
   auto* raw = p.get();
   p->poller = std::thread{[raw] {
-    while (!raw->stop.requested())
+    while (!raw->stop.requested()) {
       raw->producer->poll(std::chrono::milliseconds{100});
+      // An idempotent producer in a fatal state delivers nothing more (every ask would fail
+      // until a restart): new asks are refused, and once those in flight got their (failed)
+      // reports, a fresh producer takes its place.
+      if (!raw->replacing.load() && raw->producer->take_failures() > 0 && raw->producer->fatal())
+        raw->replacing = true;
+      if (raw->replacing.load()) {
+        std::unique_lock<std::shared_mutex> alone{raw->use, std::try_to_lock};
+        if (alone.owns_lock()) {
+          raw->producer->replace_if_fatal(); // logs the reason and the replacement
+          raw->replacing = raw->producer->fatal();
+        }
+      }
+    }
   }};
   return std::unique_ptr<image_queue>{new image_queue{std::move(p)}};
 }
 
 caf::error image_queue::enqueue(persistence::pg_pool& pool,
                                 const std::vector<persistence::image_request>& reqs) {
+  std::shared_lock<std::shared_mutex> in_use{impl_->use};
+  if (impl_->replacing.load())
+    return make_error(errc::unavailable, "the image queue's Kafka producer failed and is being "
+                                         "replaced (images.queue=kafka); ask again");
   // Identical tasks of one call are one message.
   std::map<std::string, const persistence::image_request*> by_key;
   for (auto& r : reqs)
@@ -237,6 +261,11 @@ caf::error image_queue::consume(caf::actor_system& sys,
 
 void image_queue::stop_consuming() {
   impl_->stop_consumers();
+}
+
+void image_queue::test_fatal_error() {
+  std::shared_lock<std::shared_mutex> in_use{impl_->use};
+  impl_->producer->test_fatal_error();
 }
 
 } // namespace gost::runtime

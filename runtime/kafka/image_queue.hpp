@@ -67,6 +67,9 @@ public:
   /// member (its offsets not stored). Call before the feeders stop.
   void stop_consuming();
 
+  /// Tests only: the producer fails fatally, as it would on the broker's word.
+  void test_fatal_error();
+
   struct impl;
 
 private:

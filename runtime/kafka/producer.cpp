@@ -135,6 +135,17 @@ bool producer::flush(const stop_signal& stop) {
   return false;
 }
 
+bool producer::fatal() const {
+  char reason[512];
+  return rd_kafka_fatal_error(impl_->client.get(), reason, sizeof(reason))
+         != RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+void producer::test_fatal_error() {
+  rd_kafka_test_fatal_error(impl_->client.get(), RD_KAFKA_RESP_ERR__FATAL,
+                            "a fatal error made by a test");
+}
+
 uint64_t producer::take_failures() noexcept {
   return impl_->failures.exchange(0, std::memory_order_relaxed);
 }

@@ -8,7 +8,7 @@
 // `poll`, `flush`, `produce` (while the queue is full) and the destructor. The exception: the
 // `produce` calls that do not wait (with an opaque) may come from other threads while the
 // owner polls (librdkafka's produce and poll are thread-safe; the image queue's askers do
-// this); `replace_if_fatal` must then not run.
+// this); `replace_if_fatal` must then not run (the image queue holds its askers off first).
 
 #include <chrono>
 #include <cstdint>
@@ -83,6 +83,13 @@ public:
   /// replaces it with a new one of the same settings (logged). Call only with no message
   /// outstanding (after `flush`, or when every report is in).
   void replace_if_fatal();
+
+  /// Whether the producer is in a fatal state (it delivers nothing more: `replace_if_fatal`).
+  bool fatal() const;
+
+  /// Tests only: puts the producer in a fatal state as the broker would
+  /// (librdkafka's rd_kafka_test_fatal_error).
+  void test_fatal_error();
 
   struct impl;
 
