@@ -1,26 +1,12 @@
 #pragma once
-// Test support for persistence/: a fresh database with gost's schema and a pool on it.
+// Test support for persistence/: a fresh database with gost's schema and a pool on it
+// (gost/testing/migrated_db.hpp, shared with the other libraries' tests).
 
-#include <doctest/doctest.h>
-
-#include "gost/persistence/pg_pool.hpp"
-#include "gost/persistence/schema.hpp"
-#include "gost/testing/pg.hpp"
+#include "gost/testing/migrated_db.hpp"
 
 namespace gost::persistence {
 
-inline pg_pool::options pool_options(const testing::temp_db& db, int size = 2) {
-  pg_pool::options o;
-  o.dsn = db.dsn();
-  o.size = size;
-  return o;
-}
-
-/// A temporary database, migrated, with a pool of two connections.
-struct migrated_db {
-  testing::temp_db db;
-  pg_pool pool{pool_options(db)};
-  migrated_db() { REQUIRE(migrate(pool)); }
-};
+using testing::migrated_db;
+using testing::pool_options;
 
 } // namespace gost::persistence

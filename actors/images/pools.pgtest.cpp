@@ -19,9 +19,8 @@
 #include "gost/core/protocol.hpp"
 #include "gost/images/pools.hpp"
 #include "gost/persistence/pg_pool.hpp"
-#include "gost/persistence/schema.hpp"
 #include "gost/testing/http_server.hpp"
-#include "gost/testing/pg.hpp"
+#include "gost/testing/migrated_db.hpp"
 
 using namespace gost;
 using namespace gost::images;
@@ -43,6 +42,26 @@ std::string png(int w, int h) {
   return out;
 }
 
+caf::actor_system_config& two_threads(caf::actor_system_config& cfg) {
+  register_core_types(cfg);
+  cfg.set("scheduler.max-threads", size_t{2});
+  return cfg;
+}
+
+/// A migrated database, an actor system and pool options on them (images from loopback
+/// allowed, a fast poll); the system stops before the database goes.
+struct pools_env {
+  testing::migrated_db data;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{two_threads(cfg)};
+  pools_options opts;
+  explicit pools_env(int connections) : data{connections} {
+    opts.db = &data.pool;
+    opts.work.allow_private = true;
+    opts.poll = 20ms;
+  }
+};
+
 bool eventually(std::chrono::milliseconds limit, const std::function<bool()>& f) {
   auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
@@ -56,12 +75,11 @@ bool eventually(std::chrono::milliseconds limit, const std::function<bool()>& f)
 } // namespace
 
 TEST_CASE("the pools compute every task of the partitions served here, several at once") {
-  testing::temp_db db;
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 3;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
+  pools_env env{3};
+  auto& db = env.data.db;
+  auto& pool = env.data.pool;
+  auto& sys = env.sys;
+  auto& opts = env.opts;
 
   auto image = png(320, 240);
   std::mutex m;
@@ -94,15 +112,7 @@ TEST_CASE("the pools compute every task of the partitions served here, several a
   REQUIRE(persistence::enqueue_image_tasks(pool, reqs));
   REQUIRE_FALSE(elsewhere.empty());
 
-  caf::actor_system_config cfg;
-  register_core_types(cfg);
-  cfg.set("scheduler.max-threads", size_t{2});
-  caf::actor_system sys{cfg};
-  pools_options opts;
-  opts.db = &pool;
-  opts.work.allow_private = true;
   opts.workers = {{function::ratio, 4}, {function::main_color, 2}};
-  opts.poll = 20ms;
   opts.partitions = [] { return std::vector<uint32_t>{0, 1, 2, 3, 4, 5}; };
   auto actors = spawn_image_pools(sys, opts);
   CHECK(actors.size() == 2);
@@ -125,12 +135,11 @@ TEST_CASE("the pools compute every task of the partitions served here, several a
 }
 
 TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped when answered") {
-  testing::temp_db db;
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 3;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
+  pools_env env{3};
+  auto& db = env.data.db;
+  auto& pool = env.data.pool;
+  auto& sys = env.sys;
+  auto& opts = env.opts;
 
   auto image = png(64, 32);
   std::mutex m;
@@ -170,16 +179,8 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
     return asked->asked_at_us;
   };
 
-  caf::actor_system_config cfg;
-  register_core_types(cfg);
-  cfg.set("scheduler.max-threads", size_t{2});
-  caf::actor_system sys{cfg};
-  pools_options opts;
-  opts.db = &pool;
-  opts.work.allow_private = true;
   opts.work.retry_base = 60s; // a retry stays queued for the test to see
   opts.workers = {{function::ratio, 2}};
-  opts.poll = 20ms;
   opts.partitions = [] { return std::vector<uint32_t>{}; }; // the PostgreSQL queue: none here
   auto feeders = spawn_image_pools(sys, opts);
   REQUIRE(feeders.count(function::ratio) == 1);
@@ -244,21 +245,11 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
 }
 
 TEST_CASE("a feeder told to drain answers its foreign batches at once and refuses new ones") {
-  testing::temp_db db;
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 2;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
+  pools_env env{2};
+  auto& sys = env.sys;
+  auto& opts = env.opts;
   http_server srv{[&](const http_server::call&) { return http_server::reply{200, {}, {}, true}; }};
 
-  caf::actor_system_config cfg;
-  register_core_types(cfg);
-  cfg.set("scheduler.max-threads", size_t{2});
-  caf::actor_system sys{cfg};
-  pools_options opts;
-  opts.db = &pool;
-  opts.work.allow_private = true;
   opts.work.fetch_timeout = 2s;
   opts.workers = {{function::ratio, 1}};
   opts.partitions = [] { return std::vector<uint32_t>{}; };

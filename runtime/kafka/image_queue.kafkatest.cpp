@@ -10,10 +10,8 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/persistence/images/images.hpp"
-#include "gost/persistence/pg_pool.hpp"
-#include "gost/persistence/schema.hpp"
 #include "gost/testing/kafka.hpp"
-#include "gost/testing/pg.hpp"
+#include "gost/testing/migrated_db.hpp"
 #include "gost/testing/process.hpp" // eventually
 #include "gost/v1/images.pb.h"
 #include "kafka/image_queue.hpp"
@@ -35,12 +33,9 @@ persistence::image_request request(const std::string& url) {
 } // namespace
 
 TEST_CASE("image queue: tasks on the topic when asked; a fatal producer is replaced") {
-  testing::temp_db db;
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 2;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
+  testing::migrated_db data;
+  auto& db = data.db;
+  auto& pool = data.pool;
   std::mt19937_64 rng{std::random_device{}()};
   image_queue_options o;
   o.kafka.brokers = testing::kafka_brokers();
