@@ -151,15 +151,10 @@ TEST_CASE("ImageService: every task queued before a kill -9 is computed after th
   }};
   testing::temp_db db;
   image_node node{db};
-  v1::ImageBatchRequest batch;
-  batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+  std::vector<std::string> urls;
   for (int i = 0; i < 50; ++i)
-    *batch.add_requests() = at(srv.url("/p.jpg?n=" + std::to_string(i)));
-  v1::ImageBatchResponse out;
-  {
-    grpc::ClientContext ctx;
-    REQUIRE(node.stub->Batch(&ctx, batch, &out).ok());
-  }
+    urls.push_back(srv.url("/p.jpg?n=" + std::to_string(i)));
+  node.batch(v1::IMAGE_FUNCTION_RATIO, urls);
   CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "50");
   REQUIRE(testing::eventually(10s, [&] { return srv.requests() > 0; })); // taken, mid-fetch
   node.proc->signal(SIGKILL);

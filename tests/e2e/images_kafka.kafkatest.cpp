@@ -215,15 +215,10 @@ TEST_CASE("Kafka queue: every task acknowledged before a kill -9 is computed aft
   auto prefix = fresh_prefix();
   testing::temp_db db;
   image_node node{db, kafka_queue(prefix)};
-  v1::ImageBatchRequest batch;
-  batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+  std::vector<std::string> urls;
   for (int i = 0; i < 30; ++i)
-    *batch.add_requests() = at(srv.url("/p.jpg?n=" + std::to_string(i)));
-  v1::ImageBatchResponse out;
-  {
-    grpc::ClientContext ctx;
-    REQUIRE(node.stub->Batch(&ctx, batch, &out).ok());
-  }
+    urls.push_back(srv.url("/p.jpg?n=" + std::to_string(i)));
+  auto out = node.batch(v1::IMAGE_FUNCTION_RATIO, urls);
   REQUIRE(out.responses_size() == 30);
   for (auto& r : out.responses())
     CHECK(r.status() == v1::IMAGE_STATUS_PENDING);
@@ -301,14 +296,10 @@ TEST_CASE("Kafka queue on two nodes: the broker spreads the tasks, a killed node
     return uint64_t{0};
   };
   auto ask = [&](image_node& n, const std::string& tag, int count) {
-    v1::ImageBatchRequest batch;
-    batch.set_function(v1::IMAGE_FUNCTION_RATIO);
+    std::vector<std::string> urls;
     for (int i = 0; i < count; ++i)
-      *batch.add_requests() = at(srv.url("/p.jpg?" + tag + "=" + std::to_string(i)));
-    v1::ImageBatchResponse out;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    REQUIRE(n.stub->Batch(&ctx, batch, &out).ok());
+      urls.push_back(srv.url("/p.jpg?" + tag + "=" + std::to_string(i)));
+    n.batch(v1::IMAGE_FUNCTION_RATIO, urls);
   };
   auto done = [&](const std::string& tag) {
     return std::stoi(db.scalar("SELECT count(*) FROM image_results WHERE status = 'done' AND "

@@ -68,6 +68,20 @@ struct image_node {
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     return ((*stub).*m)(&ctx, req, &resp);
   }
+  /// One Batch call of `fn` on `urls` (default options), which must succeed.
+  v1::ImageBatchResponse batch(v1::ImageFunction fn, const std::vector<std::string>& urls) {
+    v1::ImageBatchRequest req;
+    req.set_function(fn);
+    for (auto& u : urls)
+      req.add_requests()->set_url(u);
+    v1::ImageBatchResponse out;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = stub->Batch(&ctx, req, &out);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    return out;
+  }
+
   /// Calls until the answer is no longer PENDING.
   v1::ImageResponse settled(grpc::Status (v1::ImageService::Stub::*m)(grpc::ClientContext*,
                                                                       const v1::ImageRequest&,
