@@ -466,6 +466,34 @@ TEST_CASE("the end deletes the feed offers the load did not carry; rejected line
   CHECK(f.sink.results().count("e9") == 0);
 }
 
+TEST_CASE("offers the processor rejected are carried: answered REJECTED with the processor's "
+          "reason, counted, and their stored offers survive the end") {
+  fixture f;
+  f.offers.put("e1", "stored before, now rejected by the processor");
+  f.offers.put("e2", "missing");
+  auto b = batch("t1", "b1", {{"e3", "fresh"}});
+  auto* rej = b.mutable_batch()->add_rejected();
+  rej->set_external_id("e1");
+  rej->set_reason("Price: the price \"1 500 руб.\" is not a plain number");
+  b.mutable_batch()->add_rejected()->set_external_id(""); // no id: answered, never carried
+  REQUIRE(f.handle(b));
+  auto res = f.sink.results();
+  CHECK(res["e1"].outcome() == outcome::REJECTED);
+  CHECK(res["e1"].reason().find("1 500") != std::string::npos);
+  CHECK(res["e1"].batch_id() == "b1");
+  CHECK(res[""].outcome() == outcome::REJECTED);
+  CHECK(res["e3"].outcome() == outcome::ADDED);
+  CHECK(f.offers.writes["e1"] == 0);
+  check_counts(f.counts("t1"), 1, 0, 0, 2, 0);
+  REQUIRE(f.handle(end("t1", v1::FeedEnd::DELETE)));
+  CHECK(f.offers.by_id.count("stored-e1") == 1); // carried by the rejection: kept
+  CHECK(f.offers.by_id.count("stored-e2") == 0);
+  auto ends = f.sink.ends();
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].rejected() == 2);
+  CHECK(ends[0].deleted() == 1);
+}
+
 TEST_CASE("with MAKE_MANUAL the missing feed offers become manual; manual offers are left "
           "alone") {
   fixture f;

@@ -460,6 +460,70 @@ node_keys make_node_keys() {
   k.add(num(vk::duration, "images.poll", "250ms", 5, 60'000,
             "How often an idle pool looks for queued tasks (one small query per function)."),
         bind_to(&node_config::images, &images_config::poll));
+  k.add(num(vk::boolean, "feed.enabled", "false", 0, 1,
+            "Run the feed loader and processor pools on this node (seed 004, docs/feeds.md): "
+            "sellers' feeds are downloaded, checked, unified and sent on `feed.requests_topic`, "
+            "and the answers on `feed.responses_topic` are stored. Needs `kafka.brokers` and "
+            "`feed.requests_topic`."),
+        bind_to(&node_config::feeds, &feeds_config::enabled));
+  k.add(num(vk::integer, "feed.loader_workers", "2", 1, 64,
+            "Downloads at once (the loader pool's workers); one per seller at a time."),
+        bind_to(&node_config::feeds, &feeds_config::loader_workers));
+  k.add(num(vk::integer, "feed.processor_workers", "2", 1, 64,
+            "Loads processed at once (the processor pool's workers); one per seller at a time."),
+        bind_to(&node_config::feeds, &feeds_config::processor_workers));
+  k.add(num(vk::duration, "feed.poll", "500ms", 10, 60'000,
+            "How often an idle pool looks for work (one small query)."),
+        bind_to(&node_config::feeds, &feeds_config::poll));
+  k.add(num(vk::size, "feed.max_file_bytes", "512m", 1024, 17'179'869'184,
+            "The largest feed file; a larger download or upload fails the load (`limit`)."),
+        bind_to(&node_config::feeds, &feeds_config::max_file_bytes));
+  k.add(num(vk::integer, "feed.max_depth", "24", 4, 256,
+            "The deepest element nesting of a feed; deeper fails the load (`limit`)."),
+        bind_to(&node_config::feeds, &feeds_config::max_depth));
+  k.add(num(vk::integer, "feed.max_offers", "500000", 1, 100'000'000,
+            "The most offers in one feed; more fails the load (`limit`)."),
+        bind_to(&node_config::feeds, &feeds_config::max_offers));
+  k.add(num(vk::integer, "feed.max_field_chars", "100000", 64, 10'000'000,
+            "The longest text or attribute value in a feed, in characters; longer fails the "
+            "load (`limit`)."),
+        bind_to(&node_config::feeds, &feeds_config::max_field_chars));
+  k.add(num(vk::duration, "feed.fetch_timeout", "5min", 1000, 3'600'000,
+            "One feed download, redirects included; past it the attempt failed (retried)."),
+        bind_to(&node_config::feeds, &feeds_config::fetch_timeout));
+  k.add(num(vk::boolean, "feed.allow_private_sources", "false", 0, 1,
+            "Download feeds from loopback, private and link-local addresses (tests, internal "
+            "sources). Off, such an address is refused, also one a name resolves to."),
+        bind_to(&node_config::feeds, &feeds_config::allow_private_sources));
+  k.add(str("feed.proxy", "",
+            "The HTTP proxy feed downloads go through (seed 004: squid), e.g. "
+            "http://proxy.internal:3128. Empty: direct."),
+        bind_to(&node_config::feeds, &feeds_config::proxy));
+  k.add(num(vk::integer, "feed.batch_size", "500", 1, 10'000,
+            "Offers per request on `feed.requests_topic`."),
+        bind_to(&node_config::feeds, &feeds_config::batch_size));
+  k.add(num(vk::integer, "feed.keep_loads", "10", 1, 10'000,
+            "Loads of a feed kept with their statistics and errors; older ones are removed "
+            "with their files (seed 004 cleanup, option 2)."),
+        bind_to(&node_config::feeds, &feeds_config::keep_loads));
+  k.add(num(vk::duration, "feed.min_period", "5min", 1000, 31'536'000'000,
+            "The shortest period a URL feed may be fetched on."),
+        bind_to(&node_config::feeds, &feeds_config::min_period));
+  k.add(num(vk::duration, "feed.lock_max_hold", "6h", 60'000, 604'800'000,
+            "A seller's loader or processor lock held longer is freed by the reaper (a hung "
+            "worker); locks of nodes that died are freed at once."),
+        bind_to(&node_config::feeds, &feeds_config::lock_max_hold));
+  k.add(num(vk::duration, "feed.retry_delay", "10s", 10, 3'600'000,
+            "The first retry's delay after a transient failure (download failed, brokers "
+            "away); each next one doubles it (at most 10 minutes)."),
+        bind_to(&node_config::feeds, &feeds_config::retry_delay));
+  k.add(num(vk::integer, "feed.max_attempts", "8", 1, 1000,
+            "Transient failures of one load before it fails for good."),
+        bind_to(&node_config::feeds, &feeds_config::max_attempts));
+  k.add(str("feed.responses_group", "gost.feed-processor",
+            "Kafka consumer group of the nodes that store the offer store's answers to loads "
+            "(read from `feed.responses_topic`)."),
+        bind_to(&node_config::feeds, &feeds_config::responses_group));
   k.add(str("images.blob_dir", "var/blobs",
             "Where rotated images are stored (files named by their content's SHA-256), served "
             "by the node at http://<http.listen>/blobs/NAME."),
@@ -782,6 +846,10 @@ std::string validate(const node_config& c) {
              "of them for plaintext links); set: "
              + joined(set) + "; missing: " + joined(missing);
   }
+  if (c.feeds.enabled && c.feed.requests_topic.empty())
+    return "feed.enabled needs feed.requests_topic (the processor sends loads on it)";
+  if (c.feeds.enabled && c.feeds.responses_group.empty())
+    return "feed.responses_group must not be empty";
   if (!c.feed.requests_topic.empty() && c.kafka.brokers.empty())
     return "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
   if (c.kafka.topic.empty())

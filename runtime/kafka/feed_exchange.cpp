@@ -18,6 +18,7 @@
 #include "gost/persistence/feeds/feeds.hpp"
 #include "kafka/group_consumer.hpp"
 #include "kafka/producer.hpp"
+#include "kafka/seller_sink.hpp"
 
 namespace gost::runtime {
 
@@ -132,32 +133,6 @@ private:
   persistence::pg_pool& pool_;
 };
 
-/// Responses on `feed.responses_topic`, keyed by seller.
-class kafka_responses final : public feeds::response_sink {
-public:
-  kafka_responses(kafka::producer p, std::string topic)
-    : producer_(std::move(p)), topic_(std::move(topic)) {}
-
-  void send(const v1::FeedResponse& resp, const stop_signal& stop) override {
-    // A refusal is counted by the producer: the next `flushed` says false.
-    producer_.produce(topic_, resp.seller_id(), resp.SerializeAsString(), stop);
-  }
-
-  bool flushed(const stop_signal& stop) override {
-    if (!producer_.flush(stop))
-      return false;
-    if (producer_.take_failures() == 0)
-      return true;
-    producer_.replace_if_fatal();
-    lg->warn("responses were not delivered; the request is handled again");
-    return false;
-  }
-
-private:
-  kafka::producer producer_;
-  std::string topic_;
-};
-
 /// The applier's options: its defaults, and the database's tracker.
 feeds::applier_options applier_options(const feed_options& o) {
   feeds::applier_options ao;
@@ -171,14 +146,14 @@ struct feed_exchange::impl {
   feed_options opts;
   pg_feed_store store;
   owner_offers offers;
-  kafka_responses responses;
+  kafka::seller_sink<v1::FeedResponse> responses;
   feeds::feed_applier applier;
   // Declared last: stops (and with it the applier's work) before the ports go.
   std::unique_ptr<kafka::group_consumer> consumer;
 
   impl(feed_options o, kafka::producer p)
     : opts(std::move(o)), store(*opts.pool), offers(opts),
-      responses(std::move(p), opts.feed.responses_topic),
+      responses(std::move(p), opts.feed.responses_topic, "responses"),
       applier(store, offers, responses, applier_options(opts)) {}
 
   kafka::verdict handle(const kafka::message_view& m, const stop_signal& stop) {

@@ -51,6 +51,7 @@ constexpr start_step start_order[] = {
   {"image functions", start_images},
   {"after_save hooks", start_after_save},
   {"feed exchange", start_feed_exchange},
+  {"feed processor", start_feeds},
   {"readiness", start_readiness},
 };
 

@@ -31,9 +31,11 @@
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
 #include "gost/config/node_config.hpp"
+#include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/entity/spawn.hpp"
+#include "gost/feeds/pools.hpp"
 #include "gost/images/redis_cache.hpp"
 #include "gost/images/stats.hpp"
 #include "gost/images/worker.hpp"
@@ -42,6 +44,7 @@
 #include "gost/runtime/node.hpp"
 #include "gost/scheduled/scheduler.hpp"
 #include "kafka/after_save.hpp"
+#include "kafka/feed_answers.hpp"
 #include "kafka/feed_exchange.hpp"
 #include "kafka/image_queue.hpp"
 #include "node/stop_stack.hpp"
@@ -126,6 +129,12 @@ struct node_context {
   caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
+  // the feed processor (start_feeds): its pools, the answers' consumer, its figures, and a
+  // blob store of its own when the image functions do not run here
+  feeds::feed_pools feed_pools;
+  std::unique_ptr<feed_answers> feed_answers;
+  feeds::feed_stats feed_stats;
+  std::unique_ptr<blob_store> feed_blobs;
   /// images.queue=kafka (start_image_queue): ImageService and the photo stages queue there;
   /// its consumers (start_images) feed the image pools
   std::unique_ptr<image_queue> kafka_images;

@@ -69,6 +69,10 @@ caf::error start_after_save(node_context& n);
 /// The feed exchange, when `feed.requests_topic` is set (start_kafka.cpp).
 caf::error start_feed_exchange(node_context& n);
 
+/// The feed processor: loader and processor pools and the answers' consumer, when
+/// `feed.enabled` (start_feeds.cpp).
+caf::error start_feeds(node_context& n);
+
 /// Readiness from now on: gRPC health and `/readyz` follow the routes and the database
 /// (start_readiness.cpp). Last, so that its stop, readiness dropping, is the first.
 caf::error start_readiness(node_context& n);

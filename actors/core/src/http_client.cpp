@@ -66,24 +66,36 @@ struct call_state {
   bool refused = false;
   std::string refused_address;
   bool too_large = false;
+  bool receiver_refused = false;
 };
 
 size_t keep_body(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<call_state*>(user);
   auto bytes = size * n;
-  if (st->req->max_body == 0)
-    return bytes;
-  if (st->resp->body.size() + bytes > st->req->max_body) {
+  auto& got = st->resp->body_bytes;
+  if (st->req->max_body > 0 && got + bytes > st->req->max_body) {
     st->too_large = true;
     return 0; // aborts the transfer
   }
+  got += bytes;
+  if (st->req->on_body) {
+    if (!st->req->on_body(data, bytes)) {
+      st->receiver_refused = true;
+      return 0;
+    }
+    return bytes;
+  }
+  if (st->req->max_body == 0)
+    return bytes;
   st->resp->body.append(data, bytes);
   return bytes;
 }
 
 curl_socket_t open_socket(void* user, curlsocktype, curl_sockaddr* a) {
   auto* st = static_cast<call_state*>(user);
-  if (!st->req->allow_private && is_private_address(&a->addr)) {
+  // Through a proxy every socket goes to the proxy (trusted configuration): the URL's host is
+  // checked by its text before the request instead.
+  if (!st->req->allow_private && st->req->proxy.empty() && is_private_address(&a->addr)) {
     char text[INET6_ADDRSTRLEN] = {};
     if (a->family == AF_INET)
       inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&a->addr)->sin_addr, text, sizeof text);
@@ -143,6 +155,22 @@ response perform(const request& r) {
     return out;
   }
   call_state st{&r, &out};
+  if (!r.proxy.empty() && !r.allow_private) {
+    std::unique_ptr<CURLU, void (*)(CURLU*)> u{curl_url(), curl_url_cleanup};
+    char* host = nullptr;
+    if (u && curl_url_set(u.get(), CURLUPART_URL, r.url.c_str(), 0) == CURLUE_OK
+        && curl_url_get(u.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK && host) {
+      std::string name = host;
+      curl_free(host);
+      if (is_private_host(name)) {
+        out.error = failure::refused_address;
+        out.message = "host " + name
+                      + " is loopback, private or link-local: not fetched (allowed only when "
+                        "configured)";
+        return out;
+      }
+    }
+  }
   std::unique_ptr<curl_slist, slist_deleter> headers;
   for (auto& [k, v] : r.headers) {
     auto line = k + ": " + v;
@@ -164,6 +192,8 @@ response perform(const request& r) {
   curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &st);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, r.max_redirects > 0 ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, static_cast<long>(r.max_redirects));
+  if (!r.proxy.empty())
+    curl_easy_setopt(h, CURLOPT_PROXY, r.proxy.c_str());
   if (r.max_body > 0)
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(r.max_body));
   if (r.method == "GET") {
@@ -188,6 +218,9 @@ response perform(const request& r) {
     out.message = "address " + st.refused_address
                   + " is loopback, private or link-local: not fetched (allowed only when "
                     "configured)";
+  } else if (st.receiver_refused) {
+    out.error = failure::protocol;
+    out.message = "the body's receiver refused it (e.g. the disk is full)";
   } else if (st.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
     out.error = failure::too_large;
     out.message = "body larger than " + std::to_string(r.max_body) + " bytes";

@@ -211,6 +211,19 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
     ids.push_back(c.external_id());
     id_index.push_back(i);
   }
+  // Offers the feed processor could not send: carried by the load, answered REJECTED with its
+  // reason, nothing stored.
+  for (auto& rej : batch.rejected()) {
+    outcome r;
+    r.set_batch_id(batch.batch_id());
+    r.set_external_id(rej.external_id());
+    rejected(r, rej.reason().empty() ? "rejected by the feed processor" : rej.reason());
+    if (!rej.external_id().empty()) {
+      carried.push_back(rej.external_id());
+      valid_at.push_back(-1);
+    }
+    results.push_back(std::move(r));
+  }
   // The seller's stored offers under these ids, read before recording: what each valid offer
   // is meant to become (added, updated, unchanged) is counted with the record, in one
   // transaction, the first time the batch is recorded.

@@ -23,18 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d);
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (auto b : d) {
-    out.push_back(hex[b >> 4]);
-    out.push_back(hex[b & 0xf]);
-  }
-  return out;
-}
-
 task_outcome final_error(std::string kind, std::string message) {
   return {task_outcome::final_error, {}, std::move(kind), std::move(message)};
 }
@@ -90,43 +78,6 @@ std::chrono::milliseconds backoff(const worker_options& opts, int attempts) {
 }
 
 } // namespace
-
-std::string blob_store::put(const std::string& bytes, const std::string& ext,
-                            std::string& error) const {
-  auto name = sha256_hex(bytes) + "." + ext;
-  auto dir = fs::path{dir_} / name.substr(0, 2);
-  auto path = dir / name;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) { // content-addressed: the same bytes are the same file
-    fs::create_directories(dir, ec);
-    auto tmp = path;
-    // Unique per process and thread: two workers storing the same bytes each rename a whole
-    // file of their own into place.
-    tmp += ".tmp" + std::to_string(::getpid()) + "-"
-           + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-    {
-      std::ofstream out{tmp, std::ios::binary | std::ios::trunc};
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out.flush()) {
-        error = "cannot write " + tmp.string();
-        return {};
-      }
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) {
-      error = "cannot store " + path.string() + ": " + ec.message();
-      return {};
-    }
-  }
-  return base_url_ + "/" + name;
-}
-
-std::string blob_store::path_of(const std::string& name) const {
-  if (name.size() < 3 || name.find('/') != std::string::npos
-      || name.find("..") != std::string::npos)
-    return {};
-  return (fs::path{dir_} / name.substr(0, 2) / name).string();
-}
 
 task_outcome run_task(const task_key& task, const worker_options& opts) {
   std::string bytes;

@@ -124,6 +124,30 @@ struct feed_config {
   std::string group;
 };
 
+/// `feed.*` beyond the exchange's topics: the feed processor's side of seed 004 (docs/feeds.md
+/// "Feed processor"): sellers' feeds loaded by the loader and processor pools and sent over the
+/// feed exchange's topics.
+struct feeds_config {
+  bool enabled = false; ///< the loader and processor pools run on this node
+  int loader_workers = 0;
+  int processor_workers = 0;
+  std::chrono::milliseconds poll{}; ///< how often an idle pool looks for work
+  uint64_t max_file_bytes = 0;      ///< a feed file (download or upload)
+  int max_depth = 0;                ///< element nesting in a feed
+  uint64_t max_offers = 0;          ///< offers in one feed
+  uint64_t max_field_chars = 0;     ///< one text or attribute value
+  std::chrono::milliseconds fetch_timeout{};
+  bool allow_private_sources = false; ///< feeds from loopback and private addresses
+  std::string proxy;                  ///< the HTTP proxy of downloads (seed: squid); empty: none
+  int batch_size = 0;                 ///< offers per request on the requests topic
+  int keep_loads = 0;                 ///< loads of a feed kept (history); older ones cleaned
+  std::chrono::milliseconds min_period{};    ///< the shortest period of a URL feed
+  std::chrono::milliseconds lock_max_hold{}; ///< a lock held longer is reaped (a hung worker)
+  std::chrono::milliseconds retry_delay{};   ///< a transient failure's first delay (doubling)
+  int max_attempts = 0;                      ///< transient failures before the load fails
+  std::string responses_group;               ///< consumer group reading the offer store's answers
+};
+
 struct outbox_config {
   bool relay = false;
   std::chrono::milliseconds poll{};
@@ -286,6 +310,7 @@ struct node_config {
   history_config history;
   tasks_config tasks;
   images_config images;
+  feeds_config feeds;
   scheduled_config scheduled;
   limits_config limits;
   shutdown_config shutdown;

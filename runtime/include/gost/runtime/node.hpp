@@ -55,7 +55,8 @@ struct node_context;
 ///       queue's consumers feeding them (images.queue=kafka)
 ///   16. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
 ///   17. feed exchange (feed.requests_topic)
-///   18. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
+///   18. feed processor: loader and processor pools, the answers' consumer (feed.enabled)
+///   19. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
 ///       until then); its stop, the first, makes the node unready before the hand-off
 /// run_node writes the port file after the last step, once every port serves.
 class node {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +31,13 @@ struct request {
   int max_redirects = 0;
   /// Connections to internal addresses allowed (tests, trusted internal services).
   bool allow_private = false;
+  /// An HTTP proxy every connection goes through ("http://host:port"; seed 004's squid).
+  /// The proxy is trusted configuration: its own address is not checked; the URL's host is
+  /// checked by its text (the proxy resolves it, and enforces the egress policy).
+  std::string proxy;
+  /// When set, the body is handed over piece by piece instead of kept (a download to disk),
+  /// still bounded by max_body; returning false aborts the request (failure::protocol).
+  std::function<bool(const char* data, size_t n)> on_body;
 };
 
 enum class failure : uint8_t {
@@ -47,9 +55,10 @@ const char* to_string(failure f);
 
 struct response {
   failure error = failure::none;
-  std::string message; ///< why it failed, one line
-  long status = 0;     ///< the HTTP status of the last answer
-  std::string body;    ///< up to max_body bytes
+  std::string message;   ///< why it failed, one line
+  long status = 0;       ///< the HTTP status of the last answer
+  std::string body;      ///< up to max_body bytes (empty with on_body)
+  size_t body_bytes = 0; ///< bytes of the body received
   std::string content_type;
   std::string final_url; ///< after redirects
 

@@ -93,18 +93,23 @@ public:
   virtual reply<int64_t> remove(const std::string& offer_id) = 0;
 };
 
-/// Where the answers go (the responses topic, keyed by seller: in order per seller).
-class response_sink {
+/// Where one side's messages go: the offer store's answers (the responses topic) and the feed
+/// processor's requests (the requests topic), both keyed by seller, so in order per seller.
+template <class M>
+class message_sink {
 public:
-  virtual ~response_sink() = default;
-
-  /// Queues a response (seller_id, namespace and task_id are set). A response that cannot be
+  virtual ~message_sink() = default;
+  /// Queues a message (seller_id, namespace and task_id are set). A message that cannot be
   /// queued makes the next `flushed` say false.
-  virtual void send(const v1::FeedResponse& resp, const stop_signal& stop) = 0;
-
-  /// Waits until every response sent so far is acknowledged. False when stopped, or when one
-  /// was not delivered (then the request is handled again: responses are at least once).
+  virtual void send(const M& msg, const stop_signal& stop) = 0;
+  /// Waits until every message sent so far is acknowledged. False when stopped, or when one
+  /// was not delivered (then the sender does its step again: messages are at least once).
   virtual bool flushed(const stop_signal& stop) = 0;
 };
+
+/// The offer store's answers (the applier's).
+using response_sink = message_sink<v1::FeedResponse>;
+/// The feed processor's batches and end messages.
+using request_sink = message_sink<v1::FeedRequest>;
 
 } // namespace gost::feeds

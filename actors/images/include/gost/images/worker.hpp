@@ -12,6 +12,7 @@
 
 #include <caf/expected.hpp>
 
+#include "gost/core/blob_store.hpp"
 #include "gost/core/http_client.hpp"
 #include "gost/images/compute.hpp"
 #include "gost/images/request.hpp"
@@ -20,22 +21,9 @@
 
 namespace gost::images {
 
-/// Where rotated images go: files named by their content's hash under `dir` (written once,
-/// atomically), served by the node at `base_url` + "/" + name.
-class blob_store {
-public:
-  blob_store(std::string dir, std::string base_url)
-    : dir_(std::move(dir)), base_url_(std::move(base_url)) {}
-  /// Stores `bytes` as `<sha256>.<ext>`; returns its URL, or an empty string and `error`.
-  std::string put(const std::string& bytes, const std::string& ext, std::string& error) const;
-  /// The path of a stored name, or "" when `name` is not one this store makes (no `..`, no
-  /// `/`: a request path can be given straight).
-  std::string path_of(const std::string& name) const;
-
-private:
-  std::string dir_;
-  std::string base_url_;
-};
+/// Rotated images go to the node's blob store (gost/core/blob_store.hpp), served by the node
+/// at its base URL.
+using gost::blob_store;
 
 class redis_cache;
 struct image_stats;

@@ -1,0 +1,107 @@
+// The feed processor's side of seed 004 (gost/feeds/pools.hpp, docs/feeds.md "Feed
+// processor"): the loader and processor pools, sending loads on `feed.requests_topic` with a
+// producer of their own per load, and the consumer storing the offer store's answers. Files
+// go to the node's blob store (`images.blob_dir`, shared with the image functions).
+
+#include <filesystem>
+
+#include "gost/core/errc.hpp"
+#include "gost/core/log.hpp"
+#include "gost/feeds/catalog.hpp"
+#include "gost/feeds/gazetteer.hpp"
+#include "kafka/feed_answers.hpp"
+#include "kafka/seller_sink.hpp"
+#include "node/start.hpp"
+
+namespace gost::runtime {
+
+namespace {
+
+const auto lg = gost::log::get("feeds");
+
+} // namespace
+
+caf::error start_feeds(node_context& n) {
+  auto& c = n.cfg.feeds;
+  if (!c.enabled)
+    return {};
+  if (n.cfg.kafka.brokers.empty())
+    return make_error(errc::invalid_argument,
+                      "feed.enabled needs kafka.brokers: loads are sent to the offer store over "
+                      "Kafka (feed.requests_topic)");
+  const blob_store* blobs = n.blobs.get();
+  if (!blobs) {
+    std::error_code ec;
+    std::filesystem::create_directories(n.cfg.images.blob_dir, ec);
+    if (ec)
+      return make_error(errc::invalid_argument,
+                        "cannot create images.blob_dir=" + n.cfg.images.blob_dir + ": "
+                          + ec.message() + "; choose another directory");
+    n.feed_blobs = std::make_unique<blob_store>(n.cfg.images.blob_dir, "");
+    blobs = n.feed_blobs.get();
+  }
+  feeds::feed_pools_options o;
+  o.db = n.pool.get();
+  o.node_id = n.cfg.node.id;
+  o.loader_workers = c.loader_workers;
+  o.processor_workers = c.processor_workers;
+  o.poll = c.poll;
+  o.limits.max_file_bytes = c.max_file_bytes;
+  o.limits.max_depth = c.max_depth;
+  o.limits.max_offers = c.max_offers;
+  o.limits.max_field_chars = c.max_field_chars;
+  o.fetch_timeout = c.fetch_timeout;
+  o.allow_private = c.allow_private_sources;
+  o.proxy = c.proxy;
+  o.batch_size = static_cast<size_t>(c.batch_size);
+  o.keep_loads = c.keep_loads;
+  o.retry_delay = c.retry_delay;
+  o.max_attempts = c.max_attempts;
+  o.lock_max_hold = c.lock_max_hold;
+  o.node_timeout = n.cfg.cluster.node_timeout;
+  o.unify = std::make_shared<const feeds::unifier>(
+    std::shared_ptr<const feeds::catalog>(&feeds::catalog::builtin(), [](const feeds::catalog*) {}),
+    std::shared_ptr<const feeds::gazetteer>(&feeds::gazetteer::builtin(),
+                                            [](const feeds::gazetteer*) {}));
+  o.blobs = blobs;
+  o.make_sink = [kafka = n.cfg.kafka,
+                 topic = n.cfg.feed.requests_topic]() -> std::unique_ptr<feeds::request_sink> {
+    kafka::producer_options po;
+    po.role = "the feed processor's Kafka producer";
+    po.settings = {kafka::brokers_setting(kafka.brokers)};
+    auto p = kafka::producer::make(std::move(po));
+    if (!p) {
+      lg->warn("no producer for {}: {}", topic, error_message(p.error()));
+      return nullptr;
+    }
+    return std::make_unique<kafka::seller_sink<v1::FeedRequest>>(std::move(*p), topic,
+                                                                 "feed requests");
+  };
+  o.stats = &n.feed_stats;
+  n.feed_pools = feeds::spawn_feed_pools(*n.sys, std::move(o));
+  n.stops.push("feed pools", [&n] {
+    std::vector<feeds::feed_feeder_actor> feeders{n.feed_pools.loader, n.feed_pools.processor};
+    n.stop_actors(feeders);
+    n.feed_pools = {};
+    n.feed_blobs.reset();
+  });
+  feed_answers_options ao;
+  ao.kafka = n.cfg.kafka;
+  ao.feed = n.cfg.feed;
+  ao.feeds = c;
+  ao.pool = n.pool.get();
+  ao.broker = n.kafka;
+  ao.stats = &n.feed_stats;
+  auto answers = feed_answers::start(std::move(ao));
+  if (!answers)
+    return answers.error(); // names the key to change
+  n.feed_answers = std::move(*answers);
+  n.stops.push("feed answers", [&n] { n.feed_answers.reset(); });
+  lg->info("feed processor started loader_workers={} processor_workers={} requests={} "
+           "responses={}",
+           c.loader_workers, c.processor_workers, n.cfg.feed.requests_topic,
+           n.cfg.feed.responses_topic);
+  return {};
+}
+
+} // namespace gost::runtime
