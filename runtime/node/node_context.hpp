@@ -132,7 +132,7 @@ struct node_context {
   // the feed processor (start_feeds): its pools, the answers' consumer, its figures, and a
   // blob store of its own when the image functions do not run here
   feeds::feed_pools feed_pools;
-  std::unique_ptr<feed_answers> feed_answers;
+  std::unique_ptr<feed_answers> feed_answers_reader;
   feeds::feed_stats feed_stats;
   std::unique_ptr<blob_store> feed_blobs;
   /// images.queue=kafka (start_image_queue): ImageService and the photo stages queue there;

@@ -95,8 +95,8 @@ caf::error start_feeds(node_context& n) {
   auto answers = feed_answers::start(std::move(ao));
   if (!answers)
     return answers.error(); // names the key to change
-  n.feed_answers = std::move(*answers);
-  n.stops.push("feed answers", [&n] { n.feed_answers.reset(); });
+  n.feed_answers_reader = std::move(*answers);
+  n.stops.push("feed answers", [&n] { n.feed_answers_reader.reset(); });
   lg->info("feed processor started loader_workers={} processor_workers={} requests={} "
            "responses={}",
            c.loader_workers, c.processor_workers, n.cfg.feed.requests_topic,
