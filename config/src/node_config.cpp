@@ -472,7 +472,7 @@ node_keys make_node_keys() {
   k.add(num(vk::integer, "feed.processor_workers", "2", 1, 64,
             "Loads processed at once (the processor pool's workers); one per seller at a time."),
         bind_to(&node_config::feeds, &feeds_config::processor_workers));
-  k.add(num(vk::duration, "feed.poll", "500ms", 10, 60'000,
+  k.add(num(vk::duration, "feed.poll", "1s", 10, 60'000,
             "How often an idle pool looks for work (one small query)."),
         bind_to(&node_config::feeds, &feeds_config::poll));
   k.add(num(vk::size, "feed.max_file_bytes", "512m", 1024, 17'179'869'184,

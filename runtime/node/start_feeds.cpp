@@ -9,6 +9,7 @@
 #include "gost/core/log.hpp"
 #include "gost/feeds/catalog.hpp"
 #include "gost/feeds/gazetteer.hpp"
+#include "gost/persistence/feeds/feed_loads.hpp"
 #include "kafka/feed_answers.hpp"
 #include "kafka/seller_sink.hpp"
 #include "node/start.hpp"
@@ -40,6 +41,11 @@ caf::error start_feeds(node_context& n) {
     n.feed_blobs = std::make_unique<blob_store>(n.cfg.images.blob_dir, "");
     blobs = n.feed_blobs.get();
   }
+  // A previous incarnation of this node (killed mid-step) may have left locks: none is ours now.
+  if (auto freed = persistence::release_node_feed_locks(*n.pool, n.cfg.node.id); !freed)
+    return freed.error();
+  else if (*freed > 0)
+    lg->warn("freed {} feed locks a previous run of node {} left", *freed, n.cfg.node.id);
   feeds::feed_pools_options o;
   o.db = n.pool.get();
   o.node_id = n.cfg.node.id;
@@ -58,7 +64,7 @@ caf::error start_feeds(node_context& n) {
   o.retry_delay = c.retry_delay;
   o.max_attempts = c.max_attempts;
   o.lock_max_hold = c.lock_max_hold;
-  o.node_timeout = n.cfg.cluster.node_timeout;
+  o.node_timeout = n.cfg.cluster.lease_timeout; // a node silent this long lost its leases too
   o.unify = std::make_shared<const feeds::unifier>(
     std::shared_ptr<const feeds::catalog>(&feeds::catalog::builtin(), [](const feeds::catalog*) {}),
     std::shared_ptr<const feeds::gazetteer>(&feeds::gazetteer::builtin(),

@@ -300,6 +300,9 @@ struct feeder_state {
   int running = 0;
   bool tick_pending = false;
   bool draining = false;
+  /// The last step found nothing: a tick sends one probe, not a job per worker, so an idle
+  /// node costs a query or two per poll, not one per worker.
+  bool idle = false;
 };
 
 using step_fn = bool (*)(const feed_pools_options&, const stop_signal&);
@@ -315,7 +318,7 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
     [=](tick_atom) {
       auto& st = self->state;
       st.tick_pending = false;
-      while (!st.draining && st.running < workers) {
+      while (!st.draining && st.running < (st.idle ? 1 : workers)) {
         ++st.running;
         if (busy)
           ++*busy;
@@ -329,6 +332,7 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
               if (busy)
                 --*busy;
               bool found = std::any_cast<bool>(r.value);
+              s.idle = !found;
               if (found) {
                 self->send(self, tick_atom_v); // more may be waiting: at once
               } else if (!s.tick_pending) {
