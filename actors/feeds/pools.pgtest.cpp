@@ -81,9 +81,7 @@ struct fixture {
     o.batch_size = 2;
     o.retry_delay = 1ms;
     o.max_attempts = 3;
-    o.unify = std::make_shared<const unifier>(
-      std::shared_ptr<const catalog>(&catalog::builtin(), [](const catalog*) {}),
-      std::shared_ptr<const gazetteer>(&gazetteer::builtin(), [](const gazetteer*) {}));
+    o.unify = std::make_shared<unification_data>();
     o.blobs = &blobs;
     o.make_sink = [this] { return std::make_unique<fake_sink>(topic); };
     o.stats = &stats;

@@ -7,8 +7,6 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
-#include "gost/feeds/catalog.hpp"
-#include "gost/feeds/gazetteer.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "kafka/feed_answers.hpp"
 #include "kafka/seller_sink.hpp"
@@ -65,10 +63,19 @@ caf::error start_feeds(node_context& n) {
   o.max_attempts = c.max_attempts;
   o.lock_max_hold = c.lock_max_hold;
   o.node_timeout = n.cfg.cluster.lease_timeout; // a node silent this long lost its leases too
-  o.unify = std::make_shared<const feeds::unifier>(
-    std::shared_ptr<const feeds::catalog>(&feeds::catalog::builtin(), [](const feeds::catalog*) {}),
-    std::shared_ptr<const feeds::gazetteer>(&feeds::gazetteer::builtin(),
-                                            [](const feeds::gazetteer*) {}));
+  auto geocoder =
+    c.geocoder_url.empty()
+      ? nullptr
+      : feeds::make_http_geocoder(c.geocoder_url, c.geocoder_timeout, c.allow_private_sources);
+  if (c.catalog_dir.empty()) {
+    o.unify = std::make_shared<feeds::unification_data>(geocoder);
+  } else {
+    std::string error;
+    o.unify = feeds::unification_data::from_dir(c.catalog_dir, geocoder, error);
+    if (!o.unify)
+      return make_error(errc::invalid_argument,
+                        "feed.catalog_dir: " + error + "; fix the file or unset feed.catalog_dir");
+  }
   o.blobs = blobs;
   o.make_sink = [kafka = n.cfg.kafka,
                  topic = n.cfg.feed.requests_topic]() -> std::unique_ptr<feeds::request_sink> {

@@ -245,7 +245,8 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
       return;
     }
     stored_problems problems{o, load.seller_id, load.load_id};
-    feed_processor p{*o.unify, o.limits};
+    auto unify = o.unify->current(); // this load keeps the data it started with
+    feed_processor p{*unify, o.limits};
     rep = p.run([&] { return file_source(path); }, spec, *sink, &problems, stop);
     if (rep.outcome == load_report::status::succeeded && !problems.flush())
       rep.outcome = load_report::status::transient;
@@ -380,6 +381,11 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
       if (o.stats)
         o.stats->locks_reaped += static_cast<uint64_t>(*n);
     }
+    std::string error;
+    if (o.unify->reload_if_changed(error))
+      lg->info("feed catalog and gazetteer reloaded (feed.catalog_dir)");
+    else if (!error.empty())
+      lg->error("feed catalog not reloaded, the data in use stays: {}", error);
   }
   if (auto due = persistence::schedule_due_feeds(*o.db, 16, o.keep_loads); due && !due->empty())
     lg->info("{} URL feeds due: loads queued for download", due->size());
