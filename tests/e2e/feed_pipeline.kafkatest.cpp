@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <mutex>
 #include <sstream>

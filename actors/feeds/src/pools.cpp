@@ -61,7 +61,7 @@ bool transient_status(long status) {
   return status == 408 || status == 429 || status >= 500;
 }
 
-void fetch(const feed_pools_options& o, const feed_job& job) {
+void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& stop) {
   auto& load = job.load;
   if (!o.blobs) {
     transient(o, job, "fetch", "io", "no blob store on this node");
@@ -79,8 +79,15 @@ void fetch(const feed_pools_options& o, const feed_job& job) {
   req.max_redirects = 5;
   req.allow_private = o.allow_private;
   req.proxy = o.proxy;
-  req.on_body = [&file](const char* data, size_t n) { return file.write(data, n); };
+  // A stop aborts the download (the load stays waiting for the next taker).
+  req.on_body = [&file, &stop](const char* data, size_t n) {
+    return !stop.requested() && file.write(data, n);
+  };
   auto resp = http::perform(req);
+  if (stop.requested()) {
+    (void)persistence::release_feed_lock(*o.db, "fetch", load.seller_id, o.node_id);
+    return;
+  }
   auto fail = [&](const std::string& kind, const std::string& message) {
     if (o.stats)
       ++o.stats->fetch_failures;
@@ -397,7 +404,7 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
   if (!job->has_value())
     return false;
   try {
-    fetch(o, **job);
+    fetch(o, **job, stop);
   } catch (const std::exception& e) {
     transient(o, **job, "fetch", "io", e.what());
   }
