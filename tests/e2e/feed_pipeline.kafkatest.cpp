@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <map>
-#include <optional>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
