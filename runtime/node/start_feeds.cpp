@@ -81,7 +81,10 @@ caf::error start_feeds(node_context& n) {
                  topic = n.cfg.feed.requests_topic]() -> std::unique_ptr<feeds::request_sink> {
     kafka::producer_options po;
     po.role = "the feed processor's Kafka producer";
-    po.settings = {kafka::brokers_setting(kafka.brokers)};
+    // librdkafka's local queue bounded (1 GiB by default): when the broker lags, `send` waits
+    // for room instead of holding a large feed's batches in memory (docs/performance.md "Feeds").
+    po.settings = {kafka::brokers_setting(kafka.brokers),
+                   {"queue.buffering.max.kbytes", "32768", "feed.enabled"}};
     auto p = kafka::producer::make(std::move(po));
     if (!p) {
       lg->warn("no producer for {}: {}", topic, error_message(p.error()));
