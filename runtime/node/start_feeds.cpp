@@ -58,7 +58,7 @@ caf::error start_feeds(node_context& n) {
   o.retry_delay = c.retry_delay;
   o.max_attempts = c.max_attempts;
   o.lock_max_hold = c.lock_max_hold;
-  o.node_timeout = n.cfg.cluster.node_timeout;
+  o.node_timeout = n.cfg.cluster.lease_timeout; // a node silent this long is gone
   o.unify = std::make_shared<const feeds::unifier>(
     std::shared_ptr<const feeds::catalog>(&feeds::catalog::builtin(), [](const feeds::catalog*) {}),
     std::shared_ptr<const feeds::gazetteer>(&feeds::gazetteer::builtin(),
