@@ -7,6 +7,8 @@
 #include <chrono>
 
 #include "gost/core/http_client.hpp"
+#include <atomic>
+
 #include "gost/testing/http_server.hpp"
 
 using namespace std::chrono_literals;
@@ -140,4 +142,61 @@ TEST_CASE("which hosts are internal by their text") {
   for (auto h : {"example.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "[2001:db8::1]",
                  "img.example.com", "100.128.0.1"})
     CHECK_FALSE_MESSAGE(http::is_private_host(h), h);
+}
+
+TEST_CASE("a streamed body goes to its receiver piece by piece, bounded like a kept one") {
+  http_server srv{serve};
+  auto r = get(srv.url("/big"));
+  r.max_body = 200'000;
+  std::string got;
+  int pieces = 0;
+  r.on_body = [&](const char* data, size_t n) {
+    got.append(data, n);
+    ++pieces;
+    return true;
+  };
+  auto resp = http::perform(r);
+  REQUIRE_MESSAGE(resp.success(), resp.message);
+  CHECK(resp.body.empty());
+  CHECK(resp.body_bytes == 100'000);
+  CHECK(got == std::string(100'000, 'x'));
+  CHECK(pieces >= 1);
+
+  r.max_body = 10'000;
+  got.clear();
+  auto over = http::perform(r);
+  CHECK(over.error == http::failure::too_large);
+  CHECK(got.size() <= 10'000);
+
+  r.max_body = 200'000;
+  r.on_body = [](const char*, size_t) { return false; }; // e.g. the disk is full
+  auto refused = http::perform(r);
+  CHECK(refused.error == http::failure::protocol);
+  CHECK(refused.message.find("receiver refused") != std::string::npos);
+}
+
+TEST_CASE("through a proxy: the proxy is asked for the URL; an internal host is refused by its "
+          "name before the proxy is asked") {
+  std::atomic<int> asked{0};
+  http_server proxy{[&](const http_server::call& c) {
+    ++asked;
+    return http_server::reply{200, "via proxy " + c.path};
+  }};
+  http::request r;
+  r.url = "http://feeds.example.invalid/f.xml";
+  r.deadline = 5s;
+  r.max_body = 1 << 16;
+  r.proxy = proxy.url("");
+  auto resp = http::perform(r); // the proxy itself is on 127.0.0.1: trusted configuration
+  REQUIRE_MESSAGE(resp.success(), resp.message);
+  CHECK(resp.body == "via proxy http://feeds.example.invalid/f.xml");
+  CHECK(asked == 1);
+
+  r.url = "http://10.1.2.3/f.xml";
+  auto internal = http::perform(r);
+  CHECK(internal.error == http::failure::refused_address);
+  CHECK(internal.message.find("10.1.2.3") != std::string::npos);
+  r.url = "http://localhost/f.xml";
+  CHECK(http::perform(r).error == http::failure::refused_address);
+  CHECK(asked == 1);
 }

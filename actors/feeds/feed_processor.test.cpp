@@ -3,8 +3,13 @@
 // batch was acknowledged. No services.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include <google/protobuf/util/message_differencer.h>
@@ -12,6 +17,7 @@
 #include "gost/feeds/catalog.hpp"
 #include "gost/feeds/feed_processor.hpp"
 #include "gost/feeds/gazetteer.hpp"
+#include "gost/testing/http_server.hpp"
 
 using namespace gost;
 using namespace gost::feeds;
@@ -259,4 +265,148 @@ TEST_CASE("a fatal document sends nothing; a broker that does not acknowledge le
   REQUIRE(second.sent.size() == flaky.sent.size() + 1);
   for (size_t i = 0; i < flaky.sent.size(); ++i)
     CHECK(google::protobuf::util::MessageDifferencer::Equals(second.sent[i], flaky.sent[i]));
+}
+
+namespace {
+
+struct fake_geocoder final : geocoder {
+  answer::kind_t kind = answer::found;
+  mutable int asked = 0;
+  answer locate(const std::string& address) const override {
+    ++asked;
+    answer a;
+    a.kind = kind;
+    if (kind == answer::found) {
+      a.geo_id = 99001;
+      a.region_geo_id = 99;
+      a.region = "Тестовая область";
+      a.city = address;
+    }
+    a.message = kind == answer::unavailable ? "connection refused" : "unknown";
+    return a;
+  }
+};
+
+} // namespace
+
+TEST_CASE("an address the gazetteer cannot place goes to the geocoder; while it is away the "
+          "offer is carried unchanged, not dropped") {
+  auto geo = std::make_shared<fake_geocoder>();
+  unifier u{std::shared_ptr<const catalog>(&catalog::builtin(), [](const catalog*) {}),
+            std::shared_ptr<const gazetteer>(&gazetteer::builtin(), [](const gazetteer*) {}), geo};
+  auto ad = [] {
+    feed_ad a;
+    a.external_id = "x";
+    a.title = "t";
+    a.category = {"Квартиры"};
+    a.address = "Посёлок Неизвестный";
+    return a;
+  };
+  auto found = u.unify(ad(), {});
+  CHECK_FALSE(found.rejected());
+  CHECK(found.offer.address().geo_id() == 99001);
+  CHECK(geo->asked == 1);
+  auto known = ad();
+  known.address = "Москва";
+  CHECK(u.unify(std::move(known), {}).offer.address().geo_id() > 0);
+  CHECK(geo->asked == 1); // the gazetteer placed it: the geocoder is not asked
+
+  geo->kind = geocoder::answer::not_found;
+  auto unknown = u.unify(ad(), {});
+  CHECK(unknown.rejected());
+  CHECK_FALSE(unknown.transient);
+  CHECK(unknown.reason().find("geocoder does not know") != std::string::npos);
+
+  geo->kind = geocoder::answer::unavailable;
+  auto away = u.unify(ad(), {});
+  CHECK(away.transient);
+  CHECK(away.rejected()); // carried as rejected: the store keeps what it has
+  CHECK(away.reason().find("the stored offer is kept") != std::string::npos);
+  REQUIRE(away.problems.size() == 1);
+  CHECK(away.problems[0].level == problem_level::warning);
+}
+
+TEST_CASE("the HTTP geocoder: found, not found, away, broken answers") {
+  std::atomic<int> mode{0};
+  std::string last_path;
+  std::mutex m;
+  testing::http_server srv{[&](const testing::http_server::call& c) {
+    {
+      std::lock_guard<std::mutex> g{m};
+      last_path = c.path;
+    }
+    switch (mode.load()) {
+      case 0:
+        return testing::http_server::reply{
+          200,
+          R"({"geo_id": 50123, "region_geo_id": 50, "region": "Московская область", "city": "Дубна"})"};
+      case 1: return testing::http_server::reply{404, ""};
+      case 2: return testing::http_server::reply{503, ""};
+      default: return testing::http_server::reply{200, "not json"};
+    }
+  }};
+  auto g = make_http_geocoder(srv.url("/geocode"), std::chrono::seconds{5}, true);
+  auto a = g->locate("Дубна, ул. Жолио-Кюри");
+  CHECK(a.kind == geocoder::answer::found);
+  CHECK(a.geo_id == 50123);
+  CHECK(a.city == "Дубна");
+  {
+    std::lock_guard<std::mutex> l{m};
+    CHECK(last_path.rfind("/geocode?address=%D0%94", 0) == 0);
+  }
+  mode = 1;
+  CHECK(g->locate("x").kind == geocoder::answer::not_found);
+  mode = 2;
+  CHECK(g->locate("x").kind == geocoder::answer::unavailable);
+  mode = 3;
+  CHECK(g->locate("x").kind == geocoder::answer::unavailable);
+  auto off = make_http_geocoder(srv.url("/geocode"), std::chrono::seconds{5}, false);
+  CHECK(off->locate("x").kind == geocoder::answer::unavailable); // 127.0.0.1 not allowed
+}
+
+TEST_CASE("the catalog from a directory: loaded, reloaded when a file changes, a broken change "
+          "refused with the old data kept") {
+  namespace fs = std::filesystem;
+  auto data = fs::path{GOST_FEEDS_SAMPLES_DIR}.parent_path();
+  auto dir = fs::path{"/tmp/gost-catalog-" + std::to_string(::getpid())};
+  fs::create_directories(dir);
+  for (auto* f : {"categories.tsv", "attributes.tsv", "gazetteer.tsv"})
+    fs::copy_file(data / f, dir / f, fs::copy_options::overwrite_existing);
+  std::string error;
+  auto d = unification_data::from_dir(dir.string(), nullptr, error);
+  REQUIRE_MESSAGE(d, error);
+  CHECK(d->current()->categories().find({"Ракеты"}) == nullptr);
+  std::string unchanged;
+  CHECK_FALSE(d->reload_if_changed(unchanged));
+  CHECK(unchanged.empty());
+
+  auto touch = [&](const char* f) {
+    fs::last_write_time(dir / f, fs::last_write_time(dir / f) + std::chrono::seconds{5});
+  };
+  {
+    std::ofstream out(dir / "categories.tsv", std::ios::app);
+    out << "hobby.rockets\thobby\tРакеты\tРакетомоделизм|Ракета\n";
+  }
+  touch("categories.tsv");
+  REQUIRE_MESSAGE(d->reload_if_changed(error), error);
+  auto* rockets = d->current()->categories().find({"Ракета"});
+  REQUIRE(rockets != nullptr);
+  CHECK(rockets->id == "hobby.rockets");
+
+  {
+    std::ofstream out(dir / "categories.tsv", std::ios::app);
+    out << "broken.line\tno.such.parent\tСломано\t\n";
+  }
+  touch("categories.tsv");
+  error.clear();
+  CHECK_FALSE(d->reload_if_changed(error));
+  CHECK(error.find("categories.tsv:") != std::string::npos);
+  CHECK(d->current()->categories().find({"Ракеты"}) != nullptr); // the old data stays
+  error.clear();
+  CHECK_FALSE(d->reload_if_changed(error)); // not tried again until it changes
+  CHECK(error.empty());
+  std::string missing_error;
+  CHECK(unification_data::from_dir("/nonexistent-dir", nullptr, missing_error) == nullptr);
+  CHECK(missing_error.find("/nonexistent-dir") != std::string::npos);
+  fs::remove_all(dir);
 }

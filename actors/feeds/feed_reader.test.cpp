@@ -426,3 +426,45 @@ TEST_CASE("prices and URLs") {
   CHECK_FALSE(is_absolute_http_url("https:///x"));
   CHECK_FALSE(is_absolute_http_url("https://a b/x"));
 }
+
+TEST_CASE("parsed feeds: JSON Lines of ParsedOffer, values checked per offer") {
+  auto r =
+    read("\xEF\xBB\xBF{\"id\": \"p1\", \"category\": [\"Квартиры\"], \"title\": \"t\", "
+         "\"price\": \"1500.5\", \"address\": \"Москва\", \"photos\": [\"https://x.org/1.jpg\"], "
+         "\"attributes\": {\"Этаж\": \"3\"}, \"unknownField\": 1}\n"
+         "\n"
+         "{\"id\": \"p2\", \"category\": [\"Квартиры\"], \"price\": \"12,5\", \"lat\": 55.7, "
+         "\"lon\": 37.6, \"active\": false, \"photos\": [\"/rel.jpg\"]}\n");
+  REQUIRE(r.summary.ok());
+  CHECK(r.summary.format == feed_format::parsed);
+  REQUIRE(r.ads.size() == 2);
+  CHECK(r.ads[0].external_id == "p1");
+  CHECK(r.ads[0].price_minor == 150050);
+  CHECK(r.ads[0].photos.size() == 1);
+  CHECK(attr(r.ads[0], "Этаж") == "3");
+  CHECK(r.ads[0].line == 1);
+  CHECK(r.ads[1].line == 3);
+  CHECK_FALSE(r.ads[1].active);
+  CHECK(r.ads[1].lat == doctest::Approx(55.7));
+  CHECK(has_problem(r.ads[1], "price", "12,5"));
+  CHECK(has_problem(r.ads[1], "photos", "/rel.jpg"));
+
+  auto bad = read("{\"id\": \"p1\"}\n{\"id\": 5, broken\n");
+  REQUIRE(bad.summary.fatal);
+  CHECK(bad.summary.fatal->kind == "malformed");
+  CHECK(bad.summary.fatal->line == 2);
+
+  reader_limits few;
+  few.max_offers = 1;
+  auto many = read("{\"id\": \"a\"}\n{\"id\": \"b\"}\n", few);
+  REQUIRE(many.summary.fatal);
+  CHECK(many.summary.fatal->message.find("feed.max_offers") != std::string::npos);
+  reader_limits small;
+  small.max_file_bytes = 1024;
+  std::string big;
+  for (int i = 0; i < 100; ++i)
+    big += "{\"id\": \"" + std::to_string(i) + "\"}\n";
+  auto huge = read(big, small);
+  REQUIRE(huge.summary.fatal);
+  CHECK(huge.summary.fatal->message.find("feed.max_file_bytes") != std::string::npos);
+}

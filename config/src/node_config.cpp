@@ -472,7 +472,7 @@ node_keys make_node_keys() {
   k.add(num(vk::integer, "feed.processor_workers", "2", 1, 64,
             "Loads processed at once (the processor pool's workers); one per seller at a time."),
         bind_to(&node_config::feeds, &feeds_config::processor_workers));
-  k.add(num(vk::duration, "feed.poll", "500ms", 10, 60'000,
+  k.add(num(vk::duration, "feed.poll", "1s", 10, 60'000,
             "How often an idle pool looks for work (one small query)."),
         bind_to(&node_config::feeds, &feeds_config::poll));
   k.add(num(vk::size, "feed.max_file_bytes", "512m", 1024, 17'179'869'184,
@@ -488,7 +488,7 @@ node_keys make_node_keys() {
             "The longest text or attribute value in a feed, in characters; longer fails the "
             "load (`limit`)."),
         bind_to(&node_config::feeds, &feeds_config::max_field_chars));
-  k.add(num(vk::duration, "feed.fetch_timeout", "5min", 1000, 3'600'000,
+  k.add(num(vk::duration, "feed.fetch_timeout", "5m", 1000, 3'600'000,
             "One feed download, redirects included; past it the attempt failed (retried)."),
         bind_to(&node_config::feeds, &feeds_config::fetch_timeout));
   k.add(num(vk::boolean, "feed.allow_private_sources", "false", 0, 1,
@@ -506,7 +506,7 @@ node_keys make_node_keys() {
             "Loads of a feed kept with their statistics and errors; older ones are removed "
             "with their files (seed 004 cleanup, option 2)."),
         bind_to(&node_config::feeds, &feeds_config::keep_loads));
-  k.add(num(vk::duration, "feed.min_period", "5min", 1000, 31'536'000'000,
+  k.add(num(vk::duration, "feed.min_period", "5m", 1000, 31'536'000'000,
             "The shortest period a URL feed may be fetched on."),
         bind_to(&node_config::feeds, &feeds_config::min_period));
   k.add(num(vk::duration, "feed.lock_max_hold", "6h", 60'000, 604'800'000,
@@ -520,6 +520,22 @@ node_keys make_node_keys() {
   k.add(num(vk::integer, "feed.max_attempts", "8", 1, 1000,
             "Transient failures of one load before it fails for good."),
         bind_to(&node_config::feeds, &feeds_config::max_attempts));
+  k.add(str("feed.catalog_dir", "",
+            "A directory with the unification data (categories.tsv, attributes.tsv, "
+            "gazetteer.tsv; formats: actors/feeds/data/README.md) used instead of the built-in "
+            "data: loaded at start (a broken file refuses the start, naming file and line) and "
+            "again within seconds when a file changes (a broken change is refused and logged; "
+            "the data in use stays). Empty: the data compiled into gost."),
+        bind_to(&node_config::feeds, &feeds_config::catalog_dir));
+  k.add(str("feed.geocoder_url", "",
+            "An external geocoder asked for addresses the shipped gazetteer cannot place: GET "
+            "<url>?address=... answering gost.v1.GeocoderAnswer as JSON, 404 when unknown "
+            "(docs/feed-format.md \"Geocoding\"). While it fails, such offers are carried by "
+            "their load unchanged (never deleted) and reported. Empty: the gazetteer alone."),
+        bind_to(&node_config::feeds, &feeds_config::geocoder_url));
+  k.add(num(vk::duration, "feed.geocoder_timeout", "2s", 10, 60'000,
+            "One call to `feed.geocoder_url`; past it the geocoder counts as unavailable."),
+        bind_to(&node_config::feeds, &feeds_config::geocoder_timeout));
   k.add(str("feed.responses_group", "gost.feed-processor",
             "Kafka consumer group of the nodes that store the offer store's answers to loads "
             "(read from `feed.responses_topic`)."),

@@ -7,8 +7,7 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
-#include "gost/feeds/catalog.hpp"
-#include "gost/feeds/gazetteer.hpp"
+#include "gost/persistence/feeds/feed_loads.hpp"
 #include "kafka/feed_answers.hpp"
 #include "kafka/seller_sink.hpp"
 #include "node/start.hpp"
@@ -40,6 +39,11 @@ caf::error start_feeds(node_context& n) {
     n.feed_blobs = std::make_unique<blob_store>(n.cfg.images.blob_dir, "");
     blobs = n.feed_blobs.get();
   }
+  // A previous incarnation of this node (killed mid-step) may have left locks: none is ours now.
+  if (auto freed = persistence::release_node_feed_locks(*n.pool, n.cfg.node.id); !freed)
+    return freed.error();
+  else if (*freed > 0)
+    lg->warn("freed {} feed locks a previous run of node {} left", *freed, n.cfg.node.id);
   feeds::feed_pools_options o;
   o.db = n.pool.get();
   o.node_id = n.cfg.node.id;
@@ -58,11 +62,20 @@ caf::error start_feeds(node_context& n) {
   o.retry_delay = c.retry_delay;
   o.max_attempts = c.max_attempts;
   o.lock_max_hold = c.lock_max_hold;
-  o.node_timeout = n.cfg.cluster.lease_timeout; // a node silent this long is gone
-  o.unify = std::make_shared<const feeds::unifier>(
-    std::shared_ptr<const feeds::catalog>(&feeds::catalog::builtin(), [](const feeds::catalog*) {}),
-    std::shared_ptr<const feeds::gazetteer>(&feeds::gazetteer::builtin(),
-                                            [](const feeds::gazetteer*) {}));
+  o.node_timeout = n.cfg.cluster.lease_timeout; // a node silent this long lost its leases too
+  auto geocoder =
+    c.geocoder_url.empty()
+      ? nullptr
+      : feeds::make_http_geocoder(c.geocoder_url, c.geocoder_timeout, c.allow_private_sources);
+  if (c.catalog_dir.empty()) {
+    o.unify = std::make_shared<feeds::unification_data>(geocoder);
+  } else {
+    std::string error;
+    o.unify = feeds::unification_data::from_dir(c.catalog_dir, geocoder, error);
+    if (!o.unify)
+      return make_error(errc::invalid_argument,
+                        "feed.catalog_dir: " + error + "; fix the file or unset feed.catalog_dir");
+  }
   o.blobs = blobs;
   o.make_sink = [kafka = n.cfg.kafka,
                  topic = n.cfg.feed.requests_topic]() -> std::unique_ptr<feeds::request_sink> {

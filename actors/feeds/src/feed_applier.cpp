@@ -196,7 +196,9 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
     c.clear_updated_at();
     c.set_seller_id(req.seller_id());
     c.set_namespace_(req.namespace_());
-    c.set_source(v1::OFFER_SOURCE_FEED);
+    // Feed-owned: FEED, or PARSED for a parsed feed's offers (their errors are not shown).
+    if (c.source() != v1::OFFER_SOURCE_PARSED)
+      c.set_source(v1::OFFER_SOURCE_FEED);
     r.set_external_id(c.external_id());
     std::string problem =
       c.external_id().empty() ? "offer.external_id is required in a feed" : offers_.check(c);
@@ -387,7 +389,7 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
   int64_t made_manual = 0;
   for (auto& m : missing) {
     auto o = parsed(m);
-    if (o.source() != v1::OFFER_SOURCE_FEED)
+    if (o.source() != v1::OFFER_SOURCE_FEED && o.source() != v1::OFFER_SOURCE_PARSED)
       continue; // manual offers are the seller's own, not the feed's
     outcome r;
     r.set_external_id(m.external_id);

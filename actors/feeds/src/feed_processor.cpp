@@ -84,10 +84,11 @@ load_report feed_processor::run(const opener& open, const load_spec& spec, reque
     }
     auto u = unifier_.unify(std::move(ad), spec.unify);
     if (problems)
-      for (auto& p : u.problems) {
+      for (auto& p : u.problems)
         problems->add(u.offer.external_id(), u.offer.title(), line, p);
-        rep.warnings += p.level == problem_level::warning;
-      }
+    for (auto& p : u.problems)
+      rep.warnings += p.level == problem_level::warning;
+    rep.transient += u.transient;
     if (u.rejected()) {
       ++rep.rejected;
       auto* r = body->add_rejected();

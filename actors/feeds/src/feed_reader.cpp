@@ -22,6 +22,7 @@ const char* to_string(feed_format f) {
     case feed_format::native: return "native";
     case feed_format::avito: return "avito";
     case feed_format::yml: return "yml";
+    case feed_format::parsed: return "parsed";
   }
   return "?";
 }
@@ -346,6 +347,31 @@ read_summary read_feed(feed_source& src, const reader_limits& limits, const ad_c
   auto root = sniff_root(p);
   if (p.bytes > limits.max_file_bytes)
     p.too_big = true;
+  // JSON Lines (a parsed feed) starts with '{', after an optional BOM and blanks.
+  auto first =
+    p.prefix.find_first_not_of(" \t\r\n", p.prefix.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0);
+  if (!p.too_big && first != std::string::npos && p.prefix[first] == '{') {
+    out.format = feed_format::parsed;
+    read_json_lines(
+      [&p](char* buf, size_t n) {
+        return static_cast<long>(io_read(&p, buf, static_cast<int>(n)));
+      },
+      limits, on_ad, out,
+      [&p](feed_fatal f) {
+        if (!p.fatal)
+          p.fatal = std::move(f);
+      });
+    if (p.too_big)
+      p.fatal =
+        feed_fatal{"limit", "the file is larger than " + std::to_string(limits.max_file_bytes)
+                              + " bytes (feed.max_file_bytes)"};
+    else if (p.io_failed)
+      p.fatal = feed_fatal{"io", "reading the feed failed: "
+                                   + (src.error.empty() ? std::string("source error") : src.error)};
+    out.bytes = p.bytes;
+    out.fatal = std::move(p.fatal);
+    return out;
+  }
   auto format = format_of_root(root);
   const bool native = format && *format == feed_format::native;
 

@@ -539,6 +539,7 @@ std::unique_ptr<format_reader> make_format_reader(feed_format f, const reader_li
     case feed_format::native: return std::make_unique<native_reader>(limits);
     case feed_format::avito: return std::make_unique<avito_reader>(limits);
     case feed_format::yml: return std::make_unique<yml_reader>(limits);
+    case feed_format::parsed: return nullptr; // not XML: json_lines.cpp
   }
   return nullptr;
 }

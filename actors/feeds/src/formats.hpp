@@ -5,6 +5,7 @@
 
 #include <libxml/tree.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,5 +39,11 @@ public:
 };
 
 std::unique_ptr<format_reader> make_format_reader(feed_format f, const reader_limits& limits);
+
+/// Parsed feeds (JSON Lines, json_lines.cpp): reads `read` to its end, handing each offer to
+/// `on_ad` (when set) and counting them in `out`; a fatal problem goes to `fail`.
+void read_json_lines(const std::function<long(char*, size_t)>& read, const reader_limits& limits,
+                     const ad_callback& on_ad, read_summary& out,
+                     const std::function<void(feed_fatal)>& fail);
 
 } // namespace gost::feeds

@@ -245,7 +245,8 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
       return;
     }
     stored_problems problems{o, load.seller_id, load.load_id};
-    feed_processor p{*o.unify, o.limits};
+    auto unify = o.unify->current(); // this load keeps the data it started with
+    feed_processor p{*unify, o.limits};
     rep = p.run([&] { return file_source(path); }, spec, *sink, &problems, stop);
     if (rep.outcome == load_report::status::succeeded && !problems.flush())
       rep.outcome = load_report::status::transient;
@@ -300,6 +301,9 @@ struct feeder_state {
   int running = 0;
   bool tick_pending = false;
   bool draining = false;
+  /// The last step found nothing: a tick sends one probe, not a job per worker, so an idle
+  /// node costs a query or two per poll, not one per worker.
+  bool idle = false;
 };
 
 using step_fn = bool (*)(const feed_pools_options&, const stop_signal&);
@@ -315,7 +319,7 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
     [=](tick_atom) {
       auto& st = self->state;
       st.tick_pending = false;
-      while (!st.draining && st.running < workers) {
+      while (!st.draining && st.running < (st.idle ? 1 : workers)) {
         ++st.running;
         if (busy)
           ++*busy;
@@ -329,6 +333,7 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
               if (busy)
                 --*busy;
               bool found = std::any_cast<bool>(r.value);
+              s.idle = !found;
               if (found) {
                 self->send(self, tick_atom_v); // more may be waiting: at once
               } else if (!s.tick_pending) {
@@ -376,6 +381,11 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
       if (o.stats)
         o.stats->locks_reaped += static_cast<uint64_t>(*n);
     }
+    std::string error;
+    if (o.unify->reload_if_changed(error))
+      lg->info("feed catalog and gazetteer reloaded (feed.catalog_dir)");
+    else if (!error.empty())
+      lg->error("feed catalog not reloaded, the data in use stays: {}", error);
   }
   if (auto due = persistence::schedule_due_feeds(*o.db, 16, o.keep_loads); due && !due->empty())
     lg->info("{} URL feeds due: loads queued for download", due->size());

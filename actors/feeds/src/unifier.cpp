@@ -8,6 +8,8 @@
 namespace gost::feeds {
 
 bool unified::rejected() const {
+  if (transient)
+    return true;
   for (auto& p : problems)
     if (p.level == problem_level::error)
       return true;
@@ -18,11 +20,16 @@ std::string unified::reason() const {
   for (auto& p : problems)
     if (p.level == problem_level::error)
       return p.field.empty() ? p.message : p.field + ": " + p.message;
+  if (transient)
+    for (auto& p : problems)
+      if (p.type == problem_type::geocoding)
+        return "not unified for now (" + p.message + "); the stored offer is kept";
   return {};
 }
 
-unifier::unifier(std::shared_ptr<const catalog> cat, std::shared_ptr<const gazetteer> geo)
-  : catalog_(std::move(cat)), gazetteer_(std::move(geo)) {}
+unifier::unifier(std::shared_ptr<const catalog> cat, std::shared_ptr<const gazetteer> geo,
+                 std::shared_ptr<const geocoder> fallback)
+  : catalog_(std::move(cat)), gazetteer_(std::move(geo)), fallback_(std::move(fallback)) {}
 
 namespace {
 
@@ -115,10 +122,26 @@ unified unifier::unify(feed_ad&& ad, const unify_options& opts) const {
       add(u, problem_type::geocoding, problem_level::error, "coordinates", g.error);
   } else if (!text.empty()) {
     auto g = gazetteer_->locate(text);
-    if (g)
+    if (g) {
       set_place(*addr, g);
-    else
+    } else if (!fallback_) {
       add(u, problem_type::geocoding, problem_level::error, "address", g.error);
+    } else {
+      auto a = fallback_->locate(text);
+      if (a.kind == geocoder::answer::found) {
+        addr->set_region(a.region);
+        addr->set_city(a.city);
+        addr->set_geo_id(a.geo_id);
+        addr->set_region_geo_id(a.region_geo_id);
+      } else if (a.kind == geocoder::answer::not_found) {
+        add(u, problem_type::geocoding, problem_level::error, "address",
+            g.error + "; the geocoder does not know it either");
+      } else {
+        u.transient = true;
+        add(u, problem_type::geocoding, problem_level::warning, "address",
+            "the geocoder is unavailable: " + a.message);
+      }
+    }
   } else {
     add(u, problem_type::geocoding, problem_level::error, "address",
         "the offer has neither an address nor coordinates, and the feed sets no default address");

@@ -397,6 +397,17 @@ caf::expected<feed_load_row> get_feed_load(pg_pool& pool, const std::string& sel
   return std::move(*out);
 }
 
+caf::expected<int64_t> release_node_feed_locks(pg_pool& pool, const std::string& node_id) {
+  int64_t n = 0;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    n = tx.exec_params("DELETE FROM feed_locks WHERE node_id = $1", node_id).affected_rows();
+  });
+  if (err)
+    return err;
+  return n;
+}
+
 caf::expected<int64_t> reap_feed_locks(pg_pool& pool, std::chrono::milliseconds node_timeout,
                                        std::chrono::milliseconds max_hold) {
   int64_t n = 0;

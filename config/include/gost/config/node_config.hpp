@@ -146,6 +146,9 @@ struct feeds_config {
   std::chrono::milliseconds retry_delay{};   ///< a transient failure's first delay (doubling)
   int max_attempts = 0;                      ///< transient failures before the load fails
   std::string responses_group;               ///< consumer group reading the offer store's answers
+  std::string catalog_dir;                   ///< the catalog and gazetteer files; empty: built in
+  std::string geocoder_url;                  ///< asked for addresses the gazetteer cannot place
+  std::chrono::milliseconds geocoder_timeout{};
 };
 
 struct outbox_config {

@@ -57,6 +57,7 @@ struct load_report {
   uint64_t rejected = 0;   ///< sent as rejected (an error of their own)
   uint64_t duplicates = 0; ///< a later offer with an external id seen before
   uint64_t warnings = 0;
+  uint64_t transient = 0; ///< of the rejected: not unified for now (carried unchanged)
   int32_t batches = 0;
   std::chrono::duration<double> check_time{0}; ///< the first pass
   std::chrono::duration<double> send_time{0};  ///< the second pass, batches acknowledged

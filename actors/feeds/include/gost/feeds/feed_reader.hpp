@@ -34,9 +34,10 @@
 
 namespace gost::feeds {
 
-enum class feed_format { native, avito, yml };
+/// `parsed`: JSON Lines of gost.v1.ParsedOffer, from systems that parsed offers elsewhere.
+enum class feed_format { native, avito, yml, parsed };
 
-/// "native", "avito", "yml".
+/// "native", "avito", "yml", "parsed".
 const char* to_string(feed_format f);
 
 /// Limits of one document (config `feeds.*`); passing one is a fatal `limit` error.

@@ -83,8 +83,8 @@ struct feed_pools_options {
   int max_attempts = 8;
   std::chrono::milliseconds lock_max_hold{6 * 3600'000};
   std::chrono::milliseconds node_timeout{10'000};
-  /// Shared: the catalog and gazetteer the loads are unified with.
-  std::shared_ptr<const unifier> unify;
+  /// The catalog and gazetteer the loads are unified with (reloaded when their files change).
+  std::shared_ptr<unification_data> unify;
   const blob_store* blobs = nullptr;
   /// A sink onto the requests topic for one load (the node's Kafka producer); may fail (null).
   std::function<std::unique_ptr<request_sink>()> make_sink;

@@ -8,7 +8,11 @@
 // address that cannot be placed is a `geocoding` error. Plain code, no I/O: the catalog and
 // the gazetteer are in memory (docs/feed-format.md "Unification").
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,28 @@ namespace gost::feeds {
 
 class catalog;
 class gazetteer;
+
+/// Where addresses the gazetteer cannot place are asked next (`feed.geocoder_url`): another
+/// service, which may fail for a while.
+class geocoder {
+public:
+  struct answer {
+    enum kind_t { found, not_found, unavailable } kind = not_found;
+    int64_t geo_id = 0;
+    int64_t region_geo_id = 0;
+    std::string region;
+    std::string city;
+    std::string message; ///< not_found / unavailable: why
+  };
+  virtual ~geocoder() = default;
+  /// Thread-safe; may block (it runs on a processor worker).
+  virtual answer locate(const std::string& address) const = 0;
+};
+
+/// The HTTP geocoder of `feed.geocoder_url` (gost.v1.GeocoderAnswer, proto/gost/v1/geocoder.proto)
+/// through the one outbound client.
+std::shared_ptr<const geocoder>
+make_http_geocoder(std::string url, std::chrono::milliseconds timeout, bool allow_private);
 
 /// A feed's own settings that unification uses.
 struct unify_options {
@@ -32,7 +58,11 @@ struct unify_options {
 struct unified {
   v1::Offer offer;
   std::vector<offer_problem> problems; ///< the reader's and unification's, in that order
-  /// Whether an `error` problem keeps the offer from the store.
+  /// Unification failed for now (the external geocoder is away): the offer is not sent to be
+  /// applied but carried (as rejected, with a reason saying so), so the store keeps its stored
+  /// version and does not delete it (seed: "если унификация упала из-за transient ошибки").
+  bool transient = false;
+  /// Whether an `error` problem (or a transient failure) keeps the offer from the store.
   bool rejected() const;
   /// "field: message" of the first error, for the store's REJECTED answer.
   std::string reason() const;
@@ -41,7 +71,8 @@ struct unified {
 class unifier {
 public:
   /// Both outlive the unifier (the builtin data, or data loaded and swapped by a reload).
-  unifier(std::shared_ptr<const catalog> cat, std::shared_ptr<const gazetteer> geo);
+  unifier(std::shared_ptr<const catalog> cat, std::shared_ptr<const gazetteer> geo,
+          std::shared_ptr<const geocoder> fallback = nullptr);
 
   /// One offer. Thread-safe: the unifier is read-only.
   unified unify(feed_ad&& ad, const unify_options& opts) const;
@@ -51,6 +82,32 @@ public:
 private:
   std::shared_ptr<const catalog> catalog_;
   std::shared_ptr<const gazetteer> gazetteer_;
+  std::shared_ptr<const geocoder> fallback_;
+};
+
+/// The catalog and gazetteer in use: the built-in ones, or those of a directory
+/// (`feed.catalog_dir`: categories.tsv, attributes.tsv, gazetteer.tsv), loaded at start and
+/// loaded again when a file changes. A broken file is refused with its file, line and reason,
+/// and the data in use stays. Thread-safe: a load takes `current()` once and keeps it.
+class unification_data {
+public:
+  /// The data compiled into gost.
+  explicit unification_data(std::shared_ptr<const geocoder> fallback = nullptr);
+  /// The data of `dir`; `error` (file:line: reason) and null when it cannot be loaded.
+  static std::shared_ptr<unification_data>
+  from_dir(const std::string& dir, std::shared_ptr<const geocoder> fallback, std::string& error);
+  std::shared_ptr<const unifier> current() const;
+  /// Reloads when a file of the directory changed since the last load (no directory: nothing
+  /// to do). True when new data is in use; false with `error` when the files are broken.
+  bool reload_if_changed(std::string& error);
+
+private:
+  bool load(std::string& error);
+  mutable std::mutex mtx_;
+  std::shared_ptr<const unifier> current_;
+  std::shared_ptr<const geocoder> fallback_;
+  std::string dir_;
+  std::vector<std::filesystem::file_time_type> stamps_;
 };
 
 } // namespace gost::feeds

@@ -137,6 +137,10 @@ caf::expected<bool> feed_answered(pg_pool& pool, const std::string& seller_id, i
 caf::expected<feed_load_row> get_feed_load(pg_pool& pool, const std::string& seller_id,
                                            int64_t load_id);
 
+/// Frees every lock `node_id` holds: a node starting holds none, so what its id holds is a
+/// previous incarnation's (killed mid-step). Returns how many.
+caf::expected<int64_t> release_node_feed_locks(pg_pool& pool, const std::string& node_id);
+
 /// Frees locks of nodes that are gone (their process died: `gone_nodes`), that left, or whose
 /// heartbeat is older than `node_timeout`, and locks older than `max_hold` (seed: "отслеживает
 /// повисшие задачи ... и удаляет локи"). Returns how many.

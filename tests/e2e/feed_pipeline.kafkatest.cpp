@@ -1,0 +1,293 @@
+// Feeds end to end (issue 23): gostd with the feed processor (`feed.enabled`) and the offer
+// store's exchange on a real Kafka broker (GOST_TEST_KAFKA), feeds served by a local HTTP
+// server. Each of the three formats reaches the store unified; a second load removes the
+// offers it no longer carries and keeps a rejected one; two feeds of one seller live in two
+// namespaces; kill -9 mid-load, and after the restart the store ends as after one clean load.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gost/testing/http_server.hpp"
+#include "gost/testing/kafka.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/feed_service.pb.h"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::child_process;
+using testing::eventually;
+using testing::http_server;
+
+namespace {
+
+std::string sample(const std::string& name) {
+  std::ifstream in(std::string(GOST_SOURCE_DIR) + "/actors/feeds/data/samples/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string hex(const std::string& b) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+std::string unhex(const std::string& h) {
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+/// Files the test serves, by path; changed between loads.
+struct feed_files {
+  std::mutex m;
+  std::map<std::string, std::string> by_path;
+  void set(const std::string& path, std::string body) {
+    std::lock_guard<std::mutex> g{m};
+    by_path[path] = std::move(body);
+  }
+  http_server::reply serve(const http_server::call& c) {
+    std::lock_guard<std::mutex> g{m};
+    auto it = by_path.find(c.path);
+    if (it == by_path.end())
+      return {404, "no such feed"};
+    return {200, it->second};
+  }
+};
+
+struct node_run {
+  testing::temp_db& db;
+  std::string tag;
+  std::string blobs;
+  std::string port_file;
+  std::unique_ptr<child_process> proc;
+  std::unique_ptr<v1::OfferService::Stub> offers;
+
+  node_run(testing::temp_db& d, std::string t) : db(d), tag(std::move(t)) {
+    blobs = "/tmp/gost-feed-e2e-blobs-" + tag;
+    port_file = "/tmp/gostd-feed-e2e-" + tag;
+  }
+  ~node_run() {
+    proc.reset();
+    std::remove(port_file.c_str());
+    std::system(("rm -rf " + blobs).c_str());
+  }
+
+  void start() {
+    std::remove(port_file.c_str());
+    proc = std::make_unique<child_process>(
+      GOSTD_PATH,
+      std::vector<std::string>{
+        "--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+        "--shard.count=4", "--kafka.brokers=" + testing::kafka_brokers(),
+        "--kafka.topic=gost.saved-" + tag, "--feed.requests_topic=gost.fp-req-" + tag,
+        "--feed.responses_topic=gost.fp-resp-" + tag, "--feed.group=gost.fp-" + tag,
+        "--feed.responses_group=gost.fp-answers-" + tag, "--feed.enabled=true",
+        "--feed.allow_private_sources=true", "--feed.poll=100ms", "--feed.batch_size=50",
+        "--feed.retry_delay=200ms", "--images.blob_dir=" + blobs, "--stages.expire.enabled=false",
+        "--node.id=feed-node-" + tag});
+    int port = testing::served_port(*proc, port_file);
+    REQUIRE_MESSAGE(port > 0, proc->output());
+    offers = v1::OfferService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+
+  /// A URL feed, due now.
+  void feed(const std::string& seller, const std::string& ns, const std::string& url,
+            const std::string& default_address = {}) {
+    v1::FeedSettings s;
+    s.set_kind(v1::FeedSettings::URL);
+    s.set_url(url);
+    s.set_default_address(default_address);
+    db.scalar("INSERT INTO feeds (seller_id, namespace, settings, url, period_ms, next_fetch_at)"
+              " VALUES ('"
+              + seller + "', '" + ns + "', decode('" + hex(s.SerializeAsString()) + "', 'hex'), '"
+              + url + "', 86400000, now())");
+  }
+
+  /// The feed's newest load's column.
+  std::string last_load(const std::string& seller, const std::string& ns, const std::string& col) {
+    return db.scalar("SELECT " + col + " FROM feed_loads WHERE seller_id = '" + seller
+                     + "' AND namespace = '" + ns + "' ORDER BY load_id DESC LIMIT 1");
+  }
+
+  bool wait_succeeded(const std::string& seller, const std::string& ns, int loads = 1) {
+    return eventually(90s, [&] {
+      return db.scalar("SELECT count(*) FROM feed_loads WHERE seller_id = '" + seller
+                       + "' AND namespace = '" + ns + "' AND status = 'succeeded'")
+             == std::to_string(loads);
+    });
+  }
+
+  v1::FeedLoadStatistics statistics(const std::string& seller, const std::string& ns) {
+    v1::FeedLoadStatistics s;
+    auto h = db.scalar("SELECT encode(s.statistics, 'hex') FROM feed_statistics s JOIN feed_loads l"
+                       " USING (seller_id, load_id) WHERE l.seller_id = '"
+                       + seller + "' AND l.namespace = '" + ns + "' ORDER BY load_id DESC LIMIT 1");
+    REQUIRE(s.ParseFromString(unhex(h)));
+    return s;
+  }
+
+  std::optional<v1::Offer> get(const std::string& seller, const std::string& ns,
+                               const std::string& ext) {
+    v1::GetOfferRequest req;
+    auto* k = req.mutable_ref()->mutable_key();
+    k->set_seller_id(seller);
+    k->set_namespace_(ns);
+    k->set_external_id(ext);
+    v1::GetOfferResponse resp;
+    grpc::ClientContext ctx;
+    if (!offers->GetOffer(&ctx, req, &resp).ok())
+      return std::nullopt;
+    return resp.offer();
+  }
+
+  std::string count(const std::string& seller, const std::string& ns) {
+    return db.scalar("SELECT count(*) FROM offers WHERE seller_id = '" + seller
+                     + "' AND namespace = '" + ns + "'");
+  }
+};
+
+std::string tag_of() {
+  return std::to_string(getpid()) + "-"
+         + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007);
+}
+
+/// An Avito feed of `n` flats (titles made from the fields) in Moscow, `first` on.
+std::string flats(int first, int n, const std::string& extra = {}) {
+  std::string doc = "<Ads formatVersion=\"3\" target=\"Avito.ru\">\n";
+  for (int i = first; i < first + n; ++i)
+    doc += "<Ad><Id>flat-" + std::to_string(i)
+           + "</Id><Category>Квартиры</Category><Rooms>2</Rooms><Square>"
+           + std::to_string(40 + i % 30) + "</Square><Floor>3</Floor><Floors>9</Floors>" + "<Price>"
+           + std::to_string(5000000 + i) + "</Price><Address>Москва, ул. Тверская, "
+           + std::to_string(i % 50 + 1) + "</Address></Ad>\n";
+  return doc + extra + "</Ads>\n";
+}
+
+} // namespace
+
+TEST_CASE("three formats end to end; a second load removes what it no longer carries and "
+          "keeps what it rejected; two namespaces of one seller stay apart") {
+  testing::temp_db db;
+  auto tag = tag_of();
+  feed_files files;
+  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  auto url = [&](const std::string& p) {
+    return "http://127.0.0.1:" + std::to_string(srv.port()) + p;
+  };
+  files.set("/native.xml", sample("native.xml"));
+  files.set("/avito.xml", sample("avito.xml"));
+  files.set("/yml.xml", sample("yml.xml"));
+  node_run n{db, tag};
+  n.start();
+  n.feed("shop-a", "native", url("/native.xml"));
+  n.feed("shop-b", "avito", url("/avito.xml"));
+  n.feed("shop-b", "yml", url("/yml.xml"), "Екатеринбург");
+  REQUIRE_MESSAGE(n.wait_succeeded("shop-a", "native"), n.proc->output());
+  REQUIRE_MESSAGE(n.wait_succeeded("shop-b", "avito"), n.proc->output());
+  REQUIRE_MESSAGE(n.wait_succeeded("shop-b", "yml"), n.proc->output());
+
+  CHECK(n.count("shop-a", "native") == "3");
+  CHECK(n.count("shop-b", "avito") == "3");
+  CHECK(n.count("shop-b", "yml") == "2");
+  auto car = n.get("shop-a", "native", "car-1001");
+  REQUIRE(car);
+  CHECK(car->category() == "transport.cars");
+  CHECK(car->address().city() == "Москва");
+  CHECK(car->address().geo_id() > 0);
+  CHECK(car->source() == v1::OFFER_SOURCE_FEED);
+  CHECK(car->attributes().count("transmission") == 1);
+  auto flat = n.get("shop-b", "avito", "a-2002");
+  REQUIRE(flat);
+  CHECK(flat->title() == "2-к. квартира, 54 м², 3/9 эт.");
+  CHECK(flat->address().city() == "Санкт-Петербург");
+  auto phone = n.get("shop-b", "yml", "y-1001");
+  REQUIRE(phone);
+  CHECK(phone->address().city() == "Екатеринбург"); // the feed's default address
+  CHECK(phone->price().amount_minor() == 1999000);
+  auto st = n.statistics("shop-b", "avito");
+  CHECK(st.offers() == 3);
+  CHECK(st.sent() == 3);
+  CHECK(st.added() == 3);
+  CHECK(n.last_load("shop-b", "avito", "format") == "avito");
+
+  // The Avito feed changes: a-1001 is gone, a-2002 gets a new price, a-3003 comes with a
+  // price written "1 500 руб." (rejected, carried: its stored offer stays).
+  auto next = sample("avito.xml");
+  auto cut = [&](const std::string& from, const std::string& to) {
+    auto a = next.find(from);
+    auto b = next.find(to, a);
+    REQUIRE((a != std::string::npos && b != std::string::npos));
+    next.erase(a, b + to.size() - a);
+  };
+  cut("<Ad>\n    <Id>a-1001</Id>", "</Ad>");
+  next.replace(next.find("<Price>7800000</Price>"), 22, "<Price>7700000</Price>");
+  next.replace(next.find("<Price>2500</Price>"), 19, "<Price>1 500 руб.</Price>");
+  files.set("/avito.xml", next);
+  db.scalar("UPDATE feeds SET next_fetch_at = now() WHERE namespace = 'avito'");
+  REQUIRE_MESSAGE(n.wait_succeeded("shop-b", "avito", 2), n.proc->output());
+  auto st2 = n.statistics("shop-b", "avito");
+  CHECK(st2.offers() == 2);
+  CHECK(st2.rejected_here() == 1);
+  CHECK(st2.updated() == 1);
+  CHECK(st2.deleted() == 1);
+  CHECK_FALSE(n.get("shop-b", "avito", "a-1001").has_value());
+  CHECK(n.get("shop-b", "avito", "a-2002")->price().amount_minor() == 770000000);
+  auto dress = n.get("shop-b", "avito", "a-3003");
+  REQUIRE(dress); // rejected in this load, kept from the first
+  CHECK(dress->price().amount_minor() == 250000);
+  auto load_id = n.last_load("shop-b", "avito", "load_id");
+  CHECK(db.scalar("SELECT error_type || ':' || field FROM feed_offer_errors WHERE load_id = "
+                  + load_id + " AND external_id = 'a-3003' AND error_id = 0")
+        == "validation:Price");
+  // The other namespace of the same seller was not touched.
+  CHECK(n.count("shop-b", "yml") == "2");
+  CHECK(n.get("shop-b", "yml", "y-2002")->version() == 1);
+}
+
+TEST_CASE("kill -9 mid-load: after the restart the load completes and the store is as after "
+          "one clean load") {
+  testing::temp_db db;
+  auto tag = tag_of();
+  feed_files files;
+  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  const int offers = 6000;
+  files.set("/big.xml", flats(0, offers));
+  node_run n{db, tag};
+  n.start();
+  n.feed("big", "flats", "http://127.0.0.1:" + std::to_string(srv.port()) + "/big.xml");
+  // Killed once part of the load reached the store.
+  REQUIRE_MESSAGE(eventually(90s, [&] { return std::stoi(n.count("big", "flats")) > 0; }),
+                  n.proc->output());
+  auto status_at_kill = n.last_load("big", "flats", "status");
+  n.proc->signal(SIGKILL);
+  n.proc->wait(10s);
+  MESSAGE("killed with the load " << status_at_kill << " and " << n.count("big", "flats")
+                                  << " offers stored");
+  n.start();
+  REQUIRE_MESSAGE(n.wait_succeeded("big", "flats"), n.proc->output());
+  CHECK(n.count("big", "flats") == std::to_string(offers));
+  // Each offer applied once: nothing was written twice by the repeated batches.
+  CHECK(db.scalar("SELECT max(version) FROM offers WHERE seller_id = 'big'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM feed_loads WHERE seller_id = 'big'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM feed_locks") == "0");
+  auto st = n.statistics("big", "flats");
+  CHECK(st.offers() == offers);
+  CHECK(st.added() + st.unchanged() == offers);
+}
