@@ -15,6 +15,7 @@
 #   node does the feed exchange's work only;
 # - `xmllint --stream --noout` on the same file: the parse floor (its wall time);
 # - gost_feed_bench (bench/feed_bench.cpp): fetch, check, unify, send, the terminal response.
+# BENCH_FEED_DRIVER_ARGS: more arguments for the driver (e.g. --producer-max-kbytes 16384).
 # Prints the driver's JSON line with floor_value (xmllint's seconds) and floor_ratio
 # (xmllint's seconds over gost's check pass) added. Stops everything it started.
 set -euo pipefail
@@ -90,7 +91,7 @@ echo "feed: xmllint --stream --noout: $floor s" >&2
 mkdir -p "$work/blobs"
 line=$("$bench" run --url "http://127.0.0.1:$web_port/$name" --blob-dir "$work/blobs" \
          --brokers "$brokers" --requests-topic "$requests" --responses-topic "$responses" \
-         --seller bench-seller --task "bench-$tag") \
+         --seller bench-seller --task "bench-$tag" ${BENCH_FEED_DRIVER_ARGS:-}) \
   || { tail -20 "$work/gostd.log" >&2; die "the driver failed"; }
 kill -0 "$node" 2>/dev/null || { tail -20 "$work/gostd.log" >&2; die "gostd exited during the run"; }
 check=$(sed -E 's/.*"check_s": *([0-9.]+).*/\1/' <<<"$line")

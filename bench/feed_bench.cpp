@@ -7,7 +7,7 @@
 //       is assigned them at once; run before the node starts.
 //   gost_feed_bench run --url URL --blob-dir DIR --brokers B --requests-topic T
 //                       --responses-topic R [--seller S] [--task T] [--batch-size 500]
-//                       [--timeout-s 900] [--split 1]
+//                       [--timeout-s 900] [--split 1] [--producer-max-kbytes K]
 //       (a) fetches URL with gost::http::perform + on_body into a gost::blob_store writer (the
 //           loader's download: SHA-256 content address), (b)+(c) runs feed_processor::run on
 //           the stored file — the check pass (read_feed without a callback), then unify and
@@ -291,6 +291,8 @@ int run(const std::map<std::string, std::string>& a) {
   kafka::producer_options po;
   po.role = "the feed benchmark's producer";
   po.settings = {kafka::brokers_setting(brokers)};
+  if (auto kb = get(a, "producer-max-kbytes", ""); !kb.empty()) // librdkafka's local queue
+    po.settings.push_back({"queue.buffering.max.kbytes", kb, "--producer-max-kbytes"});
   auto prod = kafka::producer::make(std::move(po));
   if (!prod)
     die("no producer: " + persistence::error_message(prod.error()));
