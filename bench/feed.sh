@@ -89,7 +89,8 @@ floor=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f", ns / 1e9 }')
 echo "feed: xmllint --stream --noout: $floor s" >&2
 
 mkdir -p "$work/blobs"
-line=$("$bench" run --url "http://127.0.0.1:$web_port/$name" --blob-dir "$work/blobs" \
+postmaster=$(python3 "$root/bench/proc_cpu.py" postmaster "$dsn")
+line=$("$bench" run --gostd-pid "$node" --pg-postmaster "$postmaster" --url "http://127.0.0.1:$web_port/$name" --blob-dir "$work/blobs" \
          --brokers "$brokers" --requests-topic "$requests" --responses-topic "$responses" \
          --seller bench-seller --task "bench-$tag" ${BENCH_FEED_DRIVER_ARGS:-}) \
   || { tail -20 "$work/gostd.log" >&2; die "the driver failed"; }

@@ -8,6 +8,7 @@
 //   gost_feed_bench run --url URL --blob-dir DIR --brokers B --requests-topic T
 //                       --responses-topic R [--seller S] [--task T] [--batch-size 500]
 //                       [--timeout-s 900] [--split 1] [--producer-max-kbytes K]
+//                       [--gostd-pid PID --pg-postmaster PID]
 //       (a) fetches URL with gost::http::perform + on_body into a gost::blob_store writer (the
 //           loader's download: SHA-256 content address), (b)+(c) runs feed_processor::run on
 //           the stored file — the check pass (read_feed without a callback), then unify and
@@ -15,14 +16,17 @@
 //           Kafka kit's idempotent one), the end strictly after every batch was acknowledged —
 //           and (d) reads the responses topic (the Kafka kit's group_consumer) until the offer
 //           store's terminal FeedResponse for the task arrives. (e) The process's peak RSS
-//           (VmHWM) after that. With --split 1 it then times the send pass's parts on the stored
-//           file, outside the measured interval: the reader extracting offers, + unification,
+//           (VmHWM) after that. CPU per offer over (a)-(d) (proc_cpu.hpp): of gost — this
+//           process and the gostd — and of PostgreSQL; the processor's own beside it. With --split
+//           1 it then times the send pass's parts on the stored file, outside the measured
+//           interval: the reader extracting offers, + unification,
 //           + protobuf serialization of the batches (Kafka's share is the rest of send_s).
 //       Prints one JSON line; progress on stderr. Fails (exit 1) when anything did not
 //       complete, or the terminal summary does not count every offer sent.
 //   gost_feed_bench check --file PATH [--repeat 3] [--split 0]
 //       the check pass alone (and the send pass's parts), no broker: the reader's own figure.
 #include <librdkafka/rdkafka.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -50,6 +54,7 @@
 #include "kafka/group_consumer.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/seller_sink.hpp"
+#include "proc_cpu.hpp"
 
 using namespace gost;
 using clock_type = std::chrono::steady_clock;
@@ -339,6 +344,12 @@ int run(const std::map<std::string, std::string>& a) {
 
   stop_signal stop;
   blob_store blobs(blob_dir, "");
+  std::vector<pid_t> gost_pids{::getpid()};
+  if (auto g = get(a, "gostd-pid", ""); !g.empty())
+    gost_pids.push_back(static_cast<pid_t>(std::stol(g)));
+  bench::cpu_meter all(gost_pids, static_cast<pid_t>(std::stol(get(a, "pg-postmaster", "0"))));
+  bench::cpu_meter self({::getpid()}, 0);
+  auto cpu0 = all.sample(), self0 = self.sample();
 
   // (a) fetch
   auto t0 = clock_type::now();
@@ -393,6 +404,7 @@ int run(const std::map<std::string, std::string>& a) {
     }
   }
   auto rss = peak_rss_mib();
+  auto cpu1 = all.sample(), self1 = self.sample();
   consumer->reset();
   auto& s = ans.summary;
   int64_t stored = s.added() + s.updated() + s.unchanged();
@@ -422,6 +434,9 @@ int run(const std::map<std::string, std::string>& a) {
               static_cast<double>(bytes) / 1048576.0, static_cast<unsigned long long>(rep.sent),
               static_cast<unsigned long long>(rep.rejected),
               static_cast<unsigned long long>(rep.duplicates), rep.batches);
+  auto ops = static_cast<double>(rep.offers);
+  std::printf(", %s, \"processor_cpu_us_per_op\": %.1f", bench::cpu_fields(cpu0, cpu1, ops).c_str(),
+              ops > 0 ? (self1.gost - self0.gost) * 1e6 / ops : 0.0);
   if (do_split)
     std::printf(", \"split_extract_s\": %.2f, \"split_unify_s\": %.2f, \"split_protobuf_s\": %.2f",
                 parts.extract_s, parts.unify_s, parts.serialize_s);
