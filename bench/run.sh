@@ -7,14 +7,16 @@
 #                              tasks (with the graphile-worker peer) console_cost images (with
 #                              the thumbor peer) images_queue (the Kafka queue, with the
 #                              PostgreSQL queue as peer) actions (with the graphile-worker peer)
-#                              actions_idle (default: all but console_cost, images,
-#                              images_queue, actions and actions_idle)
+#                              actions_idle feed (a feed load end to end, with xmllint as the
+#                              parse floor) (default: all but console_cost, images,
+#                              images_queue, actions, actions_idle and feed)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
 # (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
 # two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
-# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, the broker of outbox_kafka and images_queue).
+# port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, the broker of outbox_kafka, images_queue and feed),
+# BENCH_FEED_OFFERS (100000) and BENCH_FEED_SEED (1): the feed benchmark's file.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -198,11 +200,21 @@ for name in "${names[@]}"; do
         "$GOST_PG_PORT" 2>"$logs/images_queue.log" \
         || { tail -n 20 "$logs/images_queue.log" >&2; echo "bench/run.sh: images_queue failed" >&2; exit 1; }
       ;;
+    feed)
+      # One seller's Avito feed of BENCH_FEED_OFFERS (100,000) ads fetched over HTTP, checked,
+      # unified and sent to a real broker, applied by one gostd; xmllint --stream as the parse
+      # floor (bench/feed.sh).
+      step "building gostd and the driver" "$logs/build-feed.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_feed_bench
+      bench/feed.sh build/release/runtime/gostd build/release/bench/gost_feed_bench \
+        "$GOST_PG_PORT" 2>"$logs/feed.log" \
+        || { tail -n 20 "$logs/feed.log" >&2; echo "bench/run.sh: feed failed" >&2; exit 1; }
+      ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle feed)" >&2; exit 2 ;;
   esac
 done

@@ -391,6 +391,25 @@ TEST_CASE("the callback may stop the pass") {
   CHECK(seen == 1);
 }
 
+TEST_CASE("offers past line 65535 are reported at their own line") {
+  // libxml2 keeps at most 65535 as an element's line; a 100,000-offer feed has millions.
+  std::string doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Ads formatVersion=\"3\">\n";
+  int line = 3;
+  for (int i = 0; i < 17'000; ++i, line += 4) // pretty-printed: <Ad> on a line of its own
+    doc += "<Ad>\n  <Id>a-" + std::to_string(i) + "</Id>\n  <Price>100</Price>\n</Ad>\n";
+  int pretty = line - 4;
+  doc += "<Ad><Id>last</Id><Price>1 500 руб.</Price></Ad>\n"; // written on one line
+  int compact = line;
+  doc += "</Ads>\n";
+  REQUIRE(pretty > 65535);
+  auto r = read(doc);
+  REQUIRE(r.summary.ok());
+  REQUIRE(r.ads.size() == 17'001);
+  CHECK(r.ads[r.ads.size() - 2].line == pretty);
+  CHECK(r.ads.back().line == compact);
+  CHECK(r.ads[10].line == 3 + 40);
+}
+
 TEST_CASE("a file source reads from disk and names a missing file") {
   auto path = std::string("/tmp/gost-feed-") + std::to_string(::getpid()) + ".xml";
   std::ofstream(path) << native_doc;

@@ -284,7 +284,23 @@ void on_error(void* ctx, xmlErrorPtr e) {
 
 // Not XML_PARSE_NOCDATA: with a schema set, libxml2 2.9 drops CDATA merged into text from
 // an expanded subtree; CDATA nodes are read as text instead (formats.cpp).
-constexpr int parse_options = XML_PARSE_NONET | XML_PARSE_COMPACT;
+// XML_PARSE_BIG_LINES: an element keeps at most line 65535; past it the lines of text nodes
+// are kept aside (line_of), so offers beyond line 65535 are reported at their own line.
+constexpr int parse_options = XML_PARSE_NONET | XML_PARSE_COMPACT | XML_PARSE_BIG_LINES;
+
+/// An element's line. libxml2 stores at most 65535 in the element; past that, with
+/// XML_PARSE_BIG_LINES, a text node carries the line where it ended, so an element whose first
+/// child is text (the line break and indentation before its first child element, or its
+/// value) is on that line less the text's line breaks. Otherwise libxml2's own search.
+int64_t line_of(const xmlNode* n) {
+  if (n->line < 65535)
+    return n->line;
+  if (auto* c = n->children; c && c->type == XML_TEXT_NODE && c->psvi && c->content) {
+    auto breaks = std::count(c->content, c->content + xmlStrlen(c->content), '\n');
+    return static_cast<int64_t>(reinterpret_cast<ptrdiff_t>(c->psvi)) - breaks;
+  }
+  return xmlGetLineNo(n);
+}
 
 /// Reads ahead until the root element's name is known (at most 1 MiB: a prolog longer than
 /// that is no feed) without reporting anything: the pass itself finds every error again.
@@ -495,7 +511,7 @@ read_summary read_feed(feed_source& src, const reader_limits& limits, const ad_c
       }
     } else {
       feed_ad ad;
-      ad.line = line;
+      ad.line = line_of(node); // its subtree is read now: its first text child too
       if (!fmt->item(node, depth, ad, why)) {
         p.fail("limit", why, line);
         break;
