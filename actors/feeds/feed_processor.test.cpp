@@ -18,6 +18,7 @@
 #include "gost/feeds/feed_processor.hpp"
 #include "gost/feeds/gazetteer.hpp"
 #include "gost/testing/http_server.hpp"
+#include "gost/testing/process.hpp"
 
 using namespace gost;
 using namespace gost::feeds;
@@ -25,11 +26,9 @@ using namespace gost::feeds;
 namespace {
 
 std::string sample(const std::string& name) {
-  std::ifstream in(std::string(GOST_FEEDS_SAMPLES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  REQUIRE_FALSE(ss.str().empty());
-  return ss.str();
+  auto text = testing::read_file(std::string(GOST_FEEDS_SAMPLES_DIR) + "/" + name);
+  REQUIRE_FALSE(text.empty());
+  return text;
 }
 
 const unifier& shipped() {

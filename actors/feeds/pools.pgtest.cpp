@@ -17,6 +17,7 @@
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/migrated_db.hpp"
+#include "gost/testing/process.hpp"
 #include "gost/v1/feed_service.pb.h"
 
 using namespace gost;
@@ -27,10 +28,9 @@ using gost::testing::http_server;
 namespace {
 
 std::string sample(const std::string& name) {
-  std::ifstream in(std::string(GOST_FEEDS_SAMPLES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = testing::read_file(std::string(GOST_FEEDS_SAMPLES_DIR) + "/" + name);
+  REQUIRE_FALSE(text.empty());
+  return text;
 }
 
 /// The requests topic: what each load sent, thread-safe (two processors share it).

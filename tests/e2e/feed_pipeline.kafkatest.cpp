@@ -32,10 +32,10 @@ using testing::http_server;
 namespace {
 
 std::string sample(const std::string& name) {
-  std::ifstream in(std::string(GOST_SOURCE_DIR) + "/actors/feeds/data/samples/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text =
+    testing::read_file(std::string(GOST_SOURCE_DIR) + "/actors/feeds/data/samples/" + name);
+  REQUIRE_FALSE(text.empty());
+  return text;
 }
 
 std::string hex(const std::string& b) {

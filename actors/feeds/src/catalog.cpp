@@ -18,44 +18,6 @@ std::string_view attributes_tsv();
 
 namespace {
 
-// One meaningful line of a TSV data file: its 1-based number and its trimmed cells.
-struct tsv_line {
-  size_t number;
-  std::vector<std::string_view> cells;
-};
-
-// Splits a data file into lines of cells, skipping blank lines and "#" comments. A UTF-8 BOM is
-// ignored and CRLF accepted, because the files get edited in all sorts of editors.
-std::string tsv_lines(std::string_view text, std::vector<tsv_line>& out, const char* file) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF")
-    text.remove_prefix(3);
-  size_t number = 0;
-  while (!text.empty()) {
-    ++number;
-    size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (trim(line).empty() || trim(line).front() == '#')
-      continue;
-    if (!valid_utf8(line))
-      return std::string(file) + ":" + std::to_string(number) + ": invalid UTF-8";
-    tsv_line l{number, {}};
-    size_t start = 0;
-    for (;;) {
-      size_t tab = line.find('\t', start);
-      l.cells.push_back(
-        trim(line.substr(start, tab == std::string_view::npos ? tab : tab - start)));
-      if (tab == std::string_view::npos)
-        break;
-      start = tab + 1;
-    }
-    out.push_back(std::move(l));
-  }
-  return {};
-}
-
 std::vector<std::string> split_list(std::string_view cell) {
   std::vector<std::string> out;
   if (cell.empty())

@@ -180,28 +180,15 @@ gazetteer_result gazetteer::parse(std::string_view text) {
     r.error = "gazetteer.tsv:" + std::to_string(line) + ": " + what;
     return r;
   };
-  if (text.substr(0, 3) == "\xEF\xBB\xBF")
-    text.remove_prefix(3);
-  size_t number = 0;
-  while (!text.empty()) {
-    ++number;
-    size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (trim(line).empty() || trim(line).front() == '#')
-      continue;
-    if (!valid_utf8(line))
-      return fail(number, "invalid UTF-8");
-    std::vector<std::string_view> c;
-    for (size_t start = 0;;) {
-      size_t tab = line.find('\t', start);
-      c.push_back(trim(line.substr(start, tab == std::string_view::npos ? tab : tab - start)));
-      if (tab == std::string_view::npos)
-        break;
-      start = tab + 1;
-    }
+  std::vector<tsv_line> lines;
+  if (auto e = tsv_lines(text, lines, "gazetteer.tsv"); !e.empty()) {
+    gazetteer_result r;
+    r.error = std::move(e);
+    return r;
+  }
+  for (auto& l : lines) {
+    auto number = l.number;
+    const auto& c = l.cells;
     if (c.size() != 8)
       return fail(number, "expected 8 tab-separated cells (kind, geo_id, region_geo_id, name, "
                           "synonyms, lat, lon, population), got "

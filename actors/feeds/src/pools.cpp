@@ -369,6 +369,25 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
   };
 }
 
+/// Takes the oldest due work of `stage` with its seller's lock and runs it; false when there
+/// was none. A step that throws is retried later like any transient failure.
+template <class F>
+bool take_and_run(const feed_pools_options& o, const char* stage, F run) {
+  auto job = persistence::take_feed_work(*o.db, stage, o.node_id);
+  if (!job) {
+    lg->debug("taking {} work failed: {}", stage, error_message(job.error()));
+    return false;
+  }
+  if (!job->has_value())
+    return false;
+  try {
+    run(**job);
+  } catch (const std::exception& e) {
+    transient(o, **job, stage, "io", e.what());
+  }
+  return true;
+}
+
 } // namespace
 
 bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
@@ -396,37 +415,13 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
   }
   if (auto due = persistence::schedule_due_feeds(*o.db, 16, o.keep_loads); due && !due->empty())
     lg->info("{} URL feeds due: loads queued for download", due->size());
-  auto job = persistence::take_feed_work(*o.db, "fetch", o.node_id);
-  if (!job) {
-    lg->debug("taking a download failed: {}", error_message(job.error()));
-    return false;
-  }
-  if (!job->has_value())
-    return false;
-  try {
-    fetch(o, **job, stop);
-  } catch (const std::exception& e) {
-    transient(o, **job, "fetch", "io", e.what());
-  }
-  return true;
+  return take_and_run(o, "fetch", [&](const feed_job& job) { fetch(o, job, stop); });
 }
 
 bool run_processor_step(const feed_pools_options& o, const stop_signal& stop) {
   if (stop.requested())
     return false;
-  auto job = persistence::take_feed_work(*o.db, "process", o.node_id);
-  if (!job) {
-    lg->debug("taking a load failed: {}", error_message(job.error()));
-    return false;
-  }
-  if (!job->has_value())
-    return false;
-  try {
-    process(o, **job, stop);
-  } catch (const std::exception& e) {
-    transient(o, **job, "process", "io", e.what());
-  }
-  return true;
+  return take_and_run(o, "process", [&](const feed_job& job) { process(o, job, stop); });
 }
 
 feed_pools spawn_feed_pools(caf::actor_system& sys, feed_pools_options opts) {

@@ -14,6 +14,14 @@
 
 namespace gost::testing {
 
+/// A file's whole content ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 class child_process {
 public:
   child_process(const std::string& path, std::vector<std::string> args) {
@@ -68,12 +76,7 @@ public:
     return waitpid(pid_, &status, WNOHANG) == 0;
   }
 
-  std::string output() const {
-    std::ifstream in(stderr_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string output() const { return read_file(stderr_path_); }
 
 private:
   pid_t pid_ = -1;

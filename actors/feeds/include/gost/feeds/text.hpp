@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gost::feeds {
 
@@ -35,5 +36,17 @@ size_t edit_distance(std::u32string_view a, std::u32string_view b, size_t cap);
 
 // Trims ASCII whitespace and NBSP (U+00A0) from both ends.
 std::string_view trim(std::string_view s);
+
+// One meaningful line of a TSV data file (data/README.md): its 1-based number and its trimmed
+// cells, viewing the text.
+struct tsv_line {
+  size_t number;
+  std::vector<std::string_view> cells;
+};
+
+// Splits a data file into lines of cells, skipping blank lines and "#" comments. A UTF-8 BOM is
+// ignored and CRLF accepted, because the files get edited in all sorts of editors. Empty when
+// it could be split, else "<file>:<line>: invalid UTF-8".
+std::string tsv_lines(std::string_view text, std::vector<tsv_line>& out, const char* file);
 
 } // namespace gost::feeds
