@@ -488,7 +488,7 @@ node_keys make_node_keys() {
             "The longest text or attribute value in a feed, in characters; longer fails the "
             "load (`limit`)."),
         bind_to(&node_config::feeds, &feeds_config::max_field_chars));
-  k.add(num(vk::duration, "feed.fetch_timeout", "5min", 1000, 3'600'000,
+  k.add(num(vk::duration, "feed.fetch_timeout", "5m", 1000, 3'600'000,
             "One feed download, redirects included; past it the attempt failed (retried)."),
         bind_to(&node_config::feeds, &feeds_config::fetch_timeout));
   k.add(num(vk::boolean, "feed.allow_private_sources", "false", 0, 1,
@@ -506,7 +506,7 @@ node_keys make_node_keys() {
             "Loads of a feed kept with their statistics and errors; older ones are removed "
             "with their files (seed 004 cleanup, option 2)."),
         bind_to(&node_config::feeds, &feeds_config::keep_loads));
-  k.add(num(vk::duration, "feed.min_period", "5min", 1000, 31'536'000'000,
+  k.add(num(vk::duration, "feed.min_period", "5m", 1000, 31'536'000'000,
             "The shortest period a URL feed may be fetched on."),
         bind_to(&node_config::feeds, &feeds_config::min_period));
   k.add(num(vk::duration, "feed.lock_max_hold", "6h", 60'000, 604'800'000,
