@@ -19,13 +19,26 @@ enum class api_method : uint8_t {
   list_offers,
   read_state,
   update_state,
+  create_feed, // gost.v1.FeedService (feed.enabled)
+  update_feed,
+  delete_feed,
+  get_feed,
+  list_feeds,
+  upload_feed,
+  load_feed_now,
+  list_feed_loads,
+  get_feed_load,
+  list_feed_errors,
   count_
 };
 
 /// The method's name as gRPC knows it.
 inline const char* to_string(api_method m) {
-  static const char* names[] = {"CreateOffer", "GetOffer",  "UpdateOffer", "DeleteOffer",
-                                "ListOffers",  "ReadState", "UpdateState"};
+  static const char* names[] = {
+    "CreateOffer", "GetOffer",   "UpdateOffer", "DeleteOffer", "ListOffers", "ReadState",
+    "UpdateState", "CreateFeed", "UpdateFeed",  "DeleteFeed",  "GetFeed",    "ListFeeds",
+    "Upload",      "LoadNow",    "ListLoads",   "GetLoad",     "ListErrors"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(api_method::count_));
   return names[static_cast<size_t>(m)];
 }
 

@@ -3,6 +3,7 @@
 #include "api/readiness.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/kit/writer.hpp"
+#include "gost/feeds/pools.hpp"
 #include "gost/images/stats.hpp"
 #include "rpc/parse_guard.hpp"
 
@@ -147,6 +148,23 @@ void image_families(std::ostringstream& out, const images::image_stats& st) {
       << "\n";
 }
 
+/// The feed processor's figures, as declared once (GOST_FEED_STATS), and the per-offer problems
+/// by type (label `type`: the six of gost::feeds::problem_type).
+void feed_families(std::ostringstream& out, const feeds::feed_stats& st) {
+  st.visit([&out](stat_kind kind, const char* name, const char* help, int64_t v) {
+    auto full = std::string{"gost_feed_"} + name;
+    family(out, full, kind == stat_kind::counter ? "counter" : "gauge", help);
+    out << full << " " << v << "\n";
+  });
+  family(out, "gost_feed_offer_problems_total", "counter",
+         "Problems of offers in feed files, by type (an offer may have several).");
+  constexpr size_t types = sizeof(st.problems) / sizeof(st.problems[0]);
+  for (size_t t = 0; t < types; ++t)
+    out << "gost_feed_offer_problems_total{type=\""
+        << feeds::to_string(static_cast<feeds::problem_type>(t)) << "\"} "
+        << st.problems[t].load(std::memory_order_relaxed) << "\n";
+}
+
 } // namespace
 
 std::string metrics::prometheus_text() const {
@@ -191,6 +209,8 @@ std::string metrics::prometheus_text() const {
   }
   if (health_.images)
     image_families(out, *health_.images);
+  if (health_.feeds)
+    feed_families(out, *health_.feeds);
   auto& a = *actors_;
   // Every value the actors count, as declared once with its name and help (gost/core/stats.hpp).
   a.visit([&out](stat_kind kind, const std::string& name, const char* help, int64_t v) {

@@ -18,6 +18,10 @@ namespace gost::images {
 struct image_stats;
 }
 
+namespace gost::feeds {
+struct feed_stats;
+}
+
 namespace gost::runtime {
 
 class readiness;
@@ -32,6 +36,8 @@ struct health_sources {
   std::shared_ptr<const kit::trace_hub> traces;
   /// The image functions (`gost_image_*`), when the node runs them.
   std::shared_ptr<const images::image_stats> images;
+  /// The feed processor (`gost_feed_*`), when the node runs it (feed.enabled).
+  std::shared_ptr<const feeds::feed_stats> feeds;
 };
 
 class metrics {

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "gost/core/blob_store.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/protocol.hpp"
+#include "gost/feeds/pools.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/feeds/feed_admin.hpp"
 #include "gost/persistence/images/images.hpp"
 #include "gost/persistence/offers/history.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
@@ -24,6 +27,38 @@ std::chrono::milliseconds interval_of(const housekeeping_options& o) {
     return o.every;
   return std::clamp(o.request_ttl / 10, std::chrono::milliseconds{1000},
                     std::chrono::milliseconds{600'000});
+}
+
+/// Old feed loads (feed_admin.hpp `clean_old_feed_loads`): rows in bounded transactions, then
+/// the files each commit released. A file that cannot be removed stays (logged): no row names
+/// it any more, so it is never read again.
+void clean_feeds(const housekeeping_options& o) {
+  int64_t loads = 0;
+  int64_t files = 0;
+  for (int round = 0; round < 10; ++round) {
+    auto step = persistence::clean_old_feed_loads(*o.pool, o.feed_cleanup_batch);
+    if (!step) {
+      if (!db_outage_reported(o.db.get(), step.error()))
+        lg->warn("old feed loads not cleaned (next round tries again) error={}",
+                 persistence::error_message(step.error()));
+      break;
+    }
+    loads += step->loads;
+    for (auto& name : step->blobs) {
+      if (o.blobs != nullptr && o.blobs->remove(name))
+        ++files;
+      else
+        lg->warn("feed file not removed (no load refers to it any more) name={}", name);
+    }
+    if (step->loads < o.feed_cleanup_batch)
+      break;
+  }
+  if (o.feed_stats != nullptr) {
+    o.feed_stats->loads_cleaned.fetch_add(static_cast<uint64_t>(loads), std::memory_order_relaxed);
+    o.feed_stats->files_removed.fetch_add(static_cast<uint64_t>(files), std::memory_order_relaxed);
+  }
+  if (loads > 0)
+    lg->info("old feed loads cleaned loads={} files={}", loads, files);
 }
 
 void sweep(const housekeeping_options& o) {
@@ -56,6 +91,8 @@ void sweep(const housekeeping_options& o) {
     if (reaped > 0)
       lg->info("expired image results reaped count={}", reaped);
   }
+  if (o.feeds)
+    clean_feeds(o);
   auto history_s = o.history_retention.count() / 1000;
   auto history = persistence::reap_history(*o.pool, shards, history_s);
   if (!history) {

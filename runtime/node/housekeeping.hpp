@@ -3,7 +3,9 @@
 // the request ids of writes older than `api.request_ttl` (offers' ids of the shards this
 // node owns; durable entities' ids) and the offers' history older than `history.retention`
 // (of the shards this node owns). A retry older than that is applied as a new write
-// (docs/api.md, Retries).
+// (docs/api.md, Retries). With the feed processor it also cleans old feed loads (seed 004
+// "Чистка старых данных", option 2): rows first, in the seed's order, then the files no load
+// refers to any more.
 
 #include <chrono>
 #include <cstdint>
@@ -15,7 +17,12 @@
 #include <caf/fwd.hpp>
 
 namespace gost {
+class blob_store;
 class dependency_tracker;
+} // namespace gost
+
+namespace gost::feeds {
+struct feed_stats;
 }
 
 namespace gost::persistence {
@@ -32,6 +39,13 @@ struct housekeeping_options {
   std::chrono::milliseconds every{0};
   bool entities = false; ///< durable entity types are registered (their table exists)
   bool images = false;   ///< the image functions run here: their expired results are reaped
+  /// The feed processor runs here (feed.enabled): the loads queued in feed_old_loads are
+  /// cleaned, `feed_cleanup_batch` per transaction, up to 10 per round; their files go from
+  /// `blobs` after each commit. Any node may clean any load (rows taken are skipped by others).
+  bool feeds = false;
+  int feed_cleanup_batch = 100;
+  const blob_store* blobs = nullptr;
+  feeds::feed_stats* feed_stats = nullptr; ///< may be null
   persistence::pg_pool* pool = nullptr;
   /// The node's PostgreSQL tracker: a round failed by an outage it reported is not logged
   /// again. May be null.

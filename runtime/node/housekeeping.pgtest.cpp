@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -8,9 +9,14 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include "gost/core/blob_store.hpp"
 #include "gost/core/protocol.hpp"
+#include "gost/feeds/pools.hpp"
+#include "gost/persistence/feeds/feed_admin.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
+#include "gost/testing/migrated_db.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "node/housekeeping.hpp"
 
@@ -56,4 +62,71 @@ TEST_CASE("housekeeping forgets the request ids older than the ttl, of the shard
   CHECK(db.scalar("SELECT string_agg(request_id, ',' ORDER BY request_id) FROM offer_requests")
         == "new-owned,old-elsewhere");
   CHECK(db.scalar("SELECT string_agg(request_id, ',') FROM entity_requests") == "new");
+}
+
+TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no load uses") {
+  using namespace gost::persistence;
+  gost::testing::migrated_db m;
+  auto dir = gost::testing::temp_path("gost-feed-blobs");
+  gost::blob_store blobs{dir, ""};
+  auto store = [&](const std::string& bytes) {
+    std::string error;
+    auto url = blobs.put(bytes, "xml", error);
+    REQUIRE_MESSAGE(!url.empty(), error);
+    return url.substr(url.rfind('/') + 1);
+  };
+  auto kept = store("<feed>kept</feed>");
+  auto shared = store("<feed>shared</feed>");
+  auto own = store("<feed>own</feed>");
+  feed_spec spec{"s1", "shop", "", "", 0};
+  REQUIRE(create_feed(m.pool, spec));
+  auto load = [&](const std::string& file) {
+    new_feed_load n;
+    n.seller_id = "s1";
+    n.ns = "shop";
+    n.origin = "upload";
+    n.sha256 = file;
+    n.keep_loads = 100;
+    auto l = create_feed_load(m.pool, n);
+    REQUIRE(l);
+    m.db.scalar("UPDATE feed_loads SET status = 'succeeded' WHERE load_id = "
+                + std::to_string(l->load_id));
+    return l->load_id;
+  };
+  auto old_shared = load(shared);
+  auto old_own = load(own);
+  load(shared); // the newer load keeps the shared file
+  load(kept);
+  REQUIRE_FALSE(add_feed_offer_errors(m.pool, "s1", old_own,
+                                      {{"x", 0, "error", "validation", "", "", 1, "bad"}}));
+  m.db.scalar("INSERT INTO feed_old_loads VALUES ('s1', " + std::to_string(old_shared)
+              + "), ('s1', " + std::to_string(old_own) + ")");
+
+  caf::actor_system_config cfg;
+  gost::register_core_types(cfg);
+  caf::actor_system sys{cfg};
+  gost::feeds::feed_stats stats;
+  gost::runtime::housekeeping_options ho;
+  ho.every = 20ms;
+  ho.pool = &m.pool;
+  ho.local_shards = [] { return std::vector<uint32_t>{}; };
+  ho.feeds = true;
+  ho.feed_cleanup_batch = 1; // two transactions in one round
+  ho.blobs = &blobs;
+  ho.feed_stats = &stats;
+  auto hk = gost::runtime::spawn_housekeeping(sys, ho);
+  bool cleaned = gost::testing::eventually(10s, [&] { return stats.files_removed.load() == 1; });
+  caf::anon_send_exit(hk, caf::exit_reason::user_shutdown);
+  hk = caf::actor{};
+  REQUIRE(cleaned);
+
+  CHECK(stats.loads_cleaned.load() == 2);
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_old_loads") == "0");
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_loads") == "2");
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_offer_errors") == "0");
+  namespace fs = std::filesystem;
+  CHECK_FALSE(fs::exists(blobs.path_of(own)));
+  CHECK(fs::exists(blobs.path_of(shared)));
+  CHECK(fs::exists(blobs.path_of(kept)));
+  fs::remove_all(dir);
 }

@@ -43,6 +43,7 @@ constexpr start_step start_order[] = {
   {"cluster manager", start_cluster_manager},
   {"node link", start_node_link},
   {"image queue", start_image_queue},
+  {"blob store", start_blob_store},
   {"gRPC API", start_grpc},
   {"admin HTTP", start_http},
   {"outbox relay", start_outbox_relay},

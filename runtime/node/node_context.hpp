@@ -19,6 +19,7 @@
 
 #include "api/admin_service.hpp"
 #include "api/entity_service.hpp"
+#include "api/feed_service.hpp"
 #include "api/image_service.hpp"
 #include "api/offer_service.hpp"
 #include "api/readiness.hpp"
@@ -76,13 +77,17 @@ struct node_context {
   std::shared_ptr<dependency_tracker> redis = make_tracker("redis", "images");
   /// The image functions' figures (gost_image_*), fed by ImageService, the pools, housekeeping.
   std::shared_ptr<images::image_stats> image_stats = std::make_shared<images::image_stats>();
+  /// The feed processor's figures (gost_feed_*), fed by its pools, the answers' consumer and
+  /// housekeeping's cleanup.
+  std::shared_ptr<feeds::feed_stats> feed_stats = std::make_shared<feeds::feed_stats>();
   std::unique_ptr<metrics> counters = std::make_unique<metrics>(
     stats,
     health_sources{ready,
                    cfg.images.redis_address.empty()
                      ? std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka}
                      : std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka, redis},
-                   trace_hub, cfg.images.enabled ? image_stats : nullptr});
+                   trace_hub, cfg.images.enabled ? image_stats : nullptr,
+                   cfg.feeds.enabled ? feed_stats : nullptr});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;
@@ -119,6 +124,7 @@ struct node_context {
   std::unique_ptr<entity_service> entities;         ///< when the node hosts actor types
   std::unique_ptr<task_service> tasks;              ///< with them (task types are actor types)
   std::unique_ptr<image_service> images;            ///< images.enabled
+  std::unique_ptr<feed_service> feed_api;           ///< feed.enabled
   std::unique_ptr<images::redis_cache> image_cache; ///< images.redis.address (also the pools')
   std::unique_ptr<grpc::Server> server;
   int grpc_port = 0;
@@ -129,12 +135,9 @@ struct node_context {
   caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
-  // the feed processor (start_feeds): its pools, the answers' consumer, its figures, and a
-  // blob store of its own when the image functions do not run here
+  // the feed processor (start_feeds): its pools and the answers' consumer
   feeds::feed_pools feed_pools;
   std::unique_ptr<feed_answers> feed_answers_reader;
-  feeds::feed_stats feed_stats;
-  std::unique_ptr<blob_store> feed_blobs;
   /// images.queue=kafka (start_image_queue): ImageService and the photo stages queue there;
   /// its consumers (start_images) feed the image pools
   std::unique_ptr<image_queue> kafka_images;
@@ -145,8 +148,11 @@ struct node_context {
   std::unique_ptr<scheduled_service> scheduled_actions; ///< gRPC (start_grpc)
   // housekeeping (start_housekeeping)
   caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
-  // the image functions (start_images): their blob store and a pool + feeder per function
-  std::unique_ptr<images::blob_store> blobs;
+  /// The node's one blob store (start_blob_store, images.blob_dir), when the image functions or
+  /// the feed processor run here: rotated images, sellers' feed files (uploads, downloads);
+  /// made before the gRPC API, stopped after it. start_images gives it its base URL.
+  std::unique_ptr<blob_store> blobs;
+  // the image functions (start_images): a pool + feeder per function
   std::map<images::function, caf::actor> image_pools; ///< the feeders, each with its pool
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }

@@ -39,8 +39,12 @@ caf::error start_cluster_manager(node_context& n);
 /// gost.v1.NodeService on `caf.listen`: other nodes forward requests here (start_cluster.cpp).
 caf::error start_node_link(node_context& n);
 
+/// The node's blob store under `images.blob_dir`, when images or feeds run here
+/// (start_blobs.cpp): before the gRPC API, which writes uploads to it.
+caf::error start_blob_store(node_context& n);
+
 /// The public gRPC API on `grpc.listen`, EntityService included when the node hosts actor
-/// types (start_grpc.cpp).
+/// types, FeedService when `feed.enabled` (start_grpc.cpp).
 caf::error start_grpc(node_context& n);
 
 /// The admin HTTP endpoint on `http.listen` (start_http.cpp).

@@ -1,9 +1,8 @@
 // The feed processor's side of seed 004 (gost/feeds/pools.hpp, docs/feeds.md "Feed
 // processor"): the loader and processor pools, sending loads on `feed.requests_topic` with a
 // producer of their own per load, and the consumer storing the offer store's answers. Files
-// go to the node's blob store (`images.blob_dir`, shared with the image functions).
-
-#include <filesystem>
+// go to the node's blob store (`images.blob_dir`, start_blob_store; FeedService.Upload writes
+// there too).
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
@@ -28,17 +27,6 @@ caf::error start_feeds(node_context& n) {
     return make_error(errc::invalid_argument,
                       "feed.enabled needs kafka.brokers: loads are sent to the offer store over "
                       "Kafka (feed.requests_topic)");
-  const blob_store* blobs = n.blobs.get();
-  if (!blobs) {
-    std::error_code ec;
-    std::filesystem::create_directories(n.cfg.images.blob_dir, ec);
-    if (ec)
-      return make_error(errc::invalid_argument,
-                        "cannot create images.blob_dir=" + n.cfg.images.blob_dir + ": "
-                          + ec.message() + "; choose another directory");
-    n.feed_blobs = std::make_unique<blob_store>(n.cfg.images.blob_dir, "");
-    blobs = n.feed_blobs.get();
-  }
   // A previous incarnation of this node (killed mid-step) may have left locks: none is ours now.
   if (auto freed = persistence::release_node_feed_locks(*n.pool, n.cfg.node.id); !freed)
     return freed.error();
@@ -76,7 +64,7 @@ caf::error start_feeds(node_context& n) {
       return make_error(errc::invalid_argument,
                         "feed.catalog_dir: " + error + "; fix the file or unset feed.catalog_dir");
   }
-  o.blobs = blobs;
+  o.blobs = n.blobs.get(); // made by start_blob_store, stopped after us
   o.make_sink = [kafka = n.cfg.kafka,
                  topic = n.cfg.feed.requests_topic]() -> std::unique_ptr<feeds::request_sink> {
     kafka::producer_options po;
@@ -93,13 +81,12 @@ caf::error start_feeds(node_context& n) {
     return std::make_unique<kafka::seller_sink<v1::FeedRequest>>(std::move(*p), topic,
                                                                  "feed requests");
   };
-  o.stats = &n.feed_stats;
+  o.stats = n.feed_stats.get();
   n.feed_pools = feeds::spawn_feed_pools(*n.sys, std::move(o));
   n.stops.push("feed pools", [&n] {
     std::vector<feeds::feed_feeder_actor> feeders{n.feed_pools.loader, n.feed_pools.processor};
     n.stop_actors(feeders);
     n.feed_pools = {};
-    n.feed_blobs.reset();
   });
   feed_answers_options ao;
   ao.kafka = n.cfg.kafka;
@@ -107,7 +94,7 @@ caf::error start_feeds(node_context& n) {
   ao.feeds = c;
   ao.pool = n.pool.get();
   ao.broker = n.kafka;
-  ao.stats = &n.feed_stats;
+  ao.stats = n.feed_stats.get();
   auto answers = feed_answers::start(std::move(ao));
   if (!answers)
     return answers.error(); // names the key to change

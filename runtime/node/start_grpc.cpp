@@ -1,6 +1,6 @@
 // The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
 // EntityService and TaskService (when the node hosts actor types), ImageService (images.enabled),
-// ScheduledActionService, server reflection and the health service.
+// FeedService (feed.enabled), ScheduledActionService, server reflection and the health service.
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -64,6 +64,16 @@ caf::error start_grpc(node_context& n) {
     n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
     b.RegisterService(n.images.get());
   }
+  if (cfg.feeds.enabled) {
+    feed_service::settings fs;
+    fs.min_period = cfg.feeds.min_period;
+    fs.max_file_bytes = cfg.feeds.max_file_bytes;
+    fs.keep_loads = cfg.feeds.keep_loads;
+    // The blob store (start_blob_store) is stopped after this step's stop.
+    n.feed_api =
+      std::make_unique<feed_service>(*n.hub, *n.pool, *n.blobs, n.counters->calls(), limits, fs);
+    b.RegisterService(n.feed_api.get());
+  }
   b.RegisterService(n.admin.get());
   b.RegisterService(n.states.get());
   n.scheduled_actions =
@@ -84,6 +94,7 @@ caf::error start_grpc(node_context& n) {
     n.images.reset();
     n.image_cache.reset();
     n.scheduled_actions.reset();
+    n.feed_api.reset();
   };
   if (!n.server || n.grpc_port == 0) {
     n.server.reset();

@@ -12,6 +12,9 @@ caf::error start_housekeeping(node_context& n) {
   ho.history_retention = n.cfg.history.retention;
   ho.entities = n.hosts_entities();
   ho.images = n.cfg.images.enabled;
+  ho.feeds = n.cfg.feeds.enabled;
+  ho.blobs = n.blobs.get(); // start_blob_store: stopped after us
+  ho.feed_stats = n.feed_stats.get();
   ho.pool = n.pool.get();
   ho.db = n.db;
   ho.local_shards = [routes = n.routes] { return routes->local_shards(); };

@@ -1,6 +1,7 @@
 // The admin HTTP endpoint on `http.listen`: `/healthz`, `/readyz`, `/metrics`, the web console
 // at `/` with its JSON under `/api/` (console/web_api.hpp), `/status` (the configuration) and
-// `/blobs/NAME` (rotated images, images.enabled).
+// `/blobs/NAME` (rotated images, images.enabled) and `/feeds/errors.csv` (a feed load's
+// errors, feed.enabled).
 
 #include <atomic>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <iterator>
 
+#include "console/feed_export.hpp"
 #include "console/web_api.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/images/worker.hpp"
@@ -104,6 +106,8 @@ caf::error start_http(node_context& n) {
     return {};
   };
   add_web_console(*n.http, *n.admin, std::move(trace));
+  if (cfg.feeds.enabled) // /feeds/errors.csv (console/feed_export.hpp)
+    add_feed_export(*n.http, *n.pool);
   std::string error;
   n.http_port = n.http->start(cfg.http.listen.host, cfg.http.listen.port, error);
   if (n.http_port == 0) {

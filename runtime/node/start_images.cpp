@@ -3,8 +3,6 @@
 // it holds, so the leases spread them and a dead node's move with its shards. With
 // images.queue=kafka, the Kafka queue's consumers (a group per function) feed the same pools.
 
-#include <filesystem>
-
 #include "cluster/router.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/images/pools.hpp"
@@ -16,13 +14,9 @@ caf::error start_images(node_context& n) {
   auto& c = n.cfg.images;
   if (!c.enabled)
     return {};
-  std::error_code ec;
-  std::filesystem::create_directories(c.blob_dir, ec);
-  if (ec)
-    return make_error(errc::invalid_argument, "cannot create images.blob_dir=" + c.blob_dir + ": "
-                                                + ec.message() + "; choose another directory");
-  n.blobs = std::make_unique<images::blob_store>(
-    c.blob_dir, "http://" + n.advertised_host + ":" + std::to_string(n.http_port) + "/blobs");
+  // The node's blob store (start_blob_store) answers rotated images' URLs from here on.
+  n.blobs->set_base_url("http://" + n.advertised_host + ":" + std::to_string(n.http_port)
+                        + "/blobs");
   images::pools_options o;
   o.db = n.pool.get();
   o.work.limits.max_pixels = c.max_pixels;
@@ -49,7 +43,6 @@ caf::error start_images(node_context& n) {
       feeders.push_back(feeder);
     n.stop_actors(feeders);
     n.image_pools.clear();
-    n.blobs.reset();
   });
   if (n.kafka_images) {
     // A batch waits for its slowest task: its fetch (with redirects) and a store.

@@ -135,6 +135,16 @@ protected:
                                }));
   }
 
+  /// Guards a client-streaming method. Nothing is parsed before its reactor starts: the
+  /// generated base hands the call to the override as it is, and each message is parsed by a
+  /// read — one that does not decode ends the reads as the client's end would, so the method
+  /// must be able to tell a complete stream (say, by a size the first message declares).
+  template <class C, class Req, class Resp>
+  void guard(const char* name,
+             grpc::ServerReadReactor<Req>* (C::*)(grpc::CallbackServerContext*, Resp*)) {
+    lookup(name, Req::descriptor(), Resp::descriptor(), false, true);
+  }
+
   /// Call last in the constructor: a method left unguarded is a bug (thrown at start).
   void require_all_guarded() const {
     auto* sd = descriptor();
@@ -162,11 +172,12 @@ private:
   const google::protobuf::MethodDescriptor* lookup(const char* name,
                                                    const google::protobuf::Descriptor* in,
                                                    const google::protobuf::Descriptor* out,
-                                                   bool server_streaming) {
+                                                   bool server_streaming,
+                                                   bool client_streaming = false) {
     auto* sd = descriptor();
     auto* md = sd->FindMethodByName(name);
     if (md == nullptr || md->input_type() != in || md->output_type() != out
-        || md->client_streaming() || md->server_streaming() != server_streaming)
+        || md->client_streaming() != client_streaming || md->server_streaming() != server_streaming)
       throw std::logic_error(std::string{"rpc::guarded: no method "} + name + " of this signature");
     guarded_.resize(static_cast<size_t>(sd->method_count()));
     guarded_[static_cast<size_t>(md->index())] = true;

@@ -1,13 +1,13 @@
 #include "gost/persistence/feeds/feed_loads.hpp"
 
+#include "feeds/feed_internal.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
 
-namespace {
+namespace feed_sql {
 
-/// The columns `load_of` reads, from feed_loads `l` left-joined with feed_statistics `s`.
-constexpr const char* load_columns =
+const char* const load_columns =
   "l.seller_id, l.namespace, l.load_id, l.feed_version, l.origin, l.status, l.settings,"
   " coalesce(l.source_url, ''), coalesce(l.sha256, ''), coalesce(l.bytes, 0),"
   " coalesce(l.format, ''), coalesce(l.error_kind, ''), coalesce(l.error_message, ''),"
@@ -53,11 +53,6 @@ std::optional<feed_load_row> select_load(pqxx::transaction_base& tx, const std::
   return load_of(rows[0]);
 }
 
-const char* context_of(const std::string& stage) {
-  return stage == "fetch" ? "feedloader" : "feedprocessor";
-}
-
-/// Queues the loads of a feed beyond the newest `keep` for cleanup (seed option 2).
 void queue_old_loads(pqxx::transaction_base& tx, const std::string& seller, const std::string& ns,
                      int keep) {
   tx.exec_params("INSERT INTO feed_old_loads (seller_id, load_id)"
@@ -69,9 +64,8 @@ void queue_old_loads(pqxx::transaction_base& tx, const std::string& seller, cons
                  seller, ns, std::max(keep, 1));
 }
 
-/// Inserts a load of the feed row locked by the caller; the new load.
-feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n,
-                          const pqxx::row& feed) {
+feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n, int64_t feed_version,
+                          const std::string& settings) {
   bool fetching = !n.source_url.empty();
   auto id =
     tx.exec_params1(
@@ -79,14 +73,30 @@ feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n,
         " settings, source_url, sha256, bytes)"
         " VALUES ($1, nextval('feed_load_ids'), $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''),"
         " $9) RETURNING load_id",
-        n.seller_id, n.ns, feed[0].as<int64_t>(), n.origin, fetching ? "fetching" : "queued",
-        pqxx::binarystring{feed[1]}, n.source_url, n.sha256, n.bytes)[0]
+        n.seller_id, n.ns, feed_version, n.origin, fetching ? "fetching" : "queued",
+        pqxx::binarystring{settings}, n.source_url, n.sha256, n.bytes)[0]
       .as<int64_t>();
   tx.exec_params("INSERT INTO feed_queue (seller_id, load_id, stage) VALUES ($1, $2, $3)",
                  n.seller_id, id, fetching ? "fetch" : "process");
   // The loads this one supersedes count too: only the newest `keep_loads` stay.
   queue_old_loads(tx, n.seller_id, n.ns, n.keep_loads - 1);
   return *select_load(tx, n.seller_id, id);
+}
+
+} // namespace feed_sql
+
+namespace {
+
+using namespace feed_sql;
+
+const char* context_of(const std::string& stage) {
+  return stage == "fetch" ? "feedloader" : "feedprocessor";
+}
+
+/// Inserts a load of the feed row (version, settings) locked by the caller.
+feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n,
+                          const pqxx::row& feed) {
+  return feed_sql::insert_load(tx, n, feed[0].as<int64_t>(), pqxx::binarystring{feed[1]}.str());
 }
 
 } // namespace
@@ -106,8 +116,8 @@ caf::expected<feed_load_row> create_feed_load(pg_pool& pool, const new_feed_load
       return;
     }
     if (feed[0][2].as<bool>()) {
-      refused = make_db_error(db_errc::invalid_argument,
-                              "the feed " + n.seller_id + "/" + n.ns + " is removed");
+      refused = make_db_error(db_errc::conflict, "the feed " + n.seller_id + "/" + n.ns
+                                                   + " is removed; create it again first");
       return;
     }
     out = insert_load(tx, n, feed[0]);

@@ -44,19 +44,21 @@ struct node_context;
 ///    7. cluster manager, idle (owns the peer links to other nodes); node links' TLS files
 ///    8. node link server (gost.v1.NodeService) on caf.listen
 ///    9. the image functions' Kafka queue producer (images.queue=kafka)
-///   10. gRPC API (OfferService, AdminService, StateService, EntityService when there are
-///       actor types, ImageService, health, reflection) on grpc.listen
-///   11. admin HTTP on http.listen (/, /healthz, /readyz, /metrics, /blobs)
-///   12. outbox relay to Kafka (outbox.relay)
-///   13. cluster membership: the node registers, the manager takes leases and starts shards;
+///   10. the node's blob store under images.blob_dir (images.enabled or feed.enabled)
+///   11. gRPC API (OfferService, AdminService, StateService, EntityService when there are
+///       actor types, ImageService, FeedService (feed.enabled), health, reflection) on grpc.listen
+///   12. admin HTTP on http.listen (/, /healthz, /readyz, /metrics, /blobs)
+///   13. outbox relay to Kafka (outbox.relay)
+///   14. cluster membership: the node registers, the manager takes leases and starts shards;
 ///       its stop is the hand-off (every shard drained and released while all above serves)
-///   14. housekeeping: forgets write request ids older than api.request_ttl, reaps results
-///   15. image functions: a pool and a feeder per function (images.enabled), and the Kafka
+///   15. housekeeping: forgets write request ids older than api.request_ttl, reaps results,
+///       cleans old feed loads (feed.enabled)
+///   16. image functions: a pool and a feeder per function (images.enabled), and the Kafka
 ///       queue's consumers feeding them (images.queue=kafka)
-///   16. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
-///   17. feed exchange (feed.requests_topic)
-///   18. feed processor: loader and processor pools, the answers' consumer (feed.enabled)
-///   19. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
+///   17. after_save consumer (when a stage has an after_save hook and kafka.brokers is set)
+///   18. feed exchange (feed.requests_topic)
+///   19. feed processor: loader and processor pools, the answers' consumer (feed.enabled)
+///   20. readiness: gRPC health and /readyz follow the routes and the database (NOT_SERVING
 ///       until then); its stop, the first, makes the node unready before the hand-off
 /// run_node writes the port file after the last step, once every port serves.
 class node {

@@ -16,6 +16,11 @@ public:
   blob_store(std::string dir, std::string base_url)
     : dir_(std::move(dir)), base_url_(std::move(base_url)) {}
 
+  /// The URL `put` answers under, once the server of the files is known (the node makes its
+  /// store before its admin HTTP port is bound). Only before anything calls `put`: the other
+  /// calls may run meanwhile (they never read it).
+  void set_base_url(std::string base_url) { base_url_ = std::move(base_url); }
+
   /// Stores `bytes` as `<sha256>.<ext>`; returns its URL, or an empty string and `error`.
   std::string put(const std::string& bytes, const std::string& ext, std::string& error) const;
 

@@ -52,6 +52,8 @@ class pg_pool;
   X(counter, offers_rejected, "offers_rejected_total", "Offers with an error of their own.")      \
   X(counter, processed_bytes, "processed_bytes_total", "Bytes of feed files processed.")          \
   X(counter, locks_reaped, "locks_reaped_total", "Seller locks freed by the reaper.")             \
+  X(counter, loads_cleaned, "loads_cleaned_total", "Old loads whose rows the cleanup removed.")   \
+  X(counter, files_removed, "files_removed_total", "Stored feed files the cleanup removed.")       \
   X(gauge, loader_busy, "loader_busy", "Loader workers busy now.")                                \
   X(gauge, processor_busy, "processor_busy", "Processor workers busy now.")
 // clang-format on

@@ -59,7 +59,7 @@ struct new_feed_load {
 };
 
 /// Creates a load with the feed's current version and settings. Errors: not_found (no such
-/// feed), failed_precondition (the feed is removed), the database's.
+/// feed), conflict (the feed is removed: FAILED_PRECONDITION at the edge), the database's.
 caf::expected<feed_load_row> create_feed_load(pg_pool& pool, const new_feed_load& load);
 
 /// URL feeds whose next fetch is due: a `fetching` load for each (at most `limit`), their

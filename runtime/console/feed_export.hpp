@@ -1,0 +1,29 @@
+#pragma once
+// Per-offer errors of a feed load as a CSV file on the admin HTTP listener (seed 004: errors
+// "экспорт ... в Excel-таблицы"; MISSION F2), for operators and the tools behind them:
+//
+//   GET /feeds/errors.csv?seller=S&load=N[&level=error|warning][&type=T][&include_hidden=1]
+//
+// The header row, then one row per error in (external_id, error_id) order (rpc/feed_csv.hpp),
+// streamed page by page as read (1000 rows per short read transaction: memory stays one page,
+// however many errors the load has). A parsed feed's errors are hidden as ListErrors hides
+// them (seed "parsed") unless include_hidden=1. Errors before the first row: 400 naming the
+// parameter, 404 for a load that does not exist, 503 while the database is away (JSON, as the
+// console's /api/ answers).
+
+#include "console/admin_http.hpp"
+
+namespace gost::persistence {
+class pg_pool;
+}
+
+namespace gost::runtime {
+
+/// Adds the route to `http` (before it starts).
+void add_feed_export(admin_http& http, persistence::pg_pool& pool);
+
+/// The route's answer (the route calls it; tests may too).
+http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& req,
+                              http_stream& out);
+
+} // namespace gost::runtime
