@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <google/protobuf/struct.pb.h>
+
 #include "api/feed_service.hpp"
 #include "api/status.hpp"
 #include "console/web_api.hpp"
@@ -18,6 +20,13 @@ constexpr int page_rows = 1000;
 std::string param(const http_request& req, const char* name) {
   auto i = req.query.find(name);
   return i == req.query.end() ? std::string{} : i->second;
+}
+
+/// A JSON string literal.
+std::string to_json_string(const std::string& s) {
+  google::protobuf::Value v;
+  v.set_string_value(s);
+  return to_json(v);
 }
 
 http_response bad(std::string why) {
@@ -69,7 +78,43 @@ http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& re
   return {};
 }
 
+http_response feeds_json(persistence::pg_pool& pool, const http_request& req) {
+  auto seller = param(req, "seller");
+  if (auto p = check_feed_seller("seller", seller); !p.empty())
+    return bad(p);
+  int loads = 10;
+  if (auto n = param(req, "loads"); !n.empty()) {
+    char* end = nullptr;
+    loads = static_cast<int>(std::strtol(n.c_str(), &end, 10));
+    if (*end != '\0' || loads < 1 || loads > 100)
+      return bad("loads must be a number from 1 to 100 (the newest loads shown per feed)");
+  }
+  auto feeds = persistence::list_feeds(pool, seller, true);
+  if (!feeds)
+    return http_error_of(to_status(feeds.error()));
+  // {"feeds": [Feed, ...], "loads": {"<namespace>": [FeedLoad, ...]}}: FeedService's messages.
+  std::string out = "{\"feeds\":[";
+  std::string by_ns;
+  v1::Feed f;
+  v1::FeedLoad l;
+  for (auto& row : *feeds) {
+    to_proto(row, f);
+    out += (out.back() == '[' ? "" : ",") + to_json(f);
+    auto rows = persistence::list_feed_loads(pool, seller, row.ns, 0, loads);
+    if (!rows)
+      return http_error_of(to_status(rows.error()));
+    std::string list;
+    for (auto& r : *rows) {
+      to_proto(r, l);
+      list += (list.empty() ? "" : ",") + to_json(l);
+    }
+    by_ns += (by_ns.empty() ? "" : ",") + to_json_string(row.ns) + ":[" + list + "]";
+  }
+  return http_response::json(200, out + "],\"loads\":{" + by_ns + "}}\n");
+}
+
 void add_feed_export(admin_http& http, persistence::pg_pool& pool) {
+  http.route("/api/feeds", [&pool](const http_request& req) { return feeds_json(pool, req); });
   http.stream_route("/feeds/errors.csv", [&pool](const http_request& req, http_stream& out) {
     return feed_errors_csv(pool, req, out);
   });

@@ -19,7 +19,12 @@ class pg_pool;
 
 namespace gost::runtime {
 
-/// Adds the route to `http` (before it starts).
+/// The web console's feed view: a seller's feeds with their newest loads (status, counts,
+/// errors), GET /api/feeds?seller=S[&loads=N] (1..100, default 10) as JSON of FeedService's
+/// messages: {"feeds": [Feed...], "loads": {"<namespace>": [FeedLoad...]}}.
+http_response feeds_json(persistence::pg_pool& pool, const http_request& req);
+
+/// Adds the routes to `http` (before it starts).
 void add_feed_export(admin_http& http, persistence::pg_pool& pool);
 
 /// The route's answer (the route calls it; tests may too).

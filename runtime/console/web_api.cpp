@@ -51,14 +51,6 @@ google::protobuf::util::JsonPrintOptions print_options() {
   return o;
 }
 
-std::string to_json(const google::protobuf::Message& m) {
-  std::string out;
-  if (auto st = google::protobuf::util::MessageToJsonString(m, &out, print_options()); !st.ok())
-    throw std::runtime_error("cannot render " + m.GetTypeName()
-                             + " as JSON: " + std::string{st.message()});
-  return out;
-}
-
 /// A stage state as JSON: decoded with the node's own generated descriptors when its type is
 /// linked into this binary; else its type URL and size.
 std::string state_json(const google::protobuf::Any& any) {
@@ -133,6 +125,14 @@ http_response plain(const Resp& r) {
 }
 
 } // namespace
+
+std::string to_json(const google::protobuf::Message& m) {
+  std::string out;
+  if (auto st = google::protobuf::util::MessageToJsonString(m, &out, print_options()); !st.ok())
+    throw std::runtime_error("cannot render " + m.GetTypeName()
+                             + " as JSON: " + std::string{st.message()});
+  return out;
+}
 
 std::string offer_json(const v1::InspectOfferResponse& resp) {
   v1::InspectOfferResponse rest = resp;

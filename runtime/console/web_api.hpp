@@ -15,6 +15,10 @@ namespace grpc {
 class Status;
 }
 
+namespace google::protobuf {
+class Message;
+}
+
 namespace gost::v1 {
 class InspectOfferResponse;
 }
@@ -44,6 +48,9 @@ using trace_hook = std::function<http_response(const trace_query&, http_stream& 
 /// the types linked into this binary; one it cannot decode shows its type URL and size
 /// (`"decoded": false`) without hiding the others.
 std::string offer_json(const v1::InspectOfferResponse& resp);
+
+/// A message as the console's JSON: the .proto's field names, zeros shown.
+std::string to_json(const google::protobuf::Message& m);
 
 /// A failed gRPC call's answer as the endpoints give it: `{"error", "code"}` with the HTTP
 /// status of the gRPC code.

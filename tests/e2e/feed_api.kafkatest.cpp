@@ -355,6 +355,19 @@ TEST_CASE("feed API: an upload runs through the pipeline; history, errors, CSV, 
       .rfind("HTTP/1.1 404", 0)
     == 0);
 
+  // The web console's feed view: the feeds and their newest loads as JSON.
+  auto view = testing::http_get(static_cast<uint16_t>(n.http_port), "/api/feeds?seller=s1&loads=5");
+  CHECK(view.rfind("HTTP/1.1 200", 0) == 0);
+  auto view_body = body_of(view);
+  CHECK(view_body.find("\"feeds\":[") != std::string::npos);
+  CHECK(view_body.find("\"load_id\":\"" + std::to_string(id) + "\"") != std::string::npos);
+  CHECK(view_body.find("\"status\":\"SUCCEEDED\"") != std::string::npos);
+  CHECK(testing::http_get(static_cast<uint16_t>(n.http_port), "/api/feeds?seller=s1&loads=0")
+          .rfind("HTTP/1.1 400", 0)
+        == 0);
+  CHECK(testing::http_get(static_cast<uint16_t>(n.http_port), "/api/feeds").rfind("HTTP/1.1 400", 0)
+        == 0);
+
   // gostctl: the seller's feeds, the load, its errors as CSV.
   auto [rc1, feeds_out] = gostctl(n, {"feeds", "--seller", "s1"});
   CHECK_MESSAGE(rc1 == 0, feeds_out);

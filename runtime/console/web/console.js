@@ -323,6 +323,60 @@ async function startTrace() {
   }
 }
 
+// A seller's feeds and their newest loads (/api/feeds, FeedService's messages as JSON).
+async function loadFeeds() {
+  const seller = $('feeds-seller').value.trim();
+  if (!seller) return;
+  $('feeds-status').textContent = 'loading…';
+  let body;
+  try {
+    body = await getJSON('/api/feeds?seller=' + encodeURIComponent(seller));
+  } catch (e) {
+    $('feeds-status').textContent = e.status === 404
+      ? 'feeds are not served on this node (feed.enabled is off)' : String(e.message);
+    return;
+  }
+  $('feeds-status').textContent = '';
+  const feeds = body.feeds || [];
+  const s = (f) => f.settings || {};
+  table($('feeds'), [
+    ['namespace', (f) => f.namespace, 'text'],
+    ['kind', (f) => s(f).kind || '-', 'text'],
+    ['url', (f) => s(f).url || '-', 'text'],
+    ['version', (f) => f.version],
+    ['removed', (f) => (f.removed ? 'yes' : '')],
+    ['last fetched', (f) => f.last_fetched_at || '-', 'text'],
+    ['next fetch', (f) => f.next_fetch_at || '-', 'text'],
+  ], feeds, 'no feed of seller ' + seller);
+  const out = $('feed-loads');
+  out.replaceChildren();
+  for (const f of feeds) {
+    out.appendChild(el('h3', 'Loads of ' + f.namespace));
+    const box = el('div', null, 'table');
+    out.appendChild(box);
+    const st = (l) => l.statistics || {};
+    table(box, [
+      ['load', (l) => l.load_id],
+      ['status', (l) => l.status, 'text'],
+      ['origin', (l) => l.origin, 'text'],
+      ['format', (l) => l.format || '-', 'text'],
+      ['offers', (l) => num(st(l).offers)],
+      ['sent', (l) => num(st(l).sent)],
+      ['rejected', (l) => num(st(l).rejected)],
+      ['added', (l) => num(st(l).added)],
+      ['updated', (l) => num(st(l).updated)],
+      ['deleted', (l) => num(st(l).deleted)],
+      ['error', (l) => (l.error ? l.error_kind + ': ' + l.error : ''), 'text'],
+      ['errors', (l) => {
+        const a = el('a', 'CSV');
+        a.href = '/feeds/errors.csv?seller=' + encodeURIComponent(seller) + '&load=' + l.load_id;
+        return a;
+      }],
+      ['updated at', (l) => l.updated_at || '-', 'text'],
+    ], (body.loads || {})[f.namespace] || [], 'no load yet');
+  }
+}
+
 let timer = null;
 
 function schedule() {
@@ -340,6 +394,7 @@ document.addEventListener('DOMContentLoaded', () => {
     loadDeadLetters(false);
   });
   $('deadletters-more').addEventListener('click', () => loadDeadLetters(true));
+  $('feeds-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadFeeds(); });
   $('trace-form').addEventListener('submit', (ev) => { ev.preventDefault(); startTrace(); });
   $('trace-stop').addEventListener('click', () => { if (traceAbort) traceAbort.abort(); });
   $('auto').addEventListener('change', schedule);
