@@ -92,18 +92,9 @@ struct fixture {
             bool due = false) {
     m.db.scalar("INSERT INTO feeds (seller_id, namespace, settings, url, period_ms, next_fetch_at)"
                 " VALUES ('"
-                + seller + "', '" + ns + "', decode('" + hex(s.SerializeAsString()) + "', 'hex'), "
-                + (s.url().empty() ? "NULL" : "'" + s.url() + "'") + ", 3600000, "
+                + seller + "', '" + ns + "', " + testing::bytea_literal(s.SerializeAsString())
+                + ", " + (s.url().empty() ? "NULL" : "'" + s.url() + "'") + ", 3600000, "
                 + (due ? "now()" : "NULL") + ")");
-  }
-  static std::string hex(const std::string& b) {
-    static const char* d = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : b) {
-      out += d[c >> 4];
-      out += d[c & 15];
-    }
-    return out;
   }
   std::string load_field(const std::string& seller, const std::string& col) {
     return m.db.scalar("SELECT " + col + " FROM feed_loads WHERE seller_id = '" + seller

@@ -38,23 +38,6 @@ std::string sample(const std::string& name) {
   return text;
 }
 
-std::string hex(const std::string& b) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : b) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
-}
-
-std::string unhex(const std::string& h) {
-  std::string out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2)
-    out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
-  return out;
-}
-
 /// Files the test serves, by path; changed between loads.
 struct feed_files {
   std::mutex m;
@@ -118,7 +101,7 @@ struct node_run {
     s.set_default_address(default_address);
     db.scalar("INSERT INTO feeds (seller_id, namespace, settings, url, period_ms, next_fetch_at)"
               " VALUES ('"
-              + seller + "', '" + ns + "', decode('" + hex(s.SerializeAsString()) + "', 'hex'), '"
+              + seller + "', '" + ns + "', " + testing::bytea_literal(s.SerializeAsString()) + ", '"
               + url + "', 86400000, now())");
   }
 
@@ -141,7 +124,7 @@ struct node_run {
     auto h = db.scalar("SELECT encode(s.statistics, 'hex') FROM feed_statistics s JOIN feed_loads l"
                        " USING (seller_id, load_id) WHERE l.seller_id = '"
                        + seller + "' AND l.namespace = '" + ns + "' ORDER BY load_id DESC LIMIT 1");
-    REQUIRE(s.ParseFromString(unhex(h)));
+    REQUIRE(s.ParseFromString(testing::from_hex(h)));
     return s;
   }
 

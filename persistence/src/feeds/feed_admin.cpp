@@ -73,26 +73,6 @@ std::string feed_name(const std::string& seller, const std::string& ns) {
   return seller + "/" + ns;
 }
 
-/// Runs `fn` in a write transaction; a refusal it sets is returned instead of a result.
-template <class T, class Fn>
-caf::expected<T> in_work(pg_pool& pool, Fn fn) {
-  T out{};
-  caf::error refused;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    refused = caf::error{};
-    out = T{};
-    pqxx::work tx{c};
-    fn(tx, out, refused);
-    if (!refused)
-      tx.commit();
-  });
-  if (err)
-    return err;
-  if (refused)
-    return refused;
-  return out;
-}
-
 } // namespace
 
 caf::expected<feed_row> create_feed(pg_pool& pool, const feed_spec& s) {

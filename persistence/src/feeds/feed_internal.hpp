@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 
 #include "gost/persistence/feeds/feed_loads.hpp"
+#include "pg_internal.hpp"
 
 namespace gost::persistence::feed_sql {
 
@@ -34,5 +35,25 @@ void queue_old_loads(pqxx::transaction_base& tx, const std::string& seller, cons
 /// counted) are queued for cleanup. The new load.
 feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n, int64_t feed_version,
                           const std::string& settings);
+
+/// Runs `fn` in a write transaction; a refusal it sets is returned instead of a result.
+template <class T, class Fn>
+caf::expected<T> in_work(pg_pool& pool, Fn fn) {
+  T out{};
+  caf::error refused;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    refused = caf::error{};
+    out = T{};
+    pqxx::work tx{c};
+    fn(tx, out, refused);
+    if (!refused)
+      tx.commit();
+  });
+  if (err)
+    return err;
+  if (refused)
+    return refused;
+  return out;
+}
 
 } // namespace gost::persistence::feed_sql

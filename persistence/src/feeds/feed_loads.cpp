@@ -102,11 +102,7 @@ feed_load_row insert_load(pqxx::transaction_base& tx, const new_feed_load& n,
 } // namespace
 
 caf::expected<feed_load_row> create_feed_load(pg_pool& pool, const new_feed_load& n) {
-  feed_load_row out;
-  caf::error refused;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    refused = caf::error{};
-    pqxx::work tx{c};
+  return in_work<feed_load_row>(pool, [&](pqxx::work& tx, feed_load_row& out, caf::error& refused) {
     auto feed = tx.exec_params("SELECT version, settings, removed FROM feeds"
                                " WHERE seller_id = $1 AND namespace = $2 FOR UPDATE",
                                n.seller_id, n.ns);
@@ -121,13 +117,7 @@ caf::expected<feed_load_row> create_feed_load(pg_pool& pool, const new_feed_load
       return;
     }
     out = insert_load(tx, n, feed[0]);
-    tx.commit();
   });
-  if (err)
-    return err;
-  if (refused)
-    return refused;
-  return out;
 }
 
 caf::expected<std::vector<feed_load_row>> schedule_due_feeds(pg_pool& pool, int limit,

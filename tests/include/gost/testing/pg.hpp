@@ -6,6 +6,25 @@
 
 namespace gost::testing {
 
+/// `bytes` as an SQL bytea expression: decode('<hex>', 'hex').
+inline std::string bytea_literal(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out = "decode('";
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out + "', 'hex')";
+}
+
+/// The bytes of a hex text (what `encode(x, 'hex')` gives).
+inline std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
 /// Connection parameters of the test server, without a database name.
 std::string test_server();
 
