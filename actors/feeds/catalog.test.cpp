@@ -4,7 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <set>
 
 using namespace gost::feeds;
@@ -381,16 +380,14 @@ TEST_CASE("every built-in category and attribute round-trips through its own nam
   }
 }
 
-TEST_CASE("speed: 100,000 offers' categories and attributes in well under a few seconds") {
+TEST_CASE("lookups repeated many times answer alike") {
+  // Speed is the feed benchmark's (bench/run.sh feed), not a test's.
   const category* cars = cat().by_id("transport.cars");
-  auto t0 = std::chrono::steady_clock::now();
   size_t ok = 0;
-  for (int i = 0; i < 100000; ++i) {
+  for (int i = 0; i < 10000; ++i) {
     ok += cat().find({"Транспорт", "Автомобили"}) == cars;
-    ok += static_cast<bool>(cat().resolve(*cars, "Коробка передач", "АКПП"));
-    ok += static_cast<bool>(cat().resolve(*cars, "Пробег", "120 000 км"));
+    ok += cat().resolve(*cars, "Коробка передач", "АКПП").value == "Автомат";
+    ok += cat().resolve(*cars, "Пробег", "120 000 км").value == "120000";
   }
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(ok == 300000);
-  CHECK(s < 5.0); // about 0.3 s on one core at -O1; generous for sanitizers
+  CHECK(ok == 30000);
 }

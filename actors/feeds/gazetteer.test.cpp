@@ -4,7 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <set>
 
 using namespace gost::feeds;
@@ -211,15 +210,20 @@ TEST_CASE("parse: errors name the line") {
   CHECK(err(reg + "city\t1001\t1\t\xFF\t\t50\t30\t1\n") == "gazetteer.tsv:2: invalid UTF-8");
 }
 
-TEST_CASE("speed: 100,000 addresses well under a few seconds") {
+TEST_CASE("the same address answers the same, many times over (the typo fallback included)") {
+  // Speed is the feed benchmark's (bench/run.sh feed), not a test's: here only that repeated
+  // lookups, a fifth through the typo fallback, answer alike.
   const char* addresses[] = {
     "г. Москва, ул. Тверская, д. 1", "Московская обл., г. Химки, ул. Ленина 5",
     "Санкт-Петербург, Невский пр-т 10", "Новосибирк", "Респ. Татарстан, Казань"};
-  auto t0 = std::chrono::steady_clock::now();
-  size_t ok = 0;
-  for (int i = 0; i < 100000; ++i)
-    ok += static_cast<bool>(gaz().locate(addresses[i % 5]));
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(ok == 100000);
-  CHECK(s < 5.0); // a typo fallback in every fifth; about 0.5 s at -O1
+  int64_t first[5] = {};
+  for (int i = 0; i < 5; ++i) {
+    auto r = gaz().locate(addresses[i]);
+    REQUIRE(r);
+    first[i] = r.geo_id;
+  }
+  size_t same = 0;
+  for (int i = 0; i < 20000; ++i)
+    same += gaz().locate(addresses[i % 5]).geo_id == first[i % 5];
+  CHECK(same == 20000);
 }
