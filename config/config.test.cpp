@@ -253,6 +253,18 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   c = *base.config;
   c.feed.requests_topic = "feeds";
   CHECK(validate(c).find("kafka.brokers") != std::string::npos);
+  // The feed processor sends on the requests topic: it needs one (and the brokers behind it).
+  c = *base.config;
+  CHECK_FALSE(c.feeds.enabled); // off by default
+  CHECK(c.feeds.fetch_timeout == std::chrono::minutes{5});
+  CHECK(c.feeds.keep_loads == 10);
+  c.feeds.enabled = true;
+  CHECK(validate(c).find("feed.enabled needs feed.requests_topic") != std::string::npos);
+  c.feed.requests_topic = "feeds";
+  c.kafka.brokers = "127.0.0.1:9092";
+  CHECK(validate(c).empty());
+  c.feeds.responses_group.clear();
+  CHECK(validate(c).find("feed.responses_group") != std::string::npos);
   c = *base.config;
   CHECK(c.stages.photos.enabled); // the default: on wherever images.enabled is
   CHECK(c.stages.photos.recheck == std::chrono::seconds{1});

@@ -2,10 +2,12 @@
 // limits, per-offer problems. No services: documents are built in memory.
 #include <doctest/doctest.h>
 
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -486,4 +488,38 @@ TEST_CASE("parsed feeds: JSON Lines of ParsedOffer, values checked per offer") {
   auto huge = read(big, small);
   REQUIRE(huge.summary.fatal);
   CHECK(huge.summary.fatal->message.find("feed.max_file_bytes") != std::string::npos);
+}
+
+TEST_CASE("no file a document names is ever opened (watched with inotify)") {
+  auto dir = std::string("/tmp/gost-feed-watch-") + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto secret = dir + "/secret.txt", dtd = dir + "/ads.dtd";
+  std::ofstream(secret) << "TOP-SECRET";
+  std::ofstream(dtd) << "<!ENTITY x \"from the dtd\">";
+  int fd = inotify_init1(IN_NONBLOCK);
+  REQUIRE(fd >= 0);
+  REQUIRE(inotify_add_watch(fd, secret.c_str(), IN_OPEN | IN_ACCESS) >= 0);
+  REQUIRE(inotify_add_watch(fd, dtd.c_str(), IN_OPEN | IN_ACCESS) >= 0);
+  // The watch works: opening the file ourselves is seen.
+  { std::ifstream probe(secret); }
+  char buf[4096];
+  CHECK(::read(fd, buf, sizeof buf) > 0);
+
+  auto xxe = "<!DOCTYPE Ads [<!ENTITY x SYSTEM \"file://" + secret
+             + "\">]>\n<Ads><Ad><Id>1</Id><Title>&x;</Title></Ad></Ads>";
+  auto r1 = read(xxe);
+  REQUIRE(r1.summary.fatal);
+  CHECK(r1.summary.fatal->kind == "hostile");
+  auto only_dtd = "<!DOCTYPE Ads SYSTEM \"" + dtd
+                  + "\">\n<Ads><Ad><Id>1</Id><Category>Квартиры</Category><Title>t</Title></Ad>"
+                    "</Ads>";
+  auto r2 = read(only_dtd);
+  CHECK(r2.summary.ok());
+  auto pe = "<!DOCTYPE Ads [<!ENTITY % p SYSTEM \"" + dtd + "\"> %p;]><Ads/>";
+  auto r3 = read(pe);
+  REQUIRE(r3.summary.fatal);
+  CHECK(r3.summary.fatal->kind == "hostile");
+  CHECK(::read(fd, buf, sizeof buf) < 0); // nothing opened or read them since the probe
+  ::close(fd);
+  std::filesystem::remove_all(dir);
 }
