@@ -199,13 +199,16 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
     return std::move(made.error());
   // Shared only to pass it through spawn (which copies its arguments); the actor takes it.
   auto producer = std::make_shared<kafka::producer>(std::move(*made));
+  // Both go as spawn's arguments, not captures: CAF 0.17.6 dereferences a null argument tuple
+  // when a spawned function takes none (UBSan).
   return sys.spawn<caf::detached>(
-    [opts, producer](caf::stateful_actor<relay_state>* self) mutable -> caf::behavior {
-      self->state.opts = std::move(opts);
+    [](caf::stateful_actor<relay_state>* self, relay_options given,
+       std::shared_ptr<kafka::producer> made_producer) -> caf::behavior {
+      self->state.opts = std::move(given);
       auto& o = self->state.opts;
       self->state.reads.emplace(o.outbox.poll,
                                 std::max(o.outbox.poll, std::chrono::milliseconds{2000}), o.db);
-      self->state.producer.emplace(std::move(*producer));
+      self->state.producer.emplace(std::move(*made_producer));
       self->send(self, tick_atom_v);
       return {
         [=](tick_atom) {
@@ -213,7 +216,8 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
           self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
         },
       };
-    });
+    },
+    std::move(opts), std::move(producer));
 }
 
 } // namespace gost::runtime

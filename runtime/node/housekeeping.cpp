@@ -118,16 +118,20 @@ void sweep(const housekeeping_options& o) {
 } // namespace
 
 caf::actor spawn_housekeeping(caf::actor_system& sys, housekeeping_options opts) {
-  return sys.spawn<caf::detached>([opts](caf::event_based_actor* self) -> caf::behavior {
-    auto every = interval_of(opts);
-    self->delayed_send(self, every, sweep_atom_v);
-    return {
-      [=](sweep_atom) {
-        sweep(opts);
-        self->delayed_send(self, every, sweep_atom_v);
-      },
-    };
-  });
+  // The options go as spawn's argument, not a capture: CAF 0.17.6 dereferences a null argument
+  // tuple when a spawned function takes none (UBSan).
+  return sys.spawn<caf::detached>(
+    [](caf::event_based_actor* self, housekeeping_options o) -> caf::behavior {
+      auto every = interval_of(o);
+      self->delayed_send(self, every, sweep_atom_v);
+      return {
+        [=](sweep_atom) {
+          sweep(o);
+          self->delayed_send(self, every, sweep_atom_v);
+        },
+      };
+    },
+    std::move(opts));
 }
 
 } // namespace gost::runtime
