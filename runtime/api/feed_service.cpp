@@ -223,121 +223,102 @@ persistence::feed_spec spec_of(const v1::FeedRef& ref, const v1::FeedSettings& s
 
 } // namespace
 
-grpc::ServerUnaryReactor* feed_service::CreateFeed(grpc::CallbackServerContext* ctx,
-                                                   const v1::CreateFeedRequest* req,
-                                                   v1::CreateFeedResponse* resp) {
+template <class Work>
+grpc::ServerUnaryReactor* feed_service::unary(grpc::CallbackServerContext* ctx, api_method m,
+                                              const std::string& problem, Work work) {
   auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::create_feed);
-  auto problem = check_ref("feed", req->feed());
-  if (problem.empty())
-    problem = check_settings(req->settings(), "settings");
+  auto done = finisher(reactor, m);
   if (!problem.empty()) {
     done(invalid(problem));
     return reactor;
   }
+  hub_.run_blocking([done, work] { done(work()); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* feed_service::CreateFeed(grpc::CallbackServerContext* ctx,
+                                                   const v1::CreateFeedRequest* req,
+                                                   v1::CreateFeedResponse* resp) {
+  auto problem = check_ref("feed", req->feed());
+  if (problem.empty())
+    problem = check_settings(req->settings(), "settings");
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::create_feed, problem, [=]() -> grpc::Status {
     auto f = persistence::create_feed(*pool, spec_of(req->feed(), req->settings()));
     if (!f)
-      return done(to_status(f.error()));
+      return to_status(f.error());
     to_proto(*f, *resp->mutable_feed());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::UpdateFeed(grpc::CallbackServerContext* ctx,
                                                    const v1::UpdateFeedRequest* req,
                                                    v1::UpdateFeedResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::update_feed);
   auto problem = check_ref("feed", req->feed());
   if (problem.empty())
     problem = check_settings(req->settings(), "settings");
   if (problem.empty() && req->expected_version() < 0)
     problem = "expected_version must not be negative (0: whatever it is)";
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::update_feed, problem, [=]() -> grpc::Status {
     auto f = persistence::update_feed(*pool, spec_of(req->feed(), req->settings()),
                                       req->expected_version());
     if (!f)
-      return done(to_status(f.error()));
+      return to_status(f.error());
     to_proto(*f, *resp->mutable_feed());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::DeleteFeed(grpc::CallbackServerContext* ctx,
                                                    const v1::DeleteFeedRequest* req,
                                                    v1::DeleteFeedResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::delete_feed);
-  if (auto problem = check_ref("feed", req->feed()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  auto problem = check_ref("feed", req->feed());
   auto* pool = &pool_;
   auto who = who_asked(ctx);
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::delete_feed, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     auto r = persistence::remove_feed(*pool, ref.seller_id(), ref.namespace_(), req->make_manual());
     if (!r)
-      return done(to_status(r.error()));
+      return to_status(r.error());
     if (!r->already)
       lg->info("feed removed seller={} namespace={} closing_load={} cancelled={} make_manual={} "
                "by={}",
                ref.seller_id(), ref.namespace_(), r->load_id, r->cancelled, req->make_manual(),
                who);
     resp->set_load_id(r->load_id);
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::GetFeed(grpc::CallbackServerContext* ctx,
                                                 const v1::GetFeedRequest* req,
                                                 v1::GetFeedResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::get_feed);
-  if (auto problem = check_ref("feed", req->feed()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  auto problem = check_ref("feed", req->feed());
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::get_feed, problem, [=]() -> grpc::Status {
     auto f = persistence::get_feed(*pool, req->feed().seller_id(), req->feed().namespace_());
     if (!f)
-      return done(to_status(f.error()));
+      return to_status(f.error());
     to_proto(*f, *resp->mutable_feed());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::ListFeeds(grpc::CallbackServerContext* ctx,
                                                   const v1::ListFeedsRequest* req,
                                                   v1::ListFeedsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::list_feeds);
-  if (auto problem = check_feed_seller("seller_id", req->seller_id()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  auto problem = check_feed_seller("seller_id", req->seller_id());
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::list_feeds, problem, [=]() -> grpc::Status {
     auto feeds = persistence::list_feeds(*pool, req->seller_id(), req->include_removed());
     if (!feeds)
-      return done(to_status(feeds.error()));
+      return to_status(feeds.error());
     for (auto& f : *feeds)
       to_proto(f, *resp->add_feeds());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 /// One Upload call: the first message names the feed (checked, and the feed looked up, before
@@ -465,18 +446,12 @@ grpc::ServerReadReactor<v1::UploadRequest>* feed_service::Upload(grpc::CallbackS
 grpc::ServerUnaryReactor* feed_service::LoadNow(grpc::CallbackServerContext* ctx,
                                                 const v1::LoadNowRequest* req,
                                                 v1::LoadNowResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::load_feed_now);
   auto problem = check_ref("feed", req->feed());
   if (problem.empty() && !req->url().empty())
     problem = check_url("url", req->url());
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
   auto* pool = &pool_;
   auto keep = settings_.keep_loads;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::load_feed_now, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     persistence::new_feed_load n;
     n.seller_id = ref.seller_id();
@@ -488,81 +463,64 @@ grpc::ServerUnaryReactor* feed_service::LoadNow(grpc::CallbackServerContext* ctx
     } else {
       auto f = persistence::get_feed(*pool, ref.seller_id(), ref.namespace_());
       if (!f)
-        return done(to_status(f.error()));
+        return to_status(f.error());
       if (f->url.empty())
-        return done({grpc::StatusCode::FAILED_PRECONDITION,
-                     "the feed " + ref.seller_id() + "/" + ref.namespace_()
-                       + " has no URL to load from; give `url` (a one-shot load) or Upload"});
+        return {grpc::StatusCode::FAILED_PRECONDITION,
+                "the feed " + ref.seller_id() + "/" + ref.namespace_()
+                  + " has no URL to load from; give `url` (a one-shot load) or Upload"};
       n.origin = "url";
       n.source_url = f->url;
     }
     auto load = persistence::create_feed_load(*pool, n);
     if (!load)
-      return done(to_status(load.error()));
+      return to_status(load.error());
     resp->set_load_id(load->load_id);
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::ListLoads(grpc::CallbackServerContext* ctx,
                                                   const v1::ListLoadsRequest* req,
                                                   v1::ListLoadsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::list_feed_loads);
   auto problem = check_ref("feed", req->feed());
   if (problem.empty() && req->before_load_id() < 0)
     problem = "before_load_id must not be negative (0: from the newest)";
   if (problem.empty() && (req->limit() < 0 || req->limit() > loads_max))
     problem = "limit must be 1.." + std::to_string(loads_max) + " (0: "
               + std::to_string(loads_default) + "); it is " + std::to_string(req->limit());
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::list_feed_loads, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     auto loads =
       persistence::list_feed_loads(*pool, ref.seller_id(), ref.namespace_(), req->before_load_id(),
                                    req->limit() == 0 ? loads_default : req->limit());
     if (!loads)
-      return done(to_status(loads.error()));
+      return to_status(loads.error());
     for (auto& l : *loads)
       to_proto(l, *resp->add_loads());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::GetLoad(grpc::CallbackServerContext* ctx,
                                                 const v1::GetLoadRequest* req,
                                                 v1::GetLoadResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::get_feed_load);
   auto problem = check_feed_seller("seller_id", req->seller_id());
   if (problem.empty() && req->load_id() <= 0)
     problem = "load_id must be positive (a load id ListLoads or Upload gave)";
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::get_feed_load, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)
-      return done(to_status(load.error()));
+      return to_status(load.error());
     to_proto(*load, *resp->mutable_load());
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* feed_service::ListErrors(grpc::CallbackServerContext* ctx,
                                                    const v1::ListErrorsRequest* req,
                                                    v1::ListErrorsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::list_feed_errors);
   auto problem = check_feed_seller("seller_id", req->seller_id());
   if (problem.empty() && req->load_id() <= 0)
     problem = "load_id must be positive (a load id ListLoads or Upload gave)";
@@ -577,18 +535,14 @@ grpc::ServerUnaryReactor* feed_service::ListErrors(grpc::CallbackServerContext* 
   uint32_t limit = 0;
   if (problem.empty())
     problem = check_page_size("limit", req->limit(), limits_, limit);
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return unary(ctx, api_method::list_feed_errors, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)
-      return done(to_status(load.error()));
+      return to_status(load.error());
     if (!req->include_hidden() && feed_errors_hidden(load->settings)) {
       resp->set_hidden(true); // seed "parsed": the system that sent the file shows them
-      return done(grpc::Status::OK);
+      return grpc::Status::OK;
     }
     persistence::feed_error_query q;
     q.seller_id = req->seller_id();
@@ -602,13 +556,12 @@ grpc::ServerUnaryReactor* feed_service::ListErrors(grpc::CallbackServerContext* 
     q.limit = static_cast<int>(limit);
     auto page = persistence::list_feed_errors(*pool, q);
     if (!page)
-      return done(to_status(page.error()));
+      return to_status(page.error());
     for (auto& e : page->errors)
       to_proto(e, *resp->add_errors());
     resp->set_total(page->total);
-    done(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 } // namespace gost::runtime

@@ -99,6 +99,12 @@ public:
 private:
   class upload;
 
+  /// One unary call: refused with INVALID_ARGUMENT naming the field when `problem` (the input
+  /// checks' verdict) is not empty; else `work` runs on the call hub's blocking workers and the
+  /// status it returns finishes the call (counted).
+  template <class Work>
+  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, api_method m,
+                                  const std::string& problem, Work work);
   /// Finishes a unary call and counts it (gost_grpc_requests_total).
   std::function<void(grpc::Status)> finisher(grpc::ServerUnaryReactor* reactor, api_method m);
   /// CreateFeed and UpdateFeed: the settings checked into a spec, or the problem.
