@@ -33,7 +33,7 @@ data=$root/var/bench-feed
 work=$(mktemp -d)
 node= web= kafka_started=
 cleanup() {
-  if [[ -n $node ]]; then kill -TERM "$node" 2>/dev/null || true; sleep 1; kill -9 "$node" 2>/dev/null || true; fi
+  if [[ -n $node ]]; then kill -TERM "$node" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$node" 2>/dev/null || break; sleep 0.1; done; kill -9 "$node" 2>/dev/null || true; fi
   [[ -n $web ]] && kill "$web" 2>/dev/null || true
   [[ -n $kafka_started ]] && "$root/scripts/kafka.sh" stop >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -78,7 +78,7 @@ psql "$admin" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/n
 node=$!
 for _ in $(seq 300); do [[ -s $work/port ]] && break; kill -0 "$node" 2>/dev/null || break; sleep 0.1; done
 [[ -s $work/port ]] || { tail -20 "$work/gostd.log" >&2; die "gostd did not start"; }
-sleep 1 # its requests consumer joins the group
+# No wait for its consumer to join: a new group reads the requests topic from its start.
 
 # The parse floor, on the same file with the page cache warm.
 cat "$data/$name" >/dev/null
