@@ -32,28 +32,35 @@ std::string check_entity(const entity_registry& types, const std::string& kind,
   return {};
 }
 
+namespace {
+
+/// The checks Send and Ask share: kind, id, event (present, within the size limit; its type is
+/// checked by the owner) and request id. OK with `key` set, or the status to answer.
+template <class Request>
+grpc::Status check_event_request(const entity_registry& types, const api_limits& limits,
+                                 const Request& req, std::string& key) {
+  grpc::StatusCode code;
+  if (auto problem = check_entity(types, req.kind(), req.id(), key, code); !problem.empty())
+    return {code, problem};
+  auto want = types.find(req.kind())->event_descriptor()->full_name();
+  if (!req.has_event() || req.event().type_url().empty())
+    return invalid("event is required: a google.protobuf.Any holding a " + want);
+  if (auto problem = check_event_size(req.event().ByteSizeLong(), limits); !problem.empty())
+    return invalid(problem);
+  if (req.request_id().size() > max_id_len)
+    return invalid("request_id must be at most 256 bytes");
+  return grpc::Status::OK;
+}
+
+} // namespace
+
 grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
                                                const v1::SendEventRequest* req,
                                                v1::SendEventResponse*) {
   auto* reactor = ctx->DefaultReactor();
   std::string key;
-  grpc::StatusCode code;
-  if (auto problem = check_entity(*types_, req->kind(), req->id(), key, code); !problem.empty()) {
-    reactor->Finish({code, problem});
-    return reactor;
-  }
-  auto* type = types_->find(req->kind());
-  auto want = type->event_descriptor()->full_name();
-  if (!req->has_event() || req->event().type_url().empty()) {
-    reactor->Finish(invalid("event is required: a google.protobuf.Any holding a " + want));
-    return reactor;
-  }
-  if (auto problem = check_event_size(req->event().ByteSizeLong(), limits_); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
-  }
-  if (req->request_id().size() > max_id_len) {
-    reactor->Finish(invalid("request_id must be at most 256 bytes"));
+  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok()) {
+    reactor->Finish(st);
     return reactor;
   }
   int64_t delay_ms = 0;
@@ -73,6 +80,33 @@ grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
       self, r, deadline, [=](ok_atom) { reactor->Finish(grpc::Status::OK); },
       [=](const caf::error& err) { reactor->Finish(to_status(err)); }, send_atom_v, key, event,
       request_id, delay_ms);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* entity_service::Ask(grpc::CallbackServerContext* ctx,
+                                              const v1::AskEntityRequest* req,
+                                              v1::AskEntityResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::string key;
+  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
+  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto& r = router_;
+  any_msg event{req->event()};
+  ask_id id{req->request_id()};
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_entity_owner(
+      self, r, deadline,
+      [=](entity_reply& a) {
+        if (a.reply)
+          *resp->mutable_reply() = std::move(*a.reply);
+        resp->set_version(a.version);
+        reactor->Finish(grpc::Status::OK);
+      },
+      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, ask_atom_v, key, event, id);
   });
   return reactor;
 }
@@ -153,6 +187,8 @@ grpc::ServerUnaryReactor* entity_service::ListTypes(grpc::CallbackServerContext*
     out->set_kind(t->kind());
     out->set_state_type(t->state_descriptor()->full_name());
     out->set_event_type(t->event_descriptor()->full_name());
+    if (auto* reply = t->reply_descriptor())
+      out->set_reply_type(reply->full_name());
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;

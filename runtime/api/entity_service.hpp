@@ -35,6 +35,7 @@ public:
     : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout),
       limits_(limits) {
     guard("Send", &entity_service::Send);
+    guard("Ask", &entity_service::Ask);
     guard("Get", &entity_service::Get);
     guard("PullOutputs", &entity_service::PullOutputs);
     guard("ListTypes", &entity_service::ListTypes);
@@ -43,6 +44,8 @@ public:
 
   grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* ctx, const v1::SendEventRequest* req,
                                  v1::SendEventResponse* resp) override;
+  grpc::ServerUnaryReactor* Ask(grpc::CallbackServerContext* ctx, const v1::AskEntityRequest* req,
+                                v1::AskEntityResponse* resp) override;
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetEntityRequest* req,
                                 v1::GetEntityResponse* resp) override;
   grpc::ServerUnaryReactor* PullOutputs(grpc::CallbackServerContext* ctx,

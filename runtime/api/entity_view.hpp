@@ -8,7 +8,7 @@
 namespace gost::runtime {
 
 /// An entity's stored view into a response with the fields of GetEntityResponse (exists,
-/// version, state, lane, pending_events, next_due): EntityService.Get's and
+/// version, state, lane, pending_events, next_due, timers): EntityService.Get's and
 /// AdminService.InspectEntity's.
 template <class Response>
 void put_view(entity_view& v, Response& resp) {
@@ -21,6 +21,11 @@ void put_view(entity_view& v, Response& resp) {
   if (v.next_due_us > 0)
     *resp.mutable_next_due() =
       google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(v.next_due_us);
+  for (auto& t : v.timers) {
+    auto* out = resp.add_timers();
+    out->set_name(t.name);
+    *out->mutable_due() = google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(t.due_at_us);
+  }
 }
 
 } // namespace gost::runtime

@@ -41,6 +41,10 @@ inline void give_request_id(request_id& rid) {
   if (rid.empty())
     rid.value = "fwd-" + make_offer_id();
 }
+inline void give_request_id(ask_id& id) {
+  if (id.empty())
+    id.value = "fwd-" + make_offer_id();
+}
 
 } // namespace detail
 

@@ -101,6 +101,14 @@ inline void encode(ForwardRequest& r, view_atom, const std::string& key) {
   r.set_entity_get(key);
 }
 
+inline void encode(ForwardRequest& r, ask_atom, const std::string& key, const any_msg& event,
+                   const ask_id& id) {
+  auto* e = r.mutable_entity_ask();
+  e->set_key(key);
+  *e->mutable_event() = event.value;
+  e->set_request_id(id.value);
+}
+
 /// Calls `f` with the operation's typed arguments; false when the request carries none this
 /// node knows.
 template <class F>
@@ -137,6 +145,11 @@ bool decode(const ForwardRequest& r, F&& f) {
       return true;
     }
     case ForwardRequest::kEntityGet: f(view_atom_v, r.entity_get()); return true;
+    case ForwardRequest::kEntityAsk: {
+      auto& e = r.entity_ask();
+      f(ask_atom_v, e.key(), any_msg{e.event()}, ask_id{e.request_id()});
+      return true;
+    }
     default: return false;
   }
 }
@@ -183,6 +196,17 @@ inline void encode_reply(ForwardResponse& r, entity_view& v) {
   e->set_lane(v.lane);
   e->set_pending(v.pending);
   e->set_next_due_us(v.next_due_us);
+  for (auto& t : v.timers) {
+    auto* out = e->add_timers();
+    out->set_name(t.name);
+    out->set_due_us(t.due_at_us);
+  }
+}
+inline void encode_reply(ForwardResponse& r, entity_reply& a) {
+  auto* e = r.mutable_entity_reply();
+  if (a.reply)
+    *e->mutable_reply() = std::move(*a.reply);
+  e->set_version(a.version);
 }
 
 /// Delivers the reply in `r` to `rp`; false when `r` holds no reply of that type.
@@ -249,7 +273,20 @@ inline bool deliver(ForwardResponse& r, caf::typed_response_promise<entity_view>
   v.lane = e.lane();
   v.pending = e.pending();
   v.next_due_us = e.next_due_us();
+  for (auto& t : e.timers())
+    v.timers.push_back({t.name(), t.due_us()});
   rp.deliver(std::move(v));
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<entity_reply>& rp) {
+  if (!r.has_entity_reply())
+    return false;
+  auto& e = *r.mutable_entity_reply();
+  entity_reply a;
+  if (e.has_reply())
+    a.reply = std::move(*e.mutable_reply());
+  a.version = e.version();
+  rp.deliver(std::move(a));
   return true;
 }
 

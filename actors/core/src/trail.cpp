@@ -11,11 +11,11 @@ namespace gost::kit {
 namespace {
 
 constexpr const char* kind_names[] = {"create",       "get", "update", "delete", "read_state",
-                                      "update_state", "run", "send",   "other"};
+                                      "update_state", "run", "send",   "other",  "ask"};
 constexpr const char* source_names[] = {"api",    "stage",   "timer", "feed",
                                         "rescan", "console", "retry", "queue"};
 constexpr const char* result_names[] = {"ok",     "unchanged", "not_found", "conflict",
-                                        "failed", "fenced",    "running"};
+                                        "failed", "fenced",    "running",   "refused"};
 constexpr const char* waiting_names[] = {"nothing", "load", "pool", "writer"};
 
 template <class E, size_t N>

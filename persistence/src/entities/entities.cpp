@@ -25,6 +25,22 @@ std::string key_rows(pqxx::transaction_base& tx, const Keys& keys) {
   return rows.str();
 }
 
+/// "name<US>due<RS>name<US>due" (load_entities' aggregate) into timers.
+std::vector<entity_timer> parse_timers(const std::string& s) {
+  std::vector<entity_timer> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    auto end = s.find('\x1e', pos);
+    if (end == std::string::npos)
+      end = s.size();
+    auto unit = s.find('\x1f', pos);
+    if (unit != std::string::npos && unit < end)
+      out.push_back({s.substr(pos, unit - pos), std::stoll(s.substr(unit + 1, end - unit - 1))});
+    pos = end + 1;
+  }
+  return out;
+}
+
 } // namespace
 
 caf::expected<std::vector<write_outcome>>
@@ -80,7 +96,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     std::map<key, final_state> states;
     std::set<key> touched; // entities whose pending events change: their due time is recomputed
     std::map<key, std::pair<uint32_t, const std::string*>> targets; // rows to create: shard, lane
-    values_list consumed, retried, outputs;
+    values_list consumed, retried, outputs, cancelled;
     blob_params output_blobs;
     std::vector<std::tuple<key, int64_t, uint32_t, const std::string*, int32_t>> dead;
     std::vector<std::pair<const entity_event_out*, bool>> events; // (event, has request id)
@@ -89,14 +105,32 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         continue;
       auto& w = writes[i].ws;
       key k{w.kind, w.entity_id};
+      auto v = version.end();
       if (w.expected_version >= 0) {
-        auto v = version.find(k);
+        v = version.find(k);
         if (v == version.end() || v->second != w.expected_version)
           continue; // conflict: another event of this entity committed first (or it is gone)
-        if (w.new_state) {
-          v->second += 1;
-          states[k] = {v->second, &*w.new_state, &w.lane, writes[i].shard, &w.tag};
+      }
+      if (w.answer && !w.answer->request_id.empty()) {
+        // An ask's answer is kept with its request id; an id answered already makes the whole
+        // write a duplicate (the caller reads the kept answer).
+        auto& a = *w.answer;
+        auto r = tx.exec_params(
+          "INSERT INTO entity_requests (kind, entity_id, request_id, seq, is_ask, reply,"
+          " refusal_code, refusal, version)"
+          " VALUES ($1, $2, $3, 0, true, CASE WHEN $4 THEN $5::bytea END, NULLIF($6, 0),"
+          " NULLIF($7, ''), $8) ON CONFLICT DO NOTHING",
+          w.kind, w.entity_id, a.request_id, a.reply.has_value(),
+          pqxx::binarystring{a.reply ? *a.reply : std::string{}}, a.refusal_code, a.refusal,
+          a.version);
+        if (r.affected_rows() == 0) {
+          outcomes[i] = write_outcome::duplicate;
+          continue;
         }
+      }
+      if (v != version.end() && w.new_state) {
+        v->second += 1;
+        states[k] = {v->second, &*w.new_state, &w.lane, writes[i].shard, &w.tag};
       }
       outcomes[i] = write_outcome::committed;
       auto ent = tx.quote(w.kind) + "," + tx.quote(w.entity_id);
@@ -113,6 +147,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         touched.insert(k);
       }
       targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
+      for (auto& name : w.cancelled_timers) {
+        cancelled.row(ent + "," + tx.quote(name));
+        touched.insert(k);
+      }
       for (auto& e : w.events) {
         events.emplace_back(&e, !e.request_id.empty());
         key t{e.kind, e.entity_id};
@@ -152,11 +190,21 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       tx.exec_params("DELETE FROM entity_events WHERE kind = $1 AND entity_id = $2 AND seq = $3",
                      k.first, k.second, seq);
     }
-    // New events; those carrying a request id only the first time that id is seen.
+    if (!cancelled.empty())
+      tx.exec("DELETE FROM entity_events e USING (VALUES " + cancelled.str()
+              + ") AS d(kind, entity_id, timer) WHERE e.kind = d.kind AND e.entity_id = d.entity_id"
+                " AND e.timer = d.timer");
+    // New events; those carrying a request id only the first time that id is seen; named
+    // timers replace the pending one of their name (the last set wins within a batch).
     if (!events.empty()) {
       blob_params blobs;
       values_list plain;
+      std::map<std::tuple<std::string, std::string, std::string>, const entity_event_out*> timers;
       for (auto& [e, with_id] : events) {
+        if (!e->timer.empty()) {
+          timers[{e->kind, e->entity_id, e->timer}] = e;
+          continue;
+        }
         if (with_id) {
           // One statement per request id: rare (client sends), and it needs its own answer.
           auto r = tx.exec_params(
@@ -175,6 +223,19 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       if (!plain.empty())
         blobs.exec(tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES "
                          + plain.str());
+      if (!timers.empty()) {
+        values_list rows;
+        blob_params timer_blobs;
+        for (auto& [k, e] : timers)
+          rows.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
+                   + std::to_string(e->due_at_us) + "," + timer_blobs.add(e->payload) + ","
+                   + tx.quote(e->timer));
+        timer_blobs.exec(
+          tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload, timer) VALUES "
+                + rows.str()
+                + " ON CONFLICT (kind, entity_id, timer) WHERE timer IS NOT NULL DO UPDATE SET"
+                  " due_at_us = EXCLUDED.due_at_us, payload = EXCLUDED.payload, attempts = 0");
+      }
     }
     if (!outputs.empty()) {
       output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
@@ -242,15 +303,20 @@ load_entities(pg_pool& pool, const std::vector<std::string>& keys, int64_t now_u
           r.state = pqxx::binarystring{row[3]}.str();
         r.lane = row[4].as<std::string>();
       });
-    for (auto row : tx.exec("SELECT kind, entity_id, count(*), min(due_at_us) FROM entity_events"
+    // Named timers ride along as "name<US>due<RS>...": one query for the counts and them.
+    for (auto row : tx.exec("SELECT kind, entity_id, count(*), min(due_at_us),"
+                            " string_agg(timer || chr(31) || due_at_us, chr(30) ORDER BY timer)"
+                            " FILTER (WHERE timer IS NOT NULL) FROM entity_events"
                             " WHERE (kind, entity_id)"
                             + in + " GROUP BY kind, entity_id"))
       each(row, [&](entity_row& r) {
         r.pending = row[2].as<int64_t>();
         r.next_due_us = row[3].as<int64_t>();
+        if (!row[4].is_null())
+          r.timers = parse_timers(row[4].as<std::string>());
       });
     for (auto row :
-         tx.exec_params("SELECT kind, entity_id, seq, due_at_us, attempts, payload FROM ("
+         tx.exec_params("SELECT kind, entity_id, seq, due_at_us, attempts, payload, timer FROM ("
                         " SELECT *, row_number() OVER (PARTITION BY kind, entity_id ORDER BY "
                         "due_at_us, seq) AS n"
                         " FROM entity_events WHERE (kind, entity_id)"
@@ -260,7 +326,8 @@ load_entities(pg_pool& pool, const std::vector<std::string>& keys, int64_t now_u
                         now_us, static_cast<int64_t>(max_due)))
       each(row, [&](entity_row& r) {
         r.due.push_back({row[2].as<int64_t>(), row[3].as<int64_t>(), row[4].as<int32_t>(),
-                         pqxx::binarystring{row[5]}.str()});
+                         pqxx::binarystring{row[5]}.str(),
+                         row[6].is_null() ? std::string{} : row[6].as<std::string>()});
       });
   });
   if (err)
@@ -315,6 +382,33 @@ caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool,
                         kind, lane, after_seq, static_cast<int64_t>(limit)))
       out.push_back(
         {row[0].as<int64_t>(), row[1].as<std::string>(), pqxx::binarystring{row[2]}.str()});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::expected<std::optional<entity_answer>> find_entity_answer(pg_pool& pool,
+                                                               const std::string& kind,
+                                                               const std::string& id,
+                                                               const std::string& request_id) {
+  std::optional<entity_answer> out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.reset();
+    pqxx::nontransaction tx{c};
+    auto r = tx.exec_params("SELECT reply, refusal_code, refusal, version FROM entity_requests"
+                            " WHERE kind = $1 AND entity_id = $2 AND request_id = $3 AND is_ask",
+                            kind, id, request_id);
+    if (r.empty())
+      return;
+    entity_answer a;
+    a.request_id = request_id;
+    if (!r[0][0].is_null())
+      a.reply = pqxx::binarystring{r[0][0]}.str();
+    a.refusal_code = r[0][1].is_null() ? 0 : r[0][1].as<int32_t>();
+    a.refusal = r[0][2].is_null() ? std::string{} : r[0][2].as<std::string>();
+    a.version = r[0][3].is_null() ? 0 : r[0][3].as<int64_t>();
+    out = std::move(a);
   });
   if (err)
     return err;

@@ -109,6 +109,15 @@ store_impl::behavior_type store_fun(store_ptr self, persistence::pg_pool* pool) 
       self->state.flush_scheduled = false;
       flush_loads(self);
     },
+    [=](ask_atom, const std::string& key,
+        const std::string& request_id) -> caf::result<persistence::entity_answer> {
+      std::string kind, id;
+      persistence::split_entity_key(key, kind, id);
+      auto r = persistence::find_entity_answer(*self->state.pool, kind, id, request_id);
+      if (!r)
+        return std::move(r.error());
+      return *r ? std::move(**r) : persistence::entity_answer{};
+    },
     [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
         const persistence::queue_entries& after) -> caf::result<persistence::queue_entries> {
       auto r = persistence::due_entities(*self->state.pool, shard, until_us, limit,
@@ -224,7 +233,7 @@ struct promise {
   void deliver(T&& x) {
     waits(self, kit::waiting_on::nothing);
     if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
-      ended(self, result_of(x));
+      ended(self, outcome == kit::event_result::refused ? outcome : result_of(x));
     else
       ended(self, outcome);
     rp.deliver(std::forward<T>(x));
@@ -313,11 +322,18 @@ persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws
 
 void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt);
 
-/// Writes a run's write-set; on a lost version check reloads and runs again.
-void write_run(entity_ptr self, run_promise rp, std::string lane, int attempt, entity_write ws,
-               std::optional<google::protobuf::Any> new_state, int64_t own_next_us) {
+caf::error fenced_error(const entity_env& env) {
+  return make_error(errc::fenced,
+                    "shard " + std::to_string(env.shard) + " is no longer owned by this node");
+}
+
+/// Writes `ws` through the shard's writer, owning what every outcome means: `done(outcome)`
+/// once it committed (or was a duplicate); a lost version check forgets the entity and calls
+/// `redo()` while `attempt + 1 < max_redo` (a conflict error after that); a lost lease or an
+/// error forgets the entity and goes to `fail`.
+template <class Done, class Redo, class Fail>
+void commit(entity_ptr self, entity_write ws, int attempt, Done done, Redo redo, Fail fail) {
   auto& st = self->state;
-  auto keep = ws; // what committed needs (small: one event's effects)
   waits(self, kit::waiting_on::writer);
   self
     ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
@@ -326,35 +342,93 @@ void write_run(entity_ptr self, run_promise rp, std::string lane, int attempt, e
       [=](write_outcome out) mutable {
         auto& s = self->state;
         switch (out) {
-          case write_outcome::duplicate: // entity writes carry no offer request ids: never
-          case write_outcome::committed:
-            if (new_state) {
-              s.state = std::move(new_state);
-              ++s.version;
-            }
-            s.lane = keep.lane;
-            rp.deliver(route_entries(self, keep, own_next_us));
-            return;
+          case write_outcome::duplicate:
+          case write_outcome::committed: done(out); return;
           case write_outcome::conflict:
             forget(self);
-            if (attempt + 1 < max_redo) {
-              rp.outcome = kit::event_result::ok;
-              run_event(self, rp, lane, attempt + 1);
-            } else {
-              rp.deliver(make_error(errc::conflict, "entity " + s.key + " kept changing"));
-            }
+            if (attempt + 1 < max_redo)
+              redo();
+            else
+              fail(make_error(errc::conflict, "entity " + s.key + " kept changing"));
             return;
           case write_outcome::fenced:
             forget(self);
-            rp.deliver(make_error(errc::fenced, "shard " + std::to_string(s.env->shard)
-                                                  + " is no longer owned by this node"));
+            fail(fenced_error(*s.env));
             return;
         }
       },
       [=](caf::error& err) mutable {
         forget(self);
-        rp.deliver(std::move(err));
+        fail(std::move(err));
       });
+}
+
+/// Takes a committed write into the actor's copy of the entity.
+void committed(entity_ptr self, const entity_write& ws,
+               std::optional<google::protobuf::Any> new_state) {
+  auto& s = self->state;
+  if (new_state) {
+    s.state = std::move(new_state);
+    ++s.version;
+  }
+  s.lane = ws.lane;
+}
+
+/// Writes a run's write-set; on a lost version check reloads and runs again.
+void write_run(entity_ptr self, run_promise rp, std::string lane, int attempt, entity_write ws,
+               std::optional<google::protobuf::Any> new_state, int64_t own_next_us) {
+  auto keep = ws; // what committed needs (small: one event's effects)
+  commit(
+    self, std::move(ws), attempt,
+    [=](write_outcome) mutable {
+      committed(self, keep, std::move(new_state));
+      rp.deliver(route_entries(self, keep, own_next_us));
+    },
+    [=]() mutable {
+      rp.outcome = kit::event_result::ok;
+      run_event(self, rp, lane, attempt + 1);
+    },
+    [=](caf::error err) mutable { rp.deliver(std::move(err)); });
+}
+
+/// Puts what a handler did besides its new state into `ws` (events to itself and to others,
+/// named timers set and cancelled, outputs); `own_next` becomes the earliest event of its own.
+void take_effects(const entity_env& env, const std::string& key, const entity_context& ctx,
+                  int64_t now, entity_write& ws, int64_t& own_next) {
+  auto earliest = [&](int64_t due) { own_next = own_next == 0 ? due : std::min(own_next, due); };
+  for (auto& sent : ctx.sends()) {
+    auto due = now + std::chrono::duration_cast<std::chrono::microseconds>(sent.delay).count();
+    auto target_key = persistence::entity_key(sent.kind, sent.id);
+    bool self_send = target_key == key;
+    if (self_send)
+      earliest(due);
+    // A new entity of another kind starts in its own kind's default lane.
+    ws.events.push_back(outgoing(env, sent.kind, sent.id, self_send ? ws.lane : std::string{}, due,
+                                 sent.event.SerializeAsString()));
+  }
+  for (auto& t : ctx.timers()) {
+    auto due = now + std::chrono::duration_cast<std::chrono::microseconds>(t.delay).count();
+    earliest(due);
+    auto e = outgoing(env, ws.kind, ws.entity_id, ws.lane, due, t.event.SerializeAsString());
+    e.timer = t.name;
+    ws.events.push_back(std::move(e));
+  }
+  ws.cancelled_timers = ctx.cancelled_timers();
+  for (auto& out : ctx.outputs())
+    ws.outputs.emplace_back(out.lane, out.output.SerializeAsString());
+}
+
+/// The refusal a handler threw, as the error an ask gets: one of the codes that say "no" for
+/// good (anything else says failed_precondition), never one that a router would retry.
+caf::error refusal_error(errc code, const std::string& message) {
+  switch (code) {
+    case errc::invalid_argument:
+    case errc::not_found:
+    case errc::already_exists:
+    case errc::failed_precondition:
+    case errc::conflict: return make_error(code, message);
+    default: return make_error(errc::failed_precondition, message);
+  }
 }
 
 /// One due event of the entity (seed 002: one event at a time, by due time): load, handle,
@@ -414,6 +488,7 @@ void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt) {
           kind,        id,
           s.lane,      s.version,
           ev.attempts, std::chrono::system_clock::time_point{std::chrono::microseconds{now}}};
+        ctx.set_origin(false, ev.timer);
         std::string failure;
         std::optional<google::protobuf::Any> next;
         try {
@@ -424,6 +499,14 @@ void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt) {
         } catch (const unavailable_error& e) {
           // Not the event's fault: the kit retries the entity later (counting no attempt).
           rp.deliver(make_error(errc::unavailable, "entity " + s.key + ": " + e.what()));
+          return;
+        } catch (const refused& e) {
+          // A business "no" to a sent event: consumed, nothing else kept, not retried.
+          lg->info("entity event refused kind={} id={} seq={} code={} reason={}", kind, id, ev.seq,
+                   to_string(e.code()), e.what());
+          ws.consumed_seq = ev.seq;
+          rp.outcome = kit::event_result::refused;
+          write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, next_after(1));
           return;
         } catch (const std::exception& e) {
           failure = e.what();
@@ -466,21 +549,168 @@ void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt) {
         ws.lane = ctx.lane();
         ws.tag = ctx.tag();
         int64_t own_next = next_after(1);
-        for (auto& sent : ctx.sends()) {
-          auto due =
-            now + std::chrono::duration_cast<std::chrono::microseconds>(sent.delay).count();
-          auto target_key = persistence::entity_key(sent.kind, sent.id);
-          bool self_send = target_key == s.key;
-          if (self_send)
-            own_next = own_next == 0 ? due : std::min(own_next, due);
-          // A new entity of another kind starts in its own kind's default lane.
-          ws.events.push_back(outgoing(*s.env, sent.kind, sent.id,
-                                       self_send ? ws.lane : std::string{}, due,
-                                       sent.event.SerializeAsString()));
-        }
-        for (auto& out : ctx.outputs())
-          ws.outputs.emplace_back(out.lane, out.output.SerializeAsString());
+        take_effects(*s.env, s.key, ctx, now, ws, own_next);
         write_run(self, rp, lane, attempt, std::move(ws), std::move(next), own_next);
+      },
+      [=](caf::error& err) mutable {
+        forget(self);
+        rp.deliver(std::move(err));
+      });
+}
+
+/// The type of the entity `key` when `event` is one of its events; an error saying what to fix
+/// otherwise.
+caf::expected<const entity_type_base*> type_for(const entity_env& env, const std::string& key,
+                                                const google::protobuf::Any& event) {
+  auto kind = kind_of(key);
+  auto* type = env.types->find(kind);
+  if (type == nullptr)
+    return make_error(errc::not_found, "entity kind `" + kind + "` is not registered on this node");
+  auto want = type->event_descriptor()->full_name();
+  auto& url = event.type_url();
+  if (url.size() < want.size() || url.compare(url.size() - want.size(), want.size(), want) != 0)
+    return make_error(errc::invalid_argument, "event: a " + kind + " takes " + want + ", not "
+                                                + (url.empty() ? "an empty Any" : url));
+  return type;
+}
+
+using ask_promise = promise<entity_reply>;
+
+/// Delivers an answer kept for an ask's request id (a retry of an answered ask).
+void deliver_kept(ask_promise rp, const persistence::entity_answer& a) {
+  if (a.refusal_code != 0) {
+    rp.outcome = kit::event_result::refused;
+    rp.deliver(refusal_error(static_cast<errc>(a.refusal_code), a.refusal));
+    return;
+  }
+  entity_reply r;
+  r.version = a.version;
+  if (a.reply) {
+    google::protobuf::Any any;
+    if (any.ParseFromString(*a.reply))
+      r.reply = std::move(any);
+  }
+  rp.outcome = kit::event_result::unchanged;
+  rp.deliver(std::move(r));
+}
+
+/// Reads the answer kept for `id` and delivers it; none kept (a duplicate whose answer is gone,
+/// after entity.request_ttl): an error saying so.
+void deliver_kept(entity_ptr self, ask_promise rp, const ask_id& id) {
+  waits(self, kit::waiting_on::load);
+  self->request(self->state.env->store, caf::infinite, ask_atom_v, self->state.key, id.value)
+    .await(
+      [=](persistence::entity_answer& a) mutable {
+        if (a.request_id.empty())
+          rp.deliver(make_error(errc::failed_precondition,
+                                "ask " + id.value + " of " + self->state.key
+                                  + " was answered, and its answer is no longer kept"));
+        else
+          deliver_kept(rp, a);
+      },
+      [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+}
+
+void handle_ask(entity_ptr self, ask_promise rp, const entity_type_base* type,
+                google::protobuf::Any event, ask_id id, int attempt);
+
+/// An ask on the loaded entity: handle it at once, commit what the handler did with the
+/// answer, then answer.
+void ask_loaded(entity_ptr self, ask_promise rp, const entity_type_base* type,
+                google::protobuf::Any event, ask_id id, int attempt) {
+  auto& s = self->state;
+  auto now = s.env->now_us();
+  auto kind = kind_of(s.key);
+  entity_context ctx{kind,   id_of(s.key),
+                     s.lane, s.version,
+                     0,      std::chrono::system_clock::time_point{std::chrono::microseconds{now}}};
+  ctx.set_origin(true, {});
+  entity_write ws;
+  ws.kind = kind;
+  ws.entity_id = ctx.id();
+  ws.lane = s.lane;
+  ws.expected_version = s.version;
+  std::optional<google::protobuf::Any> next;
+  try {
+    next = type->apply(s.state ? &*s.state : nullptr, event, ctx);
+  } catch (const refused& e) {
+    auto err = refusal_error(e.code(), e.what());
+    rp.outcome = kit::event_result::refused;
+    if (id.empty()) {
+      rp.deliver(std::move(err));
+      return;
+    }
+    // Kept with its request id, so that a retry is refused alike.
+    ws.answer = persistence::entity_answer{id.value, std::nullopt, static_cast<int32_t>(err.code()),
+                                           e.what(), s.version};
+    commit(
+      self, std::move(ws), attempt,
+      [=](write_outcome out) mutable {
+        if (out == write_outcome::duplicate)
+          deliver_kept(self, rp, id);
+        else
+          rp.deliver(err);
+      },
+      [=]() mutable { handle_ask(self, rp, type, event, id, attempt + 1); },
+      [=](caf::error failure) mutable { rp.deliver(std::move(failure)); });
+    return;
+  } catch (const unavailable_error& e) {
+    rp.deliver(make_error(errc::unavailable, "entity " + s.key + ": " + e.what()));
+    return;
+  } catch (const std::exception& e) {
+    // Not a refusal: a bug or bad data. The caller hears it; nothing is kept or retried.
+    lg->error("entity ask failed kind={} id={} error={}", kind, ctx.id(), e.what());
+    rp.outcome = kit::event_result::failed;
+    rp.deliver(make_error(errc::internal, "entity " + s.key + ": " + e.what()));
+    return;
+  }
+  ws.new_state = next->SerializeAsString();
+  ws.lane = ctx.lane();
+  ws.tag = ctx.tag();
+  int64_t own_next = 0;
+  take_effects(*s.env, s.key, ctx, now, ws, own_next);
+  entity_reply reply{ctx.reply(), s.version + 1};
+  persistence::entity_answer answer;
+  answer.request_id = id.value;
+  if (reply.reply)
+    answer.reply = reply.reply->SerializeAsString();
+  answer.version = reply.version;
+  ws.answer = std::move(answer);
+  auto keep = ws;
+  commit(
+    self, std::move(ws), attempt,
+    [=](write_outcome out) mutable {
+      if (out == write_outcome::duplicate) {
+        // Answered before (by this node before a restart, or by another owner): nothing of
+        // this attempt was written; the kept answer is the answer.
+        forget(self);
+        deliver_kept(self, rp, id);
+        return;
+      }
+      committed(self, keep, std::move(next));
+      auto mine = route_entries(self, keep, own_next);
+      if (!mine.empty())
+        kit::report_enqueued(*self->state.env, mine);
+      rp.deliver(std::move(reply));
+    },
+    [=]() mutable { handle_ask(self, rp, type, event, id, attempt + 1); },
+    [=](caf::error failure) mutable { rp.deliver(std::move(failure)); });
+}
+
+/// An ask: loads the entity first when it is not loaded (or after a lost version check).
+void handle_ask(entity_ptr self, ask_promise rp, const entity_type_base* type,
+                google::protobuf::Any event, ask_id id, int attempt) {
+  if (self->state.loaded) {
+    ask_loaded(self, rp, type, std::move(event), std::move(id), attempt);
+    return;
+  }
+  waits(self, kit::waiting_on::load);
+  self->request(self->state.env->store, caf::infinite, load_atom_v, self->state.key)
+    .await(
+      [=](entity_row& row) mutable {
+        waits(self, kit::waiting_on::nothing);
+        take(self, row);
+        ask_loaded(self, rp, type, std::move(event), std::move(id), attempt);
       },
       [=](caf::error& err) mutable {
         forget(self);
@@ -493,26 +723,16 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
     [=](send_atom, const std::string& key, any_msg& event, std::string& request_id,
         int64_t delay_ms) -> caf::result<ok_atom> {
       auto& st = self->state;
+      auto type = type_for(*st.env, key, event.value);
+      if (!type)
+        return std::move(type.error());
       auto kind = kind_of(key);
-      auto* type = st.env->types->find(kind);
-      if (type == nullptr)
-        return make_error(errc::not_found,
-                          "entity kind `" + kind + "` is not registered on this node");
-      auto want = type->event_descriptor()->full_name();
-      if (event.value.type_url().size() < want.size()
-          || event.value.type_url().compare(event.value.type_url().size() - want.size(),
-                                            want.size(), want)
-               != 0)
-        return make_error(
-          errc::invalid_argument,
-          "event: a " + kind + " takes " + want + ", not "
-            + (event.value.type_url().empty() ? "an empty Any" : event.value.type_url()));
       started(self, kit::event_kind::send, kit::event_source::api);
       auto rp = promise_of<ok_atom>(self);
       entity_write ws;
       ws.kind = kind;
       ws.entity_id = id_of(key);
-      ws.lane = st.loaded ? st.lane : type->initial_lane(event.value);
+      ws.lane = st.loaded ? st.lane : (*type)->initial_lane(event.value);
       auto due = st.env->now_us() + std::max<int64_t>(0, delay_ms) * 1000;
       auto ev =
         outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());
@@ -540,6 +760,30 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp.rp;
     },
+    [=](ask_atom, const std::string& key, any_msg& event, ask_id& id) -> caf::result<entity_reply> {
+      auto type = type_for(*self->state.env, key, event.value);
+      if (!type)
+        return std::move(type.error());
+      started(self, kit::event_kind::ask, kit::event_source::api);
+      auto rp = promise_of<entity_reply>(self);
+      if (id.empty()) {
+        handle_ask(self, rp, *type, std::move(event.value), std::move(id), 0);
+        return rp.rp;
+      }
+      // An ask with a request id: answered already (a retry)? Then that answer, else handle.
+      waits(self, kit::waiting_on::load);
+      self->request(self->state.env->store, caf::infinite, ask_atom_v, key, id.value)
+        .await(
+          [=, t = *type, ev = std::move(event.value)](persistence::entity_answer& a) mutable {
+            waits(self, kit::waiting_on::nothing);
+            if (!a.request_id.empty())
+              deliver_kept(rp, a);
+            else
+              handle_ask(self, rp, t, std::move(ev), id, 0);
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp.rp;
+    },
     [=](view_atom, const std::string&) -> caf::result<entity_view> {
       started(self, kit::event_kind::get, kit::event_source::api);
       auto rp = promise_of<entity_view>(self);
@@ -555,6 +799,7 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
             v.lane = row.lane;
             v.pending = row.pending;
             v.next_due_us = row.next_due_us;
+            v.timers = std::move(row.timers);
             rp.deliver(std::move(v));
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });

@@ -504,12 +504,23 @@ public:
               return std::move(r.error());
             return std::move(*r);
           },
+          [b](ask_atom, const std::string& key,
+              const std::string& request_id) -> persistence::entity_answer {
+            auto i = b->answers.find({key, request_id});
+            return i == b->answers.end() ? persistence::entity_answer{} : i->second;
+          },
         };
       },
       book_);
   }
 
   const entity_store_actor& handle() const { return handle_; }
+
+  /// The answer kept for the ask `request_id` of `key` from now on (what the writer stored).
+  void keep_answer(const std::string& key, persistence::entity_answer a) {
+    auto id = a.request_id;
+    book_->answers[{key, id}] = std::move(a);
+  }
   operator entity_store_actor() const { return handle_; }
 
   /// What loads of `key` (`kind/id`) answer from now on.
@@ -525,6 +536,7 @@ public:
 private:
   struct book {
     std::map<std::string, persistence::entity_row> rows;
+    std::map<std::pair<std::string, std::string>, persistence::entity_answer> answers;
     std::deque<caf::error> load_failures;
     std::vector<std::string> loads;
     fake_queue queue;

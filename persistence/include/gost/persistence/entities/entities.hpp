@@ -46,6 +46,19 @@ struct entity_event_out {
   std::string payload; ///< serialized google.protobuf.Any
   /// Non-empty: stored at most once per (kind, entity_id, request_id) (a client's retry).
   std::string request_id;
+  /// Non-empty: a named timer of the target (an entity's own): it replaces the pending timer of
+  /// that name, if any (due time, payload, attempts).
+  std::string timer;
+};
+
+/// An ask's answer (EntityService.Ask): a reply or a refusal, kept by request id so that a
+/// retry of the ask gets it again.
+struct entity_answer {
+  std::string request_id;           ///< empty: nothing kept (the caller gave none)
+  std::optional<std::string> reply; ///< serialized Any (none: an empty reply)
+  int32_t refusal_code = 0;         ///< a gost::errc; 0: not refused
+  std::string refusal;              ///< the refusal's message
+  int64_t version = 0;              ///< the entity's version after the ask
 };
 
 /// Everything one event (or one accepted send) of one entity changes, all or nothing.
@@ -68,6 +81,10 @@ struct entity_write {
   int32_t dead_attempts = 0;
   std::vector<entity_event_out> events;                     ///< to itself and to others
   std::vector<std::pair<std::string, std::string>> outputs; ///< (lane, serialized Any)
+  std::vector<std::string> cancelled_timers;                ///< named timers deleted
+  /// An ask's answer; with a request id, kept with it, and the whole write is a `duplicate`
+  /// (nothing of it committed) when an answer is kept for that id already.
+  std::optional<entity_answer> answer;
 };
 
 /// Commits `writes` (in order; any mix of shards) in one transaction, each fenced by its own
@@ -81,6 +98,13 @@ struct stored_event {
   int64_t due_at_us = 0;
   int32_t attempts = 0;
   std::string payload; ///< serialized google.protobuf.Any
+  std::string timer;   ///< the name of a named timer; empty: an unnamed event
+};
+
+/// A named timer pending.
+struct entity_timer {
+  std::string name;
+  int64_t due_at_us = 0;
 };
 
 /// What an entity actor loads: its state, and its events due now.
@@ -89,9 +113,10 @@ struct entity_row {
   int64_t version = 0;
   std::optional<std::string> state; ///< serialized Any; none before the first handled event
   std::string lane;
-  std::vector<stored_event> due; ///< due at or before `now_us`, by (due, seq), at most `max`
-  int64_t next_due_us = 0;       ///< the earliest pending event (0: none)
-  int64_t pending = 0;           ///< events pending in all
+  std::vector<stored_event> due;    ///< due at or before `now_us`, by (due, seq), at most `max`
+  int64_t next_due_us = 0;          ///< the earliest pending event (0: none)
+  int64_t pending = 0;              ///< events pending in all
+  std::vector<entity_timer> timers; ///< named timers pending, by name
 };
 
 /// Loads many entities at once; rows in the order of `keys` (`kind/id`).
@@ -116,6 +141,12 @@ caf::expected<std::vector<entity_output>> read_entity_outputs(pg_pool& pool,
                                                               const std::string& kind,
                                                               const std::string& lane,
                                                               int64_t after_seq, size_t limit);
+
+/// The answer kept for an ask's request id; none when that ask was not answered (yet).
+caf::expected<std::optional<entity_answer>> find_entity_answer(pg_pool& pool,
+                                                               const std::string& kind,
+                                                               const std::string& id,
+                                                               const std::string& request_id);
 
 /// Forgets accepted request ids older than `max_age_s` seconds; how many went.
 caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s);

@@ -18,13 +18,20 @@
 // Handlers are pure apart from `ctx`: they may run again for the same event (after a crash, or
 // a retry), so side effects belong in events to other entities or in outputs that consumers
 // pull (exactly once each, by cursor).
+//
+// An event may come as a *send* (stored, handled in turn; the sender learns only that it was
+// stored) or as an *ask* (handled at once; the caller gets the handler's `ctx.reply(...)`, or
+// its refusal, after everything the handler did committed). A handler refuses an event by
+// throwing `gost::refused`: nothing it did is kept, and the event is not retried.
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -49,10 +56,29 @@ struct entity_options {
   double rate_limit = 0;
 };
 
+/// Thrown by a handler to refuse an event (a business rule says no: "the list is full"):
+/// nothing the handler did is committed (state, sends, timers, outputs); the event is consumed,
+/// never retried; an ask gets the refusal as its error (`code` becomes the gRPC status:
+/// failed_precondition, invalid_argument, not_found, already_exists, ...).
+class refused : public std::runtime_error {
+public:
+  refused(errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  errc code() const noexcept { return code_; }
+
+private:
+  errc code_;
+};
+
 /// What a handler may do besides changing its entity's state. All of it is committed with the
 /// new state, or not at all.
 class entity_context {
 public:
+  /// A named timer set by the handler (`set_timer`).
+  struct timer_set {
+    std::string name;
+    std::chrono::milliseconds delay;
+    google::protobuf::Any event;
+  };
   struct sent {
     std::string kind;
     std::string id;
@@ -68,6 +94,13 @@ public:
                  std::chrono::system_clock::time_point now)
     : kind_(std::move(kind)), id_(std::move(id)), lane_(std::move(lane)), version_(version),
       attempt_(attempt), now_(now) {}
+
+  /// What the kit tells a handler about how its event came: as an ask (`asked`), or as the
+  /// named timer `timer`.
+  void set_origin(bool asked, std::string timer) {
+    asked_ = asked;
+    timer_ = std::move(timer);
+  }
 
   const std::string& kind() const noexcept { return kind_; }
   const std::string& id() const noexcept { return id_; }
@@ -114,8 +147,38 @@ public:
     return retry_;
   }
 
+  /// Sets the named timer `name` of this entity: `event` handled after `delay`. It replaces
+  /// the pending timer of that name (due time and event), if any: set it again to move it.
+  void set_timer(const std::string& name, std::chrono::milliseconds delay,
+                 const google::protobuf::Message& event) {
+    drop_timer(name);
+    timer_set t{name, delay, {}};
+    t.event.PackFrom(event);
+    timers_.push_back(std::move(t));
+  }
+  /// Cancels the named timer `name` (pending, or set earlier in this event); nothing when none.
+  void cancel_timer(const std::string& name) {
+    drop_timer(name);
+    cancelled_.push_back(name);
+  }
+  /// The named timer this event was set as (empty: it was not a named timer). A handler that
+  /// re-arms itself calls set_timer(timer(), ...).
+  const std::string& timer() const noexcept { return timer_; }
+
+  /// True when the event came as an ask (EntityService.Ask): its caller waits for the reply.
+  bool asked() const noexcept { return asked_; }
+  /// Answers the ask (of the type's reply type): delivered to the caller once this event's
+  /// changes committed. Ignored for a send. Not called: the caller gets an empty reply.
+  void reply(const google::protobuf::Message& m) {
+    reply_.emplace();
+    reply_->PackFrom(m);
+  }
+  const std::optional<google::protobuf::Any>& reply() const noexcept { return reply_; }
+
   const std::vector<sent>& sends() const noexcept { return sent_; }
   const std::vector<emitted>& outputs() const noexcept { return emitted_; }
+  const std::vector<timer_set>& timers() const noexcept { return timers_; }
+  const std::vector<std::string>& cancelled_timers() const noexcept { return cancelled_; }
 
 private:
   std::string kind_;
@@ -128,6 +191,18 @@ private:
   std::vector<emitted> emitted_;
   std::optional<std::string> tag_;
   std::optional<std::pair<std::chrono::milliseconds, int>> retry_;
+  std::vector<timer_set> timers_;
+  std::vector<std::string> cancelled_;
+  std::string timer_;
+  bool asked_ = false;
+  std::optional<google::protobuf::Any> reply_;
+
+  void drop_timer(const std::string& name) {
+    for (auto i = timers_.begin(); i != timers_.end();)
+      i = i->name == name ? timers_.erase(i) : i + 1;
+    for (auto i = cancelled_.begin(); i != cancelled_.end();)
+      i = *i == name ? cancelled_.erase(i) : i + 1;
+  }
 };
 
 /// Every entity type, type-erased: what the kit calls.
@@ -139,6 +214,8 @@ public:
   virtual std::string kind() const = 0;
   virtual const google::protobuf::Descriptor* state_descriptor() const = 0;
   virtual const google::protobuf::Descriptor* event_descriptor() const = 0;
+  /// The message an ask is answered with; null: the type answers asks with an empty reply.
+  virtual const google::protobuf::Descriptor* reply_descriptor() const { return nullptr; }
   virtual entity_options options() const { return {}; }
   /// The lane of an entity that `event` (sent from outside) is the first event of: the row is
   /// created in it, so that its first event is already scheduled in its own lane (e.g. a
@@ -161,16 +238,18 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// The base to derive a type from: `State` and `Event` are generated protobuf messages.
-template <class State, class Event>
+/// The base to derive a type from: `State` and `Event` are generated protobuf messages;
+/// `Reply`, when given, the message its asks are answered with (`ctx.reply(...)`).
+template <class State, class Event, class Reply = void>
 class entity_type : public entity_type_base {
 public:
   using state_type = State;
   using event_type = Event;
+  using reply_type = Reply;
 
   /// Applies one event. Throw to fail it (rescheduled with back-off, dead-lettered after
   /// options().max_attempts); throw unavailable_error when a service it needs is down
-  /// (retried with back-off, never dead-lettered).
+  /// (retried with back-off, never dead-lettered); throw refused to refuse it.
   virtual void handle(State& state, const Event& event, entity_context& ctx) const = 0;
 
   const google::protobuf::Descriptor* state_descriptor() const override {
@@ -178,6 +257,12 @@ public:
   }
   const google::protobuf::Descriptor* event_descriptor() const override {
     return Event::descriptor();
+  }
+  const google::protobuf::Descriptor* reply_descriptor() const override {
+    if constexpr (std::is_void<Reply>::value)
+      return nullptr;
+    else
+      return Reply::descriptor();
   }
 
   google::protobuf::Any apply(const google::protobuf::Any* state,
@@ -192,6 +277,12 @@ public:
       throw type_mismatch("an event of " + kind() + " must be a " + Event::descriptor()->full_name()
                           + ", not " + event.type_url());
     handle(s, e, ctx);
+    if constexpr (!std::is_void<Reply>::value) {
+      if (ctx.reply() && !ctx.reply()->Is<Reply>())
+        throw type_mismatch("a reply of " + kind() + " must be a "
+                            + Reply::descriptor()->full_name() + ", not "
+                            + ctx.reply()->type_url());
+    }
     google::protobuf::Any out;
     out.PackFrom(s);
     return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <google/protobuf/any.pb.h>
@@ -17,6 +18,7 @@
 
 CAF_ADD_ATOM(gost_core, gost, send_atom, "send")
 CAF_ADD_ATOM(gost_core, gost, view_atom, "view")
+CAF_ADD_ATOM(gost_core, gost, ask_atom, "ask")
 
 namespace gost {
 
@@ -28,8 +30,29 @@ struct entity_view {
   int64_t version = 0; ///< events handled
   std::optional<google::protobuf::Any> state;
   std::string lane;
-  int64_t pending = 0;     ///< events waiting (timers included)
-  int64_t next_due_us = 0; ///< the earliest of them (0: none)
+  int64_t pending = 0;                           ///< events waiting (timers included)
+  int64_t next_due_us = 0;                       ///< the earliest of them (0: none)
+  std::vector<persistence::entity_timer> timers; ///< named timers pending, by name
+};
+
+/// An ask's request id: its own type, so that an ask forwarded to another node gets one when
+/// the client gave none (runtime/cluster/ask_owner.hpp), and a retry after a lost answer is
+/// answered from the kept answer instead of handled twice.
+struct ask_id {
+  std::string value;
+  bool empty() const noexcept { return value.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ask_id& x) {
+  return f(caf::meta::type_name("gost::ask_id"), x.value);
+}
+
+/// What an ask gets when the handler did not refuse (a refusal is the ask's error, of category
+/// gost::errc): the handler's reply, once everything it did committed.
+struct entity_reply {
+  std::optional<google::protobuf::Any> reply; ///< none: the handler sent no reply
+  int64_t version = 0;                        ///< the entity's version after the ask
 };
 
 /// The operations on one durable entity, each naming it first (`kind/id`).
@@ -39,7 +62,11 @@ using entity_ops = caf::typed_actor<
   // stores nothing twice). Answers once committed.
   caf::replies_to<send_atom, std::string, any_msg, std::string, int64_t>::with<ok_atom>,
   // What the entity is now (its committed state, pending events).
-  caf::replies_to<view_atom, std::string>::with<entity_view>>;
+  caf::replies_to<view_atom, std::string>::with<entity_view>,
+  // Handles `event` at once and answers with the handler's reply after its changes committed,
+  // or with its refusal (an error); with a non-empty id at most once per id (a retry gets the
+  // first answer).
+  caf::replies_to<ask_atom, std::string, any_msg, ask_id>::with<entity_reply>>;
 
 /// What routers hold for durable entities: the operations and the kit's inspection.
 using entity_owner_ops = entity_ops::extend_with<kit::inspect_ops>;
@@ -51,10 +78,13 @@ using durable_actor = kit::entity_actor<entity_ops>;
 using entity_shard_actor = kit::shard_actor<entity_ops, durable_actor>;
 
 /// Blocking reads of the entity tables (detached): batched loads, and the shard's queue.
-using entity_store_actor =
-  caf::typed_actor<caf::replies_to<load_atom, std::string>::with<persistence::entity_row>,
-                   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
-                                   persistence::queue_entries>::with<persistence::queue_entries>>;
+using entity_store_actor = caf::typed_actor<
+  caf::replies_to<load_atom, std::string>::with<persistence::entity_row>,
+  caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
+                  persistence::queue_entries>::with<persistence::queue_entries>,
+  // The answer kept for an ask's request id (key, request id); an empty
+  // request_id in it: none kept.
+  caf::replies_to<ask_atom, std::string, std::string>::with<persistence::entity_answer>>;
 
 /// A write-behind writer of entity write-sets, shared by shards.
 using entity_writer_actor = kit::writer_actor<persistence::entity_write>;
@@ -62,12 +92,15 @@ using entity_writer_actor = kit::writer_actor<persistence::entity_write>;
 } // namespace gost
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::entity_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::entity_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_row)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_answer)
 
 // The durable entities' block, chained to the kit's; the domains chain theirs to its end.
 CAF_BEGIN_TYPE_ID_BLOCK(gost_entities, caf::id_block::gost_core::end)
   CAF_ADD_TYPE_ID(gost_entities, (gost::any_msg))
+  CAF_ADD_TYPE_ID(gost_entities, (gost::ask_id))
   CAF_ADD_TYPE_ID(gost_entities, (gost::durable_actor))
   CAF_ADD_TYPE_ID(gost_entities, (gost::entity_shard_actor))
   CAF_ADD_TYPE_ID(gost_entities, (gost::entity_store_actor))

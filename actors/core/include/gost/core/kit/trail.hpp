@@ -30,14 +30,24 @@ enum class event_kind : uint8_t {
   update_state,
   run,
   send, ///< an event stored for a durable entity (handled later by a `run`)
-  other
+  other,
+  ask ///< an event a durable entity handles at once and answers (EntityService.Ask)
 };
 /// Who caused an event. A run's source is how its queue entry reached the shard: queued by an
 /// API change (api), by a stage's run (stage), a timer (due later than when the shard learned
 /// it), the background rescan, a console verb on this node, a retry after a failure, or read
 /// from PostgreSQL (queue: another node's change, a verb on another node, a restart).
 enum class event_source : uint8_t { api, stage, timer, feed, rescan, console, retry, queue };
-enum class event_result : uint8_t { ok, unchanged, not_found, conflict, failed, fenced, running };
+enum class event_result : uint8_t {
+  ok,
+  unchanged,
+  not_found,
+  conflict,
+  failed,
+  fenced,
+  running,
+  refused ///< the handler refused the event (gost::refused): nothing of it kept
+};
 enum class waiting_on : uint8_t { nothing, load, pool, writer };
 
 const char* to_string(event_kind x);
