@@ -77,7 +77,9 @@ if [[ -n ${GOST_TEST_PG:-} ]]; then
   run "$work/createdb.log" psql -X -q "$GOST_TEST_PG dbname=postgres" -c "CREATE DATABASE $db"
   rundir=$(mktemp -d /tmp/gost-pkgtest.XXXXXX) # the gost user may not reach the build tree
   chown gost:gost "$rundir"
-  (cd /var/lib/gost && exec runuser -u gost -- /usr/bin/gostd --config /etc/gost/gostd.conf \
+  # setpriv execs gostd itself (runuser would stay its parent and answer SIGTERM with 143).
+  (cd /var/lib/gost && exec setpriv --reuid=gost --regid=gost --init-groups \
+    /usr/bin/gostd --config /etc/gost/gostd.conf \
     --pg.dsn="$GOST_TEST_PG dbname=$db" --grpc.listen=127.0.0.1:0 --http.listen=127.0.0.1:0 \
     --caf.listen=127.0.0.1:0 --grpc.port_file="$rundir/ports") >"$work/gostd.log" 2>&1 &
   node_pid=$!
@@ -105,6 +107,8 @@ if [[ -n ${GOST_TEST_PG:-} ]]; then
   wait "$node_pid" || rc=$?
   node_pid=""
   [[ $rc -eq 0 ]] || { tail -n 40 "$work/gostd.log" >&2; die "gostd exited with $rc on SIGTERM"; }
+  run "$work/dropdb.log" psql -X -q "$GOST_TEST_PG dbname=postgres" -c "DROP DATABASE $db"
+  db=""
 fi
 
 # An application against the installed package: /usr is on CMake's default search path.
