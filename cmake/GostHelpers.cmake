@@ -1,4 +1,5 @@
 # Small helpers shared by the folders. Kept deliberately tiny.
+include(GNUInstallDirs)
 
 # Warnings for gost's own targets (never applied to generated code).
 function(gost_warnings target)
@@ -7,6 +8,28 @@ function(gost_warnings target)
   if(GOST_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+endfunction()
+
+# gost_export(<target> <name> [NO_HEADERS]): a library of the installed package, `gost::<name>` (the same
+# name is an alias in the tree, so examples/ link the same names inside gost and outside it).
+# Its folder's include/, when there is one, holds its public headers: they are the target's
+# include directory in the build tree and go to <prefix>/include with the package. Static
+# libraries carry their PRIVATE dependencies into the export as $<LINK_ONLY:...>; gostConfig
+# finds those too (cmake/gostConfig.cmake.in).
+function(gost_export target name)
+  cmake_parse_arguments(ARG "NO_HEADERS" "" "" ${ARGN})
+  add_library(gost::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  target_compile_features(${target} PUBLIC cxx_std_17)
+  if(NOT ARG_NO_HEADERS AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    target_include_directories(${target} PUBLIC
+      $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+    install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+  endif()
+  install(TARGETS ${target} EXPORT gostTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
 if(GOST_SANITIZE)

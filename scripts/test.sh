@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds (preset `ci`), starts a private
-# PostgreSQL, a real Kafka broker and a private Redis, runs every test tier (unit, pg, kafka, e2e) and stops
-# what it started; then builds the unit tier alone under ASan/UBSan (preset `dev`, target
-# `unit-tests`) and runs it (`ctest --preset unit`). Quiet on success apart from ctest's
+# PostgreSQL, a real Kafka broker and a private Redis, runs every test tier (unit, pg, kafka, e2e,
+# install) and stops what it started; then, as root and with no ctest args, the Debian packages
+# (`ctest --preset package`: built, installed with apt-get, run, purged; tests/package/); then
+# builds the unit tier alone under ASan/UBSan (preset `dev`, target `unit-tests`) and runs it
+# (`ctest --preset unit`). Quiet on success apart from ctest's
 # summaries; on failure it prints why.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit   (args: the `ci` run only)
 #   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 GOST_REDIS_PORT=16479 scripts/test.sh
 #                                                                (ports of your own; see below)
 #   GOST_TEST_SANITIZE=0 scripts/test.sh                         (without the ASan/UBSan run)
+#   GOST_TEST_PACKAGE=0 scripts/test.sh                          (without the package test)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,6 +50,21 @@ if ! ctest --preset ci -j 2 "$@" >"$logs/ctest.log" 2>&1; then
   exit 1
 fi
 grep -E 'tests passed|Total Test time' "$logs/ctest.log"
+
+# The Debian packages, while PostgreSQL still runs (the packaged node uses it). apt-get needs
+# root; the test leaves the machine as it found it (apt-get purge) and refuses to start when a
+# gost package or user is there already.
+if [[ $# -eq 0 && ${GOST_TEST_PACKAGE:-1} != 0 ]]; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "test.sh: package test skipped: it installs packages with apt-get and needs root" >&2
+  elif ! ctest --preset package >"$logs/ctest-package.log" 2>&1; then
+    tail -n 100 "$logs/ctest-package.log" >&2
+    echo "test.sh: the package test failed (full log: $logs/ctest-package.log)" >&2
+    exit 1
+  else
+    grep -E 'tests passed' "$logs/ctest-package.log" | sed 's/^/Debian packages: /'
+  fi
+fi
 
 # The unit tier again under ASan/UBSan: it needs no services, and only its binaries are built.
 [[ ${GOST_TEST_SANITIZE:-1} == 0 ]] && exit 0

@@ -377,9 +377,9 @@ node_keys make_node_keys() {
             "Loopback port of the embedded PostgreSQL server."),
         bind_to(&node_config::pg, &pg_config::embedded_port));
   k.add(str("pg.embedded_script", "",
-            "Script that starts the embedded server (`pg.sh start`). Empty: `scripts/pg.sh` of "
-            "the source tree gostd was built from, else `../libexec/gost/pg.sh` beside the "
-            "binary."),
+            "Script that starts the embedded server (`pg.sh start`). Empty: "
+            "`../libexec/gost/pg.sh` beside the binary (an installed gostd), else "
+            "`scripts/pg.sh` of the source tree gostd was built from."),
         bind_to(&node_config::pg, &pg_config::embedded_script));
   k.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
             "Number of PostgreSQL connections of this node's pool."),
@@ -831,13 +831,17 @@ void resolve(node_config& c, const char* argv0) {
     c.node.id = std::string{host} + "-" + std::to_string(c.grpc.listen.port);
   }
   if (c.pg.embedded_script.empty()) {
-    c.pg.embedded_script = GOST_DEFAULT_PG_SCRIPT;
-    if (access(c.pg.embedded_script.c_str(), X_OK) != 0 && argv0 != nullptr) {
-      std::string self = argv0;
-      auto slash = self.rfind('/');
-      if (slash != std::string::npos)
-        c.pg.embedded_script = self.substr(0, slash) + "/../libexec/gost/pg.sh";
+    // An installed node's own script first: the source tree it was built from may still
+    // exist on the machine that built the package, with a different pg.sh in it.
+    std::string self = argv0 != nullptr ? argv0 : "";
+    auto slash = self.rfind('/');
+    if (slash != std::string::npos) {
+      auto beside = self.substr(0, slash) + "/../libexec/gost/pg.sh";
+      if (access(beside.c_str(), X_OK) == 0)
+        c.pg.embedded_script = beside;
     }
+    if (c.pg.embedded_script.empty())
+      c.pg.embedded_script = GOST_DEFAULT_PG_SCRIPT;
   }
   if (c.scheduler.threads == 0)
     c.scheduler.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

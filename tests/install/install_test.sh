@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The CMake package end to end: installs the build tree into a prefix of its own
+# (`cmake --install BUILD --prefix BUILD/install-test/prefix`, never a system directory),
+# configures and builds examples/ as a separate project against it (find_package(gost)), and
+# runs the example application's --help: it compiled against the installed headers, linked
+# the installed static libraries with their dependencies, and runs.
+#   tests/install/install_test.sh BUILD_DIR SOURCE_DIR     (CTest: install.examples)
+# Fixed paths under the build directory, wiped first: ccache then hits across runs.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$build/install-test
+rm -rf "$work/prefix" "$work/build"
+mkdir -p "$work"
+
+run() { # run LOG CMD...: quiet unless it fails
+  local log=$1
+  shift
+  if ! "$@" >"$log" 2>&1; then
+    tail -n 80 "$log" >&2
+    echo "install_test: failed: $* (log: $log)" >&2
+    exit 1
+  fi
+}
+
+run "$work/install.log" cmake --install "$build" --prefix "$work/prefix"
+for f in lib/cmake/gost/gostConfig.cmake lib/cmake/gost/FindCAF.cmake \
+  lib/cmake/gost/GostProto.cmake include/gost/runtime/node_builder.hpp \
+  include/gost/v1/offer.pb.h include/gost/v1/offer.proto lib/libgost_runtime.a bin/gostd; do
+  [[ -e $work/prefix/$f ]] || { echo "install_test: $f not installed" >&2; exit 1; }
+done
+# Nothing outside the prefix: the package's system files (/etc, systemd) are not in a plain
+# install (packaging/CMakeLists.txt).
+outside=$(grep -vE "^-- (Install configuration: |(Installing|Up-to-date): $work/prefix/)" \
+  "$work/install.log" || true)
+if [[ -n $outside ]]; then
+  echo "$outside" >&2
+  echo "install_test: cmake --install wrote outside its prefix (above)" >&2
+  exit 1
+fi
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+run "$work/configure.log" cmake -S "$src/examples" -B "$work/build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "${launcher[@]}"
+run "$work/build.log" cmake --build "$work/build" -j 2
+# The headers came from the prefix, not from the source tree.
+if grep -q -- "-I$src/\(runtime\|actors\|config\|persistence\)" "$work/build/compile_commands.json" 2>/dev/null; then
+  echo "install_test: the example compiled against gost's source tree" >&2
+  exit 1
+fi
+run "$work/help.log" "$work/build/app/gost_example" --help
+grep -q "^Usage: gostd" "$work/help.log" || {
+  cat "$work/help.log" >&2
+  echo "install_test: gost_example --help printed no usage" >&2
+  exit 1
+}
