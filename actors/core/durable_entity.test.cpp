@@ -59,6 +59,31 @@ public:
   }
 };
 
+/// A bounded counter answering asks: adds the event's value (refusing beyond 10) and replies
+/// with the new count; each add (re)sets the named timer "sweep" (1 s), which clears the count;
+/// -5 cancels the sweep.
+class bounded final : public entity_type<Int64Value, Int64Value, Int64Value> {
+public:
+  std::string kind() const override { return "bounded"; }
+  void handle(Int64Value& state, const Int64Value& event, entity_context& ctx) const override {
+    if (ctx.timer() == "sweep") {
+      state.set_value(0);
+      return;
+    }
+    if (event.value() == -5) {
+      ctx.cancel_timer("sweep");
+      return;
+    }
+    if (state.value() + event.value() > 10)
+      throw refused(errc::failed_precondition,
+                    "holds " + std::to_string(state.value()) + " of 10 already");
+    state.set_value(state.value() + event.value());
+    ctx.set_timer("sweep", std::chrono::seconds{2}, event);
+    ctx.set_timer("sweep", std::chrono::seconds{1}, event); // the last set wins
+    ctx.reply(state);
+  }
+};
+
 std::string packed(int64_t n) {
   Int64Value v;
   v.set_value(n);
@@ -86,6 +111,7 @@ struct entity_fixture : testing::caf_fixture {
     auto types = std::make_shared<entity_registry>();
     REQUIRE_FALSE(types->add(std::make_shared<counter>()));
     REQUIRE_FALSE(types->add(std::make_shared<tagger>()));
+    REQUIRE_FALSE(types->add(std::make_shared<bounded>()));
     entity_shard_options o;
     o.shard = 1;
     o.epoch = 9;
@@ -97,6 +123,24 @@ struct entity_fixture : testing::caf_fixture {
     o.trace = trace;
     shard = keep(spawn_entity_shard(sys, o));
     run();
+  }
+
+  /// An entity `key` at `version` with `value` as its state, nothing pending.
+  void stored(const std::string& key, int64_t version, int64_t value) {
+    entity_row row;
+    row.found = true;
+    row.version = version;
+    row.state = packed(value);
+    store.put(key, row);
+  }
+
+  /// Asks `key` to add `n`, with request id `id`.
+  caf::expected<entity_reply> ask_add(const std::string& key, int64_t n, std::string id = {}) {
+    Int64Value v;
+    v.set_value(n);
+    google::protobuf::Any event;
+    event.PackFrom(v);
+    return ask(shard, ask_atom_v, key, any_msg{event}, ask_id{std::move(id)});
   }
 
   /// The row a load of counter/x answers: version 0, one event (seq 1) due now.
@@ -291,4 +335,170 @@ TEST_CASE_FIXTURE(entity_fixture, "the handler's retry replaces the type's optio
   CHECK(unpacked(*done.new_state) == 7);
   REQUIRE(done.tag);
   CHECK(*done.tag == "n7");
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "an ask is answered with the handler's reply once everything "
+                                  "it did committed, its answer written with its request id") {
+  start();
+  stored("bounded/b", 4, 3);
+  auto r = ask_add("bounded/b", 2, "ask-1");
+  REQUIRE(r);
+  REQUIRE(r->reply);
+  Int64Value got;
+  REQUIRE(r->reply->UnpackTo(&got));
+  CHECK(got.value() == 5);
+  CHECK(r->version == 5);
+  REQUIRE(writer.writes().size() == 1);
+  auto& ws = writer.writes().front().ws;
+  CHECK(ws.expected_version == 4);
+  REQUIRE(ws.new_state);
+  CHECK(unpacked(*ws.new_state) == 5);
+  REQUIRE(ws.answer);
+  CHECK(ws.answer->request_id == "ask-1");
+  CHECK(ws.answer->refusal_code == 0);
+  CHECK(ws.answer->version == 5);
+  REQUIRE(ws.answer->reply);
+  CHECK(unpacked(*ws.answer->reply) == 5);
+  // The named timer, set twice by the handler: once, with the last delay.
+  REQUIRE(ws.events.size() == 1);
+  CHECK(ws.events[0].timer == "sweep");
+  CHECK(ws.events[0].due_at_us == wall_us() + 1'000'000);
+
+  // The next ask uses the state in memory (no load), from the committed version.
+  auto loads = store.loads().size();
+  auto again = ask_add("bounded/b", 1);
+  REQUIRE(again);
+  CHECK(again->version == 6);
+  CHECK(store.loads().size() == loads);
+  CHECK(writer.writes().back().ws.expected_version == 5);
+  CHECK(writer.writes().back().ws.answer->request_id.empty());
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "a refused ask keeps nothing the handler did, and a retry of it "
+                                  "gets the kept refusal without handling it again") {
+  recent_events = 4;
+  start();
+  stored("bounded/b", 2, 9);
+  auto r = ask_add("bounded/b", 5, "ask-2");
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::failed_precondition);
+  CHECK(error_message(r.error()) == "holds 9 of 10 already");
+  REQUIRE(writer.writes().size() == 1); // only the answer, kept for a retry
+  auto& ws = writer.writes().front().ws;
+  CHECK_FALSE(ws.new_state);
+  CHECK(ws.events.empty());
+  REQUIRE(ws.answer);
+  CHECK(ws.answer->refusal_code == static_cast<int32_t>(errc::failed_precondition));
+  CHECK(ws.answer->refusal == "holds 9 of 10 already");
+
+  store.keep_answer("bounded/b", *ws.answer);
+  auto loads = store.loads().size();
+  auto retry = ask_add("bounded/b", 5, "ask-2");
+  REQUIRE_FALSE(retry);
+  CHECK(retry.error() == errc::failed_precondition);
+  CHECK(error_message(retry.error()) == "holds 9 of 10 already");
+  CHECK(writer.writes().size() == 1);
+  CHECK(store.loads().size() == loads);
+
+  // Without a request id a refusal writes nothing at all.
+  auto plain = ask_add("bounded/b", 5);
+  REQUIRE_FALSE(plain);
+  CHECK(writer.writes().size() == 1);
+
+  auto seen = ask(shard, resident_atom_v, std::string{"bounded/b"});
+  REQUIRE(seen);
+  REQUIRE(seen->recent.size() == 3);
+  CHECK(seen->recent[0].kind == kit::event_kind::ask);
+  CHECK(seen->recent[0].result == kit::event_result::refused);
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "an ask whose write finds its request id answered already gets "
+                                  "the kept answer (answered before a restart)") {
+  start();
+  stored("bounded/b", 0, 0);
+  writer.then(persistence::write_outcome::duplicate);
+  persistence::entity_answer kept;
+  kept.request_id = "ask-3";
+  kept.reply = packed(8);
+  kept.version = 3;
+  // The store's first lookup finds no answer (the other owner's commit was not visible yet),
+  // the write says duplicate, and the answer is read then.
+  store.keep_answer("bounded/b", kept, 1);
+  auto r = ask_add("bounded/b", 1, "ask-3");
+  REQUIRE(r);
+  REQUIRE(r->reply);
+  Int64Value got;
+  REQUIRE(r->reply->UnpackTo(&got));
+  CHECK(got.value() == 8);
+  CHECK(r->version == 3);
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "a named timer's event tells the handler its name, and a cancel "
+                                  "is written with the event that cancels") {
+  entity_row row;
+  row.found = true;
+  row.version = 3;
+  row.state = packed(7);
+  row.due.push_back({4, wall_us(), 0, packed(1), "sweep"});
+  row.pending = 1;
+  row.next_due_us = wall_us();
+  row.timers.push_back({"sweep", wall_us()});
+  store.put("bounded/b", row);
+  store.queue().add({{"bounded/", "bounded/b", wall_us(), persistence::priority::normal}});
+  start();
+  REQUIRE(writer.writes().size() == 1);
+  auto& swept = writer.writes().front().ws;
+  CHECK(swept.consumed_seq == 4);
+  REQUIRE(swept.new_state);
+  CHECK(unpacked(*swept.new_state) == 0);
+  CHECK(swept.events.empty());
+
+  auto view = ask(shard, view_atom_v, std::string{"bounded/b"});
+  REQUIRE(view);
+  REQUIRE(view->timers.size() == 1);
+  CHECK(view->timers[0].name == "sweep");
+
+  auto cancel = ask_add("bounded/b", -5);
+  REQUIRE(cancel);
+  auto& ws = writer.writes().back().ws;
+  CHECK(ws.cancelled_timers == std::vector<std::string>{"sweep"});
+  CHECK(ws.events.empty());
+}
+
+TEST_CASE_FIXTURE(entity_fixture, "a sent event the handler refuses is consumed, and nothing else "
+                                  "of it is kept") {
+  recent_events = 4;
+  entity_row row;
+  row.found = true;
+  row.version = 1;
+  row.state = packed(9);
+  row.due.push_back({2, wall_us(), 0, packed(5)});
+  row.pending = 1;
+  row.next_due_us = wall_us();
+  store.put("bounded/b", row);
+  store.queue().add({{"bounded/", "bounded/b", wall_us(), persistence::priority::normal}});
+  start();
+  REQUIRE(writer.writes().size() == 1);
+  auto& ws = writer.writes().front().ws;
+  CHECK(ws.consumed_seq == 2);
+  CHECK(ws.retry_seq == 0);
+  CHECK(ws.dead_seq == 0);
+  CHECK_FALSE(ws.new_state);
+  CHECK(ws.events.empty());
+  auto seen = ask(shard, resident_atom_v, std::string{"bounded/b"});
+  REQUIRE(seen);
+  REQUIRE_FALSE(seen->recent.empty());
+  CHECK(seen->recent.back().result == kit::event_result::refused);
+}
+
+TEST_CASE("an ask of an event of the wrong type is refused before the handler runs") {
+  bounded t;
+  entity_context ctx{"bounded", "b", "", 0, 0, {}};
+  google::protobuf::Any event;
+  google::protobuf::StringValue wrong;
+  event.PackFrom(wrong);
+  CHECK_THROWS_AS(t.apply(nullptr, event, ctx), type_mismatch);
+  CHECK(t.reply_descriptor() == Int64Value::descriptor());
+  counter c;
+  CHECK(c.reply_descriptor() == nullptr);
 }

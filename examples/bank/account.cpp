@@ -38,7 +38,12 @@ void account::handle(v1::Account& a, const v1::AccountEvent& e, gost::entity_con
       bool transfer = e.kind_case() == v1::AccountEvent::kTransfer;
       auto amount = positive(transfer ? e.transfer().amount_minor() : e.withdraw().amount_minor());
       if (amount > a.balance_minor()) {
-        // Not an error of the event: the account refuses it, and says so.
+        // Not an error of the event: the account refuses it. An ask's caller hears why; a sent
+        // withdrawal is recorded as rejected for the statement's reader.
+        if (ctx.asked())
+          throw gost::refused(gost::errc::failed_precondition,
+                              "the balance " + std::to_string(a.balance_minor()) + " is less than "
+                                + std::to_string(amount));
         statement(ctx, a, "rejected", amount);
         return;
       }
@@ -59,14 +64,12 @@ void account::handle(v1::Account& a, const v1::AccountEvent& e, gost::entity_con
       auto& o = e.open_savings();
       if (o.interest_bp() < 1 || o.interest_bp() > 10'000 || o.period_ms() < 100)
         throw std::invalid_argument("open_savings needs interest_bp 1..10000 and period_ms >= 100");
-      bool first = a.interest_bp() == 0;
       a.set_interest_bp(o.interest_bp());
       a.set_interest_period_ms(o.period_ms());
-      if (first) {
-        v1::AccountEvent tick;
-        tick.mutable_pay_interest();
-        ctx.send_self(tick, std::chrono::milliseconds{o.period_ms()}); // a durable timer
-      }
+      // A named timer: opening savings again (another period) moves it, never adds a second.
+      v1::AccountEvent tick;
+      tick.mutable_pay_interest();
+      ctx.set_timer("interest", std::chrono::milliseconds{o.period_ms()}, tick);
       return;
     }
     case v1::AccountEvent::kPayInterest: {
@@ -78,7 +81,7 @@ void account::handle(v1::Account& a, const v1::AccountEvent& e, gost::entity_con
       statement(ctx, a, "interest", interest);
       v1::AccountEvent tick;
       tick.mutable_pay_interest();
-      ctx.send_self(tick, std::chrono::milliseconds{a.interest_period_ms()}); // the next period
+      ctx.set_timer("interest", std::chrono::milliseconds{a.interest_period_ms()}, tick);
       return;
     }
     default: throw std::invalid_argument("an AccountEvent without a kind");

@@ -2,6 +2,9 @@
 // - its actor type (examples/bank, docs/adding-an-actor-type.md): a plain gRPC client sends
 //   events and reads states through gost.v1.EntityService; kill -9 and a restart lose nothing
 //   committed, and timers set before the kill fire after it;
+// - its second type (examples/watchlist) through the typed client (entity_client.hpp): asks
+//   answered after commit, a refusal as the call's status, answers kept by request id across
+//   kill -9, a named timer replaced rather than added;
 // - its stage (examples/photos, docs/adding-a-stage.md): registered with one line, it runs on
 //   offers like a built-in one, its typed state readable through StateService.
 #include <doctest/doctest.h>
@@ -9,12 +12,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include "bank/v1/account.pb.h"
+#include "gost/runtime/entity_client.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/entity_service.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "photos/v1/photo_count.pb.h"
+#include "watchlist.hpp"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -200,6 +205,109 @@ TEST_CASE("an application's actor type: events in, states out, exactly once, acr
   again.signal(SIGTERM);
   CHECK(again.wait(30s) == 0);
   std::remove(port_file.c_str());
+}
+
+TEST_CASE("an application's asks: replies after commit, refusals, answers kept by request id "
+          "across kill -9; a named timer replaced, not added") {
+  testing::temp_db db;
+  auto port_file = "/tmp/gost-example-asks-" + std::to_string(getpid());
+  std::vector<std::string> args{
+    "--pg.dsn=" + db.dsn(),     "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
+    "--caf.listen=127.0.0.1:0", "--shard.count=4",           "--outbox.relay=false"};
+  auto add = [](const std::string& offer) {
+    watchlist::v1::WatchlistEvent e;
+    e.mutable_add()->set_offer_id(offer);
+    return e;
+  };
+  auto channel = [](int port) {
+    return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                               grpc::InsecureChannelCredentials());
+  };
+  constexpr int limit = watchlist::watchlist::max_entries;
+  google::protobuf::Timestamp first_due;
+  {
+    child_process node{GOST_EXAMPLE_PATH, args};
+    auto port = testing::served_port(node, port_file);
+    REQUIRE_MESSAGE(port > 0, node.output());
+    gost::entity_client<watchlist::watchlist> lists{channel(port)};
+
+    auto r = lists.ask("buyer", add("offer-0"), "add-0");
+    REQUIRE_MESSAGE(r.ok(), r.status.error_message());
+    CHECK(r.value.size() == 1);
+    CHECK(r.value.changed());
+    CHECK(r.version == 1);
+    // Answered after commit: the state read now has it.
+    v1::GetEntityResponse full;
+    auto got = lists.get("buyer", &full);
+    REQUIRE(got.ok());
+    CHECK(got.value.entries_size() == 1);
+    REQUIRE(full.timers_size() == 1);
+    CHECK(full.timers(0).name() == "sweep");
+    first_due = full.timers(0).due();
+
+    for (int i = 1; i < limit; ++i) {
+      auto a = lists.ask("buyer", add("offer-" + std::to_string(i)), "add-" + std::to_string(i));
+      REQUIRE_MESSAGE(a.ok(), a.status.error_message());
+      CHECK(a.value.size() == i + 1);
+    }
+    // The 101st: refused with the handler's code and message; nothing of it kept.
+    auto full_list = lists.ask("buyer", add("offer-x"), "add-x");
+    CHECK(full_list.status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(full_list.status.error_message()
+          == "the watchlist holds 100 offers already: remove one first");
+    got = lists.get("buyer", &full);
+    REQUIRE(got.ok());
+    CHECK(got.value.entries_size() == limit);
+    CHECK(got.version == limit);
+    // Every add moved the one "sweep" timer; none was added beside it.
+    REQUIRE(full.timers_size() == 1);
+    CHECK(full.timers(0).due().seconds() * 1'000'000'000LL + full.timers(0).due().nanos()
+          >= first_due.seconds() * 1'000'000'000LL + first_due.nanos());
+    CHECK(full.pending_events() == 1);
+
+    // A retried ask is answered from the kept answer: same reply and version, nothing redone.
+    auto retry = lists.ask("buyer", add("offer-0"), "add-0");
+    REQUIRE(retry.ok());
+    CHECK(retry.version == 1);
+    CHECK(retry.value.size() == 1);
+    CHECK(lists.get("buyer").version == limit);
+
+    // A wrong event type is refused by the owner, naming the type the kind takes.
+    v1::AskEntityRequest bad;
+    bad.set_kind("watchlist");
+    bad.set_id("buyer");
+    bad.mutable_event()->PackFrom(deposit(1));
+    v1::AskEntityResponse bad_resp;
+    grpc::ClientContext ctx;
+    auto stub = v1::EntityService::NewStub(channel(port));
+    auto st = stub->Ask(&ctx, bad, &bad_resp);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("watchlist.v1.WatchlistEvent") != std::string::npos);
+    node.signal(SIGKILL);
+    CHECK(node.wait(10s) == 128 + SIGKILL);
+  }
+  std::remove(port_file.c_str());
+  // After kill -9: the kept answers still answer their retries, the refusal included.
+  child_process node{GOST_EXAMPLE_PATH, args};
+  auto port = testing::served_port(node, port_file);
+  REQUIRE_MESSAGE(port > 0, node.output());
+  gost::entity_client<watchlist::watchlist> lists{channel(port)};
+  auto retry = lists.ask("buyer", add("offer-5"), "add-5");
+  REQUIRE_MESSAGE(retry.ok(), retry.status.error_message());
+  CHECK(retry.version == 6);
+  CHECK(retry.value.size() == 6);
+  auto refused = lists.ask("buyer", add("offer-x"), "add-x");
+  CHECK(refused.status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  watchlist::v1::WatchlistEvent rm;
+  rm.mutable_remove()->set_offer_id("offer-0");
+  auto removed = lists.ask("buyer", rm, "rm-0");
+  REQUIRE(removed.ok());
+  CHECK(removed.value.size() == limit - 1);
+  CHECK(removed.version == limit + 1);
+  // Room again: the add that was refused is accepted under a new request id.
+  auto later = lists.ask("buyer", add("offer-x"), "add-x2");
+  REQUIRE(later.ok());
+  CHECK(later.value.size() == limit);
 }
 
 TEST_CASE("an application's stage runs on offers like a built-in one, with its typed state") {

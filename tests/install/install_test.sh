@@ -10,7 +10,7 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 work=$build/install-test
-rm -rf "$work/prefix" "$work/build"
+rm -rf "$work/prefix" "$work/build" "$work/watchlist" "$work/watchlist-build"
 mkdir -p "$work"
 
 run() { # run LOG CMD...: quiet unless it fails
@@ -54,5 +54,18 @@ run "$work/help.log" "$work/build/app/gost_example" --help
 grep -q "^Usage: gostd" "$work/help.log" || {
   cat "$work/help.log" >&2
   echo "install_test: gost_example --help printed no usage" >&2
+  exit 1
+}
+
+# The acceptance case of docs/adding-an-actor-type.md: an actor type in a folder of its own,
+# outside gost's tree, with its ten-line CMakeLists and its unit test on gost's test kit.
+cp -r "$src/examples/watchlist" "$work/watchlist"
+run "$work/watchlist-configure.log" cmake -S "$work/watchlist" -B "$work/watchlist-build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$work/prefix" "${launcher[@]}"
+run "$work/watchlist-build.log" cmake --build "$work/watchlist-build" -j 2
+run "$work/watchlist-test.log" ctest --test-dir "$work/watchlist-build" --output-on-failure
+grep -q "100% tests passed, 0 tests failed out of 1" "$work/watchlist-test.log" || {
+  cat "$work/watchlist-test.log" >&2
+  echo "install_test: the watchlist's unit test did not run" >&2
   exit 1
 }

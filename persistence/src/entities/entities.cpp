@@ -108,6 +108,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       auto v = version.end();
       if (w.expected_version >= 0) {
         v = version.find(k);
+        if (v == version.end() && w.expected_version == 0)
+          v = version.emplace(k, 0).first; // a new entity (an ask before any send): row below
         if (v == version.end() || v->second != w.expected_version)
           continue; // conflict: another event of this entity committed first (or it is gone)
       }

@@ -507,7 +507,9 @@ public:
           [b](ask_atom, const std::string& key,
               const std::string& request_id) -> persistence::entity_answer {
             auto i = b->answers.find({key, request_id});
-            return i == b->answers.end() ? persistence::entity_answer{} : i->second;
+            if (i == b->answers.end() || i->second.second-- > 0)
+              return persistence::entity_answer{};
+            return i->second.first;
           },
         };
       },
@@ -516,10 +518,11 @@ public:
 
   const entity_store_actor& handle() const { return handle_; }
 
-  /// The answer kept for the ask `request_id` of `key` from now on (what the writer stored).
-  void keep_answer(const std::string& key, persistence::entity_answer a) {
+  /// The answer kept for the ask `a.request_id` of `key` (what the writer stored), found from
+  /// the lookup after the next `hidden` ones on (an answer another owner is committing).
+  void keep_answer(const std::string& key, persistence::entity_answer a, int hidden = 0) {
     auto id = a.request_id;
-    book_->answers[{key, id}] = std::move(a);
+    book_->answers[{key, id}] = {std::move(a), hidden};
   }
   operator entity_store_actor() const { return handle_; }
 
@@ -536,7 +539,8 @@ public:
 private:
   struct book {
     std::map<std::string, persistence::entity_row> rows;
-    std::map<std::pair<std::string, std::string>, persistence::entity_answer> answers;
+    std::map<std::pair<std::string, std::string>, std::pair<persistence::entity_answer, int>>
+      answers;
     std::deque<caf::error> load_failures;
     std::vector<std::string> loads;
     fake_queue queue;

@@ -151,6 +151,9 @@ public:
   /// the pending timer of that name (due time and event), if any: set it again to move it.
   void set_timer(const std::string& name, std::chrono::milliseconds delay,
                  const google::protobuf::Message& event) {
+    if (name.empty())
+      throw std::invalid_argument("set_timer: a named timer needs a name (send_self sets an "
+                                  "unnamed one)");
     drop_timer(name);
     timer_set t{name, delay, {}};
     t.event.PackFrom(event);

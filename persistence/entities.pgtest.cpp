@@ -1,0 +1,166 @@
+// Durable entities' asks and named timers (migration 0020) on the real PostgreSQL: a named
+// timer set again replaces the pending one (one row, the new due time and payload), a cancel
+// deletes it and the entity's queue entry follows; an ask's answer is kept with its request id
+// and a second write with that id is a duplicate that changes nothing.
+#include <doctest/doctest.h>
+
+#include "gost/persistence/entities/entities.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
+#include "pg_fixture.hpp"
+
+using namespace gost::persistence;
+
+namespace {
+
+const std::string kind = "watch.list";
+
+entity_event_out timer(const std::string& id, const std::string& name, int64_t due,
+                       std::string payload) {
+  entity_event_out e;
+  e.kind = kind;
+  e.entity_id = id;
+  e.due_at_us = due;
+  e.payload = std::move(payload);
+  e.timer = name;
+  return e;
+}
+
+entity_write event_of(const std::string& id, int64_t expected_version) {
+  entity_write w;
+  w.kind = kind;
+  w.entity_id = id;
+  w.expected_version = expected_version;
+  return w;
+}
+
+struct entities_db : migrated_db {
+  int64_t epoch = 0;
+  entities_db() {
+    auto epochs = acquire_all_leases(pool, "test-node", 1);
+    REQUIRE(epochs);
+    epoch = (*epochs)[0];
+  }
+  write_outcome commit(entity_write w) {
+    auto out = commit_entity_writes(pool, {{0, epoch, std::move(w)}});
+    REQUIRE(out);
+    return out->front();
+  }
+  entity_row load(const std::string& id, int64_t now_us) {
+    auto rows = load_entities(pool, {entity_key(kind, id)}, now_us, 8);
+    REQUIRE(rows);
+    return rows->front();
+  }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(entities_db, "a named timer set again replaces the pending one; a cancel "
+                               "deletes it; unnamed events stay as they are") {
+  auto w = event_of("l1", -1);
+  w.events.push_back(timer("l1", "sweep", 5'000, "first"));
+  w.events.push_back(timer("l1", "remind", 9'000, "remind"));
+  entity_event_out plain = timer("l1", "", 7'000, "plain");
+  w.events.push_back(plain);
+  CHECK(commit(w) == write_outcome::committed);
+  auto row = load("l1", 0);
+  CHECK(row.pending == 3);
+  CHECK(row.next_due_us == 5'000);
+  REQUIRE(row.timers.size() == 2);
+  CHECK(row.timers[0].name == "remind");
+  CHECK(row.timers[0].due_at_us == 9'000);
+  CHECK(row.timers[1].name == "sweep");
+  CHECK(row.timers[1].due_at_us == 5'000);
+
+  // Set again (later, another payload): still one "sweep", moved; the entity's queue entry with
+  // it.
+  auto again = event_of("l1", -1);
+  again.events.push_back(timer("l1", "sweep", 8'000, "second"));
+  CHECK(commit(again) == write_outcome::committed);
+  row = load("l1", 10'000);
+  CHECK(row.pending == 3);
+  CHECK(row.next_due_us == 7'000);
+  REQUIRE(row.due.size() == 3);
+  CHECK(row.due[0].payload == "plain");
+  CHECK(row.due[0].timer.empty());
+  CHECK(row.due[1].payload == "second");
+  CHECK(row.due[1].timer == "sweep");
+  CHECK(row.due[2].timer == "remind");
+  CHECK(db.scalar("SELECT due_at_us FROM entities WHERE entity_id = 'l1'") == "7000");
+
+  // The handled timer is consumed and re-armed by its own event (delete, then insert); the
+  // other is cancelled.
+  auto fired = event_of("l1", 0);
+  fired.new_state = "swept";
+  fired.consumed_seq = row.due[1].seq;
+  fired.events.push_back(timer("l1", "sweep", 20'000, "third"));
+  fired.cancelled_timers.push_back("remind");
+  fired.cancelled_timers.push_back("never-set");
+  CHECK(commit(fired) == write_outcome::committed);
+  row = load("l1", 30'000);
+  CHECK(row.version == 1);
+  CHECK(row.pending == 2);
+  REQUIRE(row.timers.size() == 1);
+  CHECK(row.timers[0].name == "sweep");
+  CHECK(row.timers[0].due_at_us == 20'000);
+  CHECK(db.scalar("SELECT count(*) FROM entity_events WHERE timer = 'sweep'") == "1");
+
+  // Timers of different entities with one name are apart.
+  auto other = event_of("l2", -1);
+  other.events.push_back(timer("l2", "sweep", 1'000, "other"));
+  CHECK(commit(other) == write_outcome::committed);
+  CHECK(load("l1", 0).timers.size() == 1);
+  CHECK(load("l2", 0).timers.size() == 1);
+}
+
+TEST_CASE_FIXTURE(entities_db, "an ask's answer is kept with its request id; a second write "
+                               "with the id changes nothing and is a duplicate") {
+  // The first ask of an entity never sent an event creates its row at version 1.
+  auto ask = event_of("l1", 0);
+  ask.new_state = "v1";
+  ask.answer = entity_answer{"ask-1", std::string{"reply-bytes"}, 0, {}, 1};
+  CHECK(commit(ask) == write_outcome::committed);
+  CHECK(db.scalar("SELECT version FROM entities WHERE entity_id = 'l1'") == "1");
+  auto kept = find_entity_answer(pool, kind, "l1", "ask-1");
+  REQUIRE(kept);
+  REQUIRE(*kept);
+  REQUIRE((*kept)->reply);
+  CHECK(*(*kept)->reply == "reply-bytes");
+  CHECK((*kept)->refusal_code == 0);
+  CHECK((*kept)->version == 1);
+
+  // The retry, computed on the new version: a duplicate; neither its state nor its events land.
+  auto retry = event_of("l1", 1);
+  retry.new_state = "v2";
+  retry.events.push_back(timer("l1", "t", 0, "x"));
+  retry.answer = entity_answer{"ask-1", std::string{"other"}, 0, {}, 2};
+  CHECK(commit(retry) == write_outcome::duplicate);
+  CHECK(load("l1", 0).version == 1);
+  CHECK(db.scalar("SELECT count(*) FROM entity_events WHERE timer = 't'") == "0");
+  CHECK(*(*find_entity_answer(pool, kind, "l1", "ask-1"))->reply == "reply-bytes");
+
+  // A refusal: kept without a reply; a stale version is a conflict, and keeps nothing.
+  auto no = event_of("l1", 1);
+  no.answer = entity_answer{"ask-2", std::nullopt, 11, "the list is full", 1};
+  CHECK(commit(no) == write_outcome::committed);
+  auto refusal = find_entity_answer(pool, kind, "l1", "ask-2");
+  REQUIRE(refusal);
+  REQUIRE(*refusal);
+  CHECK_FALSE((*refusal)->reply);
+  CHECK((*refusal)->refusal_code == 11);
+  CHECK((*refusal)->refusal == "the list is full");
+  auto stale = event_of("l1", 0);
+  stale.answer = entity_answer{"ask-3", std::nullopt, 11, "stale", 0};
+  CHECK(commit(stale) == write_outcome::conflict);
+  auto none = find_entity_answer(pool, kind, "l1", "ask-3");
+  REQUIRE(none);
+  CHECK_FALSE(*none);
+  // A sent event's request id is not an ask's answer.
+  auto sent = event_of("l1", -1);
+  auto e = timer("l1", "", 0, "sent");
+  e.request_id = "send-1";
+  sent.events.push_back(e);
+  CHECK(commit(sent) == write_outcome::committed);
+  auto not_ask = find_entity_answer(pool, kind, "l1", "send-1");
+  REQUIRE(not_ask);
+  CHECK_FALSE(*not_ask);
+}
