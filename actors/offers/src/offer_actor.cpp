@@ -18,6 +18,7 @@
 
 #include "gost/core/actor_pool.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/kit/entity_actor.hpp"
 #include "gost/core/log.hpp"
 #include "gost/offers/offer_changes.hpp"
 #include "gost/offers/offer_entity.hpp"
@@ -31,10 +32,6 @@ namespace {
 const auto lg = gost::log::get("offers");
 
 using persistence::write_outcome;
-
-/// How often an event is redone after its write-set lost a version check (someone changed
-/// the offer behind this actor) before the caller hears of the conflict.
-constexpr int max_redo = 3;
 
 struct offer_state {
   static inline const char* name = "gost.offer";
@@ -56,6 +53,20 @@ struct offer_state {
       kit::report_stopped(*env, entity.id(), aid);
     }
   }
+
+  // What the kit's entity-actor helpers need (kit/entity_actor.hpp).
+  const std::string& trail_key() const noexcept { return entity.id(); }
+  int64_t trail_version() const noexcept {
+    const auto* cur = entity.current();
+    return cur ? cur->version() : 0;
+  }
+  /// Forgets the in-memory copy: the next event reloads from PostgreSQL.
+  void forget() {
+    entity.forget();
+    ctx.states.clear();
+    ctx.queued_now.clear();
+    ctx.chain.clear();
+  }
 };
 
 using offer_base = caf::stateful_actor<offer_state, offer_actor::base>;
@@ -74,49 +85,22 @@ int64_t now_us() {
   return to_us(stage_clock::now());
 }
 
-/// The actor's trail (kit/trail.hpp): a member of the actor object, not of its state, so its
-/// shard may read it for as long as it holds the actor's handle.
-kit::actor_trail& trail_of(self_ptr self);
+using kit::ended;
+using kit::max_redo;
+using kit::waits;
 
-/// The actor waits on `w` (nothing: no longer), as its shard's inspection shows.
-void waits(self_ptr self, kit::waiting_on w) {
-  trail_of(self).wait(w, self->state.env->now_us());
-}
-
-/// How an error ends an event in the trail.
-kit::event_result result_of(const caf::error& err) {
-  if (err == errc::not_found)
-    return kit::event_result::not_found;
-  if (err == errc::conflict || err == errc::already_exists)
-    return kit::event_result::conflict;
-  if (err == errc::fenced)
-    return kit::event_result::fenced;
-  return kit::event_result::failed;
-}
-
-/// Ends the event in progress (if any) in the trail, with the offer's version now.
-void ended(self_ptr self, kit::event_result r) {
-  auto& st = self->state;
-  const auto* cur = st.entity.current();
-  kit::end_event(*st.env, trail_of(self), st.entity.id(), r, cur ? cur->version() : 0);
-}
-
-/// A response promise that ends the event in the actor's trail as it delivers: every answer
-/// of an event goes through here, so no path forgets it.
+/// A response promise that ends the event in the actor's trail as it delivers.
 template <class Result>
-struct promise {
-  self_ptr self;
-  caf::typed_response_promise<Result> rp;
+using promise = kit::event_promise<self_ptr, Result>;
 
-  template <class T>
-  void deliver(T&& x) {
-    if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
-      ended(self, result_of(x));
-    else
-      ended(self, kit::event_result::ok);
-    rp.deliver(std::forward<T>(x));
-  }
-};
+template <class Result>
+promise<Result> promise_of(self_ptr self) {
+  return kit::promise_of<Result>(self);
+}
+
+void forget(self_ptr self) {
+  self->state.forget();
+}
 
 /// An event starts: `lane` is a stage's id as the registry holds it (null: none, or unknown).
 void started(self_ptr self, kit::event_kind k, kit::event_source s = kit::event_source::api,
@@ -126,20 +110,7 @@ void started(self_ptr self, kit::event_kind k, kit::event_source s = kit::event_
   if (!stage_id.empty())
     if (auto* e = env.stages->find(stage_id))
       lane = &e->id;
-  kit::begin_event(env, trail_of(self), k, s, lane);
-}
-
-template <class Result>
-promise<Result> promise_of(self_ptr self) {
-  return {self, self->make_response_promise<Result>()};
-}
-
-/// Forgets the in-memory copy: the next event reloads from PostgreSQL.
-void forget(self_ptr self) {
-  self->state.entity.forget();
-  self->state.ctx.states.clear();
-  self->state.ctx.queued_now.clear();
-  self->state.ctx.chain.clear();
+  kit::begin_event(env, kit::trail_of(self), k, s, lane);
 }
 
 /// Runs `f` once the stored offer is known: loads it (with its states and queue entries)
@@ -333,60 +304,41 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
         return;
       }
       auto set = bookkeeping_copy(change->ws);
-      waits(self, kit::waiting_on::writer);
-      self
-        ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                  std::move(change->ws))
-        .await(
-          [=](write_outcome out) mutable {
-            waits(self, kit::waiting_on::nothing);
-            auto& s = self->state;
-            switch (out) {
-              case write_outcome::committed: {
-                auto answer = reply(next, set); // before `next` moves into the entity
-                // An offer is replaced when the change computed a new one (or removed it).
-                committed(self, set,
-                          next || set.op == persistence::offer_op::remove ? &next : nullptr);
-                if (!set.enqueue.empty())
-                  kit::report_enqueued(*s.env, set.enqueue);
-                rp.deliver(std::move(answer));
-                return;
-              }
-              case write_outcome::duplicate:
-                answer_again<Result>(
-                  self, rp, rid,
-                  make_error(errc::conflict, "offer " + s.entity.id()
-                                               + ": the write with request_id " + rid.value
-                                               + " applied before; "
-                                                 "its answer is no longer kept"));
-                return;
-              case write_outcome::conflict:
-                forget(self);
-                if (set.op == persistence::offer_op::insert) {
-                  rp.deliver(make_error(errc::already_exists,
-                                        "an offer with id " + s.entity.id()
-                                          + " or with this seller_id/namespace/external_id "
-                                            "already exists"));
-                } else if (attempt + 1 < max_redo) {
-                  s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
-                  external_change(self, rp, prepare, reply, rid, attempt + 1);
-                } else {
-                  rp.deliver(make_error(errc::conflict,
-                                        "offer " + s.entity.id() + " keeps changing; retry"));
-                }
-                return;
-              case write_outcome::fenced:
-                forget(self);
-                rp.deliver(make_error(errc::fenced, "shard " + std::to_string(s.env->shard)
-                                                      + " is no longer owned by this node"));
-                return;
-            }
-          },
-          [=](caf::error& err) mutable {
-            waits(self, kit::waiting_on::nothing);
-            forget(self);
-            rp.deliver(std::move(err));
-          });
+      kit::commit(
+        self, std::move(change->ws),
+        [=](write_outcome out) mutable {
+          auto& s = self->state;
+          if (out == write_outcome::duplicate) {
+            answer_again<Result>(
+              self, rp, rid,
+              make_error(errc::conflict, "offer " + s.entity.id() + ": the write with request_id "
+                                           + rid.value
+                                           + " applied before; its answer is no longer kept"));
+            return;
+          }
+          auto answer = reply(next, set); // before `next` moves into the entity
+          // An offer is replaced when the change computed a new one (or removed it).
+          committed(self, set, next || set.op == persistence::offer_op::remove ? &next : nullptr);
+          if (!set.enqueue.empty())
+            kit::report_enqueued(*s.env, set.enqueue);
+          rp.deliver(std::move(answer));
+        },
+        [=]() mutable {
+          auto& s = self->state;
+          if (set.op == persistence::offer_op::insert) {
+            rp.deliver(
+              make_error(errc::already_exists, "an offer with id " + s.entity.id()
+                                                 + " or with this seller_id/namespace/external_id "
+                                                   "already exists"));
+          } else if (attempt + 1 < max_redo) {
+            s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+            external_change(self, rp, prepare, reply, rid, attempt + 1);
+          } else {
+            rp.deliver(
+              make_error(errc::conflict, "offer " + s.entity.id() + " keeps changing; retry"));
+          }
+        },
+        [=](caf::error err) mutable { rp.deliver(std::move(err)); });
     },
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
@@ -397,50 +349,34 @@ void run_stage(self_ptr self, promise<queue_entries> rp, std::string stage_id, i
 /// check reloads and runs the stage again (seed step 7).
 void write_run(self_ptr self, promise<queue_entries> rp, std::string stage_id, int attempt,
                persistence::write_set ws, std::optional<v1::Offer> next) {
-  auto& st = self->state;
   auto set = bookkeeping_copy(ws);
-  waits(self, kit::waiting_on::writer);
-  self
-    ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-              std::move(ws))
-    .await(
-      [=](write_outcome outcome) mutable {
-        waits(self, kit::waiting_on::nothing);
-        auto& s = self->state;
-        switch (outcome) {
-          case write_outcome::committed:
-            s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
-            if (auto* m = s.env->stats->stage(stage_id))
-              m->runs.fetch_add(1, std::memory_order_relaxed);
-            s.env->stats->offers.dead_letters.fetch_add(set.dead_letters.size(),
-                                                        std::memory_order_relaxed);
-            committed(self, set, next ? &next : nullptr);
-            rp.deliver(std::move(set.enqueue));
-            return;
-          case write_outcome::conflict:
-            // The offer changed behind us (seed step 7): reload and start again.
-            s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
-            forget(self);
-            if (attempt + 1 < max_redo)
-              run_stage(self, rp, stage_id, attempt + 1);
-            else
-              rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
-                                                      + " kept changing during stage " + stage_id));
-            return;
-          case write_outcome::fenced:
-            forget(self);
-            rp.deliver(make_error(errc::fenced, "shard lease lost"));
-            return;
-          case write_outcome::duplicate: // stage runs carry no request id
-            rp.deliver(make_error(errc::internal, "a stage run's write was a duplicate"));
-            return;
-        }
-      },
-      [=](caf::error& err) mutable {
-        waits(self, kit::waiting_on::nothing);
-        forget(self);
-        rp.deliver(std::move(err));
-      });
+  kit::commit(
+    self, std::move(ws),
+    [=](write_outcome outcome) mutable {
+      auto& s = self->state;
+      if (outcome == write_outcome::duplicate) { // stage runs carry no request id
+        rp.deliver(make_error(errc::internal, "a stage run's write was a duplicate"));
+        return;
+      }
+      s.env->stats->stage_runs.fetch_add(1, std::memory_order_relaxed);
+      if (auto* m = s.env->stats->stage(stage_id))
+        m->runs.fetch_add(1, std::memory_order_relaxed);
+      s.env->stats->offers.dead_letters.fetch_add(set.dead_letters.size(),
+                                                  std::memory_order_relaxed);
+      committed(self, set, next ? &next : nullptr);
+      rp.deliver(std::move(set.enqueue));
+    },
+    [=]() mutable {
+      // The offer changed behind us (seed step 7): reload and start again.
+      auto& s = self->state;
+      s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
+      if (attempt + 1 < max_redo)
+        run_stage(self, rp, stage_id, attempt + 1);
+      else
+        rp.deliver(make_error(errc::conflict, "offer " + s.entity.id()
+                                                + " kept changing during stage " + stage_id));
+    },
+    [=](caf::error err) mutable { rp.deliver(std::move(err)); });
 }
 
 /// A stage's result: decides what to write (and which other stages to ask), then writes it.
@@ -669,12 +605,14 @@ offer_actor::behavior_type offer_behavior() {
   };
 }
 
+using offer_frame = kit::entity_actor_frame<offer_state, offer_actor::base>;
+
 /// An offer actor: the shared behavior, and `running` set while it handles messages. CAF runs
 /// an actor's handlers (and its response handlers) only inside its `resume`, on one thread.
-class offer_actor_impl final : public offer_base {
+class offer_actor_impl final : public offer_frame {
 public:
   offer_actor_impl(caf::actor_config& cfg, std::string id, offer_env_ptr env)
-    : offer_base(cfg), trail_(env->recent_events) {
+    : offer_frame(cfg, env->recent_events) {
     state.entity = offer_entity{std::move(id)};
     state.env = std::move(env);
     state.aid = this->id();
@@ -699,40 +637,23 @@ public:
   resume_result resume(caf::execution_unit* eu, size_t max_throughput) override {
     auto* outer = running;
     running = this;
-    auto result = offer_base::resume(eu, max_throughput);
+    auto result = offer_frame::resume(eu, max_throughput);
     running = outer;
-    // What waits now (messages held back by an event in progress, or left for the next turn)
-    // is counted into the shard's figures; a stopped actor's state took its count back.
-    if (result != resume_result::done)
-      kit::report_mailbox(*state.env, state.mailbox_reported, kit::held_messages(*this));
     return result;
   }
-
-  const kit::actor_trail& trail() const noexcept { return trail_; }
-  kit::actor_trail& trail() noexcept { return trail_; }
 
 protected:
   behavior_type make_behavior() override {
     static const behavior_type shared = offer_behavior();
     return shared;
   }
-
-private:
-  kit::actor_trail trail_;
 };
-
-kit::actor_trail& trail_of(self_ptr self) {
-  return static_cast<offer_actor_impl*>(self)->trail();
-}
 
 } // namespace
 
 const kit::actor_trail* offer_trail(const void* actor) {
-  auto* a = static_cast<const caf::abstract_actor*>(actor);
-  return &static_cast<const offer_actor_impl*>(a)->trail();
+  return offer_frame::trail_of_actor(actor);
 }
-
-namespace {} // namespace
 
 offer_actor spawn_offer_actor(caf::local_actor* parent, std::string id, offer_env_ptr env) {
   // Neither linked nor monitored: the actor tells its shard when it stops (~offer_state). A

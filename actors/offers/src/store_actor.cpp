@@ -19,16 +19,13 @@ const auto lg = gost::log::get("offers");
 
 using store_impl = store_actor::extend<caf::reacts_to<flush_atom>>;
 
-/// Loads wait up to this long to be answered together (one set of queries for many offers).
-constexpr auto load_delay = std::chrono::milliseconds{1};
 constexpr size_t max_load_batch = 512;
 
 struct store_state {
   static inline const char* name = "gost.store";
   std::unique_ptr<persistence::offer_store> store;
-  kit::load_batch<offer_snapshot> loads{max_load_batch};
-  bool flush_scheduled = false;
-  std::shared_ptr<kit::loader_stats> stats; ///< null: not counted
+  kit::batched_loader<offer_snapshot> loads{max_load_batch}; ///< 1 ms to gather a group
+  std::shared_ptr<kit::loader_stats> stats;                  ///< null: not counted
 };
 
 using self_ptr = store_impl::stateful_pointer<store_state>;
@@ -62,13 +59,15 @@ load_snapshots(persistence::pg_pool* pool, const std::vector<std::string>& ids) 
   return out;
 }
 
-void flush_loads(self_ptr self, persistence::pg_pool* pool) {
-  auto& st = self->state;
-  if (st.stats != nullptr && !st.loads.empty()) {
-    st.stats->batches.fetch_add(1, std::memory_order_relaxed);
-    st.stats->loaded.fetch_add(st.loads.size(), std::memory_order_relaxed);
-  }
-  st.loads.flush([pool](const std::vector<std::string>& ids) { return load_snapshots(pool, ids); });
+/// The group load of the kit's batched loader, counted.
+auto group_load(self_ptr self, persistence::pg_pool* pool) {
+  return [self, pool](const std::vector<std::string>& ids) {
+    if (auto& stats = self->state.stats) {
+      stats->batches.fetch_add(1, std::memory_order_relaxed);
+      stats->loaded.fetch_add(ids.size(), std::memory_order_relaxed);
+    }
+    return load_snapshots(pool, ids);
+  };
 }
 
 store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
@@ -78,20 +77,9 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
   return {
     [=](load_atom, std::string& id) -> caf::result<offer_snapshot> {
       // Group load: activations arrive in bursts (a shard dispatching a page of work).
-      auto& st = self->state;
-      auto rp = self->make_response_promise<offer_snapshot>();
-      if (st.loads.add(std::move(id), rp)) {
-        flush_loads(self, pool);
-      } else if (!st.flush_scheduled) {
-        st.flush_scheduled = true;
-        self->delayed_send(self, load_delay, flush_atom_v);
-      }
-      return rp;
+      return self->state.loads.load(self, std::move(id), group_load(self, pool));
     },
-    [=](flush_atom) {
-      self->state.flush_scheduled = false;
-      flush_loads(self, pool);
-    },
+    [=](flush_atom) { self->state.loads.flush(group_load(self, pool)); },
     [=](scan_atom, uint32_t shard, const std::string& after,
         uint32_t limit) -> caf::result<offer_snapshots> {
       auto ids = persistence::offer_ids_page(*pool, shard, after, limit);

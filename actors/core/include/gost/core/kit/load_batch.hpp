@@ -8,11 +8,14 @@
 //   if (loads.add(id, rp)) loads.flush(load_many);   // full: load now
 //   else if (first) delayed_send(self, 1ms, flush);  // else after a millisecond
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
 #include <caf/typed_response_promise.hpp>
+
+#include "gost/core/protocol.hpp"
 
 namespace gost::kit {
 
@@ -54,6 +57,42 @@ private:
   size_t max_;
   std::vector<std::string> ids_;
   std::vector<caf::typed_response_promise<Row>> waiting_;
+};
+
+/// The loading half of a kit store actor (offers' and durable entities' alike): loads asked
+/// within `delay` of each other (or `max` of them) are answered from one `load_many(ids)`.
+/// The store calls `load` from its `load_atom` handler and `flush` from its `flush_atom` one.
+template <class Row>
+class batched_loader {
+public:
+  explicit batched_loader(size_t max,
+                          std::chrono::milliseconds delay = std::chrono::milliseconds{1})
+    : batch_(max), delay_(delay) {}
+
+  /// Queues a load of `id`: the promise to return from the handler.
+  template <class Self, class LoadMany>
+  caf::typed_response_promise<Row> load(Self* self, std::string id, LoadMany&& load_many) {
+    auto rp = self->template make_response_promise<Row>();
+    if (batch_.add(std::move(id), rp)) {
+      batch_.flush(load_many);
+    } else if (!scheduled_) {
+      scheduled_ = true;
+      self->delayed_send(self, delay_, flush_atom_v);
+    }
+    return rp;
+  }
+
+  /// Loads what is queued now (the delay is over).
+  template <class LoadMany>
+  void flush(LoadMany&& load_many) {
+    scheduled_ = false;
+    batch_.flush(load_many);
+  }
+
+private:
+  load_batch<Row> batch_;
+  std::chrono::milliseconds delay_;
+  bool scheduled_ = false;
 };
 
 } // namespace gost::kit
