@@ -16,6 +16,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "gost/core/entity/spawn.hpp"
+#include "gost/core/kit/entity_actor.hpp"
 #include "gost/core/kit/load_batch.hpp"
 #include "gost/core/kit/shard.hpp"
 #include "gost/core/kit/writer.hpp"
@@ -62,24 +63,22 @@ using persistence::write_outcome;
 
 constexpr size_t max_load_batch = 512;
 constexpr size_t due_per_load = 8; ///< events due now read per run (the first is handled)
-constexpr int max_redo = 3;        ///< runs redone after a lost version check
 
 // -- store ------------------------------------------------------------------------------------
 
 struct store_state {
   static inline const char* name = "gost.entity_store";
   persistence::pg_pool* pool = nullptr;
-  kit::load_batch<entity_row> loads{max_load_batch};
-  bool flush_scheduled = false;
+  kit::batched_loader<entity_row> loads{max_load_batch}; ///< 1 ms to gather a group
 };
 
 using store_impl = entity_store_actor::extend<caf::reacts_to<flush_atom>>;
 using store_ptr = store_impl::stateful_pointer<store_state>;
 
-void flush_loads(store_ptr self) {
-  auto* pool = self->state.pool;
-  self->state.loads.flush([pool](const std::vector<std::string>& keys)
-                            -> caf::expected<std::vector<caf::expected<entity_row>>> {
+/// The group load of the kit's batched loader.
+auto group_load(persistence::pg_pool* pool) {
+  return [pool](const std::vector<std::string>& keys)
+           -> caf::expected<std::vector<caf::expected<entity_row>>> {
     auto rows = persistence::load_entities(*pool, keys, kit::now_us(), due_per_load);
     if (!rows)
       return std::move(rows.error());
@@ -88,27 +87,16 @@ void flush_loads(store_ptr self) {
     for (auto& r : *rows)
       out.emplace_back(std::move(r));
     return out;
-  });
+  };
 }
 
 store_impl::behavior_type store_fun(store_ptr self, persistence::pg_pool* pool) {
   self->state.pool = pool;
   return {
     [=](load_atom, std::string& key) -> caf::result<entity_row> {
-      auto& st = self->state;
-      auto rp = self->make_response_promise<entity_row>();
-      if (st.loads.add(std::move(key), rp)) {
-        flush_loads(self);
-      } else if (!st.flush_scheduled) {
-        st.flush_scheduled = true;
-        self->delayed_send(self, std::chrono::milliseconds{1}, flush_atom_v);
-      }
-      return rp;
+      return self->state.loads.load(self, std::move(key), group_load(pool));
     },
-    [=](flush_atom) {
-      self->state.flush_scheduled = false;
-      flush_loads(self);
-    },
+    [=](flush_atom) { self->state.loads.flush(group_load(pool)); },
     [=](ask_atom, const std::string& key,
         const std::string& request_id) -> caf::result<persistence::entity_answer> {
       std::string kind, id;
@@ -176,29 +164,21 @@ struct entity_state {
       kit::report_stopped(*env, key, aid);
     }
   }
+
+  // What the kit's entity-actor helpers need (kit/entity_actor.hpp).
+  const std::string& trail_key() const noexcept { return key; }
+  int64_t trail_version() const noexcept { return version; }
+  /// Forgets the in-memory copy: the next event reloads.
+  void forget() {
+    loaded = false;
+    state.reset();
+  }
 };
 
 using entity_ptr = durable_actor::stateful_pointer<entity_state>;
 
-// -- the actor's trail (kit/trail.hpp) --------------------------------------------------------
-
-/// The trail: a member of the actor object, not of its state (CAF destroys the state when the
-/// actor exits, while its shard may still read the trail through the handle it holds).
-kit::actor_trail& trail_of(entity_ptr self);
-
-void waits(entity_ptr self, kit::waiting_on w) {
-  trail_of(self).wait(w, self->state.env->now_us());
-}
-
-kit::event_result result_of(const caf::error& err) {
-  if (err == errc::not_found)
-    return kit::event_result::not_found;
-  if (err == errc::conflict)
-    return kit::event_result::conflict;
-  if (err == errc::fenced)
-    return kit::event_result::fenced;
-  return kit::event_result::failed;
-}
+using kit::max_redo;
+using kit::waits;
 
 /// An event starts; `kit_lane` names the lane of a run (empty: none).
 void started(entity_ptr self, kit::event_kind k, kit::event_source s,
@@ -212,37 +192,17 @@ void started(entity_ptr self, kit::event_kind k, kit::event_source s,
     }
     lane = st.run_lane_name;
   }
-  kit::begin_event(*st.env, trail_of(self), k, s, lane);
-}
-
-void ended(entity_ptr self, kit::event_result r) {
-  auto& st = self->state;
-  kit::end_event(*st.env, trail_of(self), st.key, r, st.version);
+  kit::begin_event(*st.env, kit::trail_of(self), k, s, lane);
 }
 
 /// A response promise that ends the event in the actor's trail as it delivers (every answer
-/// of an event goes through here). `outcome`: the result of a delivered value (a run whose
-/// event failed still answers the kit with its queue entries: `failed` in the trail).
+/// of an event goes through here).
 template <class Result>
-struct promise {
-  entity_ptr self;
-  caf::typed_response_promise<Result> rp;
-  kit::event_result outcome = kit::event_result::ok;
-
-  template <class T>
-  void deliver(T&& x) {
-    waits(self, kit::waiting_on::nothing);
-    if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
-      ended(self, outcome == kit::event_result::refused ? outcome : result_of(x));
-    else
-      ended(self, outcome);
-    rp.deliver(std::forward<T>(x));
-  }
-};
+using promise = kit::event_promise<entity_ptr, Result>;
 
 template <class Result>
 promise<Result> promise_of(entity_ptr self) {
-  return {self, self->make_response_promise<Result>()};
+  return kit::promise_of<Result>(self);
 }
 
 using run_promise = promise<persistence::queue_entries>;
@@ -260,9 +220,7 @@ std::string kit_lane(const std::string& kind, const std::string& lane) {
 }
 
 void forget(entity_ptr self) {
-  auto& st = self->state;
-  st.loaded = false;
-  st.state.reset();
+  self->state.forget();
 }
 
 /// Takes what a load says about the entity.
@@ -322,45 +280,19 @@ persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws
 
 void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt);
 
-caf::error fenced_error(const entity_env& env) {
-  return make_error(errc::fenced,
-                    "shard " + std::to_string(env.shard) + " is no longer owned by this node");
-}
-
-/// Writes `ws` through the shard's writer, owning what every outcome means: `done(outcome)`
-/// once it committed (or was a duplicate); a lost version check forgets the entity and calls
-/// `redo()` while `attempt + 1 < max_redo` (a conflict error after that); a lost lease or an
-/// error forgets the entity and goes to `fail`.
+/// Writes `ws` (kit::commit); on a lost version check redoes the event with `redo()` while
+/// `attempt + 1 < max_redo`, then answers a conflict.
 template <class Done, class Redo, class Fail>
 void commit(entity_ptr self, entity_write ws, int attempt, Done done, Redo redo, Fail fail) {
-  auto& st = self->state;
-  waits(self, kit::waiting_on::writer);
-  self
-    ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-              std::move(ws))
-    .await(
-      [=](write_outcome out) mutable {
-        auto& s = self->state;
-        switch (out) {
-          case write_outcome::duplicate:
-          case write_outcome::committed: done(out); return;
-          case write_outcome::conflict:
-            forget(self);
-            if (attempt + 1 < max_redo)
-              redo();
-            else
-              fail(make_error(errc::conflict, "entity " + s.key + " kept changing"));
-            return;
-          case write_outcome::fenced:
-            forget(self);
-            fail(fenced_error(*s.env));
-            return;
-        }
-      },
-      [=](caf::error& err) mutable {
-        forget(self);
-        fail(std::move(err));
-      });
+  kit::commit(
+    self, std::move(ws), std::move(done),
+    [=]() mutable {
+      if (attempt + 1 < max_redo)
+        redo();
+      else
+        fail(make_error(errc::conflict, "entity " + self->state.key + " kept changing"));
+    },
+    fail);
 }
 
 /// Takes a committed write into the actor's copy of the entity.
@@ -738,26 +670,20 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
         outgoing(*st.env, ws.kind, ws.entity_id, ws.lane, due, event.value.SerializeAsString());
       ev.request_id = std::move(request_id);
       ws.events.push_back(std::move(ev));
-      auto keep = ws;
-      waits(self, kit::waiting_on::writer);
-      self
-        ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
-                  std::move(ws))
-        .await(
-          [=](write_outcome out) mutable {
-            auto& s = self->state;
-            if (out == write_outcome::fenced) {
-              rp.deliver(make_error(errc::fenced, "shard " + std::to_string(s.env->shard)
-                                                    + " is no longer owned by this node"));
-              return;
-            }
-            // The row's lane may differ when the entity was not loaded: the run corrects it.
-            kit::report_enqueued(*s.env,
-                                 persistence::queue_entries{{kit_lane(keep.kind, keep.lane), s.key,
-                                                             due, persistence::priority::normal}});
-            rp.deliver(ok_atom_v);
-          },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      auto keep_kind = ws.kind;
+      auto keep_lane = ws.lane;
+      // A send checks no version: stored, or not (a lost lease, a failed batch).
+      kit::commit(
+        self, std::move(ws),
+        [=](write_outcome) mutable {
+          // The row's lane may differ when the entity was not loaded: the run corrects it.
+          kit::report_enqueued(*self->state.env, persistence::queue_entries{
+                                                   {kit_lane(keep_kind, keep_lane), self->state.key,
+                                                    due, persistence::priority::normal}});
+          rp.deliver(ok_atom_v);
+        },
+        [=]() mutable { rp.deliver(make_error(errc::internal, "a send lost a version check")); },
+        [=](caf::error err) mutable { rp.deliver(std::move(err)); });
       return rp.rp;
     },
     [=](ask_atom, const std::string& key, any_msg& event, ask_id& id) -> caf::result<entity_reply> {
@@ -817,44 +743,21 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
   };
 }
 
-using entity_base = caf::stateful_actor<entity_state, durable_actor::base>;
+using entity_frame = kit::entity_actor_frame<entity_state, durable_actor::base>;
 
-/// A durable entity's actor: the shared behavior, with its trail and its mailbox count.
-class entity_actor_impl final : public entity_base {
+/// A durable entity's actor: the shared behavior on the kit's frame (trail, mailbox count).
+class entity_actor_impl final : public entity_frame {
 public:
   entity_actor_impl(caf::actor_config& cfg, std::string key, entity_env_ptr env)
-    : entity_base(cfg), trail_(env->recent_events) {
+    : entity_frame(cfg, env->recent_events) {
     state.key = std::move(key);
     state.env = std::move(env);
     state.aid = this->id();
   }
 
-  resume_result resume(caf::execution_unit* eu, size_t max_throughput) override {
-    auto result = entity_base::resume(eu, max_throughput);
-    // What waits now is counted into the shard's figures (as offer actors do).
-    if (result != resume_result::done)
-      kit::report_mailbox(*state.env, state.mailbox_reported, kit::held_messages(*this));
-    return result;
-  }
-
-  kit::actor_trail& trail() noexcept { return trail_; }
-  const kit::actor_trail& trail() const noexcept { return trail_; }
-
 protected:
   behavior_type make_behavior() override { return entity_behavior(this); }
-
-private:
-  kit::actor_trail trail_;
 };
-
-kit::actor_trail& trail_of(entity_ptr self) {
-  return static_cast<entity_actor_impl*>(self)->trail();
-}
-
-const kit::actor_trail* entity_trail(const void* actor) {
-  auto* a = static_cast<const caf::abstract_actor*>(actor);
-  return &static_cast<const entity_actor_impl*>(a)->trail();
-}
 
 durable_actor spawn_entity_actor(caf::local_actor* parent, std::string key, entity_env_ptr env) {
   return parent->spawn<entity_actor_impl>(std::move(key), std::move(env));
@@ -954,7 +857,7 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   cfg.trace = std::move(opts.trace);
   cfg.recent_events = opts.recent_events;
   cfg.write_slot = opts.write_slot;
-  cfg.trail = &detail::entity_trail;
+  cfg.trail = &detail::entity_frame::trail_of_actor;
   return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
 }
 
