@@ -20,6 +20,54 @@ double per_second(uint64_t now, uint64_t before, double secs) {
   return now > before && secs > 0 ? static_cast<double>(now - before) / secs : 0.0;
 }
 
+/// The durable entity kinds of a `top` frame: each kind (resident actors, its lanes' sums), then
+/// its lanes, with rates against `before`; and the entity shards' totals.
+void print_kinds(const gost::v1::TopResponse& now, const gost::v1::TopResponse* before,
+                 double secs) {
+  if (now.kinds_size() == 0)
+    return;
+  std::map<std::string, const gost::v1::KindTop*> prev_kinds;
+  std::map<std::pair<std::string, std::string>, const gost::v1::LaneTop*> prev_lanes;
+  if (before != nullptr) {
+    for (auto& k : before->kinds())
+      prev_kinds[k.kind()] = &k;
+    for (auto& l : before->lanes())
+      prev_lanes[{l.kind(), l.lane()}] = &l;
+  }
+  int64_t resident = 0;
+  int64_t mailbox = 0;
+  for (auto& t : now.entity_shards()) {
+    resident += t.resident();
+    mailbox += t.mailbox();
+  }
+  std::printf("\nentity kinds: %d shard(s), resident=%lld mailbox=%lld\n", now.entity_shards_size(),
+              static_cast<long long>(resident), static_cast<long long>(mailbox));
+  std::printf("%-28s %9s %8s %8s %8s %8s %8s\n", "kind / lane", "resident", "runs/s", "fail/s",
+              "running", "backlog", "dead");
+  for (auto& k : now.kinds()) {
+    auto p = prev_kinds.find(k.kind());
+    const gost::v1::KindTop* b = p == prev_kinds.end() ? nullptr : p->second;
+    std::printf("%-28s %9lld %8.1f %8.1f %8lld %8lld %8llu\n", k.kind().c_str(),
+                static_cast<long long>(k.resident()),
+                b != nullptr ? per_second(k.runs(), b->runs(), secs) : 0.0,
+                b != nullptr ? per_second(k.failures(), b->failures(), secs) : 0.0,
+                static_cast<long long>(k.running()), static_cast<long long>(k.backlog()),
+                static_cast<unsigned long long>(k.dead_letters()));
+    for (auto& l : now.lanes()) {
+      if (l.kind() != k.kind())
+        continue;
+      auto q = prev_lanes.find({l.kind(), l.lane()});
+      const gost::v1::LaneTop* lb = q == prev_lanes.end() ? nullptr : q->second;
+      auto name = "  " + (l.lane().empty() ? std::string{"(default lane)"} : l.lane());
+      std::printf("%-28s %9s %8.1f %8.1f %8lld %8lld %8llu\n", name.c_str(), "-",
+                  lb != nullptr ? per_second(l.runs(), lb->runs(), secs) : 0.0,
+                  lb != nullptr ? per_second(l.failures(), lb->failures(), secs) : 0.0,
+                  static_cast<long long>(l.running()), static_cast<long long>(l.backlog()),
+                  static_cast<unsigned long long>(l.dead_letters()));
+    }
+  }
+}
+
 /// One frame of `top` for one node: `now` with rates against `before` (same node, earlier).
 void print_top(const gost::v1::TopResponse& now, const gost::v1::TopResponse* before,
                const std::string& addr) {
@@ -76,6 +124,7 @@ void print_top(const gost::v1::TopResponse& now, const gost::v1::TopResponse* be
                 b != nullptr ? per_second(t.failures(), b->failures(), secs) : 0.0,
                 static_cast<unsigned long long>(t.dead_letters()));
   }
+  print_kinds(now, before, secs);
   if (now.images_size() == 0)
     return;
   std::map<std::string, const gost::v1::ImageTop*> prev_images;

@@ -303,7 +303,8 @@ std::string type_pool::from_json(const std::string& type, const std::string& jso
   if (pb::util::JsonStringToMessage(json, &keys).ok())
     if (auto unknown = unknown_field(d, keys, ""); !unknown.empty())
       return unknown;
-  return "not a " + d->full_name() + ": " + std::string{st.message()};
+  return std::string{st.message()}; // names the field: (deposit.amount_minor): invalid value
+                                    // "x" for type TYPE_INT64
 }
 
 std::string type_pool::render(const pb::Any& any, bool pretty) const {

@@ -56,7 +56,8 @@ public:
 
   /// `json` (proto3 JSON) as a message of `type` (a full name or type URL), packed into `out`
   /// as an Any. Empty on success; otherwise what is wrong, naming the field: one the type does
-  /// not have (with the fields it has), or the field whose value does not fit.
+  /// not have (with the fields it has), or the field whose value does not fit (protobuf's
+  /// message, the field's path in parentheses).
   std::string from_json(const std::string& type, const std::string& json,
                         google::protobuf::Any& out) const;
 

@@ -201,9 +201,9 @@ TEST_CASE("JSON becomes an Any of a type only the pool knows; a field that does 
   // A value that does not fit its field: the field is named.
   auto bad = pool.from_json("shop.v9.Stock", R"({"count":"many"})", any);
   CHECK(bad.find("count") != std::string::npos);
-  CHECK(bad.rfind("not a shop.v9.Stock: ", 0) == 0);
+  CHECK(bad.find("many") != std::string::npos);
   // Not JSON at all, and a type the node did not publish.
-  CHECK(pool.from_json("shop.v9.Stock", "{", any).rfind("not a shop.v9.Stock: ", 0) == 0);
+  CHECK_FALSE(pool.from_json("shop.v9.Stock", "{", any).empty());
   CHECK(pool.from_json("shop.v9.Other", "{}", any)
         == "type shop.v9.Other is not among the types the node published");
 }
