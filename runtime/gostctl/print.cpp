@@ -19,8 +19,7 @@ void print_json(const google::protobuf::Message& m) {
 
 std::unique_ptr<runtime::rpc::type_pool>
 node_types(v1::AdminService::Stub& admin, const cli& c,
-           const std::vector<const google::protobuf::Descriptor*>& envelopes,
-           v1::DescribeTypesResponse* published) {
+           const std::vector<const google::protobuf::Descriptor*>& envelopes) {
   grpc::ClientContext ctx;
   admin_context(ctx, c);
   v1::DescribeTypesResponse resp;
@@ -38,8 +37,6 @@ node_types(v1::AdminService::Stub& admin, const cli& c,
   for (auto& f : own.file())
     if (have.insert(f.name()).second)
       *files.add_file() = f;
-  if (published != nullptr)
-    *published = std::move(resp);
   return std::make_unique<runtime::rpc::type_pool>(files);
 }
 

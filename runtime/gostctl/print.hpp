@@ -22,11 +22,9 @@ void print_json(const google::protobuf::Message& m);
 /// The types the node publishes (AdminService.DescribeTypes), plus gostctl's own API messages
 /// `envelopes` (a reply that holds Anys): states, inputs and results decode with the node's
 /// files, never with types linked into gostctl, so a type gostctl was not built with decodes.
-/// `published`, when given, receives the node's answer (its list of types).
 std::unique_ptr<runtime::rpc::type_pool>
 node_types(v1::AdminService::Stub& admin, const cli& c,
-           const std::vector<const google::protobuf::Descriptor*>& envelopes = {},
-           v1::DescribeTypesResponse* published = nullptr);
+           const std::vector<const google::protobuf::Descriptor*>& envelopes = {});
 
 /// A reply holding Anys, as JSON decoded through `pool` (print_json's format).
 void print_decoded(const runtime::rpc::type_pool& pool, const google::protobuf::Message& m);
