@@ -329,6 +329,9 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK(letter.ws.attempts == 3);
   CHECK(letter.ws.reason.find("boom") != std::string::npos);
   CHECK(stats->dead_letters.load() == 1);
+  CHECK(opts.figures->lane("L").failures.load() == 3);
+  CHECK(opts.figures->lane("L").dead_letters.load() == 1);
+  CHECK(opts.figures->lane("L").runs.load() == 0);
   advance(60s); // given up: no more runs, through full rescans of the queue
   CHECK(s->runs_of("a") == 3);
   CHECK(writer.writes().size() == 1);
@@ -446,6 +449,9 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK(paused.get());
   CHECK(opts.figures->runs.load() == 2);
   CHECK(opts.figures->running.load() == 0);
+  CHECK(opts.figures->lane("L").runs.load() == 1);
+  CHECK(opts.figures->lane("M").runs.load() == 1);
+  CHECK(opts.figures->lane("L").running.load() == 0);
   // New entries: L's wait (counted as backlog with their due time), M's run.
   writer.hold(false);
   auto b = due("L", "b");
@@ -458,6 +464,10 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK(s->runs_of("n") == 1);
   CHECK(opts.figures->backlog.load() == 2);
   CHECK(opts.figures->oldest_due_us.load() == b.due_at_us);
+  // The lane's own figures: the backlog is L's; M waits for nothing.
+  CHECK(opts.figures->lane("L").backlog.load() == 2);
+  CHECK(opts.figures->lane("M").backlog.load() == 0);
+  CHECK(opts.figures->lane("M").runs.load() == 2);
   // Resumed: the backlog starts at once, and the figures follow.
   auto resumed = request(shard, pause_atom_v, std::set<std::string>{});
   run();
@@ -467,6 +477,12 @@ TEST_CASE_FIXTURE(shard_fixture,
   CHECK(opts.figures->backlog.load() == 0);
   CHECK(opts.figures->oldest_due_us.load() == 0);
   CHECK(opts.figures->runs.load() == 5);
+  CHECK(opts.figures->lane("L").runs.load() == 3);
+  CHECK(opts.figures->lane("L").backlog.load() == 0);
+  auto seen = opts.figures->lanes();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].first == "L");
+  CHECK(seen[1].first == "M");
 }
 
 TEST_CASE_FIXTURE(shard_fixture, "the shard's figures: residents, epoch, and a passivation") {

@@ -166,6 +166,7 @@ caf::error start_cluster_manager(node_context& n) {
       eo.store = n.entity_stores[shard % n.entity_stores.size()];
       eo.writer = kit::writer_for(n.entity_writers, shard);
       eo.write_slot = n.entity_write_stats->slot_for(shard);
+      eo.figures = n.stats->entity_shards.open(shard);
       here.entities = spawn_entity_shard(*n.sys, std::move(eo));
     }
     return here;

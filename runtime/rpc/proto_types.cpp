@@ -7,6 +7,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor_database.h>
 #include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/type_resolver.h>
 #include <google/protobuf/util/type_resolver_util.h>
@@ -252,6 +253,58 @@ bool type_pool::to_json(const pb::Any& any, std::string& out, bool pretty) const
   out.clear();
   auto url = std::string{url_prefix} + "/" + type_name_of(any.type_url());
   return pb::util::BinaryToJsonString(resolver_.get(), url, any.value(), &out, o).ok();
+}
+
+namespace {
+
+/// The first key of `value` (a JSON object parsed as a Struct) that is no field of `d`, as a
+/// path (`deposit.amount`), with the fields `d` (or the nested message) has; empty when every
+/// key names a field. Keys may be the .proto names or their JSON (lowerCamel) names.
+std::string unknown_field(const pb::Descriptor* d, const pb::Struct& value,
+                          const std::string& prefix) {
+  for (auto& [key, v] : value.fields()) {
+    const auto* f = d->FindFieldByName(key);
+    for (int i = 0; f == nullptr && i < d->field_count(); ++i)
+      if (d->field(i)->json_name() == key)
+        f = d->field(i);
+    if (f == nullptr) {
+      std::string known;
+      for (int i = 0; i < d->field_count(); ++i)
+        known += (i > 0 ? ", " : "") + d->field(i)->name();
+      return "`" + prefix + key + "` is not a field of " + d->full_name()
+             + " (its fields: " + (known.empty() ? std::string{"none"} : known) + ")";
+    }
+    if (f->type() == pb::FieldDescriptor::TYPE_MESSAGE && !f->is_map() && !f->is_repeated()
+        && v.has_struct_value() && f->message_type()->file()->package() != "google.protobuf")
+      if (auto inner = unknown_field(f->message_type(), v.struct_value(), prefix + key + ".");
+          !inner.empty())
+        return inner;
+  }
+  return {};
+}
+
+} // namespace
+
+std::string type_pool::from_json(const std::string& type, const std::string& json,
+                                 pb::Any& out) const {
+  const auto* d = find(type);
+  const auto* proto = d == nullptr ? nullptr : factory_->GetPrototype(d);
+  if (proto == nullptr)
+    return "type " + type_name_of(type) + " is not among the types the node published";
+  std::unique_ptr<pb::Message> m{proto->New()};
+  auto st = pb::util::JsonStringToMessage(json, m.get());
+  if (st.ok()) {
+    out.set_type_url(std::string{url_prefix} + "/" + d->full_name());
+    out.set_value(m->SerializeAsString());
+    return {};
+  }
+  // protobuf names a value that does not fit, not always a key the type lacks: find that.
+  pb::Struct keys;
+  if (pb::util::JsonStringToMessage(json, &keys).ok())
+    if (auto unknown = unknown_field(d, keys, ""); !unknown.empty())
+      return unknown;
+  return std::string{st.message()}; // names the field: (deposit.amount_minor): invalid value
+                                    // "x" for type TYPE_INT64
 }
 
 std::string type_pool::render(const pb::Any& any, bool pretty) const {

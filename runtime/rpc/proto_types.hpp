@@ -54,6 +54,13 @@ public:
   /// JSON as to_json, or, when that fails, `TYPE_URL (N bytes, type not published by the node)`.
   std::string render(const google::protobuf::Any& any, bool pretty = false) const;
 
+  /// `json` (proto3 JSON) as a message of `type` (a full name or type URL), packed into `out`
+  /// as an Any. Empty on success; otherwise what is wrong, naming the field: one the type does
+  /// not have (with the fields it has), or the field whose value does not fit (protobuf's
+  /// message, the field's path in parentheses).
+  std::string from_json(const std::string& type, const std::string& json,
+                        google::protobuf::Any& out) const;
+
   /// A file that could not be added (a duplicate name with other content); empty when none.
   const std::string& problem() const noexcept { return problem_; }
 

@@ -185,3 +185,25 @@ TEST_CASE("the diff of two states decoded through the pool") {
   CHECK(to_string(with_time[2])
         == R"(checked_at: "2023-11-14T22:13:20Z" -> "2023-11-14T22:14:20Z")");
 }
+
+TEST_CASE("JSON becomes an Any of a type only the pool knows; a field that does not fit is named") {
+  type_pool pool{stock_files()};
+  pb::Any any;
+  CHECK(pool.from_json("shop.v9.Stock", R"({"count":"7","where":["a"],"level":"LEVEL_LOW"})", any)
+        == "");
+  CHECK(any.type_url() == "type.googleapis.com/shop.v9.Stock");
+  CHECK(pool.render(any) == R"({"count":"7","where":["a"],"level":"LEVEL_LOW"})");
+  // A key the type lacks: named, with the fields it has.
+  auto unknown = pool.from_json("type.googleapis.com/shop.v9.Stock", R"({"counts":1})", any);
+  CHECK(
+    unknown
+    == "`counts` is not a field of shop.v9.Stock (its fields: count, where, checked_at, level)");
+  // A value that does not fit its field: the field is named.
+  auto bad = pool.from_json("shop.v9.Stock", R"({"count":"many"})", any);
+  CHECK(bad.find("count") != std::string::npos);
+  CHECK(bad.find("many") != std::string::npos);
+  // Not JSON at all, and a type the node did not publish.
+  CHECK_FALSE(pool.from_json("shop.v9.Stock", "{", any).empty());
+  CHECK(pool.from_json("shop.v9.Other", "{}", any)
+        == "type shop.v9.Other is not among the types the node published");
+}

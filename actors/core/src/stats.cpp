@@ -41,6 +41,38 @@ double latency_histogram::percentile_ms(double p) const noexcept {
 
 namespace kit {
 
+lane_stats& shard_stats::lane(const std::string& id) {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  auto& slot = lanes_[id];
+  if (!slot)
+    slot = std::make_unique<lane_stats>();
+  return *slot;
+}
+
+std::vector<std::pair<std::string, const lane_stats*>> shard_stats::lanes() const {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  std::vector<std::pair<std::string, const lane_stats*>> out;
+  for (auto& [id, figures] : lanes_)
+    out.emplace_back(id, figures.get());
+  return out;
+}
+
+std::atomic<int64_t>& shard_stats::resident_of(const std::string& kind) {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  auto& slot = residents_[kind];
+  if (!slot)
+    slot = std::make_unique<std::atomic<int64_t>>(0);
+  return *slot;
+}
+
+std::vector<std::pair<std::string, int64_t>> shard_stats::residents() const {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (auto& [kind, n] : residents_)
+    out.emplace_back(kind, n->load(std::memory_order_relaxed));
+  return out;
+}
+
 std::shared_ptr<shard_stats> shard_registry::open(uint32_t shard) {
   auto out = std::make_shared<shard_stats>();
   std::lock_guard<std::mutex> guard{mtx_};

@@ -150,6 +150,9 @@ struct entity_state {
   std::string lane;
   caf::actor_id aid = 0;
   uint32_t mailbox_reported = 0; ///< counted into the shard's figures (kit::report_mailbox)
+  /// Its kind's resident actors in the shard's figures (kit::shard_stats::resident_of): one
+  /// more while this actor lives.
+  std::atomic<int64_t>* kind_resident = nullptr;
   /// The kit lane of the last run and its interned name (entity_env::intern_lane).
   std::string run_lane;
   const std::string* run_lane_name = nullptr;
@@ -159,6 +162,8 @@ struct entity_state {
   entity_state& operator=(const entity_state&) = delete;
 
   ~entity_state() {
+    if (kind_resident != nullptr)
+      kind_resident->fetch_sub(1, std::memory_order_relaxed);
     if (env) {
       kit::report_mailbox(*env, mailbox_reported, 0);
       kit::report_stopped(*env, key, aid);
@@ -753,6 +758,10 @@ public:
     state.key = std::move(key);
     state.env = std::move(env);
     state.aid = this->id();
+    if (state.env->figures) {
+      state.kind_resident = &state.env->figures->resident_of(kind_of(state.key));
+      state.kind_resident->fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
 protected:
@@ -857,6 +866,8 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   cfg.trace = std::move(opts.trace);
   cfg.recent_events = opts.recent_events;
   cfg.write_slot = opts.write_slot;
+  if (opts.figures)
+    cfg.figures = std::move(opts.figures);
   cfg.trail = &detail::entity_frame::trail_of_actor;
   return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
 }

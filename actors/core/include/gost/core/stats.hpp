@@ -147,6 +147,21 @@ struct writer_stats {
     "more may wait in PostgreSQL).")                                                               \
   X(gauge, epoch, "lease_epoch", "The shard's lease epoch (every write is fenced with it).")
 
+#define GOST_LANE_STATS(X)                                                                         \
+  X(counter, runs, "runs_total", "Queue entries of the lane run and committed.")                   \
+  X(counter, failures, "run_failures_total", "Runs of the lane that failed (each attempt).")       \
+  X(counter, dead_letters, "dead_letters_total",                                                   \
+    "Runs of the lane given up after their attempts and recorded as dead letters.")                \
+  X(gauge, running, "runs_in_flight", "Runs of the lane started and not finished.")                \
+  X(gauge, backlog, "queue_backlog", "Due queue entries of the lane waiting for a slot.")
+
+/// What one shard keeps per lane (a stage, a task group, an entity kind's lane): the figures of
+/// `gostctl top`'s entity kinds and lanes.
+struct lane_stats {
+  GOST_LANE_STATS(GOST_STAT_MEMBER)
+  GOST_STATS_VISIT(GOST_LANE_STATS)
+};
+
 /// What one shard supervisor of the entity kit keeps about itself, for the console (`gostctl
 /// top`) and Prometheus (label `shard`). Written by the shard and its entity actors with relaxed
 /// atomics; read by the console without asking the shard anything.
@@ -155,6 +170,22 @@ struct shard_stats {
   GOST_STATS_VISIT(GOST_SHARD_STATS)
   /// Due time (µs since the Unix epoch) of the oldest due entry waiting for a slot; 0: none.
   std::atomic<int64_t> oldest_due_us{0};
+
+  /// A lane's figures, made the first time the lane is named (lanes appear at run time: a task
+  /// group created after the shard started). The reference stays valid as long as these stats.
+  lane_stats& lane(const std::string& id);
+  /// Every lane named so far, by name.
+  std::vector<std::pair<std::string, const lane_stats*>> lanes() const;
+  /// Entity actors of one kind in memory, where kinds share the shard (durable entities: one
+  /// supervisor for all the application's types); made on first use, valid as `lane`'s.
+  std::atomic<int64_t>& resident_of(const std::string& kind);
+  /// Every kind counted so far, by name, with its resident actors.
+  std::vector<std::pair<std::string, int64_t>> residents() const;
+
+private:
+  mutable std::mutex named_mtx_; ///< the shard adds, the console reads: rarely contended
+  std::map<std::string, std::unique_ptr<lane_stats>> lanes_;
+  std::map<std::string, std::unique_ptr<std::atomic<int64_t>>> residents_;
 };
 
 /// The shard stats of a node's shards of one kind, by shard. A shard's stats live as long as
@@ -226,6 +257,8 @@ struct node_stats {
   kit::writer_stats offer_writes;   ///< the offers' write-behind writers (gost_offer_write_*)
   kit::loader_stats offer_loads;    ///< the offers' group loads (gost_offer_load*)
   kit::shard_registry offer_shards; ///< the offer shards' own figures (gost_offer_shard_*)
+  /// The durable entity shards' own figures (all the application's kinds; `gostctl top`).
+  kit::shard_registry entity_shards;
   GOST_STAGE_ENGINE_STATS(GOST_STAT_MEMBER)
   GOST_KAFKA_STATS(GOST_STAT_MEMBER)
 

@@ -65,6 +65,9 @@ struct entity_shard_options {
   uint16_t recent_events = 0;
   /// The figures of this shard's writer (its write lag, for inspection); may be null.
   const kit::writer_slot* write_slot = nullptr;
+  /// This shard's own figures (node_stats::entity_shards hands them out, for `gostctl top`);
+  /// null: private ones.
+  std::shared_ptr<kit::shard_stats> figures;
 };
 
 /// The supervisor of one shard's durable entities.

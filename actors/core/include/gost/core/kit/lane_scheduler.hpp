@@ -73,6 +73,13 @@ public:
   size_t in_flight(const std::string& lane) const;
   size_t waiting(const std::string& lane) const;
 
+  /// f(lane, waiting) for every lane seen: its due entries waiting for a slot.
+  template <class F>
+  void each_lane(F&& f) const {
+    for (auto& l : lanes_)
+      f(l.id, l.normal.size() + l.background.size());
+  }
+
   /// Due entries waiting for a slot, all lanes (as of the last `take`).
   size_t waiting() const;
   /// The due time of the oldest of them, or 0 when none waits.

@@ -308,6 +308,10 @@ void publish_queue(Self self) {
   st.cfg.figures->backlog.store(static_cast<int64_t>(st.sched->waiting()),
                                 std::memory_order_relaxed);
   st.cfg.figures->oldest_due_us.store(st.sched->oldest_waiting(), std::memory_order_relaxed);
+  st.sched->each_lane([&](const std::string& lane, size_t waiting) {
+    st.cfg.figures->lane(lane).backlog.store(static_cast<int64_t>(waiting),
+                                             std::memory_order_relaxed);
+  });
 }
 
 /// Answers the pause requests once no run of a paused lane is in flight.
@@ -443,6 +447,7 @@ void dead_letter(Self self, const std::string& lane, const std::string& id, int 
     .then(
       [=](persistence::write_outcome) {
         self->state.cfg.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
+        self->state.cfg.figures->lane(lane).dead_letters.fetch_add(1, std::memory_order_relaxed);
         finished(self, lane, id);
         dispatch(self);
       },
@@ -459,6 +464,9 @@ void start_run(Self self, lane_scheduler::work w) {
   using Kind = typename std::decay_t<decltype(self->state)>::kind;
   auto target = child(self, w.entity_id);
   self->state.cfg.figures->running.fetch_add(1, std::memory_order_relaxed);
+  // The lane's own figures: the shard's stats own them, and outlive this run's callbacks.
+  auto* lane = &self->state.cfg.figures->lane(w.lane);
+  lane->running.fetch_add(1, std::memory_order_relaxed);
   // No timeout (a timeout is a clock entry per run): an entity actor that dies answers with an
   // error through CAF, and one that lives finishes its event.
   self->request(target, caf::infinite, run_atom_v, w.lane, static_cast<uint8_t>(w.source))
@@ -467,6 +475,8 @@ void start_run(Self self, lane_scheduler::work w) {
         auto& st = self->state;
         st.cfg.figures->running.fetch_sub(1, std::memory_order_relaxed);
         st.cfg.figures->runs.fetch_add(1, std::memory_order_relaxed);
+        lane->running.fetch_sub(1, std::memory_order_relaxed);
+        lane->runs.fetch_add(1, std::memory_order_relaxed);
         st.retries->succeeded(w.lane, w.entity_id);
         finished(self, w.lane, w.entity_id);
         learn(self, committed);
@@ -476,6 +486,8 @@ void start_run(Self self, lane_scheduler::work w) {
         auto& st = self->state;
         st.cfg.figures->running.fetch_sub(1, std::memory_order_relaxed);
         st.cfg.figures->failures.fetch_add(1, std::memory_order_relaxed);
+        lane->running.fetch_sub(1, std::memory_order_relaxed);
+        lane->failures.fetch_add(1, std::memory_order_relaxed);
         if (err == errc::fenced) {
           log::lease_lost(Kind::name, st.cfg.shard);
           self->quit(err);

@@ -1,0 +1,82 @@
+#include "api/admin/common.hpp"
+
+#include <algorithm>
+
+#include "api/admin_service.hpp"
+#include "api/status.hpp"
+
+namespace gost::runtime {
+
+namespace admin {
+
+caf::expected<stage_table> read_stage_table(persistence::pg_pool& pool, int64_t now_us) {
+  auto counts = persistence::count_stages(pool, now_us);
+  if (!counts)
+    return counts.error();
+  auto pauses = persistence::list_stage_pauses(pool);
+  if (!pauses)
+    return pauses.error();
+  stage_table t;
+  for (auto& c : *counts)
+    t.counts[c.stage_id] = c;
+  for (auto& p : *pauses)
+    t.pauses[p.stage_id] = p;
+  return t;
+}
+
+int64_t age_ms(int64_t since_us, int64_t now_us) {
+  return since_us == 0 ? 0 : std::max<int64_t>(0, now_us - since_us) / 1000;
+}
+
+std::set<std::string> stage_ids(const stage_registry& reg, const stage_table& t) {
+  std::set<std::string> ids;
+  for (auto& e : reg.all())
+    ids.insert(e.id);
+  for (auto& [id, c] : t.counts)
+    ids.insert(id);
+  for (auto& [id, p] : t.pauses)
+    ids.insert(id);
+  return ids;
+}
+
+grpc::Status registered_stage(const stage_registry& reg, const std::string& id) {
+  if (id.empty())
+    return invalid("stage_id is required");
+  if (reg.find(id) != nullptr)
+    return grpc::Status::OK;
+  std::string known;
+  for (auto& e : reg.all())
+    known += (known.empty() ? "" : ", ") + e.id;
+  return invalid("stage_id `" + id + "` is not a stage of this node (stages: "
+                 + (known.empty() ? std::string{"none"} : known) + ")");
+}
+
+std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) {
+  return (who.empty() ? std::string{"(not given)"} : who) + " peer=" + ctx->peer();
+}
+
+} // namespace admin
+
+grpc::Status admin_service::allowed(grpc::CallbackServerContext* ctx, const char* verb) const {
+  if (access_.token.empty()) {
+    if (access_.loopback)
+      return grpc::Status::OK;
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            std::string{verb} + " refused: the node listens on grpc.listen=" + access_.listen
+              + ", not a loopback address, and has no `console.token`; set `console.token` on "
+                "the node and pass it with gostctl --token (or GOST_TOKEN)"};
+  }
+  auto& md = ctx->client_metadata();
+  auto given = md.find("x-gost-token");
+  if (given == md.end())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            std::string{verb}
+              + " refused: the node needs its `console.token` in the call (gostctl --token, or "
+                "GOST_TOKEN; metadata x-gost-token)"};
+  if (std::string(given->second.data(), given->second.size()) != access_.token)
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            std::string{verb} + " refused: the token given is not the node's `console.token`"};
+  return grpc::Status::OK;
+}
+
+} // namespace gost::runtime

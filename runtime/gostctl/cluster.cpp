@@ -1,0 +1,172 @@
+// gostctl, cluster: the members (nodes), the shards' leases (shards) and a node's drain
+// (drain, undrain).
+#include "gostctl/cli.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <google/protobuf/util/time_util.h>
+
+namespace gost::ctl {
+
+namespace {
+
+int nodes(const cli& c) {
+  auto admin = admin_stub(c);
+  grpc::ClientContext ctx;
+  call_context(ctx, c);
+  gost::v1::ListNodesRequest req;
+  gost::v1::ListNodesResponse resp;
+  auto s = admin->ListNodes(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  std::printf("%-20s %-8s %7s %9s  %-22s %-22s %-22s %s\n", "node", "state", "shards", "hb age ms",
+              "caf", "grpc", "http", "started");
+  for (auto& n : resp.nodes())
+    std::printf("%-20s %-8s %7u %9lld  %-22s %-22s %-22s %s\n", n.node_id().c_str(),
+                n.leaving() ? "leaving"
+                : n.alive() ? "alive"
+                            : "dead",
+                n.shards(), static_cast<long long>(n.heartbeat_age_ms()), n.caf_addr().c_str(),
+                n.grpc_addr().c_str(), n.http_addr().c_str(),
+                google::protobuf::util::TimeUtil::ToString(n.started_at()).c_str());
+  std::printf("(answered by %s)\n", resp.answered_by().c_str());
+  return 0;
+}
+
+int shards(const cli& c) {
+  auto admin = admin_stub(c);
+  grpc::ClientContext ctx;
+  call_context(ctx, c);
+  gost::v1::ListShardsRequest req;
+  gost::v1::ListShardsResponse resp;
+  auto s = admin->ListShards(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  std::printf("%6s %-20s %8s %9s  %s\n", "shard", "owner", "epoch", "hb age ms", "state");
+  int moving = 0;
+  for (auto& l : resp.shards()) {
+    std::string state = l.free() ? "free" : "owned";
+    if (!l.handoff_to().empty() && !l.free()) {
+      state = "moving to " + l.handoff_to();
+      ++moving;
+    }
+    std::printf("%6u %-20s %8lld %9lld  %s\n", l.shard(),
+                l.owner().empty() ? "-" : l.owner().c_str(), static_cast<long long>(l.epoch()),
+                static_cast<long long>(l.heartbeat_age_ms()), state.c_str());
+  }
+  std::printf("%d shard(s), %d move(s) in progress\n", resp.shards_size(), moving);
+  return 0;
+}
+
+/// drain / undrain [NODE]: the node at --addr, or NODE found among the cluster's members
+/// (gostctl nodes) and asked at its gRPC address. A drain prints the shards it still holds
+/// every second while it waits (on stderr).
+int drain_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  using namespace gost::v1;
+  bool drain = c.cmd == "drain";
+  std::unique_ptr<AdminService::Stub> other;
+  AdminService::Stub* target = &admin;
+  DrainNodeRequest req;
+  req.set_who(who(c));
+  if (!c.positional.empty()) {
+    req.set_node_id(c.positional[0]);
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    ListNodesResponse nodes;
+    if (auto s = admin.ListNodes(&ctx, ListNodesRequest{}, &nodes); !s.ok())
+      return fail(s);
+    auto n = std::find_if(nodes.nodes().begin(), nodes.nodes().end(),
+                          [&](const NodeInfo& x) { return x.node_id() == req.node_id(); });
+    if (n == nodes.nodes().end()) {
+      std::fprintf(stderr, "gostctl %s: no node %s in the cluster (gostctl nodes lists them)\n",
+                   c.cmd.c_str(), req.node_id().c_str());
+      return 1;
+    }
+    if (n->node_id() != nodes.answered_by()) {
+      other = AdminService::NewStub(channel_to(n->grpc_addr()));
+      target = other.get();
+    }
+  }
+  std::atomic<bool> done{false};
+  std::thread progress;
+  if (drain)
+    progress = std::thread([&] {
+      // The node's own count of the shards it still holds, as ListShards sees the leases.
+      long last = -1;
+      while (!done.load()) {
+        for (int i = 0; i < 10 && !done.load(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds{100});
+        if (done.load())
+          break;
+        grpc::ClientContext ctx;
+        set_deadline(ctx);
+        ListShardsResponse shards;
+        if (!target->ListShards(&ctx, ListShardsRequest{}, &shards).ok())
+          continue;
+        std::string node = req.node_id();
+        if (node.empty()) { // the node at --addr: the one whose leases are marked leaving
+          grpc::ClientContext nctx;
+          set_deadline(nctx);
+          ListNodesResponse nodes;
+          if (!target->ListNodes(&nctx, ListNodesRequest{}, &nodes).ok())
+            continue;
+          node = nodes.answered_by();
+        }
+        long held =
+          std::count_if(shards.shards().begin(), shards.shards().end(),
+                        [&](const ShardInfo& s) { return s.owner() == node && !s.free(); });
+        if (held != last)
+          std::fprintf(stderr, "draining %s: %ld shard(s) still held\n", node.c_str(), held);
+        last = held;
+      }
+    });
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  // Every shard drains at once, each for at most 30 s before the node cuts it.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds{120});
+  DrainNodeResponse resp;
+  auto s = drain ? target->DrainNode(&ctx, req, &resp) : target->UndrainNode(&ctx, req, &resp);
+  done = true;
+  if (progress.joinable())
+    progress.join();
+  if (!s.ok())
+    return fail(s);
+  if (drain)
+    std::printf("node %s drained: %u shard(s) handed off; it takes none until `gostctl undrain "
+                "%s`\n",
+                resp.node_id().c_str(), resp.handed_off(), resp.node_id().c_str());
+  else
+    std::printf("node %s %s\n", resp.node_id().c_str(),
+                resp.changed() ? "undrained: it takes its share of the shards again"
+                               : "was not drained");
+  return 0;
+}
+
+int drain_cmd(const cli& c) {
+  auto admin = admin_stub(c);
+  return drain_verb(*admin, c);
+}
+
+} // namespace
+
+std::vector<command> cluster_commands() {
+  return {
+    {"nodes", "cluster", "", "cluster members: addresses, alive, heartbeat age, shards held",
+     nodes},
+    {"shards", "cluster", "", "every shard's lease: owner, epoch, heartbeat age, moves in progress",
+     shards},
+    {"drain", "cluster", "[NODE]",
+     "hand every shard of the node (default: the one at --addr) to the\n"
+     "other nodes and take none until undrain; waits until done, printing\n"
+     "the shards still held; refused when no other node is alive",
+     drain_cmd},
+    {"undrain", "cluster", "[NODE]", "end a drain: the node takes its share of the shards again",
+     drain_cmd},
+  };
+}
+
+} // namespace gost::ctl
