@@ -1074,3 +1074,33 @@ TEST_CASE("console: gostctl send delivers an event written as JSON to a durable 
   REQUIRE(std::regex_search(frame, m, std::regex{R"(\nbank\.account\s+(\d+)\s)"}));
   CHECK(std::stoll(m[1].str()) >= 1);
 }
+
+TEST_CASE("console: gostctl ask prints an entity's reply as JSON, or its refusal; gostctl entity "
+          "lists its named timers") {
+  example_node n;
+  auto ask = [&](const std::string& offer, const std::string& request_id) {
+    return gostctl(n.addr, {"ask", "watchlist", "dora", "--json",
+                            R"({"add":{"offer_id":")" + offer + R"("}})", "--request-id",
+                            request_id});
+  };
+  auto [rc, out] = ask("o-1", "d-1");
+  REQUIRE_MESSAGE(rc == 0, out);
+  CHECK(out.find("watchlist/dora  version 1") != std::string::npos);
+  // The reply, decoded with the reply type the node publishes (DescribeTypes).
+  CHECK(std::regex_search(out, std::regex{R"("size":\s*1)"}));
+  CHECK(std::regex_search(out, std::regex{R"("changed":\s*true)"}));
+  // A retry gets the first answer.
+  auto [rrc, again] = ask("o-1", "d-1");
+  REQUIRE(rrc == 0);
+  CHECK(again.find("version 1") != std::string::npos);
+
+  // A refusal: the handler's code and message, exit 1.
+  auto [brc, bad] = gostctl(n.addr, {"ask", "watchlist", "dora", "--json", R"({"add":{}})"});
+  CHECK(brc == 1);
+  CHECK(bad.find("refused (INVALID_ARGUMENT): add.offer_id is required") != std::string::npos);
+
+  auto [erc, entity] = gostctl(n.addr, {"entity", "watchlist", "dora"});
+  REQUIRE_MESSAGE(erc == 0, entity);
+  CHECK(entity.find("version 1") != std::string::npos);
+  CHECK(entity.find("named timer sweep: due ") != std::string::npos);
+}

@@ -121,6 +121,10 @@ void admin_service::publish_types(const entity_registry* entities) {
       t->set_event_type(type->event_descriptor()->full_name());
       descs.push_back(type->state_descriptor());
       descs.push_back(type->event_descriptor());
+      if (auto* reply = type->reply_descriptor()) {
+        t->set_reply_type(reply->full_name());
+        descs.push_back(reply);
+      }
     }
   // The saved-offer event (with the offer): what the history holds.
   descs.push_back(v1::OfferSaved::descriptor());
