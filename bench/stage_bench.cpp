@@ -173,10 +173,10 @@ spawn_shards(caf::actor_system& sys, const std::vector<store_actor>& stores,
   std::vector<shard_actor> handles;
   for (uint32_t s = 0; s < epochs.size(); ++s) {
     shard_options so;
-    so.shard = s;
+    so.kit.shard = s;
     so.store = stores[s % stores.size()];
     so.writer = kit::writer_for(writers, s);
-    so.epoch = epochs[s];
+    so.kit.epoch = epochs[s];
     so.stages = reg;
     so.stats = stats;
     tweak(so);
@@ -253,8 +253,8 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   auto run = [&](size_t cap) {
     auto handles = spawn_shards(sys, stores, writers, *epochs, std::make_shared<stage_registry>(),
                                 stats, [cap](shard_options& so) {
-                                  so.offer_idle_timeout = 3600s;
-                                  so.max_resident = cap;
+                                  so.kit.idle_timeout = 3600s;
+                                  so.kit.max_resident = cap;
                                 });
     caf::scoped_actor self{sys};
     size_t offer_bytes = 0;
@@ -453,7 +453,7 @@ int timers_bench(std::map<std::string, std::string>& opt) {
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
     auto writers = spawn_offer_writers(sys, pool, 2, 500, 2ms, stats);
     auto handles = spawn_shards(sys, stores, writers, *epochs, reg, stats, [](shard_options& so) {
-      so.offer_idle_timeout = 2s; // fired offers go again; memory stays bounded
+      so.kit.idle_timeout = 2s; // fired offers go again; memory stays bounded
     });
     auto deadline = stage_clock::now() + lead + span + 120s;
     auto last_print = std::chrono::steady_clock::now();
@@ -674,13 +674,13 @@ int tasks_bench(std::map<std::string, std::string>& opt) {
     std::vector<entity_shard_actor> handles;
     for (uint32_t s = 0; s < shards; ++s) {
       entity_shard_options eo;
-      eo.shard = s;
-      eo.epoch = (*epochs)[s];
+      eo.kit.shard = s;
+      eo.kit.epoch = (*epochs)[s];
       eo.shard_count = shards;
       eo.store = stores[s % stores.size()];
       eo.writer = kit::writer_for(writers, s);
       eo.types = types;
-      eo.stats = entity_stats;
+      eo.kit.stats = entity_stats;
       handles.push_back(spawn_entity_shard(sys, std::move(eo)));
     }
     auto last_print = t0;
@@ -842,9 +842,9 @@ engine_result run_engine(persistence::pg_pool& pool, const stage_bench_plan& pla
   auto t0 = std::chrono::steady_clock::now();
   auto writers = spawn_offer_writers(sys, pool, plan.writers, plan.batch_max, 2ms, stats);
   auto handles = spawn_shards(sys, stores, writers, epochs, reg, stats, [](shard_options& so) {
-    so.queue_poll = 20ms;
-    so.queue_page = 20000;
-    so.offer_idle_timeout = 2s;
+    so.kit.queue_poll = 20ms;
+    so.kit.queue_page = 20000;
+    so.kit.idle_timeout = 2s;
   });
   uint64_t last = 0;
   auto last_print = t0;

@@ -113,14 +113,14 @@ struct entity_fixture : testing::caf_fixture {
     REQUIRE_FALSE(types->add(std::make_shared<tagger>()));
     REQUIRE_FALSE(types->add(std::make_shared<bounded>()));
     entity_shard_options o;
-    o.shard = 1;
-    o.epoch = 9;
+    o.kit.shard = 1;
+    o.kit.epoch = 9;
     o.store = store;
     o.writer = writer;
     o.types = types;
-    o.wall_clock = wall_clock();
-    o.recent_events = recent_events;
-    o.trace = trace;
+    o.kit.wall_clock = wall_clock();
+    o.kit.recent_events = recent_events;
+    o.kit.trace = trace;
     shard = keep(spawn_entity_shard(sys, o));
     run();
   }

@@ -86,7 +86,7 @@ TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
 
 TEST_CASE("the resident cap passivates the least recently used offer actor") {
   shard_fixture f{std::chrono::seconds{60}, std::make_shared<stage_registry>(),
-                  [](shard_options& so) { so.max_resident = 2; }};
+                  [](shard_options& so) { so.kit.max_resident = 2; }};
   for (auto id : {"a", "b", "c", "d", "e"})
     REQUIRE(f.ask(create_atom_v, std::string{id}, offer_msg{new_offer(id)}, request_id{}));
   CHECK(f.stats->offers.resident.load() <= 2);

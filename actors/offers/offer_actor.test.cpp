@@ -83,12 +83,12 @@ struct offer_fixture : testing::caf_fixture {
 
   void start() {
     shard_options so;
-    so.shard = 3;
-    so.epoch = 5;
+    so.kit.shard = 3;
+    so.kit.epoch = 5;
     so.store = store;
     so.writer = writer;
     so.stats = stats;
-    so.wall_clock = wall_clock();
+    so.kit.wall_clock = wall_clock();
     shard = keep(spawn_shard(sys, so));
     run();
   }

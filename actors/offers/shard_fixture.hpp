@@ -44,13 +44,13 @@ struct shard_fixture {
     store = spawn_store(*sys, *pool);
     writer = spawn_offer_writers(*sys, *pool, 1, 500, std::chrono::milliseconds{2}, stats).front();
     shard_options so;
-    so.shard = 3;
+    so.kit.shard = 3;
     so.store = store;
     so.writer = writer;
-    so.offer_idle_timeout = idle;
-    so.epoch = (*epochs)[3];
+    so.kit.idle_timeout = idle;
+    so.kit.epoch = (*epochs)[3];
     so.stages = std::move(stages);
-    so.queue_poll = std::chrono::milliseconds{50};
+    so.kit.queue_poll = std::chrono::milliseconds{50};
     so.stats = stats;
     for (auto& e : so.stages->all())
       stats->add_stage(e.id);

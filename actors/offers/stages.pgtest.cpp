@@ -125,7 +125,7 @@ TEST_CASE("a stage that keeps failing is retried, then dead-lettered") {
   stage_options opts;
   opts.retry_backoff = 10ms;
   reg->add("failing", std::make_shared<failing>(), opts);
-  shard_fixture f{60s, reg, [](shard_options& so) { so.max_attempts = 3; }};
+  shard_fixture f{60s, reg, [](shard_options& so) { so.kit.max_attempts = 3; }};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));
   REQUIRE(testing::eventually(10s, [&] { return f.db.scalar(count_sql("dead_letters")) == "1"; }));
   CHECK(f.db.scalar("SELECT stage_id || ':' || attempts FROM dead_letters") == "failing:3");

@@ -408,6 +408,14 @@ node_keys make_node_keys() {
             "At most this many offer actors in memory per shard; beyond it the least recently "
             "used one is passivated (its state stays in PostgreSQL)."),
         bind_to(&node_config::offer, &offer_config::max_resident));
+  k.add(num(vk::duration, "entity.idle_timeout", "60s", 10, 86'400'000,
+            "An actor of an application's actor type (a durable entity, a task) with no event "
+            "for this long is passivated (its state stays in PostgreSQL)."),
+        bind_to(&node_config::entity, &entity_config::idle_timeout));
+  k.add(num(vk::integer, "entity.max_resident", "100000", 1, 100'000'000,
+            "At most this many actors of the application's actor types in memory per shard, "
+            "all kinds together; beyond it the least recently used one is passivated."),
+        bind_to(&node_config::entity, &entity_config::max_resident));
   k.add(num(vk::duration, "api.request_timeout", "10s", 10, 600'000,
             "Deadline for one API request inside the node (routing, actor, database)."),
         bind_to(&node_config::api, &api_config::request_timeout));

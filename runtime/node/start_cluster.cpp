@@ -21,38 +21,49 @@ namespace {
 const auto lg = gost::log::get("cluster");
 
 /// What every shard supervisor of this node shares. The actors below config/ take their own
-/// options (scripts/check-includes.sh): here, once, is where the `offer.*`, `queue.*`,
-/// `stage.*` and `rescan.*` sections become them (`write.*` went to the writers,
-/// start_actors.cpp).
+/// options (scripts/check-includes.sh): here, once, is where the `queue.*`, `offer.*`,
+/// `entity.*`, `stage.*` and `rescan.*` sections become them (`write.*` went to the writers,
+/// start_actors.cpp). First the kit's part, the same for every kind.
+kit::shard_config kit_defaults(const node_context& n) {
+  auto& c = n.cfg;
+  kit::shard_config k;
+  k.queue_lookahead = c.queue.lookahead;
+  k.queue_poll = c.queue.poll;
+  k.queue_page = c.queue.page;
+  k.queue_prefetch = c.queue.prefetch;
+  k.db = n.db;
+  k.trace = n.traces->hub;
+  k.recent_events = c.console.recent_events;
+  return k;
+}
+
 shard_options shard_defaults(const node_context& n) {
   auto& c = n.cfg;
   shard_options so;
+  so.kit = kit_defaults(n);
+  so.kit.idle_timeout = c.offer.idle_timeout;
+  so.kit.max_resident = c.offer.max_resident;
+  so.kit.max_attempts = c.stage.max_attempts;
   so.node_id = c.node.id;
   so.stages = n.stages;
   so.pools = n.pools;
   so.stats = n.stats;
-  so.offer_idle_timeout = c.offer.idle_timeout;
-  so.max_resident = c.offer.max_resident;
-  so.queue_lookahead = c.queue.lookahead;
-  so.queue_poll = c.queue.poll;
-  so.db = n.db;
-  so.queue_prefetch = c.queue.prefetch;
-  so.queue_page = c.queue.page;
-  so.max_attempts = c.stage.max_attempts;
   so.max_chain = c.stage.max_chain;
   so.rescan_every = c.rescan.interval;
   so.rescan_page = c.rescan.page;
   so.limits = offer_limits_of(c.limits);
-  so.trace = n.traces->hub;
-  so.recent_events = c.console.recent_events;
   return so;
 }
 
-/// What every entity shard supervisor of this node shares (the application's actor types use
-/// the queue and offer sections' values).
+/// What every entity shard supervisor of this node shares: the kit's part with the `entity.*`
+/// section's passivation.
 entity_shard_options entity_shard_defaults(const node_context& n) {
   auto& c = n.cfg;
   entity_shard_options eo;
+  eo.kit = kit_defaults(n);
+  eo.kit.idle_timeout = c.entity.idle_timeout;
+  eo.kit.max_resident = c.entity.max_resident;
+  eo.kit.stats = n.entity_stats;
   eo.shard_count = c.shard.count;
   eo.types = n.ext.entity_types;
   // Events for entities of other shards this node owns reach them at once; other nodes'
@@ -62,15 +73,6 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
       caf::anon_send(*local, enqueued_atom_v, entries,
                      static_cast<uint8_t>(kit::event_source::api));
   };
-  eo.queue_lookahead = c.queue.lookahead;
-  eo.queue_poll = c.queue.poll;
-  eo.db = n.db;
-  eo.queue_page = c.queue.page;
-  eo.idle_timeout = c.offer.idle_timeout;
-  eo.max_resident = c.offer.max_resident;
-  eo.stats = n.entity_stats;
-  eo.trace = n.traces->hub;
-  eo.recent_events = c.console.recent_events;
   return eo;
 }
 
@@ -150,9 +152,9 @@ caf::error start_cluster_manager(node_context& n) {
   co.spawn_shard = [&n, base = shard_defaults(n), entity_base = entity_shard_defaults(n)](
                      uint32_t shard, int64_t epoch, const std::set<std::string>& paused) {
     auto so = base;
-    so.shard = shard;
-    so.epoch = epoch;
-    so.paused = paused;
+    so.kit.shard = shard;
+    so.kit.epoch = epoch;
+    so.kit.paused = paused;
     so.store = n.stores[shard % n.stores.size()];
     so.writer = kit::writer_for(n.writers, shard);
     local_shard here;
@@ -161,12 +163,12 @@ caf::error start_cluster_manager(node_context& n) {
       n.spawn_scheduled_worker(shard, epoch, caf::actor_cast<caf::actor>(here.offers));
     if (!n.entity_stores.empty()) {
       auto eo = entity_base;
-      eo.shard = shard;
-      eo.epoch = epoch;
+      eo.kit.shard = shard;
+      eo.kit.epoch = epoch;
       eo.store = n.entity_stores[shard % n.entity_stores.size()];
       eo.writer = kit::writer_for(n.entity_writers, shard);
-      eo.write_slot = n.entity_write_stats->slot_for(shard);
-      eo.figures = n.stats->entity_shards.open(shard);
+      eo.kit.write_slot = n.entity_write_stats->slot_for(shard);
+      eo.kit.figures = n.stats->entity_shards.open(shard);
       here.entities = spawn_entity_shard(*n.sys, std::move(eo));
     }
     return here;

@@ -1079,9 +1079,9 @@ TEST_CASE("console: gostctl ask prints an entity's reply as JSON, or its refusal
           "lists its named timers") {
   example_node n;
   auto ask = [&](const std::string& offer, const std::string& request_id) {
-    return gostctl(n.addr, {"ask", "watchlist", "dora", "--json",
-                            R"({"add":{"offer_id":")" + offer + R"("}})", "--request-id",
-                            request_id});
+    return gostctl(n.addr,
+                   {"ask", "watchlist", "dora", "--json",
+                    R"({"add":{"offer_id":")" + offer + R"("}})", "--request-id", request_id});
   };
   auto [rc, out] = ask("o-1", "d-1");
   REQUIRE_MESSAGE(rc == 0, out);

@@ -165,9 +165,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   env->rescan_every = opts.rescan_every;
   env->rescan_page = opts.rescan_page;
   env->limits = opts.limits;
-  kit::shard_config cfg;
-  cfg.shard = opts.shard;
-  cfg.epoch = opts.epoch;
+  auto cfg = std::move(opts.kit);
   // One lane per stage, with the stage's limits; entries of a stage no longer registered run
   // with default limits (the offer actor drops them from the queue).
   cfg.lanes = [stages = opts.stages](const std::string& lane) {
@@ -181,22 +179,9 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   };
   cfg.store = caf::actor_cast<kit::queue_store>(opts.store);
   cfg.has_queues = !opts.stages->all().empty();
-  cfg.queue_lookahead = opts.queue_lookahead;
-  cfg.queue_poll = opts.queue_poll;
-  cfg.db = opts.db;
-  cfg.queue_page = opts.queue_page;
-  cfg.queue_prefetch = opts.queue_prefetch;
-  cfg.max_attempts = opts.max_attempts;
-  cfg.background_share = opts.background_share;
-  cfg.idle_timeout = opts.offer_idle_timeout;
-  cfg.max_resident = opts.max_resident;
   cfg.stats = std::shared_ptr<kit::entity_stats>(opts.stats, &opts.stats->offers);
-  cfg.figures = opts.stats->offer_shards.open(opts.shard);
-  cfg.paused = std::move(opts.paused);
-  cfg.wall_clock = std::move(opts.wall_clock);
-  cfg.trace = std::move(opts.trace);
-  cfg.recent_events = opts.recent_events;
-  cfg.write_slot = opts.stats->offer_writes.slot_for(opts.shard);
+  cfg.figures = opts.stats->offer_shards.open(cfg.shard);
+  cfg.write_slot = opts.stats->offer_writes.slot_for(cfg.shard);
   cfg.trail = &detail::offer_trail;
   return kit::spawn_shard<detail::offer_kind>(sys, std::move(cfg), std::move(env));
 }

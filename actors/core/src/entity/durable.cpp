@@ -839,9 +839,7 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   env->types = opts.types;
   env->shard_count = opts.shard_count;
   env->notify = std::move(opts.notify);
-  kit::shard_config cfg;
-  cfg.shard = opts.shard;
-  cfg.epoch = opts.epoch;
+  auto cfg = std::move(opts.kit);
   cfg.lanes = [types = opts.types](const std::string& lane) {
     kit::lane_options o;
     if (auto* t = types->find(detail::kind_of(lane))) {
@@ -854,20 +852,7 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   };
   cfg.store = caf::actor_cast<kit::queue_store>(opts.store);
   cfg.has_queues = !opts.types->empty();
-  cfg.queue_lookahead = opts.queue_lookahead;
-  cfg.queue_poll = opts.queue_poll;
-  cfg.db = opts.db;
-  cfg.queue_page = opts.queue_page;
   cfg.queue_prefetch = std::chrono::milliseconds{0}; // runs load anyway
-  cfg.idle_timeout = opts.idle_timeout;
-  cfg.max_resident = opts.max_resident;
-  cfg.stats = opts.stats;
-  cfg.wall_clock = std::move(opts.wall_clock);
-  cfg.trace = std::move(opts.trace);
-  cfg.recent_events = opts.recent_events;
-  cfg.write_slot = opts.write_slot;
-  if (opts.figures)
-    cfg.figures = std::move(opts.figures);
   cfg.trail = &detail::entity_frame::trail_of_actor;
   return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
 }

@@ -161,6 +161,13 @@ struct offer_config {
   size_t max_resident = 0;
 };
 
+/// The application's actor types (durable entities): their actors' passivation, apart from
+/// offers'.
+struct entity_config {
+  std::chrono::milliseconds idle_timeout{};
+  size_t max_resident = 0;
+};
+
 struct api_config {
   std::chrono::milliseconds request_timeout{};
   std::chrono::milliseconds request_ttl{}; ///< how long a write's request_id is remembered
@@ -309,6 +316,7 @@ struct node_config {
   feed_config feed;
   outbox_config outbox;
   offer_config offer;
+  entity_config entity;
   api_config api;
   history_config history;
   tasks_config tasks;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/kit/shard.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
@@ -56,59 +57,34 @@ spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n
                     std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false);
 
 struct shard_options {
-  uint32_t shard = 0;
+  /// The kit's part, whole (kit::shard_config): shard, lease epoch, queues, retries,
+  /// passivation, clock, traces. The offers' kind sets its lanes (one per stage), store,
+  /// figures and trail itself; `kit.stats` is taken from `stats` below.
+  kit::shard_config kit = [] {
+    kit::shard_config c;
+    c.recent_events = 16; // events each offer actor keeps for `gostctl offer ID`
+    return c;
+  }();
   store_actor store;
   /// The writer of this shard's offers (one of spawn_offer_writers'); must outlive the shard.
   writer_actor writer;
-  /// The shard lease epoch every commit is fenced with.
-  int64_t epoch = 0;
   /// This node's id (for stages' run_context).
   std::string node_id;
   /// The stages run on this shard's offers. Never null.
   std::shared_ptr<const stage_registry> stages = std::make_shared<stage_registry>();
   /// The pools of the blocking stages (spawn_stage_pools); null: none.
   std::shared_ptr<const stage_pools> pools;
-  /// Queue entries due within this window are kept in memory; later ones stay in PostgreSQL.
-  std::chrono::milliseconds queue_lookahead{1000};
-  /// How often the shard looks for due entries it does not know yet, and how many at once.
-  std::chrono::milliseconds queue_poll{250};
-  uint32_t queue_page = 5000;
-  /// The node's PostgreSQL tracker: failed polls wait while the database is away, and the
-  /// outage is logged once by the tracker rather than by every shard. May be null.
-  std::shared_ptr<const dependency_tracker> db;
-  /// Offers with an entry due within this window are activated (loaded) ahead of time, so a
-  /// timer's stage runs on time instead of after a load. 0: off.
-  std::chrono::milliseconds queue_prefetch{250};
-  /// Failed attempts of one stage on one offer before it is dead-lettered.
-  int max_attempts = 3;
   /// A stage re-triggered more often than this in one chain is cut (change storm).
   int max_chain = 10;
   /// Background rescan (seed: "Фоновый переобход"): every this often the shard walks all its
   /// offers, asks every stage and enqueues at background priority. 0: off.
   std::chrono::milliseconds rescan_every{0};
   uint32_t rescan_page = 500;
-  /// One dispatch in this many goes to background-priority work when normal work waits.
-  int background_share = 4;
-  /// An offer actor its shard handed no event for this long is passivated (a periodic sweep
-  /// by the shard, in LRU order).
-  std::chrono::milliseconds offer_idle_timeout{60'000};
-  /// At most this many offer actors in memory per shard; beyond it the least recently used
-  /// one is passivated.
-  size_t max_resident = 100'000;
   /// What clients' content may hold: checked again by the offer actor on the offer as it
   /// will be stored (a masked update merged with the stored fields).
   offer_limits limits;
   /// Where the shard counts its offer actors; shared by the shards of a node. Never null.
   std::shared_ptr<node_stats> stats = std::make_shared<node_stats>();
-  /// The shard's time of due entries (kit::shard_config::wall_clock); empty: the system clock.
-  std::function<int64_t()> wall_clock;
-  /// The node's live traces (kit/trail.hpp); null: none.
-  std::shared_ptr<kit::trace_hub> trace;
-  /// Events each offer actor keeps for `gostctl offer ID` (`console.recent_events`); 0: none.
-  uint16_t recent_events = 16;
-  /// Stages paused by an operator when the shard starts (their runs wait; the shard's
-  /// pause_atom changes the set later).
-  std::set<std::string> paused;
 };
 
 /// The supervisor of one shard.

@@ -12,6 +12,7 @@
 
 #include "gost/core/entity/entity_type.hpp"
 #include "gost/core/entity/protocol.hpp"
+#include "gost/core/kit/shard.hpp"
 #include "gost/core/stats.hpp"
 
 namespace gost::persistence {
@@ -38,8 +39,11 @@ spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t 
                      std::shared_ptr<const dependency_tracker> db = nullptr);
 
 struct entity_shard_options {
-  uint32_t shard = 0;
-  int64_t epoch = 0;
+  /// The kit's part, whole (kit::shard_config): shard, lease epoch, queues, passivation,
+  /// stats and figures, clock, traces, the writer's slot. The kind sets its lanes (one per kind
+  /// and lane, with the type's options), store and trail itself, and prefetches nothing (each
+  /// run loads anyway).
+  kit::shard_config kit;
   uint32_t shard_count = 1; ///< to place events sent to other entities
   entity_store_actor store;
   entity_writer_actor writer;
@@ -48,26 +52,6 @@ struct entity_shard_options {
   /// sent to them): the node hands them to that shard when it owns it; other nodes' shards
   /// find them by polling. May be empty.
   std::function<void(uint32_t shard, const persistence::queue_entries&)> notify;
-  std::chrono::milliseconds queue_lookahead{1000};
-  std::chrono::milliseconds queue_poll{250};
-  /// The node's PostgreSQL tracker (may be null): paces failed polls, logs the outage once.
-  std::shared_ptr<const dependency_tracker> db;
-  uint32_t queue_page = 5000;
-  std::chrono::milliseconds queue_prefetch{250};
-  std::chrono::milliseconds idle_timeout{60'000};
-  size_t max_resident = 100'000;
-  std::shared_ptr<kit::entity_stats> stats = std::make_shared<kit::entity_stats>();
-  /// The time of due events (kit::shard_config::wall_clock); empty: the system clock.
-  std::function<int64_t()> wall_clock;
-  /// The node's live traces (kit::shard_config::trace); null: none.
-  std::shared_ptr<kit::trace_hub> trace;
-  /// Events each entity actor keeps for the console (`console.recent_events`); 0: none.
-  uint16_t recent_events = 0;
-  /// The figures of this shard's writer (its write lag, for inspection); may be null.
-  const kit::writer_slot* write_slot = nullptr;
-  /// This shard's own figures (node_stats::entity_shards hands them out, for `gostctl top`);
-  /// null: private ones.
-  std::shared_ptr<kit::shard_stats> figures;
 };
 
 /// The supervisor of one shard's durable entities.
