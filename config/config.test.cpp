@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -388,4 +390,114 @@ TEST_CASE("docs/config.md is generated from the current schema") {
   buf << in.rdbuf();
   CHECK_MESSAGE(buf.str() == node_schema().reference_markdown(),
                 "docs/config.md is stale: run `cmake --build <build-dir> --target config-docs`");
+}
+
+TEST_CASE("an application names itself in --help, --version and its errors") {
+  application app;
+  app.name = "shop";
+  app.version = "2.3.4";
+  SUBCASE("--help") {
+    args a{"shop", "--help"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK(r.output.rfind(std::string{"shop 2.3.4 (gost "} + gost_version() + ") - ", 0) == 0);
+    CHECK(r.output.find("\nUsage: shop [--config FILE]") != std::string::npos);
+    CHECK(r.output.find("Usage: gostd") == std::string::npos);
+    CHECK(r.output.find("gostd --help") == std::string::npos);
+  }
+  SUBCASE("--version") {
+    args a{"shop", "--version"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK(r.output == std::string{"shop 2.3.4 (gost "} + gost_version() + ")\n");
+  }
+  SUBCASE("gostd keeps its name") {
+    args a{"gostd", "--version"};
+    CHECK(load_node_config(a.argc(), a.argv(), nullptr).output
+          == std::string{"gostd "} + gost_version() + "\n");
+  }
+  SUBCASE("an unknown key points at the application's own --help") {
+    args a{"shop", "--shard.cuont=3"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK(r.error.find("see `shop --help`") != std::string::npos);
+  }
+  SUBCASE("the config carries who runs it") {
+    args a{"shop"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK(r.config->app.name == "shop");
+    CHECK(r.config->app.version == "2.3.4");
+  }
+}
+
+TEST_CASE("an application's stages get stages.<id>.enabled, like the built-in ones") {
+  application app;
+  app.name = "shop";
+  app.stages = {"photo_count", "price.check"};
+  SUBCASE("default true, set from the command line, the environment or the file") {
+    auto f = temp_file("[stages.price.check]\nenabled = false\n");
+    args a{"shop", "--config", f, "--stages.photo_count.enabled=false"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK_FALSE(r.config->stages.application.at("photo_count"));
+    CHECK_FALSE(r.config->stages.application.at("price.check"));
+    CHECK(r.config->config_dump.find("stages.price.check.enabled = false  (file ")
+          != std::string::npos);
+    args env{"GOST_STAGES_PHOTO_COUNT_ENABLED=false"};
+    args plain{"shop"};
+    r = load_node_config(plain.argc(), plain.argv(), env.argv(), app);
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK_FALSE(r.config->stages.application.at("photo_count"));
+    CHECK(r.config->stages.application.at("price.check")); // the default
+    std::remove(f.c_str());
+  }
+  SUBCASE("validated like any boolean") {
+    args a{"shop", "--stages.photo_count.enabled=maybe"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("`stages.photo_count.enabled`") != std::string::npos);
+  }
+  SUBCASE("listed by --help after the built-in stages' keys, naming the stage") {
+    args a{"shop", "--help"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    auto keys = node_schema(app);
+    for (auto& k : keys.keys())
+      CHECK(r.output.find("--" + k.name + "=") != std::string::npos);
+    auto at = r.output.find("--stages.photo_count.enabled=<boolean>  (default: true;");
+    REQUIRE(at != std::string::npos);
+    CHECK(at > r.output.find("--stages.photos.workers="));
+    CHECK(at < r.output.find("--log.level="));
+    CHECK(r.output.find("Run the application's stage `photo_count` (registered by shop", at)
+          != std::string::npos);
+    CHECK(r.output.find("--stages.price.check.enabled=") != std::string::npos);
+  }
+  SUBCASE("a stage nobody registered has no key") {
+    args a{"shop", "--stages.nope.enabled=false"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("unknown config key `stages.nope.enabled` (command line)")
+          != std::string::npos);
+    args env{"GOST_STAGES_NOPE_ENABLED=false"}; // unrelated variables are ignored
+    args plain{"shop"};
+    CHECK(load_node_config(plain.argc(), plain.argv(), env.argv(), app).config);
+  }
+  SUBCASE("gostd has no application keys") {
+    CHECK(node_schema().find("stages.photo_count.enabled") == nullptr);
+    args a{"gostd", "--stages.photo_count.enabled=false"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr);
+    CHECK(r.error.find("unknown config key `stages.photo_count.enabled`") != std::string::npos);
+  }
+  SUBCASE("an id that cannot name its key is refused, naming the id") {
+    for (auto [id, says] :
+         {std::pair{"expire", "stage id `expire` is a built-in stage's"},
+          std::pair{"photos", "stage id `photos` is a built-in stage's"},
+          std::pair{"two words", "stage id `two words` cannot name the config key"},
+          std::pair{"a=b", "stage id `a=b` cannot name the config key"}}) {
+      application bad;
+      bad.stages = {id};
+      args a{"gostd"};
+      auto r = load_node_config(a.argc(), a.argv(), nullptr, bad);
+      CHECK_FALSE(r.config);
+      CHECK_MESSAGE(r.error.find(says) != std::string::npos, r.error);
+      CHECK_THROWS_AS(node_schema(bad), std::invalid_argument);
+    }
+  }
 }

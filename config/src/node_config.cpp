@@ -1,10 +1,13 @@
 #include "gost/config/node_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
@@ -251,7 +254,39 @@ namespace {
 
 using node_keys = bound_schema<node_config>;
 
-node_keys make_node_keys() {
+/// Why `id` cannot name the key `stages.<id>.enabled` of an application's stage, or "".
+std::string stage_key_problem(const std::string& id, const schema& builtin) {
+  if (id.empty())
+    return "a stage needs an id";
+  for (char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+      return "stage id `" + id
+             + "` cannot name the config key `stages.<id>.enabled`: use letters, digits, `_`, "
+               "`.` and `-`";
+  if (builtin.find("stages." + id + ".enabled") != nullptr)
+    return "stage id `" + id + "` is a built-in stage's (`stages." + id
+           + ".enabled` is gost's key); give the application's stage another id";
+  return {};
+}
+
+/// `stages.<id>.enabled` of one of the application's stages, filling
+/// stages_config::application[id].
+void add_application_stage(node_keys& k, const std::string& id, const std::string& app) {
+  binding<node_config> b;
+  b.fits = [](const key_spec& spec) { return spec.kind == value_kind::boolean; };
+  b.assign = [id](const value& v, node_config& c) {
+    c.stages.application[id] = v.number != 0;
+    return std::string{};
+  };
+  k.add(num(value_kind::boolean, "stages." + id + ".enabled", "true", 0, 1,
+            "Run the application's stage `" + id + "` (registered by " + app
+              + " with node_builder::add_stage). false: this node does not register it; its "
+                "queue entries coming due here are dropped, as for any stage the node does not "
+                "know."),
+        std::move(b));
+}
+
+node_keys make_node_keys(const application& app) {
   using vk = value_kind;
   node_keys k;
   k.add(str("node.id", "",
@@ -793,6 +828,9 @@ node_keys make_node_keys() {
             "Threads of each photo stage's pool: its runs read the image results and queue tasks "
             "in PostgreSQL, off the actors' threads."),
         bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::workers));
+  // The application's own stages (node_builder::add_stage), after the built-in ones.
+  for (auto& id : app.stages)
+    add_application_stage(k, id, app.name);
   k.add(choice("log.level", "info", {"trace", "debug", "info", "warn", "error", "off"},
                "Minimum level of log lines."),
         bind_to(&node_config::log, &log_config::level));
@@ -813,20 +851,46 @@ node_keys make_node_keys() {
   return k;
 }
 
-std::string usage(const schema& s) {
-  return std::string{"gostd " GOST_VERSION
-                     " - a gost node: shards of offer actors over PostgreSQL.\n\n"
-                     "Usage: gostd [--config FILE] [--KEY=VALUE | --KEY VALUE]...\n"
-                     "       gostd --help | --version | --config-reference\n\n"
-                     "With no pg.dsn the node starts an embedded PostgreSQL in pg.embedded_dir.\n"
-                     "SIGTERM or SIGINT drains and stops the node.\n\n"
-                     "Keys (also settable in the config file and as GOST_* variables):\n"}
+/// `gost_example 1.0.0 (gost 0.1.0)`; gostd at gost's own version is `gostd 0.1.0`.
+std::string banner(const application& app) {
+  auto out = app.name + " " + app.version;
+  if (app.name != "gostd" || app.version != GOST_VERSION)
+    out += " (gost " GOST_VERSION ")";
+  return out;
+}
+
+std::string usage(const schema& s, const application& app) {
+  auto& n = app.name;
+  return banner(app)
+         + " - a gost node: shards of offer actors over PostgreSQL.\n\n"
+           "Usage: "
+         + n + " [--config FILE] [--KEY=VALUE | --KEY VALUE]...\n       " + n
+         + " --help | --version | --config-reference\n\n"
+           "With no pg.dsn the node starts an embedded PostgreSQL in pg.embedded_dir.\n"
+           "SIGTERM or SIGINT drains and stops the node.\n\n"
+           "Keys (also settable in the config file and as GOST_* variables):\n"
          + s.help_text();
 }
 
 const node_keys& node_bindings() {
-  static const node_keys k = make_node_keys();
+  static const node_keys k = make_node_keys(application{});
   return k;
+}
+
+/// The keys of `app`: gostd's when it has no stages of its own, else built for it. Throws
+/// std::invalid_argument naming a stage id that cannot name its key.
+std::shared_ptr<const node_keys> application_bindings(const application& app) {
+  if (app.stages.empty()) // gostd's static keys, not owned (the aliasing constructor)
+    return std::shared_ptr<const node_keys>(std::shared_ptr<void>{}, &node_bindings());
+  std::vector<std::string> seen;
+  for (auto& id : app.stages) {
+    if (auto problem = stage_key_problem(id, node_bindings().keys()); !problem.empty())
+      throw std::invalid_argument(problem);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end())
+      throw std::invalid_argument("stage id `" + id + "` is registered twice");
+    seen.push_back(id);
+  }
+  return std::make_shared<const node_keys>(make_node_keys(app));
 }
 
 /// What the schema leaves for the node to work out: its id, the embedded server's script, the
@@ -857,8 +921,16 @@ void resolve(node_config& c, const char* argv0) {
 
 } // namespace
 
+const char* gost_version() {
+  return GOST_VERSION;
+}
+
 const schema& node_schema() {
   return node_bindings().keys();
+}
+
+schema node_schema(const application& app) {
+  return application_bindings(app)->keys();
 }
 
 std::string validate(const node_config& c) {
@@ -916,10 +988,17 @@ std::string validate(const node_config& c) {
   return {};
 }
 
-load_result load_node_config(int argc, char** argv, char** envp) {
+load_result load_node_config(int argc, char** argv, char** envp, const application& app) {
   load_result res;
-  auto& sch = node_schema();
-  settings st{sch};
+  std::shared_ptr<const node_keys> keys;
+  try {
+    keys = application_bindings(app);
+  } catch (const std::invalid_argument& e) {
+    res.error = e.what();
+    return res;
+  }
+  auto& sch = keys->keys();
+  settings st{sch, app.name};
   // First pass: special flags and the config file location.
   std::string file;
   if (auto e = std::getenv("GOST_CONFIG"))
@@ -927,11 +1006,11 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      res.output = usage(sch);
+      res.output = usage(sch, app);
       return res;
     }
     if (a == "--version") {
-      res.output = "gostd " GOST_VERSION "\n";
+      res.output = banner(app) + "\n";
       return res;
     }
     if (a == "--config-reference") {
@@ -978,12 +1057,13 @@ load_result load_node_config(int argc, char** argv, char** envp) {
   }
 
   node_config c;
-  if (!node_bindings().fill(st, c, res.error))
+  if (!keys->fill(st, c, res.error))
     return res;
   resolve(c, argc > 0 ? argv[0] : nullptr);
   if (res.error = validate(c); !res.error.empty())
     return res;
   c.config_dump = st.dump();
+  c.app = app;
   res.config = std::move(c);
   return res;
 }

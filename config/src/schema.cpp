@@ -218,6 +218,10 @@ std::string schema::reference_markdown() const {
       << "message naming the key. The file is INI: `[pg]` followed by `dsn = \"...\"` sets\n"
       << "`pg.dsn`; `;` and `#` start comments. Every key is read once, when the node starts:\n"
       << "changing one takes a restart (nothing reloads configuration).\n\n"
+      << "An application built on gost (`gost::node_builder`) reads these keys and one more\n"
+      << "for each stage it registers: `stages.<id>.enabled` (boolean, default `true`; false:\n"
+      << "the node does not run that stage). Its own `--help` and `--config-reference` list\n"
+      << "them, after the built-in stages' keys.\n\n"
       << "| key | type | default | allowed | env | description |\n"
       << "|---|---|---|---|---|---|\n";
   for (auto& k : keys_) {
@@ -238,7 +242,8 @@ std::string schema::help_text() const {
   return out.str();
 }
 
-settings::settings(const schema& s) : schema_(s) {
+settings::settings(const schema& s, std::string program)
+  : schema_(s), program_(std::move(program)) {
   std::string err;
   for (auto& k : s.keys())
     values_.emplace(k.name, *schema::parse(k, k.default_value, "default", err));
@@ -248,7 +253,8 @@ bool settings::set(const std::string& name, const std::string& text, const std::
                    std::string& error) {
   auto spec = schema_.find(name);
   if (spec == nullptr) {
-    error = "unknown config key `" + name + "` (" + source + "); see `gostd --help` for the keys";
+    error = "unknown config key `" + name + "` (" + source + "); see `" + program_
+            + " --help` for the keys";
     return false;
   }
   auto v = schema::parse(*spec, text, source, error);

@@ -1,6 +1,7 @@
 #include "console/metrics.hpp"
 
 #include "api/readiness.hpp"
+#include "gost/config/node_config.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/feeds/pools.hpp"
@@ -20,6 +21,17 @@ const char* code_name(size_t c) {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
   return names[c];
+}
+
+/// A label value in the exposition format: `\`, `"` and newlines escaped.
+std::string label_value(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    out += c == '\n' ? std::string{"\\n"} : std::string(1, c);
+  }
+  return out;
 }
 
 void family(std::ostringstream& out, const std::string& name, const char* type, const char* help) {
@@ -169,6 +181,14 @@ void feed_families(std::ostringstream& out, const feeds::feed_stats& st) {
 
 std::string metrics::prometheus_text() const {
   std::ostringstream out;
+  if (!build_.app.empty()) {
+    family(out, "gost_build_info", "gauge",
+           "Always 1: the application this node runs (gostd or one built with node_builder), "
+           "its version and gost's.");
+    out << "gost_build_info{app=\"" << label_value(build_.app) << "\",version=\""
+        << label_value(build_.version) << "\",gost_version=\"" << config::gost_version()
+        << "\"} 1\n";
+  }
   family(out, "gost_grpc_requests_total", "counter",
          "gRPC requests answered, by method and status code.");
   for (size_t m = 0; m < call_stats::methods; ++m)

@@ -40,10 +40,17 @@ struct health_sources {
   std::shared_ptr<const feeds::feed_stats> feeds;
 };
 
+/// Who runs the node (`gost_build_info`): the application (node_builder::name) and its version.
+struct build_info {
+  std::string app;
+  std::string version;
+};
+
 class metrics {
 public:
-  explicit metrics(std::shared_ptr<node_stats> actors, health_sources health = {})
-    : actors_(std::move(actors)), health_(std::move(health)) {}
+  explicit metrics(std::shared_ptr<node_stats> actors, health_sources health = {},
+                   build_info build = {})
+    : actors_(std::move(actors)), health_(std::move(health)), build_(std::move(build)) {}
 
   /// Counted by the gRPC services.
   call_stats& calls() noexcept { return calls_; }
@@ -54,6 +61,7 @@ private:
   call_stats calls_;
   std::shared_ptr<node_stats> actors_;
   health_sources health_;
+  build_info build_;
 };
 
 } // namespace gost::runtime

@@ -116,12 +116,14 @@ int run_node(config::node_config cfg, extensions ext) {
   auto set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   setup_logging(cfg.node.id, cfg.log);
-  lg->info("starting gostd node_id={}", cfg.node.id);
+  lg->info("starting {} version={} gost_version={} node_id={}", cfg.app.name, cfg.app.version,
+           config::gost_version(), cfg.node.id);
+  auto app_name = cfg.app.name;
   lg->debug("configuration:\n{}", cfg.config_dump);
   auto port_file = cfg.grpc.port_file;
   node n{std::move(cfg), std::move(ext)};
   if (auto err = n.start(); !err.empty()) {
-    lg->error("gostd cannot start: {}", err);
+    lg->error("{} cannot start: {}", app_name, err);
     n.stop();
     return 1;
   }

@@ -12,6 +12,14 @@ node_builder::node_builder() {
   ext_.entity_types = std::make_shared<entity_registry>();
 }
 
+node_builder& node_builder::name(std::string app_name, std::string version) {
+  if (app_name.empty() && error_.empty())
+    error_ = "name: an application needs a name";
+  app_.name = std::move(app_name);
+  app_.version = std::move(version);
+  return *this;
+}
+
 node_builder& node_builder::add_stage(std::string id, std::shared_ptr<const stage> impl,
                                       stage_options opts) {
   if (id.empty() && error_.empty())
@@ -19,6 +27,7 @@ node_builder& node_builder::add_stage(std::string id, std::shared_ptr<const stag
   for (auto& s : ext_.stages)
     if (s.id == id && error_.empty())
       error_ = "add_stage: stage id `" + id + "` is registered twice";
+  app_.stages.push_back(id);
   ext_.stages.push_back(
     {std::move(id), std::move(impl), std::make_shared<const stage_options>(std::move(opts))});
   return *this;
@@ -31,12 +40,12 @@ node_builder& node_builder::add_entity_type(std::shared_ptr<const entity_type_ba
 }
 
 int node_builder::run(int argc, char** argv) {
-  auto name = argc > 0 ? std::string{argv[0]} : std::string{"gost"};
+  auto& name = app_.name;
   if (!error_.empty()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), error_.c_str());
     return 2;
   }
-  auto r = config::load_node_config(argc, argv, environ);
+  auto r = config::load_node_config(argc, argv, environ, app_);
   if (!r.output.empty()) {
     std::fputs(r.output.c_str(), stdout);
     return 0;

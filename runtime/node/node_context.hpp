@@ -87,7 +87,8 @@ struct node_context {
                      ? std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka}
                      : std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka, redis},
                    trace_hub, cfg.images.enabled ? image_stats : nullptr,
-                   cfg.feeds.enabled ? feed_stats : nullptr});
+                   cfg.feeds.enabled ? feed_stats : nullptr},
+    build_info{cfg.app.name, cfg.app.version});
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;

@@ -47,8 +47,13 @@ caf::error start_stages(node_context& n) {
     lg->info("external stage id={} address={} parallelism={}", ext.id, ext.address,
              ext.parallelism);
   }
-  // The application's own stages (node_builder::add_stage).
+  // The application's own stages (node_builder::add_stage), unless `stages.<id>.enabled`
+  // turned one off.
   for (auto& app : n.ext.stages) {
+    if (auto on = cfg.application.find(app.id); on != cfg.application.end() && !on->second) {
+      lg->info("stage id={} (application) off: stages.{}.enabled=false", app.id, app.id);
+      continue;
+    }
     if (n.stages->find(app.id) != nullptr)
       return make_error(errc::invalid_argument,
                         "stage id `" + app.id

@@ -204,6 +204,9 @@ TEST_CASE(
   CHECK(body.find("gost_stage_run_seconds_bucket{stage=\"audit\",le=\"+Inf\"} ")
         != std::string::npos);
   CHECK(body.find("gost_offer_shard_lease_epoch{shard=\"7\"} ") != std::string::npos);
+  // gostd names itself at gost's own version (an application: example_app.e2etest.cpp).
+  CHECK(body.find("# TYPE gost_build_info gauge\ngost_build_info{app=\"gostd\",version=\"")
+        != std::string::npos);
   CHECK(body.find("gost_stage_paused{stage=\"audit\"} 0") != std::string::npos);
   CHECK(body.find("gost_image_tasks_computed_total{function=\"main_color\"} 0")
         != std::string::npos);

@@ -7,14 +7,19 @@
 //   kill -9, a named timer replaced rather than added;
 // - its stage (examples/photos, docs/adding-a-stage.md): registered with one line, it runs on
 //   offers like a built-in one, its typed state readable through StateService.
+// - its name (node_builder::name) in --help, the start log line and gost_build_info, and its
+//   stage's key `stages.photo_count.enabled`: listed by --help, false keeps the stage off.
 #include <doctest/doctest.h>
 
 #include <grpcpp/grpcpp.h>
 
 #include "bank/v1/account.pb.h"
 #include "gost/runtime/entity_client.hpp"
+#include "gost/testing/http.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/entity_service.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
@@ -358,6 +363,55 @@ TEST_CASE("an application's stage runs on offers like a built-in one, with its t
     return offers->GetOffer(&ctx, req, &resp).ok()
            && resp.offer().status() == v1::OFFER_STATUS_DRAFT;
   }));
+  node.signal(SIGTERM);
+  CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+TEST_CASE("an application names itself, and its stage's stages.<id>.enabled turns it off") {
+  {
+    child_process help{GOST_EXAMPLE_PATH, {"--help"}};
+    REQUIRE(help.wait(30s) == 0);
+    auto out = help.output();
+    CHECK_MESSAGE(out.rfind("gost_example 1.0.0 (gost ", 0) == 0, out);
+    CHECK(out.find("\nUsage: gost_example [--config FILE]") != std::string::npos);
+    CHECK(out.find("\n  --stages.photo_count.enabled=<boolean>  (default: true;")
+          != std::string::npos);
+  }
+  {
+    child_process typo{GOST_EXAMPLE_PATH, {"--stages.photo_cuont.enabled=false"}};
+    REQUIRE(typo.wait(30s) == 2);
+    CHECK_MESSAGE(typo.output().find("unknown config key `stages.photo_cuont.enabled`")
+                    != std::string::npos,
+                  typo.output());
+  }
+  testing::temp_db db;
+  auto port_file = testing::temp_path("gost-example-off");
+  child_process node{GOST_EXAMPLE_PATH,
+                     testing::node_args(db, port_file, {"--stages.photo_count.enabled=false"})};
+  auto [port, http_port] = testing::read_ports(node, port_file);
+  CHECK(node.output().find("starting gost_example version=1.0.0 gost_version=")
+        != std::string::npos);
+  auto metrics = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
+  CHECK_MESSAGE(metrics.find("\ngost_build_info{app=\"gost_example\",version=\"1.0.0\","
+                             "gost_version=\"")
+                  != std::string::npos,
+                metrics);
+  auto channel =
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  auto admin = v1::AdminService::NewStub(channel);
+  v1::ListStagesResponse stages;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto s = admin->ListStages(&ctx, v1::ListStagesRequest{}, &stages);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  bool expire = false;
+  for (auto& st : stages.stages()) {
+    CHECK_MESSAGE(!(st.stage_id() == "photo_count" && st.registered()),
+                  "photo_count is registered with stages.photo_count.enabled=false");
+    expire = expire || (st.stage_id() == "expire" && st.registered());
+  }
+  CHECK(expire); // the listing holds the stages that do run
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);
   std::remove(port_file.c_str());

@@ -51,9 +51,12 @@ if grep -q -- "-I$src/\(runtime\|actors\|config\|persistence\)" "$work/build/com
   exit 1
 fi
 run "$work/help.log" "$work/build/app/gost_example" --help
-grep -q "^Usage: gostd" "$work/help.log" || {
+# It names itself (node_builder::name) and lists its stage's key.
+grep -q "^gost_example 1.0.0 (gost " "$work/help.log" && grep -q "^Usage: gost_example" "$work/help.log" \
+  && grep -q -- "--stages.photo_count.enabled=" "$work/help.log" || {
   cat "$work/help.log" >&2
-  echo "install_test: gost_example --help printed no usage" >&2
+  echo "install_test: gost_example --help printed no usage under its own name, or no" \
+    "stages.photo_count.enabled" >&2
   exit 1
 }
 

@@ -120,6 +120,8 @@ grep -q "gost_DIR:PATH=/usr/lib" "$work/example/CMakeCache.txt" \
   || die "examples/ did not find gost under /usr ($(grep gost_DIR "$work/example/CMakeCache.txt"))"
 run "$work/example-build.log" cmake --build "$work/example" -j 2
 run "$work/example-help.log" "$work/example/app/gost_example" --help
+grep -q "^Usage: gost_example" "$work/example-help.log" \
+  || die "gost_example --help printed no usage under its own name"
 
 # Purged: the machine as it was.
 trap - EXIT

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,9 +11,27 @@
 
 namespace gost::config {
 
+/// gost's own version: the CMake project version the library was built as.
+const char* gost_version();
+
+/// Who runs the node: an application built on gost (gost::node_builder) names itself, and each
+/// stage it registers gets a key `stages.<id>.enabled` (boolean, default true). gostd is the
+/// application `gostd`, at gost's version, with no stages of its own.
+struct application {
+  std::string name = "gostd";
+  std::string version = gost_version();
+  std::vector<std::string> stages; ///< ids of the application's own stages (add_stage)
+};
+
 /// The schema of `gostd`. Every key a node reads is declared here, once, bound to its member
 /// of `node_config` (src/node_config.cpp).
 const schema& node_schema();
+
+/// The schema of an application: gostd's keys and, after the built-in stages' keys,
+/// `stages.<id>.enabled` for each of `app.stages`. Throws std::invalid_argument when a stage's
+/// id cannot name such a key (a built-in key has it, or it holds other characters than
+/// letters, digits, `_`, `.` and `-`); load_node_config reports that as its error instead.
+schema node_schema(const application& app);
 
 /// A `host:port` pair as configured.
 struct endpoint {
@@ -292,6 +311,9 @@ struct stages_config {
   std::vector<external_stage_config> external;
   audit_stage_config audit;
   photos_stages_config photos;
+  /// `stages.<id>.enabled` of the application's own stages (application::stages), by id. A
+  /// stage not in here (a node built without load_node_config) runs.
+  std::map<std::string, bool> application;
 };
 
 struct log_config {
@@ -333,6 +355,8 @@ struct node_config {
   log_config log;
 
   std::string config_dump; ///< every key with its value and where it came from
+  /// Not a key: who runs the node (the `--help` banner, the start log line, gost_build_info).
+  application app;
 };
 
 /// The rules that span keys (no single key's bounds can say them): the cluster TLS files all
@@ -352,7 +376,8 @@ struct load_result {
 /// Reads the node configuration: defaults, then `--config FILE` (or `GOST_CONFIG`), then
 /// `GOST_*` environment variables, then `--key=value` / `--key value` arguments; then fills
 /// the struct through the bindings, resolves what is derived (node.id, scheduler.threads,
-/// pg.embedded_script) and runs validate().
-load_result load_node_config(int argc, char** argv, char** envp);
+/// pg.embedded_script) and runs validate(). `app` names the program in `--help`, `--version`
+/// and the errors, and adds its stages' keys (node_schema(app)).
+load_result load_node_config(int argc, char** argv, char** envp, const application& app = {});
 
 } // namespace gost::config

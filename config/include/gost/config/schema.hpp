@@ -71,7 +71,8 @@ private:
 /// Values for every key of a schema, layered: defaults < file < environment < command line.
 class settings {
 public:
-  explicit settings(const schema& s);
+  /// `program` is named in the errors (`see gost_example --help`).
+  explicit settings(const schema& s, std::string program = "gostd");
 
   /// Reads an INI file: `[section]` headers prefix keys (`[pg]` + `dsn = ...` is `pg.dsn`),
   /// `;` and `#` start comments, strings may be double-quoted. Unknown keys are errors.
@@ -95,6 +96,7 @@ public:
 
 private:
   const schema& schema_;
+  std::string program_;
   std::map<std::string, value, std::less<>> values_;
 };
 

@@ -6,6 +6,7 @@
 //
 //   int main(int argc, char** argv) {
 //     return gost::node_builder{}
+//       .name("my_app", "1.0.0")                    // --help, --version, logs, /metrics
 //       .add_stage<photo_count>("photo_count")      // docs/adding-a-stage.md
 //       .add_entity_type<bank::account>()           // docs/adding-an-actor-type.md
 //       .add_task_type<gost::tasks::moderation>()   // docs/tasks.md
@@ -13,7 +14,9 @@
 //   }
 //
 // The node reads its configuration as gostd does (file, GOST_* environment, command line;
-// `--help` lists every key, the application's stages' `stages.<id>.enabled` included).
+// `--help` lists every key, the application's stages' `stages.<id>.enabled` included: each
+// stage registered here gets that key, default true, and a node started with it false does
+// not run the stage).
 
 #include <memory>
 #include <string>
@@ -29,6 +32,11 @@ namespace gost {
 class node_builder {
 public:
   node_builder();
+
+  /// The application's name and version, shown by `--help` and `--version` (`my_app 1.0.0
+  /// (gost 0.1.0)`), in the start log line and as labels of `gost_build_info` on /metrics.
+  /// Unset: `gostd` at gost's own version.
+  node_builder& name(std::string app_name, std::string version);
 
   /// A C++ stage under a stable id (stored in queues and states: never rename one in use).
   node_builder& add_stage(std::string id, std::shared_ptr<const stage> impl,
@@ -62,7 +70,8 @@ public:
 
 private:
   runtime::extensions ext_;
-  std::string error_; ///< the first registration error
+  config::application app_; ///< name, version, and the stages' ids (their `enabled` keys)
+  std::string error_;       ///< the first registration error
 };
 
 } // namespace gost
