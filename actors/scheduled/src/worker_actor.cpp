@@ -134,7 +134,7 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
     self->set_down_handler([self](caf::down_msg&) { self->quit(); });
   }
   if (opts.poller)
-    self->send(opts.poller, poll_atom_v, opts.shard, caf::actor_cast<caf::actor>(self));
+    self->send(opts.poller, poll_atom_v, opts.shard, caf::actor_cast<worker_actor>(self));
   arm(self, 0); // the first look
   return {
     [self](tick_atom, uint64_t gen) {
@@ -159,7 +159,7 @@ struct poller_state {
   static inline const char* name = "gost.scheduled.poller";
   persistence::pg_pool* pool = nullptr;
   std::chrono::milliseconds poll{100};
-  std::unordered_map<uint32_t, caf::actor> workers; ///< by shard
+  std::unordered_map<uint32_t, worker_actor> workers; ///< by shard
   bool failing = false;
 };
 
@@ -174,7 +174,7 @@ poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> 
   });
   self->delayed_send(self, poll, tick_atom_v);
   return {
-    [self](poll_atom, uint32_t shard, caf::actor w) {
+    [self](poll_atom, uint32_t shard, worker_actor w) {
       self->monitor(w);
       self->state.workers[shard] = std::move(w); // a newer worker of the shard replaces one
     },
@@ -200,8 +200,7 @@ poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> 
       for (size_t i = 0; i < shards.size(); ++i) {
         auto& l = (*looks)[i];
         if (l.incoming || (l.next_due && *l.next_due <= horizon))
-          self->send(caf::actor_cast<worker_actor>(s.workers[shards[i]]), wake_atom_v,
-                     l.next_due.value_or(-1), l.incoming);
+          self->send(s.workers[shards[i]], wake_atom_v, l.next_due.value_or(-1), l.incoming);
       }
     },
   };

@@ -1,8 +1,9 @@
 #pragma once
 // The scheduled-actions domain's protocol (seed 001, docs/scheduled-actions.md). Its actors are
-// a shard's worker and the node's poller that wakes the workers, with the core block's atoms
-// and built-in types: no type-ID block of its own yet. Other domains (the runtime) reach it through
-// this header.
+// a shard's worker and the node's poller that wakes the workers; their messages are the core's
+// atoms, built-in types and the worker's handle, so the domain has no type-ID block (its start
+// is reserved: gost::type_ids::scheduled). Other domains (the runtime) reach it through this
+// header.
 
 #include <chrono>
 #include <functional>
@@ -32,7 +33,7 @@ using worker_actor =
 /// that registered (poll: shard, worker), waking a worker when its shard has incoming rows or
 /// a row due before the next read. Idle workers cost nothing between its reads.
 using poller_actor =
-  caf::typed_actor<caf::reacts_to<tick_atom>, caf::reacts_to<poll_atom, uint32_t, caf::actor>>;
+  caf::typed_actor<caf::reacts_to<tick_atom>, caf::reacts_to<poll_atom, uint32_t, worker_actor>>;
 
 struct worker_options {
   persistence::pg_pool* pool = nullptr;
