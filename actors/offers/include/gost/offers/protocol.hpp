@@ -10,7 +10,6 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
