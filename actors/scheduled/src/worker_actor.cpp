@@ -47,7 +47,14 @@ struct worker_state {
 /// How often a worker deletes its shard's stale parked rows (never due, so never seen).
 constexpr int64_t sweep_every_ms = 60'000;
 
-using stateful = worker_actor::stateful_pointer<worker_state>;
+/// What a worker handles: its interface and its timer (tick, carrying the generation of the
+/// timer: an older one is ignored).
+using worker_impl = worker_actor::extend<caf::reacts_to<tick_atom, uint64_t>>;
+
+/// What the poller handles: its interface and its period.
+using poller_impl = poller_actor::extend<caf::reacts_to<tick_atom>>;
+
+using stateful = worker_impl::stateful_pointer<worker_state>;
 
 /// Replaces the pending timer: a tick in `delay_ms` (at once when <= 0).
 void arm(stateful self, int64_t delay_ms) {
@@ -121,7 +128,7 @@ void run(stateful self, bool due) {
   arm(self, it->moved + it->dropped + it->fired + it->failed == 0 ? 1 : 0);
 }
 
-worker_actor::behavior_type worker(stateful self, worker_options opts) {
+worker_impl::behavior_type worker(stateful self, worker_options opts) {
   if (!opts.clock_ms)
     opts.clock_ms = system_ms;
   auto& st = self->state;
@@ -163,8 +170,8 @@ struct poller_state {
   bool failing = false;
 };
 
-poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> self,
-                                   persistence::pg_pool* pool, std::chrono::milliseconds poll) {
+poller_impl::behavior_type poller(poller_impl::stateful_pointer<poller_state> self,
+                                  persistence::pg_pool* pool, std::chrono::milliseconds poll) {
   self->state.pool = pool;
   self->state.poll = poll;
   self->set_down_handler([self](caf::down_msg& dm) {
