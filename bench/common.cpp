@@ -7,6 +7,7 @@
 #include <caf/actor_system_config.hpp>
 #include <pqxx/pqxx>
 
+#include "gost/offers/protocol.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/tasks/protocol.hpp"
@@ -52,7 +53,8 @@ cpu_meter process_and_server(const std::string& dsn) {
 /// CAF settings of every benchmark: gostd's default scheduler policy (`stealing` for CAF's
 /// own), a worker per core, CAF's log off.
 void configure(caf::actor_system_config& cfg, const std::string& policy) {
-  tasks::register_task_types(cfg); // every domain's block, as gostd registers them
+  register_offer_types(cfg); // every domain's block, as gostd registers them
+  tasks::register_task_types(cfg);
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
   cfg.set("scheduler.policy", policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));

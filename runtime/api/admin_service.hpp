@@ -8,6 +8,7 @@
 #include <caf/actor.hpp>
 
 #include "api/limits.hpp"
+#include "cluster/manager.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/v1/admin.grpc.pb.h"
@@ -47,7 +48,7 @@ public:
     std::chrono::milliseconds lease_timeout{};
     /// The cluster manager: applies pauses to this node's shards (pause_atom), drains the node
     /// (drain_node_atom, undrain_atom).
-    caf::actor manager;
+    manager_actor manager;
   };
 
   /// Who may use the verbs: with a token, only calls carrying it (metadata `x-gost-token`);

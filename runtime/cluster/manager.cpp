@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "cluster/ask_owner.hpp"
 #include "cluster/lease_planner.hpp"
@@ -26,6 +27,11 @@ namespace {
 const auto lg = gost::log::get("cluster");
 
 using persistence::held_lease;
+
+/// What the manager handles: its interface, its heartbeat, and the LISTEN connection's notice
+/// of a membership change.
+using manager_impl =
+  manager_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<notified_atom>>;
 
 } // namespace
 
@@ -66,7 +72,8 @@ struct manager_state {
   bool stopping = false; ///< leave_atom: the process stops; an undrain is refused
   /// Answered once the last shard is released: (leave_atom) with ok_atom, (drain_node_atom)
   /// with the number of shards handed off.
-  std::vector<std::pair<caf::response_promise, bool /* a drain's */>> left;
+  std::vector<caf::typed_response_promise<ok_atom>> leaves;
+  std::vector<caf::typed_response_promise<uint32_t>> drains;
   uint32_t handed_off = 0; ///< shards released since the drain began
   std::unique_ptr<persistence::cluster_listener> listener;
   std::chrono::steady_clock::time_point last_tick{};
@@ -85,7 +92,7 @@ struct manager_state {
   }
 };
 
-using self_ptr = caf::stateful_actor<manager_state>*;
+using self_ptr = manager_impl::stateful_pointer<manager_state>;
 
 std::string err_text(const caf::error& e) {
   return persistence::error_message(e);
@@ -108,21 +115,22 @@ void drop(self_ptr self, uint32_t shard, const char* why) {
 
 /// Answers who waits for the hand-off of every shard (leave_atom, drain_node_atom).
 void answer_left(manager_state& st) {
-  for (auto& [rp, drain] : st.left)
-    if (rp.pending()) {
-      if (drain)
-        rp.deliver(st.handed_off);
-      else
-        rp.deliver(ok_atom_v);
-    }
-  st.left.clear();
+  for (auto& rp : st.leaves)
+    if (rp.pending())
+      rp.deliver(ok_atom_v);
+  for (auto& rp : st.drains)
+    if (rp.pending())
+      rp.deliver(st.handed_off);
+  st.leaves.clear();
+  st.drains.clear();
 }
 
 void drain(self_ptr self, uint32_t shard);
 
 /// Starts handing every shard held here off (the node is marked leaving first, so nobody
-/// hands it new shards); `rp` is answered once the last one is released.
-void hand_off_all(self_ptr self, caf::response_promise rp, bool is_drain) {
+/// hands it new shards); who waits in `leaves` and `drains` is answered once the last one is
+/// released.
+void hand_off_all(self_ptr self) {
   auto& st = self->state;
   if (!st.leaving) {
     st.leaving = true;
@@ -130,7 +138,6 @@ void hand_off_all(self_ptr self, caf::response_promise rp, bool is_drain) {
     if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id, true))
       lg->warn("cannot mark the node leaving error={}", err_text(err));
   }
-  st.left.emplace_back(std::move(rp), is_drain);
   if (st.held.empty()) {
     answer_left(st);
     return;
@@ -158,7 +165,7 @@ void release(self_ptr self, uint32_t shard) {
   if (!st.leaving)
     return;
   ++st.handed_off;
-  if (st.held.empty() && !st.left.empty()) {
+  if (st.held.empty() && !(st.leaves.empty() && st.drains.empty())) {
     lg->info("all shards handed off node={} count={}", st.opts.node_id, st.handed_off);
     answer_left(st);
   }
@@ -408,7 +415,7 @@ void tick(self_ptr self) {
   refresh_routes(self, *nodes, *leases);
 }
 
-caf::behavior manager_fun(self_ptr self, cluster_options opts) {
+manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
@@ -441,7 +448,7 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         st.listener = std::make_unique<persistence::cluster_listener>(
           st.opts.dsn,
           [me] {
-            if (auto h = caf::actor_cast<caf::actor>(me))
+            if (auto h = caf::actor_cast<manager_impl>(me))
               caf::anon_send(h, notified_atom_v);
           },
           st.opts.node_id);
@@ -479,11 +486,12 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
       confirm_pauses(self, rp, self->state.opts.pause_timeout);
       return rp;
     },
-    [=](leave_atom) {
+    [=](leave_atom) -> caf::result<ok_atom> {
       auto& st = self->state;
       st.stopping = true;
-      auto rp = self->make_response_promise();
-      hand_off_all(self, rp, false);
+      auto rp = self->make_response_promise<ok_atom>();
+      st.leaves.push_back(rp);
+      hand_off_all(self);
       return rp;
     },
     [=](drain_node_atom) -> caf::result<uint32_t> {
@@ -507,7 +515,8 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
         lg->info("node drain started node={} shards={}", st.opts.node_id, st.held.size());
       }
       auto rp = self->make_response_promise<uint32_t>();
-      hand_off_all(self, rp, true);
+      st.drains.push_back(rp);
+      hand_off_all(self);
       return rp;
     },
     [=](undrain_atom) -> caf::result<bool> {
@@ -530,7 +539,7 @@ caf::behavior manager_fun(self_ptr self, cluster_options opts) {
 
 } // namespace
 
-caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts) {
+manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts) {
   return sys.spawn<caf::detached>(manager_fun, std::move(opts));
 }
 

@@ -20,8 +20,9 @@
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
 
-#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "gost/config/node_config.hpp"
 #include "gost/offers/protocol.hpp"
@@ -69,17 +70,28 @@ struct cluster_options {
   std::chrono::milliseconds pause_timeout{30'000};
 };
 
-/// The manager, idle until (join_atom): it answers ok_atom at once, and its first heartbeat
-/// (taking leases, starting shards) follows; the node must be registered first. Answers
-/// (pause_atom) with ok_atom once the paused stages (table stage_pauses, read again now) run
-/// on none of its shards. Answers
-/// (leave_atom) with ok_atom once every shard it held is drained and released (the node is
-/// marked leaving first, so nobody hands it new shards); before a join it holds none.
-/// Answers (drain_node_atom) the same way while the node keeps running (an operator's drain:
-/// it forwards calls to the new owners and takes no shard until (undrain_atom)), with the
-/// number of shards it handed off (uint32_t); refused when no other node is alive to take
-/// them. (undrain_atom) answers true when the node was drained (it takes its share again at
-/// the next heartbeat), false when it was not; refused while the node is stopping.
-caf::actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
+/// The manager's interface (what the node's start and stop and the admin service send it):
+///
+/// - (join_atom) → ok_atom: at once; its first heartbeat (taking leases, starting shards)
+///   follows. The node must be registered first. Idle until then.
+/// - (pause_atom) → ok_atom: once the paused stages (table stage_pauses, read again now) run
+///   on none of its shards.
+/// - (leave_atom) → ok_atom: once every shard it held is drained and released (the node is
+///   marked leaving first, so nobody hands it new shards); before a join it holds none.
+/// - (drain_node_atom) → uint32_t: the same while the node keeps running (an operator's drain:
+///   it forwards calls to the new owners and takes no shard until (undrain_atom)), answering
+///   the number of shards it handed off; refused when no other node is alive to take them.
+/// - (undrain_atom) → bool: true when the node was drained (it takes its share again at the
+///   next heartbeat), false when it was not; refused while the node is stopping.
+///
+/// Its heartbeat (tick_atom) and the LISTEN connection's notices are its own messages, not
+/// part of this interface (manager.cpp).
+using manager_actor = caf::typed_actor<
+  caf::replies_to<join_atom>::with<ok_atom>, caf::replies_to<pause_atom>::with<ok_atom>,
+  caf::replies_to<leave_atom>::with<ok_atom>, caf::replies_to<drain_node_atom>::with<uint32_t>,
+  caf::replies_to<undrain_atom>::with<bool>>;
+
+/// Spawns the manager (a detached actor: it blocks on PostgreSQL), idle until (join_atom).
+manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
 
 } // namespace gost::runtime

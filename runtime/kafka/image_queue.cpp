@@ -64,7 +64,8 @@ struct image_queue::impl {
   stop_signal stop;
   std::thread poller; // serves the delivery reports, replaces a fatal producer
   std::vector<std::unique_ptr<kafka::group_consumer>> consumers;
-  std::vector<caf::actor> feeders; ///< the consumers' (told to drain when they stop)
+  std::vector<images::image_feeder_actor>
+    feeders; ///< the consumers' (told to drain when they stop)
 
   /// Stops the consumers: each stop requested, the feeders' foreign batches answered at once
   /// (a handler waiting for one returns, its offsets not stored), then each joined.
@@ -191,9 +192,10 @@ caf::error image_queue::enqueue(persistence::pg_pool& pool,
                                          + "; check kafka.brokers and ask again");
 }
 
-caf::error image_queue::consume(caf::actor_system& sys,
-                                const std::map<images::function, caf::actor>& feeders,
-                                std::chrono::milliseconds batch_timeout) {
+caf::error
+image_queue::consume(caf::actor_system& sys,
+                     const std::map<images::function, images::image_feeder_actor>& feeders,
+                     std::chrono::milliseconds batch_timeout) {
   for (auto& [fn, feeder] : feeders) {
     std::string name = images::to_string(fn);
     kafka::consumer_options co;

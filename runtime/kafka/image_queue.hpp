@@ -28,6 +28,7 @@
 
 #include "gost/config/node_config.hpp"
 #include "gost/images/ask.hpp"
+#include "gost/images/pools.hpp"
 #include "gost/images/request.hpp"
 
 namespace gost {
@@ -60,7 +61,8 @@ public:
   /// Starts a consumer per function of `feeders` (the image pools' feeders), each handing its
   /// batches to its feeder and waiting at most `batch_timeout` for their outcomes. Errors: a
   /// consumer cannot be made (naming the config key).
-  caf::error consume(caf::actor_system& sys, const std::map<images::function, caf::actor>& feeders,
+  caf::error consume(caf::actor_system& sys,
+                     const std::map<images::function, images::image_feeder_actor>& feeders,
                      std::chrono::milliseconds batch_timeout);
 
   /// Stops the consumers: a batch in progress is finished or abandoned to the group's next

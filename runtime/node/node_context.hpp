@@ -37,6 +37,7 @@
 #include "gost/core/dependency.hpp"
 #include "gost/core/entity/spawn.hpp"
 #include "gost/feeds/pools.hpp"
+#include "gost/images/pools.hpp"
 #include "gost/images/redis_cache.hpp"
 #include "gost/images/stats.hpp"
 #include "gost/images/worker.hpp"
@@ -113,7 +114,7 @@ struct node_context {
   /// Live traces: the trace hub the shards publish to, and what serves them (AdminService and
   /// NodeService Trace); made with the manager, stopped before the gRPC servers.
   std::shared_ptr<trace_context> traces;
-  caf::actor manager; ///< leases, shards, routes, peer links
+  manager_actor manager; ///< leases, shards, routes, peer links
   std::unique_ptr<grpc::Service> link_service;
   std::unique_ptr<grpc::Server> link_server;
   int link_port = 0;
@@ -154,7 +155,8 @@ struct node_context {
   /// made before the gRPC API, stopped after it. start_images gives it its base URL.
   std::unique_ptr<blob_store> blobs;
   // the image functions (start_images): a pool + feeder per function
-  std::map<images::function, caf::actor> image_pools; ///< the feeders, each with its pool
+  std::map<images::function, images::image_feeder_actor>
+    image_pools; ///< the feeders, each with its pool
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }
 
@@ -179,10 +181,11 @@ struct node_context {
   }
 
   /// The same for one actor, whose handle is released afterwards.
-  void stop_actor(caf::actor& handle) {
-    std::vector<caf::actor> one{handle};
+  template <class Handle>
+  void stop_actor(Handle& handle) {
+    std::vector<Handle> one{handle};
     stop_actors(one);
-    handle = caf::actor{};
+    handle = Handle{};
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "gost/offers/protocol.hpp"
 #include "gost/tasks/protocol.hpp"
 #include "node/start.hpp"
 
@@ -13,7 +14,9 @@ namespace gost::runtime {
 caf::error start_actor_system(node_context& n) {
   auto& cfg = n.cfg.scheduler;
   n.caf_cfg = std::make_unique<caf::actor_system_config>();
-  tasks::register_task_types(*n.caf_cfg); // every domain's block, the tasks' last
+  // Every domain's block (each at its own start: gost/core/type_ids.hpp).
+  register_offer_types(*n.caf_cfg);
+  tasks::register_task_types(*n.caf_cfg);
   n.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.threads));
   n.caf_cfg->set("scheduler.policy",
                  cfg.policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));

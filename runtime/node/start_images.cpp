@@ -38,7 +38,7 @@ caf::error start_images(node_context& n) {
   o.partitions = [routes = n.routes] { return routes->local_shards(); };
   n.image_pools = images::spawn_image_pools(*n.sys, o);
   n.stops.push("image pools", [&n] {
-    std::vector<caf::actor> feeders;
+    std::vector<images::image_feeder_actor> feeders;
     for (auto& [fn, feeder] : n.image_pools)
       feeders.push_back(feeder);
     n.stop_actors(feeders);

@@ -8,6 +8,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "gost/core/actor_pool.hpp"
 #include "gost/core/errc.hpp"
@@ -25,9 +26,13 @@ constexpr size_t flush_at = 32;
 /// ...and none waits longer than this to be stored.
 constexpr auto flush_wait = std::chrono::milliseconds{50};
 
+/// What a feeder handles: its interface, its polls of the queue and its batched stores.
+using feeder_impl =
+  image_feeder_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<flush_atom>>;
+
 /// A batch of foreign tasks (run_foreign_tasks) until its last outcome is stored.
 struct foreign_batch {
-  caf::response_promise rp;
+  caf::typed_response_promise<foreign_counts> rp;
   size_t unstored = 0;
   foreign_counts counts;
 };
@@ -55,7 +60,7 @@ struct feeder_state {
   batch_counts counts;
 };
 
-using feeder_ptr = caf::stateful_actor<feeder_state>*;
+using feeder_ptr = feeder_impl::stateful_pointer<feeder_state>;
 
 /// One of foreign batch `id`'s tasks is settled: stored (`err` empty), or not (`err`: the
 /// batch is answered with it at once, so its tasks are delivered again).
@@ -267,7 +272,7 @@ caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
     return counts;
   auto id = st.next_batch++;
   auto& b = st.batches[id];
-  b.rp = self->make_response_promise();
+  b.rp = self->make_response_promise<foreign_counts>();
   b.unstored = by_key.size() + follow.size();
   b.counts = counts;
   b.counts.run = by_key.size();
@@ -282,8 +287,8 @@ caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
   return rp;
 }
 
-caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_actor pool,
-                     size_t slots) {
+feeder_impl::behavior_type feeder(feeder_ptr self, function fn, pools_options opts, pool_actor pool,
+                                  size_t slots) {
   self->state.fn = fn;
   self->state.opts = std::move(opts);
   self->state.pool = pool;
@@ -318,9 +323,9 @@ caf::behavior feeder(feeder_ptr self, function fn, pools_options opts, pool_acto
 
 } // namespace
 
-std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys,
-                                                 const pools_options& opts) {
-  std::map<function, caf::actor> out;
+std::map<function, image_feeder_actor> spawn_image_pools(caf::actor_system& sys,
+                                                         const pools_options& opts) {
+  std::map<function, image_feeder_actor> out;
   for (auto fn : {function::rotate, function::preview, function::ratio, function::main_color}) {
     auto w = opts.workers.count(fn) ? opts.workers.at(fn) : 0;
     if (w <= 0)
@@ -336,14 +341,14 @@ std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys,
   return out;
 }
 
-void run_foreign_tasks_async(caf::actor_system& sys, const caf::actor& feeder,
+void run_foreign_tasks_async(caf::actor_system& sys, const image_feeder_actor& feeder,
                              std::vector<persistence::image_task> tasks,
                              std::chrono::milliseconds timeout,
                              std::function<void(caf::expected<foreign_counts>)> done) {
   // One short-lived actor per batch waits for the feeder's answer. (The unused int: CAF 0.17.6
   // trips UBSan spawning a function actor without arguments.)
   sys.spawn(
-    [](caf::event_based_actor* self, int, const caf::actor& to, foreign_tasks in,
+    [](caf::event_based_actor* self, int, const image_feeder_actor& to, foreign_tasks in,
        std::chrono::milliseconds limit,
        const std::function<void(caf::expected<foreign_counts>)>& reply) {
       self->request(to, limit, run_atom_v, std::move(in))
@@ -360,7 +365,8 @@ void run_foreign_tasks_async(caf::actor_system& sys, const caf::actor& feeder,
     0, feeder, foreign_tasks{std::move(tasks)}, timeout, std::move(done));
 }
 
-caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const caf::actor& feeder,
+caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys,
+                                                const image_feeder_actor& feeder,
                                                 std::vector<persistence::image_task> tasks,
                                                 std::chrono::milliseconds timeout) {
   caf::scoped_actor self{sys};

@@ -47,7 +47,14 @@ struct worker_state {
 /// How often a worker deletes its shard's stale parked rows (never due, so never seen).
 constexpr int64_t sweep_every_ms = 60'000;
 
-using stateful = worker_actor::stateful_pointer<worker_state>;
+/// What a worker handles: its interface and its timer (tick, carrying the generation of the
+/// timer: an older one is ignored).
+using worker_impl = worker_actor::extend<caf::reacts_to<tick_atom, uint64_t>>;
+
+/// What the poller handles: its interface and its period.
+using poller_impl = poller_actor::extend<caf::reacts_to<tick_atom>>;
+
+using stateful = worker_impl::stateful_pointer<worker_state>;
 
 /// Replaces the pending timer: a tick in `delay_ms` (at once when <= 0).
 void arm(stateful self, int64_t delay_ms) {
@@ -121,7 +128,7 @@ void run(stateful self, bool due) {
   arm(self, it->moved + it->dropped + it->fired + it->failed == 0 ? 1 : 0);
 }
 
-worker_actor::behavior_type worker(stateful self, worker_options opts) {
+worker_impl::behavior_type worker(stateful self, worker_options opts) {
   if (!opts.clock_ms)
     opts.clock_ms = system_ms;
   auto& st = self->state;
@@ -134,7 +141,7 @@ worker_actor::behavior_type worker(stateful self, worker_options opts) {
     self->set_down_handler([self](caf::down_msg&) { self->quit(); });
   }
   if (opts.poller)
-    self->send(opts.poller, poll_atom_v, opts.shard, caf::actor_cast<caf::actor>(self));
+    self->send(opts.poller, poll_atom_v, opts.shard, caf::actor_cast<worker_actor>(self));
   arm(self, 0); // the first look
   return {
     [self](tick_atom, uint64_t gen) {
@@ -159,12 +166,12 @@ struct poller_state {
   static inline const char* name = "gost.scheduled.poller";
   persistence::pg_pool* pool = nullptr;
   std::chrono::milliseconds poll{100};
-  std::unordered_map<uint32_t, caf::actor> workers; ///< by shard
+  std::unordered_map<uint32_t, worker_actor> workers; ///< by shard
   bool failing = false;
 };
 
-poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> self,
-                                   persistence::pg_pool* pool, std::chrono::milliseconds poll) {
+poller_impl::behavior_type poller(poller_impl::stateful_pointer<poller_state> self,
+                                  persistence::pg_pool* pool, std::chrono::milliseconds poll) {
   self->state.pool = pool;
   self->state.poll = poll;
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -174,7 +181,7 @@ poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> 
   });
   self->delayed_send(self, poll, tick_atom_v);
   return {
-    [self](poll_atom, uint32_t shard, caf::actor w) {
+    [self](poll_atom, uint32_t shard, worker_actor w) {
       self->monitor(w);
       self->state.workers[shard] = std::move(w); // a newer worker of the shard replaces one
     },
@@ -200,8 +207,7 @@ poller_actor::behavior_type poller(poller_actor::stateful_pointer<poller_state> 
       for (size_t i = 0; i < shards.size(); ++i) {
         auto& l = (*looks)[i];
         if (l.incoming || (l.next_due && *l.next_due <= horizon))
-          self->send(caf::actor_cast<worker_actor>(s.workers[shards[i]]), wake_atom_v,
-                     l.next_due.value_or(-1), l.incoming);
+          self->send(s.workers[shards[i]], wake_atom_v, l.next_due.value_or(-1), l.incoming);
       }
     },
   };

@@ -44,7 +44,7 @@ std::optional<std::string> group_of_task(std::string_view id) {
 }
 
 void register_task_types(caf::actor_system_config& cfg) {
-  register_offer_types(cfg);
+  register_core_types(cfg);
   cfg.add_message_types<caf::id_block::gost_tasks>();
 }
 

@@ -1,18 +1,20 @@
 #pragma once
 // What every actor protocol of gost shares: the atoms of the entity kit and the generic pool,
 // and the first type-ID block. Each domain (offers, tasks, ...) has its own protocol header
-// with its own block chained to the one before it:
+// with its own block at the domain's fixed start (gost/core/type_ids.hpp):
 //
-//   CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_core::end)
+//   CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, gost::type_ids::offers)
 //
 // and its own `register_<domain>_types(cfg)`, so a message type is announced exactly once and
-// no header knows every domain.
+// no header knows every domain, or the domain before its own.
 
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/type_id.hpp>
 #include <caf/typed_actor.hpp>
+
+#include "gost/core/type_ids.hpp"
 
 // -- atoms (text at most 10 characters) -----------------------------------------------------
 
@@ -43,14 +45,18 @@ using caf::get_atom_v;
 using caf::ok_atom;
 using caf::ok_atom_v;
 
-/// Registers the core blocks (the kit's and the durable entities'); call once per actor system
-/// config, before the domains' blocks.
+/// Registers the core blocks (the kit's and the durable entities') and gost's error categories
+/// with an actor system config. Each domain's `register_<domain>_types` calls it too; a second
+/// registration of a block changes nothing.
 void register_core_types(caf::actor_system_config& cfg);
 
 } // namespace gost
 
-// The kit's own block; the durable entities' block (gost/core/entity/protocol.hpp) chains to
-// its end, and the domains chain theirs after that (gost_offers to gost_entities::end, the next
-// domain to gost_offers::end, ...).
-CAF_BEGIN_TYPE_ID_BLOCK(gost_core, caf::first_custom_type_id)
+// The kit's own block (empty today: the kit's messages are atoms, built-in types and
+// process-local structs); the durable entities' and each domain's start at their own fixed
+// IDs (gost/core/type_ids.hpp).
+CAF_BEGIN_TYPE_ID_BLOCK(gost_core, gost::type_ids::core)
 CAF_END_TYPE_ID_BLOCK(gost_core)
+
+static_assert(caf::id_block::gost_core::end <= gost::type_ids::entities,
+              "gost_core outgrew its IDs (gost/core/type_ids.hpp)");

@@ -13,11 +13,13 @@
 #include <map>
 #include <vector>
 
-#include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
+#include "gost/core/protocol.hpp"
 #include "gost/images/worker.hpp"
 
 namespace gost::images {
@@ -35,10 +37,6 @@ struct pools_options {
   std::function<std::vector<uint32_t>()> partitions;
 };
 
-/// Starts a pool and a feeder per function with workers; returns the feeders (stop them with
-/// an exit message: each takes its pool with it).
-std::map<function, caf::actor> spawn_image_pools(caf::actor_system& sys, const pools_options& opts);
-
 /// Tasks of one function from another queue, for its feeder: `in_table` false,
 /// `created_at_us` when they were asked (`persistence::write_image_pending`).
 struct foreign_tasks {
@@ -51,9 +49,23 @@ struct foreign_counts {
   uint64_t skipped = 0; ///< their key already held a final result stored after they were asked
 };
 
-/// Sent to a feeder (`drain_atom`) when the other queue's consumers stop: the foreign batches
-/// not yet stored are answered with an error at once (their tasks are delivered again; those
-/// running finish and are stored, and skipped then as answered), and later ones are refused.
+/// A function's feeder, as the node and the Kafka queue's consumers see it:
+///
+/// - (run_atom, foreign_tasks) → foreign_counts: tasks from another queue (run_foreign_tasks
+///   below), answered once every outcome is stored.
+/// - (drain_atom): the other queue's consumers stop: the foreign batches not yet stored are
+///   answered with an error at once (their tasks are delivered again; those running finish and
+///   are stored, and skipped then as answered), and later ones are refused.
+///
+/// Its polls of the PostgreSQL queue and its batched stores are its own messages (pools.cpp).
+using image_feeder_actor =
+  caf::typed_actor<caf::replies_to<run_atom, foreign_tasks>::with<foreign_counts>,
+                   caf::reacts_to<drain_atom>>;
+
+/// Starts a pool and a feeder per function with workers; returns the feeders (stop them with
+/// an exit message: each takes its pool with it).
+std::map<function, image_feeder_actor> spawn_image_pools(caf::actor_system& sys,
+                                                         const pools_options& opts);
 
 /// Runs `tasks` on the pool of `feeder` (a feeder of `spawn_image_pools`): a task whose key
 /// holds a final result stored after it was asked is skipped (the Kafka queue's
@@ -61,13 +73,14 @@ struct foreign_counts {
 /// others run and their outcomes are stored like the PostgreSQL queue's (a recoverable
 /// failure becomes a task there, with its back-off). Returns once every outcome is stored, or
 /// an error when one could not be (then deliver the tasks again). Blocking: off CAF's threads.
-caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys, const caf::actor& feeder,
+caf::expected<foreign_counts> run_foreign_tasks(caf::actor_system& sys,
+                                                const image_feeder_actor& feeder,
                                                 std::vector<persistence::image_task> tasks,
                                                 std::chrono::milliseconds timeout);
 
 /// The same without blocking: `done` gets the outcome, once, on one of CAF's threads (it must
 /// not block). The Kafka queue's consumers keep several batches in a feeder this way.
-void run_foreign_tasks_async(caf::actor_system& sys, const caf::actor& feeder,
+void run_foreign_tasks_async(caf::actor_system& sys, const image_feeder_actor& feeder,
                              std::vector<persistence::image_task> tasks,
                              std::chrono::milliseconds timeout,
                              std::function<void(caf::expected<foreign_counts>)> done);

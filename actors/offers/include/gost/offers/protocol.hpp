@@ -1,8 +1,8 @@
 #pragma once
 // The offer domain's protocol: its atoms, message types and typed interfaces. Its message
-// types are announced once, in the type-ID block at the end (chained to the core block), and
-// `register_offer_types(cfg)` registers the core block and this one with a config. Other
-// domains and runtime/ reach offers only through this header.
+// types are announced once, in the type-ID block at the end (at the offers' fixed start,
+// gost/core/type_ids.hpp), and `register_offer_types(cfg)` registers the core blocks and this
+// one with a config. Other domains and runtime/ reach offers only through this header.
 
 #include <cstdint>
 #include <string>
@@ -10,11 +10,11 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
 #include "gost/core/protocol.hpp"
+#include "gost/core/type_ids.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "gost/v1/offer.pb.h"
 #include "gost/v1/state_service.pb.h"
@@ -102,7 +102,7 @@ using store_actor = caf::typed_actor<
 /// (gost/core/routing.hpp), so shards, routers and node links forward every operation the
 /// same way; the offer actor serializes them. An operation is added here, handled in the
 /// offer actor, and mapped to protobuf for the node link in one table
-/// (runtime/cluster/offer_link.hpp); nothing else spells it out.
+/// (runtime/cluster/link_table.hpp); nothing else spells it out.
 using offer_ops = caf::typed_actor<
   // Creates offer `id` from the content (its id field is ignored); version and timestamps are
   // set by the actor. Replies the stored offer.
@@ -150,7 +150,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 
-CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_entities::end)
+CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, gost::type_ids::offers)
   CAF_ADD_TYPE_ID(gost_offers, (gost::offer_msg))
   CAF_ADD_TYPE_ID(gost_offers, (gost::request_id))
   CAF_ADD_TYPE_ID(gost_offers, (gost::state_read_msg))
@@ -159,3 +159,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(gost_offers, caf::id_block::gost_entities::end)
   CAF_ADD_TYPE_ID(gost_offers, (gost::offer_actor))
   CAF_ADD_TYPE_ID(gost_offers, (gost::shard_actor))
 CAF_END_TYPE_ID_BLOCK(gost_offers)
+
+static_assert(caf::id_block::gost_offers::end <= gost::type_ids::tasks,
+              "gost_offers outgrew its IDs (gost/core/type_ids.hpp)");

@@ -1,8 +1,9 @@
 #pragma once
 // The scheduled-actions domain's protocol (seed 001, docs/scheduled-actions.md). Its actors are
-// a shard's worker and the node's poller that wakes the workers, with the core block's atoms
-// and built-in types: no type-ID block of its own yet. Other domains (the runtime) reach it through
-// this header.
+// a shard's worker and the node's poller that wakes the workers; their messages are the core's
+// atoms, built-in types and the worker's handle, so the domain has no type-ID block (its start
+// is reserved: gost::type_ids::scheduled). Other domains (the runtime) reach it through this
+// header.
 
 #include <chrono>
 #include <functional>
@@ -22,17 +23,16 @@ class pg_pool;
 
 namespace gost::scheduled {
 
-/// A shard's worker. It wakes itself at its next due time (tick, carrying the generation of
-/// the timer: an older one is ignored), and is woken by the node's poller (wake: the shard's
-/// earliest due time, -1 for none, and whether incoming rows wait to be moved).
-using worker_actor =
-  caf::typed_actor<caf::reacts_to<tick_atom, uint64_t>, caf::reacts_to<wake_atom, int64_t, bool>>;
+/// A shard's worker, woken by the node's poller (wake: the shard's earliest due time, -1 for
+/// none, and whether incoming rows wait to be moved). It wakes itself at its next due time
+/// with a timer of its own (worker_actor.cpp), not part of this interface.
+using worker_actor = caf::typed_actor<caf::reacts_to<wake_atom, int64_t, bool>>;
 
 /// The node's poller (ADR 0015): every poll period one read over the shards of the workers
 /// that registered (poll: shard, worker), waking a worker when its shard has incoming rows or
-/// a row due before the next read. Idle workers cost nothing between its reads.
-using poller_actor =
-  caf::typed_actor<caf::reacts_to<tick_atom>, caf::reacts_to<poll_atom, uint32_t, caf::actor>>;
+/// a row due before the next read. Idle workers cost nothing between its reads. Its period is
+/// a timer of its own (worker_actor.cpp).
+using poller_actor = caf::typed_actor<caf::reacts_to<poll_atom, uint32_t, worker_actor>>;
 
 struct worker_options {
   persistence::pg_pool* pool = nullptr;

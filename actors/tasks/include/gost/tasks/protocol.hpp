@@ -3,17 +3,18 @@
 // (gost/core/entity/protocol.hpp): a task of type `moderation` is the entity
 // `task.moderation/<task id>`, its lane is its group, and everything reaches it through the
 // entity operations (send_atom, view_atom). What this header adds: how task ids, kinds and
-// groups are named, and the domain's own CAF block, chained to the offers' (the previous
-// domain's) so that the ids of every domain stay distinct in one actor system.
+// groups are named, and the domain's own CAF block at its fixed start (gost/core/type_ids.hpp:
+// tasks know nothing of offers).
 //
-// `register_task_types(cfg)` registers the blocks below this one and this one with a config.
+// `register_task_types(cfg)` registers the core blocks and this one with a config.
 
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "gost/core/proto_inspect.hpp"
-#include "gost/offers/protocol.hpp"
+#include "gost/core/protocol.hpp"
+#include "gost/core/type_ids.hpp"
 #include "gost/v1/tasks.pb.h"
 
 namespace gost::tasks {
@@ -40,12 +41,16 @@ std::string task_id(std::string_view group, std::string_view key);
 /// The group of a task id, or none when `id` is not one.
 std::optional<std::string> group_of_task(std::string_view id);
 
-/// Registers the core, entity, offer and task blocks with a config (call once per config).
+/// Registers the core blocks and the task block with a config (the node registers each
+/// domain's: `register_offer_types` is the offers').
 void register_task_types(caf::actor_system_config& cfg);
 
 } // namespace gost::tasks
 
-CAF_BEGIN_TYPE_ID_BLOCK(gost_tasks, caf::id_block::gost_offers::end)
+CAF_BEGIN_TYPE_ID_BLOCK(gost_tasks, gost::type_ids::tasks)
   CAF_ADD_TYPE_ID(gost_tasks, (gost::tasks::task_msg))
   CAF_ADD_TYPE_ID(gost_tasks, (gost::tasks::task_event_msg))
 CAF_END_TYPE_ID_BLOCK(gost_tasks)
+
+static_assert(caf::id_block::gost_tasks::end <= gost::type_ids::scheduled,
+              "gost_tasks outgrew its IDs (gost/core/type_ids.hpp)");

@@ -14,6 +14,7 @@
 
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
+#include "gost/core/type_ids.hpp"
 #include "gost/persistence/entities/entities.hpp"
 
 CAF_ADD_ATOM(gost_core, gost, send_atom, "send")
@@ -97,11 +98,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_row)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::entity_answer)
 
-// The durable entities' block, chained to the kit's; the domains chain theirs to its end.
-CAF_BEGIN_TYPE_ID_BLOCK(gost_entities, caf::id_block::gost_core::end)
+// The durable entities' block, at its fixed start (gost/core/type_ids.hpp).
+CAF_BEGIN_TYPE_ID_BLOCK(gost_entities, gost::type_ids::entities)
   CAF_ADD_TYPE_ID(gost_entities, (gost::any_msg))
   CAF_ADD_TYPE_ID(gost_entities, (gost::ask_id))
   CAF_ADD_TYPE_ID(gost_entities, (gost::durable_actor))
   CAF_ADD_TYPE_ID(gost_entities, (gost::entity_shard_actor))
   CAF_ADD_TYPE_ID(gost_entities, (gost::entity_store_actor))
 CAF_END_TYPE_ID_BLOCK(gost_entities)
+
+static_assert(caf::id_block::gost_entities::end <= gost::type_ids::offers,
+              "gost_entities outgrew its IDs (gost/core/type_ids.hpp)");
