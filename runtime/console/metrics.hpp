@@ -1,6 +1,8 @@
 #pragma once
-// The node's counters in Prometheus' text format. Counters are relaxed atomics updated on
-// the request path; rendering reads them without locks.
+// The node's /metrics: the Prometheus text of its stats registry (gost/core/stats_registry.hpp),
+// into which every part registers what it counts as it starts (node/start_*.cpp). This folder
+// adds the node's own figures: gRPC calls (call_stats, counted on the request path) and health
+// (readiness, dependencies, live traces).
 
 #include <memory>
 #include <string>
@@ -8,18 +10,10 @@
 
 #include "api/call_stats.hpp"
 #include "gost/core/kit/trail.hpp"
-#include "gost/core/stats.hpp"
+#include "gost/core/stats_registry.hpp"
 
 namespace gost {
 class dependency_tracker;
-}
-
-namespace gost::images {
-struct image_stats;
-}
-
-namespace gost::feeds {
-struct feed_stats;
 }
 
 namespace gost::runtime {
@@ -34,11 +28,10 @@ struct health_sources {
   std::vector<std::shared_ptr<const dependency_tracker>> dependencies;
   /// Live traces (`gost_console_traces_active`, `gost_console_trace_subscriptions`).
   std::shared_ptr<const kit::trace_hub> traces;
-  /// The image functions (`gost_image_*`), when the node runs them.
-  std::shared_ptr<const images::image_stats> images;
-  /// The feed processor (`gost_feed_*`), when the node runs it (feed.enabled).
-  std::shared_ptr<const feeds::feed_stats> feeds;
 };
+
+/// Registers the health figures (start_http: from the first /metrics on).
+void add_health_metrics(stats_registry& reg, health_sources health);
 
 /// Who runs the node (`gost_build_info`): the application (node_builder::name) and its version.
 struct build_info {
@@ -48,20 +41,19 @@ struct build_info {
 
 class metrics {
 public:
-  explicit metrics(std::shared_ptr<node_stats> actors, health_sources health = {},
-                   build_info build = {})
-    : actors_(std::move(actors)), health_(std::move(health)), build_(std::move(build)) {}
+  /// Registers the gRPC figures (gost_grpc_*) and, with an application's name, `gost_build_info`
+  /// into `registry`.
+  explicit metrics(std::shared_ptr<stats_registry> registry, build_info build = {});
 
   /// Counted by the gRPC services.
-  call_stats& calls() noexcept { return calls_; }
+  call_stats& calls() noexcept { return *calls_; }
+  stats_registry& registry() noexcept { return *registry_; }
 
-  std::string prometheus_text() const;
+  std::string prometheus_text() const { return registry_->prometheus_text(); }
 
 private:
-  call_stats calls_;
-  std::shared_ptr<node_stats> actors_;
-  health_sources health_;
-  build_info build_;
+  std::shared_ptr<call_stats> calls_ = std::make_shared<call_stats>();
+  std::shared_ptr<stats_registry> registry_;
 };
 
 } // namespace gost::runtime

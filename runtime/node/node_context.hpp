@@ -45,6 +45,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
 #include "gost/scheduled/scheduler.hpp"
+#include "gost/scheduled/stats.hpp"
 #include "kafka/after_save.hpp"
 #include "kafka/feed_answers.hpp"
 #include "kafka/feed_exchange.hpp"
@@ -81,15 +82,14 @@ struct node_context {
   /// The feed processor's figures (gost_feed_*), fed by its pools, the answers' consumer and
   /// housekeeping's cleanup.
   std::shared_ptr<feeds::feed_stats> feed_stats = std::make_shared<feeds::feed_stats>();
-  std::unique_ptr<metrics> counters = std::make_unique<metrics>(
-    stats,
-    health_sources{ready,
-                   cfg.images.redis_address.empty()
-                     ? std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka}
-                     : std::vector<std::shared_ptr<const dependency_tracker>>{db, kafka, redis},
-                   trace_hub, cfg.images.enabled ? image_stats : nullptr,
-                   cfg.feeds.enabled ? feed_stats : nullptr},
-    build_info{cfg.app.name, cfg.app.version});
+  /// Everything the node counts, as each start function registered it (/metrics).
+  std::shared_ptr<stats_registry> registry = std::make_shared<stats_registry>();
+  /// The gRPC calls' figures (gost_grpc_*), registered here; /metrics renders `registry`.
+  std::unique_ptr<metrics> counters =
+    std::make_unique<metrics>(registry, build_info{cfg.app.name, cfg.app.version});
+  /// The scheduled actions' workers' figures (gost_scheduled_*, when scheduled.enabled).
+  std::shared_ptr<scheduled::scheduled_stats> scheduled_stats =
+    std::make_shared<scheduled::scheduled_stats>();
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;

@@ -64,6 +64,12 @@ caf::error start_core_actors(node_context& n) {
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });
+  // The offers' figures, and the stage engine's and Kafka's (node_stats::visit: gost_offer_*,
+  // gost_outbox_*, gost_after_save_*); the offer shards' and writers' own.
+  n.registry->add_stats<node_stats>("gost_", n.stats);
+  kit::add_shard_metrics(*n.registry, "gost_offer_shard_",
+                         member_of(n.stats, n.stats->offer_shards));
+  kit::add_writer_metrics(*n.registry, "gost_offer_", member_of(n.stats, n.stats->offer_writes));
   return {};
 }
 
@@ -81,6 +87,18 @@ caf::error start_entity_actors(node_context& n) {
     n.stop_actors(n.entity_writers);
     n.entity_writers.clear();
   });
+  // The durable entities' figures: all kinds (gost_entity_actors_*, gost_entity_write_*), and
+  // per kind and lane summed over the node's entity shards (gost_entity_kind_*,
+  // gost_entity_lane_*; tasks are the kinds task.<type>).
+  auto& reg = *n.registry;
+  reg.add_stats<kit::entity_stats>("gost_entity_", n.entity_stats);
+  reg.add_stats<kit::writer_stats>("gost_entity_", n.entity_write_stats);
+  kit::add_writer_metrics(reg, "gost_entity_", n.entity_write_stats);
+  std::vector<std::string> kinds;
+  for (auto& t : n.ext.entity_types->all())
+    kinds.push_back(t->kind());
+  kit::add_entity_kind_metrics(reg, "gost_entity_", member_of(n.stats, n.stats->entity_shards),
+                               std::move(kinds));
   return {};
 }
 

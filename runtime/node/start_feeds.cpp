@@ -23,6 +23,7 @@ caf::error start_feeds(node_context& n) {
   auto& c = n.cfg.feeds;
   if (!c.enabled)
     return {};
+  feeds::add_feed_metrics(*n.registry, n.feed_stats);
   if (n.cfg.kafka.brokers.empty())
     return make_error(errc::invalid_argument,
                       "feed.enabled needs kafka.brokers: loads are sent to the offer store over "

@@ -22,6 +22,13 @@ namespace gost::runtime {
 
 caf::error start_http(node_context& n) {
   auto& cfg = n.cfg;
+  add_health_metrics(
+    *n.registry,
+    {n.ready,
+     cfg.images.redis_address.empty()
+       ? std::vector<std::shared_ptr<const dependency_tracker>>{n.db, n.kafka}
+       : std::vector<std::shared_ptr<const dependency_tracker>>{n.db, n.kafka, n.redis},
+     n.trace_hub});
   auto* counters = n.counters.get();
   auto status_page = [counters, ready = n.ready, node_id = cfg.node.id, grpc_port = n.grpc_port,
                       shards = cfg.shard.count, dump = cfg.config_dump](const http_request&) {

@@ -14,6 +14,7 @@ caf::error start_images(node_context& n) {
   auto& c = n.cfg.images;
   if (!c.enabled)
     return {};
+  images::add_image_metrics(*n.registry, n.image_stats);
   // The node's blob store (start_blob_store) answers rotated images' URLs from here on.
   n.blobs->set_base_url("http://" + n.advertised_host + ":" + std::to_string(n.http_port)
                         + "/blobs");

@@ -161,6 +161,7 @@ caf::error start_scheduled(node_context& n) {
   if (n.cfg.scheduled.enabled) {
     // One read per poll period for all the node's shards wakes their workers (ADR 0015).
     poller = scheduled::spawn_poller(*n.sys, *n.pool, n.cfg.scheduled.poll);
+    scheduled::add_scheduled_metrics(*n.registry, n.scheduled_stats);
     n.spawn_scheduled_worker = [&n, rules, poller](uint32_t shard, int64_t epoch,
                                                    caf::actor watch) {
       scheduled::worker_options wo;
@@ -175,6 +176,7 @@ caf::error start_scheduled(node_context& n) {
       auto fire = std::make_shared<firing>(n, rules);
       wo.fire = [fire](const scheduled::attempt& a) { return (*fire)(a); };
       wo.watch = std::move(watch);
+      wo.stats = n.scheduled_stats;
       scheduled::spawn_worker(*n.sys, std::move(wo));
     };
   }

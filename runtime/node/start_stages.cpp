@@ -66,6 +66,7 @@ caf::error start_stages(node_context& n) {
              t->event_descriptor()->full_name());
   for (auto& e : n.stages->all())
     n.stats->add_stage(e.id);
+  add_stage_metrics(*n.registry, n.stats);
   return {};
 }
 

@@ -630,11 +630,18 @@ struct example_node {
                       "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
                       "--shard.count=4", "--queue.poll=50ms", "--outbox.relay=false"}};
   std::string addr;
+  int http_port = 0;
 
   example_node() {
-    auto port = testing::served_port(node, port_file);
-    REQUIRE_MESSAGE(port > 0, node.output());
+    auto [port, http] = read_ports(node, port_file);
+    http_port = http;
     addr = "127.0.0.1:" + std::to_string(port);
+  }
+  /// The body of /metrics.
+  std::string metrics() {
+    auto response = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
+    REQUIRE(response.find("200 OK") != std::string::npos);
+    return response.substr(response.find("\r\n\r\n") + 4);
   }
   ~example_node() {
     node.signal(SIGTERM);
@@ -1106,4 +1113,57 @@ TEST_CASE("console: gostctl ask prints an entity's reply as JSON, or its refusal
   REQUIRE_MESSAGE(erc == 0, entity);
   CHECK(entity.find("version 1") != std::string::npos);
   CHECK(entity.find("named timer sweep: due ") != std::string::npos);
+}
+
+/// The value of a series (`name{labels}` as rendered) in exposition text; -1 when absent.
+static double sample(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_CASE("console: /metrics of the example app has its entity kinds, lanes and writers, and "
+          "passes promtool") {
+  example_node n;
+  for (int i = 0; i < 3; ++i) {
+    auto [rc, out] = gostctl(n.addr, {"send", "bank.account", "dave", "--json",
+                                      R"({"deposit":{"amount_minor":"10"}})", "--request-id",
+                                      "m-" + std::to_string(i)});
+    REQUIRE_MESSAGE(rc == 0, out);
+  }
+  auto runs = [&] {
+    return sample(n.metrics(), R"(gost_entity_kind_runs_total{kind="bank.account"})");
+  };
+  REQUIRE(eventually(10s, [&] { return runs() >= 3; }));
+  auto body = n.metrics();
+  INFO(body);
+  CHECK(sample(body, R"(gost_entity_kind_actors_resident{kind="bank.account"})") >= 1);
+  CHECK(sample(body, R"(gost_entity_kind_run_failures_total{kind="bank.account"})") == 0);
+  // Every kind of the node, before it ran anything.
+  CHECK(sample(body, R"(gost_entity_kind_runs_total{kind="watchlist"})") == 0);
+  CHECK(sample(body, R"(gost_entity_kind_actors_resident{kind="watchlist"})") == 0);
+  CHECK(body.find("\ngost_entity_lane_runs_total{kind=\"bank.account\",lane=")
+        != std::string::npos);
+  // The kinds' writers and actors, all kinds together.
+  CHECK(sample(body, "gost_entity_write_sets_total") >= 3);
+  CHECK(sample(body, "gost_entity_actors_spawned_total") >= 1);
+  CHECK(body.find("# TYPE gost_entity_write_commit_seconds histogram") != std::string::npos);
+  CHECK(body.find("\ngost_entity_write_lag_seconds{writer=\"0\"} ") != std::string::npos);
+  // The scheduled actions' workers: one per shard the node holds.
+  CHECK(eventually(10s, [&] { return sample(n.metrics(), "gost_scheduled_workers") == 4; }));
+  CHECK(body.find("# TYPE gost_scheduled_attempts_succeeded_total counter") != std::string::npos);
+  CHECK(body.find("# TYPE gost_scheduled_fire_lag_seconds histogram") != std::string::npos);
+  // Each family once.
+  std::set<std::string> seen;
+  std::istringstream lines{body};
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("# TYPE ", 0) == 0)
+      CHECK_MESSAGE(seen.insert(line).second, line);
+
+  auto file = temp_path("gost-example-metrics");
+  std::ofstream(file) << body;
+  auto [rc, out] = shell("promtool check metrics < " + file);
+  CHECK_MESSAGE(rc == 0, "promtool check metrics failed: " << out);
+  std::remove(file.c_str());
 }

@@ -7,7 +7,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gost/testing/http.hpp"
 #include "gost/testing/http_server.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/scheduled_actions.grpc.pb.h"
@@ -109,6 +111,20 @@ TEST_CASE("scheduled actions: HTTP on time, periodic, a task event, bad input, g
   CHECK(hook.keys().at(0) == "once-1/" + std::to_string(at));
   REQUIRE(
     testing::eventually(5s, [&] { return get("once-1").action().status().successes() == 1; }));
+  // The workers' figures on /metrics: the attempt, its lag, a worker per shard.
+  {
+    auto http_port = static_cast<uint16_t>(testing::read_ports(node, port_file).second);
+    auto metric = [&](const std::string& series) {
+      auto text = testing::http_get(http_port, "/metrics");
+      auto pos = text.find("\n" + series + " ");
+      return pos == std::string::npos ? -1.0 : std::stod(text.substr(pos + series.size() + 2));
+    };
+    CHECK(testing::eventually(
+      5s, [&] { return metric("gost_scheduled_attempts_succeeded_total") >= 1; }));
+    CHECK(metric("gost_scheduled_fire_lag_seconds_count") >= 1);
+    CHECK(metric("gost_scheduled_workers") == 4);
+    CHECK(metric("gost_scheduled_attempts_failed_total") == 0);
+  }
   auto once = get("once-1");
   CHECK(once.action().status().finished());
   CHECK(once.queue() == "processing");

@@ -443,4 +443,16 @@ feed_pools spawn_feed_pools(caf::actor_system& sys, feed_pools_options opts) {
   return out;
 }
 
+void add_feed_metrics(stats_registry& reg, std::shared_ptr<const feed_stats> stats) {
+  reg.add_stats("gost_feed_", stats);
+  reg.add([stats](metric_families& out) {
+    const char* name = "gost_feed_offer_problems_total";
+    const char* help = "Problems of offers in feed files, by type (an offer may have several).";
+    constexpr size_t types = sizeof(stats->problems) / sizeof(stats->problems[0]);
+    for (size_t t = 0; t < types; ++t)
+      out.add(name, stat_kind::counter, help, {{"type", to_string(static_cast<problem_type>(t))}},
+              static_cast<int64_t>(stats->problems[t].load(std::memory_order_relaxed)));
+  });
+}
+
 } // namespace gost::feeds

@@ -42,6 +42,11 @@ struct worker_state {
   uint64_t gen = 0;          ///< of the pending timer; older ticks are ignored
   int64_t timer_at = never;  ///< when the pending timer fires (never: none)
   bool timer_is_due = false; ///< the pending timer is for a row known to be due then
+
+  ~worker_state() {
+    if (opts.stats)
+      opts.stats->workers.fetch_sub(1, std::memory_order_relaxed);
+  }
 };
 
 /// How often a worker deletes its shard's stale parked rows (never due, so never seen).
@@ -76,6 +81,8 @@ void run(stateful self, bool due) {
   s.timer_at = never;
   auto poll = s.opts.poll.count();
   auto trouble = [&](const caf::error& err) {
+    if (s.opts.stats)
+      s.opts.stats->step_failures.fetch_add(1, std::memory_order_relaxed);
     if (!s.failing)
       lg->warn("scheduled worker shard={} step failed error={}; retrying every {} ms", s.opts.shard,
                persistence::error_message(err), poll);
@@ -114,6 +121,13 @@ void run(stateful self, bool due) {
   auto it = s.steps->iterate(s.opts.fire, incoming ? s.opts.batch : 0, s.opts.batch);
   if (!it)
     return trouble(it.error());
+  if (auto* st = s.opts.stats.get()) {
+    st->fired.fetch_add(static_cast<uint64_t>(it->fired), std::memory_order_relaxed);
+    st->failed.fetch_add(static_cast<uint64_t>(it->failed), std::memory_order_relaxed);
+    st->recounted.fetch_add(static_cast<uint64_t>(it->recounted), std::memory_order_relaxed);
+    st->moved.fetch_add(static_cast<uint64_t>(it->moved), std::memory_order_relaxed);
+    st->dropped.fetch_add(static_cast<uint64_t>(it->dropped), std::memory_order_relaxed);
+  }
   if (s.failing)
     lg->info("scheduled worker shard={} steps work again", s.opts.shard);
   s.failing = false;
@@ -131,6 +145,17 @@ void run(stateful self, bool due) {
 worker_impl::behavior_type worker(stateful self, worker_options opts) {
   if (!opts.clock_ms)
     opts.clock_ms = system_ms;
+  if (opts.stats) {
+    opts.stats->workers.fetch_add(1, std::memory_order_relaxed);
+    // The lag of a first attempt: how late after its occurrence the worker fires it.
+    opts.fire = [fire = std::move(opts.fire), stats = opts.stats,
+                 clock = opts.clock_ms](const attempt& a) {
+      if (a.number == 1 && !a.run_now)
+        stats->lag.record(
+          std::chrono::milliseconds{std::max<int64_t>(0, clock() - a.scheduled_at_ms)});
+      return fire(a);
+    };
+  }
   auto& st = self->state;
   st.opts = opts;
   st.steps = std::make_unique<worker_steps>(

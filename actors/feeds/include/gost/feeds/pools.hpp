@@ -32,6 +32,7 @@
 #include "gost/core/blob_store.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/core/stats_registry.hpp"
 #include "gost/feeds/feed_processor.hpp"
 
 namespace gost::persistence {
@@ -68,6 +69,10 @@ struct feed_stats {
   /// Indexed by problem_type.
   std::atomic<uint64_t> problems[6] = {};
 };
+
+/// Registers the feed processor's figures: GOST_FEED_STATS as gost_feed_*, and
+/// gost_feed_offer_problems_total (label `type`).
+void add_feed_metrics(stats_registry& reg, std::shared_ptr<const feed_stats> stats);
 
 struct feed_pools_options {
   persistence::pg_pool* db = nullptr;
