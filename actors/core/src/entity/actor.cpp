@@ -1,5 +1,4 @@
-// Durable entities on the entity kit: the entity actor, the kind's traits for the kit's
-// shard, the store and the writers (docs/adding-an-actor-type.md).
+// Durable entities on the entity kit: the entity actor (docs/adding-an-actor-type.md).
 //
 // The actor keeps the entity's state (and version) in memory between events, never its
 // pending events: each `run` reads the events due now (one batched load for many entities),
@@ -7,51 +6,18 @@
 // failure is the entity's business: it is rescheduled with the type's back-off (attempts
 // counted in the row) or dead-lettered, and the run still succeeds for the kit, which keeps
 // its own retries for what is not the entity's fault (the database or a service being down).
+// An ask is handled at once and answered after its write committed, its answer kept by
+// request id.
 
-#include <mutex>
-#include <set>
-
-#include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/entity/spawn.hpp"
+#include "entity/durable.hpp"
 #include "gost/core/kit/entity_actor.hpp"
-#include "gost/core/kit/load_batch.hpp"
-#include "gost/core/kit/shard.hpp"
-#include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
-#include "gost/persistence/pg_pool.hpp"
 
-namespace gost {
-
-// -- registry ---------------------------------------------------------------------------------
-
-caf::error entity_registry::add(std::shared_ptr<const entity_type_base> type) {
-  auto kind = type->kind();
-  if (kind.empty() || kind.size() > 64)
-    return make_error(errc::invalid_argument,
-                      "entity kind `" + kind + "` must be 1..64 characters");
-  for (auto ch : kind)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
-      return make_error(errc::invalid_argument,
-                        "entity kind `" + kind
-                          + "` may hold only letters, digits, '.', '_' and '-'");
-  if (find(kind) != nullptr)
-    return make_error(errc::already_exists, "entity kind `" + kind + "` is registered twice");
-  types_.push_back(std::move(type));
-  return {};
-}
-
-const entity_type_base* entity_registry::find(std::string_view kind) const {
-  for (auto& t : types_)
-    if (t->kind() == kind)
-      return t.get();
-  return nullptr;
-}
-
-namespace detail {
+namespace gost::detail {
 
 namespace {
 
@@ -60,85 +26,6 @@ const auto lg = gost::log::get("kit");
 using persistence::entity_row;
 using persistence::entity_write;
 using persistence::write_outcome;
-
-constexpr size_t max_load_batch = 512;
-constexpr size_t due_per_load = 8; ///< events due now read per run (the first is handled)
-
-// -- store ------------------------------------------------------------------------------------
-
-struct store_state {
-  static inline const char* name = "gost.entity_store";
-  persistence::pg_pool* pool = nullptr;
-  kit::batched_loader<entity_row> loads{max_load_batch}; ///< 1 ms to gather a group
-};
-
-using store_impl = entity_store_actor::extend<caf::reacts_to<flush_atom>>;
-using store_ptr = store_impl::stateful_pointer<store_state>;
-
-/// The group load of the kit's batched loader.
-auto group_load(persistence::pg_pool* pool) {
-  return [pool](const std::vector<std::string>& keys)
-           -> caf::expected<std::vector<caf::expected<entity_row>>> {
-    auto rows = persistence::load_entities(*pool, keys, kit::now_us(), due_per_load);
-    if (!rows)
-      return std::move(rows.error());
-    std::vector<caf::expected<entity_row>> out;
-    out.reserve(rows->size());
-    for (auto& r : *rows)
-      out.emplace_back(std::move(r));
-    return out;
-  };
-}
-
-store_impl::behavior_type store_fun(store_ptr self, persistence::pg_pool* pool) {
-  self->state.pool = pool;
-  return {
-    [=](load_atom, std::string& key) -> caf::result<entity_row> {
-      return self->state.loads.load(self, std::move(key), group_load(pool));
-    },
-    [=](flush_atom) { self->state.loads.flush(group_load(pool)); },
-    [=](ask_atom, const std::string& key,
-        const std::string& request_id) -> caf::result<persistence::entity_answer> {
-      std::string kind, id;
-      persistence::split_entity_key(key, kind, id);
-      auto r = persistence::find_entity_answer(*self->state.pool, kind, id, request_id);
-      if (!r)
-        return std::move(r.error());
-      return *r ? std::move(**r) : persistence::entity_answer{};
-    },
-    [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
-        const persistence::queue_entries& after) -> caf::result<persistence::queue_entries> {
-      auto r = persistence::due_entities(*self->state.pool, shard, until_us, limit,
-                                         after.empty() ? nullptr : &after.front());
-      if (!r)
-        return std::move(r.error());
-      return std::move(*r);
-    },
-  };
-}
-
-// -- the entity actor -------------------------------------------------------------------------
-
-struct entity_env : kit::entity_env<entity_write> {
-  entity_store_actor store;
-  std::shared_ptr<const entity_registry> types;
-  uint32_t shard_count = 1;
-  std::function<void(uint32_t, const persistence::queue_entries&)> notify;
-
-  /// A lane's name as the actors' trails point to it (kit::recent_event::lane): interned here,
-  /// never removed, so the pointers stay valid while the shard (which holds this env) reads
-  /// its actors' trails. Lanes are few (a kind's own handful).
-  const std::string* intern_lane(const std::string& lane) {
-    std::lock_guard<std::mutex> guard{lanes_mtx};
-    return &*lanes.insert(lane).first;
-  }
-
-private:
-  std::mutex lanes_mtx;
-  std::set<std::string> lanes;
-};
-
-using entity_env_ptr = caf::intrusive_ptr<entity_env>;
 
 struct entity_state {
   static inline const char* name = "gost.entity";
@@ -211,18 +98,6 @@ promise<Result> promise_of(entity_ptr self) {
 }
 
 using run_promise = promise<persistence::queue_entries>;
-
-std::string kind_of(const std::string& key) {
-  return key.substr(0, key.find('/'));
-}
-std::string id_of(const std::string& key) {
-  return key.substr(key.find('/') + 1);
-}
-
-/// The kit's lane of an entity: its kind and its own lane (so kinds never share a lane).
-std::string kit_lane(const std::string& kind, const std::string& lane) {
-  return kind + "/" + lane;
-}
 
 void forget(entity_ptr self) {
   self->state.forget();
@@ -768,93 +643,14 @@ protected:
   behavior_type make_behavior() override { return entity_behavior(this); }
 };
 
+} // namespace
+
+const kit::actor_trail* entity_trail(const void* actor) {
+  return entity_frame::trail_of_actor(actor);
+}
+
 durable_actor spawn_entity_actor(caf::local_actor* parent, std::string key, entity_env_ptr env) {
   return parent->spawn<entity_actor_impl>(std::move(key), std::move(env));
 }
 
-// -- the kind ---------------------------------------------------------------------------------
-
-struct durable_kind {
-  using ops = entity_ops;
-  using actor = durable_actor;
-  using shard = entity_shard_actor;
-  using write_set = entity_write;
-  using env = entity_env;
-  static constexpr const char* name = "entity";
-
-  static actor spawn_entity(caf::local_actor* shard, std::string key, caf::intrusive_ptr<env> e) {
-    return spawn_entity_actor(shard, std::move(key), std::move(e));
-  }
-
-  /// The kit gave up on an entity (its runs kept failing for reasons not its own events'):
-  /// nothing to move, its events stay pending; the entry is found again by a poll.
-  static write_set dead_letter(const std::string&, const std::string& key, int,
-                               const std::string&) {
-    write_set ws;
-    ws.kind = kind_of(key);
-    ws.entity_id = id_of(key);
-    return ws;
-  }
-
-  template <class Self>
-  static auto extra_handlers(Self) {
-    return std::make_tuple();
-  }
-
-  template <class Self>
-  static void on_start(Self) {}
-};
-
-} // namespace
-
-} // namespace detail
-
-entity_store_actor spawn_entity_store(caf::actor_system& sys, persistence::pg_pool& pool) {
-  return caf::actor_cast<entity_store_actor>(sys.spawn<caf::detached>(detail::store_fun, &pool));
-}
-
-std::vector<entity_writer_actor>
-spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
-                     std::chrono::milliseconds flush_delay,
-                     std::shared_ptr<kit::writer_stats> stats,
-                     std::shared_ptr<const dependency_tracker> db) {
-  kit::writer_options<persistence::entity_write> o;
-  o.pool = &pool;
-  o.commit = [](persistence::pg_pool& p,
-                const std::vector<persistence::fenced_write<persistence::entity_write>>& ws) {
-    return persistence::commit_entity_writes(p, ws);
-  };
-  o.max_batch = batch_max;
-  o.flush_delay = flush_delay;
-  o.stats = std::move(stats);
-  o.name = "entity";
-  o.db = std::move(db);
-  return kit::spawn_writers(sys, n, o);
-}
-
-entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_options opts) {
-  auto env = caf::make_counted<detail::entity_env>();
-  env->writer = opts.writer;
-  env->store = opts.store;
-  env->types = opts.types;
-  env->shard_count = opts.shard_count;
-  env->notify = std::move(opts.notify);
-  auto cfg = std::move(opts.kit);
-  cfg.lanes = [types = opts.types](const std::string& lane) {
-    kit::lane_options o;
-    if (auto* t = types->find(detail::kind_of(lane))) {
-      auto eo = t->options();
-      o.max_parallelism = eo.max_parallelism;
-      o.rate_limit = eo.rate_limit;
-      o.retry_backoff = eo.retry_backoff;
-    }
-    return o;
-  };
-  cfg.store = caf::actor_cast<kit::queue_store>(opts.store);
-  cfg.has_queues = !opts.types->empty();
-  cfg.queue_prefetch = std::chrono::milliseconds{0}; // runs load anyway
-  cfg.trail = &detail::entity_frame::trail_of_actor;
-  return kit::spawn_shard<detail::durable_kind>(sys, std::move(cfg), std::move(env));
-}
-
-} // namespace gost
+} // namespace gost::detail
