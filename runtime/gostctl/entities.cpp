@@ -68,18 +68,32 @@ int entity(const cli& c) {
   return 0;
 }
 
-/// send KIND ID --json EVENT [--delay DURATION] [--request-id R]
-int send(const cli& c) {
+/// What send and ask share: KIND ID --json EVENT [--request-id R] into `req`, the event
+/// encoded with the types the node publishes. Null after printing why (exit code in `rc`).
+template <class Request>
+std::unique_ptr<kind_codec> entity_event(const cli& c, Request& req, int& rc) {
+  rc = 2;
   if (c.positional.size() != 2 || !has(c, "json")) {
-    std::fputs("gostctl send: give KIND ID --json EVENT (gostctl types lists the kinds and their "
-               "event types)\n",
-               stderr);
-    return 2;
+    std::fprintf(stderr,
+                 "gostctl %s: give KIND ID --json EVENT (gostctl types lists the kinds and their "
+                 "event types)\n",
+                 c.cmd.c_str());
+    return nullptr;
   }
-  v1::SendEventRequest req;
   req.set_kind(c.positional[0]);
   req.set_id(c.positional[1]);
   req.set_request_id(opt(c, "request-id"));
+  auto codec = kind_codec::load(c, req.kind(), rc);
+  if (!codec || !codec->encode(c, opt(c, "json"), *req.mutable_event())) {
+    rc = codec ? 2 : rc;
+    return nullptr;
+  }
+  return codec;
+}
+
+/// send KIND ID --json EVENT [--delay DURATION] [--request-id R]
+int send(const cli& c) {
+  v1::SendEventRequest req;
   if (has(c, "delay")) {
     auto ms = duration_ms(opt(c, "delay"));
     if (ms < 0) {
@@ -90,11 +104,9 @@ int send(const cli& c) {
     *req.mutable_delay() = google::protobuf::util::TimeUtil::MillisecondsToDuration(ms);
   }
   int rc = 0;
-  auto codec = kind_codec::load(c, req.kind(), rc);
+  auto codec = entity_event(c, req, rc);
   if (!codec)
     return rc;
-  if (!codec->encode(c, opt(c, "json"), *req.mutable_event()))
-    return 2;
   auto entities = v1::EntityService::NewStub(channel(c));
   grpc::ClientContext ctx;
   call_context(ctx, c);
@@ -120,22 +132,11 @@ const char* refusal_name(grpc::StatusCode code) {
 
 /// ask KIND ID --json EVENT [--request-id R]
 int ask(const cli& c) {
-  if (c.positional.size() != 2 || !has(c, "json")) {
-    std::fputs("gostctl ask: give KIND ID --json EVENT (gostctl types lists the kinds and their "
-               "event types)\n",
-               stderr);
-    return 2;
-  }
   v1::AskEntityRequest req;
-  req.set_kind(c.positional[0]);
-  req.set_id(c.positional[1]);
-  req.set_request_id(opt(c, "request-id"));
   int rc = 0;
-  auto codec = kind_codec::load(c, req.kind(), rc);
+  auto codec = entity_event(c, req, rc);
   if (!codec)
     return rc;
-  if (!codec->encode(c, opt(c, "json"), *req.mutable_event()))
-    return 2;
   auto entities = v1::EntityService::NewStub(channel(c));
   grpc::ClientContext ctx;
   call_context(ctx, c);
