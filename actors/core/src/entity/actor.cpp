@@ -407,7 +407,7 @@ void deliver_kept(ask_promise rp, const persistence::entity_answer& a) {
 }
 
 /// Reads the answer kept for `id` and delivers it; none kept (a duplicate whose answer is gone,
-/// after entity.request_ttl): an error saying so.
+/// after api.request_ttl): an error saying so.
 void deliver_kept(entity_ptr self, ask_promise rp, const ask_id& id) {
   waits(self, kit::waiting_on::load);
   self->request(self->state.env->store, caf::infinite, ask_atom_v, self->state.key, id.value)
