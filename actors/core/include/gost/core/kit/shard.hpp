@@ -46,6 +46,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <caf/actor_addr.hpp>
@@ -233,6 +234,9 @@ struct shard_state {
   caf::intrusive_ptr<typename Kind::env> env;
   std::unique_ptr<lane_scheduler> sched;
   std::unique_ptr<retry_policy> retries;
+  /// The lanes' figures (cfg.figures->lane), looked up once per lane: the stats' own map takes
+  /// a lock the console shares, and a run must not pay it.
+  std::unordered_map<std::string, lane_stats*> lane_figures;
   /// Resident entity actors in LRU order, with when the shard last handed each a request.
   gost::detail::resident_set<typename Kind::actor> residents;
   int64_t wake_at_us = 0;
@@ -301,6 +305,16 @@ inline void count_resident(const shard_config& cfg, int64_t delta) {
   cfg.figures->resident.fetch_add(delta, std::memory_order_relaxed);
 }
 
+/// The figures of `lane` in the shard's stats.
+template <class Self>
+lane_stats& lane_figures(Self self, const std::string& lane) {
+  auto& st = self->state;
+  auto i = st.lane_figures.find(lane);
+  if (i == st.lane_figures.end())
+    i = st.lane_figures.emplace(lane, &st.cfg.figures->lane(lane)).first;
+  return *i->second;
+}
+
 /// The shard's queue figures (backlog and its oldest due entry), after the scheduler changed.
 template <class Self>
 void publish_queue(Self self) {
@@ -309,8 +323,8 @@ void publish_queue(Self self) {
                                 std::memory_order_relaxed);
   st.cfg.figures->oldest_due_us.store(st.sched->oldest_waiting(), std::memory_order_relaxed);
   st.sched->each_lane([&](const std::string& lane, size_t waiting) {
-    st.cfg.figures->lane(lane).backlog.store(static_cast<int64_t>(waiting),
-                                             std::memory_order_relaxed);
+    lane_figures(self, lane)
+      .backlog.store(static_cast<int64_t>(waiting), std::memory_order_relaxed);
   });
 }
 
@@ -447,7 +461,7 @@ void dead_letter(Self self, const std::string& lane, const std::string& id, int 
     .then(
       [=](persistence::write_outcome) {
         self->state.cfg.stats->dead_letters.fetch_add(1, std::memory_order_relaxed);
-        self->state.cfg.figures->lane(lane).dead_letters.fetch_add(1, std::memory_order_relaxed);
+        lane_figures(self, lane).dead_letters.fetch_add(1, std::memory_order_relaxed);
         finished(self, lane, id);
         dispatch(self);
       },
@@ -465,7 +479,7 @@ void start_run(Self self, lane_scheduler::work w) {
   auto target = child(self, w.entity_id);
   self->state.cfg.figures->running.fetch_add(1, std::memory_order_relaxed);
   // The lane's own figures: the shard's stats own them, and outlive this run's callbacks.
-  auto* lane = &self->state.cfg.figures->lane(w.lane);
+  auto* lane = &lane_figures(self, w.lane);
   lane->running.fetch_add(1, std::memory_order_relaxed);
   // No timeout (a timeout is a clock entry per run): an entity actor that dies answers with an
   // error through CAF, and one that lives finishes its event.
