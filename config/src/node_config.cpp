@@ -413,8 +413,8 @@ node_keys make_node_keys(const application& app) {
         bind_to(&node_config::pg, &pg_config::embedded_port));
   k.add(str("pg.embedded_script", "",
             "Script that starts the embedded server (`pg.sh start`). Empty: "
-            "`../libexec/gost/pg.sh` beside the binary (an installed gostd), else "
-            "`scripts/pg.sh` of the source tree gostd was built from."),
+            "`../libexec/gost/pg.sh` beside the binary (an installed node), else "
+            "`scripts/pg.sh` of the source tree the node was built from."),
         bind_to(&node_config::pg, &pg_config::embedded_script));
   k.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
             "Number of PostgreSQL connections of this node's pool."),
@@ -1014,7 +1014,7 @@ load_result load_node_config(int argc, char** argv, char** envp, const applicati
       return res;
     }
     if (a == "--config-reference") {
-      res.output = sch.reference_markdown();
+      res.output = sch.reference_markdown(app.name);
       return res;
     }
     if (a == "--config" && i + 1 < argc)
