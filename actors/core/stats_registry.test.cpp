@@ -2,6 +2,10 @@
 
 #include "gost/core/stats_registry.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace gost;
 
 namespace {
@@ -135,4 +139,19 @@ TEST_CASE("the shards' and writers' figures: one series per live shard and per w
   CHECK(text.find("gost_offer_write_commit_seconds_count 0\n") != std::string::npos);
   s3.reset(); // a stopped shard drops out by itself
   CHECK(reg.prometheus_text().find("shard=\"3\"") == std::string::npos);
+}
+
+TEST_CASE("metric_families with a sink passes counters and gauges on and writes no text") {
+  std::vector<std::pair<std::string, double>> seen;
+  metric_families out{[&](std::string_view name, const metric_labels& labels, double v) {
+    seen.emplace_back(std::string{name} + (labels.empty() ? "" : "/" + labels[0].second), v);
+  }};
+  out.add("c_total", stat_kind::counter, "h", {{"k", "x"}}, 3);
+  out.add("g", metric_type::gauge, "h", {}, 0.5);
+  latency_histogram h;
+  out.add("h_seconds", "h", {}, h);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::pair<std::string, double>{"c_total/x", 3});
+  CHECK(seen[1] == std::pair<std::string, double>{"g", 0.5});
+  CHECK(out.text().find("c_total 3") == std::string::npos);
 }

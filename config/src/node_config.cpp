@@ -399,6 +399,16 @@ node_keys make_node_keys(const application& app) {
             "as the actor sees events: about 32 bytes per event per actor that saw that many. "
             "0: none kept (the live trace still works)."),
         bind_to(&node_config::console, &console_config::recent_events));
+  k.add(num(vk::duration, "console.sample_interval", "5s", 100, 3'600'000,
+            "How often the node samples its own figures for the web console's plots "
+            "(`/api/series`: runs/s, failures/s, backlog and write lag per stage and per kind, "
+            "kept in memory; no outside service)."),
+        bind_to(&node_config::console, &console_config::sample_interval));
+  k.add(num(vk::integer, "console.sample_count", "360", 2, 100'000,
+            "Samples the node keeps for the web console's plots: the plots span "
+            "`console.sample_count` x `console.sample_interval` (360 x 5s: 30 minutes). About "
+            "40 bytes per sample per stage or kind."),
+        bind_to(&node_config::console, &console_config::sample_count));
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "

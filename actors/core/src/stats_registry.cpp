@@ -92,6 +92,10 @@ void metric_families::add(std::string_view name, metric_type type, std::string_v
   auto* f = of(name, type, help);
   if (f == nullptr)
     return;
+  if (sink_) {
+    sink_(f->name, labels, value);
+    return;
+  }
   f->samples += f->name;
   if (!labels.empty())
     f->samples += "{" + label_text(labels) + "}";
@@ -103,6 +107,10 @@ void metric_families::add(std::string_view name, stat_kind kind, std::string_vie
   auto* f = of(name, type_of(kind), help);
   if (f == nullptr)
     return;
+  if (sink_) {
+    sink_(f->name, labels, static_cast<double>(value));
+    return;
+  }
   f->samples += f->name;
   if (!labels.empty())
     f->samples += "{" + label_text(labels) + "}";
@@ -112,7 +120,7 @@ void metric_families::add(std::string_view name, stat_kind kind, std::string_vie
 void metric_families::add(std::string_view name, std::string_view help, const metric_labels& labels,
                           const latency_histogram& h) {
   auto* f = of(name, metric_type::histogram, help);
-  if (f == nullptr)
+  if (f == nullptr || sink_)
     return;
   auto l = label_text(labels);
   auto with_le = l.empty() ? std::string{} : l + ",";

@@ -34,6 +34,15 @@ enum class metric_type : uint8_t { counter, gauge, histogram };
 /// Prometheus exposition format with each family's HELP and TYPE once.
 class metric_families {
 public:
+  /// Where samples go instead of the text: a reader of the values themselves (the web
+  /// console's sample ring, runtime/console/series.hpp). Counters and gauges only: histograms
+  /// are not passed on.
+  using sample_sink =
+    std::function<void(std::string_view name, const metric_labels& labels, double value)>;
+
+  metric_families() = default;
+  explicit metric_families(sample_sink sink) : sink_(std::move(sink)) {}
+
   /// A family with no sample yet still gets its HELP and TYPE (a stage family on a node
   /// without stages).
   void declare(std::string_view name, metric_type type, std::string_view help);
@@ -61,6 +70,7 @@ private:
 
   std::vector<family> families_;
   std::map<std::string, size_t, std::less<>> index_;
+  sample_sink sink_;
 };
 
 class stats_registry {
