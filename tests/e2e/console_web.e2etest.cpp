@@ -298,7 +298,7 @@ TEST_CASE("web console: the page in headless Chromium shows the node, its shards
   CHECK(count_of(dom, "stroke=\"#1f6fb2\"") >= 3); // runs/s of the stage, the offers, the task
 
   // The screenshot: a PNG of the window's size with the plots drawn (the runs/s line's colour)
-  // and the page not blank.
+  // and the page not blank. GOST_KEEP_SHOT=1 keeps the PNG in /tmp to look at.
   auto png = temp_path("web-shot") + ".png";
   auto profile2 = temp_path("web-chromium-profile");
   child_process shot{"/bin/sh",
@@ -314,7 +314,8 @@ TEST_CASE("web console: the page in headless Chromium shows the node, its shards
   std::system(("rm -rf " + profile2).c_str());
   REQUIRE(::access(png.c_str(), R_OK) == 0);
   auto pic = look_at(png, 0x1f, 0x6f, 0xb2);
-  std::remove(png.c_str());
+  if (!std::getenv("GOST_KEEP_SHOT"))
+    std::remove(png.c_str());
   CHECK(pic.width == 1200);
   CHECK(pic.height == 900);
   CHECK(pic.coloured >= 40);               // a few plot lines' worth of pixels
