@@ -40,9 +40,8 @@ grpc::ServerUnaryReactor* scheduled_service::Create(grpc::CallbackServerContext*
   auto* api = &api_;
   return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto a = api->create(req->id(), req->spec());
-    if (!a) {
+    if (!a)
       return to_status(a.error());
-    }
     *resp->mutable_action() = std::move(*a);
     return grpc::Status::OK;
   });
@@ -54,9 +53,8 @@ grpc::ServerUnaryReactor* scheduled_service::Update(grpc::CallbackServerContext*
   auto* api = &api_;
   return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto a = api->update(req->id(), req->spec());
-    if (!a) {
+    if (!a)
       return to_status(a.error());
-    }
     *resp->mutable_action() = std::move(*a);
     return grpc::Status::OK;
   });
@@ -68,9 +66,8 @@ grpc::ServerUnaryReactor* scheduled_service::Delete(grpc::CallbackServerContext*
   auto* api = &api_;
   return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto deleted = api->remove(req->id());
-    if (!deleted) {
+    if (!deleted)
       return to_status(deleted.error());
-    }
     resp->set_deleted(*deleted);
     return grpc::Status::OK;
   });
@@ -83,20 +80,17 @@ grpc::ServerUnaryReactor* scheduled_service::Get(grpc::CallbackServerContext* ct
   auto* pool = &pool_;
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto a = persistence::get_scheduled_action(*pool, req->id());
-    if (!a) {
+    if (!a)
       return to_status(a.error());
-    }
     if (!*a) {
       return {grpc::StatusCode::NOT_FOUND, "id: no scheduled action '" + req->id() + "'"};
     }
     auto rows = persistence::queue_rows_of(*pool, req->id(), (*a)->meta().guid());
-    if (!rows) {
+    if (!rows)
       return to_status(rows.error());
-    }
     auto attempts = persistence::attempts_of(*pool, req->id(), persistence::attempts_kept);
-    if (!attempts) {
+    if (!attempts)
       return to_status(attempts.error());
-    }
     for (auto& r : *attempts) {
       auto* o = resp->add_attempts();
       o->set_at_ms(r.at_ms);
@@ -135,9 +129,8 @@ grpc::ServerUnaryReactor* scheduled_service::List(grpc::CallbackServerContext* c
     f.paused = req->paused();
     f.now_ms = now_ms();
     auto page = persistence::list_scheduled_actions(*pool, req->after_id(), asked, f);
-    if (!page) {
+    if (!page)
       return to_status(page.error());
-    }
     if (page->size() == asked && !page->empty())
       resp->set_next_after_id(page->back().meta().id());
     for (auto& a : *page)
