@@ -451,6 +451,6 @@ TEST_CASE("feed API: an upload runs through the pipeline; history, errors, CSV, 
   CHECK(metrics.find("gost_feed_loads_cleaned_total ") != std::string::npos);
   CHECK(metrics.find("gost_feed_offer_problems_total{type=\"unknown_category\"}")
         != std::string::npos);
-  CHECK(metrics.find("gost_grpc_requests_total{method=\"Upload\",code=\"OK\"}")
+  CHECK(metrics.find("gost_grpc_requests_total{method=\"/gost.v1.FeedService/Upload\",code=\"OK\"}")
         != std::string::npos);
 }

@@ -128,8 +128,9 @@ void add_writer_metrics(stats_registry& reg, std::string prefix,
                         std::shared_ptr<const writer_stats> writes);
 
 /// The durable entity kinds' figures summed over the node's entity shards: per kind (label
-/// `kind`) `prefix` + "kind_" + the lane figures (GOST_LANE_STATS) and
-/// "kind_actors_resident"; per lane (labels `kind`, `lane`; "" is the default lane) `prefix` +
+/// `kind`) `prefix` + "kind_" + the lane figures (GOST_LANE_STATS) and "kind_actors_resident",
+/// `prefix` + "asks_total" (label `outcome`: reply, refused, error) and "sends_refused_total"
+/// (kind_call_stats); per lane (labels `kind`, `lane`; "" is the default lane) `prefix` +
 /// "lane_" + the lane figures. The kit names a durable entity's lane `kind/lane`. `kinds`
 /// lists the kinds to show even before a shard counted anything.
 void add_entity_kind_metrics(stats_registry& reg, std::string prefix,
