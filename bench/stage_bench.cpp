@@ -52,8 +52,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "gost/core/entity/spawn.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/entities/spawn.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/offers/write_behind.hpp"

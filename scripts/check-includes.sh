@@ -10,6 +10,8 @@ root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cd "$root"
 
 # The domains under actors/ (each reaches another only through gost/<domain>/protocol.hpp).
+# actors/entities (durable entity types) counts as one for the others, and sits below them:
+#   actors/core <- actors/entities <- actors/<domain> <- runtime
 domains=()
 for d in actors/*/; do
   d=${d%/}; d=${d#actors/}
@@ -17,9 +19,11 @@ for d in actors/*/; do
 done
 
 # Headers a domain offers other domains besides its protocol.hpp: the stage API (stages of
-# other domains, as actors/photos, are written against it) and the image service's request
-# path (cache first, a miss queued), which stages call without waiting.
-public_headers=(gost/offers/stage.hpp gost/offers/typed_stage.hpp gost/images/ask.hpp)
+# other domains, as actors/photos, are written against it), the image service's request
+# path (cache first, a miss queued), which stages call without waiting, and the durable
+# entity type (tasks are entity types).
+public_headers=(gost/offers/stage.hpp gost/offers/typed_stage.hpp gost/images/ask.hpp
+  gost/entities/entity_type.hpp)
 is_public() {
   local h
   for h in "${public_headers[@]}"; do [[ $1 == "$h" ]] && return 0; done
@@ -62,6 +66,14 @@ check_file() {
           && report "$f" "$n" "$inc" "the kit knows no domain's messages"
         for d in "${domains[@]}"; do
           [[ $inc == gost/$d/* ]] && report "$f" "$n" "$inc" "the kit knows no domain"
+        done
+        ;;
+      actors/entities/*)
+        [[ $inc =~ ^gost/(config|runtime)/ ]] \
+          && report "$f" "$n" "$inc" "actors/ sits below runtime/"
+        for d in "${domains[@]}"; do
+          [[ $d == entities ]] && continue
+          [[ $inc == gost/$d/* ]] && report "$f" "$n" "$inc" "durable entities sit below the domains (core <- entities <- $d)"
         done
         ;;
       actors/*)

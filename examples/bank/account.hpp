@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bank/v1/account.pb.h"
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 
 namespace bank {
 

@@ -12,7 +12,7 @@
 #include <chrono>
 #include <string>
 
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "watchlist/v1/watchlist.pb.h"
 
 namespace watchlist {

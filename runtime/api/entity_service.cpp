@@ -9,7 +9,7 @@
 #include "cluster/ask_owner.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/persistence/entities/entities.hpp"
 

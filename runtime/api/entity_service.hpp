@@ -1,6 +1,6 @@
 #pragma once
 // gost.v1.EntityService: events in, states and outputs out, for the application's actor types
-// (gost/core/entity/entity_type.hpp). Requests for an entity go to the owner of its shard, on
+// (gost/entities/entity_type.hpp). Requests for an entity go to the owner of its shard, on
 // this node or another (ask_entity_owner); outputs are read from PostgreSQL (committed only).
 
 #include <chrono>

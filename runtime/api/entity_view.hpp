@@ -1,9 +1,9 @@
 #pragma once
-// An entity's stored view (gost/core/entity/protocol.hpp) into the API's responses.
+// An entity's stored view (gost/entities/protocol.hpp) into the API's responses.
 
 #include <google/protobuf/util/time_util.h>
 
-#include "gost/core/entity/protocol.hpp"
+#include "gost/entities/protocol.hpp"
 
 namespace gost::runtime {
 

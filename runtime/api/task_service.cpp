@@ -8,7 +8,7 @@
 #include "cluster/ask_owner.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/random_id.hpp"
 #include "gost/tasks/task_type.hpp"

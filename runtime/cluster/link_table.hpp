@@ -1,7 +1,7 @@
 #pragma once
 // The one table that maps every operation a node forwards to another — the offer operations
 // (`offer_owner_ops`, gost/offers/protocol.hpp) and the durable entities' (`entity_ops`,
-// gost/core/entity/protocol.hpp) — to the node link's protobuf (gost.internal.v1.ForwardRequest
+// gost/entities/protocol.hpp) — to the node link's protobuf (gost.internal.v1.ForwardRequest
 // / ForwardResponse) and back.
 // The peer link encodes with `encode`, the serving node decodes with `decode` and calls its
 // local shard with the very same typed arguments; replies travel through `encode_reply` and
@@ -12,7 +12,7 @@
 
 #include <caf/typed_response_promise.hpp>
 
-#include "gost/core/entity/protocol.hpp"
+#include "gost/entities/protocol.hpp"
 #include "gost/internal/v1/node_service.pb.h"
 #include "gost/offers/protocol.hpp"
 #include "rpc/trace_view.hpp"

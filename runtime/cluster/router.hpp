@@ -14,8 +14,8 @@
 #include <optional>
 #include <vector>
 
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/entities/protocol.hpp"
 #include "gost/offers/protocol.hpp"
 
 namespace gost::runtime {

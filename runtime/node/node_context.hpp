@@ -36,7 +36,7 @@
 #include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/dependency.hpp"
-#include "gost/core/entity/spawn.hpp"
+#include "gost/entities/spawn.hpp"
 #include "gost/feeds/pools.hpp"
 #include "gost/images/pools.hpp"
 #include "gost/images/redis_cache.hpp"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "gost/entities/protocol.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/tasks/protocol.hpp"
 #include "node/start.hpp"
@@ -16,6 +17,7 @@ caf::error start_actor_system(node_context& n) {
   n.caf_cfg = std::make_unique<caf::actor_system_config>();
   // Every domain's block (each at its own start: gost/core/type_ids.hpp).
   register_offer_types(*n.caf_cfg);
+  register_entity_types(*n.caf_cfg);
   tasks::register_task_types(*n.caf_cfg);
   n.caf_cfg->set("scheduler.max-threads", static_cast<size_t>(cfg.threads));
   n.caf_cfg->set("scheduler.policy",

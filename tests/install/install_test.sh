@@ -26,7 +26,8 @@ run() { # run LOG CMD...: quiet unless it fails
 run "$work/install.log" cmake --install "$build" --prefix "$work/prefix"
 for f in lib/cmake/gost/gostConfig.cmake lib/cmake/gost/FindCAF.cmake \
   lib/cmake/gost/GostProto.cmake include/gost/runtime/node_builder.hpp \
-  include/gost/v1/offer.pb.h include/gost/v1/offer.proto lib/libgost_runtime.a bin/gostd; do
+  include/gost/v1/offer.pb.h include/gost/v1/offer.proto lib/libgost_runtime.a bin/gostd \
+  include/gost/entities/entity_type.hpp lib/libgost_entities.a; do
   [[ -e $work/prefix/$f ]] || { echo "install_test: $f not installed" >&2; exit 1; }
 done
 # Nothing outside the prefix: the package's system files (/etc, systemd) are not in a plain

@@ -1,13 +1,11 @@
 #include "gost/core/protocol.hpp"
 
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/errc.hpp"
 
 namespace gost {
 
 void register_core_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::gost_core>();
-  cfg.add_message_types<caf::id_block::gost_entities>();
   cfg.add_error_category(
     caf::atom("db"), [](uint8_t code, caf::atom_value, const caf::message& ctx) -> std::string {
       auto text =

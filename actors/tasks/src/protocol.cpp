@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "gost/entities/protocol.hpp"
+
 namespace gost::tasks {
 
 namespace {
@@ -44,7 +46,7 @@ std::optional<std::string> group_of_task(std::string_view id) {
 }
 
 void register_task_types(caf::actor_system_config& cfg) {
-  register_core_types(cfg);
+  register_entity_types(cfg);
   cfg.add_message_types<caf::id_block::gost_tasks>();
 }
 

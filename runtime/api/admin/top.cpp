@@ -10,8 +10,8 @@
 #include "api/admin/common.hpp"
 #include "api/status.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/core/entity/entity_type.hpp"
 #include "gost/core/kit/writer.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/images/stats.hpp"
 
 namespace gost::runtime {

@@ -16,8 +16,8 @@
 #include "api/status.hpp"
 #include "cluster/trace_stream.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/core/entity/entity_type.hpp"
 #include "gost/core/log.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/persistence/offers/history.hpp"
 #include "rpc/proto_types.hpp"
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/runtime/node.hpp"
 #include "gost/tasks/task_type.hpp"

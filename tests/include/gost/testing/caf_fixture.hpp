@@ -20,6 +20,10 @@
 // A kind's shard reads due times on the wall clock its shard_config names; `wall_clock()` is one
 // that follows the test scheduler's clock (starting at a fixed date), so back-offs and timers of
 // the kit are exact in tests.
+//
+// `setup` registers the type-ID blocks the test's messages need: `register_core_types` (the
+// default), `register_entity_types` (durable entities, with the fakes of
+// gost/testing/entity_fakes.hpp), `register_offer_types`.
 
 #include <algorithm>
 #include <chrono>
@@ -45,7 +49,6 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
@@ -125,7 +128,8 @@ public:
   static constexpr int64_t epoch_us = 1'704'067'200'000'000;
 
   /// `setup` registers what the test's messages need (default: gost's core blocks and error
-  /// categories; offers' tests pass register_offer_types).
+  /// categories; durable entities' tests pass register_entity_types, offers'
+  /// register_offer_types).
   explicit caf_fixture(setup_fn setup = &register_core_types)
     : sys(init(cfg, setup)),
       sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
@@ -476,77 +480,6 @@ public:
 private:
   std::shared_ptr<fake_queue> queue_;
   kit::queue_store handle_;
-};
-
-/// The durable entities' store (entity_store_actor) on the test scheduler: loads answer the
-/// row the test put for the key (a row with found = false otherwise), or a programmed error;
-/// the queue is a fake_queue.
-class fake_entity_store {
-public:
-  explicit fake_entity_store(caf_fixture& fx) : book_(std::make_shared<book>()) {
-    handle_ = fx.spawn(
-      [](std::shared_ptr<book> b) -> entity_store_actor::behavior_type {
-        return {
-          [b](load_atom, const std::string& key) -> caf::result<persistence::entity_row> {
-            b->loads.push_back(key);
-            if (!b->load_failures.empty()) {
-              auto err = std::move(b->load_failures.front());
-              b->load_failures.pop_front();
-              return err;
-            }
-            auto i = b->rows.find(key);
-            return i == b->rows.end() ? persistence::entity_row{} : i->second;
-          },
-          [b](due_atom, uint32_t, int64_t until_us, uint32_t limit,
-              const persistence::queue_entries& after) -> caf::result<persistence::queue_entries> {
-            auto r = b->queue.due(until_us, limit, after);
-            if (!r)
-              return std::move(r.error());
-            return std::move(*r);
-          },
-          [b](ask_atom, const std::string& key,
-              const std::string& request_id) -> persistence::entity_answer {
-            auto i = b->answers.find({key, request_id});
-            if (i == b->answers.end() || i->second.second-- > 0)
-              return persistence::entity_answer{};
-            return i->second.first;
-          },
-        };
-      },
-      book_);
-  }
-
-  const entity_store_actor& handle() const { return handle_; }
-
-  /// The answer kept for the ask `a.request_id` of `key` (what the writer stored), found from
-  /// the lookup after the next `hidden` ones on (an answer another owner is committing).
-  void keep_answer(const std::string& key, persistence::entity_answer a, int hidden = 0) {
-    auto id = a.request_id;
-    book_->answers[{key, id}] = {std::move(a), hidden};
-  }
-  operator entity_store_actor() const { return handle_; }
-
-  /// What loads of `key` (`kind/id`) answer from now on.
-  void put(const std::string& key, persistence::entity_row row) {
-    book_->rows[key] = std::move(row);
-  }
-  /// The next load fails with `err` (errors queue up in order).
-  void fail_next_load(caf::error err) { book_->load_failures.push_back(std::move(err)); }
-  /// The keys loaded so far, in order.
-  const std::vector<std::string>& loads() const { return book_->loads; }
-  fake_queue& queue() { return book_->queue; }
-
-private:
-  struct book {
-    std::map<std::string, persistence::entity_row> rows;
-    std::map<std::pair<std::string, std::string>, std::pair<persistence::entity_answer, int>>
-      answers;
-    std::deque<caf::error> load_failures;
-    std::vector<std::string> loads;
-    fake_queue queue;
-  };
-  std::shared_ptr<book> book_;
-  entity_store_actor handle_;
 };
 
 } // namespace gost::testing

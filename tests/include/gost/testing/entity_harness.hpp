@@ -1,5 +1,5 @@
 #pragma once
-// A harness for unit tests of an application's entity type (gost/core/entity/entity_type.hpp):
+// A harness for unit tests of an application's entity type (gost/entities/entity_type.hpp):
 // no actor system, no database. It keeps one entity's state, version, clock and named timers
 // the way the kit does, and hands each event to the type's handler through the same path the
 // kit uses (`apply`: type checks, the reply's type), so a test reads like the entity's life:
@@ -29,7 +29,7 @@
 
 #include <google/protobuf/any.pb.h>
 
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 
 namespace gost::testing {
 

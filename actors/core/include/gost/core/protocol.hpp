@@ -45,16 +45,15 @@ using caf::get_atom_v;
 using caf::ok_atom;
 using caf::ok_atom_v;
 
-/// Registers the core blocks (the kit's and the durable entities') and gost's error categories
-/// with an actor system config. Each domain's `register_<domain>_types` calls it too; a second
-/// registration of a block changes nothing.
+/// Registers the kit's block and gost's error categories with an actor system config. Each domain's
+/// `register_<domain>_types` calls it too; a second registration of a block changes nothing.
 void register_core_types(caf::actor_system_config& cfg);
 
 } // namespace gost
 
 // The kit's own block (empty today: the kit's messages are atoms, built-in types and
-// process-local structs); the durable entities' and each domain's start at their own fixed
-// IDs (gost/core/type_ids.hpp).
+// process-local structs); the durable entities' (actors/entities/) and each domain's start at
+// their own fixed IDs (gost/core/type_ids.hpp).
 CAF_BEGIN_TYPE_ID_BLOCK(gost_core, gost::type_ids::core)
 CAF_END_TYPE_ID_BLOCK(gost_core)
 

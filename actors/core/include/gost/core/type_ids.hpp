@@ -32,7 +32,7 @@ constexpr caf::type_id_t start(caf::type_id_t k) {
 }
 
 constexpr caf::type_id_t core = start(0);      ///< gost_core (gost/core/protocol.hpp)
-constexpr caf::type_id_t entities = start(1);  ///< gost_entities (gost/core/entity/protocol.hpp)
+constexpr caf::type_id_t entities = start(1);  ///< gost_entities (gost/entities/protocol.hpp)
 constexpr caf::type_id_t offers = start(2);    ///< gost_offers (gost/offers/protocol.hpp)
 constexpr caf::type_id_t tasks = start(3);     ///< gost_tasks (gost/tasks/protocol.hpp)
 constexpr caf::type_id_t scheduled = start(4); ///< reserved: gost/scheduled/ has no block

@@ -1,12 +1,13 @@
 #pragma once
 // The task domain's protocol (seed 002, docs/tasks.md). Tasks are durable entities of the kit
-// (gost/core/entity/protocol.hpp): a task of type `moderation` is the entity
+// (gost/entities/protocol.hpp): a task of type `moderation` is the entity
 // `task.moderation/<task id>`, its lane is its group, and everything reaches it through the
 // entity operations (send_atom, view_atom). What this header adds: how task ids, kinds and
 // groups are named, and the domain's own CAF block at its fixed start (gost/core/type_ids.hpp:
 // tasks know nothing of offers).
 //
-// `register_task_types(cfg)` registers the core blocks and this one with a config.
+// `register_task_types(cfg)` registers the core blocks, the durable entities' and this one
+// with a config.
 
 #include <optional>
 #include <string>
@@ -41,8 +42,8 @@ std::string task_id(std::string_view group, std::string_view key);
 /// The group of a task id, or none when `id` is not one.
 std::optional<std::string> group_of_task(std::string_view id);
 
-/// Registers the core blocks and the task block with a config (the node registers each
-/// domain's: `register_offer_types` is the offers').
+/// Registers the core blocks, the durable entities' and the task block with a config (the node
+/// registers each domain's: `register_offer_types` is the offers').
 void register_task_types(caf::actor_system_config& cfg);
 
 } // namespace gost::tasks

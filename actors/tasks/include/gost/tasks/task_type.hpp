@@ -25,7 +25,7 @@
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/message.h>
 
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 #include "gost/tasks/protocol.hpp"
 
 namespace gost::tasks {

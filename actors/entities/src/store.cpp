@@ -6,7 +6,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "entity/durable.hpp"
+#include "durable.hpp"
 #include "gost/core/kit/load_batch.hpp"
 #include "gost/persistence/pg_pool.hpp"
 

@@ -1,7 +1,7 @@
-// The entity types of a node, by kind (gost/core/entity/entity_type.hpp).
+// The entity types of a node, by kind (gost/entities/entity_type.hpp).
 #include <cctype>
 
-#include "gost/core/entity/entity_type.hpp"
+#include "gost/entities/entity_type.hpp"
 
 namespace gost {
 

@@ -10,10 +10,10 @@
 
 #include <caf/fwd.hpp>
 
-#include "gost/core/entity/entity_type.hpp"
-#include "gost/core/entity/protocol.hpp"
 #include "gost/core/kit/shard.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/entities/entity_type.hpp"
+#include "gost/entities/protocol.hpp"
 
 namespace gost::persistence {
 class pg_pool;

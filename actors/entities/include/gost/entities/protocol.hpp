@@ -1,25 +1,28 @@
 #pragma once
-// The protocol of the kit's durable entities (entity_type.hpp): what routers, the node link
-// and EntityService send to the owner of an entity. Entities are named `kind/id`
+// The protocol of durable entities (entity_type.hpp): what routers, the node link and
+// EntityService send to the owner of an entity. Entities are named `kind/id`
 // (persistence::entity_key) in every request, so one shard supervisor per shard hosts every
-// registered type.
+// registered type. Its type-ID block (`gost_entities`) starts at its fixed ID
+// (gost/core/type_ids.hpp); `register_entity_types(cfg)` registers the core blocks and this one.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <caf/actor_system_config.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <google/protobuf/any.pb.h>
 
 #include "gost/core/kit/protocol.hpp"
 #include "gost/core/proto_inspect.hpp"
+#include "gost/core/protocol.hpp"
 #include "gost/core/type_ids.hpp"
 #include "gost/persistence/entities/entities.hpp"
 
-CAF_ADD_ATOM(gost_core, gost, send_atom, "send")
-CAF_ADD_ATOM(gost_core, gost, view_atom, "view")
-CAF_ADD_ATOM(gost_core, gost, ask_atom, "ask")
+CAF_ADD_ATOM(gost_entities, gost, send_atom, "send")
+CAF_ADD_ATOM(gost_entities, gost, view_atom, "view")
+CAF_ADD_ATOM(gost_entities, gost, ask_atom, "ask")
 
 namespace gost {
 
@@ -89,6 +92,10 @@ using entity_store_actor = caf::typed_actor<
 
 /// A write-behind writer of entity write-sets, shared by shards.
 using entity_writer_actor = kit::writer_actor<persistence::entity_write>;
+
+/// Registers the core blocks (register_core_types) and the durable entities' block with an
+/// actor system config; a second registration of a block changes nothing.
+void register_entity_types(caf::actor_system_config& cfg);
 
 } // namespace gost
 

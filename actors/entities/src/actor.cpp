@@ -12,7 +12,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "entity/durable.hpp"
+#include "durable.hpp"
 #include "gost/core/kit/entity_actor.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"

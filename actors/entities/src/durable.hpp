@@ -12,8 +12,8 @@
 
 #include <caf/fwd.hpp>
 
-#include "gost/core/entity/spawn.hpp"
 #include "gost/core/kit/shard.hpp"
+#include "gost/entities/spawn.hpp"
 
 namespace gost::detail {
 

@@ -1,4 +1,4 @@
-// Durable entities (gost/core/entity/) on CAF's test scheduler with a fake entity store and a
+// Durable entities (actors/entities/) on CAF's test scheduler with a fake entity store and a
 // fake writer: what a send writes, what a run of a due event writes (new state, retry, dead
 // letter), and a backend outage, with the test clock. PostgreSQL's side of the same paths is
 // in persistence/tasks.pgtest.cpp (results by cursor), tests/e2e/example_app.e2etest.cpp (the
@@ -9,9 +9,10 @@
 
 #include <google/protobuf/wrappers.pb.h>
 
-#include "gost/core/entity/spawn.hpp"
 #include "gost/core/kit/trail.hpp"
+#include "gost/entities/spawn.hpp"
 #include "gost/testing/caf_fixture.hpp"
+#include "gost/testing/entity_fakes.hpp"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -101,6 +102,8 @@ int64_t unpacked(const std::string& bytes) {
 }
 
 struct entity_fixture : testing::caf_fixture {
+  entity_fixture() : caf_fixture(&register_entity_types) {}
+
   testing::fake_entity_store store{*this};
   testing::fake_writer<entity_write> writer{*this};
   entity_shard_actor shard;

@@ -3,7 +3,7 @@
 
 #include <caf/actor_system.hpp>
 
-#include "entity/durable.hpp"
+#include "durable.hpp"
 #include "gost/core/kit/writer.hpp"
 
 namespace gost {
