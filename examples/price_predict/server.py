@@ -114,7 +114,9 @@ def main() -> int:
         os.replace(tmp, args.port_file)
     log.info("serving port=%d model=%s currency=%s", port, model.version, model.currency)
 
-    stop = lambda *_: server.stop(grace=5)  # noqa: E731: finish calls in flight, then exit
+    def stop(*_: object) -> None:
+        server.stop(grace=5)  # finishes the calls in flight; wait_for_termination then returns
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     server.wait_for_termination()
