@@ -15,6 +15,7 @@ pkgs=(
   postgresql postgresql-contrib
   curl procps iproute2 openssl
   clang-format
+  python3-venv         # examples/price_predict/setup.sh: the Python stage's venv (PyPI)
   prometheus           # promtool: the e2e tier checks /metrics with it
   chromium             # headless: the e2e tier loads the web console (console_web.e2etest.cpp)
 )
