@@ -8,8 +8,8 @@
 
 #include "gost/testing/app_node.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/stage_state.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
-#include "gost/v1/state_service.grpc.pb.h"
 #include "photo_count.hpp"
 
 using namespace std::chrono_literals;
@@ -24,8 +24,6 @@ struct photos_node {
   }()};
   std::unique_ptr<gost::v1::OfferService::Stub> offers =
     gost::v1::OfferService::NewStub(node.channel());
-  std::unique_ptr<gost::v1::StateService::Stub> states =
-    gost::v1::StateService::NewStub(node.channel());
 
   gost::v1::Offer create(int photos, gost::v1::OfferStatus status) {
     gost::v1::CreateOfferRequest req;
@@ -43,17 +41,9 @@ struct photos_node {
 
   /// The stage's state of `offer` and its version (0: none yet).
   std::pair<photos::v1::PhotoCount, int64_t> count(const std::string& offer) {
-    gost::v1::ReadStateRequest req;
-    req.set_offer_id(offer);
-    req.set_stage_id("photo_count");
-    gost::v1::ReadStateResponse resp;
-    grpc::ClientContext ctx;
-    auto s = states->Read(&ctx, req, &resp);
-    REQUIRE_MESSAGE(s.ok(), s.error_message());
-    photos::v1::PhotoCount c;
-    if (resp.has_state())
-      REQUIRE(resp.state().UnpackTo(&c));
-    return {c, resp.version()};
+    auto r =
+      gost::testing::read_state<photos::v1::PhotoCount>(node.channel(), offer, "photo_count");
+    return {r.state, r.version};
   }
 
   gost::v1::Offer get(const std::string& id) {

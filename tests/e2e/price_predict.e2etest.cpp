@@ -15,6 +15,7 @@
 
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/stage_state.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "price/v1/prediction.pb.h"
@@ -56,7 +57,7 @@ struct node {
   std::string port_file;
   child_process proc;
   std::unique_ptr<v1::OfferService::Stub> offers;
-  std::unique_ptr<v1::StateService::Stub> states;
+  std::shared_ptr<grpc::Channel> channel;
 
   node(const testing::temp_db& db, const std::string& name, std::vector<std::string> extra)
     : port_file("/tmp/gostd-price-" + name + "-" + std::to_string(getpid())),
@@ -76,7 +77,7 @@ struct node {
     auto ch =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
     offers = v1::OfferService::NewStub(ch);
-    states = v1::StateService::NewStub(ch);
+    channel = ch;
   }
   ~node() { unlink(port_file.c_str()); }
 
@@ -117,18 +118,8 @@ struct node {
 
   /// The stage's prediction for offer `id` and the state's version (0: none yet).
   std::pair<price::v1::Prediction, int64_t> prediction(const std::string& id) {
-    v1::ReadStateRequest req;
-    req.set_offer_id(id);
-    req.set_stage_id(stage_id);
-    v1::ReadStateResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    auto st = states->Read(&ctx, req, &resp);
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
-    price::v1::Prediction p;
-    if (resp.version() > 0)
-      REQUIRE_MESSAGE(resp.state().UnpackTo(&p), resp.state().type_url());
-    return {p, resp.version()};
+    auto r = testing::read_state<price::v1::Prediction>(channel, id, stage_id);
+    return {r.state, r.version};
   }
 
   void stop() {
