@@ -369,6 +369,45 @@ TEST_CASE("log.levels names known loggers and levels; a mistake names the key") 
     CHECK(spec->description.find("`" + name + "`") != std::string::npos);
 }
 
+TEST_CASE("stages.video: defaults, the allow-list parsed and checked, retry_max at least retry") {
+  args none{"gostd"};
+  auto d = load_node_config(none.argc(), none.argv(), nullptr);
+  REQUIRE_MESSAGE(d.config, d.error);
+  auto& v = d.config->stages.video;
+  CHECK_FALSE(v.enabled); // it calls out: a deployment turns it on
+  CHECK(v.allowed_hosts.suffixes.empty()); // any public host
+  CHECK_FALSE(v.allow_private);
+  CHECK(v.recheck == std::chrono::hours{24});
+  CHECK(v.retry == std::chrono::minutes{1});
+  CHECK(v.retry_max == std::chrono::hours{1});
+  CHECK(v.timeout == std::chrono::seconds{10});
+  CHECK(v.workers == 4);
+
+  args a{"gostd", "--stages.video.allowed_hosts=YouTube.com, .vimeo.com  cdn.example.net",
+         "--stages.video.allow_private=true"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->stages.video.allowed_hosts.suffixes
+        == std::vector<std::string>{"youtube.com", "vimeo.com", "cdn.example.net"});
+  CHECK(r.config->stages.video.allow_private);
+
+  for (auto [text, says] : {bad_case{"*.example.com", "without `*`"},
+                            bad_case{"https://example.com", "is not a host name"},
+                            bad_case{"example.com:443", "is not a host name"}}) {
+    CAPTURE(text);
+    args b{"gostd", std::string{"--stages.video.allowed_hosts="} + text};
+    auto bad = load_node_config(b.argc(), b.argv(), nullptr);
+    CHECK_FALSE(bad.config);
+    CHECK(bad.error.find("`stages.video.allowed_hosts`") != std::string::npos);
+    CHECK(bad.error.find(says) != std::string::npos);
+  }
+
+  auto c = *d.config;
+  c.stages.video.retry_max = c.stages.video.retry / 2;
+  CHECK(validate(c).find("stages.video.retry_max must be at least stages.video.retry")
+        != std::string::npos);
+}
+
 TEST_CASE("a missing config file is an error") {
   args a{"gostd", "--config", "/nonexistent/gost.ini"};
   auto r = load_node_config(a.argc(), a.argv(), nullptr);

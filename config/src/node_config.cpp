@@ -207,6 +207,34 @@ std::string parse_logger_levels(const std::string& text, std::vector<logger_leve
   return {};
 }
 
+/// `stages.video.allowed_hosts`: host names separated by commas or spaces.
+std::string parse_host_suffixes(const std::string& text, std::vector<std::string>& out) {
+  out.clear();
+  std::string word;
+  std::string all;
+  for (char c : text)
+    all += c == ',' ? ' ' : c;
+  std::istringstream words{all};
+  while (words >> word) {
+    for (auto& c : word)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (!word.empty() && word.front() == '.')
+      word.erase(0, 1);
+    if (word.find('*') != std::string::npos)
+      return "`" + word
+             + "`: write the domain without `*` (`example.com` matches example.com "
+               "and every name under it)";
+    for (char c : word)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+        return "`" + word
+               + "` is not a host name (letters, digits, `.` and `-`; no scheme, "
+                 "port or path)";
+    if (!word.empty())
+      out.push_back(word);
+  }
+  return {};
+}
+
 } // namespace
 
 // Member types parsed from a string key (binding.hpp): their parse runs when a value is read,
@@ -238,6 +266,15 @@ struct member_traits<std::vector<external_stage_config>> {
     std::string why;
     parse_external_stages(v.text, out, why);
     return why;
+  }
+};
+
+template <>
+struct member_traits<host_suffixes> {
+  static constexpr bool parses_text = true;
+  static bool fits(const key_spec& k) { return k.kind == value_kind::string; }
+  static std::string parse(const value& v, host_suffixes& out) {
+    return parse_host_suffixes(v.text, out.suffixes);
   }
 };
 
@@ -838,6 +875,44 @@ node_keys make_node_keys(const application& app) {
             "Threads of each photo stage's pool: its runs read the image results and queue tasks "
             "in PostgreSQL, off the actors' threads."),
         bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::workers));
+  // The video check (issue 25 item 3; actors/videos/README.md, docs/video-check.md).
+  k.add(num(vk::boolean, "stages.video.enabled", "false", 0, 1,
+            "Run the built-in stage `video.check` (off by default: it calls out): each offer's video URLs are checked over "
+            "HTTP (HEAD, then a ranged GET) and the offer's videos show available, unavailable "
+            "or unknown with the time. It calls out only to public addresses (unless "
+            "`stages.video.allow_private`) and, when `stages.video.allowed_hosts` is set, only to "
+            "those hosts."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::enabled));
+  k.add(str("stages.video.allowed_hosts", "",
+            "The video hosts `video.check` may call, separated by commas or spaces: "
+            "`example.com` allows example.com and every name under it. A video elsewhere is "
+            "recorded `unknown` (`host_not_allowed`) and never fetched; a redirect elsewhere "
+            "gives `unknown` too. Empty: any public host."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::allowed_hosts));
+  k.add(num(vk::boolean, "stages.video.allow_private", "false", 0, 1,
+            "Let `video.check` call loopback, private and link-local addresses (tests, a local "
+            "demo). Off: such a video is `unknown` (`private_address`), never fetched."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::allow_private));
+  k.add(num(vk::duration, "stages.video.recheck", "24h", 10, 30LL * 86'400'000,
+            "How long after a verdict (available, unavailable, or a host not allowed) a video is "
+            "checked again."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::recheck));
+  k.add(num(vk::duration, "stages.video.retry", "1m", 10, 86'400'000,
+            "After a passing error (5xx, 429, a timeout, no connection) the video is checked "
+            "again this much later, doubled with every such error in a row up to "
+            "`stages.video.retry_max` (and never later than `stages.video.recheck`)."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::retry));
+  k.add(num(vk::duration, "stages.video.retry_max", "1h", 10, 30LL * 86'400'000,
+            "The longest wait after passing errors (at least `stages.video.retry`)."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::retry_max));
+  k.add(num(vk::duration, "stages.video.timeout", "10s", 10, 600'000,
+            "Deadline of each request of `video.check` (HEAD, and the ranged GET), connection "
+            "included; past it the video is `unknown` (`timeout`) and retried sooner."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::timeout));
+  k.add(num(vk::integer, "stages.video.workers", "4", 1, 256,
+            "Threads of the `video.check` stage's pool: its runs wait on HTTP, off the actors' "
+            "threads."),
+        bind_to(&node_config::stages, &stages_config::video, &video_stage_config::workers));
   // The application's own stages (node_builder::add_stage), after the built-in ones.
   for (auto& id : app.stages)
     add_application_stage(k, id, app.name);
@@ -976,6 +1051,8 @@ std::string validate(const node_config& c) {
              + key;
   if (c.stages.photos.recheck_max < c.stages.photos.recheck)
     return "stages.photos.recheck_max must be at least stages.photos.recheck";
+  if (c.stages.video.retry_max < c.stages.video.retry)
+    return "stages.video.retry_max must be at least stages.video.retry";
   if (!c.images.notify_topic.empty() && !c.outbox.relay)
     return "images.notify_topic needs outbox.relay (the notifications go through the outbox); "
            "set outbox.relay=true or leave images.notify_topic empty";

@@ -6,6 +6,7 @@
 #include "gost/core/log.hpp"
 #include "gost/offers/builtin_stages.hpp"
 #include "gost/photos/photo_stages.hpp"
+#include "gost/videos/video_check.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -13,6 +14,13 @@ namespace gost::runtime {
 namespace {
 
 const auto lg = gost::log::get("node");
+
+std::string fmt_hosts(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (auto& h : hosts)
+    out += (out.empty() ? "" : ",") + h;
+  return out;
+}
 
 } // namespace
 
@@ -38,6 +46,23 @@ caf::error start_stages(node_context& n) {
     n.stages->add(photos::download_stage_id, photos::make_download_stage(po), so);
     n.stages->add(photos::ratio_color_stage_id, photos::make_ratio_color_stage(po), so);
     n.stages->add(photos::orientation_stage_id, photos::make_orientation_stage(po), so);
+  }
+  if (cfg.video.enabled) {
+    videos::video_check_options vo;
+    vo.rules.allowed_hosts = cfg.video.allowed_hosts.suffixes;
+    vo.rules.allow_private = cfg.video.allow_private;
+    vo.rules.recheck = cfg.video.recheck;
+    vo.rules.retry = cfg.video.retry;
+    vo.rules.retry_max = cfg.video.retry_max;
+    vo.timeout = cfg.video.timeout;
+    stage_options so;
+    so.blocking = true; // process() waits on HTTP: the stage's own pool
+    so.pool_workers = cfg.video.workers;
+    n.stages->add(videos::video_check_stage_id, videos::make_video_check_stage(std::move(vo)), so);
+    lg->info("stage id={} allowed_hosts={} allow_private={}", videos::video_check_stage_id,
+             cfg.video.allowed_hosts.suffixes.empty() ? std::string{"any"}
+                                                      : fmt_hosts(cfg.video.allowed_hosts.suffixes),
+             cfg.video.allow_private);
   }
   for (auto& ext : cfg.external) {
     if (auto problem = check_external_stage(ext, *n.stages); !problem.empty())

@@ -308,11 +308,29 @@ struct photos_stages_config {
   int workers = 0; ///< each photo stage's pool (its process() reads and queues in PostgreSQL)
 };
 
+/// `stages.video.allowed_hosts`: host suffixes, lower-case, without a leading dot.
+struct host_suffixes {
+  std::vector<std::string> suffixes; ///< empty: any host
+};
+
+/// `stages.video.*`: the `video.check` stage (actors/videos, docs/video-check.md).
+struct video_stage_config {
+  bool enabled = false;
+  host_suffixes allowed_hosts;
+  bool allow_private = false;
+  std::chrono::milliseconds recheck{};   ///< after a verdict
+  std::chrono::milliseconds retry{};     ///< first wait after a passing error, doubled
+  std::chrono::milliseconds retry_max{}; ///< the back-off's cap
+  std::chrono::milliseconds timeout{};   ///< each request's deadline
+  int workers = 0;                       ///< the stage's pool (its runs wait on HTTP)
+};
+
 struct stages_config {
   expire_stage_config expire;
   std::vector<external_stage_config> external;
   audit_stage_config audit;
   photos_stages_config photos;
+  video_stage_config video;
   /// `stages.<id>.enabled` of the application's own stages (application::stages), by id. A
   /// stage not in here (a node built without load_node_config) runs.
   std::map<std::string, bool> application;
