@@ -409,6 +409,12 @@ TEST_CASE("an application names itself in --help, --version and its errors") {
     auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
     CHECK(r.output == std::string{"shop 2.3.4 (gost "} + gost_version() + ")\n");
   }
+  SUBCASE("--config-reference is headed with its name") {
+    args a{"shop", "--config-reference"};
+    auto r = load_node_config(a.argc(), a.argv(), nullptr, app);
+    CHECK(r.output.rfind("# shop configuration reference\n", 0) == 0);
+    CHECK(r.output.find("gostd") == std::string::npos);
+  }
   SUBCASE("gostd keeps its name") {
     args a{"gostd", "--version"};
     CHECK(load_node_config(a.argc(), a.argv(), nullptr).output

@@ -2,6 +2,10 @@
 
 #include "gost/core/stats_registry.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace gost;
 
 namespace {
@@ -99,6 +103,10 @@ TEST_CASE("the entity kinds' figures are the shards' lanes summed per kind and p
   s1->lane("bank.account/statements").dead_letters = 1;
   s0->resident_of("bank.account") = 5;
   s1->resident_of("bank.account") = 1;
+  s0->calls_of("bank.account").asks_replied = 2;
+  s1->calls_of("bank.account").asks_replied = 1;
+  s1->calls_of("bank.account").asks_refused = 4;
+  s0->calls_of("bank.account").sends_refused = 3;
   kit::add_entity_kind_metrics(reg, "gost_entity_", shards, {"bank.account", "watchlist"});
   auto text = reg.prometheus_text();
   CHECK(text.find("gost_entity_kind_runs_total{kind=\"bank.account\"} 9\n") != std::string::npos);
@@ -114,6 +122,18 @@ TEST_CASE("the entity kinds' figures are the shards' lanes summed per kind and p
         != std::string::npos);
   CHECK(count(text, "# TYPE gost_entity_lane_runs_total counter\n") == 1);
   CHECK(count(text, "# TYPE gost_entity_kind_queue_backlog gauge\n") == 1);
+  // Asks by outcome and refused events, summed over the shards; every kind, every outcome.
+  CHECK(text.find("gost_entity_asks_total{kind=\"bank.account\",outcome=\"reply\"} 3\n")
+        != std::string::npos);
+  CHECK(text.find("gost_entity_asks_total{kind=\"bank.account\",outcome=\"refused\"} 4\n")
+        != std::string::npos);
+  CHECK(text.find("gost_entity_asks_total{kind=\"bank.account\",outcome=\"error\"} 0\n")
+        != std::string::npos);
+  CHECK(text.find("gost_entity_asks_total{kind=\"watchlist\",outcome=\"refused\"} 0\n")
+        != std::string::npos);
+  CHECK(text.find("gost_entity_sends_refused_total{kind=\"bank.account\"} 3\n")
+        != std::string::npos);
+  CHECK(count(text, "# TYPE gost_entity_asks_total counter\n") == 1);
 }
 
 TEST_CASE("the shards' and writers' figures: one series per live shard and per writer") {
@@ -135,4 +155,19 @@ TEST_CASE("the shards' and writers' figures: one series per live shard and per w
   CHECK(text.find("gost_offer_write_commit_seconds_count 0\n") != std::string::npos);
   s3.reset(); // a stopped shard drops out by itself
   CHECK(reg.prometheus_text().find("shard=\"3\"") == std::string::npos);
+}
+
+TEST_CASE("metric_families with a sink passes counters and gauges on and writes no text") {
+  std::vector<std::pair<std::string, double>> seen;
+  metric_families out{[&](std::string_view name, const metric_labels& labels, double v) {
+    seen.emplace_back(std::string{name} + (labels.empty() ? "" : "/" + labels[0].second), v);
+  }};
+  out.add("c_total", stat_kind::counter, "h", {{"k", "x"}}, 3);
+  out.add("g", metric_type::gauge, "h", {}, 0.5);
+  latency_histogram h;
+  out.add("h_seconds", "h", {}, h);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::pair<std::string, double>{"c_total/x", 3});
+  CHECK(seen[1] == std::pair<std::string, double>{"g", 0.5});
+  CHECK(out.text().find("c_total 3") == std::string::npos);
 }

@@ -399,6 +399,16 @@ node_keys make_node_keys(const application& app) {
             "as the actor sees events: about 32 bytes per event per actor that saw that many. "
             "0: none kept (the live trace still works)."),
         bind_to(&node_config::console, &console_config::recent_events));
+  k.add(num(vk::duration, "console.sample_interval", "5s", 100, 3'600'000,
+            "How often the node samples its own figures for the web console's plots "
+            "(`/api/series`: runs/s, failures/s, backlog and write lag per stage and per kind, "
+            "kept in memory; no outside service)."),
+        bind_to(&node_config::console, &console_config::sample_interval));
+  k.add(num(vk::integer, "console.sample_count", "360", 2, 100'000,
+            "Samples the node keeps for the web console's plots: the plots span "
+            "`console.sample_count` x `console.sample_interval` (360 x 5s: 30 minutes). About "
+            "40 bytes per sample per stage or kind."),
+        bind_to(&node_config::console, &console_config::sample_count));
   k.add(str("pg.dsn", "",
             "libpq connection string of the PostgreSQL server holding gost's tables, e.g. "
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
@@ -413,8 +423,8 @@ node_keys make_node_keys(const application& app) {
         bind_to(&node_config::pg, &pg_config::embedded_port));
   k.add(str("pg.embedded_script", "",
             "Script that starts the embedded server (`pg.sh start`). Empty: "
-            "`../libexec/gost/pg.sh` beside the binary (an installed gostd), else "
-            "`scripts/pg.sh` of the source tree gostd was built from."),
+            "`../libexec/gost/pg.sh` beside the binary (an installed node), else "
+            "`scripts/pg.sh` of the source tree the node was built from."),
         bind_to(&node_config::pg, &pg_config::embedded_script));
   k.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
             "Number of PostgreSQL connections of this node's pool."),
@@ -1014,7 +1024,7 @@ load_result load_node_config(int argc, char** argv, char** envp, const applicati
       return res;
     }
     if (a == "--config-reference") {
-      res.output = sch.reference_markdown();
+      res.output = sch.reference_markdown(app.name);
       return res;
     }
     if (a == "--config" && i + 1 < argc)

@@ -150,6 +150,9 @@ public:
   using done_fn = std::function<void(grpc::Status)>;
   void inspect_offer(const v1::InspectOfferRequest& req, v1::InspectOfferResponse* resp,
                      done_fn done);
+  /// `budget`: how long the owner may take to be found and to answer (a call's deadline).
+  void inspect_entity(const v1::InspectEntityRequest& req, v1::InspectEntityResponse* resp,
+                      done_fn done, std::chrono::milliseconds budget);
   void list_stages(v1::ListStagesResponse* resp, done_fn done);
   void list_nodes(v1::ListNodesResponse* resp, done_fn done);
   void list_shards(v1::ListShardsResponse* resp, done_fn done);

@@ -4,8 +4,8 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include "api/call.hpp"
 #include "api/entity_view.hpp"
-#include "api/status.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
@@ -57,43 +57,36 @@ grpc::Status check_event_request(const entity_registry& types, const api_limits&
 grpc::ServerUnaryReactor* entity_service::Send(grpc::CallbackServerContext* ctx,
                                                const v1::SendEventRequest* req,
                                                v1::SendEventResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   std::string key;
-  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
-  }
+  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok())
+    return call.fail(st);
   int64_t delay_ms = 0;
   if (req->has_delay()) {
     delay_ms = TimeUtil::DurationToMilliseconds(req->delay());
-    if (delay_ms < 0) {
-      reactor->Finish(invalid("delay must not be negative"));
-      return reactor;
-    }
+    if (delay_ms < 0)
+      return call.fail(invalid("delay must not be negative"));
   }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto deadline = call.deadline();
   auto& r = router_;
   any_msg event{req->event()};
   auto request_id = req->request_id();
   hub_.run([=, &r](caf::event_based_actor* self) {
     ask_entity_owner(
-      self, r, deadline, [=](ok_atom) { reactor->Finish(grpc::Status::OK); },
-      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, send_atom_v, key, event,
+      self, r, deadline, [=](ok_atom) { call.ok(); }, call.on_error(), send_atom_v, key, event,
       request_id, delay_ms);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* entity_service::Ask(grpc::CallbackServerContext* ctx,
                                               const v1::AskEntityRequest* req,
                                               v1::AskEntityResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   std::string key;
-  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
-  }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  if (auto st = check_event_request(*types_, limits_, *req, key); !st.ok())
+    return call.fail(st);
+  auto deadline = call.deadline();
   auto& r = router_;
   any_msg event{req->event()};
   ask_id id{req->request_id()};
@@ -104,55 +97,47 @@ grpc::ServerUnaryReactor* entity_service::Ask(grpc::CallbackServerContext* ctx,
         if (a.reply)
           *resp->mutable_reply() = std::move(*a.reply);
         resp->set_version(a.version);
-        reactor->Finish(grpc::Status::OK);
+        call.ok();
       },
-      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, ask_atom_v, key, event, id);
+      call.on_error(), ask_atom_v, key, event, id);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* entity_service::Get(grpc::CallbackServerContext* ctx,
                                               const v1::GetEntityRequest* req,
                                               v1::GetEntityResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   std::string key;
   grpc::StatusCode code;
-  if (auto problem = check_entity(*types_, req->kind(), req->id(), key, code); !problem.empty()) {
-    reactor->Finish({code, problem});
-    return reactor;
-  }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  if (auto problem = check_entity(*types_, req->kind(), req->id(), key, code); !problem.empty())
+    return call.fail({code, problem});
+  auto deadline = call.deadline();
   auto& r = router_;
   hub_.run([=, &r](caf::event_based_actor* self) {
     ask_entity_owner(
       self, r, deadline,
       [=](entity_view& v) {
         put_view(v, *resp);
-        reactor->Finish(grpc::Status::OK);
+        call.ok();
       },
-      [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);
+      call.on_error(), view_atom_v, key);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContext* ctx,
                                                       const v1::PullOutputsRequest* req,
                                                       v1::PullOutputsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (types_->find(req->kind()) == nullptr) {
-    reactor->Finish({grpc::StatusCode::NOT_FOUND,
-                     "kind: `" + req->kind() + "` is not an entity type of this node"});
-    return reactor;
-  }
+  unary_call call{ctx, timeout_};
+  if (types_->find(req->kind()) == nullptr)
+    return call.fail({grpc::StatusCode::NOT_FOUND,
+                      "kind: `" + req->kind() + "` is not an entity type of this node"});
   uint32_t asked = 0;
-  if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
-  }
-  if (req->after() < 0) {
-    reactor->Finish(invalid("after (a cursor) must not be negative"));
-    return reactor;
-  }
+  if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty())
+    return call.fail(invalid(problem));
+  if (req->after() < 0)
+    return call.fail(invalid("after (a cursor) must not be negative"));
   auto limit = static_cast<size_t>(asked);
   auto kind = req->kind();
   auto lane = req->lane();
@@ -162,7 +147,7 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
   hub_.run_blocking([=] {
     auto rows = persistence::read_entity_outputs(*pool, kind, lane, after, limit);
     if (!rows) {
-      reactor->Finish(to_status(rows.error()));
+      call.finish(rows.error());
     } else {
       resp->set_cursor(after);
       for (auto& o : *rows) {
@@ -172,16 +157,16 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
         out->mutable_output()->ParseFromString(o.payload);
         resp->set_cursor(o.seq);
       }
-      reactor->Finish(grpc::Status::OK);
+      call.ok();
     }
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* entity_service::ListTypes(grpc::CallbackServerContext* ctx,
                                                     const v1::ListTypesRequest*,
                                                     v1::ListTypesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   for (auto& t : types_->all()) {
     auto* out = resp->add_types();
     out->set_kind(t->kind());
@@ -190,8 +175,7 @@ grpc::ServerUnaryReactor* entity_service::ListTypes(grpc::CallbackServerContext*
     if (auto* reply = t->reply_descriptor())
       out->set_reply_type(reply->full_name());
   }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return call.fail(grpc::Status::OK);
 }
 
 } // namespace gost::runtime

@@ -4,7 +4,7 @@
 
 #include <google/protobuf/util/time_util.h>
 
-#include "api/status.hpp"
+#include "api/call.hpp"
 #include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
@@ -159,15 +159,6 @@ bool feed_errors_hidden(const std::string& settings) {
   return s.ParseFromString(settings) && s.kind() == v1::FeedSettings::PARSED;
 }
 
-std::function<void(grpc::Status)> feed_service::finisher(grpc::ServerUnaryReactor* reactor,
-                                                         api_method m) {
-  auto* calls = &calls_;
-  return [reactor, calls, m](grpc::Status s) {
-    calls->count(m, s.error_code());
-    reactor->Finish(std::move(s));
-  };
-}
-
 std::string feed_service::check_settings(const v1::FeedSettings& s,
                                          const std::string& field) const {
   auto period_ms = s.has_period() ? TimeUtil::DurationToMilliseconds(s.period()) : 0;
@@ -223,19 +214,6 @@ persistence::feed_spec spec_of(const v1::FeedRef& ref, const v1::FeedSettings& s
 
 } // namespace
 
-template <class Work>
-grpc::ServerUnaryReactor* feed_service::unary(grpc::CallbackServerContext* ctx, api_method m,
-                                              const std::string& problem, Work work) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, m);
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
-  hub_.run_blocking([done, work] { done(work()); });
-  return reactor;
-}
-
 grpc::ServerUnaryReactor* feed_service::CreateFeed(grpc::CallbackServerContext* ctx,
                                                    const v1::CreateFeedRequest* req,
                                                    v1::CreateFeedResponse* resp) {
@@ -243,7 +221,7 @@ grpc::ServerUnaryReactor* feed_service::CreateFeed(grpc::CallbackServerContext* 
   if (problem.empty())
     problem = check_settings(req->settings(), "settings");
   auto* pool = &pool_;
-  return unary(ctx, api_method::create_feed, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::create_feed(*pool, spec_of(req->feed(), req->settings()));
     if (!f)
       return to_status(f.error());
@@ -261,7 +239,7 @@ grpc::ServerUnaryReactor* feed_service::UpdateFeed(grpc::CallbackServerContext* 
   if (problem.empty() && req->expected_version() < 0)
     problem = "expected_version must not be negative (0: whatever it is)";
   auto* pool = &pool_;
-  return unary(ctx, api_method::update_feed, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::update_feed(*pool, spec_of(req->feed(), req->settings()),
                                       req->expected_version());
     if (!f)
@@ -277,7 +255,7 @@ grpc::ServerUnaryReactor* feed_service::DeleteFeed(grpc::CallbackServerContext* 
   auto problem = check_ref("feed", req->feed());
   auto* pool = &pool_;
   auto who = who_asked(ctx);
-  return unary(ctx, api_method::delete_feed, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     auto r = persistence::remove_feed(*pool, ref.seller_id(), ref.namespace_(), req->make_manual());
     if (!r)
@@ -297,7 +275,7 @@ grpc::ServerUnaryReactor* feed_service::GetFeed(grpc::CallbackServerContext* ctx
                                                 v1::GetFeedResponse* resp) {
   auto problem = check_ref("feed", req->feed());
   auto* pool = &pool_;
-  return unary(ctx, api_method::get_feed, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::get_feed(*pool, req->feed().seller_id(), req->feed().namespace_());
     if (!f)
       return to_status(f.error());
@@ -311,7 +289,7 @@ grpc::ServerUnaryReactor* feed_service::ListFeeds(grpc::CallbackServerContext* c
                                                   v1::ListFeedsResponse* resp) {
   auto problem = check_feed_seller("seller_id", req->seller_id());
   auto* pool = &pool_;
-  return unary(ctx, api_method::list_feeds, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto feeds = persistence::list_feeds(*pool, req->seller_id(), req->include_removed());
     if (!feeds)
       return to_status(feeds.error());
@@ -416,16 +394,11 @@ private:
       resp_->set_load_id(load->load_id);
       resp_->set_sha256(name.substr(0, name.find('.')));
       resp_->set_bytes(bytes);
-      finish(grpc::Status::OK);
+      Finish(grpc::Status::OK);
     });
   }
 
-  void fail(grpc::Status s) { finish(std::move(s)); }
-
-  void finish(grpc::Status s) {
-    svc_.calls_.count(api_method::upload_feed, s.error_code());
-    Finish(std::move(s));
-  }
+  void fail(grpc::Status s) { Finish(std::move(s)); }
 
   feed_service& svc_;
   grpc::CallbackServerContext* ctx_;
@@ -451,7 +424,7 @@ grpc::ServerUnaryReactor* feed_service::LoadNow(grpc::CallbackServerContext* ctx
     problem = check_url("url", req->url());
   auto* pool = &pool_;
   auto keep = settings_.keep_loads;
-  return unary(ctx, api_method::load_feed_now, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     persistence::new_feed_load n;
     n.seller_id = ref.seller_id();
@@ -489,7 +462,7 @@ grpc::ServerUnaryReactor* feed_service::ListLoads(grpc::CallbackServerContext* c
     problem = "limit must be 1.." + std::to_string(loads_max) + " (0: "
               + std::to_string(loads_default) + "); it is " + std::to_string(req->limit());
   auto* pool = &pool_;
-  return unary(ctx, api_method::list_feed_loads, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     auto loads =
       persistence::list_feed_loads(*pool, ref.seller_id(), ref.namespace_(), req->before_load_id(),
@@ -509,7 +482,7 @@ grpc::ServerUnaryReactor* feed_service::GetLoad(grpc::CallbackServerContext* ctx
   if (problem.empty() && req->load_id() <= 0)
     problem = "load_id must be positive (a load id ListLoads or Upload gave)";
   auto* pool = &pool_;
-  return unary(ctx, api_method::get_feed_load, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)
       return to_status(load.error());
@@ -536,7 +509,7 @@ grpc::ServerUnaryReactor* feed_service::ListErrors(grpc::CallbackServerContext* 
   if (problem.empty())
     problem = check_page_size("limit", req->limit(), limits_, limit);
   auto* pool = &pool_;
-  return unary(ctx, api_method::list_feed_errors, problem, [=]() -> grpc::Status {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)
       return to_status(load.error());

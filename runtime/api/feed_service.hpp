@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdint>
 
-#include "api/call_stats.hpp"
 #include "api/limits.hpp"
 #include "gost/v1/feed_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
@@ -54,8 +53,8 @@ public:
 
   /// `blobs`: the node's blob store (made before the gRPC API, stopped after it).
   feed_service(call_hub& hub, persistence::pg_pool& pool, const blob_store& blobs,
-               call_stats& calls, api_limits limits, settings s)
-    : hub_(hub), pool_(pool), blobs_(blobs), calls_(calls), limits_(limits), settings_(s) {
+               api_limits limits, settings s)
+    : hub_(hub), pool_(pool), blobs_(blobs), limits_(limits), settings_(s) {
     guard("CreateFeed", &feed_service::CreateFeed);
     guard("UpdateFeed", &feed_service::UpdateFeed);
     guard("DeleteFeed", &feed_service::DeleteFeed);
@@ -99,21 +98,12 @@ public:
 private:
   class upload;
 
-  /// One unary call: refused with INVALID_ARGUMENT naming the field when `problem` (the input
-  /// checks' verdict) is not empty; else `work` runs on the call hub's blocking workers and the
-  /// status it returns finishes the call (counted).
-  template <class Work>
-  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, api_method m,
-                                  const std::string& problem, Work work);
-  /// Finishes a unary call and counts it (gost_grpc_requests_total).
-  std::function<void(grpc::Status)> finisher(grpc::ServerUnaryReactor* reactor, api_method m);
   /// CreateFeed and UpdateFeed: the settings checked into a spec, or the problem.
   std::string check_settings(const v1::FeedSettings& s, const std::string& field) const;
 
   call_hub& hub_;
   persistence::pg_pool& pool_;
   const blob_store& blobs_;
-  call_stats& calls_;
   api_limits limits_;
   settings settings_;
 };

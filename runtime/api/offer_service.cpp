@@ -7,7 +7,7 @@
 
 #include <caf/event_based_actor.hpp>
 
-#include "api/status.hpp"
+#include "api/call.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
@@ -66,72 +66,50 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
 
 } // namespace
 
-std::function<void(grpc::Status)> offer_service::finisher(grpc::ServerUnaryReactor* reactor,
-                                                          api_method m) {
-  auto* counters = &metrics_;
-  return [reactor, counters, m](grpc::Status s) {
-    counters->count(m, s.error_code());
-    reactor->Finish(std::move(s));
-  };
-}
-
 grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext* ctx,
                                                      const v1::CreateOfferRequest* req,
                                                      v1::CreateOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::create_offer);
+  unary_call call{ctx, timeout_};
   auto& o = req->offer();
-  if (!o.id().empty()) {
-    done(invalid("offer.id must be empty on create: gost assigns ids"));
-    return reactor;
-  }
-  if (o.version() != 0) {
-    done(invalid("offer.version must be 0 on create: gost assigns versions"));
-    return reactor;
-  }
-  if (auto problem = check_content(o, limits_.offer); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  if (!o.id().empty())
+    return call.fail(invalid("offer.id must be empty on create: gost assigns ids"));
+  if (o.version() != 0)
+    return call.fail(invalid("offer.version must be 0 on create: gost assigns versions"));
+  if (auto problem = check_content(o, limits_.offer); !problem.empty())
+    return call.fail(invalid(problem));
   offer_msg msg{o};
-  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  if (auto problem = check_request_id(req->request_id()); !problem.empty())
+    return call.fail(invalid(problem));
   // A create with a request id makes the same offer id on every retry: the retry reaches the
   // same actor, which answers it with the first answer.
   auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
   auto id = rid.empty() ? make_offer_id() : offer_id_for_request(o.seller_id(), rid.value);
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto deadline = call.deadline();
   auto& r = router_;
   hub_.run([=, &r](caf::event_based_actor* self) {
     ask_owner(
       self, r, deadline,
       [=](offer_msg& stored) {
         *resp->mutable_offer() = std::move(stored.value);
-        done(grpc::Status::OK);
+        call.ok();
       },
-      [=](const caf::error& err) { done(to_status(err)); }, create_atom_v, id, msg, rid);
+      call.on_error(), create_atom_v, id, msg, rid);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* ctx,
                                                   const v1::GetOfferRequest* req,
                                                   v1::GetOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::get_offer);
-  if (auto problem = check_ref(req->ref()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
-  auto budget = call_budget(ctx->deadline(), timeout_);
-  caf::timespan timeout{budget};
-  auto deadline = clock_type::now() + budget;
+  unary_call call{ctx, timeout_};
+  if (auto problem = check_ref(req->ref()); !problem.empty())
+    return call.fail(invalid(problem));
+  caf::timespan timeout{call.budget()};
+  auto deadline = call.deadline();
   auto& r = router_;
   auto ref = req->ref();
   hub_.run([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    fail_fn fail = call.on_error();
     resolve(
       self, r, timeout, ref,
       [=, &r](const std::string& id) {
@@ -139,97 +117,79 @@ grpc::ServerUnaryReactor* offer_service::GetOffer(grpc::CallbackServerContext* c
           self, r, deadline,
           [=](offer_msg& m) {
             *resp->mutable_offer() = std::move(m.value);
-            done(grpc::Status::OK);
+            call.ok();
           },
           fail, get_atom_v, id);
       },
       fail);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext* ctx,
                                                      const v1::UpdateOfferRequest* req,
                                                      v1::UpdateOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::update_offer);
+  unary_call call{ctx, timeout_};
   v1::OfferRef ref = req->ref();
   if (ref.ref_case() == v1::OfferRef::REF_NOT_SET && !req->offer().id().empty())
     ref.set_id(req->offer().id());
-  if (auto problem = check_ref(ref); !problem.empty()) {
-    done(invalid(problem + " (or offer.id)"));
-    return reactor;
-  }
+  if (auto problem = check_ref(ref); !problem.empty())
+    return call.fail(invalid(problem + " (or offer.id)"));
   std::string mask;
-  if (auto problem = check_mask(req->update_mask(), mask); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  if (auto problem = check_mask(req->update_mask(), mask); !problem.empty())
+    return call.fail(invalid(problem));
   // The content rules are the offer entity's: checked there on the offer as it will be stored
   // (a masked update merged with the stored fields), answered INVALID_ARGUMENT naming the field.
-  if (req->has_expected_version() && req->expected_version() < 1) {
-    done(invalid("expected_version must be at least 1 (versions start at 1)"));
-    return reactor;
-  }
+  if (req->has_expected_version() && req->expected_version() < 1)
+    return call.fail(invalid("expected_version must be at least 1 (versions start at 1)"));
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
-  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  if (auto problem = check_request_id(req->request_id()); !problem.empty())
+    return call.fail(invalid(problem));
   auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
   offer_msg msg{req->offer()};
-  auto budget = call_budget(ctx->deadline(), timeout_);
-  caf::timespan timeout{budget};
-  auto deadline = clock_type::now() + budget;
+  caf::timespan timeout{call.budget()};
+  auto deadline = call.deadline();
   auto& r = router_;
   hub_.run([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    fail_fn fail = call.on_error();
     resolve(
       self, r, timeout, ref,
       [=, &r](const std::string& id) {
         if (!msg.value.id().empty() && msg.value.id() != id) {
-          done(invalid("offer.id and ref name different offers"));
+          call.finish(invalid("offer.id and ref name different offers"));
           return;
         }
         ask_owner(
           self, r, deadline,
           [=](offer_msg& stored) {
             *resp->mutable_offer() = std::move(stored.value);
-            done(grpc::Status::OK);
+            call.ok();
           },
           fail, update_atom_v, id, msg, expected, mask, rid);
       },
       fail);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext* ctx,
                                                      const v1::DeleteOfferRequest* req,
                                                      v1::DeleteOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::delete_offer);
-  if (auto problem = check_ref(req->ref()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
-  if (req->has_expected_version() && req->expected_version() < 1) {
-    done(invalid("expected_version must be at least 1 (versions start at 1)"));
-    return reactor;
-  }
+  unary_call call{ctx, timeout_};
+  if (auto problem = check_ref(req->ref()); !problem.empty())
+    return call.fail(invalid(problem));
+  if (req->has_expected_version() && req->expected_version() < 1)
+    return call.fail(invalid("expected_version must be at least 1 (versions start at 1)"));
   int64_t expected = req->has_expected_version() ? req->expected_version() : any_version;
-  if (auto problem = check_request_id(req->request_id()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+  if (auto problem = check_request_id(req->request_id()); !problem.empty())
+    return call.fail(invalid(problem));
   auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
-  auto budget = call_budget(ctx->deadline(), timeout_);
-  caf::timespan timeout{budget};
-  auto deadline = clock_type::now() + budget;
+  caf::timespan timeout{call.budget()};
+  auto deadline = call.deadline();
   auto& r = router_;
   auto ref = req->ref();
   hub_.run([=, &r](caf::event_based_actor* self) {
-    fail_fn fail = [done](const caf::error& err) { done(to_status(err)); };
+    fail_fn fail = call.on_error();
     resolve(
       self, r, timeout, ref,
       [=, &r](const std::string& id) {
@@ -237,32 +197,27 @@ grpc::ServerUnaryReactor* offer_service::DeleteOffer(grpc::CallbackServerContext
           self, r, deadline,
           [=](int64_t& version) {
             resp->set_version(version);
-            done(grpc::Status::OK);
+            call.ok();
           },
           fail, delete_atom_v, id, expected, rid);
       },
       fail);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext* ctx,
                                                     const v1::ListOffersRequest* req,
                                                     v1::ListOffersResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto done = finisher(reactor, api_method::list_offers);
-  if (req->seller_id().empty() || req->seller_id().size() > max_id_len) {
-    done(invalid("seller_id is required (1..256 bytes)"));
-    return reactor;
-  }
+  unary_call call{ctx, timeout_};
+  if (req->seller_id().empty() || req->seller_id().size() > max_id_len)
+    return call.fail(invalid("seller_id is required (1..256 bytes)"));
   uint32_t limit = 0;
   if (auto problem = check_page_size("page_size", req->page_size(), limits_, limit);
-      !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
+      !problem.empty())
+    return call.fail(invalid(problem));
   auto limits = limits_;
-  caf::timespan timeout{call_budget(ctx->deadline(), timeout_)};
+  caf::timespan timeout{call.budget()};
   auto store = any_offer_store(router_);
   auto seller = req->seller_id();
   auto has_ns = req->has_namespace_();
@@ -280,11 +235,11 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
             *resp->add_offers() = std::move(page[i]);
           if (fit < page.size() || resp->offers_size() == static_cast<int>(limit))
             resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
-          done(grpc::Status::OK);
+          call.ok();
         },
-        [=](caf::error& err) { done(to_status(err)); });
+        call.on_error());
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

@@ -1,9 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 
-#include "api/call_stats.hpp"
 #include "api/limits.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
@@ -21,9 +19,8 @@ class router;
 /// answer (or an error, or the deadline) arrives. No gRPC thread ever waits on an actor.
 class offer_service final : public rpc::guarded<v1::OfferService> {
 public:
-  offer_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout,
-                api_limits limits)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout), limits_(limits) {
+  offer_service(call_hub& hub, router& r, std::chrono::milliseconds timeout, api_limits limits)
+    : hub_(hub), router_(r), timeout_(timeout), limits_(limits) {
     guard("CreateOffer", &offer_service::CreateOffer);
     guard("GetOffer", &offer_service::GetOffer);
     guard("UpdateOffer", &offer_service::UpdateOffer);
@@ -49,12 +46,8 @@ public:
                                        v1::ListOffersResponse* resp) override;
 
 private:
-  /// Finishes a call and counts it.
-  std::function<void(grpc::Status)> finisher(grpc::ServerUnaryReactor* reactor, api_method m);
-
   call_hub& hub_;
   router& router_;
-  call_stats& metrics_;
   std::chrono::milliseconds timeout_;
   api_limits limits_;
 };

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "api/status.hpp"
+#include "api/call.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
@@ -37,83 +37,60 @@ int64_t now_ms() {
 grpc::ServerUnaryReactor* scheduled_service::Create(grpc::CallbackServerContext* ctx,
                                                     const v1::CreateScheduledActionRequest* req,
                                                     v1::CreateScheduledActionResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
   auto* api = &api_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto a = api->create(req->id(), req->spec());
-    if (!a) {
-      reactor->Finish(to_status(a.error()));
-      return;
-    }
+    if (!a)
+      return to_status(a.error());
     *resp->mutable_action() = std::move(*a);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* scheduled_service::Update(grpc::CallbackServerContext* ctx,
                                                     const v1::UpdateScheduledActionRequest* req,
                                                     v1::UpdateScheduledActionResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
   auto* api = &api_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto a = api->update(req->id(), req->spec());
-    if (!a) {
-      reactor->Finish(to_status(a.error()));
-      return;
-    }
+    if (!a)
+      return to_status(a.error());
     *resp->mutable_action() = std::move(*a);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* scheduled_service::Delete(grpc::CallbackServerContext* ctx,
                                                     const v1::DeleteScheduledActionRequest* req,
                                                     v1::DeleteScheduledActionResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
   auto* api = &api_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, {}, [=]() -> grpc::Status {
     auto deleted = api->remove(req->id());
-    if (!deleted) {
-      reactor->Finish(to_status(deleted.error()));
-      return;
-    }
+    if (!deleted)
+      return to_status(deleted.error());
     resp->set_deleted(*deleted);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* scheduled_service::Get(grpc::CallbackServerContext* ctx,
                                                  const v1::GetScheduledActionRequest* req,
                                                  v1::GetScheduledActionResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (req->id().empty()) {
-    reactor->Finish(invalid("id: is empty"));
-    return reactor;
-  }
+  auto problem = req->id().empty() ? "id: is empty" : std::string{};
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto a = persistence::get_scheduled_action(*pool, req->id());
-    if (!a) {
-      reactor->Finish(to_status(a.error()));
-      return;
-    }
+    if (!a)
+      return to_status(a.error());
     if (!*a) {
-      reactor->Finish({grpc::StatusCode::NOT_FOUND, "id: no scheduled action '" + req->id() + "'"});
-      return;
+      return {grpc::StatusCode::NOT_FOUND, "id: no scheduled action '" + req->id() + "'"};
     }
     auto rows = persistence::queue_rows_of(*pool, req->id(), (*a)->meta().guid());
-    if (!rows) {
-      reactor->Finish(to_status(rows.error()));
-      return;
-    }
+    if (!rows)
+      return to_status(rows.error());
     auto attempts = persistence::attempts_of(*pool, req->id(), persistence::attempts_kept);
-    if (!attempts) {
-      reactor->Finish(to_status(attempts.error()));
-      return;
-    }
+    if (!attempts)
+      return to_status(attempts.error());
     for (auto& r : *attempts) {
       auto* o = resp->add_attempts();
       o->set_at_ms(r.at_ms);
@@ -134,41 +111,32 @@ grpc::ServerUnaryReactor* scheduled_service::Get(grpc::CallbackServerContext* ct
       resp->set_queue_due_at_ms(r.scheduled_at_ms.value_or(0));
     }
     *resp->mutable_action() = std::move(**a);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* scheduled_service::List(grpc::CallbackServerContext* ctx,
                                                   const v1::ListScheduledActionsRequest* req,
                                                   v1::ListScheduledActionsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
   uint32_t asked = 0;
-  if (auto problem = check_page_size(
-        "limit", static_cast<int32_t>(std::min<uint32_t>(req->limit(), 1u << 30)), limits_, asked);
-      !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
-  }
+  auto problem = check_page_size(
+    "limit", static_cast<int32_t>(std::min<uint32_t>(req->limit(), 1u << 30)), limits_, asked);
   auto* pool = &pool_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     persistence::scheduled_filter f;
     f.due = req->due();
     f.failing = req->failing();
     f.paused = req->paused();
     f.now_ms = now_ms();
     auto page = persistence::list_scheduled_actions(*pool, req->after_id(), asked, f);
-    if (!page) {
-      reactor->Finish(to_status(page.error()));
-      return;
-    }
+    if (!page)
+      return to_status(page.error());
     if (page->size() == asked && !page->empty())
       resp->set_next_after_id(page->back().meta().id());
     for (auto& a : *page)
       *resp->add_actions() = std::move(a);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* scheduled_service::Pause(grpc::CallbackServerContext* ctx,
@@ -193,32 +161,26 @@ grpc::ServerUnaryReactor* scheduled_service::verb(grpc::CallbackServerContext* c
                                                   const v1::ScheduledActionVerbRequest* req,
                                                   v1::ScheduledActionVerbResponse* resp,
                                                   int which) {
-  auto* reactor = ctx->DefaultReactor();
-  if (req->id().empty()) {
-    reactor->Finish(invalid("id: is empty"));
-    return reactor;
-  }
+  auto problem = req->id().empty() ? "id: is empty" : std::string{};
   auto v = static_cast<scheduled::scheduler::verb>(which);
   const char* name = v == scheduled::scheduler::verb::pause    ? "paused"
                      : v == scheduled::scheduler::verb::resume ? "resumed"
                                                                : "run now";
   auto who = who_asked(ctx, req->who());
   auto* api = &api_;
-  hub_.run_blocking([=] {
+  return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto r = api->apply(v, req->id(), who);
     if (!r) {
       lg->info("scheduled action {} refused id={} by={} error={}", name, req->id(), who,
                persistence::error_message(r.error()));
-      reactor->Finish(to_status(r.error()));
-      return;
+      return to_status(r.error());
     }
     lg->info("scheduled action {} id={} changed={} guid={} by={}", name, req->id(), r->changed,
              r->action.meta().guid(), who);
     resp->set_changed(r->changed);
     *resp->mutable_action() = std::move(r->action);
-    reactor->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return reactor;
 }
 
 } // namespace gost::runtime

@@ -2,7 +2,7 @@
 
 #include <caf/event_based_actor.hpp>
 
-#include "api/status.hpp"
+#include "api/call.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
@@ -26,17 +26,10 @@ std::string check_ids(const std::string& offer_id, const std::string& stage_id) 
 grpc::ServerUnaryReactor* state_service::Read(grpc::CallbackServerContext* ctx,
                                               const v1::ReadStateRequest* req,
                                               v1::ReadStateResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto* counters = &metrics_;
-  auto done = [reactor, counters](grpc::Status s) {
-    counters->count(api_method::read_state, s.error_code());
-    reactor->Finish(std::move(s));
-  };
-  if (auto problem = check_ids(req->offer_id(), req->stage_id()); !problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  unary_call call{ctx, timeout_};
+  if (auto problem = check_ids(req->offer_id(), req->stage_id()); !problem.empty())
+    return call.fail(invalid(problem));
+  auto deadline = call.deadline();
   auto& r = router_;
   auto id = req->offer_id();
   auto stage = req->stage_id();
@@ -45,22 +38,17 @@ grpc::ServerUnaryReactor* state_service::Read(grpc::CallbackServerContext* ctx,
       self, r, deadline,
       [=](state_read_msg& m) {
         *resp = std::move(m.value);
-        done(grpc::Status::OK);
+        call.ok();
       },
-      [=](const caf::error& err) { done(to_status(err)); }, get_atom_v, state_atom_v, id, stage);
+      call.on_error(), get_atom_v, state_atom_v, id, stage);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx,
                                                 const v1::UpdateStateRequest* req,
                                                 v1::UpdateStateResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto* counters = &metrics_;
-  auto done = [reactor, counters](grpc::Status s) {
-    counters->count(api_method::update_state, s.error_code());
-    reactor->Finish(std::move(s));
-  };
+  unary_call call{ctx, timeout_};
   std::string problem = check_ids(req->offer_id(), req->stage_id());
   if (problem.empty() && (!req->has_state() || req->state().type_url().empty()))
     problem = "state is required: a google.protobuf.Any with type_url set (a packed message)";
@@ -71,11 +59,9 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
   if (problem.empty() && req->expected_version() < 0)
     problem = "expected_version must be >= 0 (0: the stage has no state yet; Read gives the "
               "current version)";
-  if (!problem.empty()) {
-    done(invalid(problem));
-    return reactor;
-  }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  if (!problem.empty())
+    return call.fail(invalid(problem));
+  auto deadline = call.deadline();
   auto& r = router_;
   auto id = req->offer_id();
   auto stage = req->stage_id();
@@ -87,12 +73,11 @@ grpc::ServerUnaryReactor* state_service::Update(grpc::CallbackServerContext* ctx
       self, r, deadline,
       [=](state_update_msg& m) {
         *resp = std::move(m.value);
-        done(grpc::Status::OK);
+        call.ok();
       },
-      [=](const caf::error& err) { done(to_status(err)); }, update_atom_v, state_atom_v, id, stage,
-      bytes, expected, rid);
+      call.on_error(), update_atom_v, state_atom_v, id, stage, bytes, expected, rid);
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

@@ -1,9 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 
-#include "api/call_stats.hpp"
 #include "api/limits.hpp"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "rpc/parse_guard.hpp"
@@ -20,9 +18,8 @@ class router;
 /// offer's actor (on whichever node owns its shard), like offer_service's calls.
 class state_service final : public rpc::guarded<v1::StateService> {
 public:
-  state_service(call_hub& hub, router& r, call_stats& m, std::chrono::milliseconds timeout,
-                api_limits limits)
-    : hub_(hub), router_(r), metrics_(m), timeout_(timeout), limits_(limits) {
+  state_service(call_hub& hub, router& r, std::chrono::milliseconds timeout, api_limits limits)
+    : hub_(hub), router_(r), timeout_(timeout), limits_(limits) {
     guard("Read", &state_service::Read);
     guard("Update", &state_service::Update);
     require_all_guarded();
@@ -37,7 +34,6 @@ public:
 private:
   call_hub& hub_;
   router& router_;
-  call_stats& metrics_;
   std::chrono::milliseconds timeout_;
   api_limits limits_;
 };

@@ -7,19 +7,6 @@
 
 namespace gost::runtime {
 
-namespace {
-
-const char* code_name(size_t c) {
-  static const char* names[] = {
-    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-    "DATA_LOSS", "UNAUTHENTICATED"};
-  return names[c];
-}
-
-} // namespace
-
 metrics::metrics(std::shared_ptr<stats_registry> registry, build_info build)
   : registry_(std::move(registry)) {
   if (!build.app.empty())
@@ -31,16 +18,7 @@ metrics::metrics(std::shared_ptr<stats_registry> registry, build_info build)
               1);
     });
   registry_->add([calls = calls_](metric_families& out) {
-    const char* name = "gost_grpc_requests_total";
-    const char* help = "gRPC requests answered, by method and status code.";
-    for (size_t m = 0; m < call_stats::methods; ++m)
-      for (size_t c = 0; c < call_stats::codes; ++c) {
-        auto v = calls->get(m, c);
-        if (v != 0 || c == 0)
-          out.add(name, stat_kind::counter, help,
-                  {{"method", to_string(static_cast<api_method>(m))}, {"code", code_name(c)}},
-                  static_cast<int64_t>(v));
-      }
+    calls->collect(out);
     out.add("gost_grpc_undecodable_requests_total", stat_kind::counter,
             "Requests whose bytes were not their method's message (answered INVALID_ARGUMENT).", {},
             static_cast<int64_t>(rpc::undecodable_requests()));

@@ -1,14 +1,14 @@
 #pragma once
 // The node's /metrics: the Prometheus text of its stats registry (gost/core/stats_registry.hpp),
 // into which every part registers what it counts as it starts (node/start_*.cpp). This folder
-// adds the node's own figures: gRPC calls (call_stats, counted on the request path) and health
-// (readiness, dependencies, live traces).
+// adds the node's own figures: gRPC calls (grpc_stats, counted at the request edge, api/call.hpp)
+// and health (readiness, dependencies, live traces).
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "api/call_stats.hpp"
+#include "api/call.hpp"
 #include "gost/core/kit/trail.hpp"
 #include "gost/core/stats_registry.hpp"
 
@@ -45,14 +45,14 @@ public:
   /// into `registry`.
   explicit metrics(std::shared_ptr<stats_registry> registry, build_info build = {});
 
-  /// Counted by the gRPC services.
-  call_stats& calls() noexcept { return *calls_; }
+  /// Counted by the gRPC server's interceptors (count_calls, node/start_grpc.cpp).
+  const std::shared_ptr<grpc_stats>& calls() const noexcept { return calls_; }
   stats_registry& registry() noexcept { return *registry_; }
 
   std::string prometheus_text() const { return registry_->prometheus_text(); }
 
 private:
-  std::shared_ptr<call_stats> calls_ = std::make_shared<call_stats>();
+  std::shared_ptr<grpc_stats> calls_ = std::make_shared<grpc_stats>();
   std::shared_ptr<stats_registry> registry_;
 };
 

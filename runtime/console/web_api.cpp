@@ -9,6 +9,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "api/admin_service.hpp"
+#include "console/series.hpp"
 #include "console/web_assets.hpp"
 #include "rpc/proto_types.hpp"
 
@@ -151,7 +152,18 @@ std::string offer_json(const v1::InspectOfferResponse& resp) {
   return out + (out.size() > 1 ? "," : "") + "\"states\":" + states + "}";
 }
 
-void add_web_console(admin_http& http, admin_service& admin, trace_hook trace) {
+std::string entity_json(const v1::InspectEntityResponse& resp) {
+  v1::InspectEntityResponse rest = resp;
+  rest.clear_state();
+  auto out = to_json(rest);
+  if (!resp.has_state())
+    return out;
+  out.pop_back(); // the closing brace
+  return out + ",\"state\":" + state_json(resp.state()) + "}";
+}
+
+void add_web_console(admin_http& http, admin_service& admin, trace_hook trace,
+                     std::shared_ptr<const series_ring> series) {
   for (size_t i = 0; i < web::asset_count; ++i) {
     auto& a = web::assets[i];
     http_response page{200, std::string{a.type}, std::string{a.body}};
@@ -208,6 +220,40 @@ void add_web_console(admin_http& http, admin_service& admin, trace_hook trace) {
           return json_error(404, "NOT_FOUND", "offer " + id->second + " does not exist");
         return http_response::json(200, offer_json(r) + "\n");
       });
+  });
+  http.route("/api/entity", [svc](const http_request& req) {
+    http_response bad;
+    if (unknown_params(req, {"kind", "id"}, bad))
+      return bad;
+    auto kind = req.query.find("kind");
+    auto id = req.query.find("id");
+    if (kind == req.query.end() || kind->second.empty() || id == req.query.end()
+        || id->second.empty())
+      return json_error(400, "INVALID_ARGUMENT",
+                        "kind and id are required: /api/entity?kind=KIND&id=ID");
+    v1::InspectEntityRequest in;
+    in.set_kind(kind->second);
+    in.set_id(id->second);
+    return answer<v1::InspectEntityResponse>(
+      *svc,
+      [svc, in](auto* resp, auto done) {
+        svc->inspect_entity(in, resp, std::move(done), svc->timeout());
+      },
+      [&](const v1::InspectEntityResponse& r) {
+        if (!r.exists())
+          return json_error(404, "NOT_FOUND",
+                            "entity " + kind->second + "/" + id->second
+                              + " does not exist (nothing was ever sent to it)");
+        return http_response::json(200, entity_json(r) + "\n");
+      });
+  });
+  http.route("/api/series", [series](const http_request& req) {
+    http_response bad;
+    if (unknown_params(req, {}, bad))
+      return bad;
+    if (!series)
+      return json_error(501, "UNIMPLEMENTED", "no samples kept on this node");
+    return http_response::json(200, series->json() + "\n");
   });
   http.route("/api/deadletters", [svc](const http_request& req) {
     http_response bad;

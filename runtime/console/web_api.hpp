@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "console/admin_http.hpp"
@@ -21,11 +22,13 @@ class Message;
 
 namespace gost::v1 {
 class InspectOfferResponse;
-}
+class InspectEntityResponse;
+} // namespace gost::v1
 
 namespace gost::runtime {
 
 class admin_service;
+class series_ring;
 
 /// What /api/trace?offer=ID&for=S&max=N asks for, checked before the hook sees it.
 struct trace_query {
@@ -49,6 +52,10 @@ using trace_hook = std::function<http_response(const trace_query&, http_stream& 
 /// (`"decoded": false`) without hiding the others.
 std::string offer_json(const v1::InspectOfferResponse& resp);
 
+/// /api/entity's answer: the entity describe view as JSON, its state decoded as /api/offer's
+/// stage states are (or shown by type URL and size).
+std::string entity_json(const v1::InspectEntityResponse& resp);
+
 /// A message as the console's JSON: the .proto's field names, zeros shown.
 std::string to_json(const google::protobuf::Message& m);
 
@@ -56,8 +63,10 @@ std::string to_json(const google::protobuf::Message& m);
 /// status of the gRPC code.
 http_response http_error_of(const grpc::Status& st);
 
-/// Adds to `http` (before it starts): the page at / and /console with its script and style,
-/// and /api/{top,stages,nodes,shards,offer,deadletters,trace}.
-void add_web_console(admin_http& http, admin_service& admin, trace_hook trace);
+/// Adds to `http` (before it starts): the page at / and /console with its scripts and style,
+/// and /api/{top,stages,nodes,shards,offer,entity,deadletters,trace,series}; /api/series
+/// renders `series` (null: answered 501, as /api/trace without its hook).
+void add_web_console(admin_http& http, admin_service& admin, trace_hook trace,
+                     std::shared_ptr<const series_ring> series = nullptr);
 
 } // namespace gost::runtime

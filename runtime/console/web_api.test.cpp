@@ -37,3 +37,27 @@ TEST_CASE("offer_json decodes linked state types and names the others by type UR
                   "\"bytes\":5,\"decoded\":false}}}")
         != std::string::npos);
 }
+
+TEST_CASE("entity_json decodes the entity's state and shows one without state as it is") {
+  v1::InspectEntityResponse resp;
+  resp.set_entity_key("bank.account/a1");
+  resp.set_exists(true);
+  resp.set_version(3);
+  v1::AuditTrail trail;
+  trail.set_runs(5);
+  resp.mutable_state()->PackFrom(trail);
+  auto json = runtime::entity_json(resp);
+  INFO(json);
+  CHECK(json.rfind("{\"entity_key\":\"bank.account/a1\",\"exists\":true,\"version\":\"3\",", 0)
+        == 0);
+  CHECK(json.find("\"state\":{\"@type\":\"type.googleapis.com/gost.v1.AuditTrail\",")
+        != std::string::npos);
+  CHECK(json.find("\"runs\":\"5\"") != std::string::npos);
+  CHECK(json.back() == '}');
+
+  v1::InspectEntityResponse bare;
+  bare.set_entity_key("bank.account/none");
+  auto none = runtime::entity_json(bare);
+  CHECK(none.find("\"state\"") == std::string::npos);
+  CHECK(none.find("\"exists\":false") != std::string::npos);
+}

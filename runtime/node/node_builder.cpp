@@ -1,8 +1,10 @@
 #include "gost/runtime/node_builder.hpp"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "gost/config/node_config.hpp"
+#include "node/logging.hpp"
 
 extern char** environ;
 
@@ -55,6 +57,32 @@ int node_builder::run(int argc, char** argv) {
     return 2;
   }
   return runtime::run_node(std::move(*r.config), std::move(ext_));
+}
+
+std::unique_ptr<runtime::node> node_builder::start(const std::vector<std::string>& args) const {
+  auto& name = app_.name;
+  if (!error_.empty())
+    throw std::runtime_error(name + ": " + error_);
+  std::vector<std::string> line{name};
+  line.insert(line.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : line)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  char* no_env[] = {nullptr};
+  auto r = config::load_node_config(static_cast<int>(line.size()), argv.data(), no_env, app_);
+  if (!r.config)
+    throw std::runtime_error(
+      name + ": "
+      + (r.error.empty() ? "the arguments ask for output, not a node: " + r.output.substr(0, 80)
+                         : r.error));
+  runtime::setup_logging(r.config->node.id, r.config->log);
+  auto n = std::make_unique<runtime::node>(std::move(*r.config), ext_);
+  if (auto err = n->start(); !err.empty()) {
+    n->stop();
+    throw std::runtime_error(name + " cannot start: " + err);
+  }
+  return n;
 }
 
 } // namespace gost

@@ -31,6 +31,7 @@
 #include "cluster/trace_stream.hpp"
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
+#include "console/series.hpp"
 #include "gost/config/node_config.hpp"
 #include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
@@ -133,6 +134,10 @@ struct node_context {
   // admin HTTP (start_http)
   std::unique_ptr<admin_http> http;
   uint16_t http_port = 0;
+  /// The web page's plots (/api/series): samples of `registry`, taken by `sampler` every
+  /// console.sample_interval.
+  std::shared_ptr<series_ring> series;
+  caf::actor sampler;
   // Kafka (start_outbox_relay, start_after_save, start_feed_exchange)
   caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks

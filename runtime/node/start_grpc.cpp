@@ -15,10 +15,8 @@ caf::error start_grpc(node_context& n) {
   auto& cfg = n.cfg;
   auto timeout = cfg.api.request_timeout;
   auto limits = api_limits_of(cfg.limits);
-  n.offers =
-    std::make_unique<offer_service>(*n.hub, *n.routes, n.counters->calls(), timeout, limits);
-  n.states =
-    std::make_unique<state_service>(*n.hub, *n.routes, n.counters->calls(), timeout, limits);
+  n.offers = std::make_unique<offer_service>(*n.hub, *n.routes, timeout, limits);
+  n.states = std::make_unique<state_service>(*n.hub, *n.routes, timeout, limits);
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout,
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager},
@@ -35,6 +33,11 @@ caf::error start_grpc(node_context& n) {
   // A larger request is answered RESOURCE_EXHAUSTED by gRPC itself, before any service sees it
   // ("Received message larger than max (N vs. M)"; docs/api.md, "Limits").
   b.SetMaxReceiveMessageSize(cfg.limits.request_max_bytes);
+  // Every call of every service below (reflection and health included) counted by its full
+  // method name and status (gost_grpc_requests_total, gost_grpc_request_seconds; api/call.hpp).
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;
+  edge.push_back(count_calls(n.counters->calls()));
+  b.experimental().SetInterceptorCreators(std::move(edge));
   b.RegisterService(n.offers.get());
   if (n.hosts_entities()) {
     n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
@@ -70,8 +73,7 @@ caf::error start_grpc(node_context& n) {
     fs.max_file_bytes = cfg.feeds.max_file_bytes;
     fs.keep_loads = cfg.feeds.keep_loads;
     // The blob store (start_blob_store) is stopped after this step's stop.
-    n.feed_api =
-      std::make_unique<feed_service>(*n.hub, *n.pool, *n.blobs, n.counters->calls(), limits, fs);
+    n.feed_api = std::make_unique<feed_service>(*n.hub, *n.pool, *n.blobs, limits, fs);
     b.RegisterService(n.feed_api.get());
   }
   b.RegisterService(n.admin.get());

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include <caf/event_based_actor.hpp>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <iterator>
@@ -14,11 +15,36 @@
 #include "console/feed_export.hpp"
 #include "console/web_api.hpp"
 #include "gost/core/errc.hpp"
+#include "gost/core/kit/writer.hpp"
+#include "gost/core/protocol.hpp"
 #include "gost/images/worker.hpp"
 #include "gost/v1/admin.grpc.pb.h"
 #include "node/start.hpp"
 
 namespace gost::runtime {
+
+namespace {
+
+/// The sampler of the web page's plots: one sample of `registry` into `ring` now and then every
+/// `every` (console/series.hpp). Reading the registry takes its collectors' short locks only.
+caf::actor spawn_sampler(caf::actor_system& sys, std::shared_ptr<const stats_registry> registry,
+                         std::shared_ptr<series_ring> ring, std::chrono::milliseconds every) {
+  return sys.spawn(
+    [](caf::event_based_actor* self, std::shared_ptr<const stats_registry> reg,
+       std::shared_ptr<series_ring> r, std::chrono::milliseconds interval) -> caf::behavior {
+      r->sample(*reg, kit::now_us());
+      self->delayed_send(self, interval, sweep_atom_v);
+      return {
+        [=](sweep_atom) {
+          r->sample(*reg, kit::now_us());
+          self->delayed_send(self, interval, sweep_atom_v);
+        },
+      };
+    },
+    std::move(registry), std::move(ring), every);
+}
+
+} // namespace
 
 caf::error start_http(node_context& n) {
   auto& cfg = n.cfg;
@@ -112,7 +138,9 @@ caf::error start_http(node_context& n) {
     out.begin("application/x-ndjson; charset=utf-8");
     return {};
   };
-  add_web_console(*n.http, *n.admin, std::move(trace));
+  n.series = std::make_shared<series_ring>(
+    cfg.console.sample_count, cfg.console.sample_interval.count(), console_series_rules());
+  add_web_console(*n.http, *n.admin, std::move(trace), n.series);
   if (cfg.feeds.enabled) // /feeds/errors.csv (console/feed_export.hpp)
     add_feed_export(*n.http, *n.pool);
   std::string error;
@@ -122,6 +150,8 @@ caf::error start_http(node_context& n) {
     return make_error(errc::invalid_argument, error);
   }
   n.stops.push("admin HTTP", [&n] { n.http.reset(); });
+  n.sampler = spawn_sampler(*n.sys, n.registry, n.series, cfg.console.sample_interval);
+  n.stops.push("console sampler", [&n] { n.stop_actor(n.sampler); });
   return {};
 }
 

@@ -23,6 +23,7 @@
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/task_service.grpc.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
@@ -1121,6 +1122,70 @@ static double sample(const std::string& text, const std::string& series) {
   if (at == std::string::npos)
     return -1;
   return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_CASE("console: every gRPC method is counted at the request edge by its full name and status "
+          "code, and entity asks by outcome") {
+  example_node n;
+  auto ask = [&](const std::string& json) {
+    return gostctl(n.addr, {"ask", "watchlist", "erin", "--json", json});
+  };
+  auto [rc, out] = ask(R"({"add":{"offer_id":"o-1"}})");
+  REQUIRE_MESSAGE(rc == 0, out);
+  auto [brc, bad] = ask(R"({"add":{}})"); // refused: INVALID_ARGUMENT
+  REQUIRE_MESSAGE(brc == 1, bad);
+  // A sent event the handler refuses when it runs.
+  auto [src, sent] = gostctl(n.addr, {"send", "watchlist", "fred", "--json", R"({"add":{}})"});
+  REQUIRE_MESSAGE(src == 0, sent);
+  auto channel = grpc::CreateChannel(n.addr, grpc::InsecureChannelCredentials());
+  {
+    auto tasks = v1::TaskService::NewStub(channel);
+    v1::GetTaskRequest req;
+    req.set_task_id("not-a-task-id");
+    v1::GetTaskResponse resp;
+    grpc::ClientContext ctx;
+    CHECK(tasks->GetTask(&ctx, req, &resp).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    auto admin = v1::AdminService::NewStub(channel);
+    v1::TopResponse resp;
+    grpc::ClientContext ctx;
+    CHECK(admin->Top(&ctx, v1::TopRequest{}, &resp).ok());
+  }
+  testing::health_status(channel); // grpc.health.v1.Health, gRPC's own service
+
+  // The refused send is counted once its run committed.
+  REQUIRE(eventually(10s, [&] {
+    return sample(n.metrics(), R"(gost_entity_sends_refused_total{kind="watchlist"})") == 1;
+  }));
+  // A status is counted before it leaves the node: what the client saw is in /metrics.
+  auto body = n.metrics();
+  INFO(body);
+  auto calls = [&](const std::string& method, const std::string& code) {
+    return sample(body,
+                  "gost_grpc_requests_total{method=\"" + method + "\",code=\"" + code + "\"}");
+  };
+  CHECK(calls("/gost.v1.EntityService/Ask", "OK") == 1);
+  CHECK(calls("/gost.v1.EntityService/Ask", "INVALID_ARGUMENT") == 1);
+  CHECK(calls("/gost.v1.EntityService/Send", "OK") == 1);
+  CHECK(calls("/gost.v1.TaskService/GetTask", "INVALID_ARGUMENT") == 1);
+  CHECK(calls("/gost.v1.TaskService/GetTask", "OK") == 0); // present: OK is always shown
+  CHECK(calls("/gost.v1.AdminService/Top", "OK") == 1);
+  CHECK(calls("/grpc.health.v1.Health/Check", "OK") >= 1);
+  CHECK(sample(body, R"(gost_grpc_request_seconds_count{method="/gost.v1.EntityService/Ask"})")
+        == 2);
+  CHECK(body.find("# TYPE gost_grpc_request_seconds histogram") != std::string::npos);
+  // The asks as the entities answered them.
+  CHECK(sample(body, R"(gost_entity_asks_total{kind="watchlist",outcome="reply"})") == 1);
+  CHECK(sample(body, R"(gost_entity_asks_total{kind="watchlist",outcome="refused"})") == 1);
+  CHECK(sample(body, R"(gost_entity_asks_total{kind="watchlist",outcome="error"})") == 0);
+  CHECK(sample(body, R"(gost_entity_asks_total{kind="bank.account",outcome="reply"})") == 0);
+
+  auto file = temp_path("gost-edge-metrics");
+  std::ofstream(file) << body;
+  auto [prc, pout] = shell("promtool check metrics < " + file);
+  CHECK_MESSAGE(prc == 0, "promtool check metrics failed: " << pout);
+  std::remove(file.c_str());
 }
 
 TEST_CASE("console: /metrics of the example app has its entity kinds, lanes and writers, and "

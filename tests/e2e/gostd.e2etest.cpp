@@ -276,8 +276,9 @@ TEST_CASE("gostd serves OfferService over gRPC and stops cleanly on SIGTERM") {
              != std::string::npos;
     }));
     auto m = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
-    CHECK(m.find("gost_grpc_requests_total{method=\"CreateOffer\",code=\"OK\"} 1")
-          != std::string::npos);
+    CHECK(
+      m.find("gost_grpc_requests_total{method=\"/gost.v1.OfferService/CreateOffer\",code=\"OK\"} 1")
+      != std::string::npos);
     CHECK(m.find("gost_offer_actors_resident 1") != std::string::npos);
     CHECK(m.find("gost_stage_runs_total{stage=\"expire\"} 0") != std::string::npos);
     CHECK(m.find("gost_stage_run_seconds_count{stage=\"expire\"} 0") != std::string::npos);

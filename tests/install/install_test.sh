@@ -62,14 +62,15 @@ grep -q "^gost_example 1.0.0 (gost " "$work/help.log" && grep -q "^Usage: gost_e
 }
 
 # The acceptance case of docs/adding-an-actor-type.md: an actor type in a folder of its own,
-# outside gost's tree, with its ten-line CMakeLists and its unit test on gost's test kit.
+# outside gost's tree, with its short CMakeLists, its unit test and its PostgreSQL-tier test (a
+# node in the test's process: gost/testing/app_node.hpp) on gost's test kit.
 cp -r "$src/examples/watchlist" "$work/watchlist"
 run "$work/watchlist-configure.log" cmake -S "$work/watchlist" -B "$work/watchlist-build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$work/prefix" "${launcher[@]}"
 run "$work/watchlist-build.log" cmake --build "$work/watchlist-build" -j 2
 run "$work/watchlist-test.log" ctest --test-dir "$work/watchlist-build" --output-on-failure
-grep -q "100% tests passed, 0 tests failed out of 1" "$work/watchlist-test.log" || {
+grep -q "100% tests passed, 0 tests failed out of 2" "$work/watchlist-test.log" || {
   cat "$work/watchlist-test.log" >&2
-  echo "install_test: the watchlist's unit test did not run" >&2
+  echo "install_test: the watchlist's unit and PostgreSQL-tier tests did not both run" >&2
   exit 1
 }

@@ -73,6 +73,22 @@ std::vector<std::pair<std::string, int64_t>> shard_stats::residents() const {
   return out;
 }
 
+kind_call_stats& shard_stats::calls_of(const std::string& kind) {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  auto& slot = kind_calls_[kind];
+  if (!slot)
+    slot = std::make_unique<kind_call_stats>();
+  return *slot;
+}
+
+std::vector<std::pair<std::string, const kind_call_stats*>> shard_stats::kind_calls() const {
+  std::lock_guard<std::mutex> guard{named_mtx_};
+  std::vector<std::pair<std::string, const kind_call_stats*>> out;
+  for (auto& [kind, c] : kind_calls_)
+    out.emplace_back(kind, c.get());
+  return out;
+}
+
 std::shared_ptr<shard_stats> shard_registry::open(uint32_t shard) {
   auto out = std::make_shared<shard_stats>();
   std::lock_guard<std::mutex> guard{mtx_};

@@ -92,6 +92,10 @@ void metric_families::add(std::string_view name, metric_type type, std::string_v
   auto* f = of(name, type, help);
   if (f == nullptr)
     return;
+  if (sink_) {
+    sink_(f->name, labels, value);
+    return;
+  }
   f->samples += f->name;
   if (!labels.empty())
     f->samples += "{" + label_text(labels) + "}";
@@ -103,6 +107,10 @@ void metric_families::add(std::string_view name, stat_kind kind, std::string_vie
   auto* f = of(name, type_of(kind), help);
   if (f == nullptr)
     return;
+  if (sink_) {
+    sink_(f->name, labels, static_cast<double>(value));
+    return;
+  }
   f->samples += f->name;
   if (!labels.empty())
     f->samples += "{" + label_text(labels) + "}";
@@ -112,7 +120,7 @@ void metric_families::add(std::string_view name, stat_kind kind, std::string_vie
 void metric_families::add(std::string_view name, std::string_view help, const metric_labels& labels,
                           const latency_histogram& h) {
   auto* f = of(name, metric_type::histogram, help);
-  if (f == nullptr)
+  if (f == nullptr || sink_)
     return;
   auto l = label_text(labels);
   auto with_le = l.empty() ? std::string{} : l + ",";
@@ -233,10 +241,26 @@ void add_entity_kind_metrics(stats_registry& reg, std::string prefix,
       by_kind[k];
       resident[k];
     }
+    struct calls {
+      int64_t replied = 0, refused = 0, failed = 0, sends_refused = 0;
+    };
+    std::map<std::string, calls> by_kind_calls;
+    for (auto& k : kinds)
+      by_kind_calls[k];
     std::map<std::pair<std::string, std::string>, sums> by_lane;
     for (auto& [shard, f] : shards->live()) {
       for (auto& [kind, n] : f->residents())
         resident[kind] += n;
+      for (auto& [kind, c] : f->kind_calls()) {
+        auto& to = by_kind_calls[kind];
+        auto get = [](const std::atomic<uint64_t>& v) {
+          return static_cast<int64_t>(v.load(std::memory_order_relaxed));
+        };
+        to.replied += get(c->asks_replied);
+        to.refused += get(c->asks_refused);
+        to.failed += get(c->asks_failed);
+        to.sends_refused += get(c->sends_refused);
+      }
       for (auto& [id, l] : f->lanes()) {
         auto slash = id.find('/');
         auto kind = id.substr(0, slash);
@@ -263,6 +287,23 @@ void add_entity_kind_metrics(stats_registry& reg, std::string prefix,
     out.declare(res, metric_type::gauge, res_help);
     for (auto& [kind, n] : resident)
       out.add(res, stat_kind::gauge, res_help, {{"kind", kind}}, n);
+    auto asks = prefix + "asks_total";
+    const char* asks_help = "Asks the kind's entities answered on this node, by outcome: reply "
+                            "(committed), refused (the handler said no), error.";
+    auto refused = prefix + "sends_refused_total";
+    const char* refused_help = "Stored events of the kind (sent, or a timer's) whose handler "
+                               "refused them when they ran (consumed, nothing kept).";
+    out.declare(asks, metric_type::counter, asks_help);
+    out.declare(refused, metric_type::counter, refused_help);
+    for (auto& [kind, c] : by_kind_calls) {
+      out.add(asks, stat_kind::counter, asks_help, {{"kind", kind}, {"outcome", "reply"}},
+              c.replied);
+      out.add(asks, stat_kind::counter, asks_help, {{"kind", kind}, {"outcome", "refused"}},
+              c.refused);
+      out.add(asks, stat_kind::counter, asks_help, {{"kind", kind}, {"outcome", "error"}},
+              c.failed);
+      out.add(refused, stat_kind::counter, refused_help, {{"kind", kind}}, c.sends_refused);
+    }
     lane_stats{}.visit([&](stat_kind k, const char* name, const char* help, int64_t) {
       out.declare(prefix + "lane_" + name, type_of(k), help);
     });

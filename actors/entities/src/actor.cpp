@@ -40,6 +40,8 @@ struct entity_state {
   /// Its kind's resident actors in the shard's figures (kit::shard_stats::resident_of): one
   /// more while this actor lives.
   std::atomic<int64_t>* kind_resident = nullptr;
+  /// Its kind's asks and refused events in the shard's figures (kit::shard_stats::calls_of).
+  kit::kind_call_stats* kind_calls = nullptr;
   /// The kit lane of the last run and its interned name (entity_env::intern_lane).
   std::string run_lane;
   const std::string* run_lane_name = nullptr;
@@ -316,6 +318,8 @@ void run_event(entity_ptr self, run_promise rp, std::string lane, int attempt) {
           // A business "no" to a sent event: consumed, nothing else kept, not retried.
           lg->info("entity event refused kind={} id={} seq={} code={} reason={}", kind, id, ev.seq,
                    to_string(e.code()), e.what());
+          if (s.kind_calls != nullptr)
+            s.kind_calls->sends_refused.fetch_add(1, std::memory_order_relaxed);
           ws.consumed_seq = ev.seq;
           rp.outcome = kit::event_result::refused;
           write_run(self, rp, lane, attempt, std::move(ws), std::nullopt, next_after(1));
@@ -386,7 +390,20 @@ caf::expected<const entity_type_base*> type_for(const entity_env& env, const std
   return type;
 }
 
-using ask_promise = promise<entity_reply>;
+/// An ask's promise: counts how the ask ended into its kind's figures (a reply, the handler's
+/// refusal, or an error) as it delivers.
+struct ask_promise : promise<entity_reply> {
+  template <class T>
+  void deliver(T&& x) {
+    if (auto* c = self->state.kind_calls) {
+      auto& n = !std::is_same<std::decay_t<T>, caf::error>::value ? c->asks_replied
+                : outcome == kit::event_result::refused           ? c->asks_refused
+                                                                  : c->asks_failed;
+      n.fetch_add(1, std::memory_order_relaxed);
+    }
+    promise<entity_reply>::deliver(std::forward<T>(x));
+  }
+};
 
 /// Delivers an answer kept for an ask's request id (a retry of an answered ask).
 void deliver_kept(ask_promise rp, const persistence::entity_answer& a) {
@@ -568,10 +585,13 @@ durable_actor::behavior_type entity_behavior(entity_ptr self) {
     },
     [=](ask_atom, const std::string& key, any_msg& event, ask_id& id) -> caf::result<entity_reply> {
       auto type = type_for(*self->state.env, key, event.value);
-      if (!type)
+      if (!type) {
+        if (auto* c = self->state.kind_calls)
+          c->asks_failed.fetch_add(1, std::memory_order_relaxed);
         return std::move(type.error());
+      }
       started(self, kit::event_kind::ask, kit::event_source::api);
-      auto rp = promise_of<entity_reply>(self);
+      ask_promise rp{promise_of<entity_reply>(self)};
       if (id.empty()) {
         handle_ask(self, rp, *type, std::move(event.value), std::move(id), 0);
         return rp.rp;
@@ -636,6 +656,7 @@ public:
     if (state.env->figures) {
       state.kind_resident = &state.env->figures->resident_of(kind_of(state.key));
       state.kind_resident->fetch_add(1, std::memory_order_relaxed);
+      state.kind_calls = &state.env->figures->calls_of(kind_of(state.key));
     }
   }
 

@@ -110,23 +110,29 @@ grpc::ServerUnaryReactor* admin_service::InspectEntity(grpc::CallbackServerConte
                                                        const v1::InspectEntityRequest* req,
                                                        v1::InspectEntityResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  inspect_entity(*req, resp, admin::finish(reactor), call_budget(ctx->deadline(), timeout_));
+  return reactor;
+}
+
+void admin_service::inspect_entity(const v1::InspectEntityRequest& req,
+                                   v1::InspectEntityResponse* resp, done_fn done,
+                                   std::chrono::milliseconds budget) {
   if (!entities_ || entities_->empty()) {
-    reactor->Finish({grpc::StatusCode::NOT_FOUND,
-                     "kind: this node hosts no actor types (InspectOffer inspects offers)"});
-    return reactor;
+    done({grpc::StatusCode::NOT_FOUND,
+          "kind: this node hosts no actor types (InspectOffer inspects offers)"});
+    return;
   }
   std::string key;
   grpc::StatusCode code;
-  if (auto problem = check_entity(*entities_, req->kind(), req->id(), key, code);
-      !problem.empty()) {
-    reactor->Finish({code, problem});
-    return reactor;
+  if (auto problem = check_entity(*entities_, req.kind(), req.id(), key, code); !problem.empty()) {
+    done({code, problem});
+    return;
   }
   auto shard = router_.shard_of(key);
   resp->set_entity_key(key);
   resp->set_shard(shard);
   resp->set_mailbox(-1);
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto deadline = clock_type::now() + budget;
   caf::timespan timeout{timeout_};
   auto node_id = cluster_.node_id;
   auto& r = router_;
@@ -137,9 +143,9 @@ grpc::ServerUnaryReactor* admin_service::InspectEntity(grpc::CallbackServerConte
         self, r, deadline,
         [=](entity_view& v) {
           put_view(v, *resp);
-          reactor->Finish(grpc::Status::OK);
+          done(grpc::Status::OK);
         },
-        [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);
+        [=](const caf::error& err) { done(to_status(err)); }, view_atom_v, key);
     };
     // Residency first: the view activates the entity on its owner.
     auto owner = r.route(kinds::entities, key);
@@ -155,7 +161,6 @@ grpc::ServerUnaryReactor* admin_service::InspectEntity(grpc::CallbackServerConte
         },
         [=](caf::error&) { view(); }); // not fatal: the stored part stands
   });
-  return reactor;
 }
 
 } // namespace gost::runtime

@@ -73,17 +73,23 @@ function stateCell(paused) {
 }
 
 // Rates from two samples of the counters Top returns, as gostctl top computes them.
+const RATED = ['shards', 'stages', 'kinds', 'lanes', 'images'];
 let previous = null;
-let rates = { shards: new Map(), stages: new Map() };
+let rates = Object.fromEntries(RATED.map((k) => [k, new Map()]));
 
 function takeRates(top) {
-  const now = { at: num(top.at_us), shards: new Map(), stages: new Map() };
+  const now = { at: num(top.at_us) };
+  for (const kind of RATED) now[kind] = new Map();
   for (const s of top.shards) now.shards.set(s.shard, [num(s.runs), num(s.failures)]);
   for (const s of top.stages) now.stages.set(s.stage_id, [num(s.runs), num(s.failures)]);
-  const out = { shards: new Map(), stages: new Map() };
+  for (const k of top.kinds || []) now.kinds.set(k.kind, [num(k.runs), num(k.failures)]);
+  for (const l of top.lanes || [])
+    now.lanes.set(l.kind + '/' + l.lane, [num(l.runs), num(l.failures)]);
+  for (const i of top.images || []) now.images.set(i.function, [num(i.computed), num(i.failed)]);
+  const out = Object.fromEntries(RATED.map((k) => [k, new Map()]));
   if (previous && now.at > previous.at) {
     const dt = (now.at - previous.at) / 1e6;
-    for (const kind of ['shards', 'stages'])
+    for (const kind of RATED)
       for (const [k, [runs, fails]] of now[kind]) {
         const p = previous[kind].get(k);
         if (p) out[kind].set(k, [(runs - p[0]) / dt, (fails - p[1]) / dt]);
@@ -103,6 +109,8 @@ async function refreshTop() {
   $('node-id').textContent = top.node_id;
   document.title = 'gost ' + top.node_id;
   takeRates(top);
+  lastTop = top;
+  showKinds(top);
   table($('top-shards'), [
     ['shard', (s) => s.shard],
     ['epoch', (s) => s.epoch],
@@ -154,6 +162,8 @@ async function refreshOverview() {
     ['here', (s) => (s.registered ? 'yes' : 'no')],
     ['paused by', (s) => (s.paused ? s.paused_by + ' ' + (s.paused_at || '') : ''), 'text'],
   ], stages.stages, 'no stages');
+  lastShards = shards.shards;
+  shardGrid(shards.shards, lastTop);
   table($('shards'), [
     ['shard', (s) => s.shard],
     ['owner', (s) => s.owner || '(none)', 'text'],
@@ -168,6 +178,8 @@ async function refresh() {
   try {
     await refreshTop();
     await refreshOverview();
+    await refreshSeries();
+    showRatesOfSeries();
     $('status').textContent = 'updated ' + new Date().toLocaleTimeString();
     $('status').className = 'muted';
   } catch (e) {
@@ -254,6 +266,114 @@ async function showOffer(id) {
   table($('offer-timers'), qcols, queue.filter((q) => q.timer), 'no timers');
   $('offer-json').textContent = JSON.stringify(o, null, 2);
   $('offer').hidden = false;
+}
+
+// Every kind of work the node runs: entity types and tasks (Top's kinds, task.* being tasks),
+// their lanes, the image pools (Top's images); scheduled actions and feed loads from the newest
+// samples of /api/series (Top does not count them).
+function kindLink(kind) {
+  const a = el('a', kind);
+  a.href = '#entity-section';
+  a.addEventListener('click', () => { $('entity-kind').value = kind; $('entity-id').focus(); });
+  return a;
+}
+
+function showKinds(top) {
+  const kinds = top.kinds || [];
+  const kindColumns = [
+    ['kind', (k) => kindLink(k.kind), 'text'],
+    ['resident', (k) => k.resident],
+    ['runs/s', (k) => rateOf('kinds', k.kind, 0)],
+    ['fail/s', (k) => rateOf('kinds', k.kind, 1)],
+    ['running', (k) => k.running],
+    ['backlog', (k) => k.backlog],
+    ['dead letters', (k) => k.dead_letters],
+    ['runs', (k) => k.runs],
+  ];
+  table($('kinds'), kindColumns, kinds.filter((k) => !k.kind.startsWith('task.')),
+    'no entity types on this node');
+  table($('tasks'), kindColumns, kinds.filter((k) => k.kind.startsWith('task.')),
+    'no task types on this node');
+  table($('lanes'), [
+    ['kind', (l) => l.kind, 'text'],
+    ['lane', (l) => l.lane || '(default)', 'text'],
+    ['runs/s', (l) => rateOf('lanes', l.kind + '/' + l.lane, 0)],
+    ['fail/s', (l) => rateOf('lanes', l.kind + '/' + l.lane, 1)],
+    ['running', (l) => l.running],
+    ['backlog', (l) => l.backlog],
+    ['dead letters', (l) => l.dead_letters],
+  ], top.lanes || [], 'no lane has run yet');
+  const list = $('entity-kinds');
+  list.replaceChildren();
+  for (const k of kinds) list.appendChild(el('option', null)).value = k.kind;
+  table($('images'), [
+    ['function', (i) => i.function, 'text'],
+    ['workers', (i) => i.workers],
+    ['in flight', (i) => i.in_flight],
+    ['waiting', (i) => i.waiting],
+    ['queued', (i) => (num(i.queued) < 0 ? '-' : i.queued)],
+    ['computed/s', (i) => rateOf('images', i.function, 0)],
+    ['fail/s', (i) => rateOf('images', i.function, 1)],
+    ['cache hits', (i) => i.cache_hits],
+    ['misses', (i) => i.cache_misses],
+  ], top.images || [], 'no image pools (images.enabled is off)');
+}
+
+function showRatesOfSeries() {
+  const rows = [['scheduled', 'actions', 'scheduled actions: attempts'], ['feed', 'loads', 'feed loads']];
+  const seen = rows.filter(([g, k]) => latest(g, k, 'runs_per_s') !== null
+    || (lastSeries && lastSeries.series.some((s) => s.group === g)));
+  table($('other-kinds'), [
+    ['what', (r) => r[2], 'text'],
+    ['done/s', (r) => rate(latest(r[0], r[1], 'runs_per_s'))],
+    ['fail/s', (r) => rate(latest(r[0], r[1], 'failures_per_s'))],
+  ], seen, 'no scheduled-action workers or feed pools on this node');
+}
+
+// One durable entity (/api/entity, AdminService.InspectEntity), as the offer's view.
+async function showEntity(kind, id) {
+  kind = kind.trim();
+  id = id.trim();
+  $('entity-kind').value = kind;
+  $('entity-id').value = id;
+  $('entity').hidden = true;
+  const status = $('entity-status');
+  status.className = 'muted';
+  status.textContent = 'loading ' + kind + '/' + id + '…';
+  let d;
+  try {
+    d = await getJSON('/api/entity?kind=' + encodeURIComponent(kind) + '&id='
+      + encodeURIComponent(id));
+  } catch (e) {
+    status.className = 'error';
+    status.textContent = (e.status === 404 ? 'no such entity: ' : 'cannot describe: ') + e.message;
+    return;
+  }
+  status.textContent = 'entity ' + d.entity_key;
+  const summary = [
+    ['entity', d.entity_key], ['version', d.version], ['lane', d.lane || '(default)'],
+    ['pending events', d.pending_events], ['next due', d.next_due || '-'], ['shard', d.shard],
+    ['owner', d.owner || '-'], ['epoch', d.epoch], ['resident', d.resident ? 'yes' : 'no'],
+    ['mailbox', num(d.mailbox) < 0 ? '-' : d.mailbox],
+    ['waiting', (d.waiting || 'nothing') + (num(d.waiting_ms) ? ' ' + age(d.waiting_ms) : '')],
+    ['write lag ms', d.write_lag_ms],
+  ];
+  table($('entity-summary'), [['', (r) => r[0], 'text'], ['', (r) => r[1], 'text']], summary);
+  $('entity-summary').querySelector('tr').remove();
+  $('entity-state').textContent = d.state ? JSON.stringify(d.state, null, 2) : '(no state yet)';
+  table($('entity-timers'), [
+    ['name', (t) => t.name, 'text'],
+    ['due', (t) => t.due || '', 'text'],
+  ], d.timers || [], 'no named timers');
+  table($('entity-recent'), [
+    ['at', (e) => e.at || '', 'text'],
+    ['kind', (e) => e.kind, 'text'],
+    ['source', (e) => e.source || '', 'text'],
+    ['stage', (e) => e.stage || '', 'text'],
+    ['result', (e) => e.result || '', 'text'],
+    ['version', (e) => e.version],
+  ], d.recent || [], 'no recent events kept');
+  $('entity').hidden = false;
 }
 
 // The live trace: newline-delimited JSON, read as it arrives. A node without the trace
@@ -398,6 +518,14 @@ document.addEventListener('DOMContentLoaded', () => {
   $('trace-form').addEventListener('submit', (ev) => { ev.preventDefault(); startTrace(); });
   $('trace-stop').addEventListener('click', () => { if (traceAbort) traceAbort.abort(); });
   $('auto').addEventListener('change', schedule);
+  $('entity-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if ($('entity-kind').value.trim() && $('entity-id').value.trim())
+      showEntity($('entity-kind').value, $('entity-id').value);
+  });
+  $('shards-as-table').addEventListener('change', () => {
+    $('shards').hidden = !$('shards-as-table').checked;
+  });
   const params = new URLSearchParams(window.location.search);
   const offer = params.get('offer');
   if (offer) {
@@ -408,6 +536,7 @@ document.addEventListener('DOMContentLoaded', () => {
     showOffer(offer);
     if (params.get('trace') === '1') startTrace(); // a link straight to the offer's trace
   }
+  if (params.get('kind') && params.get('id')) showEntity(params.get('kind'), params.get('id'));
   refresh();
   loadDeadLetters(false);
   schedule();

@@ -94,6 +94,8 @@ struct http_config {
 struct console_config {       // console.*
   std::string token;          ///< empty: the verbs only on loopback
   uint16_t recent_events = 0; ///< events each entity actor keeps for `gostctl offer ID`
+  std::chrono::milliseconds sample_interval{}; ///< the web page's plots: one sample this often
+  uint32_t sample_count = 0;                   ///< samples kept (the plots' span)
 };
 
 /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).

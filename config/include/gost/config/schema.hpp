@@ -59,8 +59,9 @@ public:
   static std::optional<value> parse(const key_spec& spec, const std::string& text,
                                     std::string source, std::string& error);
 
-  /// Markdown reference table (docs/config.md).
-  std::string reference_markdown() const;
+  /// Markdown reference table (docs/config.md), headed with the program's name (an
+  /// application's `--config-reference` is its own).
+  std::string reference_markdown(const std::string& program = "gostd") const;
   /// Plain-text help listing for `--help`.
   std::string help_text() const;
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gost/entities/entity_type.hpp"
 #include "gost/offers/stage.hpp"
@@ -67,6 +68,15 @@ public:
   /// it). The exit code for `main`: 0 after a clean stop, 1 when the node could not start, 2
   /// for a configuration or registration error (printed to stderr).
   int run(int argc, char** argv);
+
+  /// Starts a node in this process and returns it serving (its ports: `grpc_port()`,
+  /// `http_port()`): for an application's PostgreSQL-tier tests (gost/testing/app_node.hpp)
+  /// and for embedding. `args` is a command line as `run` reads it (`--pg.dsn=...`, ...): the
+  /// defaults and a `--config` file apply, the process environment does not. Throws
+  /// std::runtime_error naming what to change when the registration, the configuration or the
+  /// start fails. Stop the node with `stop()`, or by destroying it. May be called again (a
+  /// restart); the types and stages registered are shared by every node it started.
+  std::unique_ptr<runtime::node> start(const std::vector<std::string>& args) const;
 
 private:
   runtime::extensions ext_;

@@ -2,6 +2,8 @@
 // Test support: a minimal blocking HTTP GET against 127.0.0.1.
 
 #include <arpa/inet.h>
+#include <cerrno>
+#include <cstdlib>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,14 +23,26 @@ inline std::string http_get(uint16_t port, const std::string& path) {
     ::close(fd);
     return {};
   }
-  auto req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  auto req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string resp;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
-    resp.append(buf, static_cast<size_t>(n));
+  for (;;) {
+    auto n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n > 0)
+      resp.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
   ::close(fd);
   return resp;
+}
+
+/// The status code of a response http_get returned ("HTTP/1.1 404 Not Found" -> 404); 0 when
+/// there was none. Check it with the response as the message, so a failure shows what came:
+/// `CHECK_MESSAGE(http_status(r) == 404, r)`.
+inline int http_status(const std::string& resp) {
+  return resp.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(resp.c_str() + 9) : 0;
 }
 
 } // namespace gost::testing

@@ -162,6 +162,18 @@ struct lane_stats {
   GOST_STATS_VISIT(GOST_LANE_STATS)
 };
 
+/// What one shard counts per durable entity kind of what its actors answered: asks by outcome
+/// and the stored events (sent by the API or another entity, or a timer's) their handler
+/// refused when they ran. Rendered as gost_entity_asks_total{kind,outcome} and
+/// gost_entity_sends_refused_total{kind} (add_entity_kind_metrics).
+struct kind_call_stats {
+  std::atomic<uint64_t> asks_replied{0}; ///< answered with the handler's reply (or none)
+  std::atomic<uint64_t> asks_refused{0}; ///< the handler refused (gost::refused)
+  /// Neither: the handler threw, the write failed, the event was not the kind's type.
+  std::atomic<uint64_t> asks_failed{0};
+  std::atomic<uint64_t> sends_refused{0};
+};
+
 /// What one shard supervisor of the entity kit keeps about itself, for the console (`gostctl
 /// top`) and Prometheus (label `shard`). Written by the shard and its entity actors with relaxed
 /// atomics; read by the console without asking the shard anything.
@@ -181,11 +193,16 @@ struct shard_stats {
   std::atomic<int64_t>& resident_of(const std::string& kind);
   /// Every kind counted so far, by name, with its resident actors.
   std::vector<std::pair<std::string, int64_t>> residents() const;
+  /// A kind's asks and refused events; made on first use, valid as `lane`'s.
+  kind_call_stats& calls_of(const std::string& kind);
+  /// Every kind whose calls were counted so far, by name.
+  std::vector<std::pair<std::string, const kind_call_stats*>> kind_calls() const;
 
 private:
   mutable std::mutex named_mtx_; ///< the shard adds, the console reads: rarely contended
   std::map<std::string, std::unique_ptr<lane_stats>> lanes_;
   std::map<std::string, std::unique_ptr<std::atomic<int64_t>>> residents_;
+  std::map<std::string, std::unique_ptr<kind_call_stats>> kind_calls_;
 };
 
 /// The shard stats of a node's shards of one kind, by shard. A shard's stats live as long as

@@ -34,6 +34,15 @@ enum class metric_type : uint8_t { counter, gauge, histogram };
 /// Prometheus exposition format with each family's HELP and TYPE once.
 class metric_families {
 public:
+  /// Where samples go instead of the text: a reader of the values themselves (the web
+  /// console's sample ring, runtime/console/series.hpp). Counters and gauges only: histograms
+  /// are not passed on.
+  using sample_sink =
+    std::function<void(std::string_view name, const metric_labels& labels, double value)>;
+
+  metric_families() = default;
+  explicit metric_families(sample_sink sink) : sink_(std::move(sink)) {}
+
   /// A family with no sample yet still gets its HELP and TYPE (a stage family on a node
   /// without stages).
   void declare(std::string_view name, metric_type type, std::string_view help);
@@ -61,6 +70,7 @@ private:
 
   std::vector<family> families_;
   std::map<std::string, size_t, std::less<>> index_;
+  sample_sink sink_;
 };
 
 class stats_registry {
@@ -118,8 +128,9 @@ void add_writer_metrics(stats_registry& reg, std::string prefix,
                         std::shared_ptr<const writer_stats> writes);
 
 /// The durable entity kinds' figures summed over the node's entity shards: per kind (label
-/// `kind`) `prefix` + "kind_" + the lane figures (GOST_LANE_STATS) and
-/// "kind_actors_resident"; per lane (labels `kind`, `lane`; "" is the default lane) `prefix` +
+/// `kind`) `prefix` + "kind_" + the lane figures (GOST_LANE_STATS) and "kind_actors_resident",
+/// `prefix` + "asks_total" (label `outcome`: reply, refused, error) and "sends_refused_total"
+/// (kind_call_stats); per lane (labels `kind`, `lane`; "" is the default lane) `prefix` +
 /// "lane_" + the lane figures. The kit names a durable entity's lane `kind/lane`. `kinds`
 /// lists the kinds to show even before a shard counted anything.
 void add_entity_kind_metrics(stats_registry& reg, std::string prefix,
