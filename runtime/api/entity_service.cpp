@@ -6,7 +6,7 @@
 
 #include "api/call.hpp"
 #include "api/entity_view.hpp"
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/entities/entity_type.hpp"

@@ -8,7 +8,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include "api/call.hpp"
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/protocol.hpp"
@@ -58,7 +58,9 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
     return;
   }
   auto& k = ref.key();
-  self->request(r.any_store(), timeout, find_atom_v, k.seller_id(), k.namespace_(), k.external_id())
+  self
+    ->request(any_offer_store(r), timeout, find_atom_v, k.seller_id(), k.namespace_(),
+              k.external_id())
     .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
 }
 
@@ -216,7 +218,7 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
     return call.fail(invalid(problem));
   auto limits = limits_;
   caf::timespan timeout{call.budget()};
-  auto store = router_.any_store();
+  auto store = any_offer_store(router_);
   auto seller = req->seller_id();
   auto has_ns = req->has_namespace_();
   auto ns = req->namespace_();

@@ -3,7 +3,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include "api/call.hpp"
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
 #include "gost/offers/protocol.hpp"

@@ -5,7 +5,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include "api/status.hpp"
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/entities/entity_type.hpp"

@@ -1,7 +1,9 @@
 #pragma once
-// Sending an offer operation to whoever owns the offer's shard, on this node or another, and
-// riding out a shard move. Runs inside a call-hub actor (gost/core/call_hub.hpp); the request
-// is typed against `offer_owner_ops`, so a wrong argument list does not compile.
+// Sending an operation of any kind (cluster/kinds.hpp) to whoever owns its entity's shard, on
+// this node or another, and riding out a shard move. Runs inside a call-hub actor
+// (gost/core/call_hub.hpp); the request is typed against the kind's interface, so a wrong
+// argument list does not compile. Names no kind: the built-in kinds' shorthands
+// (`ask_owner`, `ask_entity_owner`) are in cluster/builtin_kinds.hpp.
 
 #include <chrono>
 #include <functional>
@@ -14,7 +16,6 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/routing.hpp"
-#include "gost/offers/spawn.hpp"
 
 namespace gost::runtime {
 
@@ -32,18 +33,16 @@ constexpr auto remote_attempt = std::chrono::milliseconds{2000};
 /// the shard found no owner in time.
 namespace detail {
 
+/// A write forwarded to another node gets a request id (unless the client gave one): the
+/// owner applies it once, so sending it again after a timeout is answered, never redone. A
+/// kind's request id type has its `give_request_id(T&)` next to it, found by its namespace
+/// (cluster/builtin_kinds.hpp for offers' and entities'); other arguments get none.
 template <class T>
 void give_request_id(T&) {}
 
-/// A write forwarded to another node gets a request id (unless the client gave one): the
-/// owner applies it once, so sending it again after a timeout is answered, never redone.
-inline void give_request_id(request_id& rid) {
-  if (rid.empty())
-    rid.value = "fwd-" + make_offer_id();
-}
-inline void give_request_id(ask_id& id) {
-  if (id.empty())
-    id.value = "fwd-" + make_offer_id();
+template <class T>
+void give_request_id_to(T& x) {
+  give_request_id(x);
 }
 
 } // namespace detail
@@ -55,7 +54,7 @@ void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_poin
   bool remote = false;
   Ops target = route(id, &remote);
   if (remote)
-    (detail::give_request_id(xs), ...);
+    (detail::give_request_id_to(xs), ...);
   auto args = std::make_tuple(xs...);
   auto again = [=](caf::error why) {
     if (clock_type::now() + call_hub::pause >= deadline) {
@@ -67,6 +66,12 @@ void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_poin
                  args);
     });
   };
+  if (!target && remote) { // a kind the node link does not carry (cluster/kinds.hpp)
+    fail(make_error(errc::failed_precondition,
+                    "another node owns the shard of " + id
+                      + " and its kind is not forwarded between nodes; call that node"));
+    return;
+  }
   if (!target) {
     again(make_error(errc::moved, "no node owns the shard of " + id + " right now"));
     return;
@@ -86,22 +91,13 @@ void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_poin
     });
 }
 
-/// ask_routed for an offer operation: to the owner of the offer's shard.
-template <class Ok, class... Ts>
-void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline, Ok ok,
-               fail_fn fail, Ts... xs) {
-  ask_routed<offer_owner_ops>(
-    self, [&r](const std::string& id, bool* remote) { return r.route_for(id, remote); }, deadline,
+/// ask_routed for an operation of kind `k`: to the owner of its entity's shard.
+template <class Ops, class Local, class Ok, class... Ts>
+void ask_kind(caf::event_based_actor* self, router& r, kind_slot<Ops, Local> k,
+              clock_type::time_point deadline, Ok ok, fail_fn fail, Ts... xs) {
+  ask_routed<Ops>(
+    self, [&r, k](const std::string& id, bool* remote) { return r.route(k, id, remote); }, deadline,
     ok, fail, xs...);
-}
-
-/// ask_routed for a durable entity operation: to the owner of the entity's shard.
-template <class Ok, class... Ts>
-void ask_entity_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline,
-                      Ok ok, fail_fn fail, Ts... xs) {
-  ask_routed<entity_owner_ops>(
-    self, [&r](const std::string& key, bool* remote) { return r.route_entity(key, remote); },
-    deadline, ok, fail, xs...);
 }
 
 /// How long a call may take: the server's limit (`api.request_timeout`), or less when the

@@ -17,6 +17,15 @@
 #include "gost/offers/protocol.hpp"
 #include "rpc/trace_view.hpp"
 
+namespace gost::runtime {
+
+/// What a link to another node forwards: every operation of the kinds this table carries —
+/// offers (with inspection) and durable entities (node_link.hpp). A kind not in it is served
+/// only by the node owning its shard (cluster/kinds.hpp).
+using peer_link_ops = offer_owner_ops::extend_with<entity_ops>;
+
+} // namespace gost::runtime
+
 namespace gost::runtime::link_table {
 
 using internal::v1::ForwardRequest;

@@ -15,6 +15,7 @@
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/core/stats.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/cluster/pauses.hpp"
 
@@ -39,18 +40,28 @@ namespace {
 
 struct held_shard {
   int64_t epoch = 0;
-  local_shard handles; ///< the supervisors of the shard (offers, and entities when hosted)
+  local_shard handles; ///< the supervisors of the shard, one per kind hosted (cluster/kinds.hpp)
   bool draining = false;
 
-  /// Each supervisor of the shard, as an actor handle.
+  /// Each supervisor of the shard.
   std::vector<caf::actor> actors() const {
-    std::vector<caf::actor> out{caf::actor_cast<caf::actor>(handles.offers)};
-    if (handles.entities)
-      out.push_back(caf::actor_cast<caf::actor>(handles.entities));
+    std::vector<caf::actor> out;
+    for (auto& a : handles.by_kind)
+      if (a)
+        out.push_back(a);
     return out;
   }
   bool holds(const caf::actor_addr& a) const {
-    return handles.offers.address() == a || (handles.entities && handles.entities.address() == a);
+    return std::any_of(handles.by_kind.begin(), handles.by_kind.end(),
+                       [&](const caf::actor& h) { return h && h.address() == a; });
+  }
+  /// The supervisors that take the stages' pauses.
+  std::vector<caf::actor> pausable(const kind_table& kinds) const {
+    std::vector<caf::actor> out;
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (kinds[k].pausable && handles.get(k))
+        out.push_back(handles.get(k));
+    return out;
   }
 };
 
@@ -235,7 +246,7 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
       continue;
     }
     if (auto link = link_to(self, *n->second))
-      st.opts.routes->set_remote(l.shard, link);
+      st.opts.routes->set_remote(l.shard, caf::actor_cast<caf::actor>(link));
     else
       st.opts.routes->clear(l.shard);
   }
@@ -272,7 +283,8 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     if (!got->lease)
       break;
     auto [shard, epoch] = *got->lease;
-    auto handles = st.opts.spawn_shard(shard, epoch, st.paused);
+    auto handles = spawn_local_shard(st.opts.routes->kinds(),
+                                     shard_lease{&self->system(), shard, epoch, &st.paused});
     held_shard h{epoch, handles, false};
     for (auto& a : h.actors())
       self->monitor(a);
@@ -338,8 +350,9 @@ caf::error read_pauses(self_ptr self) {
     for (auto& m : st.opts.stats->stages)
       m.paused.store(st.paused.count(m.id) != 0, std::memory_order_relaxed);
   for (auto& [shard, h] : st.held)
-    self->request(h.handles.offers, caf::infinite, pause_atom_v, st.paused)
-      .then([](ok_atom) {}, [](caf::error&) {});
+    for (auto& a : h.pausable(st.opts.routes->kinds()))
+      self->request(a, caf::infinite, pause_atom_v, st.paused)
+        .then([](ok_atom) {}, [](caf::error&) {});
   return {};
 }
 
@@ -349,7 +362,11 @@ caf::error read_pauses(self_ptr self) {
 void confirm_pauses(self_ptr self, caf::typed_response_promise<ok_atom> rp,
                     std::chrono::milliseconds timeout) {
   auto& st = self->state;
-  if (st.held.empty()) {
+  std::vector<std::pair<uint32_t, caf::actor>> asked;
+  for (auto& [shard, h] : st.held)
+    for (auto& a : h.pausable(st.opts.routes->kinds()))
+      asked.emplace_back(shard, a);
+  if (asked.empty()) {
     rp.deliver(ok_atom_v);
     return;
   }
@@ -357,9 +374,9 @@ void confirm_pauses(self_ptr self, caf::typed_response_promise<ok_atom> rp,
     size_t left;
     bool failed = false;
   };
-  auto pending = std::make_shared<pending_t>(pending_t{st.held.size()});
-  for (auto& [shard, h] : st.held)
-    self->request(h.handles.offers, timeout, pause_atom_v, st.paused)
+  auto pending = std::make_shared<pending_t>(pending_t{asked.size()});
+  for (auto& [shard, a] : asked)
+    self->request(a, timeout, pause_atom_v, st.paused)
       .then(
         [=](ok_atom) mutable {
           if (--pending->left == 0 && !pending->failed)

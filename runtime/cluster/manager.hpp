@@ -53,6 +53,8 @@ struct cluster_options {
   /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
   /// empty: membership changes are noticed at the next heartbeat only.
   std::string dsn;
+  /// The table of owners it keeps current; a lease it takes starts one supervisor per kind
+  /// registered in `routes->kinds()` (cluster/kinds.hpp), each with the stages paused now.
   std::shared_ptr<router> routes;
   /// The node's PostgreSQL tracker: failures of an outage it reported are not logged again
   /// at every heartbeat. May be null.
@@ -61,9 +63,6 @@ struct cluster_options {
   link_security security;
   /// The largest message a link to another node receives (node/limits.hpp).
   int link_max_bytes = 8 << 20;
-  /// Starts the supervisors of a lease this node just took, with the stages paused now.
-  std::function<local_shard(uint32_t shard, int64_t epoch, const std::set<std::string>& paused)>
-    spawn_shard;
   /// Where the stages' `paused` figures are kept. May be null.
   std::shared_ptr<node_stats> stats;
   /// How long a pause waits for the runs of the stage in flight here.

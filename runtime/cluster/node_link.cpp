@@ -111,46 +111,44 @@ public:
   }
 
 private:
-  /// Asks the local supervisor of the operation's shard (offers or durable entities) and
+  /// Asks the local supervisor of the operation's shard, of the kind that takes the operation
+  /// and owns its entity (cluster/kinds.hpp; the kit's inspection is every kind's), and
   /// finishes the call with its answer or its error (a shard that is not here answers
   /// errc::moved: the sender routes again).
   template <class... Ts>
   void serve(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
              caf::timespan timeout, Ts... xs) {
-    constexpr bool for_offers = caf::response_type<offer_owner_ops::signatures, Ts...>::valid;
-    constexpr bool for_entities = caf::response_type<entity_owner_ops::signatures, Ts...>::valid;
     const auto& id = entity_id_of(xs...);
     auto shard = router_->shard_of(id);
-    auto not_here = [&] {
+    auto msg = caf::make_message(xs...);
+    auto& kinds = router_->kinds();
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      auto& kind = kinds[k];
+      if (!kind.forwarded || !kind.accepts(msg) || (kind.owns && !kind.owns(id)))
+        continue;
+      if (auto local = router_->local_actor(k, shard)) {
+        ask(reactor, resp, timeout, std::move(local), xs...);
+        return;
+      }
       put_error(make_error(errc::moved, "shard " + std::to_string(shard) + " is not on this node"),
                 *resp);
       reactor->Finish(grpc::Status::OK);
-    };
-    // Inspection is both kinds': entity keys hold a '/', offer ids never do.
-    bool entity = for_entities && (!for_offers || id.find('/') != std::string::npos);
-    if constexpr (for_entities) {
-      if (entity) {
-        auto local = router_->local_entities(shard);
-        if (!local)
-          return not_here();
-        ask(reactor, resp, timeout, *local, xs...);
-        return;
-      }
+      return;
     }
-    if constexpr (for_offers) {
-      auto local = router_->local(shard);
-      if (!local)
-        return not_here();
-      ask(reactor, resp, timeout, *local, xs...);
-    }
+    put_error(make_error(errc::not_found, "no kind on this node takes the forwarded call for " + id
+                                            + "; register the same kinds on every node"),
+              *resp);
+    reactor->Finish(grpc::Status::OK);
   }
 
-  template <class Target, class... Ts>
+  /// `target` is untyped (the kind was found at run time); the reply is typed by the link's
+  /// interface, which carries the operation.
+  template <class... Ts>
   void ask(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
-           caf::timespan timeout, Target target, Ts... xs) {
+           caf::timespan timeout, caf::actor target, Ts... xs) {
     hub_.run([=](caf::event_based_actor* self) {
       self->request(target, timeout, xs...)
-        .then(on_reply<Target, Ts...>([=](auto&... ys) {
+        .then(on_reply<peer_link_ops, Ts...>([=](auto&... ys) {
                 link_table::encode_reply(*resp, ys...);
                 if (resp->has_residency())
                   resp->mutable_residency()->set_node(traces_->node_id);

@@ -12,6 +12,7 @@
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
+#include "cluster/link_table.hpp"
 #include "cluster/router.hpp"
 #include "gost/config/node_config.hpp"
 

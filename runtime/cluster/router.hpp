@@ -1,10 +1,12 @@
 #pragma once
-// Where requests go: offer id -> shard -> its owner, which is a local shard actor or another
-// node's peer link (a local actor forwarding over gRPC, node_link.hpp). Both are held as the
-// same typed interface (`offer_owner_ops`), so a request that compiles against it works
-// against either. The cluster manager keeps the table current; gRPC threads and the call hub
-// read it. A shard with no known owner (moving, or its owner died and the lease has not
-// expired yet) has no route: callers pause and ask again.
+// Where requests go: entity id -> shard -> its owner, which is this node (one supervisor per
+// kind, cluster/kinds.hpp) or another node's peer link (a local actor forwarding over gRPC,
+// node_link.hpp). A kind's slot types the route: callers get the kind's interface whether the
+// owner is here or there, so a request that compiles against it works against either. The
+// cluster manager keeps the table current; gRPC threads and the call hub read it. A shard with
+// no known owner (moving, or its owner died and the lease has not expired yet) has no route:
+// callers pause and ask again. The router names no kind: the node registers them in
+// `kinds()` before the cluster manager starts.
 
 #include <algorithm>
 #include <atomic>
@@ -14,70 +16,65 @@
 #include <optional>
 #include <vector>
 
+#include <caf/actor_cast.hpp>
+
+#include "cluster/kinds.hpp"
 #include "gost/core/shard_hash.hpp"
-#include "gost/entities/protocol.hpp"
-#include "gost/offers/protocol.hpp"
 
 namespace gost::runtime {
 
-/// What a link to another node forwards: every offer operation (with inspection) and every
-/// durable entity operation (node_link.hpp; mapped to protobuf in link_table.hpp).
-using peer_link_ops = offer_owner_ops::extend_with<entity_ops>;
-
-/// The supervisors this node runs for one shard it owns.
-struct local_shard {
-  shard_actor offers;
-  entity_shard_actor entities; ///< invalid when the node hosts no entity types
-};
-
 class router {
 public:
-  router(uint32_t shard_count, std::vector<store_actor> stores)
+  /// `stores`: actors for lookups not tied to one entity (any_store), of whatever interface
+  /// their user casts them to.
+  router(uint32_t shard_count, std::vector<caf::actor> stores)
     : routes_(shard_count), stores_(std::move(stores)) {}
 
   uint32_t shard_count() const noexcept { return static_cast<uint32_t>(routes_.size()); }
 
   uint32_t shard_of(const std::string& id) const { return gost::shard_of(id, shard_count()); }
 
-  /// The owner of the offer's shard as known now (local shard or another node's link); an
-  /// invalid handle when no owner is known. `remote`, when given, says whether the owner is
-  /// another node.
-  offer_owner_ops route_for(const std::string& offer_id, bool* remote = nullptr) const {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto& r = routes_[shard_of(offer_id)];
-    if (remote != nullptr)
-      *remote = static_cast<bool>(r.link);
-    return r.target;
-  }
+  /// The kinds hosted on shards; registered before the cluster manager starts, read-only
+  /// after.
+  kind_table& kinds() noexcept { return kinds_; }
+  const kind_table& kinds() const noexcept { return kinds_; }
 
-  /// The owner of entity `key`'s shard (kind/id): the local entity shard or another node's
-  /// link; an invalid handle when no owner is known (or the local node hosts no entity types).
-  entity_owner_ops route_entity(const std::string& key, bool* remote = nullptr) const {
+  /// The owner of the shard of `id` for kind `k` as known now: its local supervisor, or
+  /// another node's link when the kind is forwarded; an invalid handle when no owner is known
+  /// (or the node hosts none of the kind, or another node owns the shard of a kind that is not
+  /// forwarded). `remote`, when given, says whether the owner is another node.
+  template <class Ops, class Local>
+  Ops route(kind_slot<Ops, Local> k, const std::string& id, bool* remote = nullptr) const {
     std::lock_guard<std::mutex> guard{mtx_};
-    auto& r = routes_[shard_of(key)];
+    auto& r = routes_[shard_of(id)];
     if (remote != nullptr)
       *remote = static_cast<bool>(r.link);
     if (r.link)
-      return caf::actor_cast<entity_owner_ops>(r.link);
-    return r.local.entities;
+      return k.forwarded ? caf::actor_cast<Ops>(r.link) : Ops{};
+    return caf::actor_cast<Ops>(r.local.get(k.index));
   }
 
-  /// The local offer shard actor of `shard`, when this node owns it.
-  std::optional<shard_actor> local(uint32_t shard) const {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto& r = routes_[shard];
-    if (!r.local.offers)
+  /// The local supervisor of kind `k` of `shard`, when this node owns the shard and hosts
+  /// the kind.
+  template <class Ops, class Local>
+  std::optional<Local> local(kind_slot<Ops, Local> k, uint32_t shard) const {
+    auto a = local_actor(k.index, shard);
+    if (!a)
       return std::nullopt;
-    return r.local.offers;
+    return caf::actor_cast<Local>(a);
   }
 
-  /// The local entity shard actor of `shard`, when this node owns it and hosts entity types.
-  std::optional<entity_shard_actor> local_entities(uint32_t shard) const {
+  /// The same by the kind's index, untyped (the node link serves whatever kind owns a
+  /// forwarded request).
+  caf::actor local_actor(size_t kind, uint32_t shard) const {
     std::lock_guard<std::mutex> guard{mtx_};
-    auto& r = routes_[shard];
-    if (!r.local.entities)
-      return std::nullopt;
-    return r.local.entities;
+    return routes_[shard].local.get(kind);
+  }
+
+  /// Whether this node owns `shard` now.
+  bool here(uint32_t shard) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return routes_[shard].here;
   }
 
   /// The shards this node owns now.
@@ -85,7 +82,7 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     std::vector<uint32_t> out;
     for (uint32_t s = 0; s < routes_.size(); ++s)
-      if (routes_[s].local.offers)
+      if (routes_[s].here)
         out.push_back(s);
     return out;
   }
@@ -94,8 +91,8 @@ public:
   /// readiness waits for none at the start (api/readiness.hpp).
   uint32_t unrouted() const {
     std::lock_guard<std::mutex> guard{mtx_};
-    return static_cast<uint32_t>(
-      std::count_if(routes_.begin(), routes_.end(), [](const route& r) { return !r.target; }));
+    return static_cast<uint32_t>(std::count_if(routes_.begin(), routes_.end(),
+                                               [](const owner& r) { return !r.here && !r.link; }));
   }
 
   /// Waits until each of `shards` is owned by another node as this table knows it, or until
@@ -106,21 +103,22 @@ public:
     std::unique_lock<std::mutex> lock{mtx_};
     return changed_.wait_until(lock, deadline, [&] {
       return std::all_of(shards.begin(), shards.end(),
-                         [&](uint32_t s) { return routes_[s].target && !routes_[s].local.offers; });
+                         [&](uint32_t s) { return routes_[s].link && !routes_[s].here; });
     });
   }
 
   void set_local(uint32_t shard, local_shard here) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      routes_[shard] = {here.offers, here, {}};
+      routes_[shard] = {std::move(here), {}, true};
     }
     changed_.notify_all();
   }
-  void set_remote(uint32_t shard, peer_link_ops link) {
+  /// `link`: a peer link (node_link.hpp), which answers every forwarded kind's operations.
+  void set_remote(uint32_t shard, caf::actor link) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      routes_[shard] = {link, {}, link};
+      routes_[shard] = {{}, std::move(link), false};
     }
     changed_.notify_all();
   }
@@ -132,21 +130,24 @@ public:
     changed_.notify_all();
   }
 
-  /// A store actor for lookups that are not tied to one offer (round robin).
-  const store_actor& any_store() {
-    return stores_[next_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
+  /// A store actor for lookups that are not tied to one entity (round robin), as `Store`.
+  template <class Store>
+  Store any_store() {
+    return caf::actor_cast<Store>(
+      stores_[next_.fetch_add(1, std::memory_order_relaxed) % stores_.size()]);
   }
 
 private:
-  struct route {
-    offer_owner_ops target; ///< local offer shard or link
-    local_shard local;      ///< when this node owns the shard
-    peer_link_ops link;     ///< when another node does
+  struct owner {
+    local_shard local; ///< when this node owns the shard
+    caf::actor link;   ///< when another node does
+    bool here = false; ///< this node owns the shard
   };
+  kind_table kinds_;
   mutable std::mutex mtx_;
   mutable std::condition_variable changed_; ///< any route set or cleared
-  std::vector<route> routes_;
-  std::vector<store_actor> stores_;
+  std::vector<owner> routes_;
+  std::vector<caf::actor> stores_;
   std::atomic<size_t> next_{0};
 };
 

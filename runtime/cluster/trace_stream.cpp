@@ -193,7 +193,7 @@ private:
       routes.reset();
       auto local = [&] {
         auto r = ctx_->routes.lock();
-        return r && r->local(shard).has_value();
+        return r && r->here(shard);
       };
       while (!over()) {
         if (local()) {

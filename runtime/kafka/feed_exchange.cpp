@@ -7,7 +7,7 @@
 #include <future>
 #include <optional>
 
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
 #include "gost/feeds/feed_applier.hpp"

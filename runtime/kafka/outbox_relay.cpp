@@ -16,6 +16,7 @@
 #include "cluster/router.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/protocol.hpp"
 #include "gost/core/stats.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"

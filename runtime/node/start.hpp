@@ -32,6 +32,10 @@ caf::error start_entity_actors(node_context& n);
 /// Scheduled actions: the API's scheduler, and the workers spawned with each shard (seed 001).
 caf::error start_scheduled(node_context& n);
 
+/// Registers the kinds hosted on shards in the routing table (offers, durable entities;
+/// node/kinds.cpp); start_cluster_manager calls it before the manager can take a lease.
+void register_kinds(node_context& n);
+
 /// The cluster manager, spawned idle: it holds the routes' peer links from here on but takes
 /// no lease before join_cluster (start_cluster.cpp). Loads the node links' TLS files.
 caf::error start_cluster_manager(node_context& n);

@@ -62,7 +62,10 @@ caf::error start_core_actors(node_context& n) {
     std::make_unique<call_hub>(*n.sys, static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)),
                                static_cast<size_t>(n.cfg.pg.pool_size) + 1);
   n.stops.push("call hub", [&n] { n.hub.reset(); });
-  n.routes = std::make_shared<router>(n.cfg.shard.count, n.stores);
+  std::vector<caf::actor> stores; // the offers' (cluster/builtin_kinds.hpp: any_offer_store)
+  for (auto& s : n.stores)
+    stores.push_back(caf::actor_cast<caf::actor>(s));
+  n.routes = std::make_shared<router>(n.cfg.shard.count, std::move(stores));
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });

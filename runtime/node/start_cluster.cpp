@@ -8,7 +8,6 @@
 
 #include "cluster/manager.hpp"
 #include "gost/core/errc.hpp"
-#include "gost/core/kit/protocol.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "node/limits.hpp"
@@ -19,62 +18,6 @@ namespace gost::runtime {
 namespace {
 
 const auto lg = gost::log::get("cluster");
-
-/// What every shard supervisor of this node shares. The actors below config/ take their own
-/// options (scripts/check-includes.sh): here, once, is where the `queue.*`, `offer.*`,
-/// `entity.*`, `stage.*` and `rescan.*` sections become them (`write.*` went to the writers,
-/// start_actors.cpp). First the kit's part, the same for every kind.
-kit::shard_config kit_defaults(const node_context& n) {
-  auto& c = n.cfg;
-  kit::shard_config k;
-  k.queue_lookahead = c.queue.lookahead;
-  k.queue_poll = c.queue.poll;
-  k.queue_page = c.queue.page;
-  k.queue_prefetch = c.queue.prefetch;
-  k.db = n.db;
-  k.trace = n.traces->hub;
-  k.recent_events = c.console.recent_events;
-  return k;
-}
-
-shard_options shard_defaults(const node_context& n) {
-  auto& c = n.cfg;
-  shard_options so;
-  so.kit = kit_defaults(n);
-  so.kit.idle_timeout = c.offer.idle_timeout;
-  so.kit.max_resident = c.offer.max_resident;
-  so.kit.max_attempts = c.stage.max_attempts;
-  so.node_id = c.node.id;
-  so.stages = n.stages;
-  so.pools = n.pools;
-  so.stats = n.stats;
-  so.max_chain = c.stage.max_chain;
-  so.rescan_every = c.rescan.interval;
-  so.rescan_page = c.rescan.page;
-  so.limits = offer_limits_of(c.limits);
-  return so;
-}
-
-/// What every entity shard supervisor of this node shares: the kit's part with the `entity.*`
-/// section's passivation.
-entity_shard_options entity_shard_defaults(const node_context& n) {
-  auto& c = n.cfg;
-  entity_shard_options eo;
-  eo.kit = kit_defaults(n);
-  eo.kit.idle_timeout = c.entity.idle_timeout;
-  eo.kit.max_resident = c.entity.max_resident;
-  eo.kit.stats = n.entity_stats;
-  eo.shard_count = c.shard.count;
-  eo.types = n.ext.entity_types;
-  // Events for entities of other shards this node owns reach them at once; other nodes'
-  // shards find theirs by polling.
-  eo.notify = [routes = n.routes](uint32_t shard, const persistence::queue_entries& entries) {
-    if (auto local = routes->local_entities(shard))
-      caf::anon_send(*local, enqueued_atom_v, entries,
-                     static_cast<uint8_t>(kit::event_source::api));
-  };
-  return eo;
-}
 
 /// The stop of join_cluster: every shard handed to the other nodes (drained: its offer actors
 /// finish and commit; then the lease is released) while this node still answers requests,
@@ -145,34 +88,10 @@ caf::error start_cluster_manager(node_context& n) {
   co.db = n.db;
   co.security = n.security;
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
-  // The supervisors of a lease the manager just took: offers', and the application's actor
-  // types' when it has any.
   co.stats = n.stats;
   co.pause_timeout = n.cfg.api.request_timeout;
-  co.spawn_shard = [&n, base = shard_defaults(n), entity_base = entity_shard_defaults(n)](
-                     uint32_t shard, int64_t epoch, const std::set<std::string>& paused) {
-    auto so = base;
-    so.kit.shard = shard;
-    so.kit.epoch = epoch;
-    so.kit.paused = paused;
-    so.store = n.stores[shard % n.stores.size()];
-    so.writer = kit::writer_for(n.writers, shard);
-    local_shard here;
-    here.offers = spawn_shard(*n.sys, std::move(so));
-    if (n.spawn_scheduled_worker) // stops when the shard's offer supervisor does
-      n.spawn_scheduled_worker(shard, epoch, caf::actor_cast<caf::actor>(here.offers));
-    if (!n.entity_stores.empty()) {
-      auto eo = entity_base;
-      eo.kit.shard = shard;
-      eo.kit.epoch = epoch;
-      eo.store = n.entity_stores[shard % n.entity_stores.size()];
-      eo.writer = kit::writer_for(n.entity_writers, shard);
-      eo.kit.write_slot = n.entity_write_stats->slot_for(shard);
-      eo.kit.figures = n.stats->entity_shards.open(shard);
-      here.entities = spawn_entity_shard(*n.sys, std::move(eo));
-    }
-    return here;
-  };
+  // The supervisors of a lease the manager takes: one per kind registered (node/kinds.cpp).
+  register_kinds(n);
   n.manager = spawn_cluster_manager(*n.sys, std::move(co));
   // Stops the shards it still runs (none after a complete hand-off) and the peer links.
   n.stops.push("cluster manager", [&n] { n.stop_actor(n.manager); });

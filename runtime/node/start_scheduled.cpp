@@ -11,6 +11,7 @@
 #include <caf/scoped_actor.hpp>
 #include <google/protobuf/any.pb.h>
 
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/kit/trail.hpp"
@@ -79,7 +80,7 @@ private:
     if (!*entry)
       return "offer `" + r.offer_id() + "` does not exist";
     // The owner on this node hears of it now; another node's shard finds it by its next poll.
-    if (auto local = n_.routes->local(n_.routes->shard_of(r.offer_id())))
+    if (auto local = n_.routes->local(kinds::offers, n_.routes->shard_of(r.offer_id())))
       caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
                      static_cast<uint8_t>(kit::event_source::timer)); // a scheduled action fired
     return {};
@@ -103,7 +104,7 @@ private:
     any_msg packed;
     packed.value.PackFrom(e);
     auto key = persistence::entity_key(tasks::task_kind((*g)->task_type), t.task_id());
-    auto owner = n_.routes->route_entity(key);
+    auto owner = n_.routes->route(kinds::entities, key);
     if (!owner)
       return "no owner of the task's shard right now";
     std::string error;

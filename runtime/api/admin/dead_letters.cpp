@@ -11,6 +11,7 @@
 
 #include "api/admin/common.hpp"
 #include "api/status.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/kit/writer.hpp"
@@ -198,7 +199,7 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
     for (size_t i = 0; i < r->entries.size(); ++i)
       by_shard[r->shards[i]].push_back(r->entries[i]);
     for (auto& [shard, entries] : by_shard)
-      if (auto local = routes->local(shard))
+      if (auto local = routes->local(kinds::offers, shard))
         caf::anon_send(*local, enqueued_atom_v, std::move(entries),
                        static_cast<uint8_t>(kit::event_source::console));
     reactor->Finish(grpc::Status::OK);

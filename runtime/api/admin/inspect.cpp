@@ -9,7 +9,7 @@
 #include "api/entity_service.hpp" // check_entity
 #include "api/entity_view.hpp"
 #include "api/status.hpp"
-#include "cluster/ask_owner.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/entities/entity_type.hpp"
@@ -62,11 +62,11 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
   auto id = req.offer_id();
   caf::timespan timeout{timeout_};
   auto& r = router_;
-  auto store = r.any_store();
+  auto store = any_offer_store(r);
   auto node_id = cluster_.node_id;
   // Residency is the owner's to tell: asked of the local shard, or of the owner node through
   // its link; unknown (mailbox -1, resident false) while the shard has no owner.
-  auto owner = r.route_for(id);
+  auto owner = r.route(kinds::offers, id);
   auto shard = r.shard_of(id);
   resp->set_shard(shard);
   hub_.run([=](caf::event_based_actor* self) {
@@ -148,7 +148,7 @@ void admin_service::inspect_entity(const v1::InspectEntityRequest& req,
         [=](const caf::error& err) { done(to_status(err)); }, view_atom_v, key);
     };
     // Residency first: the view activates the entity on its owner.
-    auto owner = r.route_entity(key);
+    auto owner = r.route(kinds::entities, key);
     if (!owner) {
       view(); // moving: the view's routing waits for an owner
       return;

@@ -7,6 +7,7 @@
 
 #include "api/admin/common.hpp"
 #include "api/status.hpp"
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/manager.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
@@ -166,7 +167,7 @@ grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerCont
   auto id = req->offer_id();
   auto shard = router_.shard_of(id);
   resp->set_shard(shard);
-  auto local = router_.local(shard);
+  auto local = router_.local(kinds::offers, shard);
   if (!local) {
     reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
                      "offer " + id + " is in shard " + std::to_string(shard)
@@ -226,7 +227,7 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
     lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
     *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
     // The owner on this node hears of it now; another node's shard finds it by its next poll.
-    if (auto local = routes->local(shard))
+    if (auto local = routes->local(kinds::offers, shard))
       caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
                      static_cast<uint8_t>(kit::event_source::console));
     reactor->Finish(grpc::Status::OK);
