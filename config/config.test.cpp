@@ -374,7 +374,7 @@ TEST_CASE("stages.video: defaults, the allow-list parsed and checked, retry_max 
   auto d = load_node_config(none.argc(), none.argv(), nullptr);
   REQUIRE_MESSAGE(d.config, d.error);
   auto& v = d.config->stages.video;
-  CHECK_FALSE(v.enabled); // it calls out: a deployment turns it on
+  CHECK_FALSE(v.enabled);                  // it calls out: a deployment turns it on
   CHECK(v.allowed_hosts.suffixes.empty()); // any public host
   CHECK_FALSE(v.allow_private);
   CHECK(v.recheck == std::chrono::hours{24});

@@ -877,7 +877,8 @@ node_keys make_node_keys(const application& app) {
         bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::workers));
   // The video check (issue 25 item 3; actors/videos/README.md, docs/video-check.md).
   k.add(num(vk::boolean, "stages.video.enabled", "false", 0, 1,
-            "Run the built-in stage `video.check` (off by default: it calls out): each offer's video URLs are checked over "
+            "Run the built-in stage `video.check` (off by default: it calls out): each offer's "
+            "video URLs are checked over "
             "HTTP (HEAD, then a ranged GET) and the offer's videos show available, unavailable "
             "or unknown with the time. It calls out only to public addresses (unless "
             "`stages.video.allow_private`) and, when `stages.video.allowed_hosts` is set, only to "

@@ -33,9 +33,9 @@ struct video_node {
       GOSTD_PATH,
       testing::node_args(db, port_file,
                          {"--stages.video.enabled=true", "--stages.video.allow_private=true",
-                          "--stages.video.recheck=1h",
-                          "--stages.video.retry=50ms", "--stages.video.retry_max=200ms",
-                          "--stages.video.timeout=300ms", "--stages.video.workers=2"}));
+                          "--stages.video.recheck=1h", "--stages.video.retry=50ms",
+                          "--stages.video.retry_max=200ms", "--stages.video.timeout=300ms",
+                          "--stages.video.workers=2"}));
     int grpc_port = testing::read_ports(*proc, port_file).first;
     channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
                                   grpc::InsecureChannelCredentials());
