@@ -308,7 +308,6 @@ TEST_CASE(
   CHECK(l.more_acked(20)); // and goes on after n2 left
   l.finish();
 
-  CHECK(l.acked.load() > 100);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
   // Any node answers for any offer, with the owner's answer.
@@ -411,7 +410,6 @@ TEST_CASE("kill -9: the dead node's shards are owned again well before the lease
   CHECK_MESSAGE(n1.proc->output().find("lease acquired") != std::string::npos, n1.proc->output());
   CHECK(l.more_acked(20)); // updates go on through the new owners
   l.finish();
-  CHECK(l.acked.load() > 50);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
   // Epochs only grow: every shard's epoch now is at least the one before.
@@ -562,7 +560,6 @@ TEST_CASE("a node frozen in the middle of a commit does not hold its shards: the
                 describe(db));
   CHECK(l.more_acked(20));
   l.finish();
-  CHECK(l.acked.load() > 50);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
   // The resumed node wrote nothing under the leases it lost: every run recorded after the
@@ -968,7 +965,6 @@ TEST_CASE("gostctl drain hands a node's shards away under load without client er
                 describe(db));
   CHECK(l.more_acked(20));
   l.finish();
-  CHECK(l.acked.load() > 80);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable(db);
 }
