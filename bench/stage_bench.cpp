@@ -52,6 +52,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
+#include "gost/core/allocator.hpp"
 #include "gost/core/shard_hash.hpp"
 #include "gost/entities/spawn.hpp"
 #include "gost/offers/spawn.hpp"
@@ -314,8 +315,8 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   stop_all(stores, writers);
   std::printf(
     "{\"bench\": \"resident\", \"value\": %.0f, \"unit\": \"bytes per idle offer actor\", "
-    "%s, \"cpu_per\": \"activation\"}\n",
-    per_actor, cpu.c_str());
+    "%s, \"cpu_per\": \"activation\", \"allocator\": \"%s\"}\n",
+    per_actor, cpu.c_str(), allocator_name().c_str());
   return 0;
 }
 
@@ -1077,13 +1078,13 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
   auto floor_value = plan.offers / floor.secs;
   std::printf("{\"bench\": \"%s\", \"value\": %.0f, \"unit\": \"stage executions/s\", %s, "
               "\"floor_value\": %.0f, \"floor_ratio\": %.2f, %s, \"load_batch\": %.1f, "
-              "\"write_batch\": %.1f}\n",
+              "\"write_batch\": %.1f, \"allocator\": \"%s\"}\n",
               name.c_str(), value, bench::cpu_fields(gost.from, gost.to, plan.offers).c_str(),
               floor_value, value / floor_value,
               bench::cpu_fields(floor.from, floor.to, plan.offers, "floor_client_cpu_us_per_op",
                                 "floor_pg_cpu_us_per_op")
                 .c_str(),
-              gost.load_batch, gost.write_batch);
+              gost.load_batch, gost.write_batch, allocator_name().c_str());
   return 0;
 }
 

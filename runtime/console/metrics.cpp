@@ -2,6 +2,7 @@
 
 #include "api/readiness.hpp"
 #include "gost/config/node_config.hpp"
+#include "gost/core/allocator.hpp"
 #include "gost/core/dependency.hpp"
 #include "rpc/parse_guard.hpp"
 
@@ -13,8 +14,11 @@ metrics::metrics(std::shared_ptr<stats_registry> registry, build_info build)
     registry_->add([b = std::move(build)](metric_families& out) {
       out.add("gost_build_info", stat_kind::gauge,
               "Always 1: the application this node runs (gostd or one built with node_builder), "
-              "its version and gost's.",
-              {{"app", b.app}, {"version", b.version}, {"gost_version", config::gost_version()}},
+              "its version, gost's, and the allocator serving malloc.",
+              {{"app", b.app},
+               {"version", b.version},
+               {"gost_version", config::gost_version()},
+               {"allocator", allocator_name()}},
               1);
     });
   registry_->add([calls = calls_](metric_families& out) {

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gost/core/allocator.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "node/logging.hpp"
@@ -116,8 +117,8 @@ int run_node(config::node_config cfg, extensions ext) {
   auto set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   setup_logging(cfg.node.id, cfg.log);
-  lg->info("starting {} version={} gost_version={} node_id={}", cfg.app.name, cfg.app.version,
-           config::gost_version(), cfg.node.id);
+  lg->info("starting {} version={} gost_version={} node_id={} allocator=\"{}\"", cfg.app.name,
+           cfg.app.version, config::gost_version(), cfg.node.id, allocator_name());
   auto app_name = cfg.app.name;
   lg->debug("configuration:\n{}", cfg.config_dump);
   auto port_file = cfg.grpc.port_file;
