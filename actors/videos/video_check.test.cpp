@@ -108,7 +108,10 @@ int64_t ms(stage_clock::time_point t) {
 
 TEST_CASE("video.check: 200, 404, 503, slow and HEAD refused, recorded with their times") {
   video_host host;
-  auto stage = videos::make_video_check_stage(local_options());
+  auto opts = local_options();
+  opts.stats = std::make_shared<videos::video_stats>();
+  auto stats = opts.stats;
+  auto stage = videos::make_video_check_stage(opts);
   auto ok = host.url("/ok.mp4"), gone = host.url("/gone.mp4"), err = host.url("/err.mp4"),
        slow = host.url("/slow.mp4"), nohead = host.url("/nohead.mp4");
   auto offer = offer_with({ok, gone, err, slow, nohead});
@@ -142,6 +145,27 @@ TEST_CASE("video.check: 200, 404, 503, slow and HEAD refused, recorded with thei
   CHECK(host.count("GET /gone.mp4") == 0);
   CHECK(host.count("GET /nohead.mp4") == 1);
   CHECK(host.ranges["/nohead.mp4"] == "bytes=0-1023");
+
+  // Counted: each check by result and reason class, each request timed, the passing errors
+  // (the 503 and the timeout) scheduled sooner.
+  using key = std::pair<std::string, std::string>;
+  CHECK(stats->checks()
+        == std::map<key, uint64_t>{{{"available", "http_2xx"}, 2},
+                                   {{"unavailable", "http_4xx"}, 1},
+                                   {{"unknown", "http_5xx"}, 1},
+                                   {{"unknown", "timeout"}, 1}});
+  CHECK(stats->backoff_scheduled.load() == 2);
+  CHECK(stats->head.count() == 5);
+  CHECK(stats->get.count() == 2); // after the 503 and the 405 to HEAD
+  auto text = [&] {
+    stats_registry reg;
+    videos::add_video_metrics(reg, stats);
+    return reg.prometheus_text();
+  }();
+  CHECK(text.find("gost_video_checks_total{result=\"unknown\",reason=\"timeout\"} 1\n")
+        != std::string::npos);
+  CHECK(text.find("gost_video_rechecks_backoff_total 2\n") != std::string::npos);
+  CHECK(text.find("gost_video_http_seconds_count{method=\"HEAD\"} 5\n") != std::string::npos);
 
   // The 503 and the timeout come back after `retry`, the verdicts after `recheck`; the timer
   // is the soonest.

@@ -159,3 +159,28 @@ TEST_CASE("video rules: a verdict waits `recheck`; passing errors back off from 
   o.recheck = 5min; // the back-off never waits longer than the regular re-check
   CHECK(videos::video_rules{o}.next_delay(err, 1000) == 5min);
 }
+
+TEST_CASE("video rules: a verdict's reason class and result name, as the metrics label them") {
+  using videos::video_rules;
+  auto r = rules_with({"example.com"});
+  auto cls = [&](const http::response& a) { return video_rules::reason_class(r.judge(a).reason); };
+  CHECK(cls(answer(200)) == "http_2xx");
+  CHECK(cls(answer(206)) == "http_2xx");
+  CHECK(cls(answer(404)) == "http_4xx");
+  CHECK(cls(answer(403)) == "http_4xx"); // "http 403: not public"
+  CHECK(cls(answer(503)) == "http_5xx");
+  CHECK(cls(answer(0, http::failure::timeout)) == "timeout");
+  CHECK(cls(answer(0, http::failure::connect)) == "connect");
+  CHECK(cls(answer(0, http::failure::protocol)) == "protocol");
+  CHECK(cls(answer(0, http::failure::too_many_redirects)) == "too_many_redirects");
+  CHECK(cls(answer(0, http::failure::refused_address)) == "address_refused");
+  CHECK(video_rules::reason_class(r.screen("ftp://example.com/a")->reason) == "bad_url");
+  CHECK(video_rules::reason_class(r.screen("https://other.org/a")->reason) == "host_not_allowed");
+  CHECK(video_rules::reason_class(rules_with().screen("http://127.0.0.1/a")->reason)
+        == "private_address");
+  CHECK(video_rules::reason_class("http 9") == "other");
+  CHECK(video_rules::reason_class("") == "other");
+  CHECK(std::string{video_rules::result_name(v1::VIDEO_STATUS_AVAILABLE)} == "available");
+  CHECK(std::string{video_rules::result_name(v1::VIDEO_STATUS_UNAVAILABLE)} == "unavailable");
+  CHECK(std::string{video_rules::result_name(v1::VIDEO_STATUS_UNKNOWN)} == "unknown");
+}

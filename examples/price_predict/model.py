@@ -114,6 +114,8 @@ class Model:
         self.version: str = table["version"]
         self.currency: str = table["currency"]
         self.min_samples: int = table["min_samples"]
+        self.samples: int = table["global"]["n"]  # the priced offers it was trained on
+        self.categories: int = len(table["categories"])
 
     @classmethod
     def load(cls, path: str) -> Model:

@@ -81,6 +81,8 @@ class TableTest(unittest.TestCase):
         f = Features("bikes", "Moscow", {"colour": "red"})
         self.assertEqual(loaded.predict(f), Model(table).predict(f))
         self.assertEqual(loaded.version, table["version"])
+        # What the server's model_samples and model_categories metrics show.
+        self.assertEqual((loaded.samples, loaded.categories), (6, 2))
 
     def test_refuses_no_samples_and_an_unknown_format(self) -> None:
         with self.assertRaisesRegex(ValueError, "no priced offers"):

@@ -3,6 +3,7 @@
 #include "gostctl/cli.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -15,6 +16,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/videos.pb.h"
 #include "gostctl/print.hpp"
 
 namespace gost::ctl {
@@ -423,6 +425,102 @@ int offer(const cli& c) {
   return 0;
 }
 
+/// A time in ms since the epoch as RFC 3339 and relative to `now_ms` ("3s ago", "in 59m").
+std::string when(int64_t ms, int64_t now_ms) {
+  auto t = google::protobuf::util::TimeUtil::MillisecondsToTimestamp(ms);
+  auto diff = ms - now_ms;
+  auto a = diff < 0 ? -diff : diff; // ms
+  auto span = a < 1000        ? std::to_string(a) + "ms"
+              : a < 120000    ? std::to_string(a / 1000) + "s"
+              : a < 7200000   ? std::to_string(a / 60000) + "m"
+              : a < 172800000 ? std::to_string(a / 3600000) + "h"
+                              : std::to_string(a / 86400000) + "d";
+  return google::protobuf::util::TimeUtil::ToString(t)
+         + (diff <= 0 ? " (" + span + " ago)" : " (in " + span + ")");
+}
+
+/// The video.check stage's view of one offer: per URL what the last check found and why, when
+/// it ran and runs next, the back-off, and whether the offer shows it.
+int videos(const cli& c) {
+  if (!given(c, 1, "an offer id"))
+    return 2;
+  auto admin = admin_stub(c);
+  grpc::ClientContext ctx;
+  call_context(ctx, c);
+  gost::v1::InspectOfferRequest req;
+  req.set_offer_id(c.positional[0]);
+  gost::v1::InspectOfferResponse resp;
+  auto s = admin->InspectOffer(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  if (!resp.found()) {
+    std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
+    return 1;
+  }
+  const std::string stage = "video.check";
+  auto& o = resp.offer();
+  std::printf("offer %s  version %lld  shard %u  %d video(s)\n", req.offer_id().c_str(),
+              static_cast<long long>(o.version()), resp.shard(), o.videos_size());
+  gost::v1::VideoChecks checks;
+  auto st = resp.states().find(stage);
+  if (st == resp.states().end()) {
+    std::printf("stage %s: no state: not run for this offer yet%s\n", stage.c_str(),
+                o.videos_size() == 0 ? " (it has no video)"
+                                     : " (is stages.video.enabled on the offer's node?)");
+  } else if (!st->second.UnpackTo(&checks)) {
+    std::printf("stage %s: a state of type %s, not gost.v1.VideoChecks\n", stage.c_str(),
+                st->second.type_url().c_str());
+    return 1;
+  } else {
+    auto v = resp.state_versions().find(stage);
+    std::printf("stage %s  state v%lld\n", stage.c_str(),
+                static_cast<long long>(v == resp.state_versions().end() ? 0 : v->second));
+  }
+  for (auto& q : resp.queue())
+    if (q.stage_id() == stage)
+      std::printf("next run %s (%s)\n",
+                  google::protobuf::util::TimeUtil::ToString(q.due_at()).c_str(),
+                  q.timer() ? "timer" : "due");
+
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  for (auto& e : checks.videos()) {
+    std::printf("\n%s\n", e.url().c_str());
+    if (e.status() == gost::v1::VIDEO_STATUS_UNSPECIFIED) {
+      std::printf("  not checked yet\n");
+      continue;
+    }
+    auto result = gost::v1::VideoStatus_Name(e.status());
+    result = result.substr(result.rfind('_') + 1); // VIDEO_STATUS_UNAVAILABLE -> UNAVAILABLE
+    for (auto& ch : result)
+      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::printf("  result      %s\n", result.c_str());
+    std::printf("  reason      %s\n", e.reason().c_str());
+    if (e.http_status() != 0)
+      std::printf("  http        %d\n", e.http_status());
+    std::printf("  checked     %s\n", when(e.checked_at_ms(), now).c_str());
+    std::printf("  next check  %s\n", when(e.next_check_ms(), now).c_str());
+    if (e.failures() > 0)
+      std::printf("  back-off    %d passing error(s) in a row: checked again sooner\n",
+                  e.failures());
+    bool shown = false;
+    for (auto& v : o.videos())
+      shown = shown || (v.url() == e.url() && v.status() == e.status());
+    if (!shown)
+      std::printf("  the offer's videos do not show this result yet (the stage's next run "
+                  "copies it)\n");
+  }
+  for (auto& v : o.videos()) {
+    bool known = false;
+    for (auto& e : checks.videos())
+      known = known || e.url() == v.url();
+    if (!known && !v.url().empty())
+      std::printf("\n%s\n  not checked yet (queued: see `next run`)\n", v.url().c_str());
+  }
+  return 0;
+}
+
 int history_cmd(const cli& c) {
   auto admin = admin_stub(c);
   return history(*admin, c);
@@ -455,6 +553,12 @@ std::vector<command> offer_commands() {
      "(kind, source, stage, result, duration, version), the shard's\n"
      "epoch and write lag, stage states as JSON, queue entries, timers",
      offer},
+    {"videos", "offers", "ID",
+     "the video.check stage's view of an offer: per video URL the result\n"
+     "(available, unavailable, unknown) and its reason (http 404,\n"
+     "timeout: ..., host_not_allowed: ...), the HTTP status, when it was\n"
+     "checked and is checked next, the back-off after passing errors",
+     videos},
     {"history", "offers", "ID [--limit N] [--after TOKEN]",
      "the offer's committed changes, newest first: version, time, what\n"
      "made it (api, feed, a stage, state-api) and who, with the diff of\n"

@@ -55,6 +55,8 @@ caf::error start_stages(node_context& n) {
     vo.rules.retry = cfg.video.retry;
     vo.rules.retry_max = cfg.video.retry_max;
     vo.timeout = cfg.video.timeout;
+    vo.stats = std::make_shared<videos::video_stats>();
+    videos::add_video_metrics(*n.registry, vo.stats);
     stage_options so;
     so.blocking = true; // process() waits on HTTP: the stage's own pool
     so.pool_workers = cfg.video.workers;

@@ -6,6 +6,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "gost/core/log.hpp"
+#include "gost/core/rate_limited_log.hpp"
 
 namespace gost::runtime::rpc {
 
@@ -36,42 +37,8 @@ void log_hook(google::protobuf::LogLevel level, const char* file, int line,
     previous_handler(level, file, line, msg);
 }
 
-/// At most `burst` lines per `window`; the next line that gets through says how many were
-/// suppressed.
-class rate_limited_log {
-public:
-  rate_limited_log(int burst, std::chrono::milliseconds window) : burst_(burst), window_(window) {}
-
-  void warn(const std::string& line) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto now = std::chrono::steady_clock::now();
-    if (now - window_start_ >= window_) {
-      window_start_ = now;
-      in_window_ = 0;
-    }
-    if (in_window_ >= burst_) {
-      ++suppressed_;
-      return;
-    }
-    ++in_window_;
-    if (suppressed_ > 0)
-      lg->warn("{} suppressed_since_last={}", line, suppressed_);
-    else
-      lg->warn("{}", line);
-    suppressed_ = 0;
-  }
-
-private:
-  std::mutex mtx_;
-  const int burst_;
-  const std::chrono::milliseconds window_;
-  std::chrono::steady_clock::time_point window_start_{};
-  int in_window_ = 0;
-  uint64_t suppressed_ = 0;
-};
-
-rate_limited_log& bad_request_log() {
-  static rate_limited_log log{5, std::chrono::seconds{10}};
+gost::log::rate_limited& bad_request_log() {
+  static gost::log::rate_limited log{lg, 5, std::chrono::seconds{10}};
   return log;
 }
 

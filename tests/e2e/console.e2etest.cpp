@@ -16,6 +16,7 @@
 
 #include "gost/testing/grpc.hpp"
 #include "gost/testing/http.hpp"
+#include "gost/testing/metrics.hpp"
 #include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
@@ -144,13 +145,6 @@ struct console_node {
   std::unique_ptr<v1::AdminService::Stub> admin;
 };
 
-/// Runs a command line through the shell; returns {exit code, stdout and stderr}.
-std::pair<int, std::string> shell(const std::string& command) {
-  child_process p{"/bin/sh", {"-c", command}};
-  int rc = p.wait(60s);
-  return {rc, p.output()};
-}
-
 /// The metric names a Prometheus expression uses (gost_...).
 std::set<std::string> metric_names(const std::string& expr) {
   std::set<std::string> out;
@@ -179,13 +173,10 @@ TEST_CASE(
   auto response = n.metrics();
   REQUIRE(response.find("200 OK") != std::string::npos);
   auto body = response.substr(response.find("\r\n\r\n") + 4);
-  auto file = temp_path("gost-metrics");
-  std::ofstream(file) << body;
-  auto [rc, out] = shell("promtool check metrics < " + file);
+  auto [rc, out] = testing::promtool_check(body);
   CHECK_MESSAGE(rc == 0, "promtool check metrics failed (Debian's prometheus package, installed "
                          "by scripts/install-deps.sh): "
                            << out);
-  std::remove(file.c_str());
 
   // Named families, with their types and labels.
   for (auto* family :
@@ -1118,13 +1109,7 @@ TEST_CASE("console: gostctl ask prints an entity's reply as JSON, or its refusal
   CHECK(entity.find("named timer sweep: due ") != std::string::npos);
 }
 
-/// The value of a series (`name{labels}` as rendered) in exposition text; -1 when absent.
-static double sample(const std::string& text, const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos)
-    return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
+static constexpr auto& sample = testing::metric_sample;
 
 TEST_CASE("console: every gRPC method is counted at the request edge by its full name and status "
           "code, and entity asks by outcome") {
@@ -1183,11 +1168,8 @@ TEST_CASE("console: every gRPC method is counted at the request edge by its full
   CHECK(sample(body, R"(gost_entity_asks_total{kind="watchlist",outcome="error"})") == 0);
   CHECK(sample(body, R"(gost_entity_asks_total{kind="bank.account",outcome="reply"})") == 0);
 
-  auto file = temp_path("gost-edge-metrics");
-  std::ofstream(file) << body;
-  auto [prc, pout] = shell("promtool check metrics < " + file);
+  auto [prc, pout] = testing::promtool_check(body);
   CHECK_MESSAGE(prc == 0, "promtool check metrics failed: " << pout);
-  std::remove(file.c_str());
 }
 
 TEST_CASE("console: /metrics of the example app has its entity kinds, lanes and writers, and "
@@ -1228,9 +1210,6 @@ TEST_CASE("console: /metrics of the example app has its entity kinds, lanes and 
     if (line.rfind("# TYPE ", 0) == 0)
       CHECK_MESSAGE(seen.insert(line).second, line);
 
-  auto file = temp_path("gost-example-metrics");
-  std::ofstream(file) << body;
-  auto [rc, out] = shell("promtool check metrics < " + file);
+  auto [rc, out] = testing::promtool_check(body);
   CHECK_MESSAGE(rc == 0, "promtool check metrics failed: " << out);
-  std::remove(file.c_str());
 }

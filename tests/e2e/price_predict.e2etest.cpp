@@ -3,26 +3,34 @@
 // directory), seeds priced offers through gostd, trains the model on them (train.py reads the
 // store), starts the Python server and a gostd that declares it, and checks that new offers
 // get their predicted price and confidence, that a change of a field outside the prediction's
-// inputs does not re-predict, and that a change of an input does.
+// inputs does not re-predict, and that a change of an input does. Its /metrics (prometheus_client)
+// count the predictions gostd caused and, called directly, each call by method and status
+// code; promtool accepts the text.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/field_mask.pb.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include "gost/testing/http.hpp"
+#include "gost/testing/metrics.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/testing/stage_state.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/stage_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 #include "price/v1/prediction.pb.h"
 
 using namespace gost;
 using namespace std::chrono_literals;
 using testing::child_process;
+using testing::metric_sample;
 
 namespace {
 
@@ -167,11 +175,21 @@ TEST_CASE("price.predict, a stage in Python, predicts prices and re-predicts on 
   CHECK(trained.find("samples=8 left_out=0 categories=2") != std::string::npos);
 
   auto server_port_file = "/tmp/price-server-" + std::to_string(getpid());
+  auto metrics_port_file = "/tmp/price-metrics-" + std::to_string(getpid());
   child_process server{python,
                        {stage_dir + "/server.py", "--model=" + model, "--listen=127.0.0.1:0",
-                        "--port-file=" + server_port_file}};
+                        "--port-file=" + server_port_file, "--metrics-listen=127.0.0.1:0",
+                        "--metrics-port-file=" + metrics_port_file}};
   int server_port = testing::served_port(server, server_port_file);
   REQUIRE_MESSAGE(server_port > 0, server.output());
+  int metrics_port = testing::served_port(server, metrics_port_file);
+  REQUIRE_MESSAGE(metrics_port > 0, server.output());
+  CHECK(server.output().find("metrics port=" + std::to_string(metrics_port)) != std::string::npos);
+  auto scrape = [&] {
+    auto r = testing::http_get(static_cast<uint16_t>(metrics_port), "/metrics");
+    REQUIRE_MESSAGE(testing::http_status(r) == 200, r);
+    return r.substr(r.find("\r\n\r\n") + 4);
+  };
 
   node n{db,
          "stage",
@@ -235,9 +253,95 @@ TEST_CASE("price.predict, a stage in Python, predicts prices and re-predicts on 
   CHECK(p4.inputs() != p2.inputs());
   CHECK(p4.model() == p2.model());
 
+  auto moved_offer = n.get(red_moscow);
+  auto stored = n.prediction(red_moscow).first;
   n.stop();
+
+  // What gostd caused: four predictions (one per offer and Kazan's move), each basis counted
+  // with its confidence; the city change answered skip. The model as loaded.
+  const std::string pre = "gost_price_predict_";
+  const std::string svc = "/gost.v1.StageService/";
+  auto body = scrape();
+  INFO(body);
+  CHECK(metric_sample(body, pre + R"(predictions_total{basis="category+region"})") == 2);
+  CHECK(metric_sample(body, pre + R"(predictions_total{basis="category"})") == 1);
+  CHECK(metric_sample(body, pre + R"(predictions_total{basis="global"})") == 1);
+  CHECK(metric_sample(body, pre + R"(prediction_confidence_count{basis="category+region"})") == 2);
+  CHECK(metric_sample(body, pre + R"(prediction_confidence_bucket{basis="category",le="0.4"})")
+        == 0); // Kazan's bike by its category: 0.7 * 5/8
+  CHECK(metric_sample(body, pre + R"(prediction_confidence_bucket{basis="category",le="0.5"})")
+        == 1);
+  CHECK(metric_sample(body, pre + R"(decisions_total{decision="skip"})") >= 1);
+  CHECK(metric_sample(body, pre + R"(requests_total{code="OK",method=")" + svc + R"(Process"})")
+        >= 4);
+  CHECK(metric_sample(body, pre + R"(model_info{currency="RUB",path=")" + model + R"(",version=")"
+                              + p2.model() + R"("})")
+        == 1);
+  CHECK(metric_sample(body, pre + "model_samples") == 8);
+  CHECK(metric_sample(body, pre + "model_categories") == 2);
+  CHECK(metric_sample(body, pre + "model_loaded_timestamp_seconds") > 1.7e9);
+
+  // Called directly, each call moves its own series by one: a ShouldProcess with the stored
+  // prediction (skip) and one without (process), a Process (a prediction by category+region),
+  // a Process without an offer (INVALID_ARGUMENT) and an AfterSave (UNIMPLEMENTED).
+  auto stub = v1::StageService::NewStub(grpc::CreateChannel(
+    "127.0.0.1:" + std::to_string(server_port), grpc::InsecureChannelCredentials()));
+  auto ask = [&](auto method, const auto& req, auto* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    return (stub.get()->*method)(&ctx, req, resp);
+  };
+  v1::StageRequest with_state;
+  with_state.set_stage_id(stage_id);
+  *with_state.mutable_offer() = moved_offer;
+  with_state.mutable_state()->PackFrom(stored);
+  v1::StageRequest without_state = with_state;
+  without_state.clear_state();
+  v1::StageRequest no_offer;
+  no_offer.set_stage_id(stage_id);
+  v1::AfterSaveRequest after;
+  after.set_stage_id(stage_id);
+
+  auto value = [&](const std::string& text, const std::string& series) {
+    return std::max(0.0, metric_sample(text, pre + series)); // absent: not counted yet
+  };
+  const std::vector<std::string> series{
+    R"(requests_total{code="OK",method=")" + svc + R"(ShouldProcess"})",
+    R"(requests_total{code="OK",method=")" + svc + R"(Process"})",
+    R"(requests_total{code="INVALID_ARGUMENT",method=")" + svc + R"(Process"})",
+    R"(requests_total{code="UNIMPLEMENTED",method=")" + svc + R"(AfterSave"})",
+    R"(request_seconds_count{method=")" + svc + R"(Process"})",
+    R"(decisions_total{decision="skip"})",
+    R"(decisions_total{decision="process"})",
+    R"(predictions_total{basis="category+region"})",
+    R"(prediction_confidence_count{basis="category+region"})"};
+  const std::vector<double> moves{2, 1, 1, 1, 2, 1, 1, 1, 1};
+  auto before = scrape();
+  v1::ShouldProcessResponse d1, d2;
+  REQUIRE(ask(&v1::StageService::Stub::ShouldProcess, with_state, &d1).ok());
+  CHECK(d1.decision() == v1::ShouldProcessResponse::SKIP);
+  REQUIRE(ask(&v1::StageService::Stub::ShouldProcess, without_state, &d2).ok());
+  CHECK(d2.decision() == v1::ShouldProcessResponse::PROCESS);
+  v1::ProcessResponse r1, r2;
+  REQUIRE(ask(&v1::StageService::Stub::Process, without_state, &r1).ok());
+  CHECK(r1.has_state());
+  CHECK(ask(&v1::StageService::Stub::Process, no_offer, &r2).error_code()
+        == grpc::StatusCode::INVALID_ARGUMENT);
+  v1::AfterSaveResponse a;
+  auto as = ask(&v1::StageService::Stub::AfterSave, after, &a);
+  CHECK(as.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(as.error_message().find("without after_save=1") != std::string::npos);
+  auto after_calls = scrape();
+  for (size_t i = 0; i < series.size(); ++i)
+    CHECK_MESSAGE(value(after_calls, series[i]) - value(before, series[i]) == moves[i], series[i]);
+  CHECK(server.output().find("refused code=INVALID_ARGUMENT stage=price.predict reason=no_offer")
+        != std::string::npos);
+  auto [rc, out] = testing::promtool_check(after_calls);
+  CHECK_MESSAGE(rc == 0, "promtool check metrics failed: " << out);
+
   server.signal(SIGTERM);
   CHECK(server.wait(30s) == 0);
   unlink(model.c_str());
   unlink(server_port_file.c_str());
+  unlink(metrics_port_file.c_str());
 }

@@ -2,7 +2,9 @@
 // 200, 404, 503 and never (slow): each recorded in the stage's state and shown in the offer
 // with its time; the 503 and the timeout checked again and again (back-off) while the 200 and
 // the 404 are not asked again; a changed URL checked at once. Waits on the node's state, not
-// on the clock.
+// on the clock. /metrics count exactly the checks the server saw, by result and reason class,
+// the HTTP requests and the re-checks with back-off; `gostctl videos` names each result and
+// its reason; the node logs each check with the offer, shard and host.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,7 +12,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gost/testing/http.hpp"
 #include "gost/testing/http_server.hpp"
+#include "gost/testing/metrics.hpp"
 #include "gost/testing/node.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
@@ -19,6 +23,7 @@
 using namespace gost;
 using namespace std::chrono_literals;
 using testing::http_server;
+using testing::metric_sample;
 
 namespace {
 
@@ -27,6 +32,8 @@ struct video_node {
   std::string port_file = testing::temp_path("gostd-videos");
   std::unique_ptr<testing::child_process> proc;
   std::shared_ptr<grpc::Channel> channel;
+  std::string addr;
+  int http_port = 0;
 
   video_node() {
     proc = std::make_unique<testing::child_process>(
@@ -36,9 +43,24 @@ struct video_node {
                           "--stages.video.recheck=1h", "--stages.video.retry=50ms",
                           "--stages.video.retry_max=200ms", "--stages.video.timeout=300ms",
                           "--stages.video.workers=2"}));
-    int grpc_port = testing::read_ports(*proc, port_file).first;
-    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
-                                  grpc::InsecureChannelCredentials());
+    int grpc_port = 0;
+    std::tie(grpc_port, http_port) = testing::read_ports(*proc, port_file);
+    addr = "127.0.0.1:" + std::to_string(grpc_port);
+    channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  }
+
+  /// The body of the node's /metrics.
+  std::string metrics() {
+    auto r = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
+    REQUIRE_MESSAGE(testing::http_status(r) == 200, r);
+    return r.substr(r.find("\r\n\r\n") + 4);
+  }
+
+  /// `gostctl videos ID`: {exit code, output}.
+  std::pair<int, std::string> gostctl_videos(const std::string& id) {
+    testing::child_process p{GOSTCTL_PATH, {"--addr", addr, "videos", id}};
+    int rc = p.wait(60s);
+    return {rc, p.output()};
   }
 
   std::string create(const std::vector<std::string>& urls) {
@@ -180,6 +202,25 @@ TEST_CASE("video.check on gostd: 200, 404, 503, slow; errors re-checked sooner; 
   CHECK(times("GET /err.mp4") >= 3);
   auto& err = later.first.videos(2);
   CHECK(err.next_check_ms() - err.checked_at_ms() == 200); // 50, 100, 200: capped at retry_max
+  {
+    // What an operator asks: why is this video not available?
+    auto [rc, out] = node.gostctl_videos(id);
+    REQUIRE_MESSAGE(rc == 0, out);
+    INFO(out);
+    CHECK(out.find("offer " + id) != std::string::npos);
+    CHECK(out.find(srv.url("/gone.mp4")
+                   + "\n  result      unavailable\n  reason      http 404\n"
+                     "  http        404\n")
+          != std::string::npos);
+    CHECK(out.find(srv.url("/ok.mp4") + "\n  result      available\n  reason      http 200\n")
+          != std::string::npos);
+    CHECK(out.find(srv.url("/err.mp4") + "\n  result      unknown\n  reason      http 503\n")
+          != std::string::npos);
+    CHECK(out.find(srv.url("/slow.mp4") + "\n  result      unknown\n  reason      timeout: ")
+          != std::string::npos);
+    CHECK(out.find("passing error(s) in a row: checked again sooner") != std::string::npos);
+    CHECK(out.find("next check  ") != std::string::npos);
+  }
   // ... while the 200 and the 404 were asked once.
   CHECK(times("HEAD /ok.mp4") == 1);
   CHECK(times("HEAD /gone.mp4") == 1);
@@ -195,4 +236,43 @@ TEST_CASE("video.check on gostd: 200, 404, 503, slow; errors re-checked sooner; 
   CHECK(times("HEAD /ok2.mp4") == 1);
   CHECK(times("HEAD /gone.mp4") == 1);
   CHECK(shown.videos(1).status() == v1::VIDEO_STATUS_UNAVAILABLE);
+
+  // The 503 and the slow URL left the offer: nothing is checked any more, so /metrics count
+  // exactly the checks the server saw (each starts with a HEAD; the slow one never answers
+  // it). A check of the old list in flight during the change finished before the new run.
+  auto body = node.metrics();
+  INFO(body);
+  auto checks = [&](const char* result, const char* reason) {
+    return metric_sample(body, std::string{"gost_video_checks_total{result=\""} + result
+                                 + "\",reason=\"" + reason + "\"}");
+  };
+  CHECK(checks("available", "http_2xx") == times("HEAD /ok.mp4") + times("HEAD /ok2.mp4"));
+  CHECK(checks("available", "http_2xx") == 2);
+  CHECK(checks("unavailable", "http_4xx") == 1);
+  CHECK(checks("unknown", "http_5xx") == static_cast<double>(times("HEAD /err.mp4")));
+  CHECK(checks("unknown", "timeout") == static_cast<double>(times("HEAD /slow.mp4")));
+  CHECK(checks("unknown", "http_5xx") >= 3);
+  // Every passing error was scheduled again sooner.
+  CHECK(metric_sample(body, "gost_video_rechecks_backoff_total")
+        == static_cast<double>(times("HEAD /err.mp4") + times("HEAD /slow.mp4")));
+  // Every request timed: the HEADs, and a GET after each 503 to HEAD.
+  auto heads = times("HEAD /ok.mp4") + times("HEAD /ok2.mp4") + times("HEAD /gone.mp4")
+               + times("HEAD /err.mp4") + times("HEAD /slow.mp4");
+  CHECK(metric_sample(body, R"(gost_video_http_seconds_count{method="HEAD"})")
+        == static_cast<double>(heads));
+  CHECK(metric_sample(body, R"(gost_video_http_seconds_count{method="GET"})")
+        == static_cast<double>(times("GET /err.mp4")));
+  CHECK(body.find("# TYPE gost_video_checks_total counter") != std::string::npos);
+  CHECK(body.find("# TYPE gost_video_http_seconds histogram") != std::string::npos);
+  auto [prc, pout] = testing::promtool_check(body);
+  CHECK_MESSAGE(prc == 0, "promtool check metrics failed: " << pout);
+
+  // One line per check with the offer, its shard and the host: a new result at info, a
+  // passing error at warn.
+  auto log = node.proc->output();
+  CHECK(log.find("video check offer=" + id + " shard=") != std::string::npos);
+  CHECK(log.find("host=127.0.0.1 result=unavailable reason=\"http 404\" http_status=404")
+        != std::string::npos);
+  CHECK(log.find("result=unknown reason=\"http 503\"") != std::string::npos);
+  CHECK(log.find("shard=-") == std::string::npos);
 }

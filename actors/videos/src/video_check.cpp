@@ -6,12 +6,18 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/fmt/fmt.h>
+
+#include "gost/core/log.hpp"
+#include "gost/core/rate_limited_log.hpp"
 #include "gost/offers/typed_stage.hpp"
 #include "gost/v1/videos.pb.h"
 
 namespace gost::videos {
 
 namespace {
+
+const auto lg = gost::log::get("offers");
 
 int64_t to_ms(stage_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -65,7 +71,7 @@ bool shows(const v1::VideoCheck& e, const v1::Video& v) {
 class video_check_stage final : public typed_stage<v1::VideoChecks> {
 public:
   explicit video_check_stage(video_check_options opts)
-    : opts_(std::move(opts)), rules_(opts_.rules) {}
+    : opts_(std::move(opts)), rules_(opts_.rules), errors_log_(lg, 10, std::chrono::seconds{10}) {}
 
   decision should_process(const v1::Offer& offer, const v1::VideoChecks* state) const override {
     auto urls = video_urls(offer);
@@ -92,7 +98,7 @@ public:
       else
         e->set_url(url);
       if (e->status() == v1::VIDEO_STATUS_UNSPECIFIED || e->next_check_ms() <= now)
-        check(*e, now);
+        check(offer, *e, now);
     }
 
     typed_result<v1::VideoChecks> r;
@@ -119,7 +125,7 @@ public:
 
 private:
   /// Checks `e`'s URL now: HEAD, then the ranged GET when HEAD does not decide.
-  void check(v1::VideoCheck& e, int64_t now) const {
+  void check(const v1::Offer& offer, v1::VideoCheck& e, int64_t now) const {
     auto v = rules_.screen(e.url());
     if (!v) {
       http::request req;
@@ -128,26 +134,64 @@ private:
       req.deadline = opts_.timeout;
       req.max_redirects = opts_.max_redirects;
       req.allow_private = opts_.rules.allow_private;
-      auto head = opts_.fetch(req);
+      auto head = fetch(req, opts_.stats ? &opts_.stats->head : nullptr);
       if (video_rules::head_decides(head)) {
         v = rules_.judge(head);
       } else {
         req.method = "GET";
         req.headers.emplace_back("Range", "bytes=0-1023");
         req.max_body = 1024; // a server ignoring Range is cut after its first KiB
-        v = rules_.judge(opts_.fetch(req));
+        v = rules_.judge(fetch(req, opts_.stats ? &opts_.stats->get : nullptr));
       }
     }
+    auto before = e.status();
     e.set_failures(v->retry_sooner ? e.failures() + 1 : 0);
     e.set_status(v->status);
     e.set_reason(v->reason);
     e.set_http_status(v->http_status);
     e.set_checked_at_ms(now);
-    e.set_next_check_ms(now + rules_.next_delay(*v, e.failures()).count());
+    auto delay = rules_.next_delay(*v, e.failures());
+    e.set_next_check_ms(now + delay.count());
+    record(offer, e, *v, before, delay);
+  }
+
+  http::response fetch(const http::request& req, latency_histogram* took) const {
+    auto start = std::chrono::steady_clock::now();
+    auto r = opts_.fetch(req);
+    if (took != nullptr)
+      took->record(std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start));
+    return r;
+  }
+
+  /// Counts the check and logs it: a passing error at warn (rate-limited), a changed result at
+  /// info, the same result again at debug.
+  void record(const v1::Offer& offer, const v1::VideoCheck& e, const verdict& v,
+              v1::VideoStatus before, std::chrono::milliseconds next) const {
+    auto result = video_rules::result_name(v.status);
+    if (opts_.stats) {
+      opts_.stats->checked(result, video_rules::reason_class(v.reason));
+      if (v.retry_sooner)
+        opts_.stats->backoff_scheduled.fetch_add(1, std::memory_order_relaxed);
+    }
+    auto* run = current_run();
+    auto line =
+      fmt::format("video check offer={} shard={} host={} result={} reason=\"{}\" http_status={} "
+                  "next_check_in_ms={} failures={} url=\"{}\"",
+                  offer.id(), run ? std::to_string(run->shard) : std::string{"-"},
+                  video_rules::host_of(e.url()), result, v.reason, v.http_status, next.count(),
+                  e.failures(), e.url());
+    if (v.retry_sooner)
+      errors_log_.warn(line);
+    else if (before != v.status)
+      lg->info("{} was={}", line, video_rules::result_name(before));
+    else
+      lg->debug("{}", line);
   }
 
   video_check_options opts_;
   video_rules rules_;
+  mutable log::rate_limited errors_log_;
 };
 
 } // namespace

@@ -147,4 +147,26 @@ std::chrono::milliseconds video_rules::next_delay(const verdict& v, int failures
   return d;
 }
 
+const char* video_rules::result_name(v1::VideoStatus s) {
+  switch (s) {
+    case v1::VIDEO_STATUS_AVAILABLE: return "available";
+    case v1::VIDEO_STATUS_UNAVAILABLE: return "unavailable";
+    case v1::VIDEO_STATUS_UNKNOWN: return "unknown";
+    default: return "unchecked";
+  }
+}
+
+std::string video_rules::reason_class(std::string_view reason) {
+  if (reason.rfind("http ", 0) == 0 && reason.size() >= 8 && reason[5] >= '1' && reason[5] <= '5')
+    return std::string{"http_"} + reason[5] + "xx";
+  static const char* const words[] = {
+    "timeout",         "connect", "protocol",         "too_many_redirects",
+    "address_refused", "bad_url", "host_not_allowed", "private_address"};
+  auto word = reason.substr(0, reason.find(':'));
+  for (auto* w : words)
+    if (word == w)
+      return w;
+  return "other";
+}
+
 } // namespace gost::videos

@@ -38,11 +38,13 @@ inline std::string http_get(uint16_t port, const std::string& path) {
   return resp;
 }
 
-/// The status code of a response http_get returned ("HTTP/1.1 404 Not Found" -> 404); 0 when
-/// there was none. Check it with the response as the message, so a failure shows what came:
+/// The status code of a response http_get returned ("HTTP/1.1 404 Not Found" -> 404; HTTP/1.0
+/// too, as Python's http.server answers); 0 when there was none. Check it with the response as
+/// the message, so a failure shows what came:
 /// `CHECK_MESSAGE(http_status(r) == 404, r)`.
 inline int http_status(const std::string& resp) {
-  return resp.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(resp.c_str() + 9) : 0;
+  bool http1 = resp.rfind("HTTP/1.1 ", 0) == 0 || resp.rfind("HTTP/1.0 ", 0) == 0;
+  return http1 ? std::atoi(resp.c_str() + 9) : 0;
 }
 
 } // namespace gost::testing

@@ -6,6 +6,9 @@
 // `videos`, and comes back by a timer: `stages.video.recheck` after a verdict, sooner with
 // back-off after a passing error. A changed video list is checked at once (interests).
 // Blocking: register it with stage_options::blocking (its pool's threads wait on HTTP).
+// Each check is counted (video_stats) and logged by the `offers` logger with the offer, shard,
+// host, result and reason: at info when the result changed, at debug when it did not, and a
+// passing error at warn, rate-limited.
 
 #include <chrono>
 #include <functional>
@@ -14,6 +17,7 @@
 #include "gost/core/http_client.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/videos/video_rules.hpp"
+#include "gost/videos/video_stats.hpp"
 
 namespace gost::videos {
 
@@ -28,6 +32,8 @@ struct video_check_options {
   int max_redirects = 3;
   /// The outbound call (tests may count or fake it); http::perform by default.
   std::function<http::response(const http::request&)> fetch = http::perform;
+  /// Where the checks are counted (gostd registers it on /metrics); null: not counted.
+  std::shared_ptr<video_stats> stats;
 };
 
 std::shared_ptr<const stage> make_video_check_stage(video_check_options opts);

@@ -67,6 +67,16 @@ public:
 
   const rules_options& options() const noexcept { return opts_; }
 
+  /// A status as metrics and logs name it: available, unavailable, unknown (unchecked:
+  /// unchecked).
+  static const char* result_name(v1::VideoStatus s);
+
+  /// The class of a verdict's reason, a closed set for a metric label: `http_2xx` ...
+  /// `http_5xx` (`http_1xx`, `http_3xx` too) for an answer, else the reason's first word:
+  /// timeout, connect, protocol, too_many_redirects, address_refused, bad_url,
+  /// host_not_allowed, private_address; `other` for anything else.
+  static std::string reason_class(std::string_view reason);
+
 private:
   rules_options opts_;
 };
