@@ -10,6 +10,7 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc
   librdkafka-dev libspdlog-dev libfmt-dev doctest-dev
   libvips-dev libcurl4-openssl-dev libxml2-dev
+  libvips-tools        # the `vips` command: scripts/run.sh makes its demo photos with it
   libxml2-utils        # xmllint: the feed benchmark's parse floor (bench/feed.sh)
   libhiredis-dev redis-server   # the image functions' Redis layer (scripts/redis.sh)
   postgresql postgresql-contrib
