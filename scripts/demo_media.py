@@ -19,16 +19,19 @@ import http.server
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Photos: (file, vips command making it from a solid colour). The sizes differ so that
-# photos.ratio_color has something to tell; `missing.jpg` is never written (the server answers
-# 404) and `not-an-image.jpg` is text.
+# Photos: file -> (width, height, colour), made with vips. The sizes differ so that
+# photos.ratio_color has something to tell; `bike-sideways.jpg` says in its EXIF that it is
+# turned (orientation 6), so photos.orientation rotates it upright; `missing.jpg` is never
+# written (the server answers 404) and `not-an-image.jpg` is text.
 PHOTOS = {
+    "bike-sideways.jpg": (120, 160, "120 120 200"),
     "bike-red.jpg": (160, 120, "200 40 40"),
     "bike-blue.jpg": (160, 120, "40 60 200"),
     "bike-side.png": (200, 100, "30 150 60"),
@@ -45,8 +48,8 @@ CATALOGUE = [
     ("bikes", "Moscow", {"colour": "blue"}, 13500, "Велосипед горный", ["bike-blue.jpg"], []),
     ("bikes", "Moscow", {"colour": "red"}, 16000, "Велосипед складной",
      ["bike-tall.jpg", "missing.jpg"], ["gone.mp4"]),
-    ("bikes", "Kazan", {"colour": "red"}, 12000, "Велосипед детский", ["bike-red.jpg"],
-     ["bike.mp4"]),
+    ("bikes", "Kazan", {"colour": "red"}, 12000, "Велосипед детский",
+     ["bike-red.jpg", "bike-sideways.jpg"], ["bike.mp4"]),
     ("phones", "Moscow", {"memory": "128"}, 30000, "Смартфон", ["phone.jpg"], ["phone.mp4"]),
     ("phones", "Moscow", {"memory": "256"}, 36000, "Смартфон Pro",
      ["phone-back.png", "not-an-image.jpg"], []),
@@ -54,6 +57,19 @@ CATALOGUE = [
      ["phone.mp4", "gone.mp4"]),
     ("phones", "Kazan", {"memory": "128"}, 28000, "Смартфон с чехлом", [], ["phone.mp4"]),
 ]
+
+
+def with_orientation(jpeg: bytes, orientation: int) -> bytes:
+    """`jpeg` with an EXIF segment holding only the orientation tag (0x0112), after its JFIF
+    segment."""
+    tiff = (b"MM\x00\x2a" + struct.pack(">IH", 8, 1)
+            + struct.pack(">HHIHH", 0x0112, 3, 1, orientation, 0) + struct.pack(">I", 0))
+    payload = b"Exif\x00\x00" + tiff
+    app1 = b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload
+    at = 2
+    if jpeg[2:4] == b"\xff\xe0":  # APP0 (JFIF) stays first
+        at = 4 + struct.unpack(">H", jpeg[4:6])[0]
+    return jpeg[:at] + app1 + jpeg[at:]
 
 
 def media(out: str) -> int:
@@ -67,6 +83,11 @@ def media(out: str) -> int:
         subprocess.run(["vips", "black", tmp + ".v", str(w), str(h), "--bands", "3"], check=True)
         subprocess.run(["vips", "linear", tmp + ".v", tmp, "1 1 1", rgb, "--uchar"], check=True)
         os.remove(tmp + ".v")
+        if name == "bike-sideways.jpg":
+            with open(tmp, "rb") as f:
+                data = with_orientation(f.read(), 6)
+            with open(tmp, "wb") as f:
+                f.write(data)
         os.replace(tmp, path)
     with open(os.path.join(out, "not-an-image.jpg"), "w", encoding="utf-8") as f:
         f.write("this is text, not a JPEG\n")
@@ -207,7 +228,7 @@ def summary(args: list[str]) -> int:
     print(f"  photos (photos.download, photos.ratio_color, photos.orientation): final on "
           f"{min(t[s] for s in PHOTO_STAGES)} of {n} offers with photos; "
           f"{t['photo PHOTO_STATUS_DONE']} photos done, {t['photo PHOTO_STATUS_ERROR']} errors"
-          + (f" ({errors})" if errors else "") + f", {t['rotated']} rotated")
+          + (f" ({errors})" if errors else "") + f", {t['rotated']} turned upright (EXIF orientation)")
     print(f"  video.check: {t['videos']} videos: "
           f"{t['video VIDEO_STATUS_AVAILABLE']} available, "
           f"{t['video VIDEO_STATUS_UNAVAILABLE']} unavailable, "
