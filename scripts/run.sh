@@ -292,8 +292,10 @@ echo "the first of them, as 'gostctl offer $id' shows it (created active at vers
 if [[ $keep -eq 1 ]]; then
   echo "$pid" >"$pid_file"
   trap - EXIT
-  echo "node left running (pid $pid) on $addr: try '$bin/gostctl --addr $addr stages'; stop it with: kill -TERM $pid"
-  echo "with the demo's HTTP server on $media_base and the price.predict server (pids: $media_pid $price_pid): kill -TERM $media_pid $price_pid"
+  price_left=""
+  [[ -n $price_pid ]] && price_left=" and the price.predict server (pid $price_pid)"
+  echo "node left running (pid $pid) on $addr: try '$bin/gostctl --addr $addr stages'"
+  echo "  with the demo's HTTP server on $media_base (pid $media_pid)$price_left; stop them with: kill -TERM $pid $media_pid $price_pid"
   echo "the embedded PostgreSQL keeps running on 127.0.0.1:$pg_port; '$pg_cmd stop' stops it"
   exit 0
 fi
