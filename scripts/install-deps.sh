@@ -11,6 +11,7 @@ pkgs=(
   librdkafka-dev libspdlog-dev libfmt-dev doctest-dev
   libvips-dev libcurl4-openssl-dev libxml2-dev
   libjemalloc-dev      # the allocator linked into gostd and applications (GOST_JEMALLOC)
+  libvips-tools        # the `vips` command: scripts/run.sh makes its demo photos with it
   libxml2-utils        # xmllint: the feed benchmark's parse floor (bench/feed.sh)
   libhiredis-dev redis-server   # the image functions' Redis layer (scripts/redis.sh)
   postgresql postgresql-contrib
