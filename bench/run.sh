@@ -7,9 +7,10 @@
 #                              tasks (with the graphile-worker peer) console_cost images (with
 #                              the thumbor peer) images_queue (the Kafka queue, with the
 #                              PostgreSQL queue as peer) actions (with the graphile-worker peer)
-#                              actions_idle feed (a feed load end to end, with xmllint as the
-#                              parse floor) (default: all but console_cost, images,
-#                              images_queue, actions, actions_idle and feed)
+#                              actions_idle idle (an idle node against PostgreSQL alone) feed
+#                              (a feed load end to end, with xmllint as the parse floor)
+#                              (default: all but console_cost, images, images_queue, actions,
+#                              actions_idle, idle and feed)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
@@ -116,10 +117,10 @@ for name in "${names[@]}"; do
         echo "$line"
       fi
       ;;
-    actions_idle)
+    idle|actions_idle)
       step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd
-      bench/actions_idle.sh build/release/runtime/gostd "$GOST_PG_PORT" 2>"$logs/actions_idle.log" \
-        || { tail -n 20 "$logs/actions_idle.log" >&2; echo "bench/run.sh: actions_idle failed" >&2; exit 1; }
+      bench/idle.sh build/release/runtime/gostd "$GOST_PG_PORT" "$name" 2>"$logs/$name.log" \
+        || { tail -n 20 "$logs/$name.log" >&2; echo "bench/run.sh: $name failed" >&2; exit 1; }
       ;;
     stage_offer|resident)
       gost_bench "$name"
@@ -215,6 +216,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle feed)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle idle feed)" >&2; exit 2 ;;
   esac
 done
