@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -202,6 +203,21 @@ int actions_bench(std::map<std::string, std::string>& opt) {
     };
     workers.push_back(scheduled::spawn_worker(sys, std::move(wo)));
   }
+  // Every way out stops the workers and the poller: the actor system's destructor waits for
+  // its actors, so a return with them running would hang instead of exiting.
+  bool poller_stopped = false;
+  auto stop_actors = [&] {
+    for (auto& w : workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+    workers.clear();
+    if (!poller_stopped)
+      caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
+    poller_stopped = true;
+  };
+  struct on_exit {
+    std::function<void()> f;
+    ~on_exit() { f(); }
+  } stop_guard{stop_actors};
 
   // 1. The million, due over the span after the load (at least 8k/s: 130 µs each) and its
   // clean-up (20 s).
@@ -215,8 +231,14 @@ int actions_bench(std::map<std::string, std::string>& opt) {
   std::fprintf(stderr, "gost_bench: created in %.1f s (%.0f actions/s)\n", load_s,
                static_cast<double>(n) / load_s);
   // Moved by the workers as they came; wait for the last (the lag counts from the due time).
-  while (scalar(c, "SELECT count(*) FROM scheduled_incoming") > 0)
+  while (scalar(c, "SELECT count(*) FROM scheduled_incoming") > 0) {
+    if (now_ms() >= first_due) {
+      std::fprintf(stderr, "gost_bench: the workers had not moved every action by the first due "
+                           "time (fewer --actions)\n");
+      return 1;
+    }
     std::this_thread::sleep_for(200ms);
+  }
   double moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // What follows a bulk load in production too, done now rather than by autovacuum during the
   // measurement: the million moved rows' dead incoming tuples vacuumed (the looks probe that
@@ -248,7 +270,11 @@ int actions_bench(std::map<std::string, std::string>& opt) {
   auto cpu = cpu_fields(cpu_before, meter.sample(), static_cast<double>(fired_in_window));
 
   // 3. The burst: B actions due at the same second, the spread ones still coming due.
-  auto burst_due = now_ms() + 5'000 + burst * 90 / 1000;
+  // The lead: the burst's creation at the rate the million were created at in this run (a
+  // slower machine creates slower), doubled, plus 5 s.
+  auto create_rate = static_cast<double>(n) / std::max(load_s, 1e-3);
+  auto burst_due =
+    now_ms() + 5'000 + static_cast<int64_t>(2000.0 * static_cast<double>(burst) / create_rate);
   burst_due -= burst_due % 1000;
   std::fprintf(stderr, "gost_bench: creating a burst of %lld actions due at one second...\n",
                static_cast<long long>(burst));
@@ -267,10 +293,7 @@ int actions_bench(std::map<std::string, std::string>& opt) {
   if (log.burst_count() >= static_cast<size_t>(burst))
     std::this_thread::sleep_for(3s);
   auto burst_fires = log.burst();
-  for (auto& w : workers)
-    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
-  workers.clear();
-  caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
+  stop_actors();
   if (burst_fires.size() < static_cast<size_t>(burst)) {
     std::fprintf(stderr, "gost_bench: only %zu of the burst's %lld actions fired in 10 min\n",
                  burst_fires.size(), static_cast<long long>(burst));
