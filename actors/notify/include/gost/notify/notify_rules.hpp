@@ -30,7 +30,8 @@ std::string key_of(const std::string& offer_id, int64_t version);
 std::optional<v1::OfferNotification> notification_of(const v1::OfferSaved& event);
 
 /// The webhook's body: `n` as JSON with the proto field names (`offer_id`, `previous_status`,
-/// ...), enums by name; the same message gives the same bytes.
+/// ...), enums by name, fields at their default left out (proto3 JSON); the same message gives
+/// the same bytes.
 std::string to_json(const v1::OfferNotification& n);
 
 /// The webhook's headers: Content-Type and `Idempotency-Key`.
