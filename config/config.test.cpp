@@ -408,6 +408,41 @@ TEST_CASE("stages.video: defaults, the allow-list parsed and checked, retry_max 
         != std::string::npos);
 }
 
+TEST_CASE("stages.notify: off by default; when on, a target, kafka.brokers and an http(s) URL") {
+  args none{"gostd"};
+  auto d = load_node_config(none.argc(), none.argv(), nullptr);
+  REQUIRE_MESSAGE(d.config, d.error);
+  auto& n = d.config->stages.notify;
+  CHECK_FALSE(n.enabled); // it calls out: a deployment turns it on
+  CHECK(n.topic == "gost.offer-notifications");
+  CHECK(n.webhook.empty());
+  CHECK(n.timeout == std::chrono::seconds{10});
+  CHECK_FALSE(n.allow_private);
+
+  args a{"gostd", "--stages.notify.enabled=true", "--kafka.brokers=127.0.0.1:9092",
+         "--stages.notify.webhook=https://hooks.example.com/offers", "--stages.notify.timeout=3s"};
+  auto r = load_node_config(a.argc(), a.argv(), nullptr);
+  REQUIRE_MESSAGE(r.config, r.error);
+  CHECK(r.config->stages.notify.enabled);
+  CHECK(r.config->stages.notify.webhook == "https://hooks.example.com/offers");
+  CHECK(r.config->stages.notify.timeout == std::chrono::seconds{3});
+
+  auto c = *r.config;
+  c.kafka.brokers.clear();
+  CHECK(validate(c).find("stages.notify.enabled needs kafka.brokers") != std::string::npos);
+  c = *r.config;
+  c.stages.notify.topic.clear();
+  c.stages.notify.webhook.clear();
+  CHECK(validate(c).find("needs stages.notify.topic or stages.notify.webhook")
+        != std::string::npos);
+  c = *r.config;
+  c.stages.notify.webhook = "hooks.example.com/offers";
+  CHECK(validate(c).find("stages.notify.webhook must be an http:// or https:// URL")
+        != std::string::npos);
+  c.stages.notify.enabled = false; // off: nothing of it is checked
+  CHECK(validate(c).empty());
+}
+
 TEST_CASE("a missing config file is an error") {
   args a{"gostd", "--config", "/nonexistent/gost.ini"};
   auto r = load_node_config(a.argc(), a.argv(), nullptr);

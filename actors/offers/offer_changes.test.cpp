@@ -45,8 +45,9 @@ TEST_CASE("the outbox event built from the body equals the event serialized in f
   auto o = content();
   o.set_id("o1");
   o.set_version(3);
-  auto bytes =
-    saved_event(o.SerializeAsString(), ctx, {{"b", counter(7).SerializeAsString()}}, false, "b");
+  o.set_status(v1::OFFER_STATUS_INACTIVE);
+  auto bytes = saved_event(o.SerializeAsString(), ctx, {{"b", counter(7).SerializeAsString()}},
+                           false, "b", v1::OFFER_STATUS_ACTIVE);
   v1::OfferSaved got;
   REQUIRE(got.ParseFromString(bytes));
   v1::OfferSaved want;
@@ -54,6 +55,7 @@ TEST_CASE("the outbox event built from the body equals the event serialized in f
   (*want.mutable_states())["a"] = counter(1);
   (*want.mutable_states())["b"] = counter(7); // the new state replaces the held one
   want.set_changed_by("b");
+  want.set_previous_status(v1::OFFER_STATUS_ACTIVE);
   CHECK(google::protobuf::util::MessageDifferencer::Equals(got, want));
 }
 
@@ -78,8 +80,26 @@ TEST_CASE("a create is an insert with its body, the stages that want it and its 
   REQUIRE(saved.ParseFromString(*c->ws.outbox));
   CHECK(saved.offer().id() == "o1");
   CHECK(saved.changed_by() == "api");
+  CHECK(saved.previous_status() == v1::OFFER_STATUS_UNSPECIFIED); // created by this change
   REQUIRE(c->next);
   CHECK(c->next->title() == "bike");
+}
+
+TEST_CASE("an update's event carries the status the offer had before it") {
+  stage_registry reg;
+  offer_entity e{"o1"};
+  auto active = content();
+  active.set_status(v1::OFFER_STATUS_ACTIVE);
+  e.committed(*offer_entity{"o1"}.prepare_create(active, t0, limits));
+  offer_context ctx;
+  v1::Offer banned;
+  banned.set_status(v1::OFFER_STATUS_BANNED);
+  auto u = prepare_update({e, ctx, reg, t0, limits}, banned, any_version, "status");
+  REQUIRE(u);
+  v1::OfferSaved saved;
+  REQUIRE(saved.ParseFromString(*u->ws.outbox));
+  CHECK(saved.offer().status() == v1::OFFER_STATUS_BANNED);
+  CHECK(saved.previous_status() == v1::OFFER_STATUS_ACTIVE);
 }
 
 TEST_CASE("content rules hold for the offer as stored: a masked update is checked merged") {

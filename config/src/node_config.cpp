@@ -914,6 +914,33 @@ node_keys make_node_keys(const application& app) {
             "Threads of the `video.check` stage's pool: its runs wait on HTTP, off the actors' "
             "threads."),
         bind_to(&node_config::stages, &stages_config::video, &video_stage_config::workers));
+  // Notifications of offers published, expired, rejected (issue 25 item 4; actors/notify,
+  // docs/notifications.md).
+  k.add(num(vk::boolean, "stages.notify.enabled", "false", 0, 1,
+            "Run the built-in stage `notify.on_change` (off by default: it calls out): when a "
+            "saved version publishes, expires or rejects an offer, its after_save hook sends a "
+            "notification keyed `<offer_id>:<version>` to `stages.notify.topic` and, when set, "
+            "to `stages.notify.webhook`, at least once (the receiver de-duplicates by the key). "
+            "Needs kafka.brokers (the hook is fed from the after-save topic)."),
+        bind_to(&node_config::stages, &stages_config::notify, &notify_stage_config::enabled));
+  k.add(str("stages.notify.topic", "gost.offer-notifications",
+            "The Kafka topic of `notify.on_change`'s notifications (gost.v1.OfferNotification, "
+            "Kafka key: the offer id, header Idempotency-Key: `<offer_id>:<version>`). Empty: "
+            "none sent to Kafka."),
+        bind_to(&node_config::stages, &stages_config::notify, &notify_stage_config::topic));
+  k.add(str("stages.notify.webhook", "",
+            "An http(s) URL `notify.on_change` POSTs each notification to as JSON (header "
+            "Idempotency-Key: `<offer_id>:<version>`); any answer but a 2xx is retried until "
+            "it succeeds. Empty: no webhook."),
+        bind_to(&node_config::stages, &stages_config::notify, &notify_stage_config::webhook));
+  k.add(num(vk::duration, "stages.notify.timeout", "10s", 10, 600'000,
+            "Deadline of each webhook request of `notify.on_change`, connection included; past "
+            "it the notification is retried."),
+        bind_to(&node_config::stages, &stages_config::notify, &notify_stage_config::timeout));
+  k.add(num(vk::boolean, "stages.notify.allow_private", "false", 0, 1,
+            "Let `notify.on_change` POST to a loopback, private or link-local address (an "
+            "internal receiver, tests). Off: such a webhook is refused (and retried, logged)."),
+        bind_to(&node_config::stages, &stages_config::notify, &notify_stage_config::allow_private));
   // The application's own stages (node_builder::add_stage), after the built-in ones.
   for (auto& id : app.stages)
     add_application_stage(k, id, app.name);
@@ -1054,6 +1081,17 @@ std::string validate(const node_config& c) {
     return "stages.photos.recheck_max must be at least stages.photos.recheck";
   if (c.stages.video.retry_max < c.stages.video.retry)
     return "stages.video.retry_max must be at least stages.video.retry";
+  if (c.stages.notify.enabled) {
+    if (c.stages.notify.topic.empty() && c.stages.notify.webhook.empty())
+      return "stages.notify.enabled needs stages.notify.topic or stages.notify.webhook (where to "
+             "send the notifications)";
+    if (c.kafka.brokers.empty())
+      return "stages.notify.enabled needs kafka.brokers (its after_save hook is fed from the "
+             "after-save topic, which the in-process mock cluster does not share)";
+    auto& w = c.stages.notify.webhook;
+    if (!w.empty() && w.rfind("http://", 0) != 0 && w.rfind("https://", 0) != 0)
+      return "stages.notify.webhook must be an http:// or https:// URL, got `" + w + "`";
+  }
   if (!c.images.notify_topic.empty() && !c.outbox.relay)
     return "images.notify_topic needs outbox.relay (the notifications go through the outbox); "
            "set outbox.relay=true or leave images.notify_topic empty";

@@ -23,7 +23,7 @@
 #include "gost/scheduled/protocol.hpp"
 #include "gost/scheduled/scheduler.hpp"
 #include "gost/tasks/protocol.hpp"
-#include "kafka/producer.hpp"
+#include "kafka/sync_sender.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -116,40 +116,24 @@ private:
   }
 
   std::string kafka(const scheduled::attempt& a) {
-    if (!producer_) {
+    if (n_.cfg.kafka.brokers.empty())
+      return "kafka.brokers is empty: set it for Kafka actions";
+    if (!sender_) {
       kafka::producer_options po;
       po.role = "the scheduled actions' Kafka producer";
-      if (n_.cfg.kafka.brokers.empty())
-        return "kafka.brokers is empty: set it for Kafka actions";
       po.settings.push_back(kafka::brokers_setting(n_.cfg.kafka.brokers));
       po.settings.push_back({"message.timeout.ms", std::to_string(rules_.default_deadline_ms),
                              "scheduled.default_deadline"});
-      po.on_delivery = [](void* opaque, const char* error) {
-        auto* out = static_cast<std::string*>(opaque);
-        *out = error == nullptr ? "" : error;
-      };
-      auto made = kafka::producer::make(std::move(po));
-      if (!made)
-        return persistence::error_message(made.error());
-      producer_ = std::make_unique<kafka::producer>(std::move(*made));
+      sender_ = std::make_unique<kafka::sync_sender>(std::move(po));
     }
     auto& k = a.spec.kafka();
-    std::string outcome = "not delivered";
     // The occurrence's key as a header, as HTTP actions send it: a consumer de-duplicates.
-    if (auto err = producer_->produce(k.topic(), k.key(), k.value(),
-                                      {{"Idempotency-Key", a.idempotency_key}}, &outcome))
-      return persistence::error_message(err);
-    if (!producer_->flush(stop_))
-      return "stopped before the broker answered";
-    if (!outcome.empty())
-      producer_->replace_if_fatal();
-    return outcome;
+    return sender_->send(k.topic(), k.key(), k.value(), {{"Idempotency-Key", a.idempotency_key}});
   }
 
   node_context& n_;
   scheduled::rules_options rules_;
-  std::unique_ptr<kafka::producer> producer_;
-  stop_signal stop_; ///< never requested: a flush is bounded by message.timeout.ms
+  std::unique_ptr<kafka::sync_sender> sender_;
 };
 
 } // namespace

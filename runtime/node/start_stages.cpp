@@ -4,9 +4,11 @@
 #include "api/external_stage.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/notify/on_change.hpp"
 #include "gost/offers/builtin_stages.hpp"
 #include "gost/photos/photo_stages.hpp"
 #include "gost/videos/video_check.hpp"
+#include "kafka/sync_sender.hpp"
 #include "node/start.hpp"
 
 namespace gost::runtime {
@@ -65,6 +67,34 @@ caf::error start_stages(node_context& n) {
              cfg.video.allowed_hosts.suffixes.empty() ? std::string{"any"}
                                                       : fmt_hosts(cfg.video.allowed_hosts.suffixes),
              cfg.video.allow_private);
+  }
+  if (cfg.notify.enabled) {
+    // Its work is the after_save hook (start_after_save feeds it); sends to Kafka wait for the
+    // broker, each bounded by kafka.message_timeout.
+    notify::on_change_options no;
+    no.topic = cfg.notify.topic;
+    if (!no.topic.empty()) {
+      kafka::producer_options po;
+      po.role = "the notify.on_change stage's Kafka producer";
+      po.settings.push_back(kafka::brokers_setting(n.cfg.kafka.brokers));
+      po.settings.push_back({"message.timeout.ms",
+                             std::to_string(n.cfg.kafka.message_timeout.count()),
+                             "kafka.message_timeout"});
+      auto sender = std::make_shared<kafka::sync_sender>(std::move(po));
+      no.send_kafka = [sender](const std::string& topic, const std::string& key,
+                               const std::string& value,
+                               const std::vector<std::pair<std::string, std::string>>& headers) {
+        return sender->send(topic, key, value, headers);
+      };
+    }
+    no.webhook = cfg.notify.webhook;
+    no.timeout = cfg.notify.timeout;
+    no.allow_private = cfg.notify.allow_private;
+    notify::add_notify_metrics(*n.registry, no.stats);
+    n.stages->add(notify::on_change_stage_id, notify::make_on_change_stage(std::move(no)));
+    lg->info("stage id={} topic={} webhook={}", notify::on_change_stage_id,
+             cfg.notify.topic.empty() ? std::string{"none"} : cfg.notify.topic,
+             cfg.notify.webhook.empty() ? std::string{"none"} : cfg.notify.webhook);
   }
   for (auto& ext : cfg.external) {
     if (auto problem = check_external_stage(ext, *n.stages); !problem.empty())

@@ -34,7 +34,8 @@ caf::expected<prepared_change> prepare_create(const change_input& in, v1::Offer 
   ws.new_body = o->SerializeAsString(); // once: the body and the outbox event share it
   ws.enqueue =
     ask_stages(in.stages, nullptr, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
-  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), in.by);
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in),
+                          v1::OFFER_STATUS_UNSPECIFIED, in.by);
   out.next = std::move(*o);
   return out;
 }
@@ -54,7 +55,7 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
   ws.new_body = o->SerializeAsString();
   ws.enqueue =
     ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
-  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), in.by);
+  ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), before.status(), in.by);
   out.next = std::move(*o);
   return out;
 }
@@ -70,7 +71,8 @@ caf::expected<prepared_change> prepare_delete(const change_input& in, int64_t ex
   ws.expected_version = *ver;
   auto gone = *in.entity.current();
   gone.set_version(*ver + 1);
-  ws.outbox = saved_event(gone.SerializeAsString(), in.ctx, {}, true, source_of(in), in.by);
+  ws.outbox =
+    saved_event(gone.SerializeAsString(), in.ctx, {}, true, source_of(in), gone.status(), in.by);
   return out;
 }
 
@@ -97,8 +99,8 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
   ws.op = persistence::offer_op::change;
   ws.expected_version = cur->version();
   std::vector<std::pair<std::string, std::string>> written{{stage_id, state}};
-  ws.outbox =
-    saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id, in.by);
+  ws.outbox = saved_event(cur->SerializeAsString(), in.ctx, written, false, "state-api:" + stage_id,
+                          cur->status(), in.by);
   // The stage sees its new state: ask it (alone) whether it wants to run now.
   offer_context after = in.ctx;
   after.states[stage_id].value.ParseFromString(state);

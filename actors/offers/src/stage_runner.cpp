@@ -206,15 +206,16 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
   }
   if (out.offer_changed || out.state_changed)
     ws.outbox = saved_event(ws.new_body ? *ws.new_body : offer.SerializeAsString(), ctx, ws.states,
-                            false, stage_id);
+                            false, stage_id, offer.status());
   return out;
 }
 
 std::string saved_event(const std::string& body, const offer_context& ctx,
                         const std::vector<std::pair<std::string, std::string>>& new_states,
-                        bool deleted, const std::string& changed_by, const std::string& by) {
+                        bool deleted, const std::string& changed_by,
+                        v1::OfferStatus previous_status, const std::string& by) {
   // OfferSaved: offer = 1 (the body as it is), states = 2 (map entries: key = 1, value = 2),
-  // deleted = 3, changed_by = 4.
+  // deleted = 3, changed_by = 4, by = 5, previous_status = 6.
   std::string out;
   out.reserve(body.size() + 64);
   wire::append_bytes(out, 1, body);
@@ -237,6 +238,7 @@ std::string saved_event(const std::string& body, const offer_context& ctx,
   tail.set_deleted(deleted);
   tail.set_changed_by(changed_by);
   tail.set_by(by);
+  tail.set_previous_status(previous_status);
   out += tail.SerializeAsString();
   return out;
 }

@@ -325,12 +325,22 @@ struct video_stage_config {
   int workers = 0;                       ///< the stage's pool (its runs wait on HTTP)
 };
 
+/// `stages.notify.*`: the `notify.on_change` stage (actors/notify, docs/notifications.md).
+struct notify_stage_config {
+  bool enabled = false;
+  std::string topic;                   ///< empty: no Kafka notification
+  std::string webhook;                 ///< empty: no webhook
+  std::chrono::milliseconds timeout{}; ///< the webhook request's deadline
+  bool allow_private = false;
+};
+
 struct stages_config {
   expire_stage_config expire;
   std::vector<external_stage_config> external;
   audit_stage_config audit;
   photos_stages_config photos;
   video_stage_config video;
+  notify_stage_config notify;
   /// `stages.<id>.enabled` of the application's own stages (application::stages), by id. A
   /// stage not in here (a node built without load_node_config) runs.
   std::map<std::string, bool> application;

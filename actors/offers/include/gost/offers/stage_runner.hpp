@@ -75,11 +75,13 @@ std::vector<persistence::queue_entry> ask_stage(const stage_registry& reg,
 
 /// The outbox event of a committed change: a serialized gost.v1.OfferSaved built from the
 /// offer's serialized `body` (not serialized again), its stages' states (`ctx`'s, those in
-/// `new_states` — (stage, serialized Any) — replacing theirs), `deleted`, `changed_by` and
-/// `by` (who, when known).
+/// `new_states` — (stage, serialized Any) — replacing theirs), `deleted`, `changed_by`,
+/// `previous_status` (the offer's status before the change; UNSPECIFIED for a create) and `by`
+/// (who, when known).
 std::string saved_event(const std::string& body, const offer_context& ctx,
                         const std::vector<std::pair<std::string, std::string>>& new_states,
-                        bool deleted, const std::string& changed_by, const std::string& by = {});
+                        bool deleted, const std::string& changed_by,
+                        v1::OfferStatus previous_status, const std::string& by = {});
 
 inline int64_t to_us(stage_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
