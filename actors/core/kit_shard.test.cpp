@@ -417,6 +417,7 @@ TEST_CASE_FIXTURE(shard_fixture, "what a run commits is scheduled: a timer runs 
 TEST_CASE_FIXTURE(shard_fixture,
                   "entries due later are polled in time, and a failed poll is retried") {
   opts.queue_poll = 250ms;
+  opts.queue_poll_idle = 250ms; // no idle back-off here: the next test has it
   opts.queue_lookahead = 1000ms;
   opts.queue_prefetch = 200ms;
   store.queue().fail_next(make_error(errc::unavailable, "database down"));
@@ -432,6 +433,43 @@ TEST_CASE_FIXTURE(shard_fixture,
   advance(100ms);
   CHECK(s->runs.size() == 1);
   CHECK(store.queue().polls() > 10);
+}
+
+TEST_CASE_FIXTURE(shard_fixture,
+                  "an idle shard polls less and less, yet an entry written behind its back runs "
+                  "on time; work found brings the poll back to its pace") {
+  opts.queue_poll = 250ms;
+  opts.queue_poll_idle = 4000ms;
+  opts.queue_lookahead = 5000ms;
+  opts.queue_prefetch = 250ms;
+  start();
+  // Empty polls: 250, 500, 1000, 2000, then every 4000 ms (the idle cap, under lookahead -
+  // prefetch = 4750 ms). At 250 ms each there would be 80 polls in 20 s.
+  advance(12'000ms);
+  auto idle_polls = store.queue().polls();
+  MESSAGE("polls in the first 12 s of idleness: " << idle_polls);
+  CHECK(idle_polls <= 8);
+  CHECK(idle_polls >= 4);
+  // An entry written by someone else (not learned from the shard's own commits), due 8 s
+  // from now: a poll every 4 s with a 5 s lookahead reads it before it comes due.
+  store.queue().add({due("L", "x", 8000ms)});
+  advance(7999ms);
+  CHECK(s->runs.empty());
+  CHECK(s->warmed == std::vector<std::string>{"x"}); // known ahead of time: activated first
+  advance(1ms);
+  REQUIRE(s->runs.size() == 1);
+  // A poll that finds work resets the wait: entries added now are read within queue_poll.
+  auto before = store.queue().polls();
+  advance(4000ms); // the next poll (after the one that found "x") is within 4 s
+  CHECK(store.queue().polls() > before);
+  store.queue().add({due("L", "y")});
+  before = store.queue().polls();
+  advance(4000ms); // at most one idle wait until a poll reads it
+  REQUIRE(s->runs.size() == 2);
+  CHECK(s->runs.back() == std::make_pair(std::string{"y"}, std::string{"L"}));
+  // The poll that found "y" brought the pace back: another poll followed within queue_poll,
+  // where an idle shard would have made one poll in these 4 s.
+  CHECK(store.queue().polls() >= before + 2);
 }
 
 TEST_CASE_FIXTURE(shard_fixture,

@@ -408,8 +408,13 @@ node_keys make_node_keys(const application& app) {
         bind_to(&node_config::outbox, &outbox_config::relay));
   k.add(num(vk::duration, "outbox.poll", "50ms", 5, 60'000,
             "How often the outbox relay looks for committed events of the shards this node "
-            "owns."),
+            "owns while it finds some."),
         bind_to(&node_config::outbox, &outbox_config::poll));
+  k.add(num(vk::duration, "outbox.poll_idle", "1s", 5, 60'000,
+            "The longest wait between the outbox relay's looks that find nothing: each such "
+            "look doubles the wait from outbox.poll up to this. The first event after a quiet "
+            "spell goes out within it; a look that finds events brings back outbox.poll."),
+        bind_to(&node_config::outbox, &outbox_config::poll_idle));
   k.add(num(vk::integer, "cluster.max_moves", "4", 1, 1024,
             "Shards a node hands off at once when another node is below its share (a join "
             "or a leave never moves everything at once)."),
@@ -803,13 +808,21 @@ node_keys make_node_keys(const application& app) {
             "Write-behind group commit: the longest a write-set waits for others to join its "
             "batch."),
         bind_to(&node_config::write, &write_config::flush_delay));
-  k.add(num(vk::duration, "queue.lookahead", "1s", 10, 600'000,
-            "Stage queue entries due within this window are held in memory by their shard; "
-            "later ones stay in PostgreSQL."),
+  k.add(num(vk::duration, "queue.lookahead", "5s", 10, 600'000,
+            "Queue entries (stage runs, entity events and timers) due within this window are "
+            "held in memory by their shard (at most queue.page of them); later ones stay in "
+            "PostgreSQL."),
         bind_to(&node_config::queue, &queue_config::lookahead));
   k.add(num(vk::duration, "queue.poll", "250ms", 5, 60'000,
-            "How often a shard looks in PostgreSQL for queue entries coming due."),
+            "How often a busy shard looks in PostgreSQL for queue entries coming due."),
         bind_to(&node_config::queue, &queue_config::poll));
+  k.add(num(vk::duration, "queue.poll_idle", "4s", 5, 600'000,
+            "The longest wait between a shard's polls that find nothing: each such poll doubles "
+            "the wait from queue.poll up to this, and never beyond queue.lookahead minus "
+            "queue.prefetch, so entries are still seen before they come due. Entries a shard's "
+            "own actors commit are known at once; ones written elsewhere (an operator's requeue "
+            "on another node) may wait this long."),
+        bind_to(&node_config::queue, &queue_config::poll_idle));
   k.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
             "Most queue entries a shard loads from PostgreSQL at once."),
         bind_to(&node_config::queue, &queue_config::page));

@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "cluster/router.hpp"
+#include "gost/core/backoff.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/protocol.hpp"
@@ -43,6 +44,11 @@ struct relay_state {
   std::deque<row_state> round; ///< stable addresses: delivery reports point into it
   bool waiting_logged = false;
   std::optional<retry_pace> reads; ///< of the outbox reads (set at the start)
+  /// The wait before the next tick: outbox.poll, doubled by each read that found nothing up to
+  /// outbox.poll_idle (an idle node's relay costs the database little); reset by one that found
+  /// rows. Set at the start (from opts).
+  std::optional<backoff> idle_reads;
+  std::chrono::milliseconds wait{0};
   // Declared last: destroyed first, while `round` (which its reports point into, also those
   // of messages purged as it goes) still lives.
   std::optional<kafka::producer> producer;
@@ -127,6 +133,12 @@ void start_round(self_ptr self) {
     return;
   }
   st.reads->succeeded();
+  if (rows->empty()) {
+    st.wait = st.idle_reads->next();
+  } else {
+    st.idle_reads->reset();
+    st.wait = st.opts.outbox.poll;
+  }
   for (auto& row : *rows) {
     st.round.push_back({std::move(row), 0, false, {}});
     auto& r = st.round.back();
@@ -209,12 +221,17 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
       auto& o = self->state.opts;
       self->state.reads.emplace(o.outbox.poll,
                                 std::max(o.outbox.poll, std::chrono::milliseconds{2000}), o.db);
+      self->state.idle_reads.emplace(o.outbox.poll, std::max(o.outbox.poll, o.outbox.poll_idle));
       self->state.producer.emplace(std::move(*made_producer));
       self->send(self, tick_atom_v);
       return {
         [=](tick_atom) {
           tick(self);
-          self->delayed_send(self, self->state.opts.outbox.poll, tick_atom_v);
+          auto& st = self->state;
+          // A round waiting on delivery reports ticks at outbox.poll; idle looks back off.
+          self->delayed_send(
+            self, st.round.empty() ? std::max(st.wait, st.opts.outbox.poll) : st.opts.outbox.poll,
+            tick_atom_v);
         },
       };
     },

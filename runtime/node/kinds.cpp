@@ -26,6 +26,7 @@ kit::shard_config kit_defaults(const node_context& n) {
   kit::shard_config k;
   k.queue_lookahead = c.queue.lookahead;
   k.queue_poll = c.queue.poll;
+  k.queue_poll_idle = c.queue.poll_idle;
   k.queue_page = c.queue.page;
   k.queue_prefetch = c.queue.prefetch;
   k.db = n.db;

@@ -175,6 +175,7 @@ struct feeds_config {
 struct outbox_config {
   bool relay = false;
   std::chrono::milliseconds poll{};
+  std::chrono::milliseconds poll_idle{};
 };
 
 struct offer_config {
@@ -276,6 +277,7 @@ struct write_config {
 struct queue_config {
   std::chrono::milliseconds lookahead{};
   std::chrono::milliseconds poll{};
+  std::chrono::milliseconds poll_idle{};
   uint32_t page = 0;
   std::chrono::milliseconds prefetch{};
 };

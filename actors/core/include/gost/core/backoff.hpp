@@ -2,7 +2,8 @@
 // Waiting between attempts on a plain thread (a Kafka consumer's, a stage pool worker's):
 // an exponential back-off with a cap, and a stop signal that cuts every such wait short, so a
 // node that stops never sits out a back-off. Plain C++, no CAF: actors wait with
-// `delayed_send`, never with these.
+// `delayed_send`, never with `wait`, but take their delays from a `backoff` (the kit shard's
+// idle polls, the outbox relay's idle reads).
 //
 // Owner and user: the object that owns a worker thread owns its `stop_signal` and requests
 // the stop; the worker only reads it (`requested`, `wait_for`, `backoff::wait`). A `backoff`

@@ -13,6 +13,10 @@
 //   (lane_scheduler), polls PostgreSQL for more every `queue_poll` (a page at a time behind a
 //   cursor, never the whole table), learns about new entries from the entity actors that
 //   committed them, and hands due entries to entity actors (`run`) within each lane's limits.
+//   A poll that finds nothing doubles the wait before the next, up to `queue_poll_idle` and
+//   never beyond `queue_lookahead - queue_prefetch`, so an idle shard costs the database
+//   little while an entry it was not told about is still seen before it comes due (a
+//   poll at t reads what is due until t + lookahead); a poll that finds work resets it.
 //   A failed poll waits (`retry_pace`: doubling up to `queue_poll_cap`, over as soon as the
 //   database is seen back); a database outage is logged by its tracker, not by each shard.
 //   Failed runs go through retry_policy: retried with back-off, dead-lettered after the
@@ -60,6 +64,7 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "gost/core/backoff.hpp"
 #include "gost/core/dependency.hpp"
 #include "gost/core/detail/resident_set.hpp"
 #include "gost/core/errc.hpp"
@@ -177,6 +182,9 @@ struct shard_config {
   bool has_queues = true;
   std::chrono::milliseconds queue_lookahead{1000};
   std::chrono::milliseconds queue_poll{250};
+  /// The longest wait between polls that find nothing (each doubles it from queue_poll);
+  /// capped at queue_lookahead - queue_prefetch, so no entry is seen late.
+  std::chrono::milliseconds queue_poll_idle{4000};
   /// The longest wait between polls that keep failing.
   std::chrono::milliseconds queue_poll_cap{2000};
   uint32_t queue_page = 5000;
@@ -250,6 +258,10 @@ struct shard_state {
   persistence::queue_entries cursor;
   std::chrono::steady_clock::time_point last_full_scan{};
   bool poll_timer_pending = false;
+  /// The wait before the next poll: queue_poll, doubled by each poll that found nothing (up to
+  /// idle_cap(cfg)); reset by one that found work.
+  std::chrono::milliseconds poll_wait{0};
+  std::optional<backoff> idle_polls;   ///< set at the start (from cfg)
   std::optional<retry_pace> poll_pace; ///< set at the start (from cfg)
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
   bool draining = false;
@@ -416,7 +428,15 @@ void schedule_poll(Self self) {
   if (st.poll_timer_pending || !st.cfg.has_queues)
     return;
   st.poll_timer_pending = true;
-  self->delayed_send(self, st.cfg.queue_poll, poll_atom_v);
+  self->delayed_send(self, std::max(st.poll_wait, st.cfg.queue_poll), poll_atom_v);
+}
+
+/// The longest wait between polls that find nothing: queue_poll_idle, but at most
+/// lookahead - prefetch (a poll reads what is due within the lookahead, so an entry is still
+/// known, and its actor warmed, before it comes due), and never below queue_poll.
+inline std::chrono::milliseconds idle_poll_cap(const shard_config& cfg) {
+  return std::max(cfg.queue_poll,
+                  std::min(cfg.queue_poll_idle, cfg.queue_lookahead - cfg.queue_prefetch));
 }
 
 /// An entry is finished (committed or dead-lettered): free its slot.
@@ -571,6 +591,12 @@ void poll(Self self) {
         auto& s = self->state;
         s.polling = false;
         s.poll_pace->succeeded();
+        if (entries.empty()) {
+          s.poll_wait = s.idle_polls->next();
+        } else {
+          s.idle_polls->reset();
+          s.poll_wait = s.cfg.queue_poll;
+        }
         if (!entries.empty())
           s.cursor.assign(1, entries.back());
         if (!s.done_during_poll.empty()) {
@@ -624,6 +650,7 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   st.sched->set_paused(st.cfg.paused);
   st.cfg.figures->epoch.store(st.cfg.epoch, std::memory_order_relaxed);
   st.retries = std::make_unique<retry_policy>(st.cfg.max_attempts);
+  st.idle_polls.emplace(st.cfg.queue_poll, detail::idle_poll_cap(st.cfg));
   st.poll_pace.emplace(st.cfg.queue_poll, std::max(st.cfg.queue_poll, st.cfg.queue_poll_cap),
                        st.cfg.db);
   env->shard = st.cfg.shard;
