@@ -325,12 +325,18 @@ struct video_stage_config {
   int workers = 0;                       ///< the stage's pool (its runs wait on HTTP)
 };
 
+/// `stages.catalog.*`: the `catalog.evolve` stage (actors/catalog, docs/catalog-evolution.md).
+struct catalog_stage_config {
+  std::string migrations; ///< a directory of migration files; empty: the stage is off
+};
+
 struct stages_config {
   expire_stage_config expire;
   std::vector<external_stage_config> external;
   audit_stage_config audit;
   photos_stages_config photos;
   video_stage_config video;
+  catalog_stage_config catalog;
   /// `stages.<id>.enabled` of the application's own stages (application::stages), by id. A
   /// stage not in here (a node built without load_node_config) runs.
   std::map<std::string, bool> application;
