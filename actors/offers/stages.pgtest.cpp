@@ -315,14 +315,13 @@ TEST_CASE("a sweep asks its one stage about every offer once, records its progre
     f.shard = spawn_shard(*f.sys, so);
   };
   auto states_of = [&](const char* stage) {
-    return f.db.scalar(count_sql("stage_states", std::string{"state IS NOT NULL AND stage_id = '"}
-                                                   + stage + "'"));
+    return f.db.scalar(
+      count_sql("stage_states", std::string{"state IS NOT NULL AND stage_id = '"} + stage + "'"));
   };
   restart({{"a@2", "a"}});
   REQUIRE(testing::eventually(20s, [&] {
     return states_of("a") == std::to_string(n)
-           && f.db.scalar("SELECT done FROM rescan_sweeps WHERE token = 'a@2' AND shard = 3")
-                == "t"
+           && f.db.scalar("SELECT done FROM rescan_sweeps WHERE token = 'a@2' AND shard = 3") == "t"
            && f.db.scalar(queued_sql) == "0";
   }));
   CHECK(f.db.scalar("SELECT enqueued FROM rescan_sweeps WHERE token = 'a@2'") == std::to_string(n));
