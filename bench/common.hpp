@@ -1,5 +1,6 @@
 #pragma once
-// What the benchmarks of gost_bench share (stage_bench.cpp, actions_bench.cpp): a fresh schema, the
+// What the benchmarks of gost_bench share (stage_bench.cpp, actions_bench.cpp,
+// evolve_bench.cpp): a fresh schema, the
 // CPU meter of this process and the server, and the actor system's settings.
 
 #include <cstdint>
@@ -27,5 +28,8 @@ void configure(caf::actor_system_config& cfg, const std::string& policy);
 
 /// `gost_bench actions` (actions_bench.cpp).
 int actions_bench(std::map<std::string, std::string>& opt);
+
+/// `gost_bench evolve` (evolve_bench.cpp).
+int evolve_bench(std::map<std::string, std::string>& opt);
 
 } // namespace gost::bench

@@ -8,16 +8,19 @@
 #                              the thumbor peer) images_queue (the Kafka queue, with the
 #                              PostgreSQL queue as peer) actions (with the graphile-worker peer)
 #                              actions_idle idle (an idle node against PostgreSQL alone) feed
-#                              (a feed load end to end, with xmllint as the parse floor)
+#                              (a feed load end to end, with xmllint as the parse floor) evolve
+#                              (offers moved to a new catalog version)
 #                              (default: all but console_cost, images, images_queue, actions,
-#                              actions_idle, idle and feed)
+#                              actions_idle, idle, feed and evolve)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
 # BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
 # (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
 # two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
 # port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, the broker of outbox_kafka, images_queue and feed),
-# BENCH_FEED_OFFERS (100000) and BENCH_FEED_SEED (1): the feed benchmark's file.
+# BENCH_FEED_OFFERS (100000) and BENCH_FEED_SEED (1): the feed benchmark's file,
+# BENCH_EVOLVE_OFFERS (1000000) and BENCH_EVOLVE_AFFECTED (0.1): the offers of evolve and the
+# fraction the new catalog version moves.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -125,6 +128,13 @@ for name in "${names[@]}"; do
     stage_offer|resident)
       gost_bench "$name"
       ;;
+    evolve)
+      # A catalog version merging two categories and renaming an attribute over
+      # BENCH_EVOLVE_OFFERS offers, BENCH_EVOLVE_AFFECTED of them moved (evolve_bench.cpp).
+      build/release/bench/gost_bench evolve --dsn "$dsn" --offers "${BENCH_EVOLVE_OFFERS:-1000000}" \
+        --affected "${BENCH_EVOLVE_AFFECTED:-0.1}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/evolve.log" \
+        || { tail -n 20 "$logs/evolve.log" >&2; echo "bench/run.sh: evolve failed" >&2; exit 1; }
+      ;;
     failover)
       step "building gostd" "$logs/build-gostd.log" cmake --build --preset release -j "$(nproc)" --target gostd
       bench/failover.sh build/release/runtime/gostd "$GOST_PG_PORT" "${BENCH_RUNS:-5}" 2>"$logs/failover.log" \
@@ -216,6 +226,6 @@ for name in "${names[@]}"; do
         --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
-    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle idle feed)" >&2; exit 2 ;;
+    *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle idle feed evolve)" >&2; exit 2 ;;
   esac
 done

@@ -1093,10 +1093,12 @@ int stage_bench(const std::string& name, std::map<std::string, std::string>& opt
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
-      stderr, "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill|tasks|actions"
-              " --dsn DSN [--offers N] [--shards S] [--span SECONDS (timers, actions)]"
-              " [--tasks N --events E --groups G (tasks)]"
-              " [--actions N --measure SECONDS --burst B --batch K --poll MS (actions)]\n");
+      stderr,
+      "usage: gost_bench stage_noop|stage_offer|resident|timers|outbox_fill|tasks|actions|evolve"
+      " --dsn DSN [--offers N] [--shards S] [--span SECONDS (timers, actions)]"
+      " [--tasks N --events E --groups G (tasks)]"
+      " [--actions N --measure SECONDS --burst B --batch K --poll MS (actions)]"
+      " [--affected FRACTION (evolve)]\n");
     return 2;
   }
   std::string name = argv[1];
@@ -1107,7 +1109,7 @@ int main(int argc, char** argv) {
     opt[std::string{argv[i]}.substr(2)] = argv[i + 1];
   if (opt.count("dsn") == 0
       || (name != "stage_noop" && name != "stage_offer" && name != "resident" && name != "timers"
-          && name != "outbox_fill" && name != "tasks" && name != "actions")) {
+          && name != "outbox_fill" && name != "tasks" && name != "actions" && name != "evolve")) {
     std::fprintf(stderr, "gost_bench: give a benchmark name and --dsn\n");
     return 2;
   }
@@ -1148,6 +1150,10 @@ int main(int argc, char** argv) {
     if (std::find(argv + 2, argv + argc, std::string{"--batch"}) == argv + argc)
       opt["batch"] = "256";
     return bench::actions_bench(opt);
+  }
+  if (name == "evolve") {
+    opt.emplace("affected", "0.1");
+    return bench::evolve_bench(opt);
   }
   return stage_bench(name, opt);
 }

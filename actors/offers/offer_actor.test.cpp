@@ -36,6 +36,11 @@ public:
             return {};
           },
           [](scan_atom, uint32_t, const std::string&, uint32_t) -> offer_snapshots { return {}; },
+          [](load_atom, scan_atom, const std::string&, uint32_t) {
+            return caf::make_result(std::string{}, int64_t{0}, true);
+          },
+          [](update_atom, scan_atom, const std::string&, uint32_t, const std::string&, int64_t,
+             bool) {},
           [](find_atom, const std::string&, const std::string&, const std::string&)
             -> caf::result<std::string> { return make_error(errc::not_found, "no such key"); },
           [](find_atom, const std::string&, request_id) -> std::string { return {}; },

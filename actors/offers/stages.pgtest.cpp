@@ -271,6 +271,74 @@ TEST_CASE("the background rescan walks every offer and enqueues what stages want
   CHECK(f.stats->stage_runs.load() == static_cast<uint64_t>(n));
 }
 
+TEST_CASE("a sweep asks its one stage about every offer once, records its progress, never reruns") {
+  // Both stages want every offer without their state, once told to; only the sweep's stage is
+  // asked by it (as a new catalog version's sweep asks catalog.evolve alone).
+  struct late final : stage {
+    std::atomic<bool>* wanted;
+    decision should_process(const v1::Offer&, const google::protobuf::Any* st) const override {
+      return wanted->load() && st == nullptr ? decision::process() : decision::skip();
+    }
+    stage_result process(const v1::Offer&, const google::protobuf::Any*) const override {
+      stage_result r;
+      r.state = count_state(1);
+      return r;
+    }
+    std::vector<std::string> interests() const override { return {"category"}; }
+  };
+  std::atomic<bool> wanted{false};
+  auto a = std::make_shared<late>();
+  auto b = std::make_shared<late>();
+  a->wanted = b->wanted = &wanted;
+  auto reg = std::make_shared<stage_registry>();
+  reg->add("a", a).add("b", b);
+  shard_fixture f{60s, reg};
+  constexpr int n = 30;
+  for (int i = 0; i < n; ++i)
+    REQUIRE(f.ask(create_atom_v, std::string{"o" + std::to_string(i)},
+                  offer_msg{new_offer("o" + std::to_string(i))}, request_id{}));
+  wanted = true;
+  // The shard started again with sweeps (as a node starts with a new catalog version).
+  auto restart = [&](std::vector<sweep> sweeps) {
+    caf::anon_send_exit(f.shard, caf::exit_reason::user_shutdown);
+    shard_options so;
+    so.kit.shard = 3;
+    so.kit.epoch = std::stoll(f.db.scalar("SELECT epoch FROM shard_leases WHERE shard = 3"));
+    so.kit.queue_poll = 50ms;
+    so.store = f.store;
+    so.writer = f.writer;
+    so.stages = reg;
+    so.pools = f.pools;
+    so.stats = f.stats;
+    so.rescan_page = 7; // several pages
+    so.sweeps = std::move(sweeps);
+    f.shard = spawn_shard(*f.sys, so);
+  };
+  auto states_of = [&](const char* stage) {
+    return f.db.scalar(
+      count_sql("stage_states", std::string{"state IS NOT NULL AND stage_id = '"} + stage + "'"));
+  };
+  restart({{"a@2", "a"}});
+  REQUIRE(testing::eventually(20s, [&] {
+    return states_of("a") == std::to_string(n)
+           && f.db.scalar("SELECT done FROM rescan_sweeps WHERE token = 'a@2' AND shard = 3") == "t"
+           && f.db.scalar(queued_sql) == "0";
+  }));
+  CHECK(f.db.scalar("SELECT enqueued FROM rescan_sweeps WHERE token = 'a@2'") == std::to_string(n));
+  CHECK(f.db.scalar(count_sql("stage_states", "stage_id = 'b'")) == "0"); // not the sweep's
+  auto a_done = f.db.scalar("SELECT updated_at FROM rescan_sweeps WHERE token = 'a@2'");
+
+  // Started again with the done sweep and a new one after it: the first is passed over (its
+  // record untouched), the second runs.
+  restart({{"a@2", "a"}, {"b@2", "b"}});
+  REQUIRE(testing::eventually(20s, [&] {
+    return states_of("b") == std::to_string(n)
+           && f.db.scalar("SELECT done FROM rescan_sweeps WHERE token = 'b@2'") == "t";
+  }));
+  CHECK(f.db.scalar("SELECT updated_at FROM rescan_sweeps WHERE token = 'a@2'") == a_done);
+  CHECK(f.db.scalar("SELECT enqueued FROM rescan_sweeps WHERE token = 'a@2'") == std::to_string(n));
+}
+
 TEST_CASE("a blocking stage runs in its pool, never on a scheduler thread") {
   // Each call waits until four calls run at once. The fixture's CAF has two scheduler
   // threads: were `process` run on them, at most two could ever wait together.

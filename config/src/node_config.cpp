@@ -888,6 +888,16 @@ node_keys make_node_keys(const application& app) {
             "Threads of each photo stage's pool: its runs read the image results and queue tasks "
             "in PostgreSQL, off the actors' threads."),
         bind_to(&node_config::stages, &stages_config::photos, &photos_stages_config::workers));
+  // The catalog's evolution (issue 25 item 1; actors/catalog/README.md,
+  // docs/catalog-evolution.md).
+  k.add(str("stages.catalog.migrations", "",
+            "A directory of catalog migration files (`*.tsv`, one per version: renames, merges "
+            "and splits of categories, attribute renames and value mappings; format: "
+            "docs/catalog-evolution.md). Set, the built-in stage `catalog.evolve` runs: at start "
+            "the node stores the versions it does not know yet in PostgreSQL (a stored version "
+            "with other rules refuses the start), and each shard enqueues once, at background "
+            "priority, the offers a new version moves. Empty: the stage is off."),
+        bind_to(&node_config::stages, &stages_config::catalog, &catalog_stage_config::migrations));
   // The video check (issue 25 item 3; actors/videos/README.md, docs/video-check.md).
   k.add(num(vk::boolean, "stages.video.enabled", "false", 0, 1,
             "Run the built-in stage `video.check` (off by default: it calls out): each offer's "

@@ -49,6 +49,7 @@ shard_options shard_defaults(const node_context& n) {
   so.max_chain = c.stage.max_chain;
   so.rescan_every = c.rescan.interval;
   so.rescan_page = c.rescan.page;
+  so.sweeps = n.sweeps;
   so.limits = offer_limits_of(c.limits);
   return so;
 }

@@ -37,6 +37,7 @@ struct start_step {
 constexpr start_step start_order[] = {
   {"stages", start_stages},
   {"PostgreSQL", start_pg},
+  {"catalog versions", start_catalog},
   {"actor system", start_actor_system},
   {"core actors", start_core_actors},
   {"actor types", start_entity_actors},

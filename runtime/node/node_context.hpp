@@ -32,6 +32,7 @@
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
 #include "console/series.hpp"
+#include "gost/catalog/evolve_stage.hpp"
 #include "gost/config/node_config.hpp"
 #include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
@@ -43,6 +44,7 @@
 #include "gost/images/stats.hpp"
 #include "gost/images/worker.hpp"
 #include "gost/offers/spawn.hpp"
+#include "gost/persistence/catalog/versions.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
 #include "gost/scheduled/scheduler.hpp"
@@ -94,6 +96,12 @@ struct node_context {
 
   // stages (start_stages)
   std::shared_ptr<stage_registry> stages;
+  /// `catalog.evolve`'s versions (stages.catalog.migrations): start_stages reads the files,
+  /// start_catalog stores them and sets the chain the stage reads. Null: the stage is off.
+  std::shared_ptr<catalog::evolution_source> catalog;
+  std::vector<persistence::catalog_version_row> catalog_files;
+  /// One-off sweeps every offer shard of this node runs at its start (shard_options::sweeps).
+  std::vector<sweep> sweeps;
   // PostgreSQL (start_pg)
   std::string dsn; ///< pg.dsn, or the embedded server's
   std::unique_ptr<persistence::pg_pool> pool;

@@ -18,6 +18,11 @@ caf::error start_stages(node_context& n);
 /// check and the lease rows (start_pg.cpp).
 caf::error start_pg(node_context& n);
 
+/// The catalog's versions (stages.catalog.migrations): stores the files' versions not stored
+/// yet, reads them all back, gives `catalog.evolve` the chain and every offer shard the sweep of
+/// the current version. Nothing when the stage is off.
+caf::error start_catalog(node_context& n);
+
 /// The CAF actor system (start_actors.cpp).
 caf::error start_actor_system(node_context& n);
 

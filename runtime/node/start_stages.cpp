@@ -1,7 +1,13 @@
 // The stages this node runs: the built-in ones it is configured for, the external ones and the
 // application's (node_builder); and, for the log, the application's actor types.
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "api/external_stage.hpp"
+#include "gost/catalog/evolve_stage.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/notify/on_change.hpp"
@@ -24,7 +30,69 @@ std::string fmt_hosts(const std::vector<std::string>& hosts) {
   return out;
 }
 
+/// The migration files of `dir` (`*.tsv`), parsed and in version order, or the first problem.
+caf::error read_migrations(const std::string& dir,
+                           std::vector<persistence::catalog_version_row>& out) {
+  namespace fs = std::filesystem;
+  const std::string key = "config key `stages.catalog.migrations`: ";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return make_error(errc::invalid_argument,
+                      key + "`" + dir + "` is not a directory; point it at the migration files");
+  for (auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".tsv")
+      continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in)
+      return make_error(errc::invalid_argument, key + "cannot read " + entry.path().string());
+    auto m = catalog::migration::parse(text.str(), entry.path().string());
+    if (!m)
+      return make_error(errc::invalid_argument, key + m.error + "; fix the file");
+    for (auto& other : out)
+      if (other.version == m.value->to())
+        return make_error(errc::invalid_argument,
+                          key + "`" + other.source + "` and `" + entry.path().string()
+                            + "` both lead to version " + std::to_string(other.version));
+    out.push_back({m.value->to(), entry.path().string(), text.str(), 0});
+  }
+  if (ec)
+    return make_error(errc::invalid_argument, key + "cannot list `" + dir + "`: " + ec.message());
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.version < b.version; });
+  return {};
+}
+
 } // namespace
+
+caf::error start_catalog(node_context& n) {
+  if (!n.catalog)
+    return {};
+  auto stored = persistence::store_catalog_versions(*n.pool, n.catalog_files);
+  if (!stored)
+    return make_error(errc::invalid_argument, "config key `stages.catalog.migrations`: "
+                                                + persistence::error_message(stored.error()));
+  std::vector<catalog::migration> steps;
+  for (auto& row : *stored) {
+    auto m = catalog::migration::parse(row.rules, row.source);
+    if (!m) // stored by a node whose rules this one reads otherwise (another gost version)
+      return make_error(errc::internal, "stored catalog version " + std::to_string(row.version)
+                                          + " does not parse: " + m.error);
+    steps.push_back(std::move(*m.value));
+  }
+  if (auto problem = catalog::evolution::check(steps); !problem.empty())
+    return make_error(errc::invalid_argument,
+                      "config key `stages.catalog.migrations`: the stored versions with these "
+                      "files: "
+                        + problem + "; add the missing migration");
+  auto ev = std::make_shared<const catalog::evolution>(std::move(steps));
+  n.catalog->set(ev);
+  if (ev->current() > ev->base())
+    n.sweeps.push_back({catalog::sweep_token(ev->current()), catalog::evolve_stage_id});
+  lg->info("catalog versions base={} current={} stored={} files={}", ev->base(), ev->current(),
+           stored->size(), n.catalog_files.size());
+  return {};
+}
 
 caf::error start_stages(node_context& n) {
   auto& cfg = n.cfg.stages;
@@ -95,6 +163,15 @@ caf::error start_stages(node_context& n) {
     lg->info("stage id={} topic={} webhook={}", notify::on_change_stage_id,
              cfg.notify.topic.empty() ? std::string{"none"} : cfg.notify.topic,
              cfg.notify.webhook.empty() ? std::string{"none"} : cfg.notify.webhook);
+  }
+  if (!cfg.catalog.migrations.empty()) {
+    if (auto err = read_migrations(cfg.catalog.migrations, n.catalog_files))
+      return err;
+    // The chain is set by start_catalog, from what PostgreSQL holds, before any shard starts.
+    n.catalog = std::make_shared<catalog::evolution_source>();
+    n.stages->add(catalog::evolve_stage_id, catalog::make_evolve_stage(n.catalog));
+    lg->info("stage id={} migrations={} files={}", catalog::evolve_stage_id, cfg.catalog.migrations,
+             n.catalog_files.size());
   }
   for (auto& ext : cfg.external) {
     if (auto problem = check_external_stage(ext, *n.stages); !problem.empty())

@@ -32,6 +32,8 @@ struct offer_env : kit::entity_env<persistence::write_set> {
   /// Background rescan: every this often (0: never), a page of this many offers at a time.
   std::chrono::milliseconds rescan_every{0};
   uint32_t rescan_page = 500;
+  /// One-off sweeps run at the shard's start (shard_options::sweeps).
+  std::vector<sweep> sweeps;
   /// What clients' content may hold (the API's creates and updates, feeds).
   offer_limits limits;
 };

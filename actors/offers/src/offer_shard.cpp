@@ -25,8 +25,21 @@ const auto lg = gost::log::get("offers");
 
 namespace detail {
 
+/// One walk over a shard's offers: the periodic rescan (every stage, again and again) or a
+/// sweep (one stage, once, its progress recorded under its token).
+struct rescan_pass {
+  std::shared_ptr<const stage_registry> stages; ///< the stages asked about each offer
+  std::string token;                            ///< empty: the periodic rescan
+  size_t sweep = 0;                             ///< a sweep's index in offer_env::sweeps
+  int64_t enqueued = 0;                         ///< a sweep's offers enqueued so far
+  uint64_t pages = 0;
+};
+
 template <class Self>
-void rescan_page(Self self, std::string after);
+void rescan_page(Self self, rescan_pass pass, std::string after);
+
+template <class Self>
+void start_sweep(Self self, size_t index);
 
 struct offer_kind {
   using ops = offer_ops;
@@ -53,7 +66,9 @@ struct offer_kind {
 
   template <class Self>
   static auto extra_handlers(Self self) {
-    return std::make_tuple([=](rescan_atom) { rescan_page(self, std::string{}); });
+    return std::make_tuple(
+      [=](rescan_atom) { rescan_page(self, rescan_pass{self->state.env->stages}, std::string{}); },
+      [=](rescan_atom, uint32_t sweep) { start_sweep(self, sweep); });
   }
 
   template <class Self>
@@ -63,30 +78,84 @@ struct offer_kind {
       run_context{env.node_id, env.shard, env.epoch}); // what stages see
     if (env.rescan_every.count() > 0 && !env.stages->all().empty())
       self->delayed_send(self, env.rescan_every, rescan_atom_v);
+    if (!env.sweeps.empty())
+      start_sweep(self, 0);
   }
 };
 
 using offer_shard_ptr = kit::shard_ptr<offer_kind>;
 
-void rescan_done(offer_shard_ptr self) {
+/// A failed sweep step is tried again after this (from its recorded progress).
+constexpr auto sweep_retry = std::chrono::seconds{5};
+
+/// The end of a pass over the shard (its last page committed): the periodic rescan waits for its
+/// next turn, a sweep records that it is done and the next sweep starts.
+void pass_done(offer_shard_ptr self, const rescan_pass& pass, const std::string& last) {
   auto& env = *self->state.env;
-  lg->info("background rescan done shard={}", env.shard);
-  self->delayed_send(self, env.rescan_every, rescan_atom_v);
+  if (pass.token.empty()) {
+    lg->info("background rescan done shard={}", env.shard);
+    self->delayed_send(self, env.rescan_every, rescan_atom_v);
+    return;
+  }
+  self->send(env.store, update_atom_v, scan_atom_v, pass.token, env.shard, last, pass.enqueued,
+             true);
+  lg->info("sweep done token={} stage={} shard={} enqueued={} pages={}", pass.token,
+           env.sweeps[pass.sweep].stage_id, env.shard, pass.enqueued, pass.pages);
+  start_sweep(self, pass.sweep + 1);
 }
 
-/// One page of the background rescan: ask every stage about each offer (as the seed's
-/// "external change" does, but at background priority) and enqueue those that want it. The
-/// next page starts when this page's entries are committed, so a rescan never floods the
-/// writer.
+/// Sweep `index` of the shard's sweeps, from where its recorded progress says (or the next one
+/// when it is done, or none when there is no such sweep).
 template <class Self>
-void rescan_page(Self self, std::string after) {
+void start_sweep(Self self, size_t index) {
+  auto& env = *self->state.env;
+  if (index >= env.sweeps.size())
+    return;
+  auto& sw = env.sweeps[index];
+  auto* entry = env.stages->find(sw.stage_id);
+  if (entry == nullptr) {
+    lg->warn("sweep skipped token={} shard={}: stage {} is not registered on this node", sw.token,
+             env.shard, sw.stage_id);
+    start_sweep(self, index + 1);
+    return;
+  }
+  auto only = std::make_shared<stage_registry>();
+  only->add(entry->id, entry->impl, entry->opts);
+  self->request(env.store, std::chrono::seconds{60}, load_atom_v, scan_atom_v, sw.token, env.shard)
+    .then(
+      [=](std::string& after, int64_t enqueued, bool done) {
+        auto& e = *self->state.env;
+        if (done) {
+          lg->debug("sweep already done token={} shard={}", e.sweeps[index].token, e.shard);
+          start_sweep(self, index + 1);
+          return;
+        }
+        lg->info("sweep started token={} stage={} shard={} after={} enqueued={}",
+                 e.sweeps[index].token, e.sweeps[index].stage_id, e.shard, after, enqueued);
+        rescan_pass pass{only, e.sweeps[index].token, index, enqueued};
+        rescan_page(self, std::move(pass), std::move(after));
+      },
+      [=](caf::error& err) {
+        if (!db_outage_reported(self->state.cfg.db.get(), err))
+          lg->warn("sweep progress not read token={} shard={} error={}; retrying",
+                   self->state.env->sweeps[index].token, self->state.env->shard,
+                   error_message(err));
+        self->delayed_send(self, sweep_retry, rescan_atom_v, static_cast<uint32_t>(index));
+      });
+}
+
+/// One page of a pass: ask the pass's stages about each offer (as the seed's "external change"
+/// does, but at background priority) and enqueue those that want it. The next page starts when
+/// this page's entries are committed, so a pass never floods the writer.
+template <class Self>
+void rescan_page(Self self, rescan_pass pass, std::string after) {
   auto& env = *self->state.env;
   self->request(env.store, std::chrono::seconds{60}, scan_atom_v, env.shard, after, env.rescan_page)
     .then(
-      [=](offer_snapshots& page) {
+      [=](offer_snapshots& page) mutable {
         auto& e = *self->state.env;
         if (page.empty()) {
-          rescan_done(self);
+          pass_done(self, pass, after);
           return;
         }
         auto now = e.now_us();
@@ -103,7 +172,7 @@ void rescan_page(Self self, std::string after) {
           for (auto& q : snap.queued)
             if (q.due_at_us <= now)
               ctx.queued_now.insert(q.lane);
-          auto wanted = ask_stages(*e.stages, nullptr, snap.offer, ctx, {}, now,
+          auto wanted = ask_stages(*pass.stages, nullptr, snap.offer, ctx, {}, now,
                                    persistence::priority::background);
           if (wanted.empty())
             continue;
@@ -113,12 +182,22 @@ void rescan_page(Self self, std::string after) {
           ws.enqueue = std::move(wanted);
           sets.push_back(std::move(ws));
         }
+        ++pass.pages;
+        pass.enqueued += static_cast<int64_t>(sets.size());
         auto pending = std::make_shared<size_t>(sets.size());
         auto next = [=] {
+          if (!pass.token.empty()) {
+            auto& now_env = *self->state.env;
+            self->send(now_env.store, update_atom_v, scan_atom_v, pass.token, now_env.shard, last,
+                       pass.enqueued, false);
+            if (pass.pages % 20 == 0)
+              lg->info("sweep progress token={} shard={} pages={} enqueued={} after={}", pass.token,
+                       now_env.shard, pass.pages, pass.enqueued, last);
+          }
           if (full)
-            rescan_page(self, last);
+            rescan_page(self, pass, last);
           else
-            rescan_done(self);
+            pass_done(self, pass, last);
         };
         if (sets.empty()) {
           next();
@@ -144,10 +223,14 @@ void rescan_page(Self self, std::string after) {
         }
       },
       [=](caf::error& err) {
+        auto& e = *self->state.env;
         if (!db_outage_reported(self->state.cfg.db.get(), err))
-          lg->warn("background rescan failed shard={} error={}; retrying later",
-                   self->state.env->shard, error_message(err));
-        self->delayed_send(self, self->state.env->rescan_every, rescan_atom_v);
+          lg->warn("background rescan failed shard={} token={} error={}; retrying later", e.shard,
+                   pass.token, error_message(err));
+        if (pass.token.empty())
+          self->delayed_send(self, e.rescan_every, rescan_atom_v);
+        else // from the recorded progress
+          self->delayed_send(self, sweep_retry, rescan_atom_v, static_cast<uint32_t>(pass.sweep));
       });
 }
 
@@ -164,6 +247,7 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   env->node_id = opts.node_id;
   env->rescan_every = opts.rescan_every;
   env->rescan_page = opts.rescan_page;
+  env->sweeps = std::move(opts.sweeps);
   env->limits = opts.limits;
   auto cfg = std::move(opts.kit);
   // One lane per stage, with the stage's limits; entries of a stage no longer registered run

@@ -9,6 +9,7 @@
 #include "gost/core/log.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/offers/offer_store.hpp"
+#include "gost/persistence/offers/sweeps.hpp"
 #include "gost/persistence/pg_pool.hpp"
 
 namespace gost {
@@ -100,6 +101,19 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
         out.push_back(std::move(snap));
       }
       return out;
+    },
+    [=](load_atom, scan_atom, const std::string& token,
+        uint32_t shard) -> caf::result<std::string, int64_t, bool> {
+      auto p = persistence::load_sweep(*pool, token, shard);
+      if (!p)
+        return std::move(p.error());
+      return caf::make_result(std::move(p->after_id), p->enqueued, p->done);
+    },
+    [=](update_atom, scan_atom, const std::string& token, uint32_t shard, const std::string& after,
+        int64_t enqueued, bool done) {
+      if (auto err = persistence::save_sweep(*pool, token, shard, {after, enqueued, done}))
+        lg->warn("sweep progress not recorded token={} shard={} error={}", token, shard,
+                 persistence::error_message(err));
     },
     [=](due_atom, uint32_t shard, int64_t until_us, uint32_t limit,
         const queue_entries& after) -> caf::result<queue_entries> {

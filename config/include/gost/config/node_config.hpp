@@ -336,6 +336,11 @@ struct notify_stage_config {
   bool allow_private = false;
 };
 
+/// `stages.catalog.*`: the `catalog.evolve` stage (actors/catalog, docs/catalog-evolution.md).
+struct catalog_stage_config {
+  std::string migrations; ///< a directory of migration files; empty: the stage is off
+};
+
 struct stages_config {
   expire_stage_config expire;
   std::vector<external_stage_config> external;
@@ -343,6 +348,7 @@ struct stages_config {
   photos_stages_config photos;
   video_stage_config video;
   notify_stage_config notify;
+  catalog_stage_config catalog;
   /// `stages.<id>.enabled` of the application's own stages (application::stages), by id. A
   /// stage not in here (a node built without load_node_config) runs.
   std::map<std::string, bool> application;

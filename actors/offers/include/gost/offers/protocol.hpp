@@ -88,6 +88,12 @@ using store_actor = caf::typed_actor<
   caf::replies_to<due_atom, uint32_t, int64_t, uint32_t, queue_entries>::with<queue_entries>,
   // A rescan page: the next offers of a shard after an id, with states and queue entries.
   caf::replies_to<scan_atom, uint32_t, std::string, uint32_t>::with<offer_snapshots>,
+  // A sweep's progress on a shard (token, shard): the last offer id passed, the offers enqueued
+  // so far, whether it is done (shard_options::sweeps).
+  caf::replies_to<load_atom, scan_atom, std::string, uint32_t>::with<std::string, int64_t, bool>,
+  // Records a sweep's progress (token, shard, last offer id, enqueued, done); a failure is
+  // logged by the store (the sweep goes on: at worst it repeats pages after a restart).
+  caf::reacts_to<update_atom, scan_atom, std::string, uint32_t, std::string, int64_t, bool>,
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
@@ -131,8 +137,10 @@ using offer_owner_ops = offer_ops::extend_with<kit::inspect_ops>;
 using offer_actor = kit::entity_actor<offer_ops>;
 
 /// One supervisor per shard (the kit's shard, gost/core/kit/shard.hpp): spawns offer actors on
-/// demand and forwards to them, schedules the stage queues; plus the background rescan.
-using shard_actor = kit::shard_actor<offer_ops, offer_actor, caf::reacts_to<rescan_atom>>;
+/// demand and forwards to them, schedules the stage queues; plus the background rescan and the
+/// sweeps (a sweep by its index in shard_options::sweeps, started again from its progress).
+using shard_actor = kit::shard_actor<offer_ops, offer_actor, caf::reacts_to<rescan_atom>,
+                                     caf::reacts_to<rescan_atom, uint32_t>>;
 
 /// A write-behind writer of offers (gost/core/kit/writer.hpp), shared by several shards.
 using writer_actor = kit::writer_actor<persistence::write_set>;

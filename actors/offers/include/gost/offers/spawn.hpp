@@ -56,6 +56,16 @@ spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n
                     std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
                     std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false);
 
+/// A one-off background rescan for one stage (a sweep): when a shard starts, it walks its
+/// offers once, asks only `stage_id` about each and enqueues those that want it at background
+/// priority, recording its progress under `token` (persistence/offers/sweeps.hpp) so that a
+/// sweep resumes after a stop and never runs twice. A new token is a new sweep (the catalog's
+/// `catalog.evolve@<version>`, docs/catalog-evolution.md).
+struct sweep {
+  std::string token;
+  std::string stage_id;
+};
+
 struct shard_options {
   /// The kit's part, whole (kit::shard_config): shard, lease epoch, queues, retries,
   /// passivation, clock, traces. The offers' kind sets its lanes (one per stage), store,
@@ -80,6 +90,9 @@ struct shard_options {
   /// offers, asks every stage and enqueues at background priority. 0: off.
   std::chrono::milliseconds rescan_every{0};
   uint32_t rescan_page = 500;
+  /// Sweeps this shard runs at its start unless done (in order, one page at a time, each page
+  /// of `rescan_page` offers).
+  std::vector<sweep> sweeps;
   /// What clients' content may hold: checked again by the offer actor on the offer as it
   /// will be stored (a masked update merged with the stored fields).
   offer_limits limits;
