@@ -382,17 +382,18 @@ int remove(const cli& c) {
   return 0;
 }
 
-int offer(const cli& c) {
+/// The offer named by the first argument, inspected on its owner (AdminService.InspectOffer):
+/// 0 with `resp` filled, else the exit code, the reason printed.
+int inspect_offer(const cli& c, const char* verb, gost::v1::InspectOfferResponse& resp) {
+  if (c.positional.empty()) {
+    std::fprintf(stderr, "gostctl %s: give an offer id\n", verb);
+    return 2;
+  }
   auto admin = admin_stub(c);
   grpc::ClientContext ctx;
   call_context(ctx, c);
-  if (c.positional.empty()) {
-    std::fputs("gostctl offer: give an offer id\n", stderr);
-    return 2;
-  }
   gost::v1::InspectOfferRequest req;
   req.set_offer_id(c.positional[0]);
-  gost::v1::InspectOfferResponse resp;
   auto s = admin->InspectOffer(&ctx, req, &resp);
   if (!s.ok())
     return fail(s);
@@ -400,7 +401,15 @@ int offer(const cli& c) {
     std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
     return 1;
   }
-  std::printf("offer %s  version %lld  shard %u  %s\n", req.offer_id().c_str(),
+  return 0;
+}
+
+int offer(const cli& c) {
+  gost::v1::InspectOfferResponse resp;
+  if (auto rc = inspect_offer(c, "offer", resp); rc != 0)
+    return rc;
+  auto admin = admin_stub(c);
+  std::printf("offer %s  version %lld  shard %u  %s\n", c.positional[0].c_str(),
               static_cast<long long>(resp.offer().version()), resp.shard(),
               residency(resp).c_str());
   print_activity(resp);
@@ -444,22 +453,12 @@ std::string when(int64_t ms, int64_t now_ms) {
 int videos(const cli& c) {
   if (!given(c, 1, "an offer id"))
     return 2;
-  auto admin = admin_stub(c);
-  grpc::ClientContext ctx;
-  call_context(ctx, c);
-  gost::v1::InspectOfferRequest req;
-  req.set_offer_id(c.positional[0]);
   gost::v1::InspectOfferResponse resp;
-  auto s = admin->InspectOffer(&ctx, req, &resp);
-  if (!s.ok())
-    return fail(s);
-  if (!resp.found()) {
-    std::printf("offer %s: not found (shard %u)\n", req.offer_id().c_str(), resp.shard());
-    return 1;
-  }
+  if (auto rc = inspect_offer(c, "videos", resp); rc != 0)
+    return rc;
   const std::string stage = "video.check";
   auto& o = resp.offer();
-  std::printf("offer %s  version %lld  shard %u  %d video(s)\n", req.offer_id().c_str(),
+  std::printf("offer %s  version %lld  shard %u  %d video(s)\n", c.positional[0].c_str(),
               static_cast<long long>(o.version()), resp.shard(), o.videos_size());
   gost::v1::VideoChecks checks;
   auto st = resp.states().find(stage);

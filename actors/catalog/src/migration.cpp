@@ -1,6 +1,7 @@
 #include "gost/catalog/migration.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 namespace gost::catalog {
@@ -26,16 +27,10 @@ std::string_view trim(std::string_view s) {
 }
 
 bool parse_int(std::string_view s, int& out) {
-  if (s.empty() || s.size() > 9)
+  if (s.empty() || s.size() > 9 || s.front() < '0' || s.front() > '9')
     return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9')
-      return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
-  return true;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && end == s.data() + s.size();
 }
 
 /// The fields each directive takes after its name, and how to write it.
