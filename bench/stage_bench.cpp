@@ -962,14 +962,15 @@ half_result run_floor(persistence::pg_pool& pool, const stage_bench_plan& plan,
   {
     std::vector<std::vector<std::string>> by_shard(plan.shards);
     for (uint32_t s = 0; s < plan.shards; ++s) {
-      auto due = persistence::due_entries(pool, s, to_us(stage_clock::now()),
-                                          static_cast<size_t>(plan.offers));
+      auto until = to_us(stage_clock::now());
+      auto due = persistence::due_entries(pool, s, until, static_cast<size_t>(plan.offers));
       if (!due) {
         std::fprintf(stderr, "gost_bench: cannot read the queues\n");
         std::exit(1);
       }
       for (auto& e : *due)
-        by_shard[s].push_back(e.entity_id);
+        if (e.due_at_us <= until) // not the hint past the window
+          by_shard[s].push_back(e.entity_id);
     }
     for (size_t i = 0;; ++i) {
       bool any = false;

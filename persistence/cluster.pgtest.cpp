@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -246,4 +248,38 @@ TEST_CASE("the pool names its sessions and bounds idle transactions") {
   }));
   CHECK(name == "gost/node-a");
   CHECK(timeout == "1500ms");
+}
+
+TEST_CASE_FIXTURE(fixture, "wake notices reach every node's listener, each payload once per send") {
+  std::mutex mtx;
+  std::vector<std::string> heard;
+  auto heard_now = [&] {
+    std::lock_guard<std::mutex> guard{mtx};
+    return heard;
+  };
+  auto count = [&](const std::string& p) {
+    auto h = heard_now();
+    return std::count(h.begin(), h.end(), p);
+  };
+  auto on_wake = [&](const std::string& payload) {
+    std::lock_guard<std::mutex> guard{mtx};
+    heard.push_back(payload);
+  };
+  cluster_listener n1{db.dsn(), [] {}, "n1", on_wake};
+  cluster_listener n2{db.dsn(), [] {}, "n2", on_wake};
+  // The listeners connect on their own threads: send until both listen.
+  REQUIRE(eventually([&] {
+    REQUIRE_FALSE(notify_wakes(pool, {"entities:3"}));
+    return count("entities:3") >= 2; // heard by both
+  }));
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    heard.clear();
+  }
+  // One statement: duplicates go out once; a notification reaches every listener.
+  REQUIRE_FALSE(notify_wakes(
+    pool, {wake_payload("offers", 1), wake_payload("offers", 1), wake_payload("scheduled", 12)}));
+  REQUIRE(eventually([&] { return count("scheduled:12") == 2; }));
+  CHECK(count("offers:1") == 2);       // once per listener
+  CHECK_FALSE(notify_wakes(pool, {})); // nothing to send: no statement, no error
 }

@@ -164,3 +164,22 @@ TEST_CASE_FIXTURE(entities_db, "an ask's answer is kept with its request id; a s
   REQUIRE(not_ask);
   CHECK_FALSE(*not_ask);
 }
+
+TEST_CASE_FIXTURE(entities_db, "the shard's due read answers its page, then the first entry past "
+                               "the window as a hint") {
+  auto soon = event_of("d1", -1);
+  soon.events.push_back(timer("d1", "", 100, "soon"));
+  CHECK(commit(soon) == write_outcome::committed);
+  auto later = event_of("d2", -1);
+  later.events.push_back(timer("d2", "", 5'000, "later"));
+  CHECK(commit(later) == write_outcome::committed);
+  auto due = due_entities(pool, 0, 1'000, 10);
+  REQUIRE(due);
+  REQUIRE(due->size() == 2);
+  CHECK(due->front().entity_id == entity_key(kind, "d1"));
+  CHECK(due->back().entity_id == entity_key(kind, "d2")); // the hint: due 5000, past 1000
+  CHECK(due->back().due_at_us == 5'000);
+  auto all = due_entities(pool, 0, 10'000, 10);
+  REQUIRE(all);
+  CHECK(all->size() == 2); // both within the window: no hint
+}

@@ -158,7 +158,38 @@ TEST_CASE_FIXTURE(
   CHECK(due->size() == 1);
   auto not_yet = due_entries(pool, 1, 299, 10);
   REQUIRE(not_yet);
-  CHECK(not_yet->empty());
+  // Nothing due by 299; the hint (kit::queue_store) is the first entry past it.
+  REQUIRE(not_yet->size() == 1);
+  CHECK(not_yet->front().due_at_us == 300);
+}
+
+TEST_CASE_FIXTURE(fixture, "a due read answers its page, then the first entry past the window") {
+  commit({write_set{"a", 1, {}, {}, {}, {{"s1", "a", 100, priority::normal}}, {}},
+          write_set{"b", 1, {}, {}, {}, {{"s1", "b", 200, priority::normal}}, {}},
+          write_set{"a", 1, {}, {}, {}, {{"s2", "a", 5000, priority::normal}}, {}},
+          write_set{"b", 1, {}, {}, {}, {{"s2", "b", 9000, priority::normal}}, {}}});
+  auto due = due_entries(pool, 1, 1000, 10);
+  REQUIRE(due);
+  REQUIRE(due->size() == 3);
+  CHECK((*due)[0].entity_id == "a");
+  CHECK((*due)[1].entity_id == "b");
+  CHECK((*due)[2].lane == "s2"); // the hint: a's entry due 5000, after the window's 1000
+  CHECK((*due)[2].due_at_us == 5000);
+  // After a cursor (b): the page is empty, the hint stays.
+  auto after = due_entries(pool, 1, 1000, 10, &(*due)[1]);
+  REQUIRE(after);
+  REQUIRE(after->size() == 1);
+  CHECK(after->front().due_at_us == 5000);
+  // A page cut by its limit still ends with the hint.
+  auto cut = due_entries(pool, 1, 1000, 1);
+  REQUIRE(cut);
+  REQUIRE(cut->size() == 2);
+  CHECK(cut->front().entity_id == "a");
+  CHECK(cut->back().due_at_us == 5000);
+  // Nothing past the window: no hint.
+  auto all = due_entries(pool, 1, 10'000, 10);
+  REQUIRE(all);
+  CHECK(all->size() == 4);
 }
 
 TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {

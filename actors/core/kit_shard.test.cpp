@@ -436,40 +436,86 @@ TEST_CASE_FIXTURE(shard_fixture,
 }
 
 TEST_CASE_FIXTURE(shard_fixture,
-                  "an idle shard polls less and less, yet an entry written behind its back runs "
-                  "on time; work found brings the poll back to its pace") {
+                  "an idle shard polls less and less, down to the safety poll; work found brings "
+                  "the poll back to its pace") {
   opts.queue_poll = 250ms;
-  opts.queue_poll_idle = 4000ms;
+  opts.queue_poll_idle = 30'000ms;
   opts.queue_lookahead = 5000ms;
   opts.queue_prefetch = 250ms;
   start();
-  // Empty polls: 250, 500, 1000, 2000, then every 4000 ms (the idle cap, under lookahead -
-  // prefetch = 4750 ms). At 250 ms each there would be 80 polls in 20 s.
-  advance(12'000ms);
+  // Empty polls after 250, 500, 1000, 2000, 4000, 8000, 16000 ms, then every 30 s: 8 polls in
+  // the first minute where the busy pace would make 240.
+  advance(60'000ms);
   auto idle_polls = store.queue().polls();
-  MESSAGE("polls in the first 12 s of idleness: " << idle_polls);
-  CHECK(idle_polls <= 8);
-  CHECK(idle_polls >= 4);
-  // An entry written by someone else (not learned from the shard's own commits), due 8 s
-  // from now: a poll every 4 s with a 5 s lookahead reads it before it comes due.
-  store.queue().add({due("L", "x", 8000ms)});
-  advance(7999ms);
+  MESSAGE("polls in the first minute of idleness: " << idle_polls);
+  CHECK(idle_polls <= 10);
+  CHECK(idle_polls >= 6);
+  // An entry written behind its back with no notice is found by the safety poll at the latest.
+  store.queue().add({due("L", "y")});
+  auto before = store.queue().polls();
+  advance(30'000ms);
+  REQUIRE(s->runs.size() == 1);
+  CHECK(s->runs.back() == std::make_pair(std::string{"y"}, std::string{"L"}));
+  // The poll that found "y" brought the pace back (250, 250, 500, 1000, ... ms after it): an
+  // idle shard would have made one poll in these 30 s.
+  CHECK(store.queue().polls() >= before + 5);
+}
+
+TEST_CASE_FIXTURE(shard_fixture,
+                  "an idle shard polls in time for the next entry it knows of: the store's hint "
+                  "or its actors' commits") {
+  opts.queue_poll = 250ms;
+  opts.queue_poll_idle = 30'000ms;
+  opts.queue_lookahead = 5000ms;
+  opts.queue_prefetch = 250ms;
+  // Due in 100 s: far beyond the window and the safety poll. The first poll answers it as the
+  // hint; the shard sleeps until a poll can read it, then runs it on time, its actor warmed.
+  store.queue().add({due("L", "x", 100'000ms)});
+  start();
+  advance(99'999ms);
   CHECK(s->runs.empty());
-  CHECK(s->warmed == std::vector<std::string>{"x"}); // known ahead of time: activated first
+  CHECK(s->warmed == std::vector<std::string>{"x"});
+  auto polls = store.queue().polls();
+  MESSAGE("polls in 100 s: " << polls);
+  CHECK(polls <= 12); // the back-off's 8 in the first minute, 2 safety polls, the one for x
   advance(1ms);
   REQUIRE(s->runs.size() == 1);
-  // A poll that finds work resets the wait: entries added now are read within queue_poll.
-  auto before = store.queue().polls();
-  advance(4000ms); // the next poll (after the one that found "x") is within 4 s
-  CHECK(store.queue().polls() > before);
-  store.queue().add({due("L", "y")});
-  before = store.queue().polls();
-  advance(4000ms); // at most one idle wait until a poll reads it
+  // A run commits a timer due in 50 s (learned from the commit, beyond the window), while the
+  // store gives no hints: the shard still polls in time for it.
+  store.queue().hint(false);
+  s->follow_ups["x"] = {due("T", "x", 50'000ms)};
+  store.queue().add({due("T", "x", 50'000ms)}); // as the commit wrote it
+  send(shard, enqueued_atom_v, queue_entries{due("L", "x")},
+       static_cast<uint8_t>(kit::event_source::api));
+  run();
   REQUIRE(s->runs.size() == 2);
-  CHECK(s->runs.back() == std::make_pair(std::string{"y"}, std::string{"L"}));
-  // The poll that found "y" brought the pace back: another poll followed within queue_poll,
-  // where an idle shard would have made one poll in these 4 s.
-  CHECK(store.queue().polls() >= before + 2);
+  advance(49'999ms);
+  CHECK(s->runs.size() == 2);
+  advance(1ms);
+  REQUIRE(s->runs.size() == 3);
+  CHECK(s->runs.back() == std::make_pair(std::string{"x"}, std::string{"T"}));
+}
+
+TEST_CASE_FIXTURE(shard_fixture,
+                  "a notice (enqueued with no entries) makes a sleeping shard poll from the start "
+                  "at once") {
+  opts.queue_poll = 250ms;
+  opts.queue_poll_idle = 30'000ms;
+  opts.queue_lookahead = 5000ms;
+  store.queue().add({due("L", "a")});
+  start();
+  REQUIRE(s->runs.size() == 1); // the cursor now stands at a's entry
+  advance(20'000ms); // asleep until 31.75 s; no full scan from the start yet (every 30 s)
+  // Another node queued an entry due before the cursor's (a requeue of an earlier due time):
+  // a poll after the cursor would never read it; the notice's poll starts from the start.
+  auto earlier = due("L", "b", -60'000ms);
+  store.queue().add({earlier});
+  auto polls = store.queue().polls();
+  send(shard, enqueued_atom_v, queue_entries{}, static_cast<uint8_t>(kit::event_source::api));
+  run();
+  CHECK(store.queue().polls() == polls + 1);
+  REQUIRE(s->runs.size() == 2);
+  CHECK(s->runs.back() == std::make_pair(std::string{"b"}, std::string{"L"}));
 }
 
 TEST_CASE_FIXTURE(shard_fixture,

@@ -12,6 +12,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include <vips/vips8>
@@ -283,5 +284,46 @@ TEST_CASE("a feeder told to drain answers its foreign batches at once and refuse
   auto refused = run_foreign_tasks(sys, feeder, {task(9)}, 60s);
   CHECK_FALSE(refused);
   for (auto& [fn, a] : feeders)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("an idle feeder sleeps (images.poll_idle); a wake starts tasks queued meanwhile at "
+          "once") {
+  pools_env env{2};
+  auto& db = env.data.db;
+  auto& pool = env.data.pool;
+  auto& opts = env.opts;
+  // The first look is at the start; finding nothing, the next would be 30 s later.
+  opts.poll = 30s;
+  opts.poll_idle = 600s;
+  opts.workers = {{function::ratio, 2}};
+  opts.partitions = [] { return std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}; };
+  auto image = png(64, 48);
+  http_server srv{[&](const http_server::call&) { return http_server::reply{200, image}; }};
+  auto actors = spawn_image_pools(env.sys, opts);
+  REQUIRE(actors.size() == 1);
+  auto feeder = actors.at(function::ratio);
+  // The feeder's first look is done once it answers a message sent after it (its mailbox is
+  // in order): a foreign batch of nothing.
+  {
+    caf::scoped_actor self{env.sys};
+    self->request(feeder, 10s, run_atom_v, foreign_tasks{})
+      .receive([](foreign_counts) {},
+               [](caf::error& err) { FAIL("the feeder did not answer: " << caf::to_string(err)); });
+  }
+  auto t = make_task(function::ratio, srv.url("/woken.png"));
+  REQUIRE(t);
+  persistence::image_request r;
+  r.key = t->result_key();
+  r.task = {to_string(function::ratio), t->partition(8), t->args, 0, 3'600'000, 0, {}};
+  r.pending_ttl_ms = 60'000;
+  REQUIRE(persistence::enqueue_image_tasks(pool, {r}));
+  caf::anon_send(feeder, wake_atom_v);
+  CHECK(eventually(15s, [&] { return db.scalar("SELECT count(*) FROM image_tasks") == "0"; }));
+  auto rs = persistence::find_image_results(pool, {t->result_key()});
+  REQUIRE(rs);
+  REQUIRE(rs->size() == 1);
+  CHECK(rs->front().status == "done");
+  for (auto& [fn, a] : actors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -553,8 +553,14 @@ node_keys make_node_keys(const application& app) {
             "How long a result (or an error status) is kept when the request gives no ttl."),
         bind_to(&node_config::images, &images_config::ttl));
   k.add(num(vk::duration, "images.poll", "250ms", 5, 60'000,
-            "How often an idle pool looks for queued tasks (one small query per function)."),
+            "How often a function's feeder looks for queued tasks while looks find some (one "
+            "small query per function)."),
         bind_to(&node_config::images, &images_config::poll));
+  k.add(num(vk::duration, "images.poll_idle", "5s", 5, 600'000,
+            "The longest wait between a feeder's looks that find no task: each doubles the "
+            "wait from images.poll up to this (a safety look). Tasks queued on any node wake "
+            "the feeders of their partition's owner at once."),
+        bind_to(&node_config::images, &images_config::poll_idle));
   k.add(num(vk::boolean, "feed.enabled", "false", 0, 1,
             "Run the feed loader and processor pools on this node (seed 004, docs/feeds.md): "
             "sellers' feeds are downloaded, checked, unified and sent on `feed.requests_topic`, "
@@ -700,11 +706,16 @@ node_keys make_node_keys(const application& app) {
             "actions of that shard). false: this node serves the API only."),
         bind_to(&node_config::scheduled, &scheduled_config::enabled));
   k.add(num(vk::duration, "scheduled.poll", "100ms", 5, 60'000,
-            "How often the node's poller reads its shards (one read for all of them) for "
-            "actions created or changed through the API, waking the shards' workers (due "
-            "actions wake their worker at their time; this bounds how late a new action due "
-            "now fires)."),
+            "How often the node's poller reads its shards (one read for all of them) while "
+            "reads find work, waking the shards' workers (due actions wake their worker at "
+            "their time). An action created or changed on any node brings a read at once, at "
+            "most one per this period."),
         bind_to(&node_config::scheduled, &scheduled_config::poll));
+  k.add(num(vk::duration, "scheduled.poll_idle", "5s", 5, 600'000,
+            "The longest wait between the poller's reads that find no work: each doubles the "
+            "wait from scheduled.poll up to this (a safety read; creations and changes wake "
+            "it at once, through a wake notice when made on another node)."),
+        bind_to(&node_config::scheduled, &scheduled_config::poll_idle));
   k.add(num(vk::integer, "scheduled.batch", "256", 1, 100'000,
             "At most this many queue rows a shard's worker moves (one transaction), and this "
             "many actions it fires (begun in one transaction, finished in one), per iteration "
@@ -816,12 +827,13 @@ node_keys make_node_keys(const application& app) {
   k.add(num(vk::duration, "queue.poll", "250ms", 5, 60'000,
             "How often a busy shard looks in PostgreSQL for queue entries coming due."),
         bind_to(&node_config::queue, &queue_config::poll));
-  k.add(num(vk::duration, "queue.poll_idle", "4s", 5, 600'000,
-            "The longest wait between a shard's polls that find nothing: each such poll doubles "
-            "the wait from queue.poll up to this, and never beyond queue.lookahead minus "
-            "queue.prefetch, so entries are still seen before they come due. Entries a shard's "
-            "own actors commit are known at once; ones written elsewhere (an operator's requeue "
-            "on another node) may wait this long."),
+  k.add(num(vk::duration, "queue.poll_idle", "30s", 5, 600'000,
+            "The longest wait between a shard's polls that find no work due: each such poll "
+            "doubles the wait from queue.poll up to this (a safety poll). Entries due later are "
+            "polled for in time whatever this is (each poll answers the next one past the "
+            "look-ahead; those the shard's own actors commit are learned), and work written for "
+            "the shard elsewhere (a requeue or an entity's event on another node) comes with a "
+            "wake notice, so an idle shard costs a statement per this period."),
         bind_to(&node_config::queue, &queue_config::poll_idle));
   k.add(num(vk::integer, "queue.page", "5000", 10, 1'000'000,
             "Most queue entries a shard loads from PostgreSQL at once."),

@@ -32,6 +32,10 @@ class type_pool;
 }
 
 namespace gost::runtime {
+class wake_hub;
+}
+
+namespace gost::runtime {
 
 class router;
 struct trace_context;
@@ -49,6 +53,8 @@ public:
     /// The cluster manager: applies pauses to this node's shards (pause_atom), drains the node
     /// (drain_node_atom, undrain_atom).
     manager_actor manager;
+    /// Wakes another node's shard after a requeue there (may be null: it polls in time).
+    std::shared_ptr<wake_hub> wakes;
   };
 
   /// Who may use the verbs: with a token, only calls carrying it (metadata `x-gost-token`);

@@ -33,8 +33,10 @@ namespace gost::runtime::kinds {
 
 /// Offers: their shard supervisors (`shard_actor`), routed as `offer_owner_ops`.
 constexpr kind_slot<offer_owner_ops, shard_actor> offers{0, true};
+constexpr const char* offers_name = "offers"; ///< its name in the kind table and wake notices
 /// Durable entities of every registered type: one supervisor per shard.
 constexpr kind_slot<entity_owner_ops, entity_shard_actor> entities{1, true};
+constexpr const char* entities_name = "entities";
 
 /// Whether `id` names an offer (offer ids never hold a '/') or an entity (`kind/id`).
 inline bool is_entity_key(const std::string& id) {

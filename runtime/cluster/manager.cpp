@@ -430,6 +430,11 @@ void tick(self_ptr self) {
   if (!st.leaving)
     rebalance(self, *nodes, *leases);
   refresh_routes(self, *nodes, *leases);
+  // The listener's look for gone nodes (every ~200 ms) matters only while others own leases.
+  if (st.listener)
+    st.listener->watch_others(std::any_of(leases->begin(), leases->end(), [&](auto& l) {
+      return !l.free && !l.owner.empty() && l.owner != st.opts.node_id;
+    }));
 }
 
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
@@ -468,7 +473,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
             if (auto h = caf::actor_cast<manager_impl>(me))
               caf::anon_send(h, notified_atom_v);
           },
-          st.opts.node_id);
+          st.opts.node_id, st.opts.on_wake);
       }
       self->send(self, tick_atom_v);
       return ok_atom_v;

@@ -67,6 +67,9 @@ struct cluster_options {
   std::shared_ptr<node_stats> stats;
   /// How long a pause waits for the runs of the stage in flight here.
   std::chrono::milliseconds pause_timeout{30'000};
+  /// Wake notices heard on the LISTEN connection (persistence::wake_channel), on its thread.
+  /// Empty: not listened to.
+  std::function<void(const std::string&)> on_wake;
 };
 
 /// The manager's interface (what the node's start and stop and the admin service send it):

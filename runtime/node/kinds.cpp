@@ -66,17 +66,19 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
   eo.shard_count = c.shard.count;
   eo.types = n.ext.entity_types;
   // Events for entities of other shards this node owns reach them at once; other nodes'
-  // shards find theirs by polling.
+  // shards are woken (a NOTIFY, cluster/wakes.hpp).
   // Weak: this closure lives in the router's kind table (a strong pointer would keep the
   // router, and the handles it holds, alive past the node's stop).
-  eo.notify = [weak = std::weak_ptr<router>(n.routes)](uint32_t shard,
-                                                       const persistence::queue_entries& entries) {
+  eo.notify = [weak = std::weak_ptr<router>(n.routes), wakes = std::weak_ptr<wake_hub>(n.wakes)](
+                uint32_t shard, const persistence::queue_entries& entries) {
     auto routes = weak.lock();
     if (!routes)
       return;
     if (auto local = routes->local(kinds::entities, shard))
       caf::anon_send(*local, enqueued_atom_v, entries,
                      static_cast<uint8_t>(kit::event_source::api));
+    else if (auto w = wakes.lock())
+      w->wake(kinds::entities_name, shard);
   };
   return eo;
 }
@@ -86,7 +88,7 @@ entity_shard_options entity_shard_defaults(const node_context& n) {
 void register_kinds(node_context& n) {
   auto& table = n.routes->kinds();
   auto offers = make_shard_kind<offer_owner_ops>(
-    "offers",
+    kinds::offers_name,
     [&n, base = shard_defaults(n)](const shard_lease& l) {
       auto so = base;
       so.kit.shard = l.shard;
@@ -105,7 +107,7 @@ void register_kinds(node_context& n) {
   auto offers_slot = table.add<offer_owner_ops, shard_actor>(std::move(offers));
 
   auto entities = make_shard_kind<entity_owner_ops>(
-    "entities",
+    kinds::entities_name,
     [&n, base = entity_shard_defaults(n)](const shard_lease& l) -> caf::actor {
       if (n.entity_stores.empty()) // no entity types: no supervisor
         return {};

@@ -29,6 +29,7 @@
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
 #include "cluster/trace_stream.hpp"
+#include "cluster/wakes.hpp"
 #include "console/admin_http.hpp"
 #include "console/metrics.hpp"
 #include "console/series.hpp"
@@ -53,6 +54,7 @@
 #include "kafka/feed_answers.hpp"
 #include "kafka/feed_exchange.hpp"
 #include "kafka/image_queue.hpp"
+#include "node/image_tasks.hpp"
 #include "node/stop_stack.hpp"
 
 namespace gost::runtime {
@@ -113,6 +115,8 @@ struct node_context {
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::unique_ptr<call_hub> hub;            ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
+  /// Wake notices to and from other nodes (cluster/wakes.hpp); made with the cluster manager.
+  std::shared_ptr<wake_hub> wakes;
   // the application's actor types (start_entity_actors): empty when it registered none
   std::vector<entity_store_actor> entity_stores;
   std::vector<entity_writer_actor> entity_writers;
@@ -156,6 +160,13 @@ struct node_context {
   /// images.queue=kafka (start_image_queue): ImageService and the photo stages queue there;
   /// its consumers (start_images) feed the image pools
   std::unique_ptr<image_queue> kafka_images;
+  /// images.queue=postgres: the PostgreSQL queue, waking the partitions' feeders
+  /// (start_core_actors).
+  std::unique_ptr<pg_image_tasks> pg_images;
+  /// Where the node's askers (ImageService, the photos stages) queue image tasks.
+  images::task_queue* image_tasks() const {
+    return kafka_images ? static_cast<images::task_queue*>(kafka_images.get()) : pg_images.get();
+  }
   // scheduled actions (start_scheduled): the API's side, and the workers' spawner (null when
   // `scheduled.enabled` is false) called with each shard the cluster manager starts
   std::unique_ptr<scheduled::scheduler> scheduled_api;

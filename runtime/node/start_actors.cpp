@@ -69,6 +69,24 @@ caf::error start_core_actors(node_context& n) {
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });
+  // Wake notices to and from other nodes (cluster/wakes.hpp): the cluster manager's listener
+  // hands it what it hears; stopped (its last notices sent) before the pool goes.
+  n.wakes = std::make_shared<wake_hub>(*n.pool, n.routes);
+  n.stops.push("wake notices", [&n] { n.wakes->stop(); });
+  n.pg_images = std::make_unique<pg_image_tasks>(n.wakes);
+  n.registry->add([weak = std::weak_ptr<const wake_hub>(n.wakes)](metric_families& out) {
+    auto w = weak.lock();
+    if (!w)
+      return;
+    const char* name = "gost_wake_notices_total";
+    const char* help = "Wake notices: work written for a shard behind its owner's back (a "
+                       "requeue, an entity's event, a scheduled action), sent to the other "
+                       "nodes (NOTIFY) or heard from them.";
+    out.add(name, stat_kind::counter, help, {{"direction", "sent"}},
+            static_cast<int64_t>(w->sent()));
+    out.add(name, stat_kind::counter, help, {{"direction", "heard"}},
+            static_cast<int64_t>(w->heard_count()));
+  });
   // The offers' figures, and the stage engine's and Kafka's (node_stats::visit: gost_offer_*,
   // gost_outbox_*, gost_after_save_*); the offer shards' and writers' own.
   n.registry->add_stats<node_stats>("gost_", n.stats);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cluster/manager.hpp"
+#include "cluster/wakes.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/cluster/leases.hpp"
@@ -90,6 +91,11 @@ caf::error start_cluster_manager(node_context& n) {
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
   co.stats = n.stats;
   co.pause_timeout = n.cfg.api.request_timeout;
+  // Wake notices heard on the manager's LISTEN connection (the hub: start_core_actors).
+  co.on_wake = [weak = std::weak_ptr<wake_hub>(n.wakes)](const std::string& payload) {
+    if (auto w = weak.lock())
+      w->heard(payload);
+  };
   // The supervisors of a lease the manager takes: one per kind registered (node/kinds.cpp).
   register_kinds(n);
   n.manager = spawn_cluster_manager(*n.sys, std::move(co));

@@ -19,7 +19,8 @@ caf::error start_grpc(node_context& n) {
   n.states = std::make_unique<state_service>(*n.hub, *n.routes, timeout, limits);
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout,
-    admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager},
+    admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager,
+                                n.wakes},
     admin_service::access{cfg.console.token, config::is_loopback(cfg.grpc.listen.host),
                           cfg.grpc.listen.to_string()},
     limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
@@ -63,7 +64,7 @@ caf::error start_grpc(node_context& n) {
     is.partitions = cfg.shard.count;
     is.cache = n.image_cache.get();
     is.stats = n.image_stats.get();
-    is.queue = n.kafka_images.get(); // null: the PostgreSQL queue
+    is.queue = n.image_tasks(); // Kafka's, or PostgreSQL's waking the feeders
     n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
     b.RegisterService(n.images.get());
   }

@@ -35,9 +35,20 @@ caf::error start_images(node_context& n) {
                {images::function::main_color, c.main_color_workers},
                {images::function::rotate, c.rotate_workers}};
   o.poll = c.poll;
+  o.poll_idle = c.poll_idle;
   o.visibility = std::max(std::chrono::milliseconds{60'000}, c.fetch_timeout * 4);
   o.partitions = [routes = n.routes] { return routes->local_shards(); };
   n.image_pools = images::spawn_image_pools(*n.sys, o);
+  // Tasks queued for this node's partitions (here, or a wake notice from another node): every
+  // feeder looks now (the one of the task's function finds it). Weak: the hub outlives them.
+  std::vector<caf::actor_addr> feeders;
+  for (auto& [fn, feeder] : n.image_pools)
+    feeders.push_back(feeder.address());
+  n.wakes->add_part(images_wake_part, [feeders](uint32_t) {
+    for (auto& f : feeders)
+      if (auto h = caf::actor_cast<images::image_feeder_actor>(f))
+        caf::anon_send(h, wake_atom_v);
+  });
   n.stops.push("image pools", [&n] {
     std::vector<images::image_feeder_actor> feeders;
     for (auto& [fn, feeder] : n.image_pools)

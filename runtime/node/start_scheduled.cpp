@@ -79,10 +79,13 @@ private:
       return persistence::error_message(entry.error());
     if (!*entry)
       return "offer `" + r.offer_id() + "` does not exist";
-    // The owner on this node hears of it now; another node's shard finds it by its next poll.
-    if (auto local = n_.routes->local(kinds::offers, n_.routes->shard_of(r.offer_id())))
+    // The owner on this node hears of it now; another node's shard is woken.
+    auto shard = n_.routes->shard_of(r.offer_id());
+    if (auto local = n_.routes->local(kinds::offers, shard))
       caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
                      static_cast<uint8_t>(kit::event_source::timer)); // a scheduled action fired
+    else if (n_.wakes)
+      n_.wakes->wake(kinds::offers_name, shard);
     return {};
   }
 
@@ -138,14 +141,20 @@ private:
 
 } // namespace
 
+/// The wake notices' name for the scheduled workers' shards (cluster/wakes.hpp).
+constexpr const char* scheduled_wake_part = "scheduled";
+
 caf::error start_scheduled(node_context& n) {
   auto rules = rules_of(n.cfg.scheduled);
   n.scheduled_api = std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules,
                                                            system_ms, n.cfg.node.id);
   scheduled::poller_actor poller;
   if (n.cfg.scheduled.enabled) {
-    // One read per poll period for all the node's shards wakes their workers (ADR 0015).
-    poller = scheduled::spawn_poller(*n.sys, *n.pool, n.cfg.scheduled.poll);
+    // One read per poll period for all the node's shards wakes their workers (ADR 0015), backing
+    // off when idle; actions created or changed wake it at once (cluster/wakes.hpp: here, or
+    // on the owner of the shard through a wake notice).
+    poller =
+      scheduled::spawn_poller(*n.sys, *n.pool, n.cfg.scheduled.poll, n.cfg.scheduled.poll_idle);
     scheduled::add_scheduled_metrics(*n.registry, n.scheduled_stats);
     n.spawn_scheduled_worker = [&n, rules, poller](uint32_t shard, int64_t epoch,
                                                    caf::actor watch) {
@@ -165,6 +174,13 @@ caf::error start_scheduled(node_context& n) {
       scheduled::spawn_worker(*n.sys, std::move(wo));
     };
   }
+  // Incoming rows: the shard's owner looks now (the poller here, or the owner's through a
+  // wake notice).
+  if (poller)
+    n.wakes->add_part(scheduled_wake_part,
+                      [poller](uint32_t shard) { caf::anon_send(poller, wake_atom_v, shard); });
+  n.scheduled_api->on_incoming(
+    [wakes = n.wakes](uint32_t shard) { wakes->wake(scheduled_wake_part, shard); });
   // Workers stop with their shards (earlier in the stop order); no new ones after this.
   n.stops.push("scheduled actions", [&n, poller] {
     n.spawn_scheduled_worker = nullptr;

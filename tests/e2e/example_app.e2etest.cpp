@@ -7,6 +7,8 @@
 //   kill -9, a named timer replaced rather than added;
 // - its stage (examples/photos, docs/adding-a-stage.md): registered with one line, it runs on
 //   offers like a built-in one, its typed state readable through StateService.
+// - two nodes: an event sent to an entity of the other node's shard arrives at once (a wake
+//   notice), not at that shard's next poll;
 // - its name (node_builder::name) in --help, the start log line and gost_build_info, and its
 //   stage's key `stages.photo_count.enabled`: listed by --help, false keeps the stage off.
 #include <doctest/doctest.h>
@@ -16,6 +18,7 @@
 #include "bank/v1/account.pb.h"
 #include "gost/runtime/entity_client.hpp"
 #include "gost/testing/http.hpp"
+#include "gost/testing/metrics.hpp"
 #include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
@@ -415,4 +418,73 @@ TEST_CASE("an application names itself, and its stage's stages.<id>.enabled turn
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);
   std::remove(port_file.c_str());
+}
+
+TEST_CASE("two nodes: an event sent to an entity of the other node's shard is delivered at once "
+          "(a wake notice), not at that shard's next poll") {
+  testing::temp_db db;
+  // Shards poll a minute apart at the busy pace and ten minutes apart when idle: without the
+  // notice, the transfer's deposit would wait for the receiving shard's next poll, a minute
+  // after that shard started at the earliest.
+  auto start = [&](const std::string& id, const std::string& port_file) {
+    return std::make_unique<child_process>(
+      GOST_EXAMPLE_PATH,
+      testing::node_args(db, port_file,
+                         {"--node.id=" + id, "--http.listen=127.0.0.1:0", "--queue.poll=60s",
+                          "--queue.poll_idle=600s", "--outbox.relay=false"}));
+  };
+  auto pf1 = "/tmp/gost-wake1-" + std::to_string(getpid());
+  auto pf2 = "/tmp/gost-wake2-" + std::to_string(getpid());
+  auto n1 = start("w1", pf1);
+  auto ports1 = testing::read_ports(*n1, pf1);
+  auto n2 = start("w2", pf2);
+  auto ports2 = testing::read_ports(*n2, pf2);
+  REQUIRE_MESSAGE(testing::eventually(60s,
+                                      [&] {
+                                        return db.scalar("SELECT count(*) FROM shard_leases"
+                                                         " WHERE owner = 'w1'")
+                                                 == "4"
+                                               && db.scalar("SELECT count(*) FROM shard_leases"
+                                                            " WHERE owner = 'w2'")
+                                                    == "4";
+                                      }),
+                  n1->output() + n2->output());
+  bank_client bank{ports1.first};
+  // Accounts on both nodes' shards (sends through n1 reach the owners wherever they are).
+  for (int i = 0; i < 16; ++i)
+    REQUIRE(bank.send("acct-" + std::to_string(i), deposit(100)).ok());
+  REQUIRE(testing::eventually(20s, [&] {
+    return db.scalar("SELECT count(*) FROM entities WHERE kind = 'bank.account' AND version = 1")
+           == "16";
+  }));
+  auto owned_by = [&](const std::string& node) {
+    return db.scalar("SELECT min(e.entity_id) FROM entities e JOIN shard_leases l"
+                     " ON l.shard = e.shard WHERE e.kind = 'bank.account' AND l.owner = '"
+                     + node + "'");
+  };
+  auto from = owned_by("w1");
+  auto to = owned_by("w2");
+  REQUIRE_FALSE(from.empty());
+  REQUIRE_FALSE(to.empty());
+  auto heard = [&] {
+    return testing::metric_sample(
+      testing::http_get(static_cast<uint16_t>(ports2.second), "/metrics"),
+      "gost_wake_notices_total{direction=\"heard\"}");
+  };
+  auto heard_before = heard();
+  // The transfer: committed by w1 with the withdrawal, the deposit an event for w2's shard.
+  bank::v1::AccountEvent t;
+  t.mutable_transfer()->set_amount_minor(40);
+  t.mutable_transfer()->set_to(to);
+  REQUIRE(bank.send(from, t, "wake-transfer").ok());
+  CHECK_MESSAGE(testing::eventually(20s, [&] { return bank.account(to).balance_minor() == 140; }),
+                n2->output());
+  CHECK(bank.account(from).balance_minor() == 60);
+  CHECK(heard() > heard_before); // w2 heard the notice w1 sent
+  n1->signal(SIGTERM);
+  n2->signal(SIGTERM);
+  CHECK(n1->wait(30s) == 0);
+  CHECK(n2->wait(30s) == 0);
+  std::remove(pf1.c_str());
+  std::remove(pf2.c_str());
 }

@@ -1,7 +1,10 @@
 #include "gost/images/pools.hpp"
 
+#include <algorithm>
 #include <any>
+#include <chrono>
 #include <deque>
+#include <optional>
 #include <set>
 
 #include <caf/actor_system.hpp>
@@ -11,6 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "gost/core/actor_pool.hpp"
+#include "gost/core/backoff.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/images/stats.hpp"
@@ -56,7 +60,9 @@ struct feeder_state {
   uint64_t next_batch = 1;
   bool draining = false; ///< foreign batches refused (the consumers are stopping)
   bool tick_pending = false;
-  bool flush_pending = false; ///< a flush_atom is on its way (`flush_wait` after a finish)
+  std::chrono::steady_clock::time_point tick_at{}; ///< of the pending tick; earlier ones are stale
+  std::optional<backoff> idle; ///< the wait after a look that found no task (opts.poll_idle)
+  bool flush_pending = false;  ///< a flush_atom is on its way (`flush_wait` after a finish)
   batch_counts counts;
 };
 
@@ -111,9 +117,11 @@ void flush(feeder_ptr self) {
 
 void tick_soon(feeder_ptr self, std::chrono::milliseconds after) {
   auto& st = self->state;
-  if (st.tick_pending)
+  auto at = std::chrono::steady_clock::now() + after;
+  if (st.tick_pending && st.tick_at <= at)
     return;
   st.tick_pending = true;
+  st.tick_at = at;
   if (after.count() == 0)
     self->send(self, tick_atom_v);
   else
@@ -218,9 +226,10 @@ void feed(feeder_ptr self) {
   }
   if (tasks->empty()) {
     if (st.in_flight == 0)
-      tick_soon(self, st.opts.poll);
+      tick_soon(self, st.idle->next()); // idle: less and less often, until woken
     return;
   }
+  st.idle->reset();
   for (auto& t : *tasks)
     start(self, t, 0);
 }
@@ -293,11 +302,21 @@ feeder_impl::behavior_type feeder(feeder_ptr self, function fn, pools_options op
   self->state.opts = std::move(opts);
   self->state.pool = pool;
   self->state.slots = slots;
+  self->state.idle.emplace(self->state.opts.poll,
+                           std::max(self->state.opts.poll, self->state.opts.poll_idle));
   self->link_to(pool); // stopped together
-  self->send(self, tick_atom_v);
-  self->state.tick_pending = true;
+  tick_soon(self, std::chrono::milliseconds{0});
   return {
-    [self](tick_atom) { feed(self); },
+    [self](tick_atom) {
+      if (std::chrono::steady_clock::now() < self->state.tick_at)
+        return; // an older timer: a later one is set for the look now planned
+      feed(self);
+    },
+    [self](wake_atom) {
+      // Tasks were queued for a partition of this node: look now, at the busy pace.
+      self->state.idle->reset();
+      tick_soon(self, std::chrono::milliseconds{0});
+    },
     [self](flush_atom) {
       self->state.flush_pending = false;
       flush(self);

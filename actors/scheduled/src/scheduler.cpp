@@ -1,5 +1,6 @@
 #include "gost/scheduled/scheduler.hpp"
 
+#include <set>
 #include <unordered_set>
 
 #include "gost/scheduled/worker_steps.hpp"
@@ -34,8 +35,10 @@ caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
   a.mutable_meta()->set_updated_at_ms(now);
   *a.mutable_spec() = spec;
   *a.mutable_status() = start_status(spec, now, nullptr);
-  if (auto err = persistence::create_scheduled_action(pool_, a, random_shard()))
+  auto shard = random_shard();
+  if (auto err = persistence::create_scheduled_action(pool_, a, shard))
     return err; // already_exists: status.cpp maps it
+  told(shard);
   return a;
 }
 
@@ -65,6 +68,11 @@ caf::expected<size_t> scheduler::create_many(
   }
   if (auto err = persistence::create_scheduled_actions(pool_, rows))
     return err;
+  std::set<uint32_t> shards;
+  for (auto& r : rows)
+    shards.insert(r.second);
+  for (auto shard : shards)
+    told(shard);
   return rows.size();
 }
 
@@ -75,6 +83,7 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
     return make_error(errc::invalid_argument, e->text());
   if (auto e = check_spec(spec, opts_, now))
     return make_error(errc::invalid_argument, e->text());
+  auto shard = random_shard();
   auto r = persistence::change_scheduled_action(
     pool_, id,
     [&](v1::ScheduledAction& a) {
@@ -84,7 +93,9 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
       *a.mutable_status() = start_status(spec, now, &a.status());
       return caf::error{};
     },
-    random_shard());
+    shard);
+  if (r)
+    told(shard);
   return r; // not_found: status.cpp maps it
 }
 
@@ -99,6 +110,7 @@ caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string
   if (auto e = check_id(id))
     return make_error(errc::invalid_argument, e->text());
   auto now = clock_ms_();
+  auto shard = random_shard();
   std::vector<persistence::attempt_record> records;
   bool changed = false;
   auto r = persistence::change_scheduled_action(
@@ -125,9 +137,11 @@ caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string
       a.mutable_meta()->set_updated_at_ms(now);
       return caf::error{};
     },
-    random_shard(), &records);
+    shard, &records);
   if (!r)
     return std::move(r.error());
+  if (changed)
+    told(shard);
   return verb_result{std::move(*r), changed};
 }
 

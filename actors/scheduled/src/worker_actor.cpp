@@ -9,12 +9,15 @@
 // per outage and retried at the poll period; a fenced step ends the worker (the shard's new owner
 // runs its own).
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include <caf/all.hpp>
 
+#include "gost/core/backoff.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/pg_pool.hpp" // complete: spawn forwards the pointer
 #include "gost/scheduled/protocol.hpp"
@@ -189,51 +192,105 @@ worker_impl::behavior_type worker(stateful self, worker_options opts) {
 
 struct poller_state {
   static inline const char* name = "gost.scheduled.poller";
+  using clock = std::chrono::steady_clock;
   persistence::pg_pool* pool = nullptr;
   std::chrono::milliseconds poll{100};
   std::unordered_map<uint32_t, worker_actor> workers; ///< by shard
   bool failing = false;
+  std::optional<backoff> idle;   ///< the wait after a read that woke nobody
+  clock::time_point next_read{}; ///< its timer is set for then; earlier ticks are older ones
+  clock::time_point last_read{};
 };
 
-poller_impl::behavior_type poller(poller_impl::stateful_pointer<poller_state> self,
-                                  persistence::pg_pool* pool, std::chrono::milliseconds poll) {
+using poller_ptr = poller_impl::stateful_pointer<poller_state>;
+
+/// Sets the next read `wait` from now, unless one is set earlier.
+void read_in(poller_ptr self, std::chrono::milliseconds wait) {
+  auto& s = self->state;
+  auto at = poller_state::clock::now() + wait;
+  if (s.next_read > poller_state::clock::now() && s.next_read <= at)
+    return;
+  s.next_read = at;
+  self->delayed_send(self, wait, tick_atom_v);
+}
+
+/// One read over the registered shards; the next in `poll` when it woke a worker, else after
+/// the idle back-off's wait. Returns that wait.
+std::chrono::milliseconds read_shards(poller_ptr self) {
+  auto& s = self->state;
+  s.last_read = poller_state::clock::now();
+  if (s.workers.empty())
+    return s.idle->next();
+  std::vector<uint32_t> shards;
+  for (auto& w : s.workers)
+    shards.push_back(w.first);
+  auto looks = persistence::look_at_shards(*s.pool, shards);
+  if (!looks) {
+    if (!s.failing)
+      lg->warn("scheduled poller: reading the shards failed error={}; retrying every {} ms",
+               persistence::error_message(looks.error()), s.poll.count());
+    s.failing = true;
+    return s.poll;
+  }
+  s.failing = false;
+  // Due before the next read (at the busy pace, or the idle wait if nobody is woken): the
+  // worker arms its timer for it (it may know already).
+  auto now_ms = system_ms();
+  bool woke = false;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    auto& l = (*looks)[i];
+    if (l.incoming || (l.next_due && *l.next_due <= now_ms + s.poll.count()))
+      woke = true;
+  }
+  auto wait = s.poll;
+  if (woke)
+    s.idle->reset();
+  else
+    wait = s.idle->next();
+  auto horizon = now_ms + wait.count();
+  for (size_t i = 0; i < shards.size(); ++i) {
+    auto& l = (*looks)[i];
+    if (l.incoming || (l.next_due && *l.next_due <= horizon))
+      self->send(s.workers[shards[i]], wake_atom_v, l.next_due.value_or(-1), l.incoming);
+  }
+  return wait;
+}
+
+poller_impl::behavior_type poller(poller_ptr self, persistence::pg_pool* pool,
+                                  std::chrono::milliseconds poll,
+                                  std::chrono::milliseconds poll_idle) {
   self->state.pool = pool;
   self->state.poll = poll;
+  self->state.idle.emplace(poll, std::max(poll, poll_idle));
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& ws = self->state.workers;
     for (auto i = ws.begin(); i != ws.end();)
       i = i->second.address() == dm.source ? ws.erase(i) : std::next(i);
   });
-  self->delayed_send(self, poll, tick_atom_v);
+  read_in(self, poll);
   return {
     [self](poll_atom, uint32_t shard, worker_actor w) {
       self->monitor(w);
       self->state.workers[shard] = std::move(w); // a newer worker of the shard replaces one
+      self->state.idle->reset();
+      read_in(self, self->state.poll); // its shard's first look is the worker's own
+    },
+    [self](wake_atom, uint32_t) {
+      // Actions were created or changed for a shard: read now, or a poll period after the
+      // last read (a stream of creations makes one read per period).
+      auto& s = self->state;
+      s.idle->reset();
+      auto since = poller_state::clock::now() - s.last_read;
+      auto wait = since >= s.poll ? std::chrono::milliseconds{0}
+                                  : std::chrono::ceil<std::chrono::milliseconds>(s.poll - since);
+      read_in(self, wait);
     },
     [self](tick_atom) {
       auto& s = self->state;
-      self->delayed_send(self, s.poll, tick_atom_v);
-      if (s.workers.empty())
-        return;
-      std::vector<uint32_t> shards;
-      for (auto& w : s.workers)
-        shards.push_back(w.first);
-      auto looks = persistence::look_at_shards(*s.pool, shards);
-      if (!looks) {
-        if (!s.failing)
-          lg->warn("scheduled poller: reading the shards failed error={}; retrying every {} ms",
-                   persistence::error_message(looks.error()), s.poll.count());
-        s.failing = true;
-        return;
-      }
-      s.failing = false;
-      // Due before the next read: the worker arms its timer for it (it may know already).
-      auto horizon = system_ms() + s.poll.count();
-      for (size_t i = 0; i < shards.size(); ++i) {
-        auto& l = (*looks)[i];
-        if (l.incoming || (l.next_due && *l.next_due <= horizon))
-          self->send(s.workers[shards[i]], wake_atom_v, l.next_due.value_or(-1), l.incoming);
-      }
+      if (poller_state::clock::now() < s.next_read)
+        return; // an older timer: a later one is set for the read now planned
+      s.next_read = {};
+      read_in(self, read_shards(self));
     },
   };
 }
@@ -245,8 +302,8 @@ worker_actor spawn_worker(caf::actor_system& sys, worker_options opts) {
 }
 
 poller_actor spawn_poller(caf::actor_system& sys, persistence::pg_pool& pool,
-                          std::chrono::milliseconds poll) {
-  return sys.spawn<caf::detached>(poller, &pool, poll);
+                          std::chrono::milliseconds poll, std::chrono::milliseconds poll_idle) {
+  return sys.spawn<caf::detached>(poller, &pool, poll, poll_idle);
 }
 
 } // namespace gost::scheduled

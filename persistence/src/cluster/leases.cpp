@@ -1,6 +1,9 @@
 #include "gost/persistence/cluster/leases.hpp"
 
 #include <atomic>
+#include <limits>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "pg_internal.hpp"
@@ -245,6 +248,42 @@ caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease l
   });
 }
 
+std::string wake_payload(const std::string& part, uint32_t shard) {
+  return part + ":" + std::to_string(shard);
+}
+
+bool parse_wake_payload(const std::string& payload, std::string& part, uint32_t& shard) {
+  auto colon = payload.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == payload.size())
+    return false;
+  uint64_t n = 0;
+  for (size_t i = colon + 1; i < payload.size(); ++i) {
+    char c = payload[i];
+    if (c < '0' || c > '9')
+      return false;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+    if (n > std::numeric_limits<uint32_t>::max())
+      return false;
+  }
+  part = payload.substr(0, colon);
+  shard = static_cast<uint32_t>(n);
+  return true;
+}
+
+caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads) {
+  std::set<std::string> distinct(payloads.begin(), payloads.end());
+  if (distinct.empty())
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    values_list rows;
+    for (auto& p : distinct)
+      rows.row(tx.quote(p));
+    tx.exec(std::string{"SELECT pg_notify('"} + wake_channel + "', p) FROM (VALUES " + rows.str()
+            + ") AS w(p)");
+  });
+}
+
 namespace {
 
 class change_receiver final : public pqxx::notification_receiver {
@@ -257,12 +296,24 @@ private:
   std::function<void()>& f_;
 };
 
+class wake_receiver final : public pqxx::notification_receiver {
+public:
+  wake_receiver(pqxx::connection_base& c, std::function<void(const std::string&)>& f)
+    : pqxx::notification_receiver(c, wake_channel), f_(f) {}
+  void operator()(const std::string& payload, int) override { f_(payload); }
+
+private:
+  std::function<void(const std::string&)>& f_;
+};
+
 } // namespace
 
 struct cluster_listener::impl {
   std::string dsn;
   std::function<void()> on_change;
+  std::function<void(const std::string&)> on_wake; ///< empty: no LISTEN on wake_channel
   std::string node_id; ///< empty: no liveness lock, no watch for gone nodes
+  std::atomic<bool> watch_others{true};
   std::atomic<bool> stopping{false};
   std::atomic<bool> locked{false};
   std::thread thread;
@@ -304,6 +355,9 @@ struct cluster_listener::impl {
       try {
         pqxx::connection c{listen_dsn()};
         change_receiver r{c, on_change};
+        std::optional<wake_receiver> w;
+        if (on_wake)
+          w.emplace(c, on_wake);
         std::string seen_gone;
         if (!node_id.empty()) {
           pqxx::nontransaction tx{c};
@@ -315,7 +369,7 @@ struct cluster_listener::impl {
             on_change(); // a restarted node takes its previous incarnation's leases back now
           }
           c.await_notification(0, 200'000);
-          if (!node_id.empty()) {
+          if (!node_id.empty() && watch_others) {
             auto gone = gone_owners_shards(c);
             if (gone != seen_gone) {
               seen_gone = gone;
@@ -336,10 +390,12 @@ struct cluster_listener::impl {
 };
 
 cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change,
-                                   std::string node_id)
+                                   std::string node_id,
+                                   std::function<void(const std::string&)> on_wake)
   : impl_(std::make_unique<impl>()) {
   impl_->dsn = std::move(dsn);
   impl_->on_change = std::move(on_change);
+  impl_->on_wake = std::move(on_wake);
   impl_->node_id = std::move(node_id);
   auto* p = impl_.get();
   impl_->thread = std::thread{[p] { p->run(); }};
@@ -353,6 +409,10 @@ cluster_listener::~cluster_listener() {
 
 bool cluster_listener::holds_liveness_lock() const {
   return impl_->locked;
+}
+
+void cluster_listener::watch_others(bool on) {
+  impl_->watch_others = on;
 }
 
 } // namespace gost::persistence

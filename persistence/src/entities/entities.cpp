@@ -346,15 +346,24 @@ caf::expected<queue_entries> due_entities(pg_pool& pool, uint32_t shard, int64_t
     std::string after_kind, after_id;
     if (after != nullptr)
       split_entity_key(after->entity_id, after_kind, after_id);
+    // The page, then the hint (queue_store): the first entry past the window, one more probe
+    // of the same index.
+    constexpr const char* hint = " UNION ALL (SELECT kind, entity_id, lane, due_at_us"
+                                 " FROM entities WHERE shard = $1 AND due_at_us > $2"
+                                 " ORDER BY due_at_us LIMIT 1)";
     auto r = after == nullptr
-               ? tx.exec_params("SELECT kind, entity_id, lane, due_at_us FROM entities"
-                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
-                                " ORDER BY due_at_us, kind, entity_id LIMIT $3",
+               ? tx.exec_params(std::string{"(SELECT kind, entity_id, lane, due_at_us FROM entities"
+                                            " WHERE shard = $1 AND due_at_us IS NOT NULL"
+                                            " AND due_at_us <= $2"
+                                            " ORDER BY due_at_us, kind, entity_id LIMIT $3)"}
+                                  + hint,
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
-               : tx.exec_params("SELECT kind, entity_id, lane, due_at_us FROM entities"
-                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
-                                " AND (due_at_us, kind, entity_id) > ($4, $5, $6)"
-                                " ORDER BY due_at_us, kind, entity_id LIMIT $3",
+               : tx.exec_params(std::string{"(SELECT kind, entity_id, lane, due_at_us FROM entities"
+                                            " WHERE shard = $1 AND due_at_us IS NOT NULL"
+                                            " AND due_at_us <= $2"
+                                            " AND (due_at_us, kind, entity_id) > ($4, $5, $6)"
+                                            " ORDER BY due_at_us, kind, entity_id LIMIT $3)"}
+                                  + hint,
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
                                 after->due_at_us, after_kind, after_id);
     out.reserve(r.size());
@@ -364,6 +373,7 @@ caf::expected<queue_entries> due_entities(pg_pool& pool, uint32_t shard, int64_t
                      entity_key(kind, row[1].as<std::string>()), row[3].as<int64_t>(),
                      priority::normal});
     }
+    hint_last(out, until_us);
   });
   if (err)
     return err;

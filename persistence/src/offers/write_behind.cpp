@@ -405,21 +405,31 @@ caf::expected<std::vector<queue_entry>> due_entries(pg_pool& pool, uint32_t shar
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
     pqxx::nontransaction tx{c};
+    // The page, then the hint (queue_store): the first entry past the window, one more probe
+    // of the same index.
+    constexpr const char* hint = " UNION ALL (SELECT stage_id, offer_id, due_at_us, priority"
+                                 " FROM stage_states WHERE shard = $1 AND due_at_us > $2"
+                                 " ORDER BY due_at_us LIMIT 1)";
     auto r = after == nullptr
-               ? tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
-                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
-                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+               ? tx.exec_params(std::string{"(SELECT stage_id, offer_id, due_at_us, priority"
+                                            " FROM stage_states WHERE shard = $1"
+                                            " AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                            " ORDER BY due_at_us, stage_id, offer_id LIMIT $3)"}
+                                  + hint,
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit))
-               : tx.exec_params("SELECT stage_id, offer_id, due_at_us, priority FROM stage_states"
-                                " WHERE shard = $1 AND due_at_us IS NOT NULL AND due_at_us <= $2"
-                                " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
-                                " ORDER BY due_at_us, stage_id, offer_id LIMIT $3",
+               : tx.exec_params(std::string{"(SELECT stage_id, offer_id, due_at_us, priority"
+                                            " FROM stage_states WHERE shard = $1"
+                                            " AND due_at_us IS NOT NULL AND due_at_us <= $2"
+                                            " AND (due_at_us, stage_id, offer_id) > ($4, $5, $6)"
+                                            " ORDER BY due_at_us, stage_id, offer_id LIMIT $3)"}
+                                  + hint,
                                 static_cast<int64_t>(shard), until_us, static_cast<int64_t>(limit),
                                 after->due_at_us, after->lane, after->entity_id);
     out.reserve(r.size());
     for (auto row : r)
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
                      static_cast<priority>(row[3].as<int16_t>())});
+    hint_last(out, until_us);
   });
   if (err)
     return err;

@@ -13,6 +13,7 @@
 #include "api/status.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
+#include "cluster/wakes.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
@@ -171,6 +172,7 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
   auto who = who_asked(ctx, req->who());
   auto pool = cluster_.pool;
   auto* routes = &router_;
+  auto wakes = cluster_.wakes;
   hub_.run_blocking([=] {
     auto what = describe(f);
     if (!retry) {
@@ -193,8 +195,7 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
              r->entries.size(), who);
     resp->set_released(r->released);
     resp->set_requeued(r->entries.size());
-    // As RequeueOffer: the owners on this node hear of it now; another node's shard finds the
-    // entries by its next poll.
+    // As RequeueOffer: the owners on this node hear of it now; another node's shard is woken.
     std::map<uint32_t, persistence::queue_entries> by_shard;
     for (size_t i = 0; i < r->entries.size(); ++i)
       by_shard[r->shards[i]].push_back(r->entries[i]);
@@ -202,6 +203,8 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
       if (auto local = routes->local(kinds::offers, shard))
         caf::anon_send(*local, enqueued_atom_v, std::move(entries),
                        static_cast<uint8_t>(kit::event_source::console));
+      else if (wakes)
+        wakes->wake(kinds::offers_name, shard);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

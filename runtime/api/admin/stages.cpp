@@ -10,6 +10,7 @@
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/manager.hpp"
 #include "cluster/router.hpp"
+#include "cluster/wakes.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
@@ -214,6 +215,7 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
   resp->set_shard(shard);
   auto pool = cluster_.pool;
   auto* routes = &router_;
+  auto wakes = cluster_.wakes;
   hub_.run_blocking([=] {
     auto entry = persistence::requeue_offer(*pool, id, stage, kit::now_us());
     if (!entry) {
@@ -226,10 +228,12 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
     }
     lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
     *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
-    // The owner on this node hears of it now; another node's shard finds it by its next poll.
+    // The owner on this node hears of it now; another node's shard is woken.
     if (auto local = routes->local(kinds::offers, shard))
       caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
                      static_cast<uint8_t>(kit::event_source::console));
+    else if (wakes)
+      wakes->wake(kinds::offers_name, shard);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

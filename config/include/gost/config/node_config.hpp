@@ -221,6 +221,7 @@ struct images_config {
   std::chrono::milliseconds retry_delay{};
   std::chrono::milliseconds ttl{};
   std::chrono::milliseconds poll{};
+  std::chrono::milliseconds poll_idle{}; ///< a feeder's longest wait when looks find nothing
   std::string blob_dir;
   std::string notify_topic; ///< empty: no notification of finished results
   std::string queue;        ///< postgres | kafka
@@ -236,11 +237,12 @@ struct images_config {
 
 /// `scheduled.*`: scheduled actions (seed 001, docs/scheduled-actions.md).
 struct scheduled_config {
-  bool enabled = false;               ///< a worker per owned shard
-  std::chrono::milliseconds poll{};   ///< how often a worker looks for API changes
-  int batch = 0;                      ///< rows moved / fired per iteration at most
-  bool allow_private_targets = false; ///< HTTP to loopback/private addresses
-  int default_max_attempts = 0;       ///< an action's retry policy when it sets none
+  bool enabled = false;                  ///< a worker per owned shard
+  std::chrono::milliseconds poll{};      ///< how often a worker looks for API changes
+  std::chrono::milliseconds poll_idle{}; ///< the poller's longest wait when reads find nothing
+  int batch = 0;                         ///< rows moved / fired per iteration at most
+  bool allow_private_targets = false;    ///< HTTP to loopback/private addresses
+  int default_max_attempts = 0;          ///< an action's retry policy when it sets none
   std::chrono::milliseconds default_backoff{};
   std::chrono::milliseconds default_deadline{};
 };

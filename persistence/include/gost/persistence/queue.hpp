@@ -3,6 +3,7 @@
 // work in a lane (a stage's queue for offers, a task group's queue for tasks), due at a time.
 // A timer is an entry due in the future. An entity is in a lane at most once.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,5 +21,14 @@ struct queue_entry {
 };
 
 using queue_entries = std::vector<queue_entry>;
+
+/// A due read answers a page of entries due until `until_us`, then as a hint the first entry
+/// due after it (kit::queue_store). Puts that one last, whatever order the rows came in.
+inline void hint_last(queue_entries& entries, int64_t until_us) {
+  auto past = std::find_if(entries.begin(), entries.end(),
+                           [&](const queue_entry& e) { return e.due_at_us > until_us; });
+  if (past != entries.end() && past + 1 != entries.end())
+    std::rotate(past, past + 1, entries.end());
+}
 
 } // namespace gost::persistence

@@ -404,9 +404,12 @@ private:
 
 /// A shard's durable queue, programmed by the test: entries stay until removed (as rows stay
 /// in PostgreSQL until a commit dequeues them) and are served as the real stores serve them:
-/// due before the asked time, ordered by (due, lane, entity), after the cursor, at most a page.
+/// due before the asked time, ordered by (due, lane, entity), after the cursor, at most a page,
+/// then the earliest entry due after the asked time as a hint (`hint(false)`: none).
 class fake_queue {
 public:
+  /// Whether polls answer the hint (the first entry past the window), as the real stores do.
+  void hint(bool on) { hint_ = on; }
   void add(persistence::queue_entries entries) {
     for (auto& e : entries)
       entries_.push_back(std::move(e));
@@ -445,10 +448,17 @@ public:
         continue;
       out.push_back(e);
     }
+    if (hint_)
+      for (auto& e : sorted)
+        if (e.due_at_us > until_us) {
+          out.push_back(e);
+          break;
+        }
     return out;
   }
 
 private:
+  bool hint_ = true;
   persistence::queue_entries entries_;
   std::deque<caf::error> failures_;
   size_t polls_ = 0;

@@ -29,8 +29,11 @@ struct pools_options {
   worker_options work;
   /// Threads per function; a function with 0 (or missing) gets no pool on this node.
   std::map<function, int> workers;
-  /// How often an idle feeder looks for due tasks.
+  /// How often a feeder looks for due tasks while looks find some.
   std::chrono::milliseconds poll{250};
+  /// The longest wait between looks that find none: each doubles the wait from `poll` up to
+  /// this. Tasks queued through the node's askers wake the feeder at once (wake_atom).
+  std::chrono::milliseconds poll_idle{5000};
   /// How long a taken task stays invisible to other takers: above the longest run.
   std::chrono::milliseconds visibility{120'000};
   /// The partitions this node serves now (the shards it holds).
@@ -56,11 +59,13 @@ struct foreign_counts {
 /// - (drain_atom): the other queue's consumers stop: the foreign batches not yet stored are
 ///   answered with an error at once (their tasks are delivered again; those running finish and
 ///   are stored, and skipped then as answered), and later ones are refused.
+/// - (wake_atom): tasks were queued in PostgreSQL for a partition of this node: look now, and
+///   at the busy pace again.
 ///
 /// Its polls of the PostgreSQL queue and its batched stores are its own messages (pools.cpp).
 using image_feeder_actor =
   caf::typed_actor<caf::replies_to<run_atom, foreign_tasks>::with<foreign_counts>,
-                   caf::reacts_to<drain_atom>>;
+                   caf::reacts_to<drain_atom>, caf::reacts_to<wake_atom>>;
 
 /// Starts a pool and a feeder per function with workers; returns the feeders (stop them with
 /// an exit message: each takes its pool with it).

@@ -29,11 +29,15 @@ namespace gost::scheduled {
 /// with a timer of its own (worker_actor.cpp), not part of this interface.
 using worker_actor = caf::typed_actor<caf::reacts_to<wake_atom, int64_t, bool>>;
 
-/// The node's poller (ADR 0015): every poll period one read over the shards of the workers
-/// that registered (poll: shard, worker), waking a worker when its shard has incoming rows or
-/// a row due before the next read. Idle workers cost nothing between its reads. Its period is
-/// a timer of its own (worker_actor.cpp).
-using poller_actor = caf::typed_actor<caf::reacts_to<poll_atom, uint32_t, worker_actor>>;
+/// The node's poller (ADR 0015): one read over the shards of the workers that registered
+/// (poll: shard, worker), waking a worker when its shard has incoming rows or a row due before
+/// the next read. Idle workers cost nothing between its reads. It reads every poll period while
+/// reads find work; each read that finds none doubles the wait, up to `poll_idle` (a safety
+/// read), and (wake: shard) — an action created or changed for one of its shards, here or on
+/// another node (a wake notice) — brings a read at once (at most one per poll period) and the
+/// pace back. Its timer is its own (worker_actor.cpp).
+using poller_actor = caf::typed_actor<caf::reacts_to<poll_atom, uint32_t, worker_actor>,
+                                      caf::reacts_to<wake_atom, uint32_t>>;
 
 struct worker_options {
   persistence::pg_pool* pool = nullptr;
@@ -55,9 +59,11 @@ struct worker_options {
 /// when a step finds the lease at another epoch (fenced).
 worker_actor spawn_worker(caf::actor_system& sys, worker_options opts);
 
-/// Spawns a node's poller: a detached actor reading every `poll` for its registered workers'
-/// shards; workers leave it when they stop. Stop it after them (anon_send_exit).
+/// Spawns a node's poller: a detached actor reading for its registered workers' shards every
+/// `poll` while there is work, backing off to `poll_idle` without; workers leave it when they
+/// stop. Stop it after them (anon_send_exit).
 poller_actor spawn_poller(caf::actor_system& sys, persistence::pg_pool& pool,
-                          std::chrono::milliseconds poll);
+                          std::chrono::milliseconds poll,
+                          std::chrono::milliseconds poll_idle = std::chrono::milliseconds{5000});
 
 } // namespace gost::scheduled

@@ -60,6 +60,10 @@ public:
 
   const rules_options& options() const noexcept { return opts_; }
 
+  /// Told the shard of every incoming row written, after its commit (the node wakes that
+  /// shard's worker: its poller here, or the owner through a wake notice). Set before use.
+  void on_incoming(std::function<void(uint32_t shard)> f) { incoming_ = std::move(f); }
+
 private:
   uint32_t random_shard();
 
@@ -68,6 +72,11 @@ private:
   rules_options opts_;
   std::function<int64_t()> clock_ms_;
   std::string node_; ///< named in the attempt log entries a verb writes
+  std::function<void(uint32_t)> incoming_;
+  void told(uint32_t shard) const {
+    if (incoming_)
+      incoming_(shard);
+  }
   std::mutex mtx_;
   std::minstd_rand rng_;
 };

@@ -112,22 +112,46 @@ caf::error release_lease(pg_pool& pool, const std::string& node_id, held_lease l
 /// The channel on which register_node, set_leaving and release_lease notify (NOTIFY).
 constexpr const char* cluster_channel = "gost_cluster";
 
+/// The channel of wake notices: work was written for a shard behind its owner's back (another
+/// node's requeue, an event sent to an entity of another node's shard, a scheduled action
+/// created elsewhere). The payload is "<part>:<shard>" (wake_payload), the part being a shard
+/// kind's name (`offers`, `entities`) or a node part's (`scheduled`); the owner looks at once
+/// instead of at its next safety poll.
+constexpr const char* wake_channel = "gost_wake";
+
+/// "<part>:<shard>".
+std::string wake_payload(const std::string& part, uint32_t shard);
+
+/// Parses a wake payload; false when it is not one (the part empty, the shard not a number).
+bool parse_wake_payload(const std::string& payload, std::string& part, uint32_t& shard);
+
+/// Sends wake notices on `wake_channel`, all in one statement (duplicates are sent once).
+caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads);
+
 /// The node's own session with the cluster, on a connection of its own:
 /// - listens on `cluster_channel` and calls `on_change` (on its thread) for every
 ///   notification: a node joined or is leaving, a lease was released or taken;
+/// - listens on `wake_channel` and calls `on_wake` (on its thread, when given) with each
+///   notice's payload;
 /// - when `node_id` is given, holds the node's liveness lock (a session advisory lock on
-///   nodes.lock_key) for as long as the process lives, and every ~200 ms looks for nodes whose
-///   lock is free (their process is gone) while they own leases: `on_change` is called when
-///   that set changes, and when this node gets its lock.
+///   nodes.lock_key) for as long as the process lives, and every ~200 ms, while other nodes
+///   own leases (`watch_others`), looks for nodes whose lock is free (their process is gone)
+///   while they own leases: `on_change` is called when that set changes, and when this node
+///   gets its lock.
 /// A lost connection is reopened after a second (the lock is taken again); what was missed
 /// meanwhile the heartbeat catches.
 class cluster_listener {
 public:
-  cluster_listener(std::string dsn, std::function<void()> on_change, std::string node_id = {});
+  cluster_listener(std::string dsn, std::function<void()> on_change, std::string node_id = {},
+                   std::function<void(const std::string&)> on_wake = {});
   ~cluster_listener(); ///< stops and joins the thread (within ~200 ms)
 
   /// This process holds the node's liveness lock: no earlier incarnation of the node is alive.
   bool holds_liveness_lock() const;
+
+  /// Whether other nodes own leases now (the cluster manager says so after each heartbeat):
+  /// only then is the look for gone nodes worth its statement every ~200 ms. On at the start.
+  void watch_others(bool on);
   cluster_listener(const cluster_listener&) = delete;
   cluster_listener& operator=(const cluster_listener&) = delete;
 

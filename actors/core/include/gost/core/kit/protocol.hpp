@@ -70,7 +70,9 @@ using shard_actor = typename Ops::template extend_with<inspect_ops>::template ex
   shard_base<Actor>>::template extend<Extra...>;
 
 /// The durable queue reads a shard needs: entries of `shard` due before a time (µs since the
-/// epoch), earliest first, after a cursor entry (empty: from the start), at most a page.
+/// epoch), earliest first, after a cursor entry (empty: from the start), at most a page; then,
+/// as a hint, at most one more: the earliest entry due after that time (the shard polls again
+/// in time for it, and does not queue it yet). A store may leave the hint out.
 using queue_store =
   caf::typed_actor<caf::replies_to<due_atom, uint32_t, int64_t, uint32_t,
                                    persistence::queue_entries>::with<persistence::queue_entries>>;

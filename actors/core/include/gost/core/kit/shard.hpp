@@ -13,10 +13,12 @@
 //   (lane_scheduler), polls PostgreSQL for more every `queue_poll` (a page at a time behind a
 //   cursor, never the whole table), learns about new entries from the entity actors that
 //   committed them, and hands due entries to entity actors (`run`) within each lane's limits.
-//   A poll that finds nothing doubles the wait before the next, up to `queue_poll_idle` and
-//   never beyond `queue_lookahead - queue_prefetch`, so an idle shard costs the database
-//   little while an entry it was not told about is still seen before it comes due (a
-//   poll at t reads what is due until t + lookahead); a poll that finds work resets it.
+//   An idle shard sleeps: a poll that finds nothing doubles the wait before the next, up to
+//   `queue_poll_idle` (a slow safety poll), but the shard polls again in time for the next
+//   entry it knows of beyond the window (the store answers the first one past it with each
+//   poll, and the entries its actors commit are learned), and at once when told that entries
+//   were written behind its back (`enqueued` with no entries: another node's requeue or
+//   event, through the node's wake channel); a poll that finds work due now resets the pace.
 //   A failed poll waits (`retry_pace`: doubling up to `queue_poll_cap`, over as soon as the
 //   database is seen back); a database outage is logged by its tracker, not by each shard.
 //   Failed runs go through retry_policy: retried with back-off, dead-lettered after the
@@ -182,9 +184,11 @@ struct shard_config {
   bool has_queues = true;
   std::chrono::milliseconds queue_lookahead{1000};
   std::chrono::milliseconds queue_poll{250};
-  /// The longest wait between polls that find nothing (each doubles it from queue_poll);
-  /// capped at queue_lookahead - queue_prefetch, so no entry is seen late.
-  std::chrono::milliseconds queue_poll_idle{4000};
+  /// The longest wait between polls that find nothing (each doubles it from queue_poll): the
+  /// safety poll of an idle shard. Entries due later that the shard knows of (the store's
+  /// hint, its actors' commits) are polled for in time whatever this is; entries written
+  /// behind its back come with a notice (`enqueued` with no entries).
+  std::chrono::milliseconds queue_poll_idle{30'000};
   /// The longest wait between polls that keep failing.
   std::chrono::milliseconds queue_poll_cap{2000};
   uint32_t queue_page = 5000;
@@ -257,10 +261,18 @@ struct shard_state {
   /// start every `full_scan_every` catches anything else.
   persistence::queue_entries cursor;
   std::chrono::steady_clock::time_point last_full_scan{};
-  bool poll_timer_pending = false;
+  /// When the next poll is due (its timer is set for then; a timer message that comes earlier
+  /// is an older one, and ignored). max(): none scheduled.
+  std::chrono::steady_clock::time_point poll_at = std::chrono::steady_clock::time_point::max();
   /// The wait before the next poll: queue_poll, doubled by each poll that found nothing (up to
-  /// idle_cap(cfg)); reset by one that found work.
+  /// idle_poll_cap(cfg)); reset by one that found work.
   std::chrono::milliseconds poll_wait{0};
+  /// The earliest due time beyond the look-ahead window the shard knows of (the last poll's
+  /// hint, lowered by later commits); max(): none. The shard polls in time for it.
+  int64_t far_due_us = std::numeric_limits<int64_t>::max();
+  /// A notice (entries written behind the shard's back) came while a poll was in flight:
+  /// poll again from the start when it ends.
+  bool poll_again = false;
   std::optional<backoff> idle_polls;   ///< set at the start (from cfg)
   std::optional<retry_pace> poll_pace; ///< set at the start (from cfg)
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
@@ -423,20 +435,42 @@ template <class Self>
 void poll(Self self);
 
 template <class Self>
-void schedule_poll(Self self) {
-  auto& st = self->state;
-  if (st.poll_timer_pending || !st.cfg.has_queues)
-    return;
-  st.poll_timer_pending = true;
-  self->delayed_send(self, std::max(st.poll_wait, st.cfg.queue_poll), poll_atom_v);
+void notified(Self self);
+
+/// The longest wait between polls that find nothing: queue_poll_idle, never below queue_poll.
+inline std::chrono::milliseconds idle_poll_cap(const shard_config& cfg) {
+  return std::max(cfg.queue_poll, cfg.queue_poll_idle);
 }
 
-/// The longest wait between polls that find nothing: queue_poll_idle, but at most
-/// lookahead - prefetch (a poll reads what is due within the lookahead, so an entry is still
-/// known, and its actor warmed, before it comes due), and never below queue_poll.
-inline std::chrono::milliseconds idle_poll_cap(const shard_config& cfg) {
-  return std::max(cfg.queue_poll,
-                  std::min(cfg.queue_poll_idle, cfg.queue_lookahead - cfg.queue_prefetch));
+/// The wait before the next poll: the pace (queue_poll, or the idle back-off's), but no later
+/// than the first poll that reads the earliest known entry beyond the window (a poll at t reads
+/// what is due until t + lookahead, so that entry is known lookahead ahead of its time, and
+/// its actor warmed a prefetch ahead).
+template <class Self>
+std::chrono::milliseconds next_poll_wait(Self self) {
+  auto& st = self->state;
+  auto wait = std::max(st.poll_wait, st.cfg.queue_poll);
+  if (st.far_due_us != std::numeric_limits<int64_t>::max()) {
+    auto read_at_us = st.far_due_us - us(st.cfg.queue_lookahead);
+    auto in = std::chrono::ceil<std::chrono::milliseconds>(
+      std::chrono::microseconds{std::max<int64_t>(0, read_at_us - wall_us(self))});
+    wait = std::max(st.cfg.queue_poll, std::min(wait, in));
+  }
+  return wait;
+}
+
+/// Sets the next poll's timer, unless one is set for no later than it.
+template <class Self>
+void schedule_poll(Self self) {
+  auto& st = self->state;
+  if (!st.cfg.has_queues)
+    return;
+  auto wait = next_poll_wait(self);
+  auto at = self->clock().now() + wait;
+  if (st.poll_at <= at)
+    return;
+  st.poll_at = at;
+  self->delayed_send(self, wait, poll_atom_v);
 }
 
 /// An entry is finished (committed or dead-lettered): free its slot.
@@ -591,11 +625,24 @@ void poll(Self self) {
         auto& s = self->state;
         s.polling = false;
         s.poll_pace->succeeded();
-        if (entries.empty()) {
-          s.poll_wait = s.idle_polls->next();
-        } else {
+        // The store may add the first entry past the window: the next poll comes in time for
+        // it (see next_poll_wait); it is not queued now. A later entry learned meanwhile stays
+        // known; one within this poll's window was read by it.
+        if (s.far_due_us <= until)
+          s.far_due_us = std::numeric_limits<int64_t>::max();
+        if (!entries.empty() && entries.back().due_at_us > until) {
+          s.far_due_us = std::min(s.far_due_us, entries.back().due_at_us);
+          entries.pop_back();
+        }
+        // Work due now brings the busy pace back; entries read ahead of their time do not
+        // (the hint times the poll for the next ones).
+        auto now_us = wall_us(self);
+        if (std::any_of(entries.begin(), entries.end(),
+                        [&](const persistence::queue_entry& e) { return e.due_at_us <= now_us; })) {
           s.idle_polls->reset();
           s.poll_wait = s.cfg.queue_poll;
+        } else {
+          s.poll_wait = s.idle_polls->next();
         }
         if (!entries.empty())
           s.cursor.assign(1, entries.back());
@@ -611,11 +658,17 @@ void poll(Self self) {
         s.more_waiting = entries.size() >= room;
         s.sched->add(entries, event_source::queue, wall_us(self));
         dispatch(self);
+        if (s.poll_again) {
+          s.poll_again = false;
+          notified(self);
+          return;
+        }
         schedule_poll(self);
       },
       [=](caf::error& err) {
         auto& s = self->state;
         s.polling = false;
+        s.poll_again = false;
         s.done_during_poll.clear();
         auto wait = s.poll_pace->failed(self->clock().now());
         if (!db_outage_reported(s.cfg.db.get(), err))
@@ -624,19 +677,44 @@ void poll(Self self) {
       });
 }
 
+/// Entries were written behind the shard's back (another node's requeue or event; the node's
+/// wake channel): poll from the start now, at the busy pace.
+template <class Self>
+void notified(Self self) {
+  auto& st = self->state;
+  if (!st.cfg.has_queues)
+    return;
+  st.cursor.clear();
+  st.idle_polls->reset();
+  st.poll_wait = st.cfg.queue_poll;
+  if (st.polling) {
+    st.poll_again = true;
+    return;
+  }
+  poll(self);
+}
+
 } // namespace detail
 
 /// Adds committed or loaded entries that are due within the lookahead window; later ones are
-/// found by a later poll. For kinds' own handlers (e.g. a rescan) too. `origin`: who queued
-/// them (entries due later are timers, background ones the rescan's).
+/// found by a later poll, which comes in time for the earliest of them. For kinds' own handlers
+/// (e.g. a rescan) too. `origin`: who queued them (entries due later are timers, background ones
+/// the rescan's).
 template <class Self>
 void learn(Self self, const persistence::queue_entries& entries, event_source origin) {
   auto& st = self->state;
   auto horizon = detail::wall_us(self) + detail::us(st.cfg.queue_lookahead);
   persistence::queue_entries near;
+  auto far = st.far_due_us;
   for (auto& e : entries)
     if (e.due_at_us <= horizon)
       near.push_back(e);
+    else
+      far = std::min(far, e.due_at_us);
+  if (far < st.far_due_us) {
+    st.far_due_us = far;
+    detail::schedule_poll(self); // earlier than planned, if need be
+  }
   if (!near.empty() && st.sched->add(near, origin, detail::wall_us(self)) > 0)
     detail::dispatch(self);
 }
@@ -665,8 +743,10 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
   // own stop (stopped_atom).
   self->set_exit_handler([=](caf::exit_msg& em) { self->quit(em.reason); });
   self->delayed_send(self, detail::sweep_interval(st.cfg), sweep_atom_v);
-  if (st.cfg.has_queues)
+  if (st.cfg.has_queues) {
+    st.poll_at = self->clock().now(); // the first poll: now
     self->send(self, poll_atom_v);
+  }
   Kind::on_start(self);
   // Every operation of the kind: spawn the entity's actor if needed and hand the request over
   // (the actor answers the requester directly).
@@ -695,7 +775,10 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
           return rp;
         },
         [=](enqueued_atom, const persistence::queue_entries& entries, uint8_t source) {
-          learn(self, entries, static_cast<event_source>(source));
+          if (entries.empty())
+            detail::notified(self); // written behind its back: look
+          else
+            learn(self, entries, static_cast<event_source>(source));
         },
         [=](stopped_atom, const std::string& id, uint64_t aid) {
           auto& s = self->state;
@@ -768,7 +851,10 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
           self->delayed_send(self, detail::sweep_interval(self->state.cfg), sweep_atom_v);
         },
         [=](poll_atom) {
-          self->state.poll_timer_pending = false;
+          auto& s = self->state;
+          if (self->clock().now() < s.poll_at)
+            return; // an older timer: a later one is set for the poll now planned
+          s.poll_at = std::chrono::steady_clock::time_point::max();
           detail::poll(self);
         },
         extra...);
