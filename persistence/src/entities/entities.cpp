@@ -85,6 +85,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                    " IN (VALUES "
                    + key_rows(tx, checked) + ")"))
         version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[2].as<int64_t>();
+    // Rows seen just now need no insert below (an event's own entity, usually).
+    std::set<key> existing;
+    for (auto& [k, _] : version)
+      existing.insert(k);
 
     struct final_state {
       int64_t version;
@@ -148,7 +152,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         dead.emplace_back(k, w.dead_seq, writes[i].shard, &w.dead_reason, w.dead_attempts);
         touched.insert(k);
       }
-      targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
+      if (existing.count(k) == 0)
+        targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
       for (auto& name : w.cancelled_timers) {
         cancelled.row(ent + "," + tx.quote(name));
         touched.insert(k);
@@ -157,7 +162,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         events.emplace_back(&e, !e.request_id.empty());
         key t{e.kind, e.entity_id};
         touched.insert(t);
-        targets.emplace(t, std::make_pair(e.shard, &e.lane));
+        if (existing.count(t) == 0)
+          targets.emplace(t, std::make_pair(e.shard, &e.lane));
       }
       for (auto& [lane, payload] : w.outputs)
         outputs.row(tx.quote(w.kind) + "," + tx.quote(lane) + "," + tx.quote(w.entity_id) + ","
@@ -243,26 +249,44 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
                               + outputs.str());
     }
-    if (!states.empty()) {
+    // One update per entity: its new state (if any) and, when its pending events changed, the
+    // kit's queue entry (its earliest event), computed in the same statement.
+    if (!states.empty() || !touched.empty()) {
       values_list rows;
       blob_params blobs;
-      for (auto& [k, f] : states)
-        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(f.version)
-                 + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane) + ","
-                 + (*f.tag ? tx.quote(**f.tag) : std::string{"NULL"}));
-      blobs.exec(tx, "UPDATE entities e SET version = v.version::bigint, state = v.state,"
-                     " lane = v.lane, tag = COALESCE(v.tag::text, e.tag), updated_at = now()"
+      auto s = states.begin();
+      auto t = touched.begin();
+      while (s != states.end() || t != touched.end()) {
+        bool take_state = t == touched.end() || (s != states.end() && s->first <= *t);
+        bool take_touch = s == states.end() || (t != touched.end() && *t <= s->first);
+        auto& k = take_state ? s->first : *t;
+        auto row = tx.quote(k.first) + "," + tx.quote(k.second) + ",";
+        if (take_state) {
+          auto& f = s->second;
+          row += std::to_string(f.version) + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane)
+                 + "," + (*f.tag ? tx.quote(**f.tag) : std::string{"NULL"});
+        } else {
+          row += "NULL,NULL::bytea,NULL,NULL";
+        }
+        row += take_touch ? ",true" : ",false";
+        rows.row(std::move(row));
+        if (take_state)
+          ++s;
+        if (take_touch)
+          ++t;
+      }
+      blobs.exec(tx, "UPDATE entities e SET version = COALESCE(v.version::bigint, e.version),"
+                     " state = CASE WHEN v.version IS NULL THEN e.state ELSE v.state END,"
+                     " lane = COALESCE(v.lane::text, e.lane), tag = COALESCE(v.tag::text, e.tag),"
+                     " updated_at = CASE WHEN v.version IS NULL THEN e.updated_at ELSE now() END,"
+                     " due_at_us = CASE WHEN v.touched THEN (SELECT min(x.due_at_us)"
+                     " FROM entity_events x WHERE x.kind = e.kind AND x.entity_id = e.entity_id)"
+                     " ELSE e.due_at_us END"
                      " FROM (VALUES "
                        + rows.str()
-                       + ") AS v(kind, entity_id, version, state, lane, tag)"
+                       + ") AS v(kind, entity_id, version, state, lane, tag, touched)"
                          " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
     }
-    // The kit's queue entry of every entity whose pending events changed: its earliest event.
-    if (!touched.empty())
-      tx.exec("UPDATE entities e SET due_at_us = (SELECT min(v.due_at_us) FROM entity_events v"
-              " WHERE v.kind = e.kind AND v.entity_id = e.entity_id)"
-              " WHERE (e.kind, e.entity_id) IN (VALUES "
-              + key_rows(tx, touched) + ")");
     write_mark(tx, mark);
     tx.commit();
   });
