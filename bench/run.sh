@@ -54,9 +54,11 @@ gost_bench() {
 # The number in field NAME of a JSON line: field NAME LINE.
 field() { sed -E "s/.*\"$1\": *([0-9.]+).*/\1/" <<<"$2"; }
 
-# Runs graphile-worker on the same work and prints gost's line extended by the peer's figure
-# and the ratio: with_graphile_peer LINE JOBS [SCRIPT [ARGS...]] (peers/graphile-worker/run.sh;
-# noop.js by default: one job per offer writing its state row).
+# Runs graphile-worker on the same work and prints gost's line extended by the peer's figure,
+# the ratio and the peer's CPU per job (node's and PostgreSQL's, peer_cpu_us_per_op and
+# peer_pg_cpu_us_per_op, beside gost's gost_cpu_us_per_op and pg_cpu_us_per_op):
+# with_graphile_peer LINE JOBS [SCRIPT [ARGS...]] (peers/graphile-worker/run.sh; noop.js by
+# default: one job per offer writing its state row).
 peer_db() {
   psql "host=127.0.0.1 port=$GOST_PG_PORT user=gost dbname=postgres" -qAtc \
     "SELECT 1 FROM pg_database WHERE datname = 'gost_peer'" | grep -q 1 \
@@ -71,8 +73,9 @@ with_graphile_peer() {
     || { tail -n 20 "$logs/graphile-worker.log" >&2; echo "bench/run.sh: peer failed" >&2; exit 1; }
   value=$(field value "$line")
   peer_value=$(field value "$peer")
-  printf '%s, "peer": "graphile-worker 0.17.3", "peer_value": %s, "ratio": %.2f}\n' \
-    "${line%\}}" "$peer_value" "$(awk -v a="$value" -v b="$peer_value" 'BEGIN { print a / b }')"
+  printf '%s, "peer": "graphile-worker 0.17.3", "peer_value": %s, "ratio": %.2f, "peer_cpu_us_per_op": %s, "peer_pg_cpu_us_per_op": %s}\n' \
+    "${line%\}}" "$peer_value" "$(awk -v a="$value" -v b="$peer_value" 'BEGIN { print a / b }')" \
+    "$(field cpu_us_per_op "$peer")" "$(field pg_cpu_us_per_op "$peer")"
 }
 
 for name in "${names[@]}"; do

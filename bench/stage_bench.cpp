@@ -623,6 +623,23 @@ std::string setup_tasks(const std::string& dsn, int n_tasks, int n_events, int g
   return type.kind();
 }
 
+/// The server's WAL so far (pg_stat_wal): records, bytes.
+std::pair<int64_t, int64_t> wal_sample(const std::string& dsn) {
+  pqxx::connection c{dsn};
+  pqxx::nontransaction tx{c};
+  auto r = tx.exec("SELECT wal_records, wal_bytes::bigint FROM pg_stat_wal");
+  return {r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
+}
+
+/// "wal_records_per_op": R, "wal_bytes_per_op": B between two samples (the whole server's).
+std::string wal_fields(std::pair<int64_t, int64_t> from, std::pair<int64_t, int64_t> to, int ops) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "\"wal_records_per_op\": %.1f, \"wal_bytes_per_op\": %.0f",
+                static_cast<double>(to.first - from.first) / ops,
+                static_cast<double>(to.second - from.second) / ops);
+  return buf;
+}
+
 /// Task events processed and committed per second among many created tasks: the moderation
 /// task type on the kit as gostd hosts it (one entity store, one entity writer, a supervisor
 /// per shard, gostd's queue, write and passivation defaults; --writers changes the writers);
@@ -664,10 +681,11 @@ int tasks_bench(std::map<std::string, std::string>& opt) {
   double secs = 0;
   double rss_mib = 0;
   int64_t resident = 0;
-  std::string cpu;
+  std::string cpu, wal;
   {
     caf::actor_system sys{cfg};
     std::vector<entity_store_actor> stores{spawn_entity_store(sys, pool)};
+    auto wal_before = wal_sample(dsn);
     auto cpu_before = meter.sample();
     auto t0 = std::chrono::steady_clock::now();
     auto writers =
@@ -705,6 +723,8 @@ int tasks_bench(std::map<std::string, std::string>& opt) {
     }
     secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cpu = bench::cpu_fields(cpu_before, meter.sample(), n_events);
+    auto wal_after = wal_sample(dsn);
+    wal = wal_fields(wal_before, wal_after, n_events);
     rss_mib = rss_bytes() / 1048576.0;
     resident = entity_stats->resident.load();
     // Stopped as gostd hands its shards off: drained (every task actor passivated), then the
@@ -741,9 +761,9 @@ int tasks_bench(std::map<std::string, std::string>& opt) {
                "%.0f MiB\n",
                n_events, secs, n_tasks, static_cast<long long>(resident), rss_mib);
   std::printf("{\"bench\": \"tasks\", \"value\": %.0f, \"unit\": \"task events/s\", \"rss_mib\": "
-              "%.0f, %s, \"tasks\": %d, \"events\": %d, \"resident\": %lld, \"write_batch\": "
-              "%.1f}\n",
-              n_events / secs, rss_mib, cpu.c_str(), n_tasks, n_events,
+              "%.0f, %s, %s, \"tasks\": %d, \"events\": %d, \"resident\": %lld, "
+              "\"write_batch\": %.1f}\n",
+              n_events / secs, rss_mib, cpu.c_str(), wal.c_str(), n_tasks, n_events,
               static_cast<long long>(resident),
               static_cast<double>(write_stats->sets.load())
                 / static_cast<double>(std::max<uint64_t>(1, write_stats->batches.load())));

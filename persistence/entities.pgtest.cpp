@@ -1,7 +1,8 @@
 // Durable entities' asks and named timers (migration 0020) on the real PostgreSQL: a named
 // timer set again replaces the pending one (one row, the new due time and payload), a cancel
 // deletes it and the entity's queue entry follows; an ask's answer is kept with its request id
-// and a second write with that id is a duplicate that changes nothing.
+// and a second write with that id is a duplicate that changes nothing; an event's write moves
+// its entity's state, tag and queue entry in one update, and one load reads them back.
 #include <doctest/doctest.h>
 
 #include "gost/persistence/entities/entities.hpp"
@@ -182,4 +183,73 @@ TEST_CASE_FIXTURE(entities_db, "the shard's due read answers its page, then the 
   auto all = due_entities(pool, 0, 10'000, 10);
   REQUIRE(all);
   CHECK(all->size() == 2); // both within the window: no hint
+}
+
+TEST_CASE_FIXTURE(entities_db, "an event's write moves its entity's state, tag and queue entry "
+                               "together; a send to another entity moves only that one's entry") {
+  // A send creates the row: no state yet, its queue entry the event's due time.
+  auto send = event_of("a", -1);
+  send.events.push_back(timer("a", "", 5'000, "first"));
+  CHECK(commit(send) == write_outcome::committed);
+  CHECK(db.scalar("SELECT version || ':' || coalesce(tag, '-') || ':' || due_at_us FROM entities"
+                  " WHERE entity_id = 'a'")
+        == "0:-:5000");
+  auto row = load("a", 5'000);
+  REQUIRE(row.due.size() == 1);
+
+  // The event handled: new state and tag, the event consumed, one to itself later and one to
+  // `b` (a new row): a's entry is its own next event, b's the one sent to it.
+  auto handled = event_of("a", 0);
+  handled.new_state = "s1";
+  handled.tag = "waiting";
+  handled.consumed_seq = row.due[0].seq;
+  handled.events.push_back(timer("a", "", 9'000, "later"));
+  handled.events.push_back(timer("b", "", 3'000, "to-b"));
+  CHECK(commit(handled) == write_outcome::committed);
+  CHECK(db.scalar("SELECT version || ':' || encode(state, 'escape') || ':' || tag || ':'"
+                  " || due_at_us FROM entities WHERE entity_id = 'a'")
+        == "1:s1:waiting:9000");
+  CHECK(db.scalar("SELECT version || ':' || coalesce(tag, '-') || ':' || (state IS NULL) || ':'"
+                  " || due_at_us FROM entities WHERE entity_id = 'b'")
+        == "0:-:true:3000");
+  auto stamped = db.scalar("SELECT updated_at FROM entities WHERE entity_id = 'a'");
+
+  // A send alone: a's entry moves earlier; its state, version, tag and update time stay.
+  auto poke = event_of("a", -1);
+  poke.events.push_back(timer("a", "", 4'000, "poke"));
+  CHECK(commit(poke) == write_outcome::committed);
+  CHECK(db.scalar("SELECT version || ':' || encode(state, 'escape') || ':' || tag || ':'"
+                  " || due_at_us FROM entities WHERE entity_id = 'a'")
+        == "1:s1:waiting:4000");
+  CHECK(db.scalar("SELECT updated_at FROM entities WHERE entity_id = 'a'") == stamped);
+
+  // One load: the state, the pending events counted, those due now in order.
+  row = load("a", 10'000);
+  CHECK(row.found);
+  CHECK(row.version == 1);
+  REQUIRE(row.state);
+  CHECK(*row.state == "s1");
+  CHECK(row.pending == 2);
+  CHECK(row.next_due_us == 4'000);
+  REQUIRE(row.due.size() == 2);
+  CHECK(row.due[0].payload == "poke");
+  CHECK(row.due[1].payload == "later");
+  // Nothing due yet: the row and its counts, no due events; an unknown entity: not found.
+  row = load("a", 1'000);
+  CHECK(row.pending == 2);
+  CHECK(row.due.empty());
+  row = load("nobody", 10'000);
+  CHECK_FALSE(row.found);
+  CHECK(row.pending == 0);
+
+  // The last event consumed: no entry left.
+  row = load("b", 10'000);
+  REQUIRE(row.due.size() == 1);
+  auto last = event_of("b", 0);
+  last.new_state = "done";
+  last.consumed_seq = row.due[0].seq;
+  CHECK(commit(last) == write_outcome::committed);
+  CHECK(db.scalar("SELECT (due_at_us IS NULL) || ':' || version FROM entities"
+                  " WHERE entity_id = 'b'")
+        == "true:1");
 }

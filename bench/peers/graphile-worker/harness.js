@@ -3,7 +3,9 @@
 // from the runner's start until the last job is completed and removed (README.md).
 "use strict";
 
+const { execFileSync } = require("node:child_process");
 const { EventEmitter } = require("node:events");
+const path = require("node:path");
 const { performance } = require("node:perf_hooks");
 const { Pool } = require("pg");
 const { run, runMigrations, makeWorkerUtils, Logger } = require("graphile-worker");
@@ -104,7 +106,18 @@ function connect(dsn) {
   const pgPool = new Pool({ ...pgConfigFromDsn(dsn), max: MAX_POOL_SIZE });
   pgPool.on("error", (err) => log(`idle pool client error: ${err.message}`));
   pgPool.on("connect", (client) => client.on("error", (err) => log(`pool client error: ${err.message}`)));
-  return { pgPool, options: { pgPool, logger: quietLogger, preset: WORKER_PRESET } };
+  return { dsn, pgPool, options: { pgPool, logger: quietLogger, preset: WORKER_PRESET } };
+}
+
+// CPU seconds so far of this process and of the whole PostgreSQL server (bench/proc_cpu.py,
+// the method of gost's own figures): [node, server]. The server must run on this machine.
+const PROC_CPU = path.join(__dirname, "..", "..", "proc_cpu.py");
+function postmasterOf(dsn) {
+  return execFileSync("python3", [PROC_CPU, "postmaster", dsn], { encoding: "utf8" }).trim();
+}
+function cpuSample(postmaster) {
+  const out = execFileSync("python3", [PROC_CPU, "sample", postmaster, String(process.pid)], { encoding: "utf8" });
+  return out.trim().split(/\s+/).map(Number);
 }
 
 // A clean slate: drops the graphile_worker schema, runs `resetSql` (the script's own tables),
@@ -136,7 +149,8 @@ async function enqueue(worker, identifier, jobs, payload) {
 
 // Runs `taskList` until `jobs` jobs succeeded and the jobs table is empty (completions are
 // batched: after the last handler succeeded, the table is polled until the last completion
-// deleted its row); returns the seconds from the runner's start. Exits on a job's failure.
+// deleted its row); returns { secs, cpu }: the seconds from the runner's start and the CPU
+// seconds over them of this process and of PostgreSQL ([node, server]). Exits on a job's failure.
 async function timedRun(worker, taskList, jobs) {
   // Events come from our own emitter so none is missed before run() resolves.
   let succeeded = 0;
@@ -146,6 +160,8 @@ async function timedRun(worker, taskList, jobs) {
   events.on("job:error", ({ error }) => { jobError = jobError || error; });
 
   log(`running with concurrency ${CONCURRENCY}, maxPoolSize ${MAX_POOL_SIZE}, localQueue.size 500`);
+  const postmaster = postmasterOf(worker.dsn);
+  const cpuBefore = cpuSample(postmaster);
   const start = performance.now();
   const runner = await run({ ...worker.options, concurrency: CONCURRENCY, taskList, events, noHandleSignals: true });
   runner.promise.catch((err) => { jobError = jobError || err; }); // the runner died: stop waiting
@@ -162,20 +178,26 @@ async function timedRun(worker, taskList, jobs) {
     await sleep(2);
   }
   const secs = (performance.now() - start) / 1000;
+  const cpuAfter = cpuSample(postmaster);
   clearInterval(progress);
   await runner.stop();
   await runner.promise.catch(() => {}); // its failure, if any, is reported below
   if (jobError) fail(`a job or the runner failed: ${jobError.message || jobError}`);
   const left = (await worker.pgPool.query("SELECT count(*)::int AS n FROM graphile_worker.jobs")).rows[0].n;
   if (left !== 0) fail(`graphile_worker.jobs still has ${left} jobs`);
-  return secs;
+  return { secs, cpu: cpuAfter.map((x, i) => x - cpuBefore[i]) };
 }
 
-// The one JSON line on stdout: jobs per second over the timed run.
-function report(jobs, secs) {
-  const rate = Math.round(jobs / secs);
-  log(`${jobs} jobs in ${secs.toFixed(2)} s: ${rate} jobs/s`);
-  process.stdout.write(JSON.stringify({ peer: PEER, value: rate, unit: "jobs/s" }) + "\n");
+// The one JSON line on stdout: jobs per second over the timed run (`timed`, timedRun's
+// answer), and the CPU per job of this process and of PostgreSQL in microseconds.
+function report(jobs, timed) {
+  const rate = Math.round(jobs / timed.secs);
+  const perJob = (s) => Math.round((s * 1e7) / jobs) / 10;
+  log(`${jobs} jobs in ${timed.secs.toFixed(2)} s: ${rate} jobs/s`);
+  process.stdout.write(JSON.stringify({
+    peer: PEER, value: rate, unit: "jobs/s",
+    cpu_us_per_op: perJob(timed.cpu[0]), pg_cpu_us_per_op: perJob(timed.cpu[1]),
+  }) + "\n");
 }
 
 module.exports = { log, fail, parseArgs, connect, reset, enqueue, timedRun, report };

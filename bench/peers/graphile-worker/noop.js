@@ -38,13 +38,13 @@ async function main() {
       await helpers.query(UPSERT_STATE, [payload.offer_id, state]);
     },
   };
-  const secs = await timedRun(worker, taskList, jobs);
+  const timed = await timedRun(worker, taskList, jobs);
 
   // Every offer has its state row (timedRun checked that no job is left).
   const states = (await worker.pgPool.query("SELECT count(*)::int AS n FROM peer_states")).rows[0].n;
   await worker.pgPool.end();
   if (states !== jobs) fail(`peer_states has ${states} rows, expected ${jobs}`);
-  report(jobs, secs);
+  report(jobs, timed);
 }
 
 main().catch((err) => fail(err && err.stack ? err.stack : String(err)));

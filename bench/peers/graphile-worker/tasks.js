@@ -64,7 +64,7 @@ async function main() {
       await helpers.query(WRITE_TASK_AND_RESULT, [payload.task_id, state, result]);
     },
   };
-  const secs = await timedRun(worker, taskList, jobs);
+  const timed = await timedRun(worker, taskList, jobs);
 
   // Every job wrote its task once and one result.
   const q = async (sql) => (await worker.pgPool.query(sql)).rows[0].n;
@@ -72,7 +72,7 @@ async function main() {
   const written = await q("SELECT count(*)::int AS n FROM peer_tasks WHERE version = 2");
   await worker.pgPool.end();
   if (results !== jobs || written !== jobs) fail(`${results} results and ${written} tasks written, expected ${jobs}`);
-  report(jobs, secs);
+  report(jobs, timed);
 }
 
 main().catch((err) => fail(err && err.stack ? err.stack : String(err)));

@@ -85,6 +85,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                    " IN (VALUES "
                    + key_rows(tx, checked) + ")"))
         version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[2].as<int64_t>();
+    // Rows seen just now need no insert below (an event's own entity, usually).
+    std::set<key> existing;
+    for (auto& [k, _] : version)
+      existing.insert(k);
 
     struct final_state {
       int64_t version;
@@ -148,7 +152,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         dead.emplace_back(k, w.dead_seq, writes[i].shard, &w.dead_reason, w.dead_attempts);
         touched.insert(k);
       }
-      targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
+      if (existing.count(k) == 0)
+        targets.emplace(k, std::make_pair(writes[i].shard, &w.lane));
       for (auto& name : w.cancelled_timers) {
         cancelled.row(ent + "," + tx.quote(name));
         touched.insert(k);
@@ -157,7 +162,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         events.emplace_back(&e, !e.request_id.empty());
         key t{e.kind, e.entity_id};
         touched.insert(t);
-        targets.emplace(t, std::make_pair(e.shard, &e.lane));
+        if (existing.count(t) == 0)
+          targets.emplace(t, std::make_pair(e.shard, &e.lane));
       }
       for (auto& [lane, payload] : w.outputs)
         outputs.row(tx.quote(w.kind) + "," + tx.quote(lane) + "," + tx.quote(w.entity_id) + ","
@@ -243,26 +249,44 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
       output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
                               + outputs.str());
     }
-    if (!states.empty()) {
+    // One update per entity: its new state (if any) and, when its pending events changed, the
+    // kit's queue entry (its earliest event), computed in the same statement.
+    if (!states.empty() || !touched.empty()) {
       values_list rows;
       blob_params blobs;
-      for (auto& [k, f] : states)
-        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(f.version)
-                 + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane) + ","
-                 + (*f.tag ? tx.quote(**f.tag) : std::string{"NULL"}));
-      blobs.exec(tx, "UPDATE entities e SET version = v.version::bigint, state = v.state,"
-                     " lane = v.lane, tag = COALESCE(v.tag::text, e.tag), updated_at = now()"
+      auto s = states.begin();
+      auto t = touched.begin();
+      while (s != states.end() || t != touched.end()) {
+        bool take_state = t == touched.end() || (s != states.end() && s->first <= *t);
+        bool take_touch = s == states.end() || (t != touched.end() && *t <= s->first);
+        auto& k = take_state ? s->first : *t;
+        auto row = tx.quote(k.first) + "," + tx.quote(k.second) + ",";
+        if (take_state) {
+          auto& f = s->second;
+          row += std::to_string(f.version) + "," + blobs.add(*f.state) + "," + tx.quote(*f.lane)
+                 + "," + (*f.tag ? tx.quote(**f.tag) : std::string{"NULL"});
+        } else {
+          row += "NULL,NULL::bytea,NULL,NULL";
+        }
+        row += take_touch ? ",true" : ",false";
+        rows.row(std::move(row));
+        if (take_state)
+          ++s;
+        if (take_touch)
+          ++t;
+      }
+      blobs.exec(tx, "UPDATE entities e SET version = COALESCE(v.version::bigint, e.version),"
+                     " state = CASE WHEN v.version IS NULL THEN e.state ELSE v.state END,"
+                     " lane = COALESCE(v.lane::text, e.lane), tag = COALESCE(v.tag::text, e.tag),"
+                     " updated_at = CASE WHEN v.version IS NULL THEN e.updated_at ELSE now() END,"
+                     " due_at_us = CASE WHEN v.touched THEN (SELECT min(x.due_at_us)"
+                     " FROM entity_events x WHERE x.kind = e.kind AND x.entity_id = e.entity_id)"
+                     " ELSE e.due_at_us END"
                      " FROM (VALUES "
                        + rows.str()
-                       + ") AS v(kind, entity_id, version, state, lane, tag)"
+                       + ") AS v(kind, entity_id, version, state, lane, tag, touched)"
                          " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
     }
-    // The kit's queue entry of every entity whose pending events changed: its earliest event.
-    if (!touched.empty())
-      tx.exec("UPDATE entities e SET due_at_us = (SELECT min(v.due_at_us) FROM entity_events v"
-              " WHERE v.kind = e.kind AND v.entity_id = e.entity_id)"
-              " WHERE (e.kind, e.entity_id) IN (VALUES "
-              + key_rows(tx, touched) + ")");
     write_mark(tx, mark);
     tx.commit();
   });
@@ -290,47 +314,46 @@ load_entities(pg_pool& pool, const std::vector<std::string>& keys, int64_t now_u
     for (auto& [k, _] : index)
       ks.insert(k);
     pqxx::nontransaction tx{c};
-    auto in = " IN (VALUES " + key_rows(tx, ks) + ")";
-    auto each = [&](const pqxx::row& row, auto&& f) {
-      for (auto i : index[{row[0].as<std::string>(), row[1].as<std::string>()}])
-        f(out[i]);
-    };
-    for (auto row : tx.exec("SELECT kind, entity_id, version, state, lane FROM entities"
-                            " WHERE (kind, entity_id)"
-                            + in))
-      each(row, [&](entity_row& r) {
-        r.found = true;
-        r.version = row[2].as<int64_t>();
-        if (!row[3].is_null())
-          r.state = pqxx::binarystring{row[3]}.str();
-        r.lane = row[4].as<std::string>();
-      });
-    // Named timers ride along as "name<US>due<RS>...": one query for the counts and them.
-    for (auto row : tx.exec("SELECT kind, entity_id, count(*), min(due_at_us),"
-                            " string_agg(timer || chr(31) || due_at_us, chr(30) ORDER BY timer)"
-                            " FILTER (WHERE timer IS NOT NULL) FROM entity_events"
-                            " WHERE (kind, entity_id)"
-                            + in + " GROUP BY kind, entity_id"))
-      each(row, [&](entity_row& r) {
-        r.pending = row[2].as<int64_t>();
-        r.next_due_us = row[3].as<int64_t>();
-        if (!row[4].is_null())
-          r.timers = parse_timers(row[4].as<std::string>());
-      });
-    for (auto row :
-         tx.exec_params("SELECT kind, entity_id, seq, due_at_us, attempts, payload, timer FROM ("
-                        " SELECT *, row_number() OVER (PARTITION BY kind, entity_id ORDER BY "
-                        "due_at_us, seq) AS n"
-                        " FROM entity_events WHERE (kind, entity_id)"
-                          + in
-                          + " AND due_at_us <= $1) d"
-                            " WHERE n <= $2 ORDER BY due_at_us, seq",
-                        now_us, static_cast<int64_t>(max_due)))
-      each(row, [&](entity_row& r) {
-        r.due.push_back({row[2].as<int64_t>(), row[3].as<int64_t>(), row[4].as<int32_t>(),
-                         pqxx::binarystring{row[5]}.str(),
-                         row[6].is_null() ? std::string{} : row[6].as<std::string>()});
-      });
+    // One statement: each entity's row, its pending events counted (with their earliest due
+    // time and its named timers, "name<US>due<RS>..."), and one row per event due now (at most
+    // `max_due`, by due time then seq; none: one row with NULLs).
+    auto r = tx.exec_params(
+      "SELECT e.kind, e.entity_id, e.version, e.state, e.lane, a.n, a.next, a.timers,"
+      " d.seq, d.due_at_us, d.attempts, d.payload, d.timer FROM entities e"
+      " CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.due_at_us) AS next,"
+      " string_agg(x.timer || chr(31) || x.due_at_us, chr(30) ORDER BY x.timer)"
+      " FILTER (WHERE x.timer IS NOT NULL) AS timers FROM entity_events x"
+      " WHERE x.kind = e.kind AND x.entity_id = e.entity_id) a"
+      " LEFT JOIN LATERAL (SELECT x.seq, x.due_at_us, x.attempts, x.payload, x.timer"
+      " FROM entity_events x WHERE x.kind = e.kind AND x.entity_id = e.entity_id"
+      " AND x.due_at_us <= $1 ORDER BY x.due_at_us, x.seq LIMIT $2) d ON true"
+      " WHERE (e.kind, e.entity_id) IN (VALUES "
+        + key_rows(tx, ks) + ") ORDER BY e.kind, e.entity_id, d.due_at_us, d.seq",
+      now_us, static_cast<int64_t>(max_due));
+    const std::vector<size_t>* rows_of = nullptr; // the entity of the previous row
+    for (auto row : r) {
+      auto& at = index[{row[0].as<std::string>(), row[1].as<std::string>()}];
+      bool first = &at != rows_of;
+      rows_of = &at;
+      for (auto i : at) {
+        auto& e = out[i];
+        if (first) {
+          e.found = true;
+          e.version = row[2].as<int64_t>();
+          if (!row[3].is_null())
+            e.state = pqxx::binarystring{row[3]}.str();
+          e.lane = row[4].as<std::string>();
+          e.pending = row[5].as<int64_t>();
+          e.next_due_us = row[6].is_null() ? 0 : row[6].as<int64_t>();
+          if (!row[7].is_null())
+            e.timers = parse_timers(row[7].as<std::string>());
+        }
+        if (!row[8].is_null())
+          e.due.push_back({row[8].as<int64_t>(), row[9].as<int64_t>(), row[10].as<int32_t>(),
+                           pqxx::binarystring{row[11]}.str(),
+                           row[12].is_null() ? std::string{} : row[12].as<std::string>()});
+      }
+    }
   });
   if (err)
     return err;
