@@ -3,8 +3,10 @@
 #include <caf/send.hpp>
 
 #include "cluster/router.hpp"
+#include "gost/core/kit/protocol.hpp"
 #include "gost/core/kit/trail.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/protocol.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/queue.hpp"
 

@@ -41,11 +41,11 @@ caf::error start_images(node_context& n) {
   n.image_pools = images::spawn_image_pools(*n.sys, o);
   // Tasks queued for this node's partitions (here, or a wake notice from another node): every
   // feeder looks now (the one of the task's function finds it). Weak: the hub outlives them.
-  std::vector<caf::actor_addr> feeders;
+  std::vector<caf::actor_addr> to_wake;
   for (auto& [fn, feeder] : n.image_pools)
-    feeders.push_back(feeder.address());
-  n.wakes->add_part(images_wake_part, [feeders](uint32_t) {
-    for (auto& f : feeders)
+    to_wake.push_back(feeder.address());
+  n.wakes->add_part(images_wake_part, [to_wake](uint32_t) {
+    for (auto& f : to_wake)
       if (auto h = caf::actor_cast<images::image_feeder_actor>(f))
         caf::anon_send(h, wake_atom_v);
   });

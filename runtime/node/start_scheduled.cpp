@@ -176,9 +176,13 @@ caf::error start_scheduled(node_context& n) {
   }
   // Incoming rows: the shard's owner looks now (the poller here, or the owner's through a
   // wake notice).
+  // Weak: the hub outlives the poller, a detached actor the system waits for until its last
+  // strong handle goes.
   if (poller)
-    n.wakes->add_part(scheduled_wake_part,
-                      [poller](uint32_t shard) { caf::anon_send(poller, wake_atom_v, shard); });
+    n.wakes->add_part(scheduled_wake_part, [weak = poller.address()](uint32_t shard) {
+      if (auto p = caf::actor_cast<scheduled::poller_actor>(weak))
+        caf::anon_send(p, wake_atom_v, shard);
+    });
   n.scheduled_api->on_incoming(
     [wakes = n.wakes](uint32_t shard) { wakes->wake(scheduled_wake_part, shard); });
   // Workers stop with their shards (earlier in the stop order); no new ones after this.

@@ -439,16 +439,11 @@ TEST_CASE("two nodes: an event sent to an entity of the other node's shard is de
   auto ports1 = testing::read_ports(*n1, pf1);
   auto n2 = start("w2", pf2);
   auto ports2 = testing::read_ports(*n2, pf2);
-  REQUIRE_MESSAGE(testing::eventually(60s,
-                                      [&] {
-                                        return db.scalar("SELECT count(*) FROM shard_leases"
-                                                         " WHERE owner = 'w1'")
-                                                 == "4"
-                                               && db.scalar("SELECT count(*) FROM shard_leases"
-                                                            " WHERE owner = 'w2'")
-                                                    == "4";
-                                      }),
-                  n1->output() + n2->output());
+  auto balanced = testing::eventually(60s, [&] {
+    return db.scalar("SELECT count(*) FROM shard_leases WHERE owner = 'w1'") == "4"
+           && db.scalar("SELECT count(*) FROM shard_leases WHERE owner = 'w2'") == "4";
+  });
+  REQUIRE_MESSAGE(balanced, n1->output() << n2->output());
   bank_client bank{ports1.first};
   // Accounts on both nodes' shards (sends through n1 reach the owners wherever they are).
   for (int i = 0; i < 16; ++i)
