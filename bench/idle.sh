@@ -7,7 +7,8 @@
 #   bench/idle.sh GOSTD PG_PORT actions_idle  the same node against itself with
 #       scheduled.enabled=false: what the scheduled-actions workers cost at idle.
 # Each measurement: a fresh database (gost_idle); after the shards are taken and a settling
-# pause, BENCH_IDLE_SECONDS (30) are measured: pg_stat_database.xact_commit + xact_rollback of
+# pause (BENCH_IDLE_SETTLE, 45 s: an idle shard's polls back off from queue.poll to
+# queue.poll_idle in about 32 s), BENCH_IDLE_SECONDS (30) are measured: pg_stat_database.xact_commit + xact_rollback of
 # that database (every statement of an idle poll is one), the CPU of gostd and of PostgreSQL (%
 # of one core, proc_cpu.py) and gostd's threads.
 set -euo pipefail
@@ -18,6 +19,7 @@ db=gost_idle
 admin="host=127.0.0.1 port=$port user=gost dbname=postgres"
 dsn="host=127.0.0.1 port=$port user=gost dbname=$db"
 seconds=${BENCH_IDLE_SECONDS:-30}
+settle=${BENCH_IDLE_SETTLE:-45}
 work=$(mktemp -d)
 pid=
 cleanup() {
@@ -45,7 +47,7 @@ measure() {
     done
     [[ $owned == 64 ]] || { cat "$work/gostd.log" >&2; echo "idle: gostd took $owned of 64 shards" >&2; exit 1; }
   fi
-  sleep 5
+  sleep "$settle"
   local postmaster xact0 xact1 s0 s1 threads=0
   postmaster=$(python3 "$here/proc_cpu.py" postmaster "$dsn")
   xact() { psql "$admin" -qAtc "SELECT pg_stat_force_next_flush(); SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$db'" | tail -1; }
