@@ -10,6 +10,7 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc
   librdkafka-dev libspdlog-dev libfmt-dev doctest-dev
   libvips-dev libcurl4-openssl-dev libxml2-dev
+  libjpeg-dev          # libjpeg-turbo: the JPEG preview decoded without libvips (actors/images)
   libjemalloc-dev      # the allocator linked into gostd and applications (GOST_JEMALLOC)
   libvips-tools        # the `vips` command: scripts/run.sh makes its demo photos with it
   libxml2-utils        # xmllint: the feed benchmark's parse floor (bench/feed.sh)

@@ -8,6 +8,7 @@
 #include <vips/vips8>
 
 #include "gost/images/compute.hpp"
+#include "jpeg_preview.hpp"
 
 using namespace gost::images;
 using vips::VImage;
@@ -50,6 +51,34 @@ std::vector<double> at(const VImage& img, int x, int y) {
 bool near(const rgb& c, int r, int g, int b, int tolerance) {
   return std::abs(c.r - r) <= tolerance && std::abs(c.g - g) <= tolerance
          && std::abs(c.b - b) <= tolerance;
+}
+
+/// Each channel of `px` within `tolerance` of `want`.
+bool close_to(const std::vector<double>& px, const std::vector<double>& want, double tolerance) {
+  if (px.size() < want.size())
+    return false;
+  for (size_t c = 0; c < want.size(); ++c)
+    if (std::abs(px[c] - want[c]) > tolerance)
+      return false;
+  return true;
+}
+
+/// 800 x 400, four quadrants: red, green / blue, yellow; their colours as `quadrant_colours`.
+const std::vector<std::vector<double>> quadrant_colours{
+  {220, 30, 30}, {30, 200, 30}, {30, 30, 220}, {230, 230, 40}};
+VImage quadrants() {
+  auto img = solid(800, 400, quadrant_colours[0]);
+  img = painted(img, quadrant_colours[1], 400, 0, 400, 200);
+  img = painted(img, quadrant_colours[2], 0, 200, 400, 200);
+  return painted(img, quadrant_colours[3], 400, 200, 400, 200);
+}
+
+/// The colours at the centres of the four quadrants of `img` (top left, top right, bottom
+/// left, bottom right).
+std::vector<std::vector<double>> quadrant_centres(const VImage& img) {
+  int w = img.width(), h = img.height();
+  return {at(img, w / 4, h / 4), at(img, 3 * w / 4, h / 4), at(img, w / 4, 3 * h / 4),
+          at(img, 3 * w / 4, 3 * h / 4)};
 }
 
 struct start {
@@ -114,14 +143,121 @@ TEST_CASE("preview is a tiny JPEG with the aspect kept") {
     CAPTURE(suffix);
     auto p = preview(encode(img, suffix));
     REQUIRE_MESSAGE(p, p.error.message);
-    CHECK(p->size() < 1000);
-    auto back = decode(*p);
+    CHECK(p->bytes.size() < 1000);
+    CHECK(p->format == "jpeg");
+    auto back = decode(p->bytes);
     CHECK(back.width() == 16);
     CHECK(back.height() == 12);
-    CHECK(std::string{vips_foreign_find_load_buffer(p->data(), p->size())}.find("Jpeg")
+    CHECK(p->width == 16);
+    CHECK(p->height == 12);
+    CHECK(std::string{vips_foreign_find_load_buffer(p->bytes.data(), p->bytes.size())}.find("Jpeg")
           != std::string::npos);
+    // Left blue, right red, as in the source.
+    CHECK_MESSAGE(close_to(at(back, 3, 6), {20, 20, 220}, 40), suffix);
+    CHECK_MESSAGE(close_to(at(back, 12, 6), {200, 50, 50}, 40), suffix);
   }
   CHECK(preview(encode(img, ".png"), {}, 0).error.kind == image_error::bad_argument);
+}
+
+TEST_CASE("a JPEG's preview keeps its colours and their places, however it was encoded") {
+  auto img = quadrants();
+  struct variant {
+    const char* name;
+    vips::VOption* opts;
+  };
+  for (auto v : {variant{"baseline 4:2:0", VImage::option()->set("Q", 85)},
+                 variant{"progressive", VImage::option()->set("Q", 85)->set("interlace", true)},
+                 variant{"4:4:4", VImage::option()->set("Q", 95)->set("subsample_mode",
+                                                                      VIPS_FOREIGN_SUBSAMPLE_OFF)},
+                 variant{"optimized tables", VImage::option()->set("optimize_coding", true)}}) {
+    CAPTURE(v.name);
+    auto jpeg = encode(img, ".jpg", v.opts);
+    // The common case is libjpeg's, not libvips' fallback.
+    auto fast = gost::images::detail::jpeg_preview(jpeg, 16, 1);
+    REQUIRE(fast);
+    auto p = preview(jpeg);
+    REQUIRE_MESSAGE(p, p.error.message);
+    CHECK(p->bytes == fast->bytes);
+    CHECK(p->width == 16);
+    CHECK(p->height == 8);
+    CHECK(p->bytes.size() < 1000);
+    auto back = decode(p->bytes);
+    CHECK(back.width() == 16);
+    CHECK(back.height() == 8);
+    CHECK(back.bands() == 3);
+    CHECK(probe(p->bytes)->orientation == 1); // no metadata
+    auto got = quadrant_centres(back);
+    for (size_t q = 0; q < 4; ++q)
+      CHECK_MESSAGE(close_to(got[q], quadrant_colours[q], 40), "quadrant ", q, ": ", got[q][0], ",",
+                    got[q][1], ",", got[q][2]);
+  }
+}
+
+TEST_CASE("a JPEG's preview is shown as its EXIF orientation says, as libvips' thumbnail does") {
+  for (int orientation = 1; orientation <= 8; ++orientation) {
+    CAPTURE(orientation);
+    auto tagged = quadrants().copy();
+    tagged.set("orientation", orientation);
+    auto jpeg = encode(tagged, ".jpg");
+    REQUIRE(probe(jpeg)->orientation == orientation);
+    REQUIRE(gost::images::detail::jpeg_preview(jpeg, 16, orientation));
+    auto p = preview(jpeg);
+    REQUIRE_MESSAGE(p, p.error.message);
+    // libvips' thumbnail applies the orientation too: the same size, the same quadrants.
+    auto* blob = vips_blob_copy(jpeg.data(), jpeg.size());
+    auto want =
+      VImage::thumbnail_buffer(blob, 16, VImage::option()->set("height", 16)).copy_memory();
+    vips_area_unref(VIPS_AREA(blob));
+    auto back = decode(p->bytes);
+    CHECK(back.width() == want.width());
+    CHECK(back.height() == want.height());
+    CHECK(p->width == (orientation >= 5 ? 8 : 16));
+    CHECK(p->height == (orientation >= 5 ? 16 : 8));
+    auto got = quadrant_centres(back), expected = quadrant_centres(want);
+    for (size_t q = 0; q < 4; ++q)
+      CHECK_MESSAGE(close_to(got[q], expected[q], 40), "quadrant ", q, ": ", got[q][0], ",",
+                    got[q][1], ",", got[q][2], " against ", expected[q][0], ",", expected[q][1],
+                    ",", expected[q][2]);
+  }
+  // Turned a quarter clockwise to display (6): the stored bottom left (blue) shows top left,
+  // the stored top left (red) top right.
+  auto tagged = quadrants().copy();
+  tagged.set("orientation", 6);
+  auto turned = preview(encode(tagged, ".jpg"));
+  REQUIRE(turned);
+  auto back = decode(turned->bytes); // reads the bytes where they are
+  CHECK(close_to(at(back, 2, 4), quadrant_colours[2], 40));
+  CHECK(close_to(at(back, 6, 4), quadrant_colours[0], 40));
+}
+
+TEST_CASE("preview of grey, CMYK and tiny JPEGs") {
+  // Grey: expanded to three equal channels.
+  auto grey = encode(solid(300, 200, {128}), ".jpg");
+  REQUIRE(gost::images::detail::jpeg_preview(grey, 16, 1));
+  auto g = preview(grey);
+  REQUIRE_MESSAGE(g, g.error.message);
+  auto gback = decode(g->bytes);
+  CHECK(gback.width() == 16);
+  CHECK(gback.height() == 11); // 300 x 200 at 16 px: 16 x 10.7
+  CHECK(close_to(at(gback, 8, 5), {128, 128, 128}, 6));
+  // CMYK: not libjpeg's here (it would need the profile): libvips converts it to sRGB.
+  auto cmyk = encode(solid(300, 200, {200, 40, 40}).colourspace(VIPS_INTERPRETATION_CMYK), ".jpg");
+  CHECK_FALSE(gost::images::detail::jpeg_preview(cmyk, 16, 1));
+  auto c = preview(cmyk);
+  REQUIRE_MESSAGE(c, c.error.message);
+  auto cback = decode(c->bytes);
+  CHECK(cback.width() == 16);
+  CHECK(cback.bands() == 3);
+  auto red = at(cback, 8, 5);
+  CHECK_MESSAGE((red[0] > 150 && red[1] < 110 && red[2] < 110), red[0], ",", red[1], ",", red[2]);
+  // Smaller than the preview: enlarged, as before (libvips).
+  auto tiny = encode(solid(10, 6, {30, 30, 220}), ".jpg");
+  CHECK_FALSE(gost::images::detail::jpeg_preview(tiny, 16, 1));
+  auto t = preview(tiny);
+  REQUIRE_MESSAGE(t, t.error.message);
+  CHECK(t->width == 16);
+  CHECK(t->height == 10);
+  CHECK(close_to(at(decode(t->bytes), 8, 5), {30, 30, 220}, 40));
 }
 
 TEST_CASE("rotate turns clockwise, exactly by multiples of 90, in the source's format") {
@@ -192,6 +328,8 @@ TEST_CASE("bad images: text, truncated, another format, too many pixels") {
   REQUIRE_FALSE(broken);
   CHECK(broken.error.kind == image_error::corrupt);
   CHECK(preview(cut).error.kind == image_error::corrupt);
+  CHECK_FALSE(gost::images::detail::jpeg_preview(cut, 16, 1)); // libjpeg's warning: libvips'
+  CHECK_FALSE(gost::images::detail::jpeg_preview(text, 16, 1));
   CHECK(rotate(cut, 90).error.kind == image_error::corrupt);
 
   // SVG is an image libvips reads, but not one accepted here.

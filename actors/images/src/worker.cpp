@@ -100,11 +100,10 @@ task_outcome run_task(const task_key& task, const worker_options& opts) {
       auto p = preview(bytes, opts.limits);
       if (!p)
         return image_failure(p.error);
-      auto h = probe(*p);
       v1::ImagePreview r;
-      r.set_jpeg(*p);
-      r.set_width(h ? h->width : 0);
-      r.set_height(h ? h->height : 0);
+      r.set_jpeg(p->bytes);
+      r.set_width(p->width);
+      r.set_height(p->height);
       return done(r);
     }
     case function::main_color: {

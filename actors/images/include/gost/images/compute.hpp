@@ -68,7 +68,7 @@ struct rgb {
   bool operator==(const rgb& o) const { return r == o.r && g == o.g && b == o.b; }
 };
 
-/// An encoded image with its format and size (`Rotate`'s result).
+/// An encoded image with its format and size (`Rotate`'s and `Preview`'s results).
 struct encoded {
   std::string bytes;
   std::string format; ///< jpeg, png or webp (a GIF is rotated into a PNG)
@@ -89,10 +89,11 @@ outcome<header> probe(std::string_view bytes, const image_limits& limits = {});
 /// colour, not its average: a red car on grey tarmac that covers most of it gives red.
 outcome<rgb> main_color(std::string_view bytes, const image_limits& limits = {});
 
-/// A tiny placeholder: the image shrunk to at most `side` px a side (aspect kept), as a JPEG
-/// of low quality with no metadata (a few hundred bytes at 16 px).
-outcome<std::string> preview(std::string_view bytes, const image_limits& limits = {},
-                             int side = 16);
+/// A tiny placeholder: the image as displayed (EXIF orientation applied) shrunk to at most
+/// `side` px a side (aspect kept), as a JPEG of low quality (Q 40, optimized Huffman tables)
+/// with no metadata: a few hundred bytes at 16 px. A JPEG is decoded at a reduced DCT scale
+/// on libjpeg directly (src/jpeg_preview.hpp), the rest on libvips' thumbnail.
+outcome<encoded> preview(std::string_view bytes, const image_limits& limits = {}, int side = 16);
 
 /// The image as displayed (its EXIF orientation applied) turned clockwise by `degrees`
 /// (-360..360): multiples of 90 exactly, other angles with the corners filled white. Encoded
