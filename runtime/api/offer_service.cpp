@@ -61,7 +61,8 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
   self
     ->request(any_offer_store(r), timeout, find_atom_v, k.seller_id(), k.namespace_(),
               k.external_id())
-    .then([next](std::string& id) { next(id); }, [fail](caf::error& err) { fail(err); });
+    .then([next = std::move(next)](std::string& id) { next(id); },
+          [fail](caf::error& err) { fail(err); });
 }
 
 } // namespace
@@ -86,14 +87,15 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
   auto id = rid.empty() ? make_offer_id() : offer_id_for_request(o.seller_id(), rid.value);
   auto deadline = call.deadline();
   auto& r = router_;
-  hub_.run([=, &r](caf::event_based_actor* self) {
+  // The job runs once: the offer moves on from its closure (ask_owner.hpp keeps it for retries).
+  hub_.run([=, &r, msg = std::move(msg)](caf::event_based_actor* self) mutable {
     ask_owner(
       self, r, deadline,
       [=](offer_msg& stored) {
         *resp->mutable_offer() = std::move(stored.value);
         call.ok();
       },
-      call.on_error(), create_atom_v, id, msg, rid);
+      call.on_error(), create_atom_v, id, std::move(msg), rid);
   });
   return call.reactor();
 }
@@ -150,11 +152,15 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
   caf::timespan timeout{call.budget()};
   auto deadline = call.deadline();
   auto& r = router_;
-  hub_.run([=, &r](caf::event_based_actor* self) {
+  // The job and its continuation run once: the offer moves from one closure to the next, and
+  // ask_owner.hpp keeps it for retries.
+  hub_.run([=, &r, msg = std::move(msg), mask = std::move(mask),
+            rid = std::move(rid)](caf::event_based_actor* self) mutable {
     fail_fn fail = call.on_error();
     resolve(
       self, r, timeout, ref,
-      [=, &r](const std::string& id) {
+      [=, &r, msg = std::move(msg), mask = std::move(mask),
+       rid = std::move(rid)](const std::string& id) mutable {
         if (!msg.value.id().empty() && msg.value.id() != id) {
           call.finish(invalid("offer.id and ref name different offers"));
           return;
@@ -165,7 +171,7 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
             *resp->mutable_offer() = std::move(stored.value);
             call.ok();
           },
-          fail, update_atom_v, id, msg, expected, mask, rid);
+          fail, update_atom_v, id, std::move(msg), expected, std::move(mask), std::move(rid));
       },
       fail);
   });

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -26,11 +27,6 @@ using clock_type = std::chrono::steady_clock;
 /// The least time a request forwarded to another node gets before it is routed again.
 constexpr auto remote_attempt = std::chrono::milliseconds{2000};
 
-/// Sends the operation `xs...` (it names its entity first) to the owner of the entity's shard
-/// as `route(id, &remote)` finds it (an `Ops` handle, on this node or another), and hands the
-/// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
-/// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
-/// the shard found no owner in time.
 namespace detail {
 
 /// A write forwarded to another node gets a request id (unless the client gave one): the
@@ -45,25 +41,24 @@ void give_request_id_to(T& x) {
   give_request_id(x);
 }
 
-} // namespace detail
-
+/// One attempt of ask_routed: `args` is the operation, built once and shared by every attempt
+/// (a retry sends it again from here instead of carrying copies in its closures).
 template <class Ops, class Route, class Ok, class... Ts>
-void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
-                fail_fn fail, Ts... xs) {
-  const auto& id = entity_id_of(xs...);
+void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::time_point deadline,
+                        Ok ok, fail_fn fail, std::shared_ptr<std::tuple<Ts...>> args) {
+  const auto& id =
+    std::apply([](const auto&... ys) -> const std::string& { return entity_id_of(ys...); }, *args);
   bool remote = false;
   Ops target = route(id, &remote);
-  if (remote)
-    (detail::give_request_id_to(xs), ...);
-  auto args = std::make_tuple(xs...);
+  if (remote) // kept in `args`: an attempt after this one sends the same request id
+    std::apply([](auto&... ys) { (give_request_id_to(ys), ...); }, *args);
   auto again = [=](caf::error why) {
     if (clock_type::now() + call_hub::pause >= deadline) {
       fail(why);
       return;
     }
     call_hub::later(self, [=](caf::event_based_actor* s) {
-      std::apply([&](const auto&... ys) { ask_routed<Ops>(s, route, deadline, ok, fail, ys...); },
-                 args);
+      ask_routed_attempt<Ops>(s, route, deadline, ok, fail, args);
     });
   };
   if (!target && remote) { // a kind the node link does not carry (cluster/kinds.hpp)
@@ -81,14 +76,34 @@ void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_poin
   // time and route again after it. A write sent again carries the same request id, so an owner
   // that did carry it out answers the first answer instead of doing it twice.
   auto attempt = remote ? std::min(left, std::max(caf::timespan{remote_attempt}, left / 4)) : left;
-  self->request(target, std::max(attempt, caf::timespan{1'000'000}), xs...)
-    .then(on_reply<Ops, Ts...>(ok), [=](caf::error& err) {
-      bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
-      if (gost::classify(err) == disposition::reroute || attempt_over)
-        again(err);
-      else
-        fail(err);
-    });
+  // The message gets its own copy of the operation: `args` stays for a retry.
+  auto handle = std::apply(
+    [&](const auto&... ys) {
+      return self->request(target, std::max(attempt, caf::timespan{1'000'000}), ys...);
+    },
+    *args);
+  handle.then(on_reply<Ops, Ts...>(std::move(ok)), [deadline, again = std::move(again),
+                                                    fail = std::move(fail)](caf::error& err) {
+    bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
+    if (gost::classify(err) == disposition::reroute || attempt_over)
+      again(err);
+    else
+      fail(err);
+  });
+}
+
+} // namespace detail
+
+/// Sends the operation `xs...` (it names its entity first) to the owner of the entity's shard
+/// as `route(id, &remote)` finds it (an `Ops` handle, on this node or another), and hands the
+/// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
+/// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
+/// the shard found no owner in time.
+template <class Ops, class Route, class Ok, class... Ts>
+void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
+                fail_fn fail, Ts... xs) {
+  detail::ask_routed_attempt<Ops>(self, std::move(route), deadline, std::move(ok), std::move(fail),
+                                  std::make_shared<std::tuple<Ts...>>(std::move(xs)...));
 }
 
 /// ask_routed for an operation of kind `k`: to the owner of its entity's shard.
@@ -97,7 +112,7 @@ void ask_kind(caf::event_based_actor* self, router& r, kind_slot<Ops, Local> k,
               clock_type::time_point deadline, Ok ok, fail_fn fail, Ts... xs) {
   ask_routed<Ops>(
     self, [&r, k](const std::string& id, bool* remote) { return r.route(k, id, remote); }, deadline,
-    ok, fail, xs...);
+    std::move(ok), std::move(fail), std::move(xs)...);
 }
 
 /// How long a call may take: the server's limit (`api.request_timeout`), or less when the

@@ -51,14 +51,14 @@ namespace gost::runtime {
 template <class Ok, class... Ts>
 void ask_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline, Ok ok,
                fail_fn fail, Ts... xs) {
-  ask_kind(self, r, kinds::offers, deadline, ok, fail, xs...);
+  ask_kind(self, r, kinds::offers, deadline, std::move(ok), std::move(fail), std::move(xs)...);
 }
 
 /// ask_kind for a durable entity operation: to the owner of the entity's shard.
 template <class Ok, class... Ts>
 void ask_entity_owner(caf::event_based_actor* self, router& r, clock_type::time_point deadline,
                       Ok ok, fail_fn fail, Ts... xs) {
-  ask_kind(self, r, kinds::entities, deadline, ok, fail, xs...);
+  ask_kind(self, r, kinds::entities, deadline, std::move(ok), std::move(fail), std::move(xs)...);
 }
 
 /// An offer store for lookups not tied to one offer (round robin over the node's stores).

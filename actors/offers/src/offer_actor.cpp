@@ -11,6 +11,7 @@
 #include "offer_actor.hpp"
 
 #include <cassert>
+#include <memory>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -125,7 +126,7 @@ void with_loaded(self_ptr self, F f, Fail fail) {
   waits(self, kit::waiting_on::load);
   self->request(st.env->store, caf::infinite, load_atom_v, st.entity.id())
     .await(
-      [=](offer_snapshot& snap) mutable {
+      [self, f = std::move(f), fail](offer_snapshot& snap) mutable {
         waits(self, kit::waiting_on::nothing);
         auto& s = self->state;
         s.entity.committed(snap.found ? std::optional<v1::Offer>{std::move(snap.offer)}
@@ -143,7 +144,7 @@ void with_loaded(self_ptr self, F f, Fail fail) {
             s.ctx.queued_now.insert(e.lane);
         f();
       },
-      [=](caf::error& err) mutable {
+      [self, fail](caf::error& err) mutable {
         waits(self, kit::waiting_on::nothing);
         fail(std::move(err));
       });
@@ -161,6 +162,20 @@ persistence::write_set bookkeeping_copy(const persistence::write_set& ws) {
   out.enqueue = ws.enqueue;
   out.dead_letters = ws.dead_letters;
   return out;
+}
+
+/// What a write applies to the actor once it committed: the write-set's bookkeeping and the
+/// offer after it (none: unchanged). Held by pointer in the commit's callbacks, which CAF and
+/// the kit copy on their way: the offer and the states are not copied with them.
+struct pending_apply {
+  persistence::write_set set;
+  std::optional<v1::Offer> next;
+};
+
+using pending_ptr = std::shared_ptr<pending_apply>;
+
+pending_ptr pending(const persistence::write_set& ws, std::optional<v1::Offer> next) {
+  return std::make_shared<pending_apply>(pending_apply{bookkeeping_copy(ws), std::move(next)});
 }
 
 /// Applies a committed write-set to the in-memory copy.
@@ -293,21 +308,22 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
         rp.deliver(std::move(err));
         return;
       }
-      auto next = std::move(change->next);
       if (!rid.empty()) {
         // Written even when nothing else is: the answer is what a retry gets.
         change->ws.request_id = rid.value;
-        change->ws.answer = encode_answer<Result>(reply, next, change->ws);
+        change->ws.answer = encode_answer<Result>(reply, change->next, change->ws);
       } else if (writes_nothing(change->ws)) {
         ended(self, kit::event_result::unchanged);
-        rp.deliver(reply(next, change->ws));
+        rp.deliver(reply(change->next, change->ws));
         return;
       }
-      auto set = bookkeeping_copy(change->ws);
+      auto applied = pending(change->ws, std::move(change->next));
       kit::commit(
         self, std::move(change->ws),
         [=](write_outcome out) mutable {
           auto& s = self->state;
+          auto& set = applied->set;
+          auto& next = applied->next;
           if (out == write_outcome::duplicate) {
             answer_again<Result>(
               self, rp, rid,
@@ -325,7 +341,7 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
         },
         [=]() mutable {
           auto& s = self->state;
-          if (set.op == persistence::offer_op::insert) {
+          if (applied->set.op == persistence::offer_op::insert) {
             rp.deliver(
               make_error(errc::already_exists, "an offer with id " + s.entity.id()
                                                  + " or with this seller_id/namespace/external_id "
@@ -497,8 +513,9 @@ offer_actor::behavior_type offer_behavior() {
       auto self = current();
       started(self, kit::event_kind::create);
       auto rp = promise_of<offer_msg>(self);
-      auto prepare = [self, in = std::move(m.value), rid] {
-        return prepare_create(inputs(self, rid), in);
+      // Shared: `prepare` is copied into each callback of the event (a redo prepares again).
+      auto prepare = [self, in = std::make_shared<const v1::Offer>(std::move(m.value)), rid] {
+        return prepare_create(inputs(self, rid), *in);
       };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp.rp;
@@ -525,9 +542,10 @@ offer_actor::behavior_type offer_behavior() {
       auto self = current();
       started(self, kit::event_kind::update);
       auto rp = promise_of<offer_msg>(self);
-      auto prepare = [self, in = std::move(m.value), expected, mask = std::move(mask), rid] {
-        return prepare_update(inputs(self, rid), in, expected, mask);
-      };
+      // Shared: `prepare` is copied into each callback of the event (a redo prepares again).
+      auto prepare = [self, in = std::make_shared<const v1::Offer>(std::move(m.value)), expected,
+                      mask = std::move(mask),
+                      rid] { return prepare_update(inputs(self, rid), *in, expected, mask); };
       external_change(self, rp, prepare, reply_offer, std::move(rid), 0);
       return rp.rp;
     },

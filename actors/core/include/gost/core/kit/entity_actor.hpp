@@ -128,7 +128,10 @@ void commit(Self self, WriteSet ws, Done done, Conflict conflict, Fail fail) {
     ->request(st.env->writer, caf::infinite, write_atom_v, st.env->shard, st.env->epoch,
               std::move(ws))
     .await(
-      [=](persistence::write_outcome out) mutable {
+      // The callbacks move into the handlers (CAF keeps them until the answer): no copies of
+      // what they hold.
+      [self, done = std::move(done), conflict = std::move(conflict),
+       fail](persistence::write_outcome out) mutable {
         waits(self, waiting_on::nothing);
         switch (out) {
           case persistence::write_outcome::committed:
@@ -143,7 +146,7 @@ void commit(Self self, WriteSet ws, Done done, Conflict conflict, Fail fail) {
             return;
         }
       },
-      [=](caf::error& err) mutable {
+      [self, fail](caf::error& err) mutable {
         waits(self, waiting_on::nothing);
         self->state.forget();
         fail(std::move(err));
