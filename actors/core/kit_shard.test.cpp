@@ -199,6 +199,15 @@ struct shard_fixture : testing::caf_fixture {
     return static_cast<bool>(*r);
   }
 
+  /// The node's shipped poll settings (queue.*): a busy pace of 250 ms, a 30 s safety poll, a
+  /// 5 s look-ahead, a 250 ms prefetch.
+  void shipped_polls() {
+    opts.queue_poll = 250ms;
+    opts.queue_poll_idle = 30'000ms;
+    opts.queue_lookahead = 5000ms;
+    opts.queue_prefetch = 250ms;
+  }
+
   /// An entry of `lane` for `entity`, due `in` from now on the test clock.
   persistence::queue_entry due(const std::string& lane, const std::string& entity,
                                std::chrono::milliseconds in = 0ms,
@@ -438,10 +447,7 @@ TEST_CASE_FIXTURE(shard_fixture,
 TEST_CASE_FIXTURE(shard_fixture,
                   "an idle shard polls less and less, down to the safety poll; work found brings "
                   "the poll back to its pace") {
-  opts.queue_poll = 250ms;
-  opts.queue_poll_idle = 30'000ms;
-  opts.queue_lookahead = 5000ms;
-  opts.queue_prefetch = 250ms;
+  shipped_polls();
   start();
   // Empty polls after 250, 500, 1000, 2000, 4000, 8000, 16000 ms, then every 30 s: 8 polls in
   // the first minute where the busy pace would make 240.
@@ -464,10 +470,7 @@ TEST_CASE_FIXTURE(shard_fixture,
 TEST_CASE_FIXTURE(shard_fixture,
                   "an idle shard polls in time for the next entry it knows of: the store's hint "
                   "or its actors' commits") {
-  opts.queue_poll = 250ms;
-  opts.queue_poll_idle = 30'000ms;
-  opts.queue_lookahead = 5000ms;
-  opts.queue_prefetch = 250ms;
+  shipped_polls();
   // Due in 100 s: far beyond the window and the safety poll. The first poll answers it as the
   // hint; the shard sleeps until a poll can read it, then runs it on time, its actor warmed.
   store.queue().add({due("L", "x", 100'000ms)});
@@ -499,9 +502,8 @@ TEST_CASE_FIXTURE(shard_fixture,
 TEST_CASE_FIXTURE(shard_fixture,
                   "a notice (enqueued with no entries) makes a sleeping shard poll from the start "
                   "at once") {
-  opts.queue_poll = 250ms;
-  opts.queue_poll_idle = 30'000ms;
-  opts.queue_lookahead = 5000ms;
+  shipped_polls();
+  opts.queue_prefetch = 0ms;
   store.queue().add({due("L", "a")});
   start();
   REQUIRE(s->runs.size() == 1); // the cursor now stands at a's entry
