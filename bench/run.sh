@@ -14,7 +14,9 @@
 #                              actions_idle, idle, feed and evolve)
 # Options through the environment: BENCH_OFFERS (100000), BENCH_SHARDS (4; 64 for tasks), BENCH_PEER (1: run
 # the graphile-worker peer beside stage_noop and tasks, in database gost_peer; 0: skip it),
-# BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
+# BENCH_TIMERS (1000000), BENCH_SPAN (240) and BENCH_MEASURE (0: all; else the timers due in its first
+# seconds are measured while the rest stay pending), BENCH_LEAD (seconds until the first timer is due;
+# default 15 + 35 µs per timer), BENCH_TASKS (1000000), BENCH_TASK_EVENTS (100000), BENCH_TASK_GROUPS (8), GOST_PG_PORT
 # (54349) and GOST_PG_DIR (var/pgbench): another server for this checkout's benchmarks, so that
 # two checkouts benchmarking at once do not share one (scripts/pg.sh refuses a server on the
 # port whose data directory is not GOST_PG_DIR), BENCH_KAFKA_PORT (19192, the broker of outbox_kafka, images_queue and feed),
@@ -226,7 +228,8 @@ for name in "${names[@]}"; do
       ;;
     timers)
       build/release/bench/gost_bench timers --dsn "$dsn" --offers "${BENCH_TIMERS:-1000000}" \
-        --span "${BENCH_SPAN:-240}" --shards "${BENCH_SHARDS:-4}" 2>"$logs/timers.log" \
+        --span "${BENCH_SPAN:-240}" --measure "${BENCH_MEASURE:-0}" ${BENCH_LEAD:+--lead "$BENCH_LEAD"} --shards "${BENCH_SHARDS:-4}" \
+        2>"$logs/timers.log" \
         || { tail -n 20 "$logs/timers.log" >&2; echo "bench/run.sh: timers failed" >&2; exit 1; }
       ;;
     *) echo "bench/run.sh: unknown benchmark $name (known: stage_noop stage_offer resident timers failover api_updates api_cluster outbox_kafka tasks console_cost images images_queue actions actions_idle idle feed evolve)" >&2; exit 2 ;;

@@ -48,8 +48,10 @@ endif()
 #   scripts/redis.sh), x.e2etest.cpp -> label e2e.
 # Each entry runs the same binary filtered to that tier's files (doctest --source-file).
 # Binaries with a unit tier are collected for the `unit-tests` target (top-level CMakeLists).
+# E2E_APART <files...>: e2e files run as a second entry, ${lib}.e2e_apart (label e2e), so that
+# neither entry nears the per-entry timeout and the two run in parallel.
 function(gost_tests lib)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;E2E_APART" ${ARGN})
   set(bin ${lib}_tests)
   add_executable(${bin} ${CMAKE_SOURCE_DIR}/tests/doctest_main.cpp ${ARG_SOURCES})
   target_link_libraries(${bin} PRIVATE ${lib} gost_testing doctest::doctest ${ARG_LIBS})
@@ -68,11 +70,23 @@ function(gost_tests lib)
       string(REPLACE "e2etest" "e2e" label ${label})
       string(REPLACE "redistest" "redis" label ${label})
       string(REPLACE "test" "unit" label ${label})
-      add_test(NAME ${lib}.${label}
-               COMMAND ${bin} --source-file=*.${tier}.cpp --no-intro=true)
+      set(filter --source-file=*.${tier}.cpp)
+      if(label STREQUAL "e2e" AND ARG_E2E_APART)
+        set(apart "")
+        foreach(src ${ARG_E2E_APART})
+          get_filename_component(name ${src} NAME)
+          list(APPEND apart "*/${name}")
+        endforeach()
+        string(REPLACE ";" "," apart "${apart}")
+        list(APPEND filter --source-file-exclude=${apart})
+        add_test(NAME ${lib}.e2e_apart COMMAND ${bin} --source-file=${apart} --no-intro=true)
+        set_tests_properties(${lib}.e2e_apart PROPERTIES LABELS e2e TIMEOUT 600)
+      endif()
+      add_test(NAME ${lib}.${label} COMMAND ${bin} ${filter} --no-intro=true)
       set_tests_properties(${lib}.${label} PROPERTIES LABELS ${label} TIMEOUT 600)
-      if(label STREQUAL "unit")
-        # For the `unit-tests` target (the unit tier alone, built under ASan/UBSan by CI).
+      if(label STREQUAL "unit" OR label STREQUAL "pg")
+        # For the `unit-tests` target (the unit and pg tiers' binaries, built under ASan/UBSan
+        # by CI; a binary serves both tiers).
         set_property(GLOBAL APPEND PROPERTY GOST_UNIT_TEST_BINARIES ${bin})
       endif()
     endif()

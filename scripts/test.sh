@@ -3,8 +3,9 @@
 # PostgreSQL, a real Kafka broker and a private Redis, runs every test tier (unit, pg, kafka, e2e,
 # install) and stops what it started; then, as root and with no ctest args, the Debian packages
 # (`ctest --preset package`: built, installed with apt-get, run, purged; tests/package/); then
-# builds the unit tier alone under ASan/UBSan (preset `dev`, target `unit-tests`) and runs it
-# (`ctest --preset unit`). Quiet on success apart from ctest's
+# builds the unit and pg tiers' binaries under ASan/UBSan (preset `dev`, target `unit-tests`)
+# and runs those tiers on the same PostgreSQL (`ctest --preset sanitized`). The longer runs
+# (e2e under ASan/UBSan, unit under TSan) are scripts/nightly.sh. Quiet on success apart from ctest's
 # summaries; on failure it prints why.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit   (args: the `ci` run only)
 #   GOST_PG_PORT=54369 GOST_KAFKA_PORT=19192 GOST_REDIS_PORT=16479 scripts/test.sh
@@ -24,25 +25,7 @@ step "installing dependencies" "$logs/install.log" scripts/install-deps.sh --kaf
 step "configuring" "$logs/configure.log" cmake --preset ci
 step "building" "$logs/build.log" cmake --build --preset ci -j "$(nproc)"
 
-# Test services on their own ports and directories, so a developer's demo node is untouched.
-# Another checkout testing at the same time sets its own (GOST_PG_PORT, GOST_PG_DIR,
-# GOST_KAFKA_PORT, GOST_KAFKA_DIR; Kafka also takes GOST_KAFKA_PORT + 1 for its controller;
-# GOST_REDIS_PORT, GOST_REDIS_DIR).
-export GOST_PG_DIR=${GOST_PG_DIR:-$root/var/pgtest} GOST_PG_PORT=${GOST_PG_PORT:-54339}
-export GOST_TEST_PG="host=127.0.0.1 port=$GOST_PG_PORT user=gost"
-export GOST_KAFKA_PORT=${GOST_KAFKA_PORT:-19092} GOST_KAFKA_DIR=${GOST_KAFKA_DIR:-$root/var/kafkatest}
-export GOST_TEST_KAFKA=127.0.0.1:$GOST_KAFKA_PORT
-export GOST_REDIS_PORT=${GOST_REDIS_PORT:-16379} GOST_REDIS_DIR=${GOST_REDIS_DIR:-$root/var/redistest}
-export GOST_TEST_REDIS=127.0.0.1:$GOST_REDIS_PORT
-cleanup() {
-  scripts/redis.sh stop >/dev/null 2>&1 || true
-  scripts/kafka.sh stop >/dev/null 2>&1 || true
-  scripts/pg.sh stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-step "starting PostgreSQL" "$logs/pg.log" scripts/pg.sh start
-step "starting Kafka" "$logs/kafka.log" scripts/kafka.sh start
-step "starting Redis" "$logs/redis.log" scripts/redis.sh start
+start_test_services "$logs"
 
 if ! ctest --preset ci -j 2 "$@" >"$logs/ctest.log" 2>&1; then
   grep -vE '^\s*(Start|[0-9]+/[0-9]+ Test .* Passed)' "$logs/ctest.log" | tail -n 200 >&2
@@ -66,15 +49,19 @@ if [[ $# -eq 0 && ${GOST_TEST_PACKAGE:-1} != 0 ]]; then
   fi
 fi
 
-# The unit tier again under ASan/UBSan: it needs no services, and only its binaries are built.
+# The unit and pg tiers again under ASan/UBSan, on the same PostgreSQL; only their binaries
+# are built (target unit-tests). The e2e tier under ASan and the unit tier under TSan take
+# longer than CI's budget: scripts/nightly.sh runs them.
 [[ ${GOST_TEST_SANITIZE:-1} == 0 ]] && exit 0
-cleanup
+scripts/kafka.sh stop >/dev/null 2>&1 || true
+scripts/redis.sh stop >/dev/null 2>&1 || true
 step "configuring (preset dev: ASan/UBSan)" "$logs/configure-dev.log" cmake --preset dev
-step "building the unit tier (preset dev)" "$logs/build-dev.log" \
+step "building the unit and pg tiers (preset dev)" "$logs/build-dev.log" \
   cmake --build --preset dev -j "$(nproc)" --target unit-tests
-if ! ctest --preset unit -j 2 >"$logs/ctest-unit-dev.log" 2>&1; then
-  grep -vE '^\s*(Start|[0-9]+/[0-9]+ Test .* Passed)' "$logs/ctest-unit-dev.log" | tail -n 200 >&2
-  echo "test.sh: the unit tier failed under ASan/UBSan (full log: $logs/ctest-unit-dev.log)" >&2
+if ! ctest --preset sanitized -j 2 >"$logs/ctest-sanitized.log" 2>&1; then
+  grep -vE '^\s*(Start|[0-9]+/[0-9]+ Test .* Passed)' "$logs/ctest-sanitized.log" | tail -n 200 >&2
+  echo "test.sh: the unit or pg tier failed under ASan/UBSan (full log: $logs/ctest-sanitized.log)" >&2
   exit 1
 fi
-grep -E 'tests passed|Total Test time' "$logs/ctest-unit-dev.log" | sed 's/^/ASan\/UBSan, unit tier: /'
+grep -E 'tests passed|Total Test time' "$logs/ctest-sanitized.log" \
+  | sed 's/^/ASan\/UBSan, unit and pg tiers: /'
