@@ -86,6 +86,10 @@ struct manager_state {
   std::vector<caf::typed_response_promise<ok_atom>> leaves;
   std::vector<caf::typed_response_promise<uint32_t>> drains;
   uint32_t handed_off = 0; ///< shards released since the drain began
+  /// The shards released since the drain began: a drain is answered once other nodes own
+  /// them all (a shard owned by nobody is a window of failed calls), or at `taken_by`.
+  std::set<uint32_t> released;
+  std::chrono::steady_clock::time_point taken_by{};
   std::unique_ptr<persistence::cluster_listener> listener;
   std::chrono::steady_clock::time_point last_tick{};
   bool notified_pending = false; ///< a notified round is scheduled
@@ -134,6 +138,41 @@ void answer_left(manager_state& st) {
       rp.deliver(st.handed_off);
   st.leaves.clear();
   st.drains.clear();
+  st.released.clear();
+}
+
+/// While an operator's drain waits for its shards to be taken: answers it once every shard
+/// released is owned by another node (or at `taken_by`, saying which are not). Called after
+/// each look at the cluster (heartbeat, notices: the taker notifies when it acquires).
+void check_taken(self_ptr self) {
+  auto& st = self->state;
+  if (st.drains.empty() || !st.held.empty()
+      || st.taken_by == std::chrono::steady_clock::time_point{})
+    return;
+  auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
+  if (!leases)
+    return; // looked at again at the next heartbeat
+  std::vector<uint32_t> untaken;
+  for (auto& l : *leases)
+    if (st.released.count(l.shard) != 0 && (l.free || l.owner == st.opts.node_id))
+      untaken.push_back(l.shard);
+  auto late = std::chrono::steady_clock::now() >= st.taken_by;
+  if (!untaken.empty() && !late) {
+    if (!st.notified_pending) { // look again soon, whether or not the taker's notice comes
+      st.notified_pending = true;
+      self->delayed_send(self, std::chrono::milliseconds{100}, notified_atom_v);
+    }
+    return;
+  }
+  if (untaken.empty())
+    lg->info("drained shards taken by other nodes node={} count={}", st.opts.node_id,
+             st.released.size());
+  else
+    lg->warn("drain answered with shards not yet taken by another node node={} untaken={} "
+             "waited_ms={}",
+             st.opts.node_id, untaken.size(), st.opts.cfg.lease_timeout.count());
+  st.taken_by = {};
+  answer_left(st);
 }
 
 void drain(self_ptr self, uint32_t shard);
@@ -176,9 +215,17 @@ void release(self_ptr self, uint32_t shard) {
   if (!st.leaving)
     return;
   ++st.handed_off;
+  st.released.insert(shard);
   if (st.held.empty() && !(st.leaves.empty() && st.drains.empty())) {
     lg->info("all shards handed off node={} count={}", st.opts.node_id, st.handed_off);
-    answer_left(st);
+    // A stopping node answers now (it is going anyway); an operator's drain once the shards
+    // are owned elsewhere, so that `gostctl drain` returning means they serve again.
+    for (auto& rp : st.leaves)
+      if (rp.pending())
+        rp.deliver(ok_atom_v);
+    st.leaves.clear();
+    st.taken_by = std::chrono::steady_clock::now() + st.opts.cfg.lease_timeout;
+    check_taken(self);
   }
 }
 
@@ -481,6 +528,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
     [=](tick_atom) {
       self->state.last_tick = std::chrono::steady_clock::now();
       tick(self);
+      check_taken(self);
       self->delayed_send(self, self->state.opts.cfg.heartbeat, tick_atom_v);
     },
     [=](notified_atom) {
@@ -498,6 +546,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
       lg->info("cluster change notified node={}; looking now", st.opts.node_id);
       st.last_tick = std::chrono::steady_clock::now();
       tick(self);
+      check_taken(self);
     },
     [=](pause_atom) -> caf::result<ok_atom> {
       // An operator paused or resumed a stage (admin service): read the table now, and answer
