@@ -16,6 +16,10 @@
 #include <stdexcept>
 #include <vector>
 
+// Every descriptor is close-on-exec: a test forks gostd children while the proxy runs, and a
+// socket inherited by a child would outlive the proxy's close (no reset, no FIN reaches the
+// peer: a cut that cuts nothing).
+
 namespace gost::testing {
 
 namespace {
@@ -62,13 +66,16 @@ struct connection {
   flow up;   ///< client -> upstream
   flow down; ///< upstream -> client
   bool dead = false;
+  /// A side ended or broke while half-open: nothing is said to the other side (a real
+  /// partition carries no FIN or RST either) until the network heals, then it is reset.
+  bool zombie = false;
 };
 
 } // namespace
 
 fault_proxy::fault_proxy(std::string upstream_host, int upstream_port, int listen_port)
   : upstream_host_(std::move(upstream_host)), upstream_port_(upstream_port) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
@@ -86,7 +93,7 @@ fault_proxy::fault_proxy(std::string upstream_host, int upstream_port, int liste
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
   set_nonblocking(listen_fd_);
-  if (pipe(wake_) != 0)
+  if (pipe2(wake_, O_CLOEXEC) != 0)
     throw std::runtime_error("fault_proxy: pipe: " + std::string{std::strerror(errno)});
   set_nonblocking(wake_[0]);
   thread_ = std::thread{[this] { run(); }};
@@ -103,13 +110,13 @@ fault_proxy::~fault_proxy() {
 }
 
 void fault_proxy::set(const settings& s) {
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    settings_ = s;
-    ++generation_;
-  }
+  std::unique_lock<std::mutex> guard{mtx_};
+  settings_ = s;
+  auto mine = ++generation_;
   char c = 'w';
   [[maybe_unused]] auto n = write(wake_[1], &c, 1);
+  // Applied before the next change: a cut followed at once by a pass still resets.
+  applied_cv_.wait(guard, [&] { return applied_ >= mine || stop_; });
 }
 
 void fault_proxy::pass() {
@@ -166,6 +173,7 @@ void fault_proxy::run() {
   auto kill = [&](connection& c) {
     if (c.dead)
       return;
+    queued_ -= c.up.queued + c.down.queued;
     reset_close(c.client);
     reset_close(c.upstream);
     c.dead = true;
@@ -173,7 +181,7 @@ void fault_proxy::run() {
   };
 
   auto accept_one = [&] {
-    int fd = accept(listen_fd_, nullptr, nullptr);
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0)
       return false;
     if (s.m == mode::cut) {
@@ -181,7 +189,7 @@ void fault_proxy::run() {
       ++refused_;
       return true;
     }
-    int up = socket(AF_INET, SOCK_STREAM, 0);
+    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     inet_pton(AF_INET, upstream_host_.c_str(), &addr.sin_addr);
@@ -211,11 +219,15 @@ void fault_proxy::run() {
   };
 
   // Reads what `f.from` has; false when the connection is to be reset.
-  auto read_flow = [&](flow& f, std::chrono::milliseconds delay) {
+  auto read_flow = [&](connection& c, flow& f, std::chrono::milliseconds delay) {
     auto limit = max_chunk;
     if (s.bytes_per_second > 0) // small chunks: the limit is smooth, not bursts of 16 KiB
       limit = std::clamp<std::size_t>(s.bytes_per_second / 50, 1, max_chunk);
     auto n = read(f.from, buf, limit);
+    if (s.m == mode::blackhole && n <= 0 && (n == 0 || (errno != EAGAIN && errno != EINTR))) {
+      c.zombie = true;
+      return true;
+    }
     if (n == 0) {
       f.eof = true;
       return true;
@@ -234,6 +246,7 @@ void fault_proxy::run() {
     f.last_due = due;
     f.queue.push_back(chunk{due, std::string(buf, static_cast<std::size_t>(n)), 0});
     f.queued += static_cast<std::size_t>(n);
+    queued_ += static_cast<std::uint64_t>(n);
     return true;
   };
 
@@ -254,10 +267,11 @@ void fault_proxy::run() {
       forwarded_ += static_cast<std::uint64_t>(n);
       ch.offset += static_cast<std::size_t>(n);
       f.queued -= static_cast<std::size_t>(n);
+      queued_ -= static_cast<std::uint64_t>(n);
       if (ch.offset == ch.bytes.size())
         f.queue.pop_front();
     }
-    if (f.eof && f.queue.empty() && !f.shut) {
+    if (f.eof && f.queue.empty() && !f.shut && s.m != mode::blackhole) {
       shutdown(f.to, SHUT_WR);
       f.shut = true;
     }
@@ -273,8 +287,19 @@ void fault_proxy::run() {
     }
     if (generation != seen_generation) {
       seen_generation = generation;
+      struct announce { // once the connections are as the settings say
+        fault_proxy& p;
+        std::uint64_t g;
+        ~announce() {
+          std::lock_guard<std::mutex> guard{p.mtx_};
+          p.applied_ = g;
+          p.applied_cv_.notify_all();
+        }
+      } done{*this, generation};
       for (auto& c : conns) {
-        if (s.m == mode::cut) {
+        if (c.zombie && s.m != mode::blackhole) {
+          kill(c);
+        } else if (s.m == mode::cut) {
           if (!c.dead)
             ++resets_;
           kill(c);
@@ -282,6 +307,7 @@ void fault_proxy::run() {
           for (flow* f : {&c.up, &c.down}) {
             for (auto& ch : f->queue)
               dropped_ += ch.bytes.size() - ch.offset;
+            queued_ -= f->queued;
             f->queue.clear();
             f->queued = 0;
             f->last_due = {};
@@ -297,6 +323,11 @@ void fault_proxy::run() {
     auto now = clock_type::now();
     auto next_due = clock_type::time_point::max();
     for (auto& c : conns) {
+      if (c.zombie) { // polled no more (poll skips a negative fd)
+        fds.push_back({-1, 0, 0});
+        fds.push_back({-1, 0, 0});
+        continue;
+      }
       short client_events = 0;
       short upstream_events = 0;
       if (!c.up.eof && c.up.queued < max_queued)
@@ -336,11 +367,13 @@ void fault_proxy::run() {
       i += 2;
       bool ok = true;
       if (cf.revents & (POLLIN | POLLHUP | POLLERR))
-        ok = ok && (!(cf.events & POLLIN) || read_flow(c.up, s.to_upstream));
+        ok = ok && (!(cf.events & POLLIN) || read_flow(c, c.up, s.to_upstream));
       if (uf.revents & (POLLIN | POLLHUP | POLLERR))
-        ok = ok && (!(uf.events & POLLIN) || read_flow(c.down, s.to_client));
+        ok = ok && (!(uf.events & POLLIN) || read_flow(c, c.down, s.to_client));
       ok = ok && write_flow(c.up) && write_flow(c.down);
-      if (!ok || ((cf.revents | uf.revents) & POLLERR))
+      if (s.m == mode::blackhole && ((cf.revents | uf.revents) & POLLERR))
+        c.zombie = true;
+      else if (!ok || ((cf.revents | uf.revents) & POLLERR))
         kill(c);
       else if (c.up.shut && c.down.shut) {
         close(c.client);

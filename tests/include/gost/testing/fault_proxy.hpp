@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -33,6 +34,8 @@ public:
 
   int port() const { return port_; }
 
+  // Each change is applied to the open connections before the call returns.
+
   /// Forwards again, without added latency or limit. Connections that were half-open stay
   /// open and forward the bytes that come from now on (those dropped are lost).
   void pass();
@@ -55,6 +58,7 @@ public:
   std::size_t resets() const { return resets_; }         ///< open connections reset by `cut`
   std::uint64_t forwarded() const { return forwarded_; } ///< bytes written, both directions
   std::uint64_t dropped() const { return dropped_; }     ///< bytes dropped while half-open
+  std::uint64_t queued() const { return queued_; }       ///< bytes read, not yet written
 
 private:
   struct settings {
@@ -75,6 +79,8 @@ private:
   mutable std::mutex mtx_;
   settings settings_;            ///< guarded by mtx_
   std::uint64_t generation_ = 0; ///< guarded by mtx_: bumped by every change
+  std::uint64_t applied_ = 0;    ///< guarded by mtx_: the generation the thread applied
+  std::condition_variable applied_cv_;
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> accepted_{0};
   std::atomic<std::size_t> refused_{0};
@@ -82,6 +88,7 @@ private:
   std::atomic<std::size_t> resets_{0};
   std::atomic<std::uint64_t> forwarded_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> queued_{0};
   std::thread thread_; // last: runs on everything above
 };
 
