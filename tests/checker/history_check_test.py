@@ -149,13 +149,13 @@ class Input(unittest.TestCase):
             self.assertIn(says, str(e.exception))
             self.assertIn("line 1", str(e.exception))
 
-    def run_checker(self, calls):
+    def run_checker(self, calls, options=()):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
             for c in calls:
                 f.write(json.dumps(c) + "\n")
         try:
-            return subprocess.run([sys.executable, CHECKER, f.name], capture_output=True,
-                                  text=True)
+            return subprocess.run([sys.executable, CHECKER] + list(options) + [f.name],
+                                  capture_output=True, text=True)
         finally:
             os.unlink(f.name)
 
@@ -168,6 +168,23 @@ class Input(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("violation stale-read: key o1", bad.stdout)
         self.assertIn("verdict: INVALID (1 violations)", bad.stdout)
+
+    def test_known_kinds_are_listed_not_counted(self):
+        stale = GOOD + [call(4, "read", 90, 95, version=2)]
+        r = self.run_checker(stale, ["--known", "stale-read"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("known violation stale-read: key o1", r.stdout)
+        self.assertIn("verdict: VALID (known violations, not counted: stale-read: 1)", r.stdout)
+        # Another kind still counts.
+        lost = stale[:-2] + [call(0, "final_read", 100, 110, version=2), stale[-1]]
+        r = self.run_checker(lost, ["--known", "stale-read"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("violation lost-write", r.stdout)
+        self.assertIn("verdict: INVALID (1 violations) (known violations, not counted: "
+                      "stale-read: 1)", r.stdout)
+        r = self.run_checker(GOOD, ["--known", "stale-reads"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("stale-reads is not a kind", r.stderr)
 
     def test_command_line_bad_input(self):
         r = subprocess.run([sys.executable, CHECKER, "/nonexistent/history.jsonl"],
