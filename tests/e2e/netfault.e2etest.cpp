@@ -1,13 +1,13 @@
 // Network faults between gostd and PostgreSQL, under a history checker. Two nodes, each
 // reaching the database through a fault proxy of its own (include/gost/testing/fault_proxy.hpp);
 // clients (threads of the test) update offers with compare-and-set and upserts and read them
-// through both nodes, recording every call; the proxies add latency, cut one node from the
-// database while the node links work, leave one half-open (bytes dropped, no reset), and heal.
-// Then checker/history_check.py judges the whole history (no acknowledged write lost, no
-// stale read, no version acknowledged twice, no gap beyond calls without an answer) and the
-// figures of each fault are printed: time to the first acknowledged write after the heal,
-// calls answered UNAVAILABLE vs DEADLINE_EXCEEDED, shards owned by nobody and for how long.
-// The node links are not proxied (the `nodes` table holds the link's port as bound).
+// through both nodes, recording every call; the proxies add latency, limit the bandwidth, cut
+// one node from the database while the node links work, leave one half-open (bytes dropped, no
+// reset), and heal. Then checker/history_check.py judges the whole history (no acknowledged write
+// lost, no stale read, no version acknowledged twice, no gap beyond calls without an answer) and
+// the figures of each fault are printed: time to the first acknowledged write after the heal, calls
+// answered UNAVAILABLE vs DEADLINE_EXCEEDED, shards owned by nobody and for how long. The node
+// links are not proxied (the `nodes` table holds the link's port as bound).
 //
 // Known defect, found here: a node cut from the database (or half-open to it) keeps answering
 // GetOffer from its resident offers after another node took its shards, so reads through it
@@ -577,15 +577,25 @@ struct fault_run {
 
 } // namespace
 
-TEST_CASE("network faults between gostd and PostgreSQL: latency and a node cut from the "
-          "database while its links work; the clients' history holds, apart from stale reads "
-          "through the cut node") {
+TEST_CASE(
+  "network faults between gostd and PostgreSQL: latency, a bandwidth limit and a node "
+  "cut from the database while its links work; the clients' history holds, apart from stale reads "
+  "through the cut node") {
   fault_run run;
 
   // Latency: 50 ms each way on both nodes' database connections.
   auto t = run.begin("latency 50 ms each way, both nodes");
   run.n1.proxy.latency(50ms, 50ms);
   run.n2.proxy.latency(50ms, 50ms);
+  CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(t) >= 30; }));
+  run.n1.proxy.pass();
+  run.n2.proxy.pass();
+  run.healed(run.clock.now(), 0);
+
+  // A bandwidth limit: 8 kB/s each way on both nodes' database connections.
+  t = run.begin("8 kB/s each way, both nodes");
+  run.n1.proxy.bandwidth(8'000);
+  run.n2.proxy.bandwidth(8'000);
   CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(t) >= 30; }));
   run.n1.proxy.pass();
   run.n2.proxy.pass();
@@ -614,8 +624,8 @@ TEST_CASE("network faults between gostd and PostgreSQL: latency and a node cut f
   MESSAGE("connections refused by n1's proxy during the cut: " << refused);
   CHECK(refused > 0); // n1 tried to reconnect during the cut
 
-  // Stale reads: only through n1 while it is cut (phase 2).
-  CHECK(run.finish(0, {2}) == 0);
+  // Stale reads: only through n1 while it is cut (phase 3).
+  CHECK(run.finish(0, {3}) == 0);
 }
 
 TEST_CASE("network faults between gostd and PostgreSQL: a half-open connection (bytes "
