@@ -19,11 +19,9 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
