@@ -1,0 +1,655 @@
+// Network faults between gostd and PostgreSQL, under a history checker. Two nodes, each
+// reaching the database through a fault proxy of its own (include/gost/testing/fault_proxy.hpp);
+// clients (threads of the test) update offers with compare-and-set and upserts and read them
+// through both nodes, recording every call; the proxies add latency, limit the bandwidth, cut
+// one node from the database while the node links work, leave one half-open (bytes dropped, no
+// reset), and heal. Then checker/history_check.py judges the whole history (no acknowledged write
+// lost, no stale read, no version acknowledged twice, no gap beyond calls without an answer) and
+// the figures of each fault are printed: time to the first acknowledged write after the heal, calls
+// answered UNAVAILABLE vs DEADLINE_EXCEEDED, shards owned by nobody and for how long. The node
+// links are not proxied (the `nodes` table holds the link's port as bound).
+//
+// Known defect, found here: a node cut from the database (or half-open to it) keeps answering
+// GetOffer from its resident offers after another node took its shards, so reads through it
+// can be stale. The checker lists them as known (`--known stale-read`) and the test requires
+// each to be a read through the faulted node during the fault; every other kind fails.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gost/testing/fault_proxy.hpp"
+#include "gost/testing/grpc.hpp"
+#include "gost/testing/node.hpp"
+#include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
+#include "gost/v1/offer_service.grpc.pb.h"
+
+using namespace gost;
+using namespace std::chrono_literals;
+using testing::child_process;
+using testing::fault_proxy;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr int shard_count = 16;
+constexpr int key_count = 8;
+constexpr int client_count = 4;
+
+/// A gostd whose database connections all go through its own fault proxy.
+struct proxied_node {
+  std::string id;
+  std::string port_file;
+  fault_proxy proxy;
+  std::unique_ptr<child_process> proc;
+  std::shared_ptr<grpc::Channel> channel;
+
+  proxied_node(const std::string& node_id, const testing::temp_db& db, int pg_port)
+    : id(node_id), port_file("/tmp/gostd-netfault-" + node_id + "-" + std::to_string(getpid())),
+      proxy("127.0.0.1", pg_port) {
+    std::remove(port_file.c_str());
+    // The proxy's port after the test server's own: libpq takes the last value of a key.
+    auto dsn = db.dsn() + " port=" + std::to_string(proxy.port());
+    proc = std::make_unique<child_process>(
+      GOSTD_PATH, std::vector<std::string>{
+                    "--pg.dsn=" + dsn, "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
+                    "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
+                    "--shard.count=" + std::to_string(shard_count), "--scheduler.threads=2",
+                    "--cluster.heartbeat=200ms", "--cluster.lease_timeout=2s",
+                    "--cluster.max_moves=8", "--api.request_timeout=5s", "--shutdown.timeout=10s"});
+    int port = testing::served_port(*proc, port_file);
+    REQUIRE_MESSAGE(port > 0, proc->output());
+    channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  }
+  ~proxied_node() { std::remove(port_file.c_str()); }
+};
+
+/// One call as its client saw it: a line of the history (checker/history_check.py).
+struct call_record {
+  int process = 0;
+  std::string op; ///< write, read, final_read
+  std::string key;
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+  int64_t expected_version = -1; ///< a compare-and-set's; -1: an upsert or a read
+  std::string answer;            ///< ok, fail, unknown
+  int64_t version = 0;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  int node = 0;  ///< which node was asked (0, 1)
+  int phase = 0; ///< the fault going on when the call started
+};
+
+/// The calls' clock: microseconds since the test began.
+struct test_clock {
+  clock_type::time_point zero = clock_type::now();
+  int64_t now() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - zero).count();
+  }
+};
+
+/// How an answer is put in the history. Refused for sure: a version mismatch, an invalid
+/// request, and UNAVAILABLE saying "safe to retry" (gost says it for what did not apply);
+/// everything else without an answer of OK may have applied.
+std::string answer_of(const grpc::Status& s) {
+  if (s.ok())
+    return "ok";
+  if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION
+      || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT
+      || s.error_code() == grpc::StatusCode::NOT_FOUND
+      || (s.error_code() == grpc::StatusCode::UNAVAILABLE
+          && s.error_message().find("safe to retry") != std::string::npos))
+    return "fail";
+  return "unknown";
+}
+
+/// The history of every client, with the phase the test is in.
+class history {
+public:
+  void add(call_record r) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    records_.push_back(std::move(r));
+  }
+  int phase() const { return phase_; }
+  void set_phase(int p) { phase_ = p; }
+
+  std::vector<call_record> records() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return records_;
+  }
+
+  /// Writes acknowledged since `from_us` (through `node`, or any when -1).
+  size_t acked_writes_since(int64_t from_us, int node = -1) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    size_t n = 0;
+    for (auto& r : records_)
+      n +=
+        r.op == "write" && r.answer == "ok" && r.start_us >= from_us && (node < 0 || r.node == node)
+          ? 1
+          : 0;
+    return n;
+  }
+
+  /// The first write acknowledged that started at or after `from_us` (through `node`, or any
+  /// when -1): its end, or -1.
+  int64_t first_acked_write_after(int64_t from_us, int node = -1) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    int64_t first = -1;
+    for (auto& r : records_)
+      if (r.op == "write" && r.answer == "ok" && r.start_us >= from_us
+          && (node < 0 || r.node == node) && (first < 0 || r.end_us < first))
+        first = r.end_us;
+    return first;
+  }
+
+  void write_jsonl(const std::string& path) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::ofstream out(path);
+    for (auto& r : records_) {
+      out << "{\"process\": " << r.process << ", \"op\": \"" << r.op << "\", \"key\": \"" << r.key
+          << "\", \"start\": " << r.start_us << ", \"end\": ";
+      if (r.answer == "unknown")
+        out << "null";
+      else
+        out << r.end_us;
+      out << ", \"args\": {";
+      if (r.expected_version >= 0)
+        out << "\"expected_version\": " << r.expected_version;
+      out << "}, \"answer\": \"" << r.answer << "\"";
+      if (r.answer == "ok")
+        out << ", \"version\": " << r.version;
+      out << ", \"code\": " << static_cast<int>(r.code) << ", \"node\": " << r.node
+          << ", \"phase\": " << r.phase << "}\n";
+    }
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::vector<call_record> records_;
+  std::atomic<int> phase_{0};
+};
+
+v1::UpdateOfferRequest update_request(const std::string& id, const std::string& title,
+                                      int64_t expected_version) {
+  v1::UpdateOfferRequest req;
+  req.mutable_offer()->set_id(id);
+  req.mutable_offer()->set_title(title);
+  req.mutable_update_mask()->add_paths("title");
+  if (expected_version >= 0)
+    req.set_expected_version(expected_version);
+  return req;
+}
+
+/// A client: a thread that updates (compare-and-set with the version it last saw, or an upsert
+/// now and then) and reads random offers through both nodes in turn, recording every call.
+class client {
+public:
+  client(int process, const std::vector<std::string>& ids,
+         std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs, history& h,
+         const test_clock& clock)
+    : process_(process), ids_(ids), stubs_(std::move(stubs)), history_(h), clock_(clock),
+      seen_(ids.size(), 1), thread_([this] { run(); }) {}
+  ~client() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+private:
+  void run() {
+    std::mt19937 rng{static_cast<unsigned>(process_ * 7919 + 1)};
+    for (int n = 0; !stop_; ++n) {
+      auto k = rng() % ids_.size();
+      int node = static_cast<int>(rng() % stubs_.size());
+      auto dice = rng() % 8;
+      call_record r;
+      r.process = process_;
+      r.key = ids_[k];
+      r.node = node;
+      r.phase = history_.phase();
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 3s);
+      r.start_us = clock_.now();
+      grpc::Status s;
+      if (dice < 3) { // a read
+        r.op = "read";
+        v1::GetOfferRequest req;
+        req.mutable_ref()->set_id(ids_[k]);
+        v1::GetOfferResponse resp;
+        s = stubs_[node]->GetOffer(&ctx, req, &resp);
+        r.version = resp.offer().version();
+      } else { // a compare-and-set, or an upsert one time in five
+        r.op = "write";
+        r.expected_version = dice == 7 ? -1 : seen_[k];
+        auto req = update_request(ids_[k], "p" + std::to_string(process_) + "-" + std::to_string(n),
+                                  r.expected_version);
+        req.set_request_id("netfault-" + std::to_string(process_) + "-" + std::to_string(n));
+        v1::UpdateOfferResponse resp;
+        s = stubs_[node]->UpdateOffer(&ctx, req, &resp);
+        r.version = resp.offer().version();
+      }
+      r.end_us = clock_.now();
+      r.code = s.error_code();
+      r.answer = answer_of(s);
+      if (r.op == "read" && r.answer == "fail")
+        r.answer = "unknown"; // a read refused says nothing about the register
+      if (s.ok())
+        seen_[k] = std::max(seen_[k], r.version);
+      else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION)
+        seen_[k] = current_version(s.error_message(), seen_[k]);
+      history_.add(r);
+      if (!s.ok() && s.error_code() != grpc::StatusCode::FAILED_PRECONDITION)
+        std::this_thread::sleep_for(20ms); // the client's back-off after a failure
+    }
+  }
+
+  /// The current version named in a FAILED_PRECONDITION message ("offer X is at version N,
+  /// not the expected M"), else `fallback`: the next compare-and-set tries that.
+  static int64_t current_version(const std::string& msg, int64_t fallback) {
+    const std::string marker = "is at version ";
+    auto at = msg.find(marker);
+    if (at == std::string::npos)
+      return fallback;
+    try {
+      return std::max(fallback, static_cast<int64_t>(std::stoll(msg.substr(at + marker.size()))));
+    } catch (const std::exception&) {
+      return fallback;
+    }
+  }
+
+  const int process_;
+  const std::vector<std::string>& ids_;
+  std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs_;
+  history& history_;
+  const test_clock& clock_;
+  std::vector<int64_t> seen_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_; // last: runs on everything above
+};
+
+/// Samples the leases table (directly, not through a proxy) every 100 ms: how many shards
+/// have no live owner, and for how long there was any such shard.
+class lease_watch {
+public:
+  explicit lease_watch(const testing::temp_db& db) : db_(db), thread_([this] { run(); }) {}
+  ~lease_watch() {
+    stop_ = true;
+    thread_.join();
+  }
+  struct figures {
+    int most_unowned = 0;
+    std::chrono::milliseconds unowned_for{0};
+  };
+  /// Starts a new window of figures; returns the last one's.
+  figures reset() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto f = current_;
+    current_ = {};
+    return f;
+  }
+
+private:
+  void run() {
+    auto last = clock_type::now();
+    while (!stop_) {
+      int unowned = 0;
+      try {
+        unowned = std::stoi(
+          db_.scalar("SELECT count(*) FROM shard_leases WHERE owner IS NULL"
+                     " OR heartbeat_at IS NULL OR heartbeat_at < now() - interval '2 s'"));
+      } catch (const std::exception&) {
+      }
+      auto now = clock_type::now();
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        current_.most_unowned = std::max(current_.most_unowned, unowned);
+        if (unowned > 0)
+          current_.unowned_for += std::chrono::duration_cast<std::chrono::milliseconds>(now - last);
+      }
+      last = now;
+      std::this_thread::sleep_for(100ms); // the sampling period of a measurement
+    }
+  }
+  const testing::temp_db& db_;
+  std::mutex mtx_;
+  figures current_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_; // last
+};
+
+/// Live owners and their shard counts, as one text ("n1=8 n2=8").
+std::string owners(const testing::temp_db& db) {
+  return db.scalar("SELECT coalesce(string_agg(owner || '=' || n, ' ' ORDER BY owner), '')"
+                   " FROM (SELECT owner, count(*) AS n FROM shard_leases"
+                   "       WHERE owner IS NOT NULL AND heartbeat_at > now() - interval '2 s'"
+                   "       GROUP BY owner) o");
+}
+
+struct fault_figures {
+  std::string name;
+  size_t calls = 0;
+  size_t ok = 0;
+  size_t unavailable = 0;
+  size_t deadline = 0;
+  size_t other = 0;
+  int64_t first_write_after_heal_ms = -1;         ///< through any node
+  int64_t first_write_after_heal_faulted_ms = -1; ///< through the node the fault was on
+  lease_watch::figures leases;
+};
+
+/// checker/history_check.py on `history_path` (with `options` before it); its output.
+std::string run_checker(const std::string& options, const std::string& history_path,
+                        int& exit_code) {
+  auto cmd = "python3 " + std::string{GOST_SOURCE_DIR} + "/tests/checker/history_check.py "
+             + options + " " + history_path + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (auto n = fread(buf, 1, sizeof buf, p))
+    out.append(buf, n);
+  int status = pclose(p);
+  exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+/// Two proxied nodes on a fresh database, the registers created, the clients running and the
+/// leases watched; faults are phases of it, `finish` judges the history.
+struct fault_run {
+  testing::temp_db db;
+  test_clock clock;
+  history h;
+  proxied_node n1;
+  proxied_node n2;
+  std::vector<proxied_node*> nodes{&n1, &n2};
+  std::vector<std::string> ids;
+  std::unique_ptr<lease_watch> watch;
+  std::vector<std::unique_ptr<client>> clients;
+  std::vector<fault_figures> figures;
+
+  fault_run() : n1("n1", db, pg_port(db)), n2("n2", db, pg_port(db)) {
+    REQUIRE_MESSAGE(testing::eventually(30s, [&] { return owners(db) == "n1=8 n2=8"; }),
+                    owners(db) << "\n"
+                               << n1.proc->output() << n2.proc->output());
+    // The registers: offers created before the clients start (version 1 each, in the history).
+    auto stub = v1::OfferService::NewStub(n1.channel);
+    for (int k = 0; k < key_count; ++k) {
+      v1::CreateOfferRequest req;
+      req.mutable_offer()->set_seller_id("netfault-seller");
+      req.mutable_offer()->set_external_id("sku-" + std::to_string(k));
+      req.mutable_offer()->set_title("created");
+      v1::CreateOfferResponse resp;
+      call_record r;
+      r.process = client_count;
+      r.op = "write";
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+      r.start_us = clock.now();
+      auto s = stub->CreateOffer(&ctx, req, &resp);
+      r.end_us = clock.now();
+      REQUIRE_MESSAGE(s.ok(), s.error_message());
+      r.key = resp.offer().id();
+      r.answer = "ok";
+      r.version = resp.offer().version();
+      ids.push_back(r.key);
+      h.add(r);
+    }
+    watch = std::make_unique<lease_watch>(db);
+    for (int p = 0; p < client_count; ++p) {
+      std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs;
+      for (auto* n : nodes)
+        stubs.push_back(v1::OfferService::NewStub(n->channel));
+      clients.push_back(std::make_unique<client>(p, ids, std::move(stubs), h, clock));
+    }
+    REQUIRE(testing::eventually(20s, [&] { return h.acked_writes_since(0) >= 40; }));
+  }
+
+  static int pg_port(const testing::temp_db& db) {
+    return std::stoi(db.scalar("SELECT current_setting('port')"));
+  }
+
+  /// A fault begins; returns when, on the calls' clock.
+  int64_t begin(const std::string& name) {
+    h.set_phase(static_cast<int>(figures.size()) + 1);
+    watch->reset();
+    fault_figures f;
+    f.name = name;
+    figures.push_back(f);
+    return clock.now();
+  }
+
+  /// The fault was healed at `healed_us`: waits until writes flow through `faulted` again and
+  /// every shard has its owner (n1=8 n2=8), and takes the figures.
+  void healed(int64_t healed_us, int faulted) {
+    auto& f = figures.back();
+    bool flowing = testing::eventually(60s, [&] {
+      return h.acked_writes_since(healed_us, faulted) >= 5 && owners(db) == "n1=8 n2=8";
+    });
+    CHECK_MESSAGE(flowing, f.name << ": writes through n" << faulted + 1
+                                  << " did not resume after the heal; owners: " << owners(db)
+                                  << "\n--- n1\n"
+                                  << n1.proc->output() << "\n--- n2\n"
+                                  << n2.proc->output());
+    f.leases = watch->reset();
+    auto any = h.first_acked_write_after(healed_us);
+    auto through = h.first_acked_write_after(healed_us, faulted);
+    f.first_write_after_heal_ms = any < 0 ? -1 : (any - healed_us) / 1000;
+    f.first_write_after_heal_faulted_ms = through < 0 ? -1 : (through - healed_us) / 1000;
+  }
+
+  /// Stops the clients, reads every offer through both nodes (the final reads), prints each
+  /// fault's figures and runs the checker. Stale reads are known (docs/operations.md "Network
+  /// faults"): each must be a read through `stale_node` started during one of `stale_phases`;
+  /// any other violation fails. Returns the checker's exit code.
+  int finish(int stale_node, std::set<int> stale_phases) {
+    auto last_phase = static_cast<int>(figures.size());
+    h.set_phase(last_phase + 1);
+    for (auto& c : clients)
+      c->stop();
+    for (int n = 0; n < 2; ++n) {
+      auto stub = v1::OfferService::NewStub(nodes[static_cast<size_t>(n)]->channel);
+      for (auto& id : ids) {
+        v1::GetOfferRequest req;
+        req.mutable_ref()->set_id(id);
+        v1::GetOfferResponse resp;
+        call_record r;
+        r.process = client_count + 1 + n;
+        r.op = "final_read";
+        r.key = id;
+        r.node = n;
+        r.phase = last_phase + 1;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+        r.start_us = clock.now();
+        auto s = stub->GetOffer(&ctx, req, &resp);
+        r.end_us = clock.now();
+        CHECK_MESSAGE(s.ok(),
+                      "final read of " << id << " through n" << n + 1 << ": " << s.error_message());
+        r.code = s.error_code();
+        r.answer = s.ok() ? "ok" : "unknown";
+        r.version = resp.offer().version();
+        h.add(r);
+      }
+    }
+
+    // The figures of each fault, from the calls that started during it.
+    for (auto& r : h.records()) {
+      if (r.phase < 1 || r.phase > last_phase)
+        continue;
+      auto& f = figures[static_cast<size_t>(r.phase - 1)];
+      ++f.calls;
+      if (r.code == grpc::StatusCode::OK)
+        ++f.ok;
+      else if (r.code == grpc::StatusCode::UNAVAILABLE)
+        ++f.unavailable;
+      else if (r.code == grpc::StatusCode::DEADLINE_EXCEEDED)
+        ++f.deadline;
+      else if (r.code != grpc::StatusCode::FAILED_PRECONDITION)
+        ++f.other;
+    }
+    for (auto& f : figures)
+      MESSAGE(f.name << ": calls " << f.calls << ", OK " << f.ok << ", UNAVAILABLE "
+                     << f.unavailable << ", DEADLINE_EXCEEDED " << f.deadline << ", other errors "
+                     << f.other << "; first acknowledged write " << f.first_write_after_heal_ms
+                     << " ms after the heal (" << f.first_write_after_heal_faulted_ms
+                     << " ms through the faulted node); shards without a live owner: at most "
+                     << f.leases.most_unowned << ", for " << f.leases.unowned_for.count()
+                     << " ms in all");
+
+    auto path = testing::temp_path("netfault-history") + ".jsonl";
+    h.write_jsonl(path);
+    int code = -1;
+    auto verdict = run_checker("--known stale-read", path, code);
+    MESSAGE("history " << path << ":\n" << verdict);
+    // Each known violation's read (its line in the history) where the known defect explains it.
+    auto records = h.records();
+    size_t stale = 0;
+    for (size_t at = verdict.find("known violation stale-read"); at != std::string::npos;
+         at = verdict.find("known violation stale-read", at + 1)) {
+      auto line_at = verdict.find(" line ", at);
+      REQUIRE(line_at != std::string::npos);
+      auto& r = records.at(std::stoul(verdict.substr(line_at + 6)) - 1);
+      ++stale;
+      CHECK_MESSAGE((r.node == stale_node && stale_phases.count(r.phase) == 1),
+                    "a stale read the known defect does not explain: through n"
+                      << r.node + 1 << " in phase " << r.phase);
+    }
+    MESSAGE("stale reads (known defect): " << stale);
+    if (code == 0) {
+      std::remove(path.c_str()); // kept for a look when the verdict is not VALID
+      return code;
+    }
+    for (auto* n : nodes) { // and the nodes' logs beside it
+      std::ofstream out(path + "." + n->id + ".log");
+      out << n->proc->output();
+    }
+    MESSAGE("the nodes' logs: " << path << ".n1.log, " << path << ".n2.log");
+    // Where the bytes are when calls hang: in a proxy, or on the server.
+    for (auto* n : nodes)
+      MESSAGE(n->id << "'s proxy: " << n->proxy.open() << " connections open, " << n->proxy.queued()
+                    << " bytes queued");
+    MESSAGE("the server's sessions: " << db.scalar(
+              "SELECT string_agg(application_name || ' port ' || client_port || ' ' "
+              "|| state || ' for ' || round(extract(epoch FROM now() - state_change))"
+              " || ' s: ' || left(query, 60), E'\\n' ORDER BY application_name) "
+              "FROM pg_stat_activity WHERE datname = current_database() "
+              "AND pid <> pg_backend_pid()"));
+    return code;
+  }
+
+  ~fault_run() {
+    for (auto& c : clients)
+      c->stop();
+    for (auto* n : nodes)
+      n->proc->signal(SIGTERM);
+    for (auto* n : nodes) {
+      auto code = n->proc->wait(30s);
+      if (code == -1) {
+        // Known defect (docs/operations.md "Network faults"): a shard stopped on a lost lease
+        // while the database was away can keep its actors polling after the node stopped
+        // everything else, and the process does not exit. Reported, not failed, until fixed.
+        auto log = n->proc->output();
+        WARN_MESSAGE(
+          false, n->id << " did not exit within 30 s of SIGTERM (known defect); its "
+                          "shards still polling after the stop: "
+                       << (log.find("request_receiver_down") != std::string::npos ? "yes" : "no"));
+        n->proc->signal(SIGKILL);
+        n->proc->wait(10s);
+        continue;
+      }
+      CHECK_MESSAGE(code == 0, n->proc->output());
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE(
+  "network faults between gostd and PostgreSQL: latency, a bandwidth limit and a node "
+  "cut from the database while its links work; the clients' history holds, apart from stale reads "
+  "through the cut node") {
+  fault_run run;
+
+  // Latency: 50 ms each way on both nodes' database connections.
+  auto t = run.begin("latency 50 ms each way, both nodes");
+  run.n1.proxy.latency(50ms, 50ms);
+  run.n2.proxy.latency(50ms, 50ms);
+  CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(t) >= 30; }));
+  run.n1.proxy.pass();
+  run.n2.proxy.pass();
+  run.healed(run.clock.now(), 0);
+
+  // A bandwidth limit: 8 kB/s each way on both nodes' database connections.
+  t = run.begin("8 kB/s each way, both nodes");
+  run.n1.proxy.bandwidth(8'000);
+  run.n2.proxy.bandwidth(8'000);
+  CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(t) >= 30; }));
+  run.n1.proxy.pass();
+  run.n2.proxy.pass();
+  run.healed(run.clock.now(), 0);
+
+  // n1 cut from PostgreSQL (connections reset, new ones refused) while the node links work:
+  // its liveness lock goes with its session, n2 takes every shard; calls to n1 are forwarded
+  // to n2 or refused.
+  run.begin("n1 cut from PostgreSQL");
+  auto open_before = run.n1.proxy.open();
+  run.n1.proxy.cut();
+  CHECK(run.n1.proxy.open() == 0);
+  CHECK(run.n1.proxy.resets() == open_before);
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return owners(run.db) == "n2=16"; }),
+                owners(run.db));
+  auto all_on_n2 = run.clock.now();
+  MESSAGE("n1's gRPC health while cut (1 SERVING, 2 NOT_SERVING): "
+          << testing::health_status(run.n1.channel));
+  CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(all_on_n2) >= 20; }));
+  auto refused = run.n1.proxy.refused();
+  MESSAGE("n1's proxy: " << open_before << " connections reset by the cut, " << refused
+                         << " refused during it, " << run.n1.proxy.accepted()
+                         << " accepted in all, " << run.n1.proxy.open() << " open at the heal");
+  run.n1.proxy.pass();
+  run.healed(run.clock.now(), 0);
+  MESSAGE("connections refused by n1's proxy during the cut: " << refused);
+  CHECK(refused > 0); // n1 tried to reconnect during the cut
+
+  // Stale reads: only through n1 while it is cut (phase 3).
+  CHECK(run.finish(0, {3}) == 0);
+}
+
+TEST_CASE("network faults between gostd and PostgreSQL: a half-open connection (bytes "
+          "dropped, no reset); writes stay safe, reads through the cut-off node go stale") {
+  fault_run run;
+
+  // n1's database connections half-open: accepted and kept, every byte dropped, no reset. Its
+  // heartbeats stop reaching the database; n2 takes its shards after the lease timeout.
+  run.begin("n1 half-open to PostgreSQL");
+  run.n1.proxy.blackhole();
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return owners(run.db) == "n2=16"; }),
+                owners(run.db));
+  auto took_over = run.clock.now();
+  MESSAGE("n1's gRPC health while half-open (1 SERVING, 2 NOT_SERVING): "
+          << testing::health_status(run.n1.channel));
+  CHECK(testing::eventually(30s, [&] { return run.h.acked_writes_since(took_over) >= 20; }));
+  auto dropped = run.n1.proxy.dropped();
+  // The heal: through a proxy the kernel's own timeouts (retransmission, keepalive) cannot end
+  // the connections, as they would on a real network some time later; the proxy resets them,
+  // then forwards again.
+  run.n1.proxy.cut();
+  run.n1.proxy.pass();
+  run.healed(run.clock.now(), 0);
+  MESSAGE("bytes dropped while half-open: " << dropped);
+  CHECK(dropped > 0); // n1 talked into the void
+
+  // Stale reads: only through n1 while half-open (phase 1).
+  CHECK(run.finish(0, {1}) == 0);
+}
