@@ -777,7 +777,8 @@ node_keys make_node_keys(const application& app) {
   k.add(num(vk::size, "limits.event_max_bytes", "1m", 1024, 256LL << 20,
             "Largest event EntityService.Send takes, in bytes of the packed "
             "google.protobuf.Any (an event is a row in PostgreSQL until its entity handled "
-            "it); also a task's input (TaskService.CreateTask) and event (SendEvent)."),
+            "it); also a task's `input` (TaskService.CreateTask), `payload` (SendEvent) and "
+            "`reason` (Cancel). A refusal names the field."),
         bind_to(&node_config::limits, &limits_config::event_max_bytes));
   k.add(num(vk::integer, "limits.page_size_max", "1000", 1, 100'000,
             "Most items one call lists: ListOffers' `page_size`, EntityService.PullOutputs' "
