@@ -173,6 +173,7 @@ TEST_CASE("every key lands in the member it is bound to") {
          "--caf.listen=0.0.0.0:7001",
          "--cluster.heartbeat=300ms",
          "--cluster.lease_timeout=3s",
+         "--cluster.drain_timeout=7s",
          "--outbox.relay=false",
          "--offer.max_resident=77",
          "--stages.expire.after=2h",
@@ -191,6 +192,7 @@ TEST_CASE("every key lands in the member it is bound to") {
   CHECK(c.caf.listen.port == 7001);
   CHECK(c.cluster.heartbeat == std::chrono::milliseconds{300});
   CHECK(c.cluster.lease_timeout == std::chrono::seconds{3});
+  CHECK(c.cluster.drain_timeout == std::chrono::seconds{7});
   CHECK_FALSE(c.outbox.relay);
   CHECK(c.offer.max_resident == 77);
   CHECK(c.stages.expire.after == std::chrono::hours{2});

@@ -425,6 +425,15 @@ node_keys make_node_keys(const application& app) {
             "Shards a node hands off at once when another node is below its share (a join "
             "or a leave never moves everything at once)."),
         bind_to(&node_config::cluster, &cluster_config::max_moves));
+  k.add(num(vk::duration, "cluster.drain_timeout", "20s", 100, 600'000,
+            "A shard's hand-off (a rebalance, `gostctl drain`, a stopping node) waits this long "
+            "for its entity actors to finish what they hold; past it those still running are "
+            "cut: sent a kill (taken when a call they are inside returns), logged with their "
+            "ids (`shard drain cut`) and counted "
+            "(`gost_*_drain_cut_total`), and the lease goes anyway (fencing refuses anything "
+            "they still write; the next owner redoes their unfinished events). Keep it below "
+            "`shutdown.timeout`."),
+        bind_to(&node_config::cluster, &cluster_config::drain_timeout));
   k.add(str("http.listen", "127.0.0.1:0",
             "host:port (IPv4) of the admin HTTP endpoint: `/` the web console (read-only, "
             "JSON under `/api/`), `/status` status page, `/healthz` (liveness), `/readyz` "

@@ -128,6 +128,7 @@ struct cluster_config {
   std::chrono::milliseconds heartbeat{};
   std::chrono::milliseconds lease_timeout{};
   int max_moves = 0;
+  std::chrono::milliseconds drain_timeout{}; ///< a shard's drain cuts what is left after it
 };
 
 struct kafka_config {
