@@ -173,6 +173,7 @@ TEST_CASE("every key lands in the member it is bound to") {
          "--caf.listen=0.0.0.0:7001",
          "--cluster.heartbeat=300ms",
          "--cluster.lease_timeout=3s",
+         "--cluster.drain_timeout=7s",
          "--outbox.relay=false",
          "--offer.max_resident=77",
          "--stages.expire.after=2h",
@@ -191,6 +192,7 @@ TEST_CASE("every key lands in the member it is bound to") {
   CHECK(c.caf.listen.port == 7001);
   CHECK(c.cluster.heartbeat == std::chrono::milliseconds{300});
   CHECK(c.cluster.lease_timeout == std::chrono::seconds{3});
+  CHECK(c.cluster.drain_timeout == std::chrono::seconds{7});
   CHECK_FALSE(c.outbox.relay);
   CHECK(c.offer.max_resident == 77);
   CHECK(c.stages.expire.after == std::chrono::hours{2});
@@ -207,6 +209,40 @@ TEST_CASE("every key lands in the member it is bound to") {
   // Derived values are resolved.
   CHECK_FALSE(c.node.id.empty());
   CHECK_FALSE(c.pg.embedded_script.empty());
+}
+
+TEST_CASE("the node's data lives under node.data_dir: relative paths are taken from it") {
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof(cwd)) != nullptr);
+  args env{"PATH=/bin"};
+  {
+    // By default: `var` of the working directory, made absolute once, with the embedded
+    // server's data and the blobs under it.
+    args a{"gostd"};
+    auto r = load_node_config(a.argc(), a.argv(), env.argv());
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK(r.config->pg.embedded_dir == std::string{cwd} + "/var/pg");
+    CHECK(r.config->images.blob_dir == std::string{cwd} + "/var/blobs");
+  }
+  {
+    // One key moves both; a relative path under it is taken from it, an absolute one kept.
+    args a{"gostd", "--node.data_dir=/srv/gost/", "--images.blob_dir=images/"};
+    auto r = load_node_config(a.argc(), a.argv(), env.argv());
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK(r.config->pg.embedded_dir == "/srv/gost/pg");
+    CHECK(r.config->images.blob_dir == "/srv/gost/images");
+    args b{"gostd", "--node.data_dir=data", "--pg.embedded_dir=/var/lib/pg"};
+    r = load_node_config(b.argc(), b.argv(), env.argv());
+    REQUIRE_MESSAGE(r.config, r.error);
+    CHECK(r.config->pg.embedded_dir == "/var/lib/pg");
+    CHECK(r.config->images.blob_dir == std::string{cwd} + "/data/blobs");
+  }
+  {
+    args a{"gostd", "--node.data_dir="};
+    auto r = load_node_config(a.argc(), a.argv(), env.argv());
+    CHECK_FALSE(r.config);
+    CHECK(r.error.find("node.data_dir") != std::string::npos);
+  }
 }
 
 TEST_CASE("a key whose kind or bounds do not fit its member is refused when the schema is built") {

@@ -312,6 +312,32 @@ TEST_CASE_FIXTURE(shard_fixture,
 }
 
 TEST_CASE_FIXTURE(shard_fixture,
+                  "a drain is bounded: an actor that never finishes is cut at drain_timeout") {
+  store.queue().add({due("L", "a")});
+  writer.hold(true); // a's write never commits: a never finishes its run
+  start();
+  REQUIRE(writer.held() == 1);
+  actor_of("b"); // idle: stops at once
+  auto drained = request(shard, drain_atom_v);
+  run();
+  CHECK_FALSE(drained.done());
+  advance(opts.drain_timeout - 1ms);
+  CHECK_FALSE(drained.done()); // within the bound a still may finish
+  advance(1ms);
+  REQUIRE(drained.done()); // the bound: answered, so the lease is handed off
+  CHECK(drained.get());
+  CHECK(down->stopped); // the shard answered and stopped without a
+  CHECK(stats->drain_cut.load() == 1);
+  CHECK(writer.held() == 1); // a's write was never answered: nothing a had was committed
+  // a was told to stop (kill): an actor inside an await takes it once the await ends (CAF
+  // 0.17 holds every other message back meanwhile), then it stops without running on.
+  CHECK(s->stopped == std::vector<std::string>{"b"});
+  writer.release(); // in a real node: answered `fenced`, the lease having moved
+  CHECK(s->stopped == std::vector<std::string>{"b", "a"});
+  CHECK(s->runs_of("a") == 1);
+}
+
+TEST_CASE_FIXTURE(shard_fixture,
                   "a failing run is retried after the lane's back-off, then dead-lettered") {
   lanes["L"].retry_backoff = 1000ms;
   opts.max_attempts = 3;

@@ -330,6 +330,12 @@ node_keys make_node_keys(const application& app) {
             "Unique name of this node in the cluster. Empty: derived from the host name and "
             "the gRPC port."),
         bind_to(&node_config::node, &identity_config::id));
+  k.add(str("node.data_dir", "var",
+            "Directory of the node's data: the embedded PostgreSQL (`pg.embedded_dir`) and the "
+            "image and feed blobs (`images.blob_dir`) go under it when those are relative. "
+            "Relative: from the working directory, made absolute at start (the packaged node: "
+            "/var/lib/gost)."),
+        bind_to(&node_config::node, &identity_config::data_dir));
   k.add(str("grpc.listen", "127.0.0.1:50051",
             "host:port of the public gRPC API (OfferService, server reflection). Port 0 "
             "picks a free port; the chosen one is logged and written to `grpc.port_file`."),
@@ -419,6 +425,15 @@ node_keys make_node_keys(const application& app) {
             "Shards a node hands off at once when another node is below its share (a join "
             "or a leave never moves everything at once)."),
         bind_to(&node_config::cluster, &cluster_config::max_moves));
+  k.add(num(vk::duration, "cluster.drain_timeout", "20s", 100, 600'000,
+            "A shard's hand-off (a rebalance, `gostctl drain`, a stopping node) waits this long "
+            "for its entity actors to finish what they hold; past it those still running are "
+            "cut: sent a kill (taken when a call they are inside returns), logged with their "
+            "ids (`shard drain cut`) and counted "
+            "(`gost_*_drain_cut_total`), and the lease goes anyway (fencing refuses anything "
+            "they still write; the next owner redoes their unfinished events). Keep it below "
+            "`shutdown.timeout`."),
+        bind_to(&node_config::cluster, &cluster_config::drain_timeout));
   k.add(str("http.listen", "127.0.0.1:0",
             "host:port (IPv4) of the admin HTTP endpoint: `/` the web console (read-only, "
             "JSON under `/api/`), `/status` status page, `/healthz` (liveness), `/readyz` "
@@ -456,9 +471,9 @@ node_keys make_node_keys(const application& app) {
             "`postgresql://gost@127.0.0.1:5432/gost`. Empty: start (or reuse) the embedded "
             "server described by `pg.embedded_*`."),
         bind_to(&node_config::pg, &pg_config::dsn));
-  k.add(str("pg.embedded_dir", "var/pg",
+  k.add(str("pg.embedded_dir", "pg",
             "Data directory of the embedded PostgreSQL server (created with initdb on first "
-            "start). Relative paths are taken from the working directory."),
+            "start). Relative paths are taken from `node.data_dir`."),
         bind_to(&node_config::pg, &pg_config::embedded_dir));
   k.add(num(vk::integer, "pg.embedded_port", "54329", 1024, 65535,
             "Loopback port of the embedded PostgreSQL server."),
@@ -641,9 +656,10 @@ node_keys make_node_keys(const application& app) {
             "Kafka consumer group of the nodes that store the offer store's answers to loads "
             "(read from `feed.responses_topic`)."),
         bind_to(&node_config::feeds, &feeds_config::responses_group));
-  k.add(str("images.blob_dir", "var/blobs",
-            "Where rotated images are stored (files named by their content's SHA-256), served "
-            "by the node at http://<http.listen>/blobs/NAME."),
+  k.add(str("images.blob_dir", "blobs",
+            "Where rotated images and uploaded feed files are stored (files named by their "
+            "content's SHA-256), served by the node at http://<http.listen>/blobs/NAME. "
+            "Relative paths are taken from `node.data_dir`."),
         bind_to(&node_config::images, &images_config::blob_dir));
   k.add(str("images.notify_topic", "",
             "Kafka topic of finished image results and error statuses: key = the result key, "
@@ -777,7 +793,8 @@ node_keys make_node_keys(const application& app) {
   k.add(num(vk::size, "limits.event_max_bytes", "1m", 1024, 256LL << 20,
             "Largest event EntityService.Send takes, in bytes of the packed "
             "google.protobuf.Any (an event is a row in PostgreSQL until its entity handled "
-            "it); also a task's input (TaskService.CreateTask) and event (SendEvent)."),
+            "it); also a task's `input` (TaskService.CreateTask), `payload` (SendEvent) and "
+            "`reason` (Cancel). A refusal names the field."),
         bind_to(&node_config::limits, &limits_config::event_max_bytes));
   k.add(num(vk::integer, "limits.page_size_max", "1000", 1, 100'000,
             "Most items one call lists: ListOffers' `page_size`, EntityService.PullOutputs' "
@@ -1041,9 +1058,32 @@ std::shared_ptr<const node_keys> application_bindings(const application& app) {
   return std::make_shared<const node_keys>(make_node_keys(app));
 }
 
+/// node.data_dir made absolute (from the working directory), and the data paths that are
+/// relative taken from it; none keeps a trailing `/`.
+void resolve_data_paths(node_config& c) {
+  auto& data = c.node.data_dir;
+  if (data.empty())
+    return; // validate() refuses it
+  if (data[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr)
+      data = std::string{cwd} + "/" + data;
+  }
+  while (data.size() > 1 && data.back() == '/')
+    data.pop_back();
+  for (auto* path : {&c.pg.embedded_dir, &c.images.blob_dir}) {
+    if (!path->empty() && (*path)[0] != '/')
+      *path = data + "/" + *path;
+    while (path->size() > 1 && path->back() == '/')
+      path->pop_back();
+  }
+}
+
 /// What the schema leaves for the node to work out: its id, the embedded server's script, the
-/// scheduler's threads.
+/// scheduler's threads, the data paths made absolute.
 void resolve(node_config& c, const char* argv0) {
+  // Once, here: nothing later depends on the working directory.
+  resolve_data_paths(c);
   if (c.node.id.empty()) {
     char host[256] = {0};
     if (gethostname(host, sizeof(host) - 1) != 0)
@@ -1102,6 +1142,8 @@ std::string validate(const node_config& c) {
     return "feed.requests_topic needs kafka.brokers (the feed exchange runs on a real broker)";
   if (c.kafka.topic.empty())
     return "kafka.topic must not be empty";
+  if (c.node.data_dir.empty())
+    return "node.data_dir must not be empty: set the directory of the node's data (default `var`)";
   // A request at a content limit must pass gRPC's own limit with its ids and mask around it.
   for (auto [key, bytes] : {std::pair{"limits.offer_max_bytes", c.limits.offer_max_bytes},
                             std::pair{"limits.state_max_bytes", c.limits.state_max_bytes},

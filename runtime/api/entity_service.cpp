@@ -45,7 +45,8 @@ grpc::Status check_event_request(const entity_registry& types, const api_limits&
   auto want = types.find(req.kind())->event_descriptor()->full_name();
   if (!req.has_event() || req.event().type_url().empty())
     return invalid("event is required: a google.protobuf.Any holding a " + want);
-  if (auto problem = check_event_size(req.event().ByteSizeLong(), limits); !problem.empty())
+  if (auto problem = check_event_size("event", req.event().ByteSizeLong(), limits);
+      !problem.empty())
     return invalid(problem);
   if (req.request_id().size() > max_id_len)
     return invalid("request_id must be at most 256 bytes");

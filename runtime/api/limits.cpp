@@ -42,10 +42,11 @@ std::string check_state_size(size_t bytes, const api_limits& l) {
          + "; keep stage states small";
 }
 
-std::string check_event_size(size_t bytes, const api_limits& l) {
+std::string check_event_size(const char* field, size_t bytes, const api_limits& l) {
   if (bytes <= l.event_max_bytes)
     return {};
-  return over_limit("event is", bytes, "bytes packed", l.event_max_bytes, "limits.event_max_bytes");
+  return over_limit(std::string{field} + " is", bytes, "bytes packed", l.event_max_bytes,
+                    "limits.event_max_bytes");
 }
 
 size_t page_fit(const std::vector<v1::Offer>& offers, const api_limits& l) {

@@ -39,8 +39,10 @@ std::string check_trace(int64_t max_events, int64_t for_ms, const api_limits& l,
 /// A packed stage state of `bytes` for StateService.Update: the problem, or "".
 std::string check_state_size(size_t bytes, const api_limits& l);
 
-/// A packed event of `bytes` for EntityService.Send: the problem, or "".
-std::string check_event_size(size_t bytes, const api_limits& l);
+/// An event of `bytes` packed, in the request's `field` (EntityService.Send and Ask: "event";
+/// TaskService.CreateTask: "input"; TaskService.SendEvent: "payload"): the problem, naming the
+/// field, or "".
+std::string check_event_size(const char* field, size_t bytes, const api_limits& l);
 
 /// How many of `offers`, from the front, go into one ListOffers page: as many as fit in
 /// `page_max_bytes` of the reply, and always the first (a page makes progress).

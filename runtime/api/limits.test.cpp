@@ -30,10 +30,13 @@ TEST_CASE("state and event sizes: at the limit accepted, one past refused naming
   CHECK(check_state_size(2049, l)
         == "state is 2049 bytes packed; the limit is 2048 (limits.state_max_bytes); keep stage "
            "states small");
-  CHECK(check_event_size(100, l).empty());
-  CHECK(check_event_size(101, l)
+  CHECK(check_event_size("event", 100, l).empty());
+  CHECK(check_event_size("event", 101, l)
         == "event is 101 bytes packed; the limit is 100 "
            "(limits.event_max_bytes)");
+  // Named by the request's field: SendEvent's payload, CreateTask's input.
+  CHECK(check_event_size("payload", 101, l)
+        == "payload is 101 bytes packed; the limit is 100 (limits.event_max_bytes)");
 }
 
 TEST_CASE("a page ends before the offer that would take it past page_max_bytes") {

@@ -116,12 +116,10 @@ void task_service::send_to_task(grpc::CallbackServerContext* ctx, grpc::ServerUn
     return;
   }
   auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  // The size is checked by the caller, on the field the client filled (SendEvent's payload,
+  // Cancel's reason): the packed event adds the name and a few bytes of framing to it.
   any_msg packed;
   packed.value.PackFrom(event);
-  if (auto problem = check_event_size(packed.value.ByteSizeLong(), limits_); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return;
-  }
   with_group(reactor, *group, [=](const persistence::task_group& g) {
     auto key = persistence::entity_key(tasks::task_kind(g.task_type), task_id);
     auto& r = router_;
@@ -212,8 +210,9 @@ grpc::ServerUnaryReactor* task_service::CreateTask(grpc::CallbackServerContext* 
     reactor->Finish(invalid("input is required: a google.protobuf.Any of the task type's input"));
     return reactor;
   }
-  if (auto problem = check_event_size(req->input().ByteSizeLong(), limits_); !problem.empty()) {
-    reactor->Finish(invalid("input: " + problem));
+  if (auto problem = check_event_size("input", req->input().ByteSizeLong(), limits_);
+      !problem.empty()) {
+    reactor->Finish(invalid(problem));
     return reactor;
   }
   auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
@@ -274,6 +273,11 @@ grpc::ServerUnaryReactor* task_service::SendEvent(grpc::CallbackServerContext* c
     reactor->Finish(invalid(problem));
     return reactor;
   }
+  if (auto problem = check_event_size("payload", req->payload().ByteSizeLong(), limits_);
+      !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
   v1::TaskEvent e;
   e.mutable_custom()->set_name(req->name());
   *e.mutable_custom()->mutable_payload() = req->payload();
@@ -285,6 +289,10 @@ grpc::ServerUnaryReactor* task_service::Cancel(grpc::CallbackServerContext* ctx,
                                                const v1::CancelTaskRequest* req,
                                                v1::CancelTaskResponse*) {
   auto* reactor = ctx->DefaultReactor();
+  if (auto problem = check_event_size("reason", req->reason().size(), limits_); !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
   v1::TaskEvent e;
   e.mutable_cancel()->set_reason(req->reason());
   send_to_task(ctx, reactor, req->task_id(), e, req->request_id(), 0);

@@ -230,8 +230,10 @@ void release(self_ptr self, uint32_t shard) {
 }
 
 /// Graceful hand-off: the shard takes no new work, finishes and commits what it has, stops;
-/// then the lease is released. A drain that takes too long is cut: the lease is released
-/// anyway, and fencing rejects anything the old shard might still try to commit.
+/// then the lease is released. A drain that takes too long is cut by the shard itself at
+/// `cluster.drain_timeout` (the actors still running killed, logged and counted); a shard
+/// that does not answer even then is killed here a little later. Either way the lease is
+/// released, and fencing rejects anything the old shard might still try to commit.
 void drain(self_ptr self, uint32_t shard) {
   auto& st = self->state;
   auto& h = st.held.at(shard);
@@ -245,7 +247,7 @@ void drain(self_ptr self, uint32_t shard) {
   for (auto& a : actors)
     self
       ->request(caf::actor_cast<caf::typed_actor<caf::replies_to<drain_atom>::with<ok_atom>>>(a),
-                std::chrono::seconds{30}, drain_atom_v)
+                st.opts.cfg.drain_timeout + std::chrono::seconds{5}, drain_atom_v)
       .then(
         [=](ok_atom) {
           if (--*left == 0)

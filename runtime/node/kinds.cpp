@@ -32,6 +32,7 @@ kit::shard_config kit_defaults(const node_context& n) {
   k.db = n.db;
   k.trace = n.traces->hub;
   k.recent_events = c.console.recent_events;
+  k.drain_timeout = c.cluster.drain_timeout;
   return k;
 }
 

@@ -102,7 +102,7 @@ TEST_CASE("every limits.* key reaches the check it names, and each refusal names
   uint32_t page = 0;
   all.push_back({check_page_size("page_size", 21, a, page), "limits.page_size_max", 20});
   all.push_back({check_state_size(18 * 1024 + 1, a), "limits.state_max_bytes", 18 * 1024});
-  all.push_back({check_event_size(19 * 1024 + 1, a), "limits.event_max_bytes", 19 * 1024});
+  all.push_back({check_event_size("event", 19 * 1024 + 1, a), "limits.event_max_bytes", 19 * 1024});
   for (auto& r : all) {
     CAPTURE(r.problem);
     CHECK(key_named(r.problem) == r.key);

@@ -325,10 +325,20 @@ TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retr
   big.set_content(std::string(8192, 'x'));
   auto oversized = tasks.create("ki", "big", big);
   CHECK(oversized.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  // Each size refusal names the request's field, as every other refusal does.
+  CHECK_MESSAGE(oversized.error_message().rfind("input is ", 0) == 0, oversized.error_message());
   CHECK(oversized.error_message().find("limits.event_max_bytes") != std::string::npos);
   v1::ModerationVerdict big_verdict;
   big_verdict.set_reason(std::string(8192, 'x'));
-  CHECK(tasks.send(a, "verdict", big_verdict).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  auto big_event = tasks.send(a, "verdict", big_verdict);
+  CHECK(big_event.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_MESSAGE(big_event.error_message().rfind("payload is ", 0) == 0, big_event.error_message());
+  CHECK(big_event.error_message().find("the limit is 4096 (limits.event_max_bytes)")
+        != std::string::npos);
+  auto big_reason = tasks.cancel(a, std::string(8192, 'x'));
+  CHECK(big_reason.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_MESSAGE(big_reason.error_message().rfind("reason is 8192 bytes", 0) == 0,
+                big_reason.error_message());
   auto no_task = tasks.send("ki:never-created", "verdict", verdict(true));
   CHECK(no_task.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(no_task.error_message().find("CreateTask creates it") != std::string::npos);

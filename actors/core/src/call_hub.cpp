@@ -99,7 +99,15 @@ void call_hub::run_blocking(std::function<void()> f) {
 }
 
 void call_hub::run_blocking_on_worker(std::function<void(caf::event_based_actor*)> f) {
-  run([f = std::move(f)](caf::event_based_actor* self) { self->system().spawn<caf::detached>(f); });
+  // `f` goes as spawn's argument, like hub_actor's index: CAF 0.17.6 dereferences a null
+  // argument tuple when a spawned function takes none (UBSan, preset dev).
+  run([f = std::move(f)](caf::event_based_actor* self) {
+    self->system().spawn<caf::detached>(
+      [](caf::event_based_actor* worker, const std::function<void(caf::event_based_actor*)>& g) {
+        g(worker);
+      },
+      f);
+  });
 }
 
 void call_hub::later(caf::event_based_actor* self, job j) {

@@ -27,6 +27,18 @@ void draining(const char* kind, uint32_t shard, size_t resident) {
   lg->info("shard draining kind={} shard={} resident={}", kind, shard, resident);
 }
 
+void drain_cut(const char* kind, uint32_t shard, std::chrono::milliseconds after,
+               const std::vector<std::string>& ids) {
+  // Every id, so that an operator can look each one up (they are few: a drain passivates the
+  // idle ones at once, and only actors inside an event are left).
+  std::string list;
+  for (auto& id : ids)
+    list += (list.empty() ? "" : ",") + id;
+  lg->warn("shard drain cut kind={} shard={} after_ms={} cut={} ids={}; the next owner redoes "
+           "their unfinished work (raise cluster.drain_timeout if they needed longer)",
+           kind, shard, after.count(), ids.size(), list);
+}
+
 void dead_letter(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                  int attempts, const std::string& reason) {
   lg->error("dead letter kind={} shard={} id={} lane={} attempts={} reason={}", kind, shard, id,

@@ -74,6 +74,7 @@ struct logger_level {
 
 struct identity_config { // node.*
   std::string id;        ///< resolved: never empty
+  std::string data_dir;  ///< resolved: absolute, without a trailing `/`
 };
 
 struct grpc_config {
@@ -127,6 +128,7 @@ struct cluster_config {
   std::chrono::milliseconds heartbeat{};
   std::chrono::milliseconds lease_timeout{};
   int max_moves = 0;
+  std::chrono::milliseconds drain_timeout{}; ///< a shard's drain cuts what is left after it
 };
 
 struct kafka_config {
@@ -416,8 +418,9 @@ struct load_result {
 /// Reads the node configuration: defaults, then `--config FILE` (or `GOST_CONFIG`), then
 /// `GOST_*` environment variables, then `--key=value` / `--key value` arguments; then fills
 /// the struct through the bindings, resolves what is derived (node.id, scheduler.threads,
-/// pg.embedded_script) and runs validate(). `app` names the program in `--help`, `--version`
-/// and the errors, and adds its stages' keys (node_schema(app)).
+/// pg.embedded_script; node.data_dir absolute and the data paths under it) and runs validate().
+/// `app` names the program in `--help`, `--version` and the errors, and adds its stages' keys
+/// (node_schema(app)).
 load_result load_node_config(int argc, char** argv, char** envp, const application& app = {});
 
 } // namespace gost::config

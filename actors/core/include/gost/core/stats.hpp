@@ -92,7 +92,9 @@ namespace kit {
   X(counter, crashed, "actors_crashed_total",                                                      \
     "Entity actors that stopped without being passivated (an exception, a kill).")                 \
   X(counter, dead_letters, "dead_letters_total",                                                   \
-    "Runs given up after their attempts and recorded as dead letters.")
+    "Runs given up after their attempts and recorded as dead letters.")                            \
+  X(counter, drain_cut, "drain_cut_total",                                                         \
+    "Entity actors killed because a shard's drain outlived cluster.drain_timeout.")
 
 /// What the entity kit's shards count for one kind of entity (shared by all shards of a node).
 struct entity_stats {

@@ -24,7 +24,11 @@
 //   Failed runs go through retry_policy: retried with back-off, dead-lettered after the
 //   attempts (written through the kind's writer), never dead-lettered for outages.
 // - Drain (graceful hand-off): no new work (requests get errc::moved), every entity actor
-//   finishes what it has (committed), then the shard answers and stops.
+//   finishes what it has (committed), then the shard answers and stops. Bounded by
+//   `drain_timeout`: the actors still running then are cut (told to stop with a kill, which
+//   one inside an await takes when the await ends; logged with their ids, counted as
+//   drain_cut) and the shard answers anyway; fencing refuses what they might still write, and
+//   the next owner redoes their unfinished work from PostgreSQL.
 // - A run that fails with errc::fenced means this node lost the lease: the shard stops.
 //
 // A kind plugs in with a traits struct:
@@ -54,6 +58,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <caf/actor_addr.hpp>
 #include <caf/actor_cast.hpp>
@@ -198,6 +204,8 @@ struct shard_config {
   int background_share = 4;
   std::chrono::milliseconds idle_timeout{60'000};
   size_t max_resident = 100'000;
+  /// How long a drain waits for its entity actors (`cluster.drain_timeout`); then it cuts them.
+  std::chrono::milliseconds drain_timeout{20'000};
   /// Shared by the kind's shards of a node. Never null.
   std::shared_ptr<entity_stats> stats = std::make_shared<entity_stats>();
   /// This shard's own figures (a node's shard_registry hands them out). Never null.
@@ -224,6 +232,8 @@ struct shard_config {
 namespace log {
 void drained(const char* kind, uint32_t shard);
 void draining(const char* kind, uint32_t shard, size_t resident);
+void drain_cut(const char* kind, uint32_t shard, std::chrono::milliseconds after,
+               const std::vector<std::string>& ids);
 void dead_letter(const char* kind, uint32_t shard, const std::string& id, const std::string& lane,
                  int attempts, const std::string& reason);
 void dead_letter_not_written(const char* kind, uint32_t shard, const std::string& id,
@@ -278,9 +288,9 @@ struct shard_state {
   bool more_waiting = false; ///< the last poll filled its page: PostgreSQL holds more due work
   bool draining = false;
   caf::typed_response_promise<ok_atom> drained;
-  /// Passivated entity actors (CAF ids) until they report stopping: they may still be finishing
-  /// events.
-  std::unordered_set<caf::actor_id> stopping;
+  /// Passivated entity actors (by CAF id: the entity's id, the actor) until they report
+  /// stopping: they may still be finishing events. Weak: a drain cut kills those left.
+  std::unordered_map<caf::actor_id, std::pair<std::string, caf::actor_addr>> stopping;
   /// Answers to pause requests, given once no run of a paused lane is in flight.
   std::vector<caf::typed_response_promise<ok_atom>> pause_waiters;
 
@@ -300,7 +310,8 @@ struct shard_state {
 template <class Kind>
 using shard_impl =
   typename Kind::shard::template extend<caf::reacts_to<wake_atom>, caf::reacts_to<poll_atom>,
-                                        caf::reacts_to<sweep_atom>>;
+                                        caf::reacts_to<sweep_atom>,
+                                        caf::reacts_to<drain_atom, ok_atom>>;
 
 template <class Kind>
 using shard_ptr = typename shard_impl<Kind>::template stateful_pointer<shard_state<Kind>>;
@@ -378,7 +389,7 @@ void passivate(Self self, const std::string& id) {
   if (!a)
     return;
   count_resident(st.cfg, -1);
-  st.stopping.insert(a.id());
+  st.stopping.emplace(a.id(), std::make_pair(id, a.address()));
   st.cfg.stats->passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom_v, ok_atom_v);
 }
@@ -411,6 +422,36 @@ void check_drained(Self self) {
   log::drained(Kind::name, st.cfg.shard);
   st.drained.deliver(ok_atom_v);
   self->quit(caf::exit_reason::user_shutdown);
+}
+
+/// The drain's bound (drain_timeout) passed: the entity actors still finishing are sent a kill
+/// (one waiting in an await takes it when the await ends: CAF 0.17 holds every other message
+/// back meanwhile), logged and counted, and the drain is answered without them. What they had
+/// not committed is redone by the shard's next owner (their queue entries stay; fencing
+/// refuses their late writes).
+template <class Self>
+void cut_drain(Self self) {
+  using Kind = typename std::decay_t<decltype(self->state)>::kind;
+  auto& st = self->state;
+  if (!st.draining || !st.drained.pending())
+    return;
+  std::vector<std::string> ids;
+  std::vector<std::string> resident;
+  st.residents.for_each(
+    [&](const std::string& id, const typename Kind::actor&) { resident.push_back(id); });
+  for (auto& id : resident) // none expected: a draining shard spawns no actor
+    passivate(self, id);
+  for (auto& [aid, who] : st.stopping) {
+    ids.push_back(who.first);
+    if (auto a = caf::actor_cast<caf::actor>(who.second))
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+  }
+  st.stopping.clear();
+  if (!ids.empty()) {
+    st.cfg.stats->drain_cut.fetch_add(ids.size(), std::memory_order_relaxed);
+    log::drain_cut(Kind::name, st.cfg.shard, st.cfg.drain_timeout, ids);
+  }
+  check_drained(self);
 }
 
 /// The idle sweep: passivates, least recently used first, every entity actor the shard has not
@@ -770,10 +811,14 @@ typename shard_impl<Kind>::behavior_type shard_fun(shard_ptr<Kind> self, shard_c
             [&](const std::string& id, const typename Kind::actor&) { ids.push_back(id); });
           for (auto& id : ids)
             detail::passivate(self, id);
-          // Passivated actors are forgotten at once; their stopped messages follow.
+          // Passivated actors are forgotten at once; their stopped messages follow. Those
+          // still running at the bound are cut (drain_atom, ok_atom).
           detail::check_drained(self);
+          if (rp.pending())
+            self->delayed_send(self, s.cfg.drain_timeout, drain_atom_v, ok_atom_v);
           return rp;
         },
+        [=](drain_atom, ok_atom) { detail::cut_drain(self); },
         [=](enqueued_atom, const persistence::queue_entries& entries, uint8_t source) {
           if (entries.empty())
             detail::notified(self); // written behind its back: look
