@@ -1,7 +1,8 @@
 // The image functions' queue and results (migration 0016) on the real PostgreSQL: identical
-// requests are one task (a stale miss queued after its task was computed too), taken oldest first per function and partition, invisible while taken
-// and visible again after the timeout, never taken twice at once by two takers; finishing
-// stores the result and deletes the task in one transaction; results expire and are reaped.
+// requests are one task (a stale miss queued after its task was computed too), taken oldest first
+// per function and partition, invisible while taken and visible again after the timeout, never
+// taken twice at once by two takers; finishing stores the result and deletes the task in one
+// transaction; results expire and are reaped.
 #include <doctest/doctest.h>
 
 #include <mutex>
@@ -105,7 +106,9 @@ TEST_CASE("a stale miss racing the feeder's finish never leaves a second task") 
     auto t = take_image_tasks(m.pool, "ratio", {5}, 10, 10s);
     REQUIRE(t);
     REQUIRE(t->size() == 1);
-    std::thread finisher{[&] { CHECK_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "r")}})); }};
+    std::thread finisher{[&] {
+      CHECK_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "r")}}));
+    }};
     CHECK(enqueue_image_tasks(m.pool, {a}));
     finisher.join();
     CHECK(status_of(m.pool, a.key) == "done");
