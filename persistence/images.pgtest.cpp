@@ -1,7 +1,8 @@
 // The image functions' queue and results (migration 0016) on the real PostgreSQL: identical
-// requests are one task, taken oldest first per function and partition, invisible while taken
-// and visible again after the timeout, never taken twice at once by two takers; finishing
-// stores the result and deletes the task in one transaction; results expire and are reaped.
+// requests are one task (a stale miss queued after its task was computed too), taken oldest first
+// per function and partition, invisible while taken and visible again after the timeout, never
+// taken twice at once by two takers; finishing stores the result and deletes the task in one
+// transaction; results expire and are reaped.
 #include <doctest/doctest.h>
 
 #include <mutex>
@@ -64,6 +65,57 @@ TEST_CASE("a hundred identical requests are one task, with one pending status") 
   CHECK(counts->front() == std::pair<std::string, int64_t>{"ratio", 2});
 }
 
+TEST_CASE("a miss queued after its task was computed queues nothing: one task per ask wave") {
+  // Issue 27: 16 clients asking Ratio of one new URL at once sometimes saw two downloads. Two
+  // asks both read "no result"; the first queues the task, a feeder takes it and stores the
+  // result (deleting the task row) before the second ask's enqueue runs — which then found no
+  // task row to merge with and queued a second computation. The steps, interleaved explicitly:
+  migrated_db m;
+  auto a = request("ratio", 4, "http://img/new.jpg");
+  CHECK(find_image_results(m.pool, {a.key})->empty()); // asker 1 reads: a miss
+  CHECK(find_image_results(m.pool, {a.key})->empty()); // asker 2 reads: a miss
+  auto first = enqueue_image_tasks(m.pool, {a});       // asker 1 queues
+  REQUIRE(first);
+  CHECK(*first == 1);
+  auto t = take_image_tasks(m.pool, "ratio", {4}, 10, 10s); // the feeder takes and computes
+  REQUIRE(t);
+  REQUIRE(t->size() == 1);
+  REQUIRE_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "1x1")}}));
+  auto second = enqueue_image_tasks(m.pool, {a}); // asker 2 queues its (stale) miss
+  REQUIRE(second);
+  CHECK(*second == 0);
+  CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  CHECK(take_image_tasks(m.pool, "ratio", {4}, 10, 10s)->empty());
+  CHECK(status_of(m.pool, a.key) == "done");
+  // Asked with `compute` it is queued again, as documented.
+  auto recompute = a;
+  recompute.recompute = true;
+  auto third = enqueue_image_tasks(m.pool, {recompute});
+  REQUIRE(third);
+  CHECK(*third == 1);
+  CHECK(status_of(m.pool, a.key) == "done"); // the old result stays until the new one
+}
+
+TEST_CASE("a stale miss racing the feeder's finish never leaves a second task") {
+  // The same window with real concurrency: the finish and a stale miss's enqueue run at once,
+  // many times; whichever commits first, no task is left behind a stored result.
+  migrated_db m;
+  for (int round = 0; round < 40; ++round) {
+    auto a = request("ratio", 5, "http://img/race-" + std::to_string(round) + ".jpg");
+    REQUIRE(enqueue_image_tasks(m.pool, {a}));
+    auto t = take_image_tasks(m.pool, "ratio", {5}, 10, 10s);
+    REQUIRE(t);
+    REQUIRE(t->size() == 1);
+    std::thread finisher{[&] {
+      CHECK_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "r")}}));
+    }};
+    CHECK(enqueue_image_tasks(m.pool, {a}));
+    finisher.join();
+    CHECK(status_of(m.pool, a.key) == "done");
+    CHECK(m.db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  }
+}
+
 TEST_CASE("tasks are taken oldest first, by function and partition, invisible while taken") {
   migrated_db m;
   for (auto url : {"http://img/1", "http://img/2", "http://img/3"})
@@ -118,8 +170,10 @@ TEST_CASE("finishing stores the result and deletes the task at once; retry backs
       CHECK(r.value.empty());
     }
   }
-  // A queued task of a key with a live result leaves the result as it is.
-  REQUIRE(enqueue_image_tasks(m.pool, {a}));
+  // A task queued again (`compute`) of a key with a live result leaves the result as it is.
+  auto recompute_a = a;
+  recompute_a.recompute = true;
+  REQUIRE(enqueue_image_tasks(m.pool, {recompute_a}));
   CHECK(status_of(m.pool, a.key) == "done");
 
   // A recoverable failure: attempts counted, due again only after the delay.

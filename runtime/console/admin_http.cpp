@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <system_error>
 #include <vector>
+
+#include "rpc/proto_types.hpp"
 
 namespace gost::runtime {
 
@@ -54,9 +57,35 @@ bool send_all(int fd, const std::string& data) {
 }
 
 /// Best effort on a non-blocking socket, from the loop thread: a refusal must not wait.
+void refuse(int fd, const http_response& r) {
+  auto bytes = head_of(r.status, r.type, &r.body) + r.body;
+  [[maybe_unused]] auto n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
+}
+
 void refuse(int fd, int status, const std::string& msg) {
-  auto r = head_of(status, "text/plain; charset=utf-8", &msg) + msg;
-  [[maybe_unused]] auto n = ::send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  refuse(fd, http_response::text(status, msg));
+}
+
+/// Sends what the socket takes now; false on an error (the client is gone).
+bool send_some(int fd, const std::string& data, size_t& off) {
+  while (off < data.size()) {
+    auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0)
+      off += static_cast<size_t>(n);
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  return true;
+}
+
+/// Closes with a reset: what the client never read is dropped at once, not kept by the kernel
+/// for an orphaned connection's retries.
+void reset(int fd) {
+  linger l{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
   ::close(fd);
 }
 
@@ -70,17 +99,19 @@ int hex(char c) {
   return -1;
 }
 
-bool decode(const std::string& in, std::string& out) {
+/// Decodes %XX and '+'; false with the bad escape in `bad`.
+bool decode(const std::string& in, std::string& out, std::string& bad) {
   out.clear();
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == '+') {
       out += ' ';
     } else if (in[i] == '%') {
-      if (i + 2 >= in.size())
+      int hi = i + 1 < in.size() ? hex(in[i + 1]) : -1;
+      int lo = i + 2 < in.size() ? hex(in[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        bad = in.substr(i, 3);
         return false;
-      int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
-      if (hi < 0 || lo < 0)
-        return false;
+      }
       out += static_cast<char>(hi * 16 + lo);
       i += 2;
     } else {
@@ -115,9 +146,16 @@ http_response http_response::json(int status, std::string body) {
 }
 
 bool parse_target(const std::string& target, http_request& out, std::string& error) {
+  static const std::string hint =
+    ": `%` must be followed by two hex digits (write `%25` for a `%` itself)";
   auto q = target.find('?');
-  if (!decode(target.substr(0, q), out.path) || out.path.empty() || out.path[0] != '/') {
-    error = "bad path `" + target.substr(0, q) + "`";
+  std::string bad;
+  if (!decode(target.substr(0, q), out.path, bad)) {
+    error = "bad escape `" + bad + "` in the path `" + target.substr(0, q) + "`" + hint;
+    return false;
+  }
+  if (out.path.empty() || out.path[0] != '/') {
+    error = "bad path `" + target.substr(0, q) + "`: it must begin with `/`";
     return false;
   }
   if (q == std::string::npos)
@@ -130,9 +168,13 @@ bool parse_target(const std::string& target, http_request& out, std::string& err
     if (!part.empty()) {
       auto eq = part.find('=');
       std::string name, value;
-      if (!decode(part.substr(0, eq), name)
-          || (eq != std::string::npos && !decode(part.substr(eq + 1), value))) {
-        error = "bad escape in the query `" + part + "`";
+      if (!decode(part.substr(0, eq), name, bad)
+          || (eq != std::string::npos && !decode(part.substr(eq + 1), value, bad))) {
+        error = "bad escape `" + bad + "` in the query `" + part + "`" + hint;
+        return false;
+      }
+      if (name.empty()) {
+        error = "a query parameter without a name `" + part + "`: write `name=value`";
         return false;
       }
       out.query[name] = value;
@@ -155,6 +197,25 @@ void admin_http::stream_route(std::string path, http_stream_handler h) {
   streams_[std::move(path)] = std::move(h);
 }
 
+void admin_http::json_under(std::string prefix) {
+  json_prefixes_.push_back(std::move(prefix));
+}
+
+http_response admin_http::refusal(const std::string& target, int status,
+                                  const std::string& msg) const {
+  for (auto& p : json_prefixes_)
+    if (target.rfind(p, 0) == 0) {
+      const char* code = status == 400   ? "INVALID_ARGUMENT"
+                         : status == 404 ? "NOT_FOUND"
+                         : status == 405 ? "UNIMPLEMENTED"
+                         : status == 503 ? "UNAVAILABLE"
+                                         : "INTERNAL";
+      return http_response::json(status, "{\"error\":" + rpc::json_quoted(msg) + ",\"code\":\""
+                                           + code + "\"}\n");
+    }
+  return http_response::text(status, msg + "\n");
+}
+
 uint16_t admin_http::start(const std::string& host, uint16_t port, std::string& error) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
@@ -172,6 +233,12 @@ uint16_t admin_http::start(const std::string& host, uint16_t port, std::string& 
             + std::strerror(errno) + "); choose another `http.listen`";
     return 0;
   }
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    error =
+      std::string{"cannot make the admin HTTP listener's eventfd ("} + std::strerror(errno) + ")";
+    return 0;
+  }
   socklen_t len = sizeof(addr);
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   thread_ = std::thread{[this] { serve(); }};
@@ -186,9 +253,15 @@ void admin_http::stop() {
     ::close(listen_fd_);
   listen_fd_ = -1;
   // The answers in progress hold `this`; each ends within its send timeout (a stream's writer
-  // fails once stopping_ is set).
+  // fails once stopping_ is set). What they hand over now has no loop to send it: dropped.
   std::unique_lock<std::mutex> lock{mtx_};
   idle_.wait(lock, [this] { return probes_ + others_ == 0; });
+  for (auto& o : handed_)
+    reset(o.fd);
+  handed_.clear();
+  if (wake_fd_ >= 0)
+    ::close(wake_fd_);
+  wake_fd_ = -1;
 }
 
 void admin_http::serve() {
@@ -199,17 +272,58 @@ void admin_http::serve() {
     clock::time_point deadline;
   };
   std::vector<conn> conns;
+  std::vector<outgoing> writers; // answers their clients have not taken yet, oldest first
   std::vector<pollfd> fds;
+  constexpr size_t first_conn = 2; // after the listening socket and the eventfd
   while (!stopping_) {
-    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    fds.assign({pollfd{listen_fd_, POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}});
     for (auto& c : conns)
       fds.push_back(pollfd{c.fd, POLLIN, 0});
+    for (auto& w : writers)
+      fds.push_back(pollfd{w.fd, POLLOUT, 0});
     ::poll(fds.data(), fds.size(), 100);
     auto now = clock::now();
+    // Answers: sent as far as each client takes them; one that took nothing for send_timeout
+    // is reset. Before the handed ones are taken: their pollfds are not in this turn.
+    std::vector<outgoing> still;
+    for (size_t i = 0; i < writers.size(); ++i) {
+      auto& w = writers[i];
+      if (fds[first_conn + conns.size() + i].revents != 0) {
+        auto before = w.sent;
+        if (!send_some(w.fd, w.data, w.sent)) {
+          ::close(w.fd);
+          continue;
+        }
+        if (w.sent == w.data.size()) {
+          ::close(w.fd);
+          continue;
+        }
+        if (w.sent > before)
+          w.deadline = now + opts_.send_timeout;
+      }
+      if (now >= w.deadline) {
+        reset(w.fd);
+        continue;
+      }
+      still.push_back(std::move(w));
+    }
+    writers = std::move(still);
+    if (fds[1].revents != 0) {
+      uint64_t n = 0;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &n, sizeof(n));
+      std::lock_guard<std::mutex> lock{mtx_};
+      for (auto& o : handed_)
+        writers.push_back(std::move(o));
+      handed_.clear();
+    }
+    while (static_cast<int>(writers.size()) > opts_.writing_max) {
+      reset(writers.front().fd); // many clients not reading: the longest waiting makes room
+      writers.erase(writers.begin());
+    }
     std::vector<conn> kept;
     for (size_t i = 0; i < conns.size(); ++i) {
       auto& c = conns[i];
-      if (fds[i + 1].revents != 0) {
+      if (fds[first_conn + i].revents != 0) {
         char buf[4096];
         auto n = ::recv(c.fd, buf, sizeof(buf), 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -248,6 +362,8 @@ void admin_http::serve() {
   }
   for (auto& c : conns)
     ::close(c.fd);
+  for (auto& w : writers)
+    reset(w.fd);
 }
 
 void admin_http::dispatch(int fd, const std::string& head) {
@@ -258,14 +374,15 @@ void admin_http::dispatch(int fd, const std::string& head) {
     refuse(fd, 400, "not an HTTP request line\n");
     return;
   }
+  auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   if (line.compare(0, sp1, "GET") != 0) {
-    refuse(fd, 405, "only GET is served\n");
+    refuse(fd, refusal(target, 405, "only GET is served"));
     return;
   }
   http_request req;
   std::string error;
-  if (!parse_target(line.substr(sp1 + 1, sp2 - sp1 - 1), req, error)) {
-    refuse(fd, 400, error + "\n");
+  if (!parse_target(target, req, error)) {
+    refuse(fd, refusal(target, 400, error));
     return;
   }
   bool probe = is_probe(req.path);
@@ -275,7 +392,8 @@ void admin_http::dispatch(int fd, const std::string& head) {
     int& used = probe ? probes_ : others_;
     int cap = probe ? opts_.probe_threads : opts_.route_threads;
     if (used >= cap || (stream && streaming_ >= opts_.stream_threads)) {
-      refuse(fd, 503, "busy: too many requests in progress on this listener; try again\n");
+      refuse(fd, refusal(target, 503,
+                         "busy: too many requests in progress on this listener; try again"));
       return;
     }
     ++used;
@@ -283,12 +401,14 @@ void admin_http::dispatch(int fd, const std::string& head) {
       ++streaming_;
   }
   auto served = [this, fd, probe, stream, req = std::move(req)] {
-    int flags = ::fcntl(fd, F_GETFL);
-    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-    auto ms = opts_.send_timeout.count();
-    timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     if (stream) {
+      // A stream's thread writes it (blocking, each send within send_timeout): its pieces
+      // come as they happen, there is no whole answer to hand over.
+      int flags = ::fcntl(fd, F_GETFL);
+      ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+      auto ms = opts_.send_timeout.count();
+      timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
       bool begun = false;
       http_stream out;
       out.begin = [&](const std::string& type) {
@@ -305,10 +425,11 @@ void admin_http::dispatch(int fd, const std::string& head) {
       auto r = guarded([&] { return streams_.at(req.path)(req, out); });
       if (!begun)
         respond(fd, r);
+      else
+        ::close(fd);
     } else {
-      respond(fd, guarded([&] { return answer(req); }));
+      respond(fd, guarded([&] { return answer(req); })); // the fd is respond's now
     }
-    ::close(fd);
     std::lock_guard<std::mutex> lock{mtx_};
     --(probe ? probes_ : others_);
     if (stream)
@@ -318,7 +439,7 @@ void admin_http::dispatch(int fd, const std::string& head) {
   try {
     std::thread{std::move(served)}.detach();
   } catch (const std::system_error&) { // no thread to be had: refused, and counted back
-    refuse(fd, 503, "busy: no thread for the request; try again\n");
+    refuse(fd, refusal(target, 503, "busy: no thread for the request; try again"));
     std::lock_guard<std::mutex> lock{mtx_};
     --(probe ? probes_ : others_);
     if (stream)
@@ -354,11 +475,24 @@ http_response admin_http::answer(const http_request& req) {
   for (auto& [path, h] : routes_)
     if (path.rfind("/api/", 0) != 0)
       known += ", " + path;
-  return http_response::text(404, "not found: " + req.path + "; try " + known + "\n");
+  return refusal(req.path, 404, "not found: " + req.path + "; try " + known);
 }
 
 void admin_http::respond(int fd, const http_response& r) {
-  send_all(fd, head_of(r.status, r.type, &r.body) + r.body);
+  outgoing o{fd, head_of(r.status, r.type, &r.body) + r.body, 0, {}};
+  if (!send_some(fd, o.data, o.sent) || o.sent == o.data.size()) {
+    ::close(fd); // all sent at once (most answers), or the client is gone
+    return;
+  }
+  // The client has not read yet: the loop thread sends the rest as it does, this thread is
+  // free for the next probe.
+  o.deadline = std::chrono::steady_clock::now() + opts_.send_timeout;
+  {
+    std::lock_guard<std::mutex> lock{mtx_};
+    handed_.push_back(std::move(o));
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof(one));
 }
 
 } // namespace gost::runtime

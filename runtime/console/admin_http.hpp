@@ -10,6 +10,16 @@
 // answered on a thread of its own. The probes (/healthz, /readyz, /metrics) have their own
 // bound of such threads, so an idle or slow browser, a slow console query or a long trace
 // stream never holds them up; beyond a bound the answer is 503 at once.
+// A thread only computes its answer: the bytes the client's socket does not take at once are
+// handed back to the loop thread, which sends them as the client reads (non-blocking, as
+// nginx does), so a client that reads slowly or not at all holds a buffer and a socket, never
+// a thread. A connection that takes nothing for `send_timeout` is reset (nginx's
+// `send_timeout` with `reset_timedout_connection`); at most `writing_max` wait so.
+// Streamed answers (the live trace, CSV downloads) are written by their own thread, each
+// write bounded by `send_timeout`, within `stream_threads`.
+// Requests under a prefix given to `json_under` (the console's /api/) get the listener's own
+// refusals (a bad escape, no such route, busy) as JSON, `{"error": ..., "code": ...}`, as the
+// routes there answer theirs.
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace gost::runtime {
 
@@ -61,11 +72,12 @@ public:
 
   struct options {
     std::chrono::milliseconds read_timeout{5000}; ///< to send the request head
-    std::chrono::milliseconds send_timeout{5000}; ///< each send of the answer
+    std::chrono::milliseconds send_timeout{5000}; ///< the client taking nothing of the answer
     int probe_threads = 4;                        ///< /healthz, /readyz, /metrics at once
     int route_threads = 8;                        ///< everything else at once
     int stream_threads = 2;                       ///< of those, streamed answers
     int pending_max = 64;                         ///< connections still sending their head
+    int writing_max = 256;                        ///< answers waiting for their client to read
   };
 
   /// `not_ready`: why the node should not get calls, empty when it should (api/readiness.hpp).
@@ -77,6 +89,9 @@ public:
   /// start.
   void route(std::string path, http_handler h);
   void stream_route(std::string path, http_stream_handler h);
+  /// The listener's own refusals of requests under `prefix` are JSON (`{"error","code"}`);
+  /// only before start.
+  void json_under(std::string prefix);
 
   /// Binds and starts serving; returns the bound port, or 0 and sets `error`.
   uint16_t start(const std::string& host, uint16_t port, std::string& error);
@@ -89,18 +104,32 @@ private:
   /// Parses a complete head and hands it to a thread of its own (503 when none is free).
   void dispatch(int fd, const std::string& head);
   http_response answer(const http_request& req);
+  /// A refusal by the listener itself: text, or JSON under a `json_under` prefix.
+  http_response refusal(const std::string& target, int status, const std::string& msg) const;
+  /// From an answering thread: sends what the socket takes now, hands the rest (and the
+  /// socket) to the loop thread.
   void respond(int fd, const http_response& r);
+
+  struct outgoing {
+    int fd;
+    std::string data;
+    size_t sent = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
 
   page_fn metrics_;
   page_fn not_ready_;
   options opts_;
   std::map<std::string, http_handler> routes_;
   std::map<std::string, http_stream_handler> streams_;
+  std::vector<std::string> json_prefixes_;
   int listen_fd_ = -1;
+  int wake_fd_ = -1; // an eventfd: an answer was handed to the loop thread
   std::atomic<bool> stopping_{false};
   std::mutex mtx_; // guards the counts below
   std::condition_variable idle_;
   int probes_ = 0, others_ = 0, streaming_ = 0;
+  std::vector<outgoing> handed_; // to the loop thread, which takes them at its next turn
   std::thread thread_;
 };
 

@@ -115,6 +115,7 @@ http_response feeds_json(persistence::pg_pool& pool, const http_request& req) {
 
 void add_feed_export(admin_http& http, persistence::pg_pool& pool) {
   http.route("/api/feeds", [&pool](const http_request& req) { return feeds_json(pool, req); });
+  http.json_under("/feeds/"); // its errors are JSON (the CSV is the answer, not the refusal)
   http.stream_route("/feeds/errors.csv", [&pool](const http_request& req, http_stream& out) {
     return feed_errors_csv(pool, req, out);
   });

@@ -373,8 +373,9 @@ TEST_CASE("web console: JSON endpoints, refusals, and probes while a client idle
                    "/api/trace?offer=" + n.offer_id + "&max=many"}) {
     auto r = n.get(bad);
     CHECK_MESSAGE(status_of(r) == 400, bad, r);
-    // With a message: the endpoint's JSON error, or the listener's word on a bad escape.
-    CHECK_MESSAGE((has(r, "\"error\":") || has(r, "bad escape in the query")), bad);
+    // With a message, as JSON: the endpoint's error, or the listener's on a bad escape.
+    CHECK_MESSAGE(has(r, json), bad, r);
+    CHECK_MESSAGE(has(r, "\"error\":"), bad, r);
   }
   {
     // The trace as newline-delimited JSON, here while the offer changes: two update events.

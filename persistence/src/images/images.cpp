@@ -87,16 +87,30 @@ caf::expected<size_t> enqueue_image_tasks(pg_pool& pool, const std::vector<image
     return added;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
+    // The pending statuses first: their ON CONFLICT locks each key's result row (a live one
+    // too, left unchanged), and the feeder stores a result through that row (in the
+    // transaction deleting its task), so until this transaction ends no result of these keys
+    // is stored, and any stored before is seen by the next statement (read committed: a new
+    // snapshot). A miss whose result was stored since the asker looked (it read nothing, a
+    // feeder took and finished the task another asker queued meanwhile) queues nothing: the
+    // task row it would have merged with is gone, and inserting it again would compute the
+    // same image twice (issue 27). Rows are locked in key order here and in
+    // finish_image_tasks, results before tasks in both, so the two never deadlock.
+    tx.exec(upsert_pending(tx, reqs, "clock_timestamp()"));
     values_list tasks;
     for (auto& r : reqs)
-      tasks.row(task_pk(tx, r.task) + "," + std::to_string(r.task.ttl_ms));
-    auto res =
-      tx.exec("WITH t AS (INSERT INTO image_tasks (function, partition, args, ttl_ms) VALUES "
-              + tasks.str() + " ON CONFLICT DO NOTHING RETURNING 1), r AS ("
-              + upsert_pending(tx, reqs, "clock_timestamp()")
-              + ") SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM r)");
+      tasks.row(tx.quote(r.key) + "," + tx.quote(r.task.function) + ","
+                + std::to_string(r.task.partition) + "::integer," + tx.quote(r.task.args) + ","
+                + std::to_string(r.task.ttl_ms) + "::bigint," + (r.recompute ? "true" : "false"));
+    auto res = tx.exec(
+      "INSERT INTO image_tasks (function, partition, args, ttl_ms) SELECT q.function,"
+      " q.partition, q.args, q.ttl_ms FROM (VALUES "
+      + tasks.str()
+      + ") q (result_key, function, partition, args, ttl_ms, recompute) WHERE q.recompute OR NOT"
+        " EXISTS (SELECT 1 FROM image_results r WHERE r.result_key = q.result_key AND r.status"
+        " <> 'pending' AND r.expires_at > clock_timestamp()) ON CONFLICT DO NOTHING");
     tx.commit();
-    added = res[0][0].as<size_t>();
+    added = static_cast<size_t>(res.affected_rows());
   });
   if (err)
     return err;

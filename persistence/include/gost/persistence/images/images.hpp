@@ -60,8 +60,9 @@ struct image_request {
 };
 
 /// Queues each task (one identical to a queued task is that task: nothing changes) and writes
-/// a pending status for each key without a live result, in one transaction. Returns how many
-/// tasks were new.
+/// a pending status for each key without a live result, in one transaction. A miss (not
+/// `recompute`) whose key holds a live final result by now — stored since the asker looked —
+/// queues nothing: its task was computed already. Returns how many tasks were new.
 caf::expected<size_t> enqueue_image_tasks(pg_pool& pool, const std::vector<image_request>& reqs);
 
 /// What `write_image_pending` did.
