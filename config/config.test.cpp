@@ -378,6 +378,36 @@ TEST_CASE("limits: sizes take k/m suffixes; a request must have room for each co
   CHECK(h.error.find("[64k, 1g]") != std::string::npos);
 }
 
+TEST_CASE("an after-save event at the offer or state limit must fit kafka.message_max_bytes") {
+  // The defaults fit: 1020 KiB of state + 4 KiB of envelope is exactly 1 MiB.
+  args ok{"gostd"};
+  auto base = load_node_config(ok.argc(), ok.argv(), nullptr);
+  REQUIRE_MESSAGE(base.config, base.error);
+  CHECK(base.config->kafka.message_max_bytes == 1 << 20);
+  CHECK(base.config->limits.state_max_bytes + 4096 == base.config->kafka.message_max_bytes);
+
+  // A producer limit below a content limit is refused, naming both keys.
+  args small{"gostd", "--kafka.message_max_bytes=256k", "--limits.offer_max_bytes=512k",
+             "--limits.state_max_bytes=200k"};
+  auto refused = load_node_config(small.argc(), small.argv(), nullptr);
+  REQUIRE_FALSE(refused.config);
+  CHECK_MESSAGE(refused.error.find("kafka.message_max_bytes (262144) must be at least "
+                                   "limits.offer_max_bytes (524288) + 4096")
+                  != std::string::npos,
+                refused.error);
+  CHECK(refused.error.find("raise kafka.message_max_bytes") != std::string::npos);
+
+  auto c = *base.config;
+  c.limits.state_max_bytes += 1;
+  CHECK(validate(c).find("limits.state_max_bytes (1044481) + 4096") != std::string::npos);
+  c = *base.config;
+  c.kafka.message_max_bytes = 2 << 20;
+  c.limits.state_max_bytes = (2 << 20) - 4096;
+  CHECK(validate(c).empty());
+  c.limits.offer_max_bytes = (2 << 20) - 4095;
+  CHECK(validate(c).find("limits.offer_max_bytes") != std::string::npos);
+}
+
 TEST_CASE("log.levels names known loggers and levels; a mistake names the key") {
   for (auto [text, says] : {bad_case{"clustr=debug", "no logger is named `clustr`"},
                             bad_case{"cluster=loud", "`loud` is not a level"},

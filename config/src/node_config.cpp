@@ -401,6 +401,14 @@ node_keys make_node_keys(const application& app) {
             "How long the producer tries to deliver an event before the relay gives the round "
             "up and tries again (the outbox rows stay in PostgreSQL meanwhile)."),
         bind_to(&node_config::kafka, &kafka_config::message_timeout));
+  k.add(num(vk::size, "kafka.message_max_bytes", "1m", 64 * 1024, 1'000'000'000,
+            "Largest message the outbox relay's producer sends (librdkafka's "
+            "`message.max.bytes`). Set it to the `max.message.bytes` of the after-save and "
+            "image topics (a broker's default: 1 MiB + 12). The node refuses to start when "
+            "`limits.offer_max_bytes` or `limits.state_max_bytes` plus 4 KiB of envelope does "
+            "not fit; an event larger still (an offer with many states) is parked, not sent "
+            "(docs/operations.md, \"Parked outbox rows\")."),
+        bind_to(&node_config::kafka, &kafka_config::message_max_bytes));
   k.add(num(vk::duration, "kafka.session_timeout", "45s", 6000, 300'000,
             "How long a consumer group (the after_save hooks, the feed exchange, the image "
             "queue) waits for a member that stopped heartbeating, a node killed or cut off, "
@@ -786,9 +794,11 @@ node_keys make_node_keys(const application& app) {
             "with its stage states in one Kafka message of a broker's default size (1 MB): the "
             "after-save event carries both."),
         bind_to(&node_config::limits, &limits_config::offer_max_bytes));
-  k.add(num(vk::size, "limits.state_max_bytes", "1m", 1024, 256LL << 20,
+  k.add(num(vk::size, "limits.state_max_bytes", "1020k", 1024, 256LL << 20,
             "Largest stage state a StateService.Update may write, in bytes of the packed "
-            "google.protobuf.Any. Keep states small: an offer's actor holds all of them."),
+            "google.protobuf.Any. Keep states small: an offer's actor holds all of them. "
+            "1020 KiB: with 4 KiB of envelope, an after-save event carrying a state at this "
+            "limit fits `kafka.message_max_bytes` (1 MiB)."),
         bind_to(&node_config::limits, &limits_config::state_max_bytes));
   k.add(num(vk::size, "limits.event_max_bytes", "1m", 1024, 256LL << 20,
             "Largest event EntityService.Send takes, in bytes of the packed "
@@ -1123,6 +1133,7 @@ schema node_schema(const application& app) {
 
 std::string validate(const node_config& c) {
   constexpr int64_t request_room = 4096; // ids, request id, update mask around the content
+  constexpr uint64_t event_room = 4096;  // ids, version, timestamps, record key and headers
   {
     std::vector<std::string> set, missing;
     for (auto [key, value] : {std::pair{"cluster.tls_cert", &c.cluster.tls_cert},
@@ -1153,6 +1164,16 @@ std::string validate(const node_config& c) {
              + ") must be at least " + key + " (" + std::to_string(bytes)
              + ") + 4096, or a request at that limit could not be sent; raise "
                "limits.request_max_bytes or lower "
+             + key;
+  // An after-save event carries the offer and its states; one at its limit, with the ids,
+  // version, timestamps and the record's key around it, must fit one Kafka message.
+  for (auto [key, bytes] : {std::pair{"limits.offer_max_bytes", c.limits.offer_max_bytes},
+                            std::pair{"limits.state_max_bytes", c.limits.state_max_bytes}})
+    if (static_cast<uint64_t>(bytes) + event_room > c.kafka.message_max_bytes)
+      return std::string{"kafka.message_max_bytes ("} + std::to_string(c.kafka.message_max_bytes)
+             + ") must be at least " + key + " (" + std::to_string(bytes)
+             + ") + 4096, or an after-save event at that limit could not be published; raise "
+               "kafka.message_max_bytes (and the topic's max.message.bytes) or lower "
              + key;
   if (c.stages.photos.recheck_max < c.stages.photos.recheck)
     return "stages.photos.recheck_max must be at least stages.photos.recheck";

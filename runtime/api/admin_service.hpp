@@ -94,6 +94,9 @@ public:
     guard("ListDeadLetters", &admin_service::ListDeadLetters);
     guard("RetryDeadLetters", &admin_service::RetryDeadLetters);
     guard("DiscardDeadLetters", &admin_service::DiscardDeadLetters);
+    guard("ListParkedOutbox", &admin_service::ListParkedOutbox);
+    guard("RetryParkedOutbox", &admin_service::RetryParkedOutbox);
+    guard("DropParkedOutbox", &admin_service::DropParkedOutbox);
     guard("DrainNode", &admin_service::DrainNode);
     guard("UndrainNode", &admin_service::UndrainNode);
     guard("DescribeTypes", &admin_service::DescribeTypes);
@@ -140,6 +143,15 @@ public:
   grpc::ServerUnaryReactor* DiscardDeadLetters(grpc::CallbackServerContext* ctx,
                                                const v1::DeadLettersVerbRequest* req,
                                                v1::DeadLettersVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* ListParkedOutbox(grpc::CallbackServerContext* ctx,
+                                             const v1::ListParkedOutboxRequest* req,
+                                             v1::ListParkedOutboxResponse* resp) override;
+  grpc::ServerUnaryReactor* RetryParkedOutbox(grpc::CallbackServerContext* ctx,
+                                              const v1::ParkedOutboxVerbRequest* req,
+                                              v1::ParkedOutboxVerbResponse* resp) override;
+  grpc::ServerUnaryReactor* DropParkedOutbox(grpc::CallbackServerContext* ctx,
+                                             const v1::ParkedOutboxVerbRequest* req,
+                                             v1::ParkedOutboxVerbResponse* resp) override;
   grpc::ServerWriteReactor<v1::TraceEvent>* Trace(grpc::CallbackServerContext* ctx,
                                                   const v1::TraceRequest* req) override;
 
@@ -193,6 +205,10 @@ private:
   grpc::ServerUnaryReactor* stage_verb(grpc::CallbackServerContext* ctx,
                                        const v1::StageVerbRequest* req, v1::StageVerbResponse* resp,
                                        bool pause);
+  /// Retry (true) or drop (false) parked outbox rows.
+  grpc::ServerUnaryReactor* parked_outbox_verb(grpc::CallbackServerContext* ctx,
+                                               const v1::ParkedOutboxVerbRequest* req,
+                                               v1::ParkedOutboxVerbResponse* resp, bool retry);
   /// Retry (true) or discard (false) dead letters.
   grpc::ServerUnaryReactor* dead_letter_verb(grpc::CallbackServerContext* ctx,
                                              const v1::DeadLettersVerbRequest* req,

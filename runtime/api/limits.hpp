@@ -18,7 +18,7 @@ struct api_limits {
   offer_limits offer;                        ///< CreateOffer, UpdateOffer
   uint32_t page_size_max = 1000;             ///< limits.page_size_max
   uint64_t page_max_bytes = 2 << 20;         ///< limits.page_max_bytes
-  uint64_t state_max_bytes = 1 << 20;        ///< limits.state_max_bytes
+  uint64_t state_max_bytes = 1020 << 10;     ///< limits.state_max_bytes
   uint64_t event_max_bytes = 1 << 20;        ///< limits.event_max_bytes
   uint32_t trace_events_max = 10000;         ///< limits.trace_events_max
   int64_t trace_duration_max_ms = 3'600'000; ///< limits.trace_duration_max

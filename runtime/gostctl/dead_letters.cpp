@@ -1,4 +1,5 @@
-// gostctl, dead letters: the open ones (deadletters) and their verbs (retry-dead, discard-dead).
+// gostctl, dead letters: the open ones (deadletters) and their verbs (retry-dead, discard-dead);
+// the outbox rows the relay parked (parked) and theirs (retry-parked, drop-parked).
 #include "gostctl/cli.hpp"
 
 #include <climits>
@@ -115,6 +116,94 @@ int dead_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
   return 0;
 }
 
+/// parked [--limit N] [--after ID]
+int list_parked(gost::v1::AdminService::Stub& admin, const cli& c) {
+  gost::v1::ListParkedOutboxRequest req;
+  int64_t n = 0;
+  if (c.opts.count("limit")) {
+    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
+      std::fprintf(stderr, "gostctl parked: --limit `%s` is not a page size (1 or more)\n",
+                   opt(c, "limit").c_str());
+      return 2;
+    }
+    req.set_page_size(static_cast<int32_t>(n));
+  }
+  if (c.opts.count("after")) {
+    if (!positive(opt(c, "after"), n)) {
+      std::fprintf(stderr, "gostctl parked: --after `%s` is not a parked row id\n",
+                   opt(c, "after").c_str());
+      return 2;
+    }
+    req.set_page_token(opt(c, "after"));
+  }
+  grpc::ClientContext ctx;
+  admin_context(ctx, c);
+  gost::v1::ListParkedOutboxResponse resp;
+  auto s = admin.ListParkedOutbox(&ctx, req, &resp);
+  if (!s.ok())
+    return fail(s);
+  if (resp.rows().empty()) {
+    std::printf("no parked outbox rows\n");
+    return 0;
+  }
+  std::printf("%-8s %-5s %-24s %-36s %-9s %-17s %-20s %s\n", "id", "shard", "topic", "key", "bytes",
+              "reason", "parked", "error");
+  for (auto& p : resp.rows())
+    std::printf("%-8lld %-5u %-24s %-36s %-9lld %-17s %-20s %s\n", static_cast<long long>(p.id()),
+                p.shard(), p.topic().c_str(), p.key().c_str(), static_cast<long long>(p.bytes()),
+                p.reason().c_str(),
+                google::protobuf::util::TimeUtil::ToString(p.parked_at()).substr(0, 19).c_str(),
+                p.error().c_str());
+  if (!resp.next_page_token().empty())
+    std::printf("more: gostctl parked --after %s\n", resp.next_page_token().c_str());
+  return 0;
+}
+
+/// retry-parked / drop-parked ID...
+int parked_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
+  bool retry = c.cmd == "retry-parked";
+  gost::v1::ParkedOutboxVerbRequest req;
+  for (auto& p : c.positional) {
+    int64_t id = 0;
+    if (!positive(p, id)) {
+      std::fprintf(stderr, "gostctl %s: `%s` is not a parked row id (gostctl parked lists them)\n",
+                   c.cmd.c_str(), p.c_str());
+      return 2;
+    }
+    req.add_ids(id);
+  }
+  if (req.ids().empty()) {
+    std::fprintf(stderr, "gostctl %s: give parked row ids (gostctl parked lists them)\n",
+                 c.cmd.c_str());
+    return 2;
+  }
+  req.set_who(who(c));
+  gost::v1::ParkedOutboxVerbResponse resp;
+  auto call = [&](grpc::ClientContext* ctx, const gost::v1::ParkedOutboxVerbRequest& r,
+                  gost::v1::ParkedOutboxVerbResponse* o) {
+    return retry ? admin.RetryParkedOutbox(ctx, r, o) : admin.DropParkedOutbox(ctx, r, o);
+  };
+  if (!verb_call(c, call, req, resp))
+    return 1;
+  if (retry)
+    std::printf("%llu parked row(s) back in the outbox; their shard's relay sends them next\n",
+                static_cast<unsigned long long>(resp.rows()));
+  else
+    std::printf("%llu parked row(s) dropped (never published)\n",
+                static_cast<unsigned long long>(resp.rows()));
+  return 0;
+}
+
+int list_parked_cmd(const cli& c) {
+  auto admin = admin_stub(c);
+  return list_parked(*admin, c);
+}
+
+int parked_verb_cmd(const cli& c) {
+  auto admin = admin_stub(c);
+  return parked_verb(*admin, c);
+}
+
 int list_dead_cmd(const cli& c) {
   auto admin = admin_stub(c);
   return list_dead(*admin, c);
@@ -140,6 +229,17 @@ std::vector<command> dead_letter_commands() {
      dead_verb_cmd},
     {"discard-dead", "dead letters", "ID [ID...] | --stage S [--since T] [--until T]",
      "release dead letters without running the stage again", dead_verb_cmd},
+    {"parked", "dead letters", "[--limit N] [--after ID]",
+     "outbox rows the relay parked because the broker refused a message\n"
+     "for good (too large for the topic, ...): id, shard, topic, key,\n"
+     "bytes, reason, parked, error; the rows behind them went on",
+     list_parked_cmd},
+    {"retry-parked", "dead letters", "ID [ID...]",
+     "put parked outbox rows back into the outbox (after raising the\n"
+     "topic's max.message.bytes and kafka.message_max_bytes): sent next",
+     parked_verb_cmd},
+    {"drop-parked", "dead letters", "ID [ID...]",
+     "delete parked outbox rows: their events are never published", parked_verb_cmd},
   };
 }
 

@@ -61,7 +61,7 @@ TEST_CASE("the producer reports each delivery to its owner") {
   kafka::producer_options po;
   po.role = "the test's producer";
   po.settings = {{"test.mock.num.brokers", "1", "kafka.brokers"}};
-  po.on_delivery = [&](void* opaque, const char* error) {
+  po.on_delivery = [&](void* opaque, const char* error, const char*) {
     reports.emplace_back(opaque, error == nullptr);
   };
   auto p = kafka::producer::make(std::move(po));

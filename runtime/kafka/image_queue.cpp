@@ -101,7 +101,7 @@ caf::expected<std::unique_ptr<image_queue>> image_queue::start(image_queue_optio
   po.settings = {kafka::brokers_setting(opts.kafka.brokers),
                  {"message.timeout.ms", std::to_string(opts.kafka.message_timeout.count()),
                   "kafka.message_timeout"}};
-  po.on_delivery = [](void* opaque, const char* error) {
+  po.on_delivery = [](void* opaque, const char* error, const char*) {
     auto* slot = static_cast<delivery_slot*>(opaque);
     slot->wait->report(slot->index, error);
   };

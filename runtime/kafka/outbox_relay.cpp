@@ -1,6 +1,13 @@
 // The outbox relay: rounds of "read the oldest rows of the owned shards, produce their events,
 // wait for every delivery report, delete the rows delivered". One round in flight at a time,
 // so a broken broker never makes the relay queue the same rows twice.
+//
+// Parking (issue 27): a row whose message the broker refused for good (permanent_reason) would
+// block its shard forever. The broker refuses a whole record batch, so the rows sent with the
+// culprit fail too: a row failing that way first becomes a suspect, and suspects go alone, one
+// per round (after the rows older than them). A suspect refused for good alone, or a message the
+// producer itself refuses as too large, is moved to `outbox_parked` (logged, counted) and the
+// rows behind it go on.
 
 #include "kafka/outbox_relay.hpp"
 
@@ -8,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -16,9 +24,11 @@
 #include "cluster/router.hpp"
 #include "gost/core/backoff.hpp"
 #include "gost/core/dependency.hpp"
+#include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/core/stats.hpp"
+#include "gost/core/stats_registry.hpp"
 #include "gost/persistence/outbox/outbox.hpp"
 #include "gost/v1/events.pb.h"
 #include "kafka/producer.hpp"
@@ -36,12 +46,30 @@ struct row_state {
   bool failed = false;
   bool delivery = false; ///< failed in the producer or the broker (not an unparsable row)
   std::string error;
+  /// The first message refused for good: its class (permanent_reason), topic, key, size.
+  const char* permanent = nullptr;
+  bool refused_locally = false; ///< by the producer itself: no other message was involved
+  std::string bad_topic;
+  std::string bad_key;
+  size_t bad_bytes = 0;
+};
+
+/// One message of the round in flight: the delivery report's opaque.
+struct message_state {
+  row_state* row;
+  std::string topic;
+  std::string key;
+  size_t bytes;
 };
 
 struct relay_state {
   static inline const char* name = "gost.outbox";
   relay_options opts;
-  std::deque<row_state> round; ///< stable addresses: delivery reports point into it
+  std::deque<row_state> round;        ///< stable addresses: delivery reports point into it
+  std::deque<message_state> messages; ///< of the round; the reports' opaques point into it
+  /// Rows refused for good along with others (a whole batch is refused): each goes alone
+  /// before it is parked. Dropped once delivered, parked, or no longer read (shard gone).
+  std::set<int64_t> suspects;
   bool waiting_logged = false;
   std::optional<retry_pace> reads; ///< of the outbox reads (set at the start)
   /// The wait before the next tick: outbox.poll, doubled by each read that found nothing up to
@@ -56,16 +84,53 @@ struct relay_state {
 
 using self_ptr = caf::stateful_actor<relay_state>*;
 
-void on_delivery(void* opaque, const char* error) {
-  auto* r = static_cast<row_state*>(opaque);
-  if (r == nullptr)
+void on_delivery(void* opaque, const char* error, const char* permanent) {
+  auto* m = static_cast<message_state*>(opaque);
+  if (m == nullptr)
     return;
+  auto* r = m->row;
   --r->pending;
   if (error != nullptr) {
     r->failed = true;
     r->delivery = true;
     r->error = error;
+    if (permanent != nullptr && r->permanent == nullptr) {
+      r->permanent = permanent;
+      r->bad_topic = m->topic;
+      r->bad_key = m->key;
+      r->bad_bytes = m->bytes;
+    }
   }
+}
+
+/// Moves a row refused for good aside; true when it no longer blocks its shard.
+bool park(relay_state& st, const row_state& r) {
+  persistence::parked_outbox_row p;
+  p.id = r.row.id;
+  p.shard = r.row.shard;
+  p.events = r.row.events;
+  p.topic = r.bad_topic;
+  p.key = r.bad_key;
+  p.bytes = static_cast<int64_t>(r.bad_bytes);
+  p.reason = r.permanent;
+  p.error = r.error;
+  auto moved = persistence::park_outbox(*st.opts.pool, p);
+  if (!moved) {
+    if (!db_outage_reported(st.opts.db.get(), moved.error()))
+      lg->warn("outbox row not parked id={} shard={} error={}; retrying", r.row.id, r.row.shard,
+               persistence::error_message(moved.error()));
+    return false;
+  }
+  st.suspects.erase(r.row.id);
+  if (*moved) {
+    lg->error("outbox row parked id={} shard={} topic={} key={} bytes={} reason={} error=\"{}\"; "
+              "the rows behind it go on (gostctl parked lists it, gostctl retry-parked sends it "
+              "again once the broker takes it)",
+              r.row.id, r.row.shard, r.bad_topic, r.bad_key, r.bad_bytes, r.permanent, r.error);
+    if (st.opts.parked)
+      st.opts.parked->add(r.permanent);
+  }
+  return true;
 }
 
 /// All reports are in: delete, per shard, the rows delivered before the first failure (so a
@@ -77,9 +142,20 @@ void finish_round(self_ptr self) {
   uint64_t events = 0;
   uint64_t failures = 0;
   const char* broker_error = nullptr; ///< the first delivery failure (not an unparsable row)
+  bool alone = st.round.size() == 1;
   for (auto& r : st.round) {
+    if (r.failed && r.permanent != nullptr && !blocked[r.row.shard]) {
+      // Refused for good: alone (or by the producer itself), it is the culprit; with others,
+      // maybe only their batch's neighbour.
+      if (alone || r.refused_locally) {
+        if (park(st, r))
+          continue;
+      } else {
+        st.suspects.insert(r.row.id);
+      }
+    }
     if (r.failed) {
-      if (r.delivery && broker_error == nullptr)
+      if (r.delivery && broker_error == nullptr && r.permanent == nullptr)
         broker_error = r.error.c_str();
       // With a tracker, the broker's outage is its lines; each blocked shard is detail.
       if (!blocked[r.row.shard]) {
@@ -96,6 +172,7 @@ void finish_round(self_ptr self) {
     }
     if (blocked[r.row.shard])
       continue;
+    st.suspects.erase(r.row.id);
     done.push_back(r.row.id);
     events += static_cast<uint64_t>(r.row.events);
   }
@@ -114,6 +191,7 @@ void finish_round(self_ptr self) {
   }
   st.opts.stats->outbox_publish_failures.fetch_add(failures, std::memory_order_relaxed);
   st.round.clear();
+  st.messages.clear();
   if (failures > 0)
     st.producer->replace_if_fatal(); // no message is outstanding between rounds
 }
@@ -139,9 +217,21 @@ void start_round(self_ptr self) {
     st.idle_reads->reset();
     st.wait = st.opts.outbox.poll;
   }
+  if (!st.suspects.empty()) {
+    // The rows older than the first suspect go as usual, then the suspect alone.
+    auto first = std::find_if(rows->begin(), rows->end(),
+                              [&](auto& r) { return st.suspects.count(r.id) > 0; });
+    if (first == rows->end())
+      st.suspects.clear(); // delivered by an earlier owner, or the shard moved
+    else if (first == rows->begin())
+      rows->resize(1);
+    else
+      rows->erase(first, rows->end());
+  }
   for (auto& row : *rows) {
-    st.round.push_back({std::move(row), 0, false, {}});
+    st.round.push_back({});
     auto& r = st.round.back();
+    r.row = std::move(row);
     v1::OutboxBatch batch;
     if (!batch.ParseFromString(r.row.payload)) {
       // Never written by gost: keep it (an operator looks at it) but do not block its shard.
@@ -153,11 +243,19 @@ void start_round(self_ptr self) {
     }
     auto send = [&](const std::string& topic, std::string_view key, std::string_view value) {
       ++r.pending;
-      if (auto err = st.producer->produce(topic, key, value, &r)) {
+      st.messages.push_back({&r, topic, std::string{key}, value.size()});
+      if (auto err = st.producer->produce(topic, key, value, &st.messages.back())) {
         --r.pending;
         r.failed = true;
         r.delivery = true;
         r.error = persistence::error_message(err);
+        if (classify(err) == disposition::fail) { // larger than message.max.bytes
+          r.permanent = "message_too_large";
+          r.refused_locally = true;
+          r.bad_topic = topic;
+          r.bad_key = std::string{key};
+          r.bad_bytes = value.size();
+        }
         return false;
       }
       return true;
@@ -194,6 +292,29 @@ void tick(self_ptr self) {
 
 } // namespace
 
+void parked_stats::add(const std::string& reason) {
+  std::lock_guard<std::mutex> g{mtx_};
+  ++by_reason_[reason];
+}
+
+std::map<std::string, uint64_t> parked_stats::by_reason() const {
+  std::lock_guard<std::mutex> g{mtx_};
+  return by_reason_;
+}
+
+void add_relay_metrics(stats_registry& reg, std::shared_ptr<const parked_stats> parked) {
+  reg.add([parked = std::move(parked)](metric_families& out) {
+    const char* name = "gost_outbox_parked_total";
+    const char* help = "Outbox rows this node moved to outbox_parked because the broker refused "
+                       "one of their messages for good, by reason (message_too_large, "
+                       "record_list_too_large, invalid_record, invalid_topic, "
+                       "topic_not_authorized). gostctl parked lists them.";
+    out.declare(name, metric_type::counter, help);
+    for (auto& [reason, n] : parked->by_reason())
+      out.add(name, stat_kind::counter, help, {{"reason", reason}}, static_cast<int64_t>(n));
+  });
+}
+
 caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_options opts) {
   kafka::producer_options po;
   po.role = "the outbox relay's Kafka producer";
@@ -206,6 +327,8 @@ caf::expected<caf::actor> spawn_outbox_relay(caf::actor_system& sys, relay_optio
   }
   po.settings.push_back({"message.timeout.ms", std::to_string(opts.kafka.message_timeout.count()),
                          "kafka.message_timeout"});
+  po.settings.push_back(
+    {"message.max.bytes", std::to_string(opts.kafka.message_max_bytes), "kafka.message_max_bytes"});
   po.on_delivery = on_delivery;
   auto made = kafka::producer::make(std::move(po));
   if (!made)

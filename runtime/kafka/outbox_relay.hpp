@@ -4,10 +4,15 @@
 // gost.v1.OfferSaved event; and a row's other messages (image notifications) to their own
 // topics, keyed as written — with an idempotent producer, in commit order per shard, and
 // deletes a row only after the broker acknowledged all of its events. Broker unreachable:
-// rows stay in PostgreSQL and go out when it is back (at least once, never lost).
+// rows stay in PostgreSQL and go out when it is back (at least once, never lost). A row the
+// broker refuses for good (a message above the topic's max.message.bytes, ...) is parked in
+// `outbox_parked` and the rows behind it go on (docs/operations.md, "Parked outbox rows").
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -18,6 +23,7 @@
 
 namespace gost {
 class dependency_tracker;
+class stats_registry;
 struct node_stats;
 } // namespace gost
 
@@ -29,15 +35,30 @@ namespace gost::runtime {
 
 class router;
 
+/// What the relay parked, by reason (gost_outbox_parked_total). The relay adds, /metrics reads.
+class parked_stats {
+public:
+  void add(const std::string& reason);
+  std::map<std::string, uint64_t> by_reason() const;
+
+private:
+  mutable std::mutex mtx_;
+  std::map<std::string, uint64_t> by_reason_;
+};
+
+/// Registers gost_outbox_parked_total{reason}.
+void add_relay_metrics(stats_registry& reg, std::shared_ptr<const parked_stats> parked);
+
 struct relay_options {
   /// `kafka.brokers` (empty: librdkafka's in-process mock cluster, nothing is kept),
-  /// `kafka.topic`, `kafka.message_timeout`.
+  /// `kafka.topic`, `kafka.message_timeout`, `kafka.message_max_bytes`.
   config::kafka_config kafka;
   config::outbox_config outbox; ///< `outbox.poll`
   size_t rows_per_round = 100;
   persistence::pg_pool* pool = nullptr;
   std::shared_ptr<router> routes;
   std::shared_ptr<node_stats> stats;
+  std::shared_ptr<parked_stats> parked; ///< may be null (nothing counted)
   /// The node's PostgreSQL tracker: while the database is away the relay reads no outbox
   /// (waits doubling up to 2 s, over as soon as any call reaches the database again), and
   /// its failures are logged by the tracker only. May be null.

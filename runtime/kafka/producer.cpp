@@ -13,6 +13,17 @@ const auto lg = gost::log::get("kafka");
 
 } // namespace
 
+const char* permanent_reason(rd_kafka_resp_err_t err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: return "message_too_large";
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE: return "record_list_too_large";
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD: return "invalid_record";
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION: return "invalid_topic";
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED: return "topic_not_authorized";
+    default: return nullptr;
+  }
+}
+
 struct producer::impl {
   producer_options opts;
   client_spec spec;
@@ -27,7 +38,8 @@ struct producer::impl {
     if (failed)
       self->failures.fetch_add(1, std::memory_order_relaxed);
     if (self->opts.on_delivery)
-      self->opts.on_delivery(m->_private, failed ? rd_kafka_err2str(m->err) : nullptr);
+      self->opts.on_delivery(m->_private, failed ? rd_kafka_err2str(m->err) : nullptr,
+                             failed ? permanent_reason(m->err) : nullptr);
   }
 
   caf::expected<client_ptr> make() {
@@ -61,6 +73,9 @@ struct producer::impl {
 
   caf::error refused(rd_kafka_resp_err_t err) {
     failures.fetch_add(1, std::memory_order_relaxed);
+    if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+      return make_error(errc::invalid_argument,
+                        spec.role + " refused a message for good: " + rd_kafka_err2str(err));
     return make_error(err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? errc::overloaded : errc::unavailable,
                       spec.role + " refused a message: " + rd_kafka_err2str(err));
   }

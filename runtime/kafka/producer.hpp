@@ -34,11 +34,20 @@ struct producer_options {
   /// adds enable.idempotence=true and linger.ms=5.
   std::vector<setting> settings;
   /// Called with the `opaque` given to `produce` and, when the message was not delivered,
-  /// why (librdkafka's static text); null when the broker acknowledged it.
-  std::function<void(void* opaque, const char* error)> on_delivery;
+  /// why (librdkafka's static text); null when the broker acknowledged it. `permanent` is
+  /// null unless the broker refused the message for good (sending it again cannot help):
+  /// then its class, `permanent_reason`.
+  std::function<void(void* opaque, const char* error, const char* permanent)> on_delivery;
   /// How long the destructor waits for outstanding reports before it purges the rest.
   std::chrono::milliseconds close_wait{2000};
 };
+
+/// The class of an error no retry of the same message can cure, for logs and metric labels:
+/// message_too_large (MSG_SIZE_TOO_LARGE: above the topic's max.message.bytes or the
+/// producer's message.max.bytes), record_list_too_large, invalid_record, invalid_topic,
+/// topic_not_authorized; null for any other error (retriable: broker away, timeouts, leader
+/// moves, a topic not created yet).
+const char* permanent_reason(rd_kafka_resp_err_t err);
 
 class producer {
 public:
@@ -52,7 +61,9 @@ public:
   ~producer();
 
   /// Queues a message (copied). Errors: errc::overloaded when the local queue is full,
-  /// errc::unavailable for any other refusal; either is also counted in `take_failures`.
+  /// errc::invalid_argument for a message larger than the producer's message.max.bytes
+  /// (never accepted: permanent_reason message_too_large), errc::unavailable for any other
+  /// refusal; each is also counted in `take_failures`.
   caf::error produce(const std::string& topic, std::string_view key, std::string_view value,
                      void* opaque = nullptr);
 

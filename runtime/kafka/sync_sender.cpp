@@ -5,7 +5,7 @@
 namespace gost::runtime::kafka {
 
 sync_sender::sync_sender(producer_options opts) : opts_(std::move(opts)) {
-  opts_.on_delivery = [](void* opaque, const char* error) {
+  opts_.on_delivery = [](void* opaque, const char* error, const char*) {
     *static_cast<std::string*>(opaque) = error == nullptr ? "" : error;
   };
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gost/core/log.hpp"
+#include "gost/core/stats_registry.hpp"
 #include "kafka/outbox_relay.hpp"
 #include "node/limits.hpp"
 #include "node/start.hpp"
@@ -29,6 +30,8 @@ caf::error start_outbox_relay(node_context& n) {
   ro.stats = n.stats;
   ro.db = n.db;
   ro.broker = n.kafka;
+  ro.parked = std::make_shared<parked_stats>();
+  add_relay_metrics(*n.registry, ro.parked);
   auto relay = spawn_outbox_relay(*n.sys, std::move(ro));
   if (!relay)
     return relay.error(); // names the key to change

@@ -1,6 +1,7 @@
 // After-save events through the real Kafka broker (scripts/kafka.sh; GOST_TEST_KAFKA): every
 // committed change of an offer is published, in version order per offer, and an unreachable
-// broker loses nothing: the outbox keeps the events until a relay can deliver them.
+// broker loses nothing: the outbox keeps the events until a relay can deliver them; an event
+// the broker refuses for good is parked and the events behind it go on.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -17,7 +18,10 @@
 #include <grpcpp/grpcpp.h>
 #include <librdkafka/rdkafka.h>
 
+#include "gost/testing/http.hpp"
 #include "gost/testing/kafka.hpp"
+#include "gost/testing/metrics.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/events.pb.h"
@@ -28,6 +32,34 @@ using namespace std::chrono_literals;
 using testing::child_process;
 
 namespace {
+
+/// Creates `n` offers and updates each `updates` times; returns id -> last version.
+std::map<std::string, int64_t> load_offers(v1::OfferService::Stub& stub, int n, int updates) {
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < n; ++i) {
+    v1::CreateOfferRequest c;
+    c.mutable_offer()->set_seller_id("outbox-seller");
+    c.mutable_offer()->set_title("v1");
+    v1::CreateOfferResponse cr;
+    grpc::ClientContext cctx;
+    auto s = stub.CreateOffer(&cctx, c, &cr);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    auto id = cr.offer().id();
+    out[id] = 1;
+    for (int u = 0; u < updates; ++u) {
+      v1::UpdateOfferRequest up;
+      *up.mutable_offer() = cr.offer();
+      up.mutable_offer()->set_title("v" + std::to_string(u + 2));
+      up.clear_expected_version();
+      v1::UpdateOfferResponse ur;
+      grpc::ClientContext uctx;
+      s = stub.UpdateOffer(&uctx, up, &ur);
+      REQUIRE_MESSAGE(s.ok(), s.error_message());
+      out[id] = ur.offer().version();
+    }
+  }
+  return out;
+}
 
 struct gostd {
   std::string port_file = "/tmp/gostd-outbox-" + std::to_string(getpid());
@@ -53,33 +85,7 @@ struct gostd {
     std::remove(port_file.c_str());
   }
 
-  /// Creates `n` offers and updates each `updates` times; returns id -> last version.
-  std::map<std::string, int64_t> load(int n, int updates) {
-    std::map<std::string, int64_t> out;
-    for (int i = 0; i < n; ++i) {
-      v1::CreateOfferRequest c;
-      c.mutable_offer()->set_seller_id("outbox-seller");
-      c.mutable_offer()->set_title("v1");
-      v1::CreateOfferResponse cr;
-      grpc::ClientContext cctx;
-      auto s = stub->CreateOffer(&cctx, c, &cr);
-      REQUIRE_MESSAGE(s.ok(), s.error_message());
-      auto id = cr.offer().id();
-      out[id] = 1;
-      for (int u = 0; u < updates; ++u) {
-        v1::UpdateOfferRequest up;
-        *up.mutable_offer() = cr.offer();
-        up.mutable_offer()->set_title("v" + std::to_string(u + 2));
-        up.clear_expected_version();
-        v1::UpdateOfferResponse ur;
-        grpc::ClientContext uctx;
-        s = stub->UpdateOffer(&uctx, up, &ur);
-        REQUIRE_MESSAGE(s.ok(), s.error_message());
-        out[id] = ur.offer().version();
-      }
-    }
-    return out;
-  }
+  std::map<std::string, int64_t> load(int n, int updates) { return load_offers(*stub, n, updates); }
 };
 
 /// Reads the topic from the start until `want` distinct (offer, version) pairs arrived (or a
@@ -210,4 +216,90 @@ TEST_CASE("the broker stops answering mid-load (SIGSTOP) and comes back: nothing
   }
   auto seen = consume(topic, 20 * 3);
   check_complete(last, seen);
+}
+
+TEST_CASE("an event larger than the topic takes is parked, the events behind it flow, an operator "
+          "sends it again") {
+  testing::temp_db db;
+  auto topic = fresh_topic();
+  // The broker refuses a record batch above 16 KiB on this topic, for good.
+  testing::create_topic(topic, {{"max.message.bytes", "16384"}});
+  auto port_file = testing::temp_path("gostd-outbox-park");
+  // One shard: every event is behind the large one in the same relay queue.
+  child_process proc{
+    GOSTD_PATH,
+    testing::node_args(db, port_file,
+                       {"--shard.count=1", "--kafka.brokers=" + testing::kafka_brokers(),
+                        "--kafka.topic=" + topic, "--kafka.message_timeout=3s",
+                        "--stages.expire.enabled=false"})};
+  auto [grpc_port, http_port] = testing::read_ports(proc, port_file);
+  auto addr = "127.0.0.1:" + std::to_string(grpc_port);
+  auto stub =
+    v1::OfferService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  auto gostctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--addr", addr});
+    child_process p{GOSTCTL_PATH, args};
+    int rc = p.wait(30s);
+    return std::pair{rc, p.output()};
+  };
+
+  v1::CreateOfferRequest c;
+  c.mutable_offer()->set_seller_id("outbox-seller");
+  c.mutable_offer()->set_title("large");
+  c.mutable_offer()->set_description(std::string(40'000, 'x')); // a 40 KB event
+  v1::CreateOfferResponse cr;
+  grpc::ClientContext cctx;
+  auto s = stub->CreateOffer(&cctx, c, &cr);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  auto large = cr.offer().id();
+  auto last = load_offers(*stub, 20, 1); // committed after the large one
+
+  // The rows behind the large one are published and deleted; the large one is parked.
+  REQUIRE_MESSAGE(testing::eventually(
+                    60s, [&] { return db.scalar("SELECT count(*) FROM outbox_batches") == "0"; }),
+                  proc.output());
+  CHECK(db.scalar("SELECT count(*) FROM outbox_parked") == "1");
+  CHECK(db.scalar("SELECT msg_key || ' ' || reason || ' ' || topic FROM outbox_parked")
+        == large + " message_too_large " + topic);
+  auto seen = consume(topic, 20 * 2);
+  check_complete(last, seen);
+  CHECK(seen.count(large) == 0);
+
+  // What the operator sees: one log line, the metric, the console's list.
+  auto log = proc.output();
+  CHECK_MESSAGE(log.find("outbox row parked id=") != std::string::npos, log);
+  CHECK(log.find("key=" + large) != std::string::npos);
+  auto metrics = testing::http_get(static_cast<uint16_t>(http_port), "/metrics");
+  CHECK_MESSAGE(
+    testing::metric_sample(metrics, "gost_outbox_parked_total{reason=\"message_too_large\"}") == 1,
+    metrics);
+  auto [rc, listed] = gostctl({"parked"});
+  CHECK_MESSAGE(rc == 0, listed);
+  CHECK_MESSAGE(listed.find(large) != std::string::npos, listed);
+  CHECK(listed.find("message_too_large") != std::string::npos);
+  auto id = db.scalar("SELECT id FROM outbox_parked");
+  auto [bad_rc, bad] = gostctl({"retry-parked", "x"});
+  CHECK(bad_rc == 2);
+  CHECK_MESSAGE(bad.find("`x` is not a parked row id") != std::string::npos, bad);
+
+  // The operator raises the topic's limit and sends it again: it arrives.
+  testing::alter_topic(topic, {{"max.message.bytes", "1048588"}});
+  auto [retry_rc, retried] = gostctl({"retry-parked", id});
+  CHECK_MESSAGE(retry_rc == 0, retried);
+  CHECK_MESSAGE(retried.find("1 parked row(s) back in the outbox") != std::string::npos, retried);
+  REQUIRE_MESSAGE(testing::eventually(
+                    60s, [&] { return db.scalar("SELECT count(*) FROM outbox_batches") == "0"; }),
+                  proc.output());
+  CHECK(db.scalar("SELECT count(*) FROM outbox_parked") == "0");
+  bool arrived = false;
+  testing::consume_topic(
+    topic, [&](const rd_kafka_message_t& m) { arrived = arrived || testing::key_of(m) == large; },
+    [&] { return arrived; });
+  CHECK_MESSAGE(arrived, proc.output());
+  auto [empty_rc, empty] = gostctl({"parked"});
+  CHECK(empty_rc == 0);
+  CHECK(empty.find("no parked outbox rows") != std::string::npos);
+  proc.signal(SIGTERM);
+  proc.wait(30s);
+  std::remove(port_file.c_str());
 }

@@ -1,5 +1,6 @@
 // gost.v1.AdminService: the open dead letters (ListDeadLetters) and their verbs (retry,
-// discard).
+// discard); the outbox's own dead letters, rows parked by the relay (ListParkedOutbox) and
+// theirs (retry, drop).
 #include "api/admin_service.hpp"
 
 #include <cerrno>
@@ -19,6 +20,7 @@
 #include "gost/core/log.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/persistence/offers/dead_letters.hpp"
+#include "gost/persistence/outbox/outbox.hpp"
 
 namespace gost::runtime {
 
@@ -41,6 +43,17 @@ grpc::Status dead_letter_filter_of(const v1::DeadLetterFilter& in,
   if (out.since_us != 0 && out.until_us != 0 && out.until_us <= out.since_us)
     return invalid("filter.until must be after filter.since");
   return grpc::Status::OK;
+}
+
+/// The id a page ended at, from a page token (empty: 0); false when it is not one we gave.
+bool page_after(const std::string& token, int64_t& after) {
+  after = 0;
+  if (token.empty())
+    return true;
+  char* end = nullptr;
+  errno = 0;
+  after = std::strtoll(token.c_str(), &end, 10);
+  return errno == 0 && *end == '\0' && after >= 0;
 }
 
 /// Text of a filter for the log.
@@ -83,15 +96,10 @@ void admin_service::list_dead_letters(const v1::ListDeadLettersRequest& req,
     return;
   }
   int64_t after = 0;
-  if (!req.page_token().empty()) {
-    char* end = nullptr;
-    errno = 0;
-    after = std::strtoll(req.page_token().c_str(), &end, 10);
-    if (errno != 0 || *end != '\0' || after < 0) {
-      done(invalid("page_token `" + req.page_token()
-                   + "` is not one this call gave (next_page_token)"));
-      return;
-    }
+  if (!page_after(req.page_token(), after)) {
+    done(
+      invalid("page_token `" + req.page_token() + "` is not one this call gave (next_page_token)"));
+    return;
   }
   persistence::dead_letter_filter f;
   if (auto st = dead_letter_filter_of(req.filter(), f); !st.ok()) {
@@ -205,6 +213,103 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
                        static_cast<uint8_t>(kit::event_source::console));
       else if (wakes)
         wakes->wake(kinds::offers_name, shard);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::ListParkedOutbox(grpc::CallbackServerContext* ctx,
+                                                          const v1::ListParkedOutboxRequest* req,
+                                                          v1::ListParkedOutboxResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  uint32_t size = 0;
+  if (auto problem = check_page_size("page_size", req->page_size(), limits_, size);
+      !problem.empty()) {
+    reactor->Finish(invalid(problem));
+    return reactor;
+  }
+  int64_t after = 0;
+  if (!page_after(req->page_token(), after)) {
+    reactor->Finish(invalid("page_token `" + req->page_token()
+                            + "` is not one this call gave (next_page_token)"));
+    return reactor;
+  }
+  auto pool = cluster_.pool;
+  hub_.run_blocking([=] {
+    auto rows = persistence::list_parked_outbox(*pool, after, size + 1);
+    if (!rows) {
+      reactor->Finish(to_status(rows.error()));
+      return;
+    }
+    bool more = rows->size() > size;
+    if (more)
+      rows->resize(size);
+    for (auto& p : *rows) {
+      auto* out = resp->add_rows();
+      out->set_id(p.id);
+      out->set_shard(p.shard);
+      out->set_events(p.events);
+      out->set_topic(p.topic);
+      out->set_key(p.key);
+      out->set_bytes(p.bytes);
+      out->set_reason(p.reason);
+      out->set_error(p.error);
+      *out->mutable_parked_at() = TimeUtil::MicrosecondsToTimestamp(p.parked_us);
+    }
+    if (more && !rows->empty())
+      resp->set_next_page_token(std::to_string(rows->back().id));
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* admin_service::RetryParkedOutbox(grpc::CallbackServerContext* ctx,
+                                                           const v1::ParkedOutboxVerbRequest* req,
+                                                           v1::ParkedOutboxVerbResponse* resp) {
+  return parked_outbox_verb(ctx, req, resp, true);
+}
+
+grpc::ServerUnaryReactor* admin_service::DropParkedOutbox(grpc::CallbackServerContext* ctx,
+                                                          const v1::ParkedOutboxVerbRequest* req,
+                                                          v1::ParkedOutboxVerbResponse* resp) {
+  return parked_outbox_verb(ctx, req, resp, false);
+}
+
+grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServerContext* ctx,
+                                                            const v1::ParkedOutboxVerbRequest* req,
+                                                            v1::ParkedOutboxVerbResponse* resp,
+                                                            bool retry) {
+  auto* reactor = ctx->DefaultReactor();
+  if (auto ok = allowed(ctx, retry ? "retry parked outbox rows" : "drop parked outbox rows");
+      !ok.ok()) {
+    reactor->Finish(ok);
+    return reactor;
+  }
+  std::vector<int64_t> ids(req->ids().begin(), req->ids().end());
+  if (ids.empty()) {
+    reactor->Finish(invalid("ids: give the parked rows' ids (ListParkedOutbox lists them)"));
+    return reactor;
+  }
+  for (auto id : ids)
+    if (id <= 0) {
+      reactor->Finish(invalid("ids: " + std::to_string(id) + " is not a parked row id"));
+      return reactor;
+    }
+  auto who = who_asked(ctx, req->who());
+  auto pool = cluster_.pool;
+  hub_.run_blocking([=] {
+    auto n = retry ? persistence::retry_parked_outbox(*pool, ids)
+                   : persistence::drop_parked_outbox(*pool, ids);
+    if (!n) {
+      reactor->Finish(to_status(n.error()));
+      return;
+    }
+    std::string list;
+    for (size_t i = 0; i < ids.size(); ++i)
+      list += (i ? "," : "") + std::to_string(ids[i]);
+    lg->info("parked outbox rows {} ids={} rows={} by={}", retry ? "retried" : "dropped", list, *n,
+             who);
+    resp->set_rows(*n);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

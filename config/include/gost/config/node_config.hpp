@@ -136,6 +136,9 @@ struct kafka_config {
   std::string topic;
   std::string after_save_group;
   std::chrono::milliseconds message_timeout{};
+  /// The outbox relay's producer's message.max.bytes: keep it at the topic's (broker's)
+  /// max.message.bytes; validate() checks the limits fit in it.
+  uint32_t message_max_bytes = 0;
   /// How long a consumer group waits for a member that stopped heartbeating (a crashed
   /// node) before it hands that member's partitions to the others.
   std::chrono::milliseconds session_timeout{};

@@ -67,6 +67,80 @@ inline void produce_to(const std::string& topic,
   rd_kafka_destroy(producer);
 }
 
+namespace detail {
+
+/// Runs one admin request on a fresh client: `call(rk, queue)` starts it; waits for its result
+/// event and hands it to `check(event)`.
+template <class Call, class Check>
+void kafka_admin(Call call, Check check) {
+  char err[512];
+  auto* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", kafka_brokers().c_str(), err, sizeof(err));
+  auto* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  REQUIRE_MESSAGE(rk != nullptr, err);
+  auto* q = rd_kafka_queue_new(rk);
+  call(rk, q);
+  auto* ev = rd_kafka_queue_poll(q, 30'000);
+  REQUIRE_MESSAGE(ev != nullptr, "no answer from the broker's admin API in 30 s");
+  REQUIRE_MESSAGE(rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                  rd_kafka_event_error_string(ev));
+  check(ev);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+} // namespace detail
+
+/// Creates `topic` (one partition) with topic-level `configs` such as
+/// {"max.message.bytes", "20000"}; waits for the broker's answer.
+inline void create_topic(const std::string& topic,
+                         const std::vector<std::pair<std::string, std::string>>& configs) {
+  detail::kafka_admin(
+    [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+      char err[512];
+      auto* nt = rd_kafka_NewTopic_new(topic.c_str(), 1, 1, err, sizeof(err));
+      REQUIRE_MESSAGE(nt != nullptr, err);
+      for (auto& [k, v] : configs)
+        REQUIRE(rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str())
+                == RD_KAFKA_RESP_ERR_NO_ERROR);
+      rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+      rd_kafka_NewTopic_destroy(nt);
+    },
+    [&](rd_kafka_event_t* ev) {
+      size_t n = 0;
+      auto** res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+      REQUIRE(n == 1);
+      auto* why = rd_kafka_topic_result_error_string(res[0]);
+      REQUIRE_MESSAGE(rd_kafka_topic_result_error(res[0]) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                      (why != nullptr ? why : ""));
+    });
+}
+
+/// Sets topic-level `configs` of `topic` (AlterConfigs: those not given return to the
+/// broker's defaults).
+inline void alter_topic(const std::string& topic,
+                        const std::vector<std::pair<std::string, std::string>>& configs) {
+  detail::kafka_admin(
+    [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+      auto* res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+      for (auto& [k, v] : configs)
+        REQUIRE(rd_kafka_ConfigResource_set_config(res, k.c_str(), v.c_str())
+                == RD_KAFKA_RESP_ERR_NO_ERROR);
+      rd_kafka_AlterConfigs(rk, &res, 1, nullptr, q);
+      rd_kafka_ConfigResource_destroy(res);
+    },
+    [&](rd_kafka_event_t* ev) {
+      size_t n = 0;
+      auto** res =
+        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
+      REQUIRE(n == 1);
+      auto* why = rd_kafka_ConfigResource_error_string(res[0]);
+      REQUIRE_MESSAGE(rd_kafka_ConfigResource_error(res[0]) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                      (why != nullptr ? why : ""));
+    });
+}
+
 /// A message's key and value as strings.
 inline std::string key_of(const rd_kafka_message_t& m) {
   return {static_cast<const char*>(m.key), m.key_len};
