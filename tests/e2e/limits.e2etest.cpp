@@ -342,9 +342,11 @@ TEST_CASE("EntityService limits: an event's size, a pull's length") {
 TEST_CASE(
   "with the limits raised, an offer larger than gRPC's default message crosses node links") {
   testing::temp_db db;
-  const std::vector<std::string> big{"--limits.request_max_bytes=8m", "--limits.offer_max_bytes=6m",
-                                     "--limits.page_max_bytes=8m",    "--cluster.heartbeat=200ms",
-                                     "--cluster.lease_timeout=2s",    "--api.request_timeout=20s"};
+  // An after-save event of an offer at its limit must fit a Kafka message: raised with it.
+  const std::vector<std::string> big{
+    "--limits.request_max_bytes=8m", "--limits.offer_max_bytes=6m", "--limits.page_max_bytes=8m",
+    "--kafka.message_max_bytes=7m",  "--cluster.heartbeat=200ms",   "--cluster.lease_timeout=2s",
+    "--api.request_timeout=20s"};
   std::vector<std::unique_ptr<child_process>> nodes;
   std::vector<std::unique_ptr<offers_client>> clients;
   std::vector<std::string> port_files;
