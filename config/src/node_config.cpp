@@ -1132,8 +1132,8 @@ schema node_schema(const application& app) {
 }
 
 std::string validate(const node_config& c) {
-  constexpr int64_t request_room = 4096; // ids, request id, update mask around the content
-  constexpr uint64_t event_room = 4096;  // ids, version, timestamps, record key and headers
+  constexpr uint64_t request_room = 4096; // ids, request id, update mask around the content
+  constexpr uint64_t event_room = 4096;   // ids, version, timestamps, record key and headers
   {
     std::vector<std::string> set, missing;
     for (auto [key, value] : {std::pair{"cluster.tls_cert", &c.cluster.tls_cert},
@@ -1155,26 +1155,35 @@ std::string validate(const node_config& c) {
     return "kafka.topic must not be empty";
   if (c.node.data_dir.empty())
     return "node.data_dir must not be empty: set the directory of the node's data (default `var`)";
+  // Each content limit, with `room` bytes around it, must fit the ceiling `ceiling_key`.
+  using limit = std::pair<const char*, uint64_t>;
+  auto must_fit = [](std::initializer_list<limit> limits, uint64_t room, const char* ceiling_key,
+                     uint64_t ceiling, const char* or_else, const char* also) -> std::string {
+    for (auto [key, bytes] : limits)
+      if (bytes + room > ceiling)
+        return std::string{ceiling_key} + " (" + std::to_string(ceiling) + ") must be at least "
+               + key + " (" + std::to_string(bytes) + ") + " + std::to_string(room) + ", or "
+               + or_else + "; raise " + ceiling_key + also + " or lower " + key;
+    return {};
+  };
   // A request at a content limit must pass gRPC's own limit with its ids and mask around it.
-  for (auto [key, bytes] : {std::pair{"limits.offer_max_bytes", c.limits.offer_max_bytes},
-                            std::pair{"limits.state_max_bytes", c.limits.state_max_bytes},
-                            std::pair{"limits.event_max_bytes", c.limits.event_max_bytes}})
-    if (static_cast<int64_t>(bytes) + request_room > c.limits.request_max_bytes)
-      return std::string{"limits.request_max_bytes ("} + std::to_string(c.limits.request_max_bytes)
-             + ") must be at least " + key + " (" + std::to_string(bytes)
-             + ") + 4096, or a request at that limit could not be sent; raise "
-               "limits.request_max_bytes or lower "
-             + key;
+  if (auto e = must_fit({limit{"limits.offer_max_bytes", c.limits.offer_max_bytes},
+                         limit{"limits.state_max_bytes", c.limits.state_max_bytes},
+                         limit{"limits.event_max_bytes", c.limits.event_max_bytes}},
+                        request_room, "limits.request_max_bytes",
+                        static_cast<uint64_t>(c.limits.request_max_bytes),
+                        "a request at that limit could not be sent", "");
+      !e.empty())
+    return e;
   // An after-save event carries the offer and its states; one at its limit, with the ids,
   // version, timestamps and the record's key around it, must fit one Kafka message.
-  for (auto [key, bytes] : {std::pair{"limits.offer_max_bytes", c.limits.offer_max_bytes},
-                            std::pair{"limits.state_max_bytes", c.limits.state_max_bytes}})
-    if (static_cast<uint64_t>(bytes) + event_room > c.kafka.message_max_bytes)
-      return std::string{"kafka.message_max_bytes ("} + std::to_string(c.kafka.message_max_bytes)
-             + ") must be at least " + key + " (" + std::to_string(bytes)
-             + ") + 4096, or an after-save event at that limit could not be published; raise "
-               "kafka.message_max_bytes (and the topic's max.message.bytes) or lower "
-             + key;
+  if (auto e = must_fit({limit{"limits.offer_max_bytes", c.limits.offer_max_bytes},
+                         limit{"limits.state_max_bytes", c.limits.state_max_bytes}},
+                        event_room, "kafka.message_max_bytes", c.kafka.message_max_bytes,
+                        "an after-save event at that limit could not be published",
+                        " (and the topic's max.message.bytes)");
+      !e.empty())
+    return e;
   if (c.stages.photos.recheck_max < c.stages.photos.recheck)
     return "stages.photos.recheck_max must be at least stages.photos.recheck";
   if (c.stages.video.retry_max < c.stages.video.retry)
