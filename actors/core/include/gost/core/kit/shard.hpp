@@ -383,13 +383,15 @@ caf::error moved_error(Self self) {
 /// Stops an entity actor gracefully: forgotten here first, then told; everything forwarded to
 /// it before is still in its mailbox and handled before it stops.
 template <class Self>
-void passivate(Self self, const std::string& id) {
+void passivate(Self self, const std::string& which) {
   auto& st = self->state;
+  // `which` may be the resident set's own key (oldest_id()), which remove() frees: a copy.
+  std::string id = which;
   auto a = st.residents.remove(id); // its stopped message then finds nothing to forget
   if (!a)
     return;
   count_resident(st.cfg, -1);
-  st.stopping.emplace(a.id(), std::make_pair(id, a.address()));
+  st.stopping.emplace(a.id(), std::make_pair(std::move(id), a.address()));
   st.cfg.stats->passivated.fetch_add(1, std::memory_order_relaxed);
   self->send(a, passivate_atom_v, ok_atom_v);
 }
