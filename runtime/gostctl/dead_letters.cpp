@@ -11,6 +11,46 @@ namespace gost::ctl {
 
 namespace {
 
+/// --limit N and --after ID into `req`'s page (a page size; `noun` names what --after is);
+/// false on a bad one (exit code 2).
+template <class Request>
+bool page_opts(const cli& c, const char* noun, Request& req) {
+  int64_t n = 0;
+  if (c.opts.count("limit")) {
+    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
+      std::fprintf(stderr, "gostctl %s: --limit `%s` is not a page size (1 or more)\n",
+                   c.cmd.c_str(), opt(c, "limit").c_str());
+      return false;
+    }
+    req.set_page_size(static_cast<int32_t>(n));
+  }
+  if (c.opts.count("after")) {
+    if (!positive(opt(c, "after"), n)) {
+      std::fprintf(stderr, "gostctl %s: --after `%s` is not a %s id\n", c.cmd.c_str(),
+                   opt(c, "after").c_str(), noun);
+      return false;
+    }
+    req.set_page_token(opt(c, "after"));
+  }
+  return true;
+}
+
+/// The positional ids into `req.ids`; false on one that is not an id (exit code 2), naming
+/// `noun` and the verb `lister` that lists them.
+template <class Request>
+bool id_args(const cli& c, const char* noun, const char* lister, Request& req) {
+  for (auto& p : c.positional) {
+    int64_t id = 0;
+    if (!positive(p, id)) {
+      std::fprintf(stderr, "gostctl %s: `%s` is not a %s id (gostctl %s lists them)\n",
+                   c.cmd.c_str(), p.c_str(), noun, lister);
+      return false;
+    }
+    req.add_ids(id);
+  }
+  return true;
+}
+
 /// --stage, --since, --until into a filter; false on a bad one (exit code 2).
 bool dead_filter(const cli& c, gost::v1::DeadLetterFilter& f) {
   f.set_stage_id(opt(c, "stage"));
@@ -29,25 +69,8 @@ bool dead_filter(const cli& c, gost::v1::DeadLetterFilter& f) {
 /// deadletters [--stage S] [--since T] [--until T] [--limit N] [--after ID]
 int list_dead(gost::v1::AdminService::Stub& admin, const cli& c) {
   gost::v1::ListDeadLettersRequest req;
-  if (!dead_filter(c, *req.mutable_filter()))
+  if (!dead_filter(c, *req.mutable_filter()) || !page_opts(c, "dead letter", req))
     return 2;
-  int64_t n = 0;
-  if (c.opts.count("limit")) {
-    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
-      std::fprintf(stderr, "gostctl deadletters: --limit `%s` is not a page size (1 or more)\n",
-                   opt(c, "limit").c_str());
-      return 2;
-    }
-    req.set_page_size(static_cast<int32_t>(n));
-  }
-  if (c.opts.count("after")) {
-    if (!positive(opt(c, "after"), n)) {
-      std::fprintf(stderr, "gostctl deadletters: --after `%s` is not a dead letter id\n",
-                   opt(c, "after").c_str());
-      return 2;
-    }
-    req.set_page_token(opt(c, "after"));
-  }
   grpc::ClientContext ctx;
   admin_context(ctx, c);
   gost::v1::ListDeadLettersResponse resp;
@@ -77,17 +100,8 @@ int list_dead(gost::v1::AdminService::Stub& admin, const cli& c) {
 int dead_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
   bool retry = c.cmd == "retry-dead";
   gost::v1::DeadLettersVerbRequest req;
-  for (auto& p : c.positional) {
-    int64_t id = 0;
-    if (!positive(p, id)) {
-      std::fprintf(stderr,
-                   "gostctl %s: `%s` is not a dead letter id (gostctl deadletters lists "
-                   "them)\n",
-                   c.cmd.c_str(), p.c_str());
-      return 2;
-    }
-    req.add_ids(id);
-  }
+  if (!id_args(c, "dead letter", "deadletters", req))
+    return 2;
   if (!dead_filter(c, *req.mutable_filter()))
     return 2;
   auto& f = req.filter();
@@ -119,23 +133,8 @@ int dead_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
 /// parked [--limit N] [--after ID]
 int list_parked(gost::v1::AdminService::Stub& admin, const cli& c) {
   gost::v1::ListParkedOutboxRequest req;
-  int64_t n = 0;
-  if (c.opts.count("limit")) {
-    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
-      std::fprintf(stderr, "gostctl parked: --limit `%s` is not a page size (1 or more)\n",
-                   opt(c, "limit").c_str());
-      return 2;
-    }
-    req.set_page_size(static_cast<int32_t>(n));
-  }
-  if (c.opts.count("after")) {
-    if (!positive(opt(c, "after"), n)) {
-      std::fprintf(stderr, "gostctl parked: --after `%s` is not a parked row id\n",
-                   opt(c, "after").c_str());
-      return 2;
-    }
-    req.set_page_token(opt(c, "after"));
-  }
+  if (!page_opts(c, "parked row", req))
+    return 2;
   grpc::ClientContext ctx;
   admin_context(ctx, c);
   gost::v1::ListParkedOutboxResponse resp;
@@ -163,15 +162,8 @@ int list_parked(gost::v1::AdminService::Stub& admin, const cli& c) {
 int parked_verb(gost::v1::AdminService::Stub& admin, const cli& c) {
   bool retry = c.cmd == "retry-parked";
   gost::v1::ParkedOutboxVerbRequest req;
-  for (auto& p : c.positional) {
-    int64_t id = 0;
-    if (!positive(p, id)) {
-      std::fprintf(stderr, "gostctl %s: `%s` is not a parked row id (gostctl parked lists them)\n",
-                   c.cmd.c_str(), p.c_str());
-      return 2;
-    }
-    req.add_ids(id);
-  }
+  if (!id_args(c, "parked row", "parked", req))
+    return 2;
   if (req.ids().empty()) {
     std::fprintf(stderr, "gostctl %s: give parked row ids (gostctl parked lists them)\n",
                  c.cmd.c_str());
