@@ -4,7 +4,6 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <pqxx/pqxx>
 
@@ -12,6 +11,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_internal.hpp"
 
@@ -40,12 +40,7 @@ struct fixture : migrated_db {
   /// Waits (bounded) until `pred` holds.
   template <class Pred>
   bool eventually(Pred pred) {
-    for (int i = 0; i < 500; ++i) {
-      if (pred())
-        return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return pred();
+    return gost::testing::eventually(5s, pred);
   }
   bool gone(const std::string& id) {
     auto nodes = list_nodes(pool, 5s);
@@ -194,9 +189,20 @@ TEST_CASE_FIXTURE(
     auto again = take("n1");
     CHECK(again.shard != taken.shard);
   }
-  // A second process with the same node id does not get the lock while the first lives.
+  // A second process with the same node id does not get the lock while the first lives: once
+  // its session ran the look for gone nodes, which follows its try for the lock in each round,
+  // it has tried and failed.
+  auto sessions = [&](const std::string& where) {
+    return db.scalar("SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity"
+                     " WHERE application_name = 'gost/n1/live'"
+                     + where);
+  };
+  auto first = sessions("");
+  REQUIRE_FALSE(first.empty());
   cluster_listener twin{db.dsn(), [] {}, "n1"};
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(eventually([&] {
+    return !sessions(" AND pid NOT IN (" + first + ") AND query LIKE '%gone_nodes%'").empty();
+  }));
   CHECK_FALSE(twin.holds_liveness_lock());
 }
 
@@ -216,7 +222,13 @@ TEST_CASE_FIXTURE(
   pqxx::work commit{frozen};
   commit.exec("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(a.shard)
               + " FOR SHARE");
-  std::this_thread::sleep_for(300ms); // older than half the lease timeout below
+  // Older than half the lease timeout below, as PostgreSQL sees it.
+  REQUIRE(eventually([&] {
+    return db.scalar("SELECT xact_start < now() - interval '200 milliseconds' FROM"
+                     " pg_stat_activity WHERE pid = "
+                     + std::to_string(frozen.backendpid()))
+           == "t";
+  }));
 
   auto first = acquire_free_lease(pool, "n2", 400ms);
   REQUIRE(first);

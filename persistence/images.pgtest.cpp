@@ -34,6 +34,19 @@ image_result done(const image_request& r, std::string value) {
   return x;
 }
 
+/// The queue's waits passed without waiting: every task's `due_at` (a taker's visibility
+/// timeout, a retry's back-off) moved two hours back, as if the clock had moved on.
+void tasks_wait_out(migrated_db& m) {
+  m.db.scalar("UPDATE image_tasks SET due_at = due_at - interval '2 hours'");
+}
+
+/// The TTL of the result of `key` passed without waiting: its `expires_at` moved two hours back.
+void result_expires(migrated_db& m, const std::string& key) {
+  m.db.scalar("UPDATE image_results SET expires_at = expires_at - interval '2 hours' WHERE"
+              " result_key = '"
+              + key + "'");
+}
+
 std::string status_of(pg_pool& pool, const std::string& key) {
   auto rs = find_image_results(pool, {key});
   REQUIRE(rs);
@@ -122,18 +135,18 @@ TEST_CASE("tasks are taken oldest first, by function and partition, invisible wh
     REQUIRE(enqueue_image_tasks(m.pool, {request("preview", 1, url)}));
   REQUIRE(enqueue_image_tasks(m.pool, {request("preview", 2, "http://img/other-partition")}));
   REQUIRE(enqueue_image_tasks(m.pool, {request("ratio", 1, "http://img/other-function")}));
-  auto got = take_image_tasks(m.pool, "preview", {1}, 2, 300ms);
+  auto got = take_image_tasks(m.pool, "preview", {1}, 2, 1h);
   REQUIRE(got);
   REQUIRE(got->size() == 2);
   CHECK((*got)[0].args == "http://img/1");
   CHECK((*got)[1].args == "http://img/2");
-  auto rest = take_image_tasks(m.pool, "preview", {1}, 10, 300ms);
+  auto rest = take_image_tasks(m.pool, "preview", {1}, 10, 1h);
   REQUIRE(rest);
   REQUIRE(rest->size() == 1); // the taken two are invisible
   CHECK(rest->front().args == "http://img/3");
-  CHECK(take_image_tasks(m.pool, "preview", {1}, 10, 300ms)->empty());
+  CHECK(take_image_tasks(m.pool, "preview", {1}, 10, 1h)->empty());
   // A taker that died: after the visibility timeout they are taken again, oldest first.
-  std::this_thread::sleep_for(400ms);
+  tasks_wait_out(m);
   auto again = take_image_tasks(m.pool, "preview", {1, 2}, 10, 300ms);
   REQUIRE(again);
   REQUIRE(again->size() == 4);
@@ -181,9 +194,9 @@ TEST_CASE("finishing stores the result and deletes the task at once; retry backs
   REQUIRE(t);
   REQUIRE(t->size() == 1);
   // Visible again at once with the visibility gone, then backed off by the retry.
-  REQUIRE_FALSE(retry_image_task(m.pool, t->front(), "HTTP 503", 300ms));
+  REQUIRE_FALSE(retry_image_task(m.pool, t->front(), "HTTP 503", 1h));
   CHECK(take_image_tasks(m.pool, "main_color", {0}, 1, 10s)->empty());
-  std::this_thread::sleep_for(400ms);
+  tasks_wait_out(m);
   auto retried = take_image_tasks(m.pool, "main_color", {0}, 1, 10s);
   REQUIRE(retried);
   REQUIRE(retried->size() == 1);
@@ -193,27 +206,27 @@ TEST_CASE("finishing stores the result and deletes the task at once; retry backs
 
 TEST_CASE("results expire after their TTL and are reaped; an expired key queues again") {
   migrated_db m;
-  auto a = request("ratio", 0, "http://img/short.jpg", 200);
+  auto a = request("ratio", 0, "http://img/short.jpg");
   REQUIRE(enqueue_image_tasks(m.pool, {a}));
   auto t = take_image_tasks(m.pool, "ratio", {0}, 1, 10s);
   REQUIRE(t);
   REQUIRE_FALSE(finish_image_tasks(m.pool, {{t->front(), done(a, "r")}}));
   CHECK(status_of(m.pool, a.key) == "done");
-  std::this_thread::sleep_for(300ms);
+  result_expires(m, a.key);
   CHECK(status_of(m.pool, a.key) == "missing"); // expired: not served
   auto again = enqueue_image_tasks(m.pool, {a});
   REQUIRE(again);
   CHECK(*again == 1);
   CHECK(status_of(m.pool, a.key) == "pending"); // the expired row replaced
   // Reaping deletes only expired rows.
-  auto b = request("ratio", 0, "http://img/b.jpg", 100);
+  auto b = request("ratio", 0, "http://img/b.jpg");
   REQUIRE(enqueue_image_tasks(m.pool, {b}));
   auto tb = take_image_tasks(m.pool, "ratio", {0}, 10, 10s);
   REQUIRE(tb);
   for (auto& x : *tb)
     if (x.args == b.task.args)
       REQUIRE_FALSE(finish_image_tasks(m.pool, {{x, done(b, "r")}}));
-  std::this_thread::sleep_for(200ms);
+  result_expires(m, b.key);
   auto reaped = reap_image_results(m.pool, 100);
   REQUIRE(reaped);
   CHECK(*reaped == 1);
@@ -311,9 +324,9 @@ TEST_CASE("the Kafka queue's half: pending statuses without tasks, undone, and r
   // due after the delay; failing again there counts on.
   auto tc = c.task;
   tc.in_table = false;
-  REQUIRE_FALSE(retry_image_task(m.pool, tc, "HTTP 503", 300ms));
+  REQUIRE_FALSE(retry_image_task(m.pool, tc, "HTTP 503", 1h));
   CHECK(take_image_tasks(m.pool, "ratio", {2}, 1, 10s)->empty());
-  std::this_thread::sleep_for(400ms);
+  tasks_wait_out(m);
   auto retried = take_image_tasks(m.pool, "ratio", {2}, 1, 10s);
   REQUIRE(retried);
   REQUIRE(retried->size() == 1);

@@ -3,11 +3,12 @@
 // of its own (run with the dev preset: UBSan checks the worker's spawn).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "gost/core/call_hub.hpp"
@@ -18,29 +19,34 @@ using namespace std::chrono_literals;
 
 TEST_CASE_FIXTURE(testing::caf_fixture,
                   "run_blocking runs at most its threads' count of jobs at once, and all of them") {
-  std::atomic<int> running{0}, most{0}, done{0};
+  std::atomic<int> done{0};
+  int running = 0, most = 0; // guarded by mtx
+  bool full = false;         // three jobs ran at once
   std::vector<int> order;
   std::mutex mtx;
+  std::condition_variable cv;
   {
     call_hub hub{sys, 1, 3};
     for (int i = 0; i < 12; ++i)
       hub.run_blocking([&, i] {
-        auto now = ++running;
-        for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+        std::unique_lock<std::mutex> g{mtx};
+        most = std::max(most, ++running);
+        if (running == 3) {
+          full = true;
+          cv.notify_all();
         }
-        std::this_thread::sleep_for(20ms);
-        {
-          std::lock_guard<std::mutex> g{mtx};
-          order.push_back(i);
-        }
+        // Until three run at once, a job holds its thread: the hub's three threads side by
+        // side, and a fourth would start meanwhile if the hub had one (bounded: a hub of
+        // fewer threads fails the checks below instead of hanging).
+        cv.wait_for(g, 10s, [&] { return full; });
+        order.push_back(i);
         --running;
         ++done;
       });
     CHECK(hub.blocking_backlog() <= 12);
   } // the destructor waits for the jobs handed over
   CHECK(done == 12);
-  CHECK(most <= 3); // never more than its threads
-  CHECK(most >= 2); // and they do run side by side
+  CHECK(most == 3); // never more than its threads, and they do run side by side
   // First in, first out: the first three started before any later one.
   REQUIRE(order.size() == 12);
   for (size_t i = 0; i < 3; ++i)

@@ -22,10 +22,12 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/migrated_db.hpp"
+#include "gost/testing/process.hpp"
 
 using namespace gost;
 using namespace gost::images;
 using namespace std::chrono_literals;
+using testing::eventually;
 using testing::http_server;
 
 namespace {
@@ -62,16 +64,6 @@ struct pools_env {
     opts.poll = 20ms;
   }
 };
-
-bool eventually(std::chrono::milliseconds limit, const std::function<bool()>& f) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f())
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
 
 } // namespace
 

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <thread>
 
 #include "gost/core/dependency.hpp"
 #include "gost/images/redis_cache.hpp"
@@ -95,6 +94,9 @@ TEST_CASE("Redis killed: calls fall back at once, counted and tracked; back afte
   o.address = server.address();
   o.prefix = "t:";
   o.retry_after = 300ms;
+  // retry_after on the test's clock: it passes when the test moves it, however slow the machine.
+  auto clock_now = std::chrono::steady_clock::now();
+  o.now = [&clock_now] { return clock_now; };
   redis_cache cache{o, tracker, &stats};
   REQUIRE(cache.put({row("k", "error", 60'000)}, false));
   REQUIRE(cache.get({"k"})->size() == 1);
@@ -109,12 +111,19 @@ TEST_CASE("Redis killed: calls fall back at once, counted and tracked; back afte
   CHECK_FALSE(tracker->up());
   CHECK(lines.size() == 1); // one "lost" line, not one per call
 
-  std::this_thread::sleep_for(350ms);
-  CHECK_FALSE(cache.get({"k"})); // tried again: still refused (nothing listens)
+  auto tried = tracker->failed_calls();
+  clock_now += 299ms;
+  CHECK_FALSE(cache.get({"k"})); // still within retry_after: not tried
   CHECK(stats.redis_fallbacks == 4);
+  CHECK(tracker->failed_calls() == tried);
+  clock_now += 1ms;
+  CHECK_FALSE(cache.get({"k"})); // tried again: still refused (nothing listens)
+  CHECK(stats.redis_fallbacks == 5);
+  CHECK(tracker->failed_calls() == tried + 1);
+  CHECK(lines.size() == 1);
 
   server.start(); // a new, empty server on the same port
-  std::this_thread::sleep_for(350ms);
+  clock_now += 300ms;
   auto got = cache.get({"k"});
   REQUIRE(got);
   CHECK(got->empty()); // empty after the restart: PostgreSQL answers and fills it

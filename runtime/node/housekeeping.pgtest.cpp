@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -18,6 +17,7 @@
 #include "gost/testing/migrated_db.hpp"
 #include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
 #include "node/housekeeping.hpp"
 
 using namespace std::chrono_literals;
@@ -52,8 +52,7 @@ TEST_CASE("housekeeping forgets the request ids older than the ttl, of the shard
     return db.scalar("SELECT count(*) FROM offer_requests WHERE request_id = 'old-owned'") == "0"
            && db.scalar("SELECT count(*) FROM entity_requests WHERE request_id = 'old'") == "0";
   };
-  for (int i = 0; i < 500 && !gone(); ++i)
-    std::this_thread::sleep_for(10ms);
+  CHECK(gost::testing::eventually(std::chrono::seconds{10}, gone));
   caf::anon_send_exit(hk, caf::exit_reason::user_shutdown);
   hk = caf::actor{};
 

@@ -930,8 +930,13 @@ TEST_CASE("gostctl drain hands a node's shards away under load without client er
   CHECK(owners(db) == std::map<std::string, int>{{"n1", shard_count}});
   CHECK(n2.proc->output().find("node drained node=n2 handed_off=8 by=e2e") != std::string::npos);
   CHECK(l.more_acked(40)); // through both nodes, n2 forwarding to n1
-  // Several heartbeats later n2 still holds nothing, and says it is leaving.
-  std::this_thread::sleep_for(1s);
+  // Several heartbeats later n2 still holds nothing, and says it is leaving: its row's
+  // heartbeat_at moved on three times, each heartbeat followed by its look at the leases.
+  std::set<std::string> beats;
+  REQUIRE(testing::eventually(20s, [&] {
+    beats.insert(db.scalar("SELECT heartbeat_at::text FROM nodes WHERE node_id = 'n2'"));
+    return beats.size() >= 4;
+  }));
   CHECK(owners(db).count("n2") == 0);
   child_process nodes{GOSTCTL_PATH, {"--addr", n2.addr, "nodes"}};
   REQUIRE(nodes.wait(30s) == 0);

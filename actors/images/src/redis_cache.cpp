@@ -132,6 +132,10 @@ redis_cache::redis_cache(redis_options opts, std::shared_ptr<dependency_tracker>
 
 redis_cache::~redis_cache() = default;
 
+std::chrono::steady_clock::time_point redis_cache::now() const {
+  return opts_.now ? opts_.now() : std::chrono::steady_clock::now();
+}
+
 void redis_cache::fell_back() {
   if (stats_ != nullptr)
     stats_->redis_fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -140,7 +144,7 @@ void redis_cache::fell_back() {
 void redis_cache::failed(const std::string& error) {
   {
     std::lock_guard<std::mutex> g{mtx_};
-    skip_until_ = std::chrono::steady_clock::now() + opts_.retry_after;
+    skip_until_ = now() + opts_.retry_after;
     idle_.clear(); // a server that went away leaves every idle connection broken
   }
   if (tracker_)
@@ -151,7 +155,7 @@ void redis_cache::failed(const std::string& error) {
 std::unique_ptr<redis_cache::conn> redis_cache::take() {
   {
     std::lock_guard<std::mutex> g{mtx_};
-    if (std::chrono::steady_clock::now() < skip_until_) {
+    if (now() < skip_until_) {
       fell_back();
       return nullptr;
     }

@@ -97,8 +97,7 @@ public:
       std::vector<std::string>{"--bind", "127.0.0.1", "--port", std::to_string(port_), "--save", "",
                                "--appendonly", "no"});
     redis_client c{address()};
-    for (int i = 0; i < 200 && c.command({"PING"}) != "PONG"; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds{25});
+    eventually(std::chrono::seconds{5}, [&] { return c.command({"PING"}) == "PONG"; });
   }
   void kill9() {
     proc_->signal(SIGKILL);

@@ -12,6 +12,7 @@
 // idle connection (or opens one) and gives it back. hiredis stays private to this library.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,9 @@ struct redis_options {
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds timeout{200}; ///< of one command
   std::chrono::milliseconds retry_after{1000};
+  /// The clock `retry_after` is measured on; empty: std::chrono::steady_clock (as
+  /// dependency_tracker's `now`: tests move one of their own instead of waiting).
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 /// One result as Redis holds it (the value of `prefix + key`); decode fails on anything else.
@@ -66,6 +70,7 @@ private:
   void give_back(std::unique_ptr<conn> c);
   void failed(const std::string& error);
   void fell_back();
+  std::chrono::steady_clock::time_point now() const;
 
   redis_options opts_;
   std::string host_;
