@@ -290,6 +290,10 @@ TEST_CASE("auth: TLS only, a role per token and per client certificate, refusals
     CHECK(testing::http_status(wrong) == 401);
     CHECK(testing::http_status(n.http("/healthz")) == 200);
     CHECK(testing::http_status(n.http("/api/stages", read_token)) == 200);
+    // The page's live trace: the node calls its own AdminService.Trace (in process, as its own
+    // read caller) while grpc.listen speaks TLS and needs a token.
+    auto trace = n.http("/api/trace?offer=" + id + "&for=1", read_token);
+    CHECK_MESSAGE(testing::http_status(trace) == 200, trace);
   }
 
   // Counted by reason on /metrics.
