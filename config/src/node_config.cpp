@@ -344,6 +344,23 @@ node_keys make_node_keys(const application& app) {
             "When set, the node writes the bound gRPC port and then the admin HTTP port, one per "
             "line, to this file once it serves (for tests and scripts that use port 0)."),
         bind_to(&node_config::grpc, &grpc_config::port_file));
+  k.add(str("grpc.tls_cert", "",
+            "PEM file of the certificate (chain) the public gRPC API (`grpc.listen`) presents: "
+            "set it with `grpc.tls_key` and the API speaks TLS only (a plaintext client fails). "
+            "Empty: plaintext (loopback or a private network only; docs/security.md)."),
+        bind_to(&node_config::grpc, &grpc_config::tls_cert));
+  k.add(str("grpc.tls_key", "", "PEM file of the private key of `grpc.tls_cert`."),
+        bind_to(&node_config::grpc, &grpc_config::tls_key));
+  k.add(str("grpc.tls_client_ca", "",
+            "PEM file of the CA that signs client certificates for `grpc.listen` (needs "
+            "`grpc.tls_cert`). A client certificate's subject (CN or a SAN) then maps to a "
+            "role through `auth.cert_roles`."),
+        bind_to(&node_config::grpc, &grpc_config::tls_client_ca));
+  k.add(choice("grpc.tls_client_auth", "optional", {"optional", "required"},
+               "With `grpc.tls_client_ca`: `required` refuses a TLS client without a "
+               "certificate the CA signed (at the handshake); `optional` verifies one when given "
+               "and lets token callers in without."),
+        bind_to(&node_config::grpc, &grpc_config::tls_client_auth));
   k.add(str("caf.listen", "127.0.0.1:0",
             "host:port of the node-to-node link (gost.v1.NodeService over gRPC): requests for "
             "shards owned by another node are forwarded there. Port 0 picks a free port; the "
@@ -451,13 +468,37 @@ node_keys make_node_keys(const application& app) {
   {
     auto token = str("console.token", "",
                      "Token the console's verbs need (gostctl pause, resume, passivate, requeue, "
-                     "retry-dead, discard-dead: "
-                     "`--token` or `GOST_TOKEN`, sent as gRPC metadata `x-gost-token`). Empty: "
-                     "the verbs work only while `grpc.listen` is a loopback address, and are "
-                     "refused naming this key otherwise. Never shown in the configuration dump.");
+                     "retry-dead, discard-dead, drain: `--token` or `GOST_TOKEN`, sent as gRPC "
+                     "metadata `authorization: Bearer <token>`). Empty: the verbs work only "
+                     "while `grpc.listen` is a loopback address, and are refused naming this key "
+                     "otherwise. With `auth.tokens` (roles), an admin token like theirs. Never "
+                     "shown in the configuration dump.");
     token.secret = true;
     k.add(std::move(token), bind_to(&node_config::console, &console_config::token));
   }
+  {
+    auto tokens = str("auth.tokens", "",
+                      "Callers of the gRPC API and the admin HTTP listener, comma-separated "
+                      "`name:role:token` entries; role is `read` (gets, lists, the console's "
+                      "reads, /metrics), `write` (read, and every mutation) or `admin` (write, "
+                      "and the console's verbs: pause, drain, retry-dead...). A caller sends "
+                      "`authorization: Bearer <token>` (gostctl --token, GOST_TOKEN). Set (or "
+                      "`auth.tokens_file`, or `auth.cert_roles`): every call but health and "
+                      "reflection needs a credential, and `console.token` is an admin token. "
+                      "Empty: no roles (only the verbs are guarded, by `console.token` or "
+                      "loopback). Never shown in the configuration dump.");
+    tokens.secret = true;
+    k.add(std::move(tokens), bind_to(&node_config::auth, &auth_config::tokens));
+  }
+  k.add(str("auth.tokens_file", "",
+            "File of more `auth.tokens` entries, one `name:role:token` a line (`#` starts a "
+            "comment): keeps the secrets out of the configuration. Read at start."),
+        bind_to(&node_config::auth, &auth_config::tokens_file));
+  k.add(str("auth.cert_roles", "",
+            "Roles of client certificates (`grpc.tls_client_ca`), comma-separated "
+            "`subject:role` entries: the certificate's common name or a subject alternative "
+            "name, and `read`, `write` or `admin`."),
+        bind_to(&node_config::auth, &auth_config::cert_roles));
   k.add(num(vk::integer, "console.recent_events", "16", 0, 1024,
             "Events each entity actor keeps for `gostctl offer ID` (kind, source, stage, result, "
             "duration, version; reads are traced, not kept), in a ring that grows to this size "
@@ -1145,6 +1186,15 @@ std::string validate(const node_config& c) {
              "of them for plaintext links); set: "
              + joined(set) + "; missing: " + joined(missing);
   }
+  if (c.grpc.tls_cert.empty() != c.grpc.tls_key.empty())
+    return "grpc.tls_cert and grpc.tls_key must be set together (or neither, for a plaintext "
+           "API)";
+  if (!c.grpc.tls_client_ca.empty() && c.grpc.tls_cert.empty())
+    return "grpc.tls_client_ca needs grpc.tls_cert and grpc.tls_key (client certificates come "
+           "over TLS)";
+  if (!c.auth.cert_roles.empty() && c.grpc.tls_client_ca.empty())
+    return "auth.cert_roles needs grpc.tls_client_ca (the CA that signs the client "
+           "certificates)";
   if (c.feeds.enabled && c.feed.requests_topic.empty())
     return "feed.enabled needs feed.requests_topic (the processor sends loads on it)";
   if (c.feeds.enabled && c.feeds.responses_group.empty())

@@ -42,8 +42,10 @@ struct trace_context;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, history, types, stages, top,
 /// nodes, shards, trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard
-/// dead letters, drain / undrain), each verb logged with who asked. It publishes the node's state
-/// types (built once, at construction) and keeps a pool of them to decode states with (`types()`).
+/// dead letters, drain / undrain), each verb logged with who asked. Who may call which
+/// (the verbs need the admin role, or `console.token`) is the caller gate's rule
+/// (api/call_gate.hpp). It publishes the node's state types (built once, at construction) and keeps
+/// a pool of them to decode states with (`types()`).
 class admin_service final : public rpc::guarded<v1::AdminService> {
 public:
   struct cluster_view {
@@ -57,14 +59,6 @@ public:
     std::shared_ptr<wake_hub> wakes;
   };
 
-  /// Who may use the verbs: with a token, only calls carrying it (metadata `x-gost-token`);
-  /// without one, only when the API listens on loopback (`console.token`, docs/console.md).
-  struct access {
-    std::string token;
-    bool loopback = true;
-    std::string listen; ///< grpc.listen, for the refusal's message
-  };
-
   /// The types the node publishes (DescribeTypes) and decodes with (OfferHistory).
   struct types_view {
     std::shared_ptr<const entity_registry> entities; ///< the application's actor types; may be null
@@ -73,13 +67,13 @@ public:
 
   admin_service(call_hub& hub, router& r, std::shared_ptr<const stage_registry> stages,
                 std::shared_ptr<node_stats> stats, std::chrono::milliseconds timeout,
-                cluster_view cluster, access acc, api_limits limits, types_view types,
+                cluster_view cluster, api_limits limits, types_view types,
                 std::shared_ptr<trace_context> traces = nullptr,
                 std::shared_ptr<const images::image_stats> image_figures = nullptr)
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
-      timeout_(timeout), cluster_(std::move(cluster)), access_(std::move(acc)),
-      limits_(std::move(limits)), history_(types.history), entities_(types.entities),
-      traces_(std::move(traces)), image_figures_(std::move(image_figures)) {
+      timeout_(timeout), cluster_(std::move(cluster)), limits_(std::move(limits)),
+      history_(types.history), entities_(types.entities), traces_(std::move(traces)),
+      image_figures_(std::move(image_figures)) {
     publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("InspectEntity", &admin_service::InspectEntity);
@@ -199,8 +193,6 @@ private:
                                        bool drain);
   /// Fills types_ and pool_ from the stages and `entities` (once, at construction).
   void publish_types(const entity_registry* entities);
-  /// OK when the call may use a verb; else the refusal, naming `console.token`.
-  grpc::Status allowed(grpc::CallbackServerContext* ctx, const char* verb) const;
   /// Pause (true) or resume (false) a stage.
   grpc::ServerUnaryReactor* stage_verb(grpc::CallbackServerContext* ctx,
                                        const v1::StageVerbRequest* req, v1::StageVerbResponse* resp,
@@ -220,7 +212,6 @@ private:
   std::shared_ptr<node_stats> stats_;
   std::chrono::milliseconds timeout_;
   cluster_view cluster_;
-  access access_;
   api_limits limits_;
   bool history_;
   std::shared_ptr<const entity_registry> entities_; ///< may be null: no actor types

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "api/caller_rule.hpp"
 #include "cluster/ask_owner.hpp" // call_budget
 #include "gost/core/stats_registry.hpp"
 
@@ -90,7 +91,40 @@ uint64_t grpc_stats::calls(std::string_view method, grpc::StatusCode code) const
                              : i->second->calls[code_index(code)].load(std::memory_order_relaxed);
 }
 
+namespace {
+
+size_t reason_index(std::string_view reason) {
+  auto& r = caller_rule::reasons();
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i] == reason)
+      return i;
+  return r.size(); // not a reason of the rule: counted apart, never exported
+}
+
+} // namespace
+
+void grpc_stats::count_refused(std::string_view reason) {
+  auto i = reason_index(reason);
+  if (i < refused_.size())
+    refused_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t grpc_stats::refused(std::string_view reason) const {
+  auto i = reason_index(reason);
+  return i < refused_.size() ? refused_[i].load(std::memory_order_relaxed) : 0;
+}
+
 void grpc_stats::collect(metric_families& out) const {
+  {
+    const char* name = "gost_auth_refused_total";
+    const char* help = "Calls of the gRPC API and admin HTTP requests refused for their caller "
+                       "(issue 27: no or unknown credential, role too low), by reason.";
+    out.declare(name, metric_type::counter, help);
+    auto& reasons = caller_rule::reasons();
+    for (size_t i = 0; i < reasons.size() && i < refused_.size(); ++i)
+      out.add(name, stat_kind::counter, help, {{"reason", reasons[i]}},
+              static_cast<int64_t>(refused_[i].load(std::memory_order_relaxed)));
+  }
   const char* name = "gost_grpc_requests_total";
   const char* help = "gRPC requests answered, by full method name and status code.";
   const char* took = "gost_grpc_request_seconds";

@@ -48,8 +48,15 @@ public:
   /// The calls of `method` answered with `code` so far.
   uint64_t calls(std::string_view method, grpc::StatusCode code) const;
 
-  /// gost_grpc_requests_total{method,code} (OK always, other codes once seen) and
-  /// gost_grpc_request_seconds{method}, for every method called so far.
+  /// A call (or admin HTTP request) the edge refused, by the caller rule's reason
+  /// (caller_rule::reasons(); api/call_gate.hpp).
+  void count_refused(std::string_view reason);
+  /// The refusals of `reason` so far.
+  uint64_t refused(std::string_view reason) const;
+
+  /// gost_grpc_requests_total{method,code} (OK always, other codes once seen),
+  /// gost_grpc_request_seconds{method}, for every method called so far, and
+  /// gost_auth_refused_total{reason} (every reason).
   void collect(metric_families& out) const;
 
 private:
@@ -61,6 +68,7 @@ private:
 
   mutable std::shared_mutex mtx_;
   std::map<std::string, std::unique_ptr<figures>, std::less<>> methods_;
+  std::array<std::atomic<uint64_t>, 8> refused_{}; // by caller_rule::reasons()' index
 };
 
 /// The interceptors counting every call of a server into `stats`

@@ -4,6 +4,7 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "api/call.hpp"
 #include "api/status.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/images/ask.hpp"
@@ -46,19 +47,13 @@ grpc::ServerUnaryReactor* image_service::Batch(grpc::CallbackServerContext* ctx,
                                                const v1::ImageBatchRequest* req,
                                                v1::ImageBatchResponse* resp) {
   if (req->function() == v1::IMAGE_FUNCTION_UNSPECIFIED
-      || !v1::ImageFunction_IsValid(req->function())) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(invalid("function is required: IMAGE_FUNCTION_RATIO, _PREVIEW, _MAIN_COLOR "
-                            "or _ROTATE"));
-    return reactor;
-  }
-  if (static_cast<uint32_t>(req->requests_size()) > limits_.page_size_max) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(invalid("requests holds " + std::to_string(req->requests_size())
-                            + " images; at most limits.page_size_max = "
-                            + std::to_string(limits_.page_size_max) + " in one call"));
-    return reactor;
-  }
+      || !v1::ImageFunction_IsValid(req->function()))
+    return unary_call{ctx}.fail(invalid("function is required: IMAGE_FUNCTION_RATIO, _PREVIEW, "
+                                        "_MAIN_COLOR or _ROTATE"));
+  if (static_cast<uint32_t>(req->requests_size()) > limits_.page_size_max)
+    return unary_call{ctx}.fail(invalid("requests holds " + std::to_string(req->requests_size())
+                                        + " images; at most limits.page_size_max = "
+                                        + std::to_string(limits_.page_size_max) + " in one call"));
   std::vector<const v1::ImageRequest*> reqs;
   std::vector<v1::ImageResponse*> out;
   for (auto& r : req->requests()) {
@@ -72,7 +67,7 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
                                                 std::vector<const v1::ImageRequest*> reqs,
                                                 std::vector<v1::ImageResponse*> out,
                                                 const char* field) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx};
   auto fn = images::from_proto(fn_code);
   auto asks = std::make_shared<std::vector<images::image_ask>>();
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -85,21 +80,16 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
       auto msg = t.error.message;
       // make_task says "url ..." or "angle ...": name the field with its place in the batch.
       auto what = msg.rfind("angle", 0) == 0 ? "angle" : "url";
-      reactor->Finish(invalid(name(what) + ": " + msg));
-      return reactor;
+      return call.fail(invalid(name(what) + ": " + msg));
     }
     int64_t ttl = settings_.ttl.count();
     if (r.options().has_ttl()) {
       ttl = TimeUtil::DurationToMilliseconds(r.options().ttl());
-      if (ttl < 1000 || ttl > 31'536'000'000) {
-        reactor->Finish(invalid(name("options.ttl") + " must be 1 s to 365 days"));
-        return reactor;
-      }
+      if (ttl < 1000 || ttl > 31'536'000'000)
+        return call.fail(invalid(name("options.ttl") + " must be 1 s to 365 days"));
     }
-    if (r.options().cache_only() && r.options().compute()) {
-      reactor->Finish(invalid(name("options") + ": cache_only and compute exclude each other"));
-      return reactor;
-    }
+    if (r.options().cache_only() && r.options().compute())
+      return call.fail(invalid(name("options") + ": cache_only and compute exclude each other"));
     asks->push_back({*t, ttl, r.options().cache_only(), r.options().compute()});
   }
   auto* pool = &pool_;
@@ -108,13 +98,11 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
   auto* stats = settings_.stats;
   auto* queue = settings_.queue;
   hub_.run_blocking([=] {
-    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats, queue)) {
-      reactor->Finish(to_status(err));
-      return;
-    }
-    reactor->Finish(grpc::Status::OK);
+    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats, queue))
+      return call.finish(err);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

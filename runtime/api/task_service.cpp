@@ -73,10 +73,9 @@ void task_service::remember(const persistence::task_group& g) {
   groups_.emplace(g.group_id, g);
 }
 
-void task_service::with_group(grpc::ServerUnaryReactor* reactor, const std::string& group_id,
-                              group_fn fn) {
+void task_service::with_group(unary_call call, const std::string& group_id, group_fn fn) {
   if (auto problem = tasks::check_group_id(group_id); !problem.empty()) {
-    reactor->Finish(invalid("group_id " + problem));
+    call.finish(invalid("group_id " + problem));
     return;
   }
   if (auto g = cached(group_id)) {
@@ -87,11 +86,11 @@ void task_service::with_group(grpc::ServerUnaryReactor* reactor, const std::stri
   hub_.run_blocking([=] {
     auto g = persistence::find_task_group(*pool, group_id);
     if (!g) {
-      reactor->Finish(to_status(g.error()));
+      call.finish(g.error());
     } else if (!*g) {
-      reactor->Finish(
-        {grpc::StatusCode::NOT_FOUND,
-         "group_id: group `" + group_id + "` does not exist (CreateGroup creates it)"});
+      call.finish(
+        grpc::Status{grpc::StatusCode::NOT_FOUND,
+                     "group_id: group `" + group_id + "` does not exist (CreateGroup creates it)"});
     } else {
       remember(**g);
       fn(**g);
@@ -99,44 +98,44 @@ void task_service::with_group(grpc::ServerUnaryReactor* reactor, const std::stri
   });
 }
 
-void task_service::send_to_task(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
-                                const std::string& task_id, const v1::TaskEvent& event,
-                                const std::string& request_id, int64_t delay_ms) {
+void task_service::send_to_task(unary_call call, const std::string& task_id,
+                                const v1::TaskEvent& event, const std::string& request_id,
+                                int64_t delay_ms) {
   auto group = tasks::group_of_task(task_id);
   if (!group) {
-    reactor->Finish(invalid("task_id: `" + task_id + "` is not a task id (<group>:<key>)"));
+    call.finish(invalid("task_id: `" + task_id + "` is not a task id (<group>:<key>)"));
     return;
   }
   if (task_id.size() > max_id_len) {
-    reactor->Finish(invalid("task_id must be at most 256 bytes"));
+    call.finish(invalid("task_id must be at most 256 bytes"));
     return;
   }
   if (request_id.size() > max_id_len) {
-    reactor->Finish(invalid("request_id must be at most 256 bytes"));
+    call.finish(invalid("request_id must be at most 256 bytes"));
     return;
   }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto deadline = call.deadline();
   // The size is checked by the caller, on the field the client filled (SendEvent's payload,
   // Cancel's reason): the packed event adds the name and a few bytes of framing to it.
   any_msg packed;
   packed.value.PackFrom(event);
-  with_group(reactor, *group, [=](const persistence::task_group& g) {
+  with_group(call, *group, [=](const persistence::task_group& g) {
     auto key = persistence::entity_key(tasks::task_kind(g.task_type), task_id);
     auto& r = router_;
     hub_.run([=, &r](caf::event_based_actor* self) {
-      auto fail = [=](const caf::error& err) { reactor->Finish(to_status(err)); };
+      auto fail = call.on_error();
       // Only to a task that exists: an event to no task would wait for an Init forever.
       ask_entity_owner(
         self, r, deadline,
         [=, &r](entity_view& v) {
           if (!v.exists) {
-            reactor->Finish({grpc::StatusCode::NOT_FOUND,
-                             "task_id: no task `" + task_id + "` (CreateTask creates it)"});
+            call.finish(grpc::Status{grpc::StatusCode::NOT_FOUND,
+                                     "task_id: no task `" + task_id + "` (CreateTask creates it)"});
             return;
           }
           ask_entity_owner(
-            self, r, deadline, [=](ok_atom) { reactor->Finish(grpc::Status::OK); }, fail,
-            send_atom_v, key, packed, request_id, delay_ms);
+            self, r, deadline, [=](ok_atom) { call.ok(); }, fail, send_atom_v, key, packed,
+            request_id, delay_ms);
         },
         fail, view_atom_v, key);
     });
@@ -146,21 +145,21 @@ void task_service::send_to_task(grpc::CallbackServerContext* ctx, grpc::ServerUn
 grpc::ServerUnaryReactor* task_service::CreateGroup(grpc::CallbackServerContext* ctx,
                                                     const v1::CreateGroupRequest* req,
                                                     v1::CreateGroupResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   auto& in = req->group();
   if (auto problem = tasks::check_group_id(in.group_id()); !problem.empty()) {
-    reactor->Finish(invalid("group.group_id " + problem));
-    return reactor;
+    call.finish(invalid("group.group_id " + problem));
+    return call.reactor();
   }
   if (task_type(in.task_type()) == nullptr) {
-    reactor->Finish(invalid("group.task_type: `" + in.task_type()
-                            + "` is not a task type of this node (hosted: " + hosted_types(*types_)
-                            + ")"));
-    return reactor;
+    call.finish(invalid("group.task_type: `" + in.task_type()
+                        + "` is not a task type of this node (hosted: " + hosted_types(*types_)
+                        + ")"));
+    return call.reactor();
   }
   if (in.source().empty() || in.source().size() > max_id_len) {
-    reactor->Finish(invalid("group.source (the system sending the tasks) must be 1..256 bytes"));
-    return reactor;
+    call.finish(invalid("group.source (the system sending the tasks) must be 1..256 bytes"));
+    return call.reactor();
   }
   persistence::task_group g;
   g.group_id = in.group_id();
@@ -169,66 +168,66 @@ grpc::ServerUnaryReactor* task_service::CreateGroup(grpc::CallbackServerContext*
   g.retry_delay_ms = in.has_retry_delay() ? TimeUtil::DurationToMilliseconds(in.retry_delay())
                                           : defaults_.retry_delay.count();
   if (g.retry_delay_ms < 0) {
-    reactor->Finish(invalid("group.retry_delay must not be negative"));
-    return reactor;
+    call.finish(invalid("group.retry_delay must not be negative"));
+    return call.reactor();
   }
   g.max_attempts = in.max_attempts() == 0 ? defaults_.max_attempts : in.max_attempts();
   if (g.max_attempts < 1 || g.max_attempts > max_attempts_limit) {
-    reactor->Finish(invalid("group.max_attempts must be 1..100 (0: tasks.max_attempts)"));
-    return reactor;
+    call.finish(invalid("group.max_attempts must be 1..100 (0: tasks.max_attempts)"));
+    return call.reactor();
   }
   auto* pool = &pool_;
   hub_.run_blocking([=] {
     auto stored = persistence::create_task_group(*pool, g);
     if (!stored) {
-      reactor->Finish(to_status(stored.error()));
+      call.finish(stored.error());
       return;
     }
     if (!same_settings(*stored, g)) {
-      reactor->Finish({grpc::StatusCode::ALREADY_EXISTS,
-                       "group.group_id: group `" + g.group_id
-                         + "` exists with other settings (task_type " + stored->task_type
-                         + ", source " + stored->source + "); choose another id"});
+      call.finish(grpc::Status{grpc::StatusCode::ALREADY_EXISTS,
+                               "group.group_id: group `" + g.group_id
+                                 + "` exists with other settings (task_type " + stored->task_type
+                                 + ", source " + stored->source + "); choose another id"});
       return;
     }
     remember(*stored);
     to_proto(*stored, *resp->mutable_group());
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::CreateTask(grpc::CallbackServerContext* ctx,
                                                    const v1::CreateTaskRequest* req,
                                                    v1::CreateTaskResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   if (req->client_key().size() > max_key_len) {
-    reactor->Finish(invalid("client_key must be at most 128 bytes"));
-    return reactor;
+    call.finish(invalid("client_key must be at most 128 bytes"));
+    return call.reactor();
   }
   if (!req->has_input() || req->input().type_url().empty()) {
-    reactor->Finish(invalid("input is required: a google.protobuf.Any of the task type's input"));
-    return reactor;
+    call.finish(invalid("input is required: a google.protobuf.Any of the task type's input"));
+    return call.reactor();
   }
   if (auto problem = check_event_size("input", req->input().ByteSizeLong(), limits_);
       !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
+  auto deadline = call.deadline();
   auto request = *req;
-  with_group(reactor, req->group_id(), [=](const persistence::task_group& g) {
+  with_group(call, req->group_id(), [=](const persistence::task_group& g) {
     auto* type = task_type(g.task_type);
     if (type == nullptr) {
-      reactor->Finish(
-        invalid("group_id: the task type `" + g.task_type + "` of group `" + g.group_id
-                + "` is not hosted by this node (hosted: " + hosted_types(*types_) + ")"));
+      call.finish(invalid("group_id: the task type `" + g.task_type + "` of group `" + g.group_id
+                          + "` is not hosted by this node (hosted: " + hosted_types(*types_)
+                          + ")"));
       return;
     }
     auto* want = type->type().input_descriptor();
     if (!tasks::is_a(request.input(), want)) {
-      reactor->Finish(invalid("input: a " + g.task_type + " task takes a " + want->full_name()
-                              + ", not " + request.input().type_url()));
+      call.finish(invalid("input: a " + g.task_type + " task takes a " + want->full_name()
+                          + ", not " + request.input().type_url()));
       return;
     }
     auto id = tasks::task_id(g.group_id, request.client_key().empty() ? persistence::random_id()
@@ -250,77 +249,76 @@ grpc::ServerUnaryReactor* task_service::CreateTask(grpc::CallbackServerContext* 
         self, r, deadline,
         [=](ok_atom) {
           resp->set_task_id(id);
-          reactor->Finish(grpc::Status::OK);
+          call.ok();
         },
-        [=](const caf::error& err) { reactor->Finish(to_status(err)); }, send_atom_v, key, packed,
-        std::string{"init"}, int64_t{0});
+        call.on_error(), send_atom_v, key, packed, std::string{"init"}, int64_t{0});
     });
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::SendEvent(grpc::CallbackServerContext* ctx,
                                                   const v1::SendTaskEventRequest* req,
                                                   v1::SendTaskEventResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   if (req->name().empty() || req->name().size() > max_name_len) {
-    reactor->Finish(invalid("name (the task type's event name, e.g. `verdict`) must be 1..128 "
-                            "bytes"));
-    return reactor;
+    call.finish(invalid("name (the task type's event name, e.g. `verdict`) must be 1..128 "
+                        "bytes"));
+    return call.reactor();
   }
   int64_t delay_ms = 0;
   if (auto problem = check_delay(*req, delay_ms); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   if (auto problem = check_event_size("payload", req->payload().ByteSizeLong(), limits_);
       !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   v1::TaskEvent e;
   e.mutable_custom()->set_name(req->name());
   *e.mutable_custom()->mutable_payload() = req->payload();
-  send_to_task(ctx, reactor, req->task_id(), e, req->request_id(), delay_ms);
-  return reactor;
+  send_to_task(call, req->task_id(), e, req->request_id(), delay_ms);
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::Cancel(grpc::CallbackServerContext* ctx,
                                                const v1::CancelTaskRequest* req,
                                                v1::CancelTaskResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   if (auto problem = check_event_size("reason", req->reason().size(), limits_); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   v1::TaskEvent e;
   e.mutable_cancel()->set_reason(req->reason());
-  send_to_task(ctx, reactor, req->task_id(), e, req->request_id(), 0);
-  return reactor;
+  send_to_task(call, req->task_id(), e, req->request_id(), 0);
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::Reprioritize(grpc::CallbackServerContext* ctx,
                                                      const v1::ReprioritizeTaskRequest* req,
                                                      v1::ReprioritizeTaskResponse*) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   v1::TaskEvent e;
   e.mutable_reprioritize()->set_priority(req->priority());
-  send_to_task(ctx, reactor, req->task_id(), e, req->request_id(), 0);
-  return reactor;
+  send_to_task(call, req->task_id(), e, req->request_id(), 0);
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::GetTask(grpc::CallbackServerContext* ctx,
                                                 const v1::GetTaskRequest* req,
                                                 v1::GetTaskResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   auto id = req->task_id();
   auto group = tasks::group_of_task(id);
   if (!group || id.size() > max_id_len) {
-    reactor->Finish(invalid("task_id: `" + id + "` is not a task id (<group>:<key>)"));
-    return reactor;
+    call.finish(invalid("task_id: `" + id + "` is not a task id (<group>:<key>)"));
+    return call.reactor();
   }
-  auto deadline = clock_type::now() + call_budget(ctx->deadline(), timeout_);
-  with_group(reactor, *group, [=](const persistence::task_group& g) {
+  auto deadline = call.deadline();
+  with_group(call, *group, [=](const persistence::task_group& g) {
     auto key = persistence::entity_key(tasks::task_kind(g.task_type), id);
     auto& r = router_;
     hub_.run([=, &r](caf::event_based_actor* self) {
@@ -328,7 +326,7 @@ grpc::ServerUnaryReactor* task_service::GetTask(grpc::CallbackServerContext* ctx
         self, r, deadline,
         [=](entity_view& v) {
           if (!v.exists) {
-            reactor->Finish({grpc::StatusCode::NOT_FOUND, "task_id: no task `" + id + "`"});
+            call.finish(grpc::Status{grpc::StatusCode::NOT_FOUND, "task_id: no task `" + id + "`"});
             return;
           }
           resp->set_task_id(id);
@@ -350,36 +348,36 @@ grpc::ServerUnaryReactor* task_service::GetTask(grpc::CallbackServerContext* ctx
             *resp->mutable_data() = t.data();
             resp->set_results(t.results());
           }
-          reactor->Finish(grpc::Status::OK);
+          call.ok();
         },
-        [=](const caf::error& err) { reactor->Finish(to_status(err)); }, view_atom_v, key);
+        call.on_error(), view_atom_v, key);
     });
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext* ctx,
                                                     const v1::PullResultsRequest* req,
                                                     v1::PullResultsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   uint32_t asked = 0;
   if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   if (req->after() < 0) {
-    reactor->Finish(invalid("after (a cursor) must not be negative"));
-    return reactor;
+    call.finish(invalid("after (a cursor) must not be negative"));
+    return call.reactor();
   }
   auto after = req->after();
   auto* pool = &pool_;
-  with_group(reactor, req->group_id(), [=](const persistence::task_group& g) {
+  with_group(call, req->group_id(), [=](const persistence::task_group& g) {
     // Blocking read (bounded by `limit`): off the scheduler threads.
     hub_.run_blocking([=] {
       auto rows = persistence::read_entity_outputs(*pool, tasks::task_kind(g.task_type), g.group_id,
                                                    after, asked);
       if (!rows) {
-        reactor->Finish(to_status(rows.error()));
+        call.finish(rows.error());
         return;
       }
       resp->set_cursor(after);
@@ -395,30 +393,30 @@ grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext*
         }
         resp->set_cursor(o.seq);
       }
-      reactor->Finish(grpc::Status::OK);
+      call.ok();
     });
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* task_service::ListTasks(grpc::CallbackServerContext* ctx,
                                                   const v1::ListTasksRequest* req,
                                                   v1::ListTasksResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx, timeout_};
   uint32_t asked = 0;
   if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   auto state = req->state_name();
   auto after = req->after_id();
   auto* pool = &pool_;
-  with_group(reactor, req->group_id(), [=](const persistence::task_group& g) {
+  with_group(call, req->group_id(), [=](const persistence::task_group& g) {
     hub_.run_blocking([=] {
       auto ids = persistence::list_tagged_entities(*pool, tasks::task_kind(g.task_type), g.group_id,
                                                    state, after, asked);
       if (!ids) {
-        reactor->Finish(to_status(ids.error()));
+        call.finish(ids.error());
         return;
       }
       for (auto& t : *ids) {
@@ -426,10 +424,10 @@ grpc::ServerUnaryReactor* task_service::ListTasks(grpc::CallbackServerContext* c
         out->set_task_id(t.id);
         out->set_state_name(t.tag);
       }
-      reactor->Finish(grpc::Status::OK);
+      call.ok();
     });
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "api/call.hpp"
 #include "api/limits.hpp"
 #include "gost/persistence/tasks/tasks.hpp"
 #include "gost/v1/task_service.grpc.pb.h"
@@ -88,13 +89,12 @@ private:
 
   /// The task type hosted under `name`, or null.
   const tasks::task_entity_base* task_type(const std::string& name) const;
-  /// Calls `fn` with group `group_id` (on some thread), or finishes `reactor` with NOT_FOUND
+  /// Calls `fn` with group `group_id` (on some thread), or finishes `call` with NOT_FOUND
   /// (or the database's error).
-  void with_group(grpc::ServerUnaryReactor* reactor, const std::string& group_id, group_fn fn);
-  /// Stores `event` for an existing task, finishing `reactor` (NOT_FOUND when there is no
+  void with_group(unary_call call, const std::string& group_id, group_fn fn);
+  /// Stores `event` for an existing task, finishing `call` (NOT_FOUND when there is no
   /// such task, nothing stored).
-  void send_to_task(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
-                    const std::string& task_id, const v1::TaskEvent& event,
+  void send_to_task(unary_call call, const std::string& task_id, const v1::TaskEvent& event,
                     const std::string& request_id, int64_t delay_ms);
   std::optional<persistence::task_group> cached(const std::string& group_id);
   void remember(const persistence::task_group& g);

@@ -244,7 +244,9 @@ link_actor::behavior_type link_fun(link_ptr self, std::string address,
     });
 }
 
-std::string read_file(const std::string& path, std::string& out) {
+} // namespace
+
+std::string read_pem_file(const std::string& path, std::string& out) {
   std::ifstream in{path};
   if (!in)
     return "cannot read " + path;
@@ -256,8 +258,6 @@ std::string read_file(const std::string& path, std::string& out) {
   return {};
 }
 
-} // namespace
-
 caf::expected<link_security> link_security::load(const config::cluster_config& cfg) {
   link_security out;
   if (cfg.tls_cert.empty()) // validate() holds all three set or none
@@ -265,7 +265,7 @@ caf::expected<link_security> link_security::load(const config::cluster_config& c
   for (auto [key, path, dst] : {std::tuple{"cluster.tls_cert", &cfg.tls_cert, &out.cert_pem},
                                 std::tuple{"cluster.tls_key", &cfg.tls_key, &out.key_pem},
                                 std::tuple{"cluster.tls_ca", &cfg.tls_ca, &out.ca_pem}})
-    if (auto err = read_file(*path, *dst); !err.empty())
+    if (auto err = read_pem_file(*path, *dst); !err.empty())
       return make_error(errc::invalid_argument,
                         "cluster TLS: " + err + "; check `" + key
                           + "` (cluster.tls_cert, "

@@ -28,6 +28,10 @@ class call_hub;
 
 namespace gost::runtime {
 
+/// Reads the PEM file `path` into `out`; the problem (cannot read, empty) or an empty string.
+/// Also for `grpc.tls_*` (node/start_grpc.cpp).
+std::string read_pem_file(const std::string& path, std::string& out);
+
 /// Credentials of node links: mutual TLS when `enabled`, else plaintext (loopback or a
 /// private network only).
 struct link_security {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -25,6 +26,8 @@ const char* reason(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -135,6 +138,41 @@ bool is_probe(const std::string& path) {
   return path == "/healthz" || path == "/readyz" || path == "/metrics";
 }
 
+/// The value of header `name` (lower case) in a request head; "" when absent.
+std::string header(const std::string& head, const std::string& name) {
+  size_t at = head.find("\r\n");
+  while (at != std::string::npos && at + 2 < head.size()) {
+    auto start = at + 2;
+    auto end = head.find("\r\n", start);
+    auto line = head.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    auto colon = line.find(':');
+    if (colon == name.size()) {
+      bool same = true;
+      for (size_t i = 0; i < colon && same; ++i)
+        same = std::tolower(static_cast<unsigned char>(line[i])) == name[i];
+      if (same) {
+        auto v = line.substr(colon + 1);
+        auto b = v.find_first_not_of(" \t");
+        return b == std::string::npos ? std::string{}
+                                      : v.substr(b, v.find_last_not_of(" \t") - b + 1);
+      }
+    }
+    at = end;
+  }
+  return {};
+}
+
+/// `ipv4:10.0.0.7:51234`, as gRPC names peers.
+std::string peer_of(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.sin_family != AF_INET)
+    return "unknown";
+  char ip[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
+  return std::string{"ipv4:"} + ip + ":" + std::to_string(ntohs(a.sin_port));
+}
+
 } // namespace
 
 http_response http_response::text(int status, std::string body) {
@@ -197,6 +235,10 @@ void admin_http::stream_route(std::string path, http_stream_handler h) {
   streams_[std::move(path)] = std::move(h);
 }
 
+void admin_http::check_access(access_fn check) {
+  access_ = std::move(check);
+}
+
 void admin_http::json_under(std::string prefix) {
   json_prefixes_.push_back(std::move(prefix));
 }
@@ -206,6 +248,8 @@ http_response admin_http::refusal(const std::string& target, int status,
   for (auto& p : json_prefixes_)
     if (target.rfind(p, 0) == 0) {
       const char* code = status == 400   ? "INVALID_ARGUMENT"
+                         : status == 401 ? "UNAUTHENTICATED"
+                         : status == 403 ? "PERMISSION_DENIED"
                          : status == 404 ? "NOT_FOUND"
                          : status == 405 ? "UNIMPLEMENTED"
                          : status == 503 ? "UNAVAILABLE"
@@ -384,6 +428,14 @@ void admin_http::dispatch(int fd, const std::string& head) {
   if (!parse_target(target, req, error)) {
     refuse(fd, refusal(target, 400, error));
     return;
+  }
+  if (access_ && req.path != "/healthz" && req.path != "/readyz") {
+    req.authorization = header(head, "authorization");
+    req.peer = peer_of(fd);
+    if (auto [status, why] = access_(req); status != 0) {
+      refuse(fd, refusal(target, status, why));
+      return;
+    }
   }
   bool probe = is_probe(req.path);
   bool stream = !probe && streams_.count(req.path) != 0;

@@ -20,6 +20,9 @@
 // Requests under a prefix given to `json_under` (the console's /api/) get the listener's own
 // refusals (a bad escape, no such route, busy) as JSON, `{"error": ..., "code": ...}`, as the
 // routes there answer theirs.
+// With an access check (`check_access`, node/start_http.cpp: auth configured and not on
+// loopback), every request but /healthz and /readyz asks it first; a refusal (401, 403) is the
+// listener's own, JSON under /api/.
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gost::runtime {
@@ -36,6 +40,8 @@ namespace gost::runtime {
 struct http_request {
   std::string path;                         ///< without the query
   std::map<std::string, std::string> query; ///< decoded; a name given twice: the last
+  std::string authorization;                ///< the `Authorization` header's value, if any
+  std::string peer;                         ///< the client's address (`ipv4:10.0.0.7:51234`)
 };
 
 struct http_response {
@@ -69,6 +75,8 @@ using http_stream_handler = std::function<http_response(const http_request&, htt
 class admin_http {
 public:
   using page_fn = std::function<std::string()>;
+  /// Whether a request may be served: {0, ""} when it may, else {401 or 403, why}.
+  using access_fn = std::function<std::pair<int, std::string>(const http_request&)>;
 
   struct options {
     std::chrono::milliseconds read_timeout{5000}; ///< to send the request head
@@ -92,6 +100,9 @@ public:
   /// The listener's own refusals of requests under `prefix` are JSON (`{"error","code"}`);
   /// only before start.
   void json_under(std::string prefix);
+  /// Every request but the liveness and readiness probes asks `check` first; only before
+  /// start.
+  void check_access(access_fn check);
 
   /// Binds and starts serving; returns the bound port, or 0 and sets `error`.
   uint16_t start(const std::string& host, uint16_t port, std::string& error);
@@ -123,6 +134,7 @@ private:
   std::map<std::string, http_handler> routes_;
   std::map<std::string, http_stream_handler> streams_;
   std::vector<std::string> json_prefixes_;
+  access_fn access_;
   int listen_fd_ = -1;
   int wake_fd_ = -1; // an eventfd: an answer was handed to the loop thread
   std::atomic<bool> stopping_{false};

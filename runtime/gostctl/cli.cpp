@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fstream>
+#include <sstream>
+
 #include <google/protobuf/util/time_util.h>
+#include <grpcpp/support/client_interceptor.h>
 
 namespace gost::ctl {
 
@@ -28,6 +32,88 @@ bool is_flag(const std::string& cmd, const std::string& name) {
     if (listed(c))
       return true;
   return false;
+}
+
+/// An option, else its GOST_ variable, else "".
+std::string opt_or_env(const cli& c, const char* name, const char* env) {
+  const char* e = std::getenv(env);
+  return opt(c, name, e != nullptr ? e : "");
+}
+
+/// How every channel connects: the bearer token of every call, and TLS when asked.
+struct connection {
+  std::string token;
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+};
+
+connection& conn() {
+  static connection c;
+  return c;
+}
+
+/// Adds `authorization: Bearer <token>` to every call of a channel.
+class bearer final : public grpc::experimental::Interceptor {
+public:
+  explicit bearer(const std::string& token) : value_("Bearer " + token) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA))
+      m->GetSendInitialMetadata()->insert({"authorization", value_});
+    m->Proceed();
+  }
+
+private:
+  std::string value_;
+};
+
+class bearer_factory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+public:
+  explicit bearer_factory(std::string token) : token_(std::move(token)) {}
+  grpc::experimental::Interceptor*
+  CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
+    return new bearer(token_);
+  }
+
+private:
+  std::string token_;
+};
+
+bool read_file(const std::string& opt_name, const std::string& path, std::string& out) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  if (in)
+    ss << in.rdbuf();
+  out = ss.str();
+  if (out.empty()) {
+    std::fprintf(stderr, "gostctl: --%s %s: cannot read it (or it is empty); give a PEM file\n",
+                 opt_name.c_str(), path.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// The token and TLS options into conn(); false (after saying why) when a file is unreadable.
+bool connect_options(const cli& c) {
+  auto& cn = conn();
+  cn.token = opt_or_env(c, "token", "GOST_TOKEN");
+  auto ca = opt_or_env(c, "tls-ca", "GOST_TLS_CA");
+  auto cert = opt_or_env(c, "cert", "GOST_CERT");
+  auto key = opt_or_env(c, "key", "GOST_KEY");
+  if (cert.empty() != key.empty()) {
+    std::fprintf(stderr, "gostctl: --cert and --key go together (a client certificate and its "
+                         "key)\n");
+    return false;
+  }
+  if (ca.empty() && cert.empty())
+    return true;
+  grpc::SslCredentialsOptions o;
+  if (!ca.empty() && !read_file("tls-ca", ca, o.pem_root_certs))
+    return false;
+  if (!cert.empty()
+      && (!read_file("cert", cert, o.pem_cert_chain) || !read_file("key", key, o.pem_private_key)))
+    return false;
+  cn.creds = grpc::SslCredentials(o);
+  return true;
 }
 
 } // namespace
@@ -57,7 +143,7 @@ bool parse(int argc, char** argv, cli& out) {
   }
   out.addr =
     opt(out, "addr", std::getenv("GOST_ADDR") ? std::getenv("GOST_ADDR") : "127.0.0.1:50051");
-  return !out.cmd.empty();
+  return !out.cmd.empty() && connect_options(out);
 }
 
 std::string opt(const cli& c, const std::string& k, const std::string& def) {
@@ -70,7 +156,12 @@ std::string who(const cli& c) {
 }
 
 std::shared_ptr<grpc::Channel> channel_to(const std::string& addr) {
-  return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  auto& cn = conn();
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> edge;
+  if (!cn.token.empty())
+    edge.push_back(std::make_unique<bearer_factory>(cn.token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+    addr, cn.creds, grpc::ChannelArguments{}, std::move(edge));
 }
 
 std::shared_ptr<grpc::Channel> channel(const cli& c) {
@@ -93,10 +184,7 @@ void call_context(grpc::ClientContext& ctx, const cli& c) {
 }
 
 void admin_context(grpc::ClientContext& ctx, const cli& c) {
-  call_context(ctx, c);
-  auto token = opt(c, "token", std::getenv("GOST_TOKEN") ? std::getenv("GOST_TOKEN") : "");
-  if (!token.empty())
-    ctx.AddMetadata("x-gost-token", token);
+  call_context(ctx, c); // the token goes with every call of the channel (channel_to)
 }
 
 int fail(const grpc::Status& s) {

@@ -61,7 +61,10 @@ inline bool has(const cli& c, const std::string& k) {
 /// Who asks: --who, else $USER.
 std::string who(const cli& c);
 
-/// A channel to the node at --addr (one per process: every stub shares it).
+/// A channel to the node at --addr (one per process: every stub shares it). Every channel sends
+/// --token (GOST_TOKEN) as `authorization: Bearer <token>` on every call, and speaks TLS with
+/// --tls-ca (GOST_TLS_CA; the CA of the node's certificate) and/or --cert/--key (GOST_CERT,
+/// GOST_KEY; a client certificate).
 std::shared_ptr<grpc::Channel> channel(const cli& c);
 /// A channel to another node (`top --all`, `drain NODE`).
 std::shared_ptr<grpc::Channel> channel_to(const std::string& addr);
@@ -73,7 +76,7 @@ void set_deadline(grpc::ClientContext& ctx);
 /// Every call says who asks (metadata x-gost-who): the node logs it with a verb and records it
 /// with a change in the offer's history.
 void call_context(grpc::ClientContext& ctx, const cli& c);
-/// The node's console token and who asks, on every admin call (the verbs need them).
+/// Who asks, on every admin call (the token goes with every call: `channel`).
 void admin_context(grpc::ClientContext& ctx, const cli& c);
 
 /// Prints the node's error (`gostctl: CODE: message`); returns 1.

@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/admin_service.hpp"
+#include "api/call_gate.hpp"
 #include "api/entity_service.hpp"
 #include "api/feed_service.hpp"
 #include "api/image_service.hpp"
@@ -135,6 +136,10 @@ struct node_context {
   // the public gRPC API (start_grpc)
   std::unique_ptr<offer_service> offers;
   std::unique_ptr<admin_service> admin;
+  /// Who may call (api/call_gate.hpp): asked by every gRPC service and the admin HTTP listener.
+  std::shared_ptr<caller_gate> gate;
+  /// The node's own read token (the web console's live trace calls its AdminService with it).
+  std::string internal_token;
   std::unique_ptr<state_service> states;
   std::unique_ptr<entity_service> entities;         ///< when the node hosts actor types
   std::unique_ptr<task_service> tasks;              ///< with them (task types are actor types)

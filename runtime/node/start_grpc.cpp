@@ -1,9 +1,14 @@
 // The public gRPC API on `grpc.listen`: OfferService, AdminService, StateService,
 // EntityService and TaskService (when the node hosts actor types), ImageService (images.enabled),
-// FeedService (feed.enabled), ScheduledActionService, server reflection and the health service.
+// FeedService (feed.enabled), ScheduledActionService, server reflection and the health service;
+// TLS when `grpc.tls_cert` is set, and every service behind the caller gate (api/call_gate.hpp).
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+
+#include <optional>
+#include <random>
+#include <tuple>
 
 #include "gost/core/errc.hpp"
 #include "node/limits.hpp"
@@ -11,8 +16,80 @@
 
 namespace gost::runtime {
 
+namespace {
+
+/// 32 random hex digits (the node's own token: never written anywhere).
+std::string random_token() {
+  std::random_device rd;
+  std::string out;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i)
+    out += hex[rd() % 16];
+  return out;
+}
+
+/// The caller rule of the configuration (`auth.*`, `console.token`); the problem, naming the
+/// key, in `error`.
+std::optional<caller_rule> rule_of(const config::node_config& cfg,
+                                   const std::string& internal_token, std::string& error) {
+  caller_rule::settings s;
+  error = caller_rule::parse_tokens(cfg.auth.tokens, "auth.tokens", s.tokens);
+  if (error.empty() && !cfg.auth.tokens_file.empty()) {
+    std::string text;
+    error = read_pem_file(cfg.auth.tokens_file, text);
+    if (!error.empty())
+      error = "auth.tokens_file: " + error;
+    else
+      error = caller_rule::parse_tokens(text, "auth.tokens_file " + cfg.auth.tokens_file, s.tokens);
+  }
+  if (error.empty())
+    error = caller_rule::parse_cert_roles(cfg.auth.cert_roles, "auth.cert_roles", s.cert_roles);
+  if (!error.empty())
+    return std::nullopt;
+  s.console_token = cfg.console.token;
+  s.internal_token = internal_token;
+  s.loopback = config::is_loopback(cfg.grpc.listen.host);
+  s.listen = cfg.grpc.listen.to_string();
+  return caller_rule{std::move(s)};
+}
+
+/// TLS on `grpc.listen` when `grpc.tls_cert` is set (client certificates with
+/// `grpc.tls_client_ca`), else plaintext.
+std::shared_ptr<grpc::ServerCredentials> credentials_of(const config::grpc_config& g,
+                                                        std::string& error) {
+  if (g.tls_cert.empty())
+    return grpc::InsecureServerCredentials();
+  std::string cert, key, ca;
+  for (auto [k, path, dst] : {std::tuple{"grpc.tls_cert", &g.tls_cert, &cert},
+                              std::tuple{"grpc.tls_key", &g.tls_key, &key},
+                              std::tuple{"grpc.tls_client_ca", &g.tls_client_ca, &ca}})
+    if (!path->empty())
+      if (auto err = read_pem_file(*path, *dst); !err.empty()) {
+        error = "gRPC TLS: " + err + "; check `" + k + "` (a PEM file)";
+        return nullptr;
+      }
+  grpc::SslServerCredentialsOptions o{ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                      : g.tls_client_auth == "required"
+                                        ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                        : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY};
+  o.pem_root_certs = ca;
+  o.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(o);
+}
+
+} // namespace
+
 caf::error start_grpc(node_context& n) {
   auto& cfg = n.cfg;
+  std::string problem;
+  n.internal_token = random_token();
+  auto rule = rule_of(cfg, n.internal_token, problem);
+  if (!rule)
+    return make_error(errc::invalid_argument, problem);
+  auto creds = credentials_of(cfg.grpc, problem);
+  if (!creds)
+    return make_error(errc::invalid_argument, problem);
+  n.gate = std::make_shared<caller_gate>(std::move(*rule), n.counters->calls());
   auto timeout = cfg.api.request_timeout;
   auto limits = api_limits_of(cfg.limits);
   n.offers = std::make_unique<offer_service>(*n.hub, *n.routes, timeout, limits);
@@ -21,8 +98,6 @@ caf::error start_grpc(node_context& n) {
     *n.hub, *n.routes, n.stages, n.stats, timeout,
     admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager,
                                 n.wakes},
-    admin_service::access{cfg.console.token, config::is_loopback(cfg.grpc.listen.host),
-                          cfg.grpc.listen.to_string()},
     limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
     n.traces, cfg.images.enabled ? n.image_stats : nullptr);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -30,7 +105,7 @@ caf::error start_grpc(node_context& n) {
   // once the stop began.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
-  b.AddListeningPort(cfg.grpc.listen.to_string(), grpc::InsecureServerCredentials(), &n.grpc_port);
+  b.AddListeningPort(cfg.grpc.listen.to_string(), creds, &n.grpc_port);
   // A larger request is answered RESOURCE_EXHAUSTED by gRPC itself, before any service sees it
   // ("Received message larger than max (N vs. M)"; docs/api.md, "Limits").
   b.SetMaxReceiveMessageSize(cfg.limits.request_max_bytes);
@@ -39,14 +114,17 @@ caf::error start_grpc(node_context& n) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;
   edge.push_back(count_calls(n.counters->calls()));
   b.experimental().SetInterceptorCreators(std::move(edge));
+  n.offers->set_gate(n.gate);
   b.RegisterService(n.offers.get());
   if (n.hosts_entities()) {
     n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
                                                   timeout, limits);
+    n.entities->set_gate(n.gate);
     b.RegisterService(n.entities.get());
     n.tasks = std::make_unique<task_service>(
       *n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout, limits,
       task_service::group_defaults{cfg.tasks.retry_delay, cfg.tasks.max_attempts});
+    n.tasks->set_gate(n.gate);
     b.RegisterService(n.tasks.get());
   }
   if (cfg.images.enabled) {
@@ -66,6 +144,7 @@ caf::error start_grpc(node_context& n) {
     is.stats = n.image_stats.get();
     is.queue = n.image_tasks(); // Kafka's, or PostgreSQL's waking the feeders
     n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
+    n.images->set_gate(n.gate);
     b.RegisterService(n.images.get());
   }
   if (cfg.feeds.enabled) {
@@ -75,12 +154,16 @@ caf::error start_grpc(node_context& n) {
     fs.keep_loads = cfg.feeds.keep_loads;
     // The blob store (start_blob_store) is stopped after this step's stop.
     n.feed_api = std::make_unique<feed_service>(*n.hub, *n.pool, *n.blobs, limits, fs);
+    n.feed_api->set_gate(n.gate);
     b.RegisterService(n.feed_api.get());
   }
+  n.admin->set_gate(n.gate);
   b.RegisterService(n.admin.get());
+  n.states->set_gate(n.gate);
   b.RegisterService(n.states.get());
   n.scheduled_actions =
     std::make_unique<scheduled_service>(*n.hub, *n.pool, *n.scheduled_api, limits);
+  n.scheduled_actions->set_gate(n.gate);
   b.RegisterService(n.scheduled_actions.get());
   n.server = b.BuildAndStart();
   if (n.server) {

@@ -82,15 +82,13 @@ caf::error start_http(node_context& n) {
         return http_response{200, ext == "jpg" ? "image/jpeg" : "image/" + ext, std::move(body)};
       });
   // The live trace's HTTP side (/api/trace, the page's "Live trace" panel): a client of this
-  // node's own AdminService.Trace over loopback, so the page gets what `gostctl trace` gets —
-  // the owner's events from any node, followed across shard moves, within limits.trace_* —
-  // with nothing of it written twice. Each event is one JSON line.
-  auto grpc_host = cfg.grpc.listen.host;
-  if (grpc_host.empty() || grpc_host == "0.0.0.0" || grpc_host == "::" || grpc_host == "[::]")
-    grpc_host = "127.0.0.1";
-  auto channel = grpc::CreateChannel(grpc_host + ":" + std::to_string(n.grpc_port),
-                                     grpc::InsecureChannelCredentials());
-  trace_hook trace = [channel](const trace_query& q, http_stream& out) -> http_response {
+  // node's own AdminService.Trace, in process (TLS or not on grpc.listen), as the node's own
+  // read caller (its internal token, when auth is configured), so the page gets what `gostctl
+  // trace` gets — the owner's events from any node, followed across shard moves, within
+  // limits.trace_* — with nothing of it written twice. Each event is one JSON line.
+  auto channel = n.server->InProcessChannel(grpc::ChannelArguments{});
+  trace_hook trace = [channel, token = n.internal_token](const trace_query& q,
+                                                         http_stream& out) -> http_response {
     if (q.offer_id.size() > 256) // as /api/offer: no offer id is longer
       return http_error_of({grpc::StatusCode::INVALID_ARGUMENT, "offer must be 1..256 bytes"});
     auto stub = v1::AdminService::NewStub(channel);
@@ -100,6 +98,7 @@ caf::error start_http(node_context& n) {
     req.set_for_ms(std::chrono::duration_cast<std::chrono::milliseconds>(q.duration).count());
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + q.duration + std::chrono::seconds{5});
+    ctx.AddMetadata("authorization", "Bearer " + token);
     auto reader = stub->Trace(&ctx, req);
     // The browser gone (or the listener stopping) ends the call; Read() waits for events.
     std::atomic<bool> done{false};
@@ -143,6 +142,15 @@ caf::error start_http(node_context& n) {
   add_web_console(*n.http, *n.admin, std::move(trace), n.series);
   if (cfg.feeds.enabled) // /feeds/errors.csv (console/feed_export.hpp)
     add_feed_export(*n.http, *n.pool);
+  // Off loopback, with callers configured (auth.*), every request but the liveness and
+  // readiness probes needs a token of role read (all GET: nothing here changes the node).
+  if (n.gate && n.gate->rule().enforced() && !config::is_loopback(cfg.http.listen.host))
+    n.http->check_access([gate = n.gate](const http_request& req) -> std::pair<int, std::string> {
+      auto v = gate->admit_http(role::read, req.path, req.authorization, req.peer);
+      if (v.admitted())
+        return {0, {}};
+      return {v.what == verdict::kind::unauthenticated ? 401 : 403, v.message};
+    });
   std::string error;
   n.http_port = n.http->start(cfg.http.listen.host, cfg.http.listen.port, error);
   if (n.http_port == 0) {

@@ -19,8 +19,13 @@
 // error reactor instead of a call of the service method. It relies on gRPC's internal handler
 // classes (the ones the generated code uses): check it on a gRPC upgrade
 // (tests/e2e/gostd.e2etest.cpp sends raw bytes to every method).
+//
+// The same wrapper is the request edge's door (issue 27 §4): with a `call_gate` set
+// (`set_gate`, node/start_grpc.cpp), every method — unary, server- or client-streaming — asks
+// it first, and a refused call is answered with the gate's status without reaching the service.
 
 #include <atomic>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +41,14 @@ void install_protobuf_log_hook();
 
 /// Undecodable requests answered so far (for /metrics).
 uint64_t undecodable_requests();
+
+/// Decides, before a service method runs, whether the call may (api/call_gate.hpp).
+class call_gate {
+public:
+  virtual ~call_gate() = default;
+  /// OK: the call of `method` (`/gost.v1.OfferService/GetOffer`) runs; else its answer.
+  virtual grpc::Status admit(const std::string& method, grpc::CallbackServerContext* ctx) const = 0;
+};
 
 namespace detail {
 
@@ -105,16 +118,18 @@ protected:
              grpc::ServerUnaryReactor* (C::*fn)(grpc::CallbackServerContext*, const Req*, Resp*)) {
     auto* md = lookup(name, Req::descriptor(), Resp::descriptor(), false);
     using inner = grpc::internal::CallbackUnaryHandler<Req, Resp>;
-    this->MarkMethodCallback(md->index(),
-                             new detail::guarded_handler<inner>(
-                               path(md), Req::descriptor()->full_name(),
-                               [this, fn](grpc::CallbackServerContext* ctx, const Req* req,
-                                          Resp* resp) -> grpc::ServerUnaryReactor* {
-                                 if (detail::pending_error != nullptr)
-                                   return new detail::error_reactor<grpc::ServerUnaryReactor>(
-                                     *detail::pending_error);
-                                 return (static_cast<C*>(this)->*fn)(ctx, req, resp);
-                               }));
+    this->MarkMethodCallback(
+      md->index(),
+      new detail::guarded_handler<inner>(
+        path(md), Req::descriptor()->full_name(),
+        [this, fn, method = path(md)](grpc::CallbackServerContext* ctx, const Req* req,
+                                      Resp* resp) -> grpc::ServerUnaryReactor* {
+          if (detail::pending_error != nullptr)
+            return new detail::error_reactor<grpc::ServerUnaryReactor>(*detail::pending_error);
+          if (auto st = admit(method, ctx); !st.ok())
+            return new detail::error_reactor<grpc::ServerUnaryReactor>(std::move(st));
+          return (static_cast<C*>(this)->*fn)(ctx, req, resp);
+        }));
   }
 
   /// Guards a server-streaming method.
@@ -123,26 +138,38 @@ protected:
              grpc::ServerWriteReactor<Resp>* (C::*fn)(grpc::CallbackServerContext*, const Req*)) {
     auto* md = lookup(name, Req::descriptor(), Resp::descriptor(), true);
     using inner = grpc::internal::CallbackServerStreamingHandler<Req, Resp>;
-    this->MarkMethodCallback(md->index(),
-                             new detail::guarded_handler<inner>(
-                               path(md), Req::descriptor()->full_name(),
-                               [this, fn](grpc::CallbackServerContext* ctx,
-                                          const Req* req) -> grpc::ServerWriteReactor<Resp>* {
-                                 if (detail::pending_error != nullptr)
-                                   return new detail::error_reactor<grpc::ServerWriteReactor<Resp>>(
-                                     *detail::pending_error);
-                                 return (static_cast<C*>(this)->*fn)(ctx, req);
-                               }));
+    this->MarkMethodCallback(
+      md->index(),
+      new detail::guarded_handler<inner>(
+        path(md), Req::descriptor()->full_name(),
+        [this, fn, method = path(md)](grpc::CallbackServerContext* ctx,
+                                      const Req* req) -> grpc::ServerWriteReactor<Resp>* {
+          if (detail::pending_error != nullptr)
+            return new detail::error_reactor<grpc::ServerWriteReactor<Resp>>(
+              *detail::pending_error);
+          if (auto st = admit(method, ctx); !st.ok())
+            return new detail::error_reactor<grpc::ServerWriteReactor<Resp>>(std::move(st));
+          return (static_cast<C*>(this)->*fn)(ctx, req);
+        }));
   }
 
   /// Guards a client-streaming method. Nothing is parsed before its reactor starts: the
-  /// generated base hands the call to the override as it is, and each message is parsed by a
+  /// method gets the call as it is (only the gate asked first), and each message is parsed by a
   /// read — one that does not decode ends the reads as the client's end would, so the method
   /// must be able to tell a complete stream (say, by a size the first message declares).
   template <class C, class Req, class Resp>
   void guard(const char* name,
-             grpc::ServerReadReactor<Req>* (C::*)(grpc::CallbackServerContext*, Resp*)) {
-    lookup(name, Req::descriptor(), Resp::descriptor(), false, true);
+             grpc::ServerReadReactor<Req>* (C::*fn)(grpc::CallbackServerContext*, Resp*)) {
+    auto* md = lookup(name, Req::descriptor(), Resp::descriptor(), false, true);
+    this->MarkMethodCallback(
+      md->index(),
+      new grpc::internal::CallbackClientStreamingHandler<Req, Resp>(
+        [this, fn, method = path(md)](grpc::CallbackServerContext* ctx,
+                                      Resp* resp) -> grpc::ServerReadReactor<Req>* {
+          if (auto st = admit(method, ctx); !st.ok())
+            return new detail::error_reactor<grpc::ServerReadReactor<Req>>(std::move(st));
+          return (static_cast<C*>(this)->*fn)(ctx, resp);
+        }));
   }
 
   /// Call last in the constructor: a method left unguarded is a bug (thrown at start).
@@ -153,7 +180,15 @@ protected:
         throw std::logic_error("rpc::guarded: method not guarded: " + sd->method(i)->full_name());
   }
 
+public:
+  /// Every method asks `gate` before it runs (set before the server starts; null: no gate).
+  void set_gate(std::shared_ptr<const call_gate> gate) { gate_ = std::move(gate); }
+
 private:
+  grpc::Status admit(const std::string& method, grpc::CallbackServerContext* ctx) const {
+    return gate_ ? gate_->admit(method, ctx) : grpc::Status::OK;
+  }
+
   static const google::protobuf::ServiceDescriptor* descriptor() {
     auto* sd = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
       Service::service_full_name());
@@ -185,6 +220,7 @@ private:
   }
 
   std::vector<bool> guarded_;
+  std::shared_ptr<const call_gate> gate_;
 };
 
 } // namespace gost::runtime::rpc

@@ -41,20 +41,17 @@ grpc::ServerUnaryReactor* admin_service::UndrainNode(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* admin_service::drain_verb(grpc::CallbackServerContext* ctx,
                                                     const v1::DrainNodeRequest* req,
                                                     v1::DrainNodeResponse* resp, bool drain) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx};
   const char* verb = drain ? "drain" : "undrain";
-  if (auto ok = allowed(ctx, verb); !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
   auto node_id = cluster_.node_id;
   if (!req->node_id().empty() && req->node_id() != node_id) {
-    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
-                     "this is node " + node_id + ", not " + req->node_id()
-                       + ": a node drains itself; ask it at its grpc address (gostctl nodes; "
-                         "gostctl "
-                       + verb + " NODE finds it)"});
-    return reactor;
+    call.finish(
+      grpc::Status{grpc::StatusCode::FAILED_PRECONDITION,
+                   "this is node " + node_id + ", not " + req->node_id()
+                     + ": a node drains itself; ask it at its grpc address (gostctl nodes; "
+                       "gostctl "
+                     + verb + " NODE finds it)"});
+    return call.reactor();
   }
   resp->set_node_id(node_id);
   auto who = who_asked(ctx, req->who());
@@ -65,7 +62,7 @@ grpc::ServerUnaryReactor* admin_service::drain_verb(grpc::CallbackServerContext*
   hub_.run([=](caf::event_based_actor* self) {
     auto failed = [=](caf::error& err) {
       lg->warn("node {} failed node={} by={} error={}", verb, node_id, who, error_message(err));
-      reactor->Finish(to_status(err));
+      call.finish(err);
     };
     if (drain)
       self->request(manager, timeout, drain_node_atom_v)
@@ -74,7 +71,7 @@ grpc::ServerUnaryReactor* admin_service::drain_verb(grpc::CallbackServerContext*
             lg->info("node drained node={} handed_off={} by={}", node_id, handed_off, who);
             resp->set_changed(true);
             resp->set_handed_off(handed_off);
-            reactor->Finish(grpc::Status::OK);
+            call.ok();
           },
           failed);
     else
@@ -83,19 +80,19 @@ grpc::ServerUnaryReactor* admin_service::drain_verb(grpc::CallbackServerContext*
           [=](bool changed) {
             lg->info("node undrained node={} changed={} by={}", node_id, changed, who);
             resp->set_changed(changed);
-            reactor->Finish(grpc::Status::OK);
+            call.ok();
           },
           failed);
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* ctx,
                                                    const v1::ListNodesRequest*,
                                                    v1::ListNodesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  list_nodes(resp, finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  list_nodes(resp, finish(call));
+  return call.reactor();
 }
 
 void admin_service::list_nodes(v1::ListNodesResponse* resp, done_fn done) {
@@ -131,9 +128,9 @@ void admin_service::list_nodes(v1::ListNodesResponse* resp, done_fn done) {
 grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext* ctx,
                                                     const v1::ListShardsRequest*,
                                                     v1::ListShardsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  list_shards(resp, finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  list_shards(resp, finish(call));
+  return call.reactor();
 }
 
 void admin_service::list_shards(v1::ListShardsResponse* resp, done_fn done) {

@@ -57,26 +57,4 @@ std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) 
 
 } // namespace admin
 
-grpc::Status admin_service::allowed(grpc::CallbackServerContext* ctx, const char* verb) const {
-  if (access_.token.empty()) {
-    if (access_.loopback)
-      return grpc::Status::OK;
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            std::string{verb} + " refused: the node listens on grpc.listen=" + access_.listen
-              + ", not a loopback address, and has no `console.token`; set `console.token` on "
-                "the node and pass it with gostctl --token (or GOST_TOKEN)"};
-  }
-  auto& md = ctx->client_metadata();
-  auto given = md.find("x-gost-token");
-  if (given == md.end())
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            std::string{verb}
-              + " refused: the node needs its `console.token` in the call (gostctl --token, or "
-                "GOST_TOKEN; metadata x-gost-token)"};
-  if (std::string(given->second.data(), given->second.size()) != access_.token)
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            std::string{verb} + " refused: the token given is not the node's `console.token`"};
-  return grpc::Status::OK;
-}
-
 } // namespace gost::runtime

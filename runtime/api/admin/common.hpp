@@ -13,6 +13,7 @@
 #include <caf/expected.hpp>
 #include <grpcpp/grpcpp.h>
 
+#include "api/call.hpp"
 #include "gost/offers/stage.hpp"
 #include "gost/persistence/cluster/pauses.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
@@ -23,9 +24,9 @@ class pg_pool;
 
 namespace gost::runtime::admin {
 
-/// Finishes the call's reactor: the RPCs hand it to their in-process twins as `done`.
-inline std::function<void(grpc::Status)> finish(grpc::ServerUnaryReactor* reactor) {
-  return [reactor](grpc::Status st) { reactor->Finish(st); };
+/// Finishes the call: the RPCs hand it to their in-process twins as `done`.
+inline std::function<void(grpc::Status)> finish(const unary_call& call) {
+  return [call](grpc::Status st) { call.finish(std::move(st)); };
 }
 
 /// What PostgreSQL tells of the stages: queue and dead-letter counts, and the pauses.

@@ -82,9 +82,9 @@ using namespace admin;
 grpc::ServerUnaryReactor* admin_service::ListDeadLetters(grpc::CallbackServerContext* ctx,
                                                          const v1::ListDeadLettersRequest* req,
                                                          v1::ListDeadLettersResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  list_dead_letters(*req, resp, finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  list_dead_letters(*req, resp, finish(call));
+  return call.reactor();
 }
 
 void admin_service::list_dead_letters(const v1::ListDeadLettersRequest& req,
@@ -149,33 +149,29 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
                                                           const v1::DeadLettersVerbRequest* req,
                                                           v1::DeadLettersVerbResponse* resp,
                                                           bool retry) {
-  auto* reactor = ctx->DefaultReactor();
-  if (auto ok = allowed(ctx, retry ? "retry dead letters" : "discard dead letters"); !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
+  unary_call call{ctx};
   persistence::dead_letter_filter f;
   if (auto st = dead_letter_filter_of(req->filter(), f); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
+    call.finish(st);
+    return call.reactor();
   }
   f.ids.assign(req->ids().begin(), req->ids().end());
   for (auto id : f.ids)
     if (id <= 0) {
-      reactor->Finish(invalid("ids: " + std::to_string(id) + " is not a dead letter id"));
-      return reactor;
+      call.finish(invalid("ids: " + std::to_string(id) + " is not a dead letter id"));
+      return call.reactor();
     }
   if (f.empty()) {
     // Never every letter by accident: say which.
-    reactor->Finish(invalid("give ids, or a filter (filter.stage_id, filter.since, filter.until); "
-                            "an empty filter would match every dead letter"));
-    return reactor;
+    call.finish(invalid("give ids, or a filter (filter.stage_id, filter.since, filter.until); "
+                        "an empty filter would match every dead letter"));
+    return call.reactor();
   }
   // A retry queues the stage: it must be one this node runs (a discard may clear any).
   if (retry && !f.stage_id.empty())
     if (auto st = registered_stage(*stages_, f.stage_id); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
+      call.finish(st);
+      return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
   auto pool = cluster_.pool;
@@ -186,17 +182,17 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
     if (!retry) {
       auto n = persistence::discard_dead_letters(*pool, f);
       if (!n) {
-        reactor->Finish(to_status(n.error()));
+        call.finish(n.error());
         return;
       }
       lg->info("dead letters discarded {} released={} by={}", what, *n, who);
       resp->set_released(*n);
-      reactor->Finish(grpc::Status::OK);
+      call.ok();
       return;
     }
     auto r = persistence::retry_dead_letters(*pool, f, kit::now_us());
     if (!r) {
-      reactor->Finish(to_status(r.error()));
+      call.finish(r.error());
       return;
     }
     lg->info("dead letters retried {} released={} requeued={} by={}", what, r->released,
@@ -213,32 +209,32 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
                        static_cast<uint8_t>(kit::event_source::console));
       else if (wakes)
         wakes->wake(kinds::offers_name, shard);
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::ListParkedOutbox(grpc::CallbackServerContext* ctx,
                                                           const v1::ListParkedOutboxRequest* req,
                                                           v1::ListParkedOutboxResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx};
   uint32_t size = 0;
   if (auto problem = check_page_size("page_size", req->page_size(), limits_, size);
       !problem.empty()) {
-    reactor->Finish(invalid(problem));
-    return reactor;
+    call.finish(invalid(problem));
+    return call.reactor();
   }
   int64_t after = 0;
   if (!page_after(req->page_token(), after)) {
-    reactor->Finish(invalid("page_token `" + req->page_token()
-                            + "` is not one this call gave (next_page_token)"));
-    return reactor;
+    call.finish(invalid("page_token `" + req->page_token()
+                        + "` is not one this call gave (next_page_token)"));
+    return call.reactor();
   }
   auto pool = cluster_.pool;
   hub_.run_blocking([=] {
     auto rows = persistence::list_parked_outbox(*pool, after, size + 1);
     if (!rows) {
-      reactor->Finish(to_status(rows.error()));
+      call.finish(rows.error());
       return;
     }
     bool more = rows->size() > size;
@@ -258,9 +254,9 @@ grpc::ServerUnaryReactor* admin_service::ListParkedOutbox(grpc::CallbackServerCo
     }
     if (more && !rows->empty())
       resp->set_next_page_token(std::to_string(rows->back().id));
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::RetryParkedOutbox(grpc::CallbackServerContext* ctx,
@@ -279,21 +275,16 @@ grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServer
                                                             const v1::ParkedOutboxVerbRequest* req,
                                                             v1::ParkedOutboxVerbResponse* resp,
                                                             bool retry) {
-  auto* reactor = ctx->DefaultReactor();
-  if (auto ok = allowed(ctx, retry ? "retry parked outbox rows" : "drop parked outbox rows");
-      !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
+  unary_call call{ctx};
   std::vector<int64_t> ids(req->ids().begin(), req->ids().end());
   if (ids.empty()) {
-    reactor->Finish(invalid("ids: give the parked rows' ids (ListParkedOutbox lists them)"));
-    return reactor;
+    call.finish(invalid("ids: give the parked rows' ids (ListParkedOutbox lists them)"));
+    return call.reactor();
   }
   for (auto id : ids)
     if (id <= 0) {
-      reactor->Finish(invalid("ids: " + std::to_string(id) + " is not a parked row id"));
-      return reactor;
+      call.finish(invalid("ids: " + std::to_string(id) + " is not a parked row id"));
+      return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
   auto pool = cluster_.pool;
@@ -301,7 +292,7 @@ grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServer
     auto n = retry ? persistence::retry_parked_outbox(*pool, ids)
                    : persistence::drop_parked_outbox(*pool, ids);
     if (!n) {
-      reactor->Finish(to_status(n.error()));
+      call.finish(n.error());
       return;
     }
     std::string list;
@@ -310,9 +301,9 @@ grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServer
     lg->info("parked outbox rows {} ids={} rows={} by={}", retry ? "retried" : "dropped", list, *n,
              who);
     resp->set_rows(*n);
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

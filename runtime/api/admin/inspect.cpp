@@ -48,9 +48,9 @@ void put_activity(const kit::activity& a, const std::string& id, uint32_t shard,
 grpc::ServerUnaryReactor* admin_service::InspectOffer(grpc::CallbackServerContext* ctx,
                                                       const v1::InspectOfferRequest* req,
                                                       v1::InspectOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  inspect_offer(*req, resp, admin::finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  inspect_offer(*req, resp, admin::finish(call));
+  return call.reactor();
 }
 
 void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
@@ -109,9 +109,9 @@ void admin_service::inspect_offer(const v1::InspectOfferRequest& req,
 grpc::ServerUnaryReactor* admin_service::InspectEntity(grpc::CallbackServerContext* ctx,
                                                        const v1::InspectEntityRequest* req,
                                                        v1::InspectEntityResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  inspect_entity(*req, resp, admin::finish(reactor), call_budget(ctx->deadline(), timeout_));
-  return reactor;
+  unary_call call{ctx};
+  inspect_entity(*req, resp, admin::finish(call), call_budget(ctx->deadline(), timeout_));
+  return call.reactor();
 }
 
 void admin_service::inspect_entity(const v1::InspectEntityRequest& req,

@@ -33,9 +33,9 @@ using namespace admin;
 grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext* ctx,
                                                     const v1::ListStagesRequest*,
                                                     v1::ListStagesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  list_stages(resp, finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  list_stages(resp, finish(call));
+  return call.reactor();
 }
 
 void admin_service::list_stages(v1::ListStagesResponse* resp, done_fn done) {
@@ -105,12 +105,7 @@ grpc::ServerUnaryReactor* admin_service::ResumeStage(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext* ctx,
                                                     const v1::StageVerbRequest* req,
                                                     v1::StageVerbResponse* resp, bool pause) {
-  auto* reactor = ctx->DefaultReactor();
-  const char* verb = pause ? "pause" : "resume";
-  if (auto ok = allowed(ctx, verb); !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
+  unary_call call{ctx};
   auto id = req->stage_id();
   // Pausing needs a stage this node knows; a resume also takes a stage no longer registered
   // (a pause left behind by an older version).
@@ -118,8 +113,8 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
                 : id.empty() ? invalid("stage_id is required")
                              : grpc::Status::OK;
       !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
+    call.finish(st);
+    return call.reactor();
   }
   auto who = who_asked(ctx, req->who());
   auto pool = cluster_.pool;
@@ -130,7 +125,7 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
     auto changed =
       pause ? persistence::pause_stage(*pool, id, who) : persistence::resume_stage(*pool, id);
     if (!changed) {
-      reactor->Finish(to_status(changed.error()));
+      call.finish(changed.error());
       worker->quit();
       return;
     }
@@ -142,39 +137,36 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
     worker->request(manager, timeout + std::chrono::seconds{5}, pause_atom_v)
       .then(
         [=](ok_atom) {
-          reactor->Finish(grpc::Status::OK);
+          call.ok();
           worker->quit();
         },
         [=](caf::error& err) {
-          reactor->Finish(to_status(err));
+          call.finish(err);
           worker->quit();
         });
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerContext* ctx,
                                                         const v1::PassivateOfferRequest* req,
                                                         v1::PassivateOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (auto ok = allowed(ctx, "passivate"); !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
+  unary_call call{ctx};
   if (req->offer_id().empty()) {
-    reactor->Finish(invalid("offer_id is required"));
-    return reactor;
+    call.finish(invalid("offer_id is required"));
+    return call.reactor();
   }
   auto id = req->offer_id();
   auto shard = router_.shard_of(id);
   resp->set_shard(shard);
   auto local = router_.local(kinds::offers, shard);
   if (!local) {
-    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
-                     "offer " + id + " is in shard " + std::to_string(shard)
-                       + ", which this node does not own; ask its owner (gostctl shards, then "
-                         "--addr of that node)"});
-    return reactor;
+    call.finish(
+      grpc::Status{grpc::StatusCode::FAILED_PRECONDITION,
+                   "offer " + id + " is in shard " + std::to_string(shard)
+                     + ", which this node does not own; ask its owner (gostctl shards, then "
+                       "--addr of that node)"});
+    return call.reactor();
   }
   auto who = who_asked(ctx, req->who());
   caf::timespan timeout{timeout_};
@@ -185,28 +177,24 @@ grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerCont
         [=](bool was) {
           lg->info("offer passivated offer={} shard={} was_resident={} by={}", id, shard, was, who);
           resp->set_was_resident(was);
-          reactor->Finish(grpc::Status::OK);
+          call.ok();
         },
-        [=](caf::error& err) { reactor->Finish(to_status(err)); });
+        [=](caf::error& err) { call.finish(err); });
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContext* ctx,
                                                       const v1::RequeueOfferRequest* req,
                                                       v1::RequeueOfferResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (auto ok = allowed(ctx, "requeue"); !ok.ok()) {
-    reactor->Finish(ok);
-    return reactor;
-  }
+  unary_call call{ctx};
   if (req->offer_id().empty()) {
-    reactor->Finish(invalid("offer_id is required"));
-    return reactor;
+    call.finish(invalid("offer_id is required"));
+    return call.reactor();
   }
   if (auto st = registered_stage(*stages_, req->stage_id()); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
+    call.finish(st);
+    return call.reactor();
   }
   auto id = req->offer_id();
   auto stage = req->stage_id();
@@ -219,11 +207,11 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
   hub_.run_blocking([=] {
     auto entry = persistence::requeue_offer(*pool, id, stage, kit::now_us());
     if (!entry) {
-      reactor->Finish(to_status(entry.error()));
+      call.finish(entry.error());
       return;
     }
     if (!*entry) {
-      reactor->Finish({grpc::StatusCode::NOT_FOUND, "offer " + id + " does not exist"});
+      call.finish(grpc::Status{grpc::StatusCode::NOT_FOUND, "offer " + id + " does not exist"});
       return;
     }
     lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
@@ -234,9 +222,9 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
                      static_cast<uint8_t>(kit::event_source::console));
     else if (wakes)
       wakes->wake(kinds::offers_name, shard);
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 } // namespace gost::runtime

@@ -93,9 +93,9 @@ void entity_rows(const entity_registry& kinds, const kit::shard_registry& reg,
 
 grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
                                              const v1::TopRequest*, v1::TopResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  top(resp, finish(reactor));
-  return reactor;
+  unary_call call{ctx};
+  top(resp, finish(call));
+  return call.reactor();
 }
 
 void admin_service::top(v1::TopResponse* resp, done_fn done) {

@@ -136,26 +136,26 @@ void admin_service::publish_types(const entity_registry* entities) {
 grpc::ServerUnaryReactor* admin_service::DescribeTypes(grpc::CallbackServerContext* ctx,
                                                        const v1::DescribeTypesRequest*,
                                                        v1::DescribeTypesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx};
   *resp = *types_;
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  call.ok();
+  return call.reactor();
 }
 
 grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContext* ctx,
                                                       const v1::OfferHistoryRequest* req,
                                                       v1::OfferHistoryResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+  unary_call call{ctx};
   if (req->offer_id().empty()) {
-    reactor->Finish(invalid("offer_id is required"));
-    return reactor;
+    call.finish(invalid("offer_id is required"));
+    return call.reactor();
   }
   uint32_t size = std::min<uint32_t>(20, limits_.page_size_max);
   if (req->page_size() != 0)
     if (auto problem = check_page_size("page_size", req->page_size(), limits_, size);
         !problem.empty()) {
-      reactor->Finish(invalid(problem));
-      return reactor;
+      call.finish(invalid(problem));
+      return call.reactor();
     }
   int64_t before = 0;
   if (!req->page_token().empty()) {
@@ -163,9 +163,9 @@ grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContex
     errno = 0;
     before = std::strtoll(req->page_token().c_str(), &end, 10);
     if (errno != 0 || *end != '\0' || before <= 0) {
-      reactor->Finish(invalid("page_token `" + req->page_token()
-                              + "` is not one this call gave (next_page_token)"));
-      return reactor;
+      call.finish(invalid("page_token `" + req->page_token()
+                          + "` is not one this call gave (next_page_token)"));
+      return call.reactor();
     }
   }
   resp->set_enabled(history_);
@@ -176,14 +176,15 @@ grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContex
     // One more than the page: the base of the page's oldest change, and whether more exist.
     auto rows = persistence::read_history(*pool, id, before, size + 1);
     if (!rows) {
-      reactor->Finish(to_status(rows.error()));
+      call.finish(rows.error());
       return;
     }
     std::vector<v1::OfferSaved> events(rows->size());
     for (size_t i = 0; i < rows->size(); ++i)
       if (!events[i].ParseFromString((*rows)[i].event)) {
-        reactor->Finish({grpc::StatusCode::DATA_LOSS, "history row " + std::to_string((*rows)[i].id)
-                                                        + " of offer " + id + " does not parse"});
+        call.finish(
+          grpc::Status{grpc::StatusCode::DATA_LOSS, "history row " + std::to_string((*rows)[i].id)
+                                                      + " of offer " + id + " does not parse"});
         return;
       }
     size_t shown = std::min<size_t>(size, rows->size());
@@ -192,9 +193,9 @@ grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContex
                       *types, *resp->add_changes());
     if (rows->size() > size)
       resp->set_next_page_token(std::to_string((*rows)[shown - 1].id));
-    reactor->Finish(grpc::Status::OK);
+    call.ok();
   });
-  return reactor;
+  return call.reactor();
 }
 
 grpc::ServerWriteReactor<v1::TraceEvent>* admin_service::Trace(grpc::CallbackServerContext*,

@@ -80,6 +80,16 @@ struct identity_config { // node.*
 struct grpc_config {
   endpoint listen;
   std::string port_file;
+  std::string tls_cert;        ///< PEM file; empty: plaintext (with tls_key)
+  std::string tls_key;         ///< PEM file of tls_cert's key
+  std::string tls_client_ca;   ///< PEM file of the CA of client certificates; empty: none asked
+  std::string tls_client_auth; ///< none, optional or required (with tls_client_ca)
+};
+
+struct auth_config {       // auth.*
+  std::string tokens;      ///< `name:role:token`, comma-separated (a secret)
+  std::string tokens_file; ///< a file of such entries, one a line
+  std::string cert_roles;  ///< `subject:role`, comma-separated (client certificates' CN or SAN)
 };
 
 /// `caf.*`: the node-to-node link (gost.v1.NodeService over gRPC; the prefix is older than
@@ -375,6 +385,7 @@ struct node_config {
   node_link_config caf;
   http_config http;
   console_config console;
+  auth_config auth;
   pg_config pg;
   shard_config shard;
   scheduler_config scheduler;
