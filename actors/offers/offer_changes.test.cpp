@@ -154,3 +154,31 @@ TEST_CASE(
   CHECK(prepare_state_update({e, ctx, reg, t0, limits}, "nope", {}, 0).error()
         == errc::invalid_argument);
 }
+
+TEST_CASE("a requeue enqueues the stage due now and changes nothing else; a missing offer or an "
+          "unknown stage is refused") {
+  stage_registry reg;
+  reg.add("any", std::make_shared<wants_everything>());
+  offer_entity e{"o1"};
+  e.committed(*offer_entity{"o1"}.prepare_create(content(), t0, limits));
+  offer_context ctx;
+  auto r = prepare_requeue({e, ctx, reg, t0, limits}, "any");
+  REQUIRE(r);
+  CHECK(r->ws.op == persistence::offer_op::none);
+  REQUIRE(r->ws.enqueue.size() == 1);
+  CHECK(r->ws.enqueue[0].lane == "any");
+  CHECK(r->ws.enqueue[0].entity_id == "o1");
+  CHECK(r->ws.enqueue[0].due_at_us == to_us(t0));
+  CHECK_FALSE(r->ws.new_body);
+  CHECK_FALSE(r->ws.outbox);
+  CHECK(r->ws.states.empty());
+  CHECK_FALSE(r->next);
+  CHECK_FALSE(writes_nothing(r->ws));
+  auto bad = prepare_requeue({e, ctx, reg, t0, limits}, "nope");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error() == errc::invalid_argument);
+  CHECK(error_message(bad.error()).find("stage_id `nope`") != std::string::npos);
+  offer_entity gone{"o2"};
+  gone.committed(std::nullopt);
+  CHECK(prepare_requeue({gone, ctx, reg, t0, limits}, "any").error() == errc::not_found);
+}

@@ -1,8 +1,8 @@
 #pragma once
 // The one table that maps every operation a node forwards to another — the offer operations
-// (`offer_owner_ops`, gost/offers/protocol.hpp) and the durable entities' (`entity_ops`,
-// gost/entities/protocol.hpp) — to the node link's protobuf (gost.internal.v1.ForwardRequest
-// / ForwardResponse) and back.
+// with the kit's inspection and passivation (`offer_owner_ops`, gost/offers/protocol.hpp) and
+// the durable entities' (`entity_ops`, gost/entities/protocol.hpp) — to the node link's
+// protobuf (gost.internal.v1.ForwardRequest / ForwardResponse) and back.
 // The peer link encodes with `encode`, the serving node decodes with `decode` and calls its
 // local shard with the very same typed arguments; replies travel through `encode_reply` and
 // `deliver`. A new operation adds one line to each (the compiler finds a missing one: the
@@ -118,6 +118,19 @@ inline void encode(ForwardRequest& r, ask_atom, const std::string& key, const an
   e->set_request_id(id.value);
 }
 
+inline void encode(ForwardRequest& r, requeue_atom, const std::string& id, const std::string& stage,
+                   const request_id& rid) {
+  auto* q = r.mutable_requeue();
+  q->set_offer_id(id);
+  q->set_stage_id(stage);
+  q->set_request_id(rid.value);
+  set_origin(*q->mutable_origin(), rid);
+}
+
+inline void encode(ForwardRequest& r, passivate_atom, const std::string& id) {
+  r.set_passivate(id);
+}
+
 /// Calls `f` with the operation's typed arguments; false when the request carries none this
 /// node knows.
 template <class F>
@@ -159,6 +172,12 @@ bool decode(const ForwardRequest& r, F&& f) {
       f(ask_atom_v, e.key(), any_msg{e.event()}, ask_id{e.request_id()});
       return true;
     }
+    case ForwardRequest::kRequeue: {
+      auto& q = r.requeue();
+      f(requeue_atom_v, q.offer_id(), q.stage_id(), request_id_of(q));
+      return true;
+    }
+    case ForwardRequest::kPassivate: f(passivate_atom_v, r.passivate()); return true;
     default: return false;
   }
 }
@@ -194,6 +213,9 @@ inline void encode_reply(ForwardResponse& r, kit::activity& a) {
 
 inline void encode_reply(ForwardResponse& r, ok_atom) {
   r.set_ok(true);
+}
+inline void encode_reply(ForwardResponse& r, bool was_resident) {
+  r.set_was_resident(was_resident);
 }
 inline void encode_reply(ForwardResponse& r, entity_view& v) {
   auto* e = r.mutable_entity();
@@ -268,6 +290,12 @@ inline bool deliver(ForwardResponse& r, caf::typed_response_promise<ok_atom>& rp
   if (r.result_case() != ForwardResponse::kOk)
     return false;
   rp.deliver(ok_atom_v);
+  return true;
+}
+inline bool deliver(ForwardResponse& r, caf::typed_response_promise<bool>& rp) {
+  if (r.result_case() != ForwardResponse::kWasResident)
+    return false;
+  rp.deliver(r.was_resident());
   return true;
 }
 inline bool deliver(ForwardResponse& r, caf::typed_response_promise<entity_view>& rp) {

@@ -48,4 +48,47 @@ TEST_CASE("a forwarded write keeps its request id, source and caller") {
   link_table::ForwardRequest state;
   link_table::encode(state, update_atom_v, state_atom_v, "o1", "st", "bytes", int64_t{0}, rid);
   check(state);
+  link_table::ForwardRequest requeue;
+  link_table::encode(requeue, requeue_atom_v, "o1", "st", rid);
+  check(requeue);
+}
+
+TEST_CASE("a forwarded requeue and passivation reach the owner with their arguments, and their "
+          "answers come back") {
+  link_table::ForwardRequest requeue;
+  link_table::encode(requeue, requeue_atom_v, "o1", "audit", request_id{"r", "console", "ops"});
+  std::string offer;
+  std::string stage;
+  bool known = link_table::decode(requeue, [&](auto&&... xs) {
+    using args = std::tuple<std::decay_t<decltype(xs)>...>;
+    if constexpr (std::is_same_v<args,
+                                 std::tuple<requeue_atom, std::string, std::string, request_id>>)
+      std::tie(std::ignore, offer, stage, std::ignore) = std::tie(xs...);
+  });
+  CHECK(known);
+  CHECK(offer == "o1");
+  CHECK(stage == "audit");
+
+  link_table::ForwardRequest passivate;
+  link_table::encode(passivate, passivate_atom_v, "o1");
+  std::string passivated;
+  known = link_table::decode(passivate, [&](auto&&... xs) {
+    using args = std::tuple<std::decay_t<decltype(xs)>...>;
+    if constexpr (std::is_same_v<args, std::tuple<passivate_atom, std::string>>)
+      std::tie(std::ignore, passivated) = std::tie(xs...);
+  });
+  CHECK(known);
+  CHECK(passivated == "o1");
+
+  // Passivation answers a bool of its own, not read as another reply (a version, "ok").
+  link_table::ForwardResponse was;
+  bool resident = true;
+  link_table::encode_reply(was, resident);
+  CHECK(was.result_case() == link_table::ForwardResponse::kWasResident);
+  CHECK(was.was_resident());
+  link_table::ForwardResponse due;
+  int64_t at = 1'700'000'000'000'000;
+  link_table::encode_reply(due, at);
+  CHECK(due.result_case() == link_table::ForwardResponse::kVersion);
+  CHECK(due.version() == at);
 }

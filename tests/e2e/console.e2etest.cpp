@@ -467,6 +467,101 @@ TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
   CHECK(no_stage.output().find("give an offer id and a stage id") != std::string::npos);
 }
 
+TEST_CASE("console: gostctl requeue and passivate sent to a node that does not own the offer "
+          "take effect on its owner (the stage runs again once, through the owner's actor)") {
+  auto db = std::make_shared<testing::temp_db>();
+  console_node a{{"--node.id=c1"}, db};
+  console_node b{{"--node.id=c2"}, db};
+  REQUIRE(
+    eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
+  // An offer in one of c2's shards, created through c1.
+  std::string id;
+  for (int i = 0; i < 40 && id.empty(); ++i) {
+    auto made = a.create(i);
+    REQUIRE_FALSE(made.empty());
+    if (db->scalar("SELECT l.owner FROM offers o JOIN shard_leases l ON l.shard = o.shard"
+                   " WHERE o.offer_id = '"
+                   + made + "'")
+        == "c2")
+      id = made;
+  }
+  REQUIRE_FALSE(id.empty());
+  auto audit_runs = [&] {
+    auto resp = a.inspect(id);
+    auto i = resp.states().find("audit");
+    v1::AuditTrail trail;
+    if (i != resp.states().end())
+      REQUIRE(i->second.UnpackTo(&trail));
+    return trail.runs();
+  };
+  REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
+  // Every audit run of the offers made so far is over: c2's count moves by the requeue only.
+  REQUIRE(eventually(20s, [&] { return a.stage("audit").queued() == 0; }));
+  auto c2_runs = b.stage("audit").runs();
+  auto c1_runs = a.stage("audit").runs();
+
+  child_process p{GOSTCTL_PATH, {"--addr", a.addr, "requeue", id, "audit", "--who", "ops"}};
+  REQUIRE(p.wait(30s) == 0);
+  CHECK(p.output().find("queued for audit") != std::string::npos);
+  CHECK(eventually(20s, [&] { return audit_runs() == 2; }));
+  CHECK(eventually(20s, [&] { return b.stage("audit").runs() == c2_runs + 1; }));
+  CHECK(a.stage("audit").runs() == c1_runs);
+  CHECK(a.stage("audit").queued() == 0); // its next run is the hour's timer again
+  CHECK(audit_runs() == 2);
+  // The owner's actor took the requeue and its shard ran the stage it queued (source
+  // console), not a row found by a later poll of the queue (source queue).
+  auto seen = a.inspect(id);
+  CHECK(seen.owner() == "c2");
+  bool requeued = false;
+  bool ran = false;
+  for (auto& e : seen.recent()) {
+    requeued = requeued || (e.kind() == "other" && e.source() == "console" && e.stage() == "audit");
+    ran = ran || (e.kind() == "run" && e.source() == "console" && e.stage() == "audit");
+  }
+  CHECK(requeued);
+  CHECK(ran);
+
+  // Passivated through c1 as well: c2's actor stops.
+  REQUIRE(seen.resident());
+  child_process pass{GOSTCTL_PATH, {"--addr", a.addr, "passivate", id, "--who", "ops"}};
+  REQUIRE(pass.wait(30s) == 0);
+  CHECK_MESSAGE(pass.output().find("its actor stops") != std::string::npos, pass.output());
+  CHECK(eventually(10s, [&] { return !a.inspect(id).resident(); }));
+  child_process again{GOSTCTL_PATH, {"--addr", b.addr, "passivate", id}};
+  REQUIRE(again.wait(30s) == 0);
+  CHECK(again.output().find("no actor held it") != std::string::npos);
+}
+
+TEST_CASE("console: a requeue on a node whose lease of the shard is stale writes no queue row and "
+          "answers UNAVAILABLE") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").queued() == 0; }));
+  auto due = [&] {
+    return n.scalar_int("SELECT due_at_us FROM stage_states WHERE offer_id = '" + id
+                        + "' AND stage_id = 'audit'");
+  };
+  auto timer = due(); // the audit stage's next run, an hour away
+  auto shard = n.scalar_int("SELECT shard FROM offers WHERE offer_id = '" + id + "'");
+  // Another owner takes the shard behind the node's back (a newer epoch, its lease fresh for an
+  // hour): the node's writes to it are fenced from now on, and nobody serves it here.
+  REQUIRE(n.db->scalar("UPDATE shard_leases SET owner = 'ghost', epoch = epoch + 1,"
+                       " heartbeat_at = now() + interval '1 hour' WHERE shard = "
+                       + std::to_string(shard) + " RETURNING owner")
+          == "ghost");
+  v1::RequeueOfferRequest req;
+  req.set_offer_id(id);
+  req.set_stage_id("audit");
+  v1::RequeueOfferResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  auto st = n.admin->RequeueOffer(&ctx, req, &resp);
+  CHECK_MESSAGE(st.error_code() == grpc::StatusCode::UNAVAILABLE, st.error_message());
+  CHECK_MESSAGE(st.error_message().find("retry") != std::string::npos, st.error_message());
+  CHECK(due() == timer);
+}
+
 TEST_CASE("console: dead letters are listed with their reason, retried (the stage runs again once) "
           "or discarded; a bulk verb needs a filter") {
   console_node n;

@@ -288,9 +288,11 @@ void answer_again(self_ptr self, promise<Result> rp, const request_id& rid, caf:
 /// from the current state (offer_changes.hpp: or an error for the client); it is written, and
 /// on a lost version check the actor reloads and prepares again. With a request id the write
 /// commits at most once: a retry whose id committed before gets the first answer.
+/// `source`: who queued the stages the change enqueues (the runs' source in the trail).
 template <class Result, class Prepare, class Reply>
 void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply reply,
-                     request_id rid, int attempt) {
+                     request_id rid, int attempt,
+                     kit::event_source source = kit::event_source::api) {
   with_loaded(
     self,
     [=]() mutable {
@@ -336,7 +338,7 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
           // An offer is replaced when the change computed a new one (or removed it).
           committed(self, set, next || set.op == persistence::offer_op::remove ? &next : nullptr);
           if (!set.enqueue.empty())
-            kit::report_enqueued(*s.env, set.enqueue);
+            kit::report_enqueued(*s.env, set.enqueue, source);
           rp.deliver(std::move(answer));
         },
         [=]() mutable {
@@ -348,7 +350,7 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
                                                    "already exists"));
           } else if (attempt + 1 < max_redo) {
             s.env->stats->stage_conflicts.fetch_add(1, std::memory_order_relaxed);
-            external_change(self, rp, prepare, reply, rid, attempt + 1);
+            external_change(self, rp, prepare, reply, rid, attempt + 1, source);
           } else {
             rp.deliver(
               make_error(errc::conflict, "offer " + s.entity.id() + " keeps changing; retry"));
@@ -603,6 +605,21 @@ offer_actor::behavior_type offer_behavior() {
         return out;
       };
       external_change(self, rp, prepare, reply, std::move(rid), 0);
+      return rp.rp;
+    },
+    [](requeue_atom, const std::string&, const std::string& stage_id,
+       request_id& rid) -> caf::result<int64_t> {
+      auto self = current();
+      started(self, kit::event_kind::other, kit::event_source::console, stage_id);
+      auto rp = promise_of<int64_t>(self);
+      // Through the actor like any change: its held queue (queued_now) learns of the entry as
+      // it commits, the shard schedules it, and a run in flight finishes first (one run after
+      // the requeue, never none).
+      auto prepare = [self, stage_id, rid] { return prepare_requeue(inputs(self, rid), stage_id); };
+      auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
+        return ws.enqueue.front().due_at_us;
+      };
+      external_change(self, rp, prepare, reply, std::move(rid), 0, kit::event_source::console);
       return rp.rp;
     },
     [](run_atom, std::string& stage_id, uint8_t source) -> caf::result<queue_entries> {

@@ -109,4 +109,20 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
   return out;
 }
 
+caf::expected<prepared_change> prepare_requeue(const change_input& in,
+                                               const std::string& stage_id) {
+  if (in.entity.current() == nullptr)
+    return make_error(errc::not_found, "offer " + in.entity.id() + " does not exist");
+  if (in.stages.find(stage_id) == nullptr)
+    return make_error(errc::invalid_argument,
+                      "stage_id `" + stage_id
+                        + "` is not a stage of this node (gostctl stages lists them)");
+  prepared_change out;
+  auto& ws = out.ws;
+  ws.offer_id = in.entity.id();
+  ws.op = persistence::offer_op::none;
+  ws.enqueue.push_back({stage_id, in.entity.id(), now_us(in.now), persistence::priority::normal});
+  return out;
+}
+
 } // namespace gost

@@ -1,5 +1,5 @@
 // gost.v1.AdminService: the stages (ListStages) and the verbs on stages and offers (pause,
-// resume, passivate, requeue).
+// resume, passivate, requeue; the last two through the owner of the offer's shard).
 #include "api/admin_service.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -10,13 +10,11 @@
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/manager.hpp"
 #include "cluster/router.hpp"
-#include "cluster/wakes.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/kit/writer.hpp"
 #include "gost/core/log.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/persistence/cluster/pauses.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
 
 namespace gost::runtime {
 
@@ -151,7 +149,7 @@ grpc::ServerUnaryReactor* admin_service::stage_verb(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerContext* ctx,
                                                         const v1::PassivateOfferRequest* req,
                                                         v1::PassivateOfferResponse* resp) {
-  unary_call call{ctx};
+  unary_call call{ctx, timeout_};
   if (req->offer_id().empty()) {
     call.finish(invalid("offer_id is required"));
     return call.reactor();
@@ -159,27 +157,19 @@ grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerCont
   auto id = req->offer_id();
   auto shard = router_.shard_of(id);
   resp->set_shard(shard);
-  auto local = router_.local(kinds::offers, shard);
-  if (!local) {
-    call.finish(
-      grpc::Status{grpc::StatusCode::FAILED_PRECONDITION,
-                   "offer " + id + " is in shard " + std::to_string(shard)
-                     + ", which this node does not own; ask its owner (gostctl shards, then "
-                       "--addr of that node)"});
-    return call.reactor();
-  }
   auto who = who_asked(ctx, req->who());
-  caf::timespan timeout{timeout_};
-  auto target = *local;
-  hub_.run([=](caf::event_based_actor* self) {
-    self->request(target, timeout, passivate_atom_v, id)
-      .then(
-        [=](bool was) {
-          lg->info("offer passivated offer={} shard={} was_resident={} by={}", id, shard, was, who);
-          resp->set_was_resident(was);
-          call.ok();
-        },
-        [=](caf::error& err) { call.finish(err); });
+  auto& r = router_;
+  // To the owner of the offer's shard, here or over the node link; while the shard has no
+  // owner the call waits for one until its deadline, then answers UNAVAILABLE (retry).
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_owner(
+      self, r, call.deadline(),
+      [=](bool was) {
+        lg->info("offer passivated offer={} shard={} was_resident={} by={}", id, shard, was, who);
+        resp->set_was_resident(was);
+        call.ok();
+      },
+      call.on_error(), passivate_atom_v, id);
   });
   return call.reactor();
 }
@@ -187,7 +177,7 @@ grpc::ServerUnaryReactor* admin_service::PassivateOffer(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContext* ctx,
                                                       const v1::RequeueOfferRequest* req,
                                                       v1::RequeueOfferResponse* resp) {
-  unary_call call{ctx};
+  unary_call call{ctx, timeout_};
   if (req->offer_id().empty()) {
     call.finish(invalid("offer_id is required"));
     return call.reactor();
@@ -201,28 +191,20 @@ grpc::ServerUnaryReactor* admin_service::RequeueOffer(grpc::CallbackServerContex
   auto who = who_asked(ctx, req->who());
   auto shard = router_.shard_of(id);
   resp->set_shard(shard);
-  auto pool = cluster_.pool;
-  auto* routes = &router_;
-  auto wakes = cluster_.wakes;
-  hub_.run_blocking([=] {
-    auto entry = persistence::requeue_offer(*pool, id, stage, kit::now_us());
-    if (!entry) {
-      call.finish(entry.error());
-      return;
-    }
-    if (!*entry) {
-      call.finish(grpc::Status{grpc::StatusCode::NOT_FOUND, "offer " + id + " does not exist"});
-      return;
-    }
-    lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
-    *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp((*entry)->due_at_us);
-    // The owner on this node hears of it now; another node's shard is woken.
-    if (auto local = routes->local(kinds::offers, shard))
-      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
-                     static_cast<uint8_t>(kit::event_source::console));
-    else if (wakes)
-      wakes->wake(kinds::offers_name, shard);
-    call.ok();
+  auto& r = router_;
+  // Like every write: the owner's offer actor writes the entry through the write-behind layer,
+  // fenced by the shard's lease epoch (a node that lost the lease writes nothing), and its
+  // shard schedules the run. A request id is given when the call crosses to another node, so a
+  // retry after a timeout queues it once.
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    ask_owner(
+      self, r, call.deadline(),
+      [=](int64_t due_us) {
+        lg->info("offer requeued offer={} stage={} shard={} by={}", id, stage, shard, who);
+        *resp->mutable_due_at() = TimeUtil::MicrosecondsToTimestamp(due_us);
+        call.ok();
+      },
+      call.on_error(), requeue_atom_v, id, stage, request_id{{}, "console", who});
   });
   return call.reactor();
 }

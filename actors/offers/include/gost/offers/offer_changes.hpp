@@ -56,6 +56,12 @@ caf::expected<prepared_change> prepare_state_update(const change_input& in,
                                                     const std::string& stage_id,
                                                     const std::string& state, int64_t expected);
 
+/// An operator's re-queue (gostctl requeue): the offer goes into the queue of `stage_id`, due
+/// now (an entry due earlier stays so), and nothing else changes (op none: no version check,
+/// no outbox event). Not found when the offer does not exist; invalid when the stage is not
+/// registered here.
+caf::expected<prepared_change> prepare_requeue(const change_input& in, const std::string& stage_id);
+
 /// Whether a prepared write-set writes nothing at all.
 bool writes_nothing(const persistence::write_set& ws);
 

@@ -27,6 +27,7 @@ CAF_ADD_ATOM(gost_offers, gost, scan_atom, "scan")
 CAF_ADD_ATOM(gost_offers, gost, list_atom, "list")
 CAF_ADD_ATOM(gost_offers, gost, state_atom, "state")
 CAF_ADD_ATOM(gost_offers, gost, rescan_atom, "rescan")
+CAF_ADD_ATOM(gost_offers, gost, requeue_atom, "requeue")
 
 namespace gost {
 
@@ -126,7 +127,11 @@ using offer_ops = caf::typed_actor<
   // Compare-and-set of a stage's state: (offer id, stage id, serialized google.protobuf.Any,
   // expected state version). A stale version answers updated = false, not an error.
   caf::replies_to<update_atom, state_atom, std::string, std::string, std::string, int64_t,
-                  request_id>::with<state_update_msg>>;
+                  request_id>::with<state_update_msg>,
+  // An operator's re-queue (gostctl requeue): puts the offer into the queue of a stage, due
+  // now, through the write-behind layer (fenced by the shard's lease), so the stage runs on it
+  // again once. Replies the entry's due time (µs since the epoch).
+  caf::replies_to<requeue_atom, std::string, std::string, request_id>::with<int64_t>>;
 
 /// Everything a request for an offer may ask of the owner of its shard, on this node or through
 /// a node link: what routers hold (the operations and the kit's inspection).

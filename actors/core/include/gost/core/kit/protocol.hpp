@@ -36,11 +36,15 @@ using entity_base = caf::typed_actor<
 template <class Ops>
 using entity_actor = typename Ops::template extend_with<entity_base>;
 
-/// What operators ask of the owner of an entity: whether an actor holds it, the messages
-/// waiting in its mailbox (-1: not resident, or busy in an event for over a second), what it
-/// waits on, its recent events (trail.hpp), the shard's epoch and write lag. Routers hold a
-/// kind's operations plus this.
-using inspect_ops = caf::typed_actor<caf::replies_to<resident_atom, std::string>::with<activity>>;
+/// What operators ask of the owner of an entity, wherever they call from (routers hold a kind's
+/// operations plus this, and node links carry it):
+using inspect_ops = caf::typed_actor<
+  // Whether an actor holds it, the messages waiting in its mailbox (-1: not resident, or busy
+  // in an event for over a second), what it waits on, its recent events (trail.hpp), the
+  // shard's epoch and write lag.
+  caf::replies_to<resident_atom, std::string>::with<activity>,
+  // Passivates the entity's actor (as the idle sweep would); answers whether one was resident.
+  caf::replies_to<passivate_atom, std::string>::with<bool>>;
 
 /// What every shard answers besides its kind's operations and inspect_ops.
 template <class Actor>
@@ -59,9 +63,7 @@ using shard_base = caf::typed_actor<
   // The lanes paused now (all of them: the set replaces the last one). Answers once no run of
   // a paused lane is in flight, so none runs after the answer; a lane no longer paused starts
   // its backlog at once.
-  caf::replies_to<pause_atom, std::set<std::string>>::with<ok_atom>,
-  // Passivates the entity's actor (as the idle sweep would); answers whether one was resident.
-  caf::replies_to<passivate_atom, std::string>::with<bool>>;
+  caf::replies_to<pause_atom, std::set<std::string>>::with<ok_atom>>;
 
 /// A kind's shard: its operations, inspection, the kit's shard messages and `Extra` signatures
 /// of the kind's own (e.g. the offers' background rescan).
