@@ -105,26 +105,10 @@ struct tls_node {
   }
 
   /// A GET on the admin HTTP listener (the whole response), with a bearer token when `token`
-  /// is given (testing::http_get sends no headers of the caller's).
+  /// is given.
   std::string http(const std::string& path, const std::string& token = "") {
-    if (token.empty())
-      return testing::http_get(static_cast<uint16_t>(http_port), path);
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(http_port));
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    std::string resp;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      auto req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                 + "Authorization: Bearer " + token + "\r\n\r\n";
-      ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-      char buf[4096];
-      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
-        resp.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return resp;
+    return testing::http_get(static_cast<uint16_t>(http_port), path,
+                             token.empty() ? "" : "Authorization: Bearer " + token + "\r\n");
   }
 
   testing::temp_db db;

@@ -13,7 +13,9 @@
 namespace gost::testing {
 
 /// Returns the whole response (status line, headers, body), or "" when the connection failed.
-inline std::string http_get(uint16_t port, const std::string& path) {
+/// `headers`: more request header lines, each ending in "\r\n" (`"Authorization: Bearer t\r\n"`).
+inline std::string http_get(uint16_t port, const std::string& path,
+                            const std::string& headers = {}) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -23,7 +25,8 @@ inline std::string http_get(uint16_t port, const std::string& path) {
     ::close(fd);
     return {};
   }
-  auto req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  auto req =
+    "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + headers + "\r\n";
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string resp;
   char buf[4096];
