@@ -49,7 +49,12 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
   const auto& id =
     std::apply([](const auto&... ys) -> const std::string& { return entity_id_of(ys...); }, *args);
   bool remote = false;
-  Ops target = route(id, &remote);
+  caf::error refused; // this node owns the shard but cannot confirm its lease now
+  Ops target = route(id, &remote, &refused);
+  if (refused) {
+    fail(refused);
+    return;
+  }
   if (remote) // kept in `args`: an attempt after this one sends the same request id
     std::apply([](auto&... ys) { (give_request_id_to(ys), ...); }, *args);
   auto again = [=](caf::error why) {
@@ -95,10 +100,11 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
 } // namespace detail
 
 /// Sends the operation `xs...` (it names its entity first) to the owner of the entity's shard
-/// as `route(id, &remote)` finds it (an `Ops` handle, on this node or another), and hands the
-/// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
-/// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
-/// the shard found no owner in time.
+/// as `route(id, &remote, &refused)` finds it (an `Ops` handle, on this node or another), and
+/// hands the reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner
+/// says it moved), parks in the hub and asks again until `deadline`; the caller sees an error
+/// only if the shard found no owner in time. A route that sets `refused` (this node owns the
+/// shard but cannot confirm its lease) fails the call with that error at once.
 template <class Ops, class Route, class Ok, class... Ts>
 void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
                 fail_fn fail, Ts... xs) {
@@ -111,8 +117,11 @@ template <class Ops, class Local, class Ok, class... Ts>
 void ask_kind(caf::event_based_actor* self, router& r, kind_slot<Ops, Local> k,
               clock_type::time_point deadline, Ok ok, fail_fn fail, Ts... xs) {
   ask_routed<Ops>(
-    self, [&r, k](const std::string& id, bool* remote) { return r.route(k, id, remote); }, deadline,
-    std::move(ok), std::move(fail), std::move(xs)...);
+    self,
+    [&r, k](const std::string& id, bool* remote, caf::error* refused) {
+      return r.route(k, id, remote, refused);
+    },
+    deadline, std::move(ok), std::move(fail), std::move(xs)...);
 }
 
 /// How long a call may take: the server's limit (`api.request_timeout`), or less when the

@@ -114,7 +114,8 @@ private:
   /// Asks the local supervisor of the operation's shard, of the kind that takes the operation
   /// and owns its entity (cluster/kinds.hpp; the kit's inspection is every kind's), and
   /// finishes the call with its answer or its error (a shard that is not here answers
-  /// errc::moved: the sender routes again).
+  /// errc::moved: the sender routes again; one whose lease this node cannot confirm now
+  /// errc::unavailable).
   template <class... Ts>
   void serve(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
              caf::timespan timeout, Ts... xs) {
@@ -127,6 +128,14 @@ private:
       if (!kind.forwarded || !kind.accepts(msg) || (kind.owns && !kind.owns(id)))
         continue;
       if (auto local = router_->local_actor(k, shard)) {
+        // Owned here, but served only while the lease is confirmed (a node cut from the
+        // database may have lost it already): else UNAVAILABLE, never a stale answer.
+        caf::error refused;
+        if (!router_->confirmed_now(&refused)) {
+          put_error(refused, *resp);
+          reactor->Finish(grpc::Status::OK);
+          return;
+        }
         ask(reactor, resp, timeout, std::move(local), xs...);
         return;
       }
