@@ -58,9 +58,11 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
   // `reached`: this attempt or an earlier one reached an owner.
   auto again = [=](caf::error why, bool reached) {
     if (clock_type::now() + call_hub::pause >= deadline) {
-      // Refused here after an owner elsewhere may have carried it out: the outcome is unknown
-      // (a timeout), never "safe to retry".
-      fail(reached && why == errc::unavailable ? caf::make_error(caf::sec::request_timeout) : why);
+      // Refused (here, or moved) after an owner may have carried it out: the outcome is
+      // unknown (a timeout), never "safe to retry".
+      fail(reached && (why == errc::unavailable || why == errc::moved)
+             ? caf::make_error(caf::sec::request_timeout)
+             : why);
       return;
     }
     call_hub::later(self, [=](caf::event_based_actor* s) {

@@ -487,6 +487,10 @@ void tick(self_ptr self) {
     lg->info("shard leases confirmed again node={} shards={} after_ms={}", st.opts.node_id,
              still.size(),
              std::chrono::duration_cast<std::chrono::milliseconds>(now - was_down).count());
+  else if (!confirmation.confirmed(now))
+    // The heartbeat began too long ago to confirm anything (the process was paused, or the
+    // session changed meanwhile): another one soon, rather than a whole interval later.
+    self->send(self, notified_atom_v);
   // Before new leases: their shards start with the current pauses.
   if (auto err = read_pauses(self); err && !db_outage_reported(st.opts.db.get(), err))
     lg->warn("paused stages unavailable error={}; the last known ones stay", err_text(err));
