@@ -96,6 +96,10 @@ readiness::gate_fn routes_gate(std::weak_ptr<const router> routes) {
       return "stopping";
     if (auto n = r->unrouted(); n > 0)
       return fmt::format("{} of {} shards have no owner yet", n, r->shard_count());
+    // Its own shards are served once a heartbeat confirmed their leases (lease_confirmation).
+    if (!r->confirmation().confirmed(lease_confirmation::clock::now())
+        && !r->local_shards().empty())
+      return "the shard leases are not confirmed by a heartbeat yet";
     return {};
   };
 }

@@ -79,8 +79,9 @@ private:
   std::thread watcher_;
 };
 
-/// The start gate of a node: every shard has a route in `routes` (held weakly: the node
-/// releases its router when it stops; gone, it says "stopping").
+/// The start gate of a node: every shard has a route in `routes` and a heartbeat confirmed
+/// the leases of those owned here (held weakly: the node releases its router when it stops;
+/// gone, it says "stopping").
 readiness::gate_fn routes_gate(std::weak_ptr<const router> routes);
 
 } // namespace gost::runtime

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/readiness.hpp"
+#include "cluster/router.hpp"
 #include "gost/core/dependency.hpp"
 
 using namespace gost;
@@ -131,4 +132,22 @@ TEST_CASE("readiness without a start stays unready; a stop before a start publis
   r.start([] { return std::string{}; }, seen.fn(), 5ms); // too late: ignored
   CHECK(seen.size() == 0);
   CHECK(r.check() == "stopping");
+}
+
+TEST_CASE("readiness: the routes' start gate waits for an owner of every shard, then for a "
+          "heartbeat confirming the leases of those owned here") {
+  auto routes = std::make_shared<router>(2, std::vector<caf::actor>{});
+  auto gate = routes_gate(routes);
+  CHECK(gate() == "2 of 2 shards have no owner yet");
+  routes->set_local(0, {});
+  routes->set_local(1, {});
+  CHECK(gate().empty()); // no cluster manager joined: nothing to confirm
+  auto& c = routes->confirmation();
+  auto now = lease_confirmation::clock::now();
+  c.enable("n1", 1h, 1s, now);
+  CHECK(gate() == "the shard leases are not confirmed by a heartbeat yet");
+  c.confirm(now, c.generation(), now);
+  CHECK(gate().empty());
+  routes.reset();
+  CHECK(gate() == "stopping");
 }

@@ -42,25 +42,43 @@ void give_request_id_to(T& x) {
 }
 
 /// One attempt of ask_routed: `args` is the operation, built once and shared by every attempt
-/// (a retry sends it again from here instead of carrying copies in its closures).
+/// (a retry sends it again from here instead of carrying copies in its closures). `sent`: an
+/// earlier attempt reached an owner, which may have carried the operation out.
 template <class Ops, class Route, class Ok, class... Ts>
 void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::time_point deadline,
-                        Ok ok, fail_fn fail, std::shared_ptr<std::tuple<Ts...>> args) {
+                        Ok ok, fail_fn fail, std::shared_ptr<std::tuple<Ts...>> args,
+                        bool sent = false) {
   const auto& id =
     std::apply([](const auto&... ys) -> const std::string& { return entity_id_of(ys...); }, *args);
   bool remote = false;
-  Ops target = route(id, &remote);
+  caf::error refused; // this node owns the shard but cannot confirm its lease now
+  Ops target = route(id, &remote, &refused);
   if (remote) // kept in `args`: an attempt after this one sends the same request id
     std::apply([](auto&... ys) { (give_request_id_to(ys), ...); }, *args);
-  auto again = [=](caf::error why) {
+  // `reached`: this attempt or an earlier one reached an owner.
+  auto again = [=](caf::error why, bool reached) {
     if (clock_type::now() + call_hub::pause >= deadline) {
-      fail(why);
+      // Refused (here, or moved) after an owner may have carried it out: the outcome is
+      // unknown (a timeout), never "safe to retry".
+      fail(reached && (why == errc::unavailable || why == errc::moved)
+             ? caf::make_error(caf::sec::request_timeout)
+             : why);
       return;
     }
     call_hub::later(self, [=](caf::event_based_actor* s) {
-      ask_routed_attempt<Ops>(s, route, deadline, ok, fail, args);
+      ask_routed_attempt<Ops>(s, route, deadline, ok, fail, args, reached);
     });
   };
+  if (refused) {
+    // Nothing sent anywhere yet: refused at once, safe to retry on another node. After an
+    // attempt that reached another node (its answer late), asked again until the lease is
+    // confirmed or the deadline: the request id makes the owner answer its first answer.
+    if (sent)
+      again(refused, true);
+    else
+      fail(refused);
+    return;
+  }
   if (!target && remote) { // a kind the node link does not carry (cluster/kinds.hpp)
     fail(make_error(errc::failed_precondition,
                     "another node owns the shard of " + id
@@ -68,7 +86,7 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
     return;
   }
   if (!target) {
-    again(make_error(errc::moved, "no node owns the shard of " + id + " right now"));
+    again(make_error(errc::moved, "no node owns the shard of " + id + " right now"), sent);
     return;
   }
   auto left = std::chrono::duration_cast<caf::timespan>(deadline - clock_type::now());
@@ -82,11 +100,14 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
       return self->request(target, std::max(attempt, caf::timespan{1'000'000}), ys...);
     },
     *args);
-  handle.then(on_reply<Ops, Ts...>(std::move(ok)), [deadline, again = std::move(again),
+  handle.then(on_reply<Ops, Ts...>(std::move(ok)), [deadline, sent, again = std::move(again),
                                                     fail = std::move(fail)](caf::error& err) {
     bool attempt_over = err == caf::sec::request_timeout && clock_type::now() < deadline;
-    if (gost::classify(err) == disposition::reroute || attempt_over)
-      again(err);
+    // An owner that cannot confirm its lease refused this attempt, but an earlier one may have
+    // been carried out: not "safe to retry" (asked again, as above).
+    bool refused_after_sent = sent && err == errc::unavailable;
+    if (gost::classify(err) == disposition::reroute || attempt_over || refused_after_sent)
+      again(err, true);
     else
       fail(err);
   });
@@ -95,10 +116,11 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
 } // namespace detail
 
 /// Sends the operation `xs...` (it names its entity first) to the owner of the entity's shard
-/// as `route(id, &remote)` finds it (an `Ops` handle, on this node or another), and hands the
-/// reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner says it
-/// moved), parks in the hub and asks again until `deadline`; the caller sees an error only if
-/// the shard found no owner in time.
+/// as `route(id, &remote, &refused)` finds it (an `Ops` handle, on this node or another), and
+/// hands the reply to `ok(reply&...)`. While the shard moves (no owner known, or the old owner
+/// says it moved), parks in the hub and asks again until `deadline`; the caller sees an error
+/// only if the shard found no owner in time. A route that sets `refused` (this node owns the
+/// shard but cannot confirm its lease) fails the call with that error at once.
 template <class Ops, class Route, class Ok, class... Ts>
 void ask_routed(caf::event_based_actor* self, Route route, clock_type::time_point deadline, Ok ok,
                 fail_fn fail, Ts... xs) {
@@ -111,8 +133,11 @@ template <class Ops, class Local, class Ok, class... Ts>
 void ask_kind(caf::event_based_actor* self, router& r, kind_slot<Ops, Local> k,
               clock_type::time_point deadline, Ok ok, fail_fn fail, Ts... xs) {
   ask_routed<Ops>(
-    self, [&r, k](const std::string& id, bool* remote) { return r.route(k, id, remote); }, deadline,
-    std::move(ok), std::move(fail), std::move(xs)...);
+    self,
+    [&r, k](const std::string& id, bool* remote, caf::error* refused) {
+      return r.route(k, id, remote, refused);
+    },
+    deadline, std::move(ok), std::move(fail), std::move(xs)...);
 }
 
 /// How long a call may take: the server's limit (`api.request_timeout`), or less when the

@@ -332,6 +332,12 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     if (!got->lease)
       break;
     auto [shard, epoch] = *got->lease;
+    // A lease of its own can be free too (its heartbeat late, or this node's liveness session
+    // lost meanwhile) and taken again at a new epoch: the shard it still runs at the old one
+    // stops first. Replaced without a stop, it would run on unseen (polling until the process
+    // is killed: the actor system's stop waits for it) beside the new one.
+    if (st.held.count(shard) != 0)
+      drop(self, shard, "lease taken again at a new epoch (it had expired)");
     auto handles = spawn_local_shard(st.opts.routes->kinds(),
                                      shard_lease{&self->system(), shard, epoch, &st.paused});
     held_shard h{epoch, handles, false};
@@ -451,6 +457,18 @@ void tick(self_ptr self) {
   std::vector<held_lease> held;
   for (auto& [shard, h] : st.held)
     held.push_back({shard, h.epoch});
+  // The leases are confirmed from this heartbeat's start (router.hpp: the shards are served
+  // only while they are), provided the liveness session is not lost meanwhile.
+  auto& confirmation = st.opts.routes->confirmation();
+  auto generation = confirmation.generation();
+  auto started = std::chrono::steady_clock::now();
+  if (!confirmation.confirmed(started) && !held.empty() && confirmation.mark_unconfirmed())
+    lg->warn("shard leases unconfirmed node={} shards={} since_ms={}; calls for its shards are "
+             "refused (UNAVAILABLE) until a heartbeat renews them",
+             st.opts.node_id, held.size(),
+             std::chrono::duration_cast<std::chrono::milliseconds>(
+               started - confirmation.unconfirmed_since())
+               .count());
   auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
   if (!renewed) {
     if (!db_outage_reported(st.opts.db.get(), renewed.error()))
@@ -463,6 +481,16 @@ void tick(self_ptr self) {
   for (auto& l : held)
     if (still.count(l.shard) == 0)
       drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
+  auto now = std::chrono::steady_clock::now();
+  auto was_down = confirmation.unconfirmed_since();
+  if (confirmation.confirm(started, generation, now))
+    lg->info("shard leases confirmed again node={} shards={} after_ms={}", st.opts.node_id,
+             still.size(),
+             std::chrono::duration_cast<std::chrono::milliseconds>(now - was_down).count());
+  else if (!confirmation.confirmed(now))
+    // The heartbeat began too long ago to confirm anything (the process was paused, or the
+    // session changed meanwhile): another one soon, rather than a whole interval later.
+    self->send(self, notified_atom_v);
   // Before new leases: their shards start with the current pauses.
   if (auto err = read_pauses(self); err && !db_outage_reported(st.opts.db.get(), err))
     lg->warn("paused stages unavailable error={}; the last known ones stay", err_text(err));
@@ -514,15 +542,39 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
       if (st.joined || st.leaving)
         return ok_atom_v;
       st.joined = true;
+      // From now on the shards are served only while their leases are confirmed, with a
+      // margin of one heartbeat interval below the lease timeout (at most a quarter of it: a
+      // heartbeat comes a little later than every interval, and must come in time).
+      st.opts.routes->confirmation().enable(
+        st.opts.node_id, st.opts.cfg.lease_timeout,
+        std::min(st.opts.cfg.heartbeat, st.opts.cfg.lease_timeout / 4),
+        std::chrono::steady_clock::now());
       if (!st.opts.dsn.empty()) {
         caf::actor_addr me = self->address();
+        std::weak_ptr<router> routes = st.opts.routes;
+        auto node_id = st.opts.node_id;
         st.listener = std::make_unique<persistence::cluster_listener>(
           st.opts.dsn,
           [me] {
             if (auto h = caf::actor_cast<manager_impl>(me))
               caf::anon_send(h, notified_atom_v);
           },
-          st.opts.node_id, st.opts.on_wake);
+          st.opts.node_id, st.opts.on_wake,
+          [routes, node_id](bool locked) {
+            auto r = routes.lock();
+            if (!r)
+              return;
+            if (locked) {
+              r->confirmation().session_locked();
+              return;
+            }
+            // Other nodes take this node's leases from now on: refuse its shards' calls at once.
+            if (r->confirmation().session_lost(std::chrono::steady_clock::now()))
+              lg->warn("shard leases unconfirmed node={}: the liveness session to PostgreSQL is "
+                       "lost (other nodes take the leases now); calls for its shards are refused "
+                       "(UNAVAILABLE) until the lock is taken again and a heartbeat renews them",
+                       node_id);
+          });
       }
       self->send(self, tick_atom_v);
       return ok_atom_v;

@@ -114,7 +114,8 @@ private:
   /// Asks the local supervisor of the operation's shard, of the kind that takes the operation
   /// and owns its entity (cluster/kinds.hpp; the kit's inspection is every kind's), and
   /// finishes the call with its answer or its error (a shard that is not here answers
-  /// errc::moved: the sender routes again).
+  /// errc::moved: the sender routes again; so does one whose lease this node cannot confirm
+  /// now).
   template <class... Ts>
   void serve(grpc::ServerUnaryReactor* reactor, internal::v1::ForwardResponse* resp,
              caf::timespan timeout, Ts... xs) {
@@ -127,6 +128,15 @@ private:
       if (!kind.forwarded || !kind.accepts(msg) || (kind.owns && !kind.owns(id)))
         continue;
       if (auto local = router_->local_actor(k, shard)) {
+        // Owned here, but served only while the lease is confirmed (a node cut from the
+        // database may have lost it already): else refused as moved (nothing done; the sender
+        // routes again until its deadline), never a stale answer.
+        caf::error refused;
+        if (!router_->confirmed_now(&refused)) {
+          put_error(make_error(errc::moved, error_message(refused)), *resp);
+          reactor->Finish(grpc::Status::OK);
+          return;
+        }
         ask(reactor, resp, timeout, std::move(local), xs...);
         return;
       }

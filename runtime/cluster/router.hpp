@@ -6,7 +6,9 @@
 // cluster manager keeps the table current; gRPC threads and the call hub read it. A shard with
 // no known owner (moving, or its owner died and the lease has not expired yet) has no route:
 // callers pause and ask again. The router names no kind: the node registers them in
-// `kinds()` before the cluster manager starts.
+// `kinds()` before the cluster manager starts. A shard owned here is served only while the
+// node's leases are confirmed (`confirmation()`, cluster/lease_confirmation.hpp): else a call
+// is refused UNAVAILABLE, never answered from a shard another node may own already.
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +21,7 @@
 #include <caf/actor_cast.hpp>
 
 #include "cluster/kinds.hpp"
+#include "cluster/lease_confirmation.hpp"
 #include "gost/core/shard_hash.hpp"
 
 namespace gost::runtime {
@@ -42,17 +45,42 @@ public:
   /// The owner of the shard of `id` for kind `k` as known now: its local supervisor, or
   /// another node's link when the kind is forwarded; an invalid handle when no owner is known
   /// (or the node hosts none of the kind, or another node owns the shard of a kind that is not
-  /// forwarded). `remote`, when given, says whether the owner is another node.
+  /// forwarded). `remote`, when given, says whether the owner is another node. This node's
+  /// own supervisor only while its leases are confirmed: else an invalid handle, and
+  /// `refused`, when given, gets the error to answer (UNAVAILABLE: retry on another node).
   template <class Ops, class Local>
-  Ops route(kind_slot<Ops, Local> k, const std::string& id, bool* remote = nullptr) const {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto& r = routes_[shard_of(id)];
-    if (remote != nullptr)
-      *remote = static_cast<bool>(r.link);
-    if (r.link)
-      return k.forwarded ? caf::actor_cast<Ops>(r.link) : Ops{};
-    return caf::actor_cast<Ops>(r.local.get(k.index));
+  Ops route(kind_slot<Ops, Local> k, const std::string& id, bool* remote = nullptr,
+            caf::error* refused = nullptr) const {
+    caf::actor here;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      auto& r = routes_[shard_of(id)];
+      if (remote != nullptr)
+        *remote = static_cast<bool>(r.link);
+      if (r.link)
+        return k.forwarded ? caf::actor_cast<Ops>(r.link) : Ops{};
+      here = r.local.get(k.index);
+    }
+    if (here && !confirmed_now(refused))
+      return Ops{};
+    return caf::actor_cast<Ops>(here);
   }
+
+  /// Whether this node's leases are confirmed now (always before the cluster manager
+  /// joined); when not, counts a refusal and puts its error into `refused` (when given).
+  bool confirmed_now(caf::error* refused = nullptr) const {
+    auto now = lease_confirmation::clock::now();
+    if (confirmation_.confirmed(now))
+      return true;
+    auto err = confirmation_.refuse(now);
+    if (refused != nullptr)
+      *refused = std::move(err);
+    return false;
+  }
+
+  /// Whether this node's leases are confirmed: the cluster manager keeps it.
+  lease_confirmation& confirmation() noexcept { return confirmation_; }
+  const lease_confirmation& confirmation() const noexcept { return confirmation_; }
 
   /// The local supervisor of kind `k` of `shard`, when this node owns the shard and hosts
   /// the kind.
@@ -144,6 +172,7 @@ private:
     bool here = false; ///< this node owns the shard
   };
   kind_table kinds_;
+  mutable lease_confirmation confirmation_; ///< refusals are counted by const readers
   mutable std::mutex mtx_;
   mutable std::condition_variable changed_; ///< any route set or cleared
   std::vector<owner> routes_;

@@ -87,6 +87,21 @@ caf::error start_core_actors(node_context& n) {
     out.add(name, stat_kind::counter, help, {{"direction", "heard"}},
             static_cast<int64_t>(w->heard_count()));
   });
+  // Calls refused because the node could not confirm its shard leases (router.hpp).
+  n.registry->add([weak = std::weak_ptr<const router>(n.routes)](metric_families& out) {
+    auto r = weak.lock();
+    if (!r)
+      return;
+    auto& c = r->confirmation();
+    out.add("gost_lease_unconfirmed_refusals_total", stat_kind::counter,
+            "Calls for shards owned here refused UNAVAILABLE because the node could not confirm "
+            "its shard leases (no heartbeat renewed them within the lease timeout less one "
+            "heartbeat, or its liveness session to PostgreSQL was lost).",
+            {}, static_cast<int64_t>(c.refusals()));
+    out.add("gost_leases_confirmed", stat_kind::gauge,
+            "1 while the node's shard leases are confirmed (its shards are served), else 0.", {},
+            c.confirmed(lease_confirmation::clock::now()) ? 1 : 0);
+  });
   // The offers' figures, and the stage engine's and Kafka's (node_stats::visit: gost_offer_*,
   // gost_outbox_*, gost_after_save_*); the offer shards' and writers' own.
   n.registry->add_stats<node_stats>("gost_", n.stats);

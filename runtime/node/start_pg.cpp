@@ -5,6 +5,7 @@
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/conninfo.hpp"
 #include "gost/persistence/schema.hpp"
 #include "node/embedded_pg.hpp"
 #include "node/start.hpp"
@@ -19,10 +20,14 @@ const auto lg = gost::log::get("pg");
 /// made here. An API request waits for a connection as long as it may take. The sessions are
 /// named after the node, and a session frozen inside a transaction (a commit holding its
 /// shard's lease row) is ended by PostgreSQL after half the lease timeout, before the lease
-/// can be taken over (docs/cluster.md, "A frozen node").
+/// can be taken over (docs/cluster.md, "A frozen node"). Every connection gives up on a
+/// server that stopped answering at the TCP level after about the lease timeout (keepalives
+/// and `tcp_user_timeout`, unless `pg.dsn` sets them): by then the node's leases are
+/// unconfirmed anyway, and its calls wait no longer on a dead path (docs/operations.md,
+/// "Network faults").
 persistence::pg_pool::options pool_options(const config::node_config& cfg, const std::string& dsn) {
   persistence::pg_pool::options po;
-  po.dsn = dsn;
+  po.dsn = persistence::with_tcp_timeouts(dsn, cfg.cluster.lease_timeout);
   po.size = cfg.pg.pool_size;
   po.acquire_timeout = cfg.api.request_timeout;
   po.application_name = persistence::application_name(cfg.node.id);

@@ -1,4 +1,5 @@
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/conninfo.hpp"
 
 #include <atomic>
 #include <limits>
@@ -312,6 +313,7 @@ struct cluster_listener::impl {
   std::string dsn;
   std::function<void()> on_change;
   std::function<void(const std::string&)> on_wake; ///< empty: no LISTEN on wake_channel
+  std::function<void(bool)> on_lock;               ///< the liveness lock taken / its session lost
   std::string node_id; ///< empty: no liveness lock, no watch for gone nodes
   std::atomic<bool> watch_others{true};
   std::atomic<bool> stopping{false};
@@ -319,15 +321,13 @@ struct cluster_listener::impl {
   std::thread thread;
 
   /// The DSN with a connect timeout and TCP keepalives, so a dead server is noticed (and the
-  /// destructor's join never waits on a hanging connect for long).
+  /// destructor's join never waits on a hanging connect for long); the DSN's own settings win.
   std::string listen_dsn() const {
-    const char* extra_kv =
-      " connect_timeout=5 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3";
-    const char* extra_uri =
-      "connect_timeout=5&keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3";
-    if (dsn.find("://") != std::string::npos)
-      return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + extra_uri;
-    return dsn + extra_kv;
+    return with_conninfo_defaults(dsn, {{"connect_timeout", "5"},
+                                        {"keepalives", "1"},
+                                        {"keepalives_idle", "10"},
+                                        {"keepalives_interval", "5"},
+                                        {"keepalives_count", "3"}});
   }
 
   /// Takes the node's liveness lock if nobody holds it; true once held.
@@ -366,6 +366,8 @@ struct cluster_listener::impl {
         while (!stopping) {
           if (!node_id.empty() && !locked && try_lock(c)) {
             locked = true;
+            if (on_lock)
+              on_lock(true);
             on_change(); // a restarted node takes its previous incarnation's leases back now
           }
           c.await_notification(0, 200'000);
@@ -381,7 +383,8 @@ struct cluster_listener::impl {
       } catch (const std::exception&) {
         // The server went away (the lock with it): reconnect in a second (the heartbeat
         // covers the gap).
-        locked = false;
+        if (locked.exchange(false) && on_lock)
+          on_lock(false);
         for (int i = 0; i < 5 && !stopping; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds{200});
       }
@@ -391,11 +394,13 @@ struct cluster_listener::impl {
 
 cluster_listener::cluster_listener(std::string dsn, std::function<void()> on_change,
                                    std::string node_id,
-                                   std::function<void(const std::string&)> on_wake)
+                                   std::function<void(const std::string&)> on_wake,
+                                   std::function<void(bool)> on_lock)
   : impl_(std::make_unique<impl>()) {
   impl_->dsn = std::move(dsn);
   impl_->on_change = std::move(on_change);
   impl_->on_wake = std::move(on_wake);
+  impl_->on_lock = std::move(on_lock);
   impl_->node_id = std::move(node_id);
   auto* p = impl_.get();
   impl_->thread = std::thread{[p] { p->run(); }};

@@ -139,11 +139,14 @@ caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads)
 ///   while they own leases: `on_change` is called when that set changes, and when this node
 ///   gets its lock.
 /// A lost connection is reopened after a second (the lock is taken again); what was missed
-/// meanwhile the heartbeat catches.
+/// meanwhile the heartbeat catches. `on_lock`, when given, is called (on its thread) with true
+/// when the liveness lock is taken and with false as soon as the session that held it is lost:
+/// other nodes may take this node's leases from that moment.
 class cluster_listener {
 public:
   cluster_listener(std::string dsn, std::function<void()> on_change, std::string node_id = {},
-                   std::function<void(const std::string&)> on_wake = {});
+                   std::function<void(const std::string&)> on_wake = {},
+                   std::function<void(bool)> on_lock = {});
   ~cluster_listener(); ///< stops and joins the thread (within ~200 ms)
 
   /// This process holds the node's liveness lock: no earlier incarnation of the node is alive.
