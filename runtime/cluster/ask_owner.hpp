@@ -43,7 +43,9 @@ void give_request_id_to(T& x) {
 
 /// One attempt of ask_routed: `args` is the operation, built once and shared by every attempt
 /// (a retry sends it again from here instead of carrying copies in its closures). `sent`: an
-/// earlier attempt reached an owner, which may have carried the operation out.
+/// earlier attempt reached an owner and got no answer in time, so the owner may have carried the
+/// operation out (an attempt refused by a definite answer — moved, fenced, the owner's lease
+/// unconfirmed — was not carried out and does not count).
 template <class Ops, class Route, class Ok, class... Ts>
 void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::time_point deadline,
                         Ok ok, fail_fn fail, std::shared_ptr<std::tuple<Ts...>> args,
@@ -55,7 +57,7 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
   Ops target = route(id, &remote, &refused);
   if (remote) // kept in `args`: an attempt after this one sends the same request id
     std::apply([](auto&... ys) { (give_request_id_to(ys), ...); }, *args);
-  // `reached`: this attempt or an earlier one reached an owner.
+  // `reached`: this attempt or an earlier one reached an owner and its outcome is unknown.
   auto again = [=](caf::error why, bool reached) {
     if (clock_type::now() + call_hub::pause >= deadline) {
       // Refused (here, or moved) after an owner may have carried it out: the outcome is
@@ -70,8 +72,8 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
     });
   };
   if (refused) {
-    // Nothing sent anywhere yet: refused at once, safe to retry on another node. After an
-    // attempt that reached another node (its answer late), asked again until the lease is
+    // Nothing carried out anywhere yet: refused at once, safe to retry on another node. After
+    // an attempt that reached another node (its answer late), asked again until the lease is
     // confirmed or the deadline: the request id makes the owner answer its first answer.
     if (sent)
       again(refused, true);
@@ -107,7 +109,7 @@ void ask_routed_attempt(caf::event_based_actor* self, Route route, clock_type::t
     // been carried out: not "safe to retry" (asked again, as above).
     bool refused_after_sent = sent && err == errc::unavailable;
     if (gost::classify(err) == disposition::reroute || attempt_over || refused_after_sent)
-      again(err, true);
+      again(err, sent || attempt_over);
     else
       fail(err);
   });

@@ -110,6 +110,15 @@ struct console_node {
     REQUIRE_MESSAGE(s.ok(), s.error_message());
     return resp;
   }
+  /// The audit stage's run count on offer `id`, as its decoded state (AuditTrail) shows it.
+  int64_t audit_runs(const std::string& id) {
+    auto resp = inspect(id);
+    auto i = resp.states().find("audit");
+    v1::AuditTrail trail;
+    if (i != resp.states().end())
+      REQUIRE(i->second.UnpackTo(&trail));
+    return trail.runs();
+  }
 
   v1::StageTop stage(const std::string& id) {
     auto t = top(); // kept: the loop reads into it
@@ -439,14 +448,7 @@ TEST_CASE("console: gostctl requeue runs a stage on an offer again") {
   auto id = n.create(1);
   REQUIRE_FALSE(id.empty());
   // The audit trail's run count, as the offer's decoded state shows it.
-  auto audit_runs = [&] {
-    auto resp = n.inspect(id);
-    auto i = resp.states().find("audit");
-    v1::AuditTrail trail;
-    if (i != resp.states().end())
-      REQUIRE(i->second.UnpackTo(&trail));
-    return trail.runs();
-  };
+  auto audit_runs = [&] { return n.audit_runs(id); };
   REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
   child_process p{GOSTCTL_PATH, {"--addr", n.addr, "requeue", id, "audit", "--who", "ops"}};
   REQUIRE(p.wait(30s) == 0);
@@ -486,14 +488,7 @@ TEST_CASE("console: gostctl requeue and passivate sent to a node that does not o
       id = made;
   }
   REQUIRE_FALSE(id.empty());
-  auto audit_runs = [&] {
-    auto resp = a.inspect(id);
-    auto i = resp.states().find("audit");
-    v1::AuditTrail trail;
-    if (i != resp.states().end())
-      REQUIRE(i->second.UnpackTo(&trail));
-    return trail.runs();
-  };
+  auto audit_runs = [&] { return a.audit_runs(id); };
   REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
   // Every audit run of the offers made so far is over: c2's count moves by the requeue only.
   REQUIRE(eventually(20s, [&] { return a.stage("audit").queued() == 0; }));
