@@ -48,12 +48,22 @@ public:
   /// lock is taken again. True when this starts an unconfirmed spell (log it once).
   bool session_lost(clock::time_point now);
 
+  /// Whether this node is alone in the cluster: its last look saw no other live node and no
+  /// lease owned elsewhere (the cluster manager, after each heartbeat), so nobody can have
+  /// taken its shards; false at once when a notice says another node joined or changed
+  /// something (the listener's thread). While alone, the leases count as confirmed: a lone
+  /// node under a load that delays its heartbeats keeps serving instead of refusing every call
+  /// (the cost: a node joining takes expired leases at once, and reads here may be stale until
+  /// its join notice arrives, a few milliseconds).
+  void set_alone(bool alone) noexcept { alone_.store(alone, std::memory_order_release); }
+  bool alone() const noexcept { return alone_.load(std::memory_order_acquire); }
+
   /// The liveness lock was taken (again): heartbeats started before do not count.
   void session_locked();
 
   /// Whether the node's leases are confirmed at `now` (always while disabled). The hot path.
   bool confirmed(clock::time_point now) const noexcept {
-    if (!enabled_.load(std::memory_order_acquire))
+    if (!enabled_.load(std::memory_order_acquire) || alone_.load(std::memory_order_acquire))
       return true;
     return now.time_since_epoch().count() < until_.load(std::memory_order_acquire);
   }
@@ -78,6 +88,7 @@ public:
 
 private:
   std::atomic<bool> enabled_{false};
+  std::atomic<bool> alone_{false}; ///< set_alone
   /// Confirmed until this steady-clock time (nanoseconds since its epoch): the hot path's read.
   std::atomic<clock::rep> until_{0};
   std::atomic<bool> down_{false}; ///< an unconfirmed spell was reported

@@ -83,3 +83,18 @@ TEST_CASE("lease confirmation: a refused call is counted and told UNAVAILABLE, n
   CHECK(c.refusals() == 2);
   CHECK_FALSE(c.mark_unconfirmed()); // the first refusal reported the spell
 }
+
+TEST_CASE("lease confirmation: a node alone in the cluster serves on past a late heartbeat; not "
+          "alone, it refuses again") {
+  lease_confirmation c;
+  c.enable("n1", 2000ms, 200ms, t0);
+  CHECK(c.confirm(t0, c.generation(), t0 + 10ms) == false);
+  CHECK_FALSE(c.confirmed(t0 + 5s)); // the heartbeat is late: refused
+  c.set_alone(true);                 // its last look saw no other node: nobody takes its shards
+  CHECK(c.alone());
+  CHECK(c.confirmed(t0 + 5s));
+  CHECK(c.session_lost(t0 + 6s));
+  CHECK(c.confirmed(t0 + 6s));
+  c.set_alone(false); // a join notice, or a look that saw another node
+  CHECK_FALSE(c.confirmed(t0 + 6s));
+}

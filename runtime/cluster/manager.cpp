@@ -507,11 +507,17 @@ void tick(self_ptr self) {
   if (!st.leaving)
     rebalance(self, *nodes, *leases);
   refresh_routes(self, *nodes, *leases);
+  bool others_own = std::any_of(leases->begin(), leases->end(), [&](auto& l) {
+    return !l.free && !l.owner.empty() && l.owner != st.opts.node_id;
+  });
+  // Alone (no other live node, no lease owned elsewhere): nobody can take the shards, so a
+  // late heartbeat refuses no call (lease_confirmation::set_alone).
+  confirmation.set_alone(!others_own && std::none_of(nodes->begin(), nodes->end(), [&](auto& n) {
+    return n.alive && n.node_id != st.opts.node_id;
+  }));
   // The listener's look for gone nodes (every ~200 ms) matters only while others own leases.
   if (st.listener)
-    st.listener->watch_others(std::any_of(leases->begin(), leases->end(), [&](auto& l) {
-      return !l.free && !l.owner.empty() && l.owner != st.opts.node_id;
-    }));
+    st.listener->watch_others(others_own);
 }
 
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
@@ -555,7 +561,10 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
         auto node_id = st.opts.node_id;
         st.listener = std::make_unique<persistence::cluster_listener>(
           st.opts.dsn,
-          [me] {
+          [me, routes] {
+            // A node joined, left or moved a lease: not alone any more, before the look.
+            if (auto r = routes.lock())
+              r->confirmation().set_alone(false);
             if (auto h = caf::actor_cast<manager_impl>(me))
               caf::anon_send(h, notified_atom_v);
           },
