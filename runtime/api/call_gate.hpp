@@ -34,7 +34,7 @@ public:
   const caller_rule& rule() const noexcept { return rule_; }
 
   /// `authorization: Bearer <token>` (the scheme in any case) into `facts`; a value that is not
-  /// one sets `malformed`.
+  /// one sets `malformed`. `facts.bearer` views `value`, which must outlive `facts`.
   static void read_authorization(std::string_view value, caller_facts& facts);
 
 private:

@@ -116,7 +116,8 @@ TEST_CASE("with roles: no, unknown or malformed credentials are unauthenticated"
   CHECK(bad.malformed);
   CHECK(rule.decide(get, bad).reason == "malformed");
   caller_facts ok;
-  caller_gate::read_authorization("bearer " + reader, ok);
+  const std::string header = "bearer " + reader; // the facts view it: it outlives them
+  caller_gate::read_authorization(header, ok);
   CHECK(!ok.malformed);
   CHECK(rule.decide(get, ok).admitted());
   // A console.token set is no admin token without roles... but is one with them.
