@@ -1,0 +1,108 @@
+#include "cluster/group_map.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace gost::runtime {
+
+namespace {
+
+std::string shards(uint32_t first, uint32_t last) {
+  return first == last ? "shard " + std::to_string(first)
+                       : "shards " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+std::string group_name(uint32_t id) {
+  return "group " + std::to_string(id);
+}
+
+} // namespace
+
+group_map group_map::single(uint32_t shard_count) {
+  group_map m;
+  m.groups_.push_back({0, "main", {}});
+  m.ranges_.push_back({0, shard_count - 1, 0, std::nullopt});
+  m.shard_count_ = shard_count;
+  return m;
+}
+
+std::variant<group_map, std::string> group_map::make(std::vector<shard_group> groups,
+                                                     std::vector<shard_range> ranges,
+                                                     uint32_t shard_count, uint64_t version) {
+  if (shard_count == 0)
+    return std::string{"the installation has no shards"};
+  std::sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  std::set<std::string> names;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    auto& g = groups[i];
+    if (i > 0 && groups[i - 1].id == g.id)
+      return group_name(g.id) + " is declared twice: give each group one row";
+    if (g.name.empty())
+      return group_name(g.id) + " has no name: name it (logs and gostctl show it)";
+    if (!names.insert(g.name).second)
+      return "two groups are named `" + g.name + "`: names must be unique";
+    if (g.id == 0 && !g.dsn.empty())
+      return "group 0 is the catalog database (pg.dsn): leave its dsn empty";
+    if (g.id != 0 && g.dsn.empty())
+      return group_name(g.id) + " (`" + g.name
+             + "`) has no dsn: give its database's connection string";
+  }
+  auto known = [&](uint32_t id) {
+    return std::binary_search(groups.begin(), groups.end(), shard_group{id, {}, {}},
+                              [](auto& a, auto& b) { return a.id < b.id; });
+  };
+  std::sort(ranges.begin(), ranges.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  uint32_t next = 0; // the first shard no range covered yet
+  for (auto& r : ranges) {
+    if (r.last < r.first)
+      return "the range " + std::to_string(r.first) + "-" + std::to_string(r.last)
+             + " ends before it starts: give first <= last";
+    if (r.first < next)
+      return "two ranges hold " + shards(r.first, std::min(r.last, next - 1))
+             + ": each shard belongs to one range";
+    if (r.first > next)
+      return "no range holds " + shards(next, r.first - 1) + ": every shard needs a group";
+    if (r.last >= shard_count)
+      return "the range " + shards(r.first, r.last) + " goes past the installation's "
+             + std::to_string(shard_count) + " shards (0-" + std::to_string(shard_count - 1) + ")";
+    if (!known(r.group))
+      return "the range " + shards(r.first, r.last) + " names " + group_name(r.group)
+             + ", which is not declared: add the group first";
+    if (r.moving_to && (*r.moving_to == r.group || !known(*r.moving_to)))
+      return "the range " + shards(r.first, r.last) + " moves to " + group_name(*r.moving_to)
+             + ": a move needs another declared group";
+    next = r.last + 1;
+  }
+  if (next < shard_count)
+    return "no range holds " + shards(next, shard_count - 1) + ": every shard needs a group";
+  group_map m;
+  m.groups_ = std::move(groups);
+  m.ranges_ = std::move(ranges);
+  m.shard_count_ = shard_count;
+  m.version_ = version;
+  return m;
+}
+
+const shard_range& group_map::range_of(uint32_t shard) const {
+  // The last range starting at or before the shard (ranges cover 0..shard_count-1).
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), shard,
+                             [](uint32_t s, const shard_range& r) { return s < r.first; });
+  return *std::prev(it);
+}
+
+const shard_group* group_map::find(uint32_t id) const {
+  auto it = std::lower_bound(groups_.begin(), groups_.end(), id,
+                             [](const shard_group& g, uint32_t v) { return g.id < v; });
+  return it != groups_.end() && it->id == id ? &*it : nullptr;
+}
+
+std::vector<uint32_t> group_map::shards_of(uint32_t group) const {
+  std::vector<uint32_t> out;
+  for (auto& r : ranges_)
+    if (r.group == group)
+      for (auto s = r.first; s <= r.last; ++s)
+        out.push_back(s);
+  return out;
+}
+
+} // namespace gost::runtime

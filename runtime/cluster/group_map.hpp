@@ -1,0 +1,72 @@
+#pragma once
+// The shard group map (issue 28, ADR 0023; plain class, no storage, unit-tested): which
+// PostgreSQL database holds which shards. A group is a database; the map assigns it ranges
+// of shards (one range at first, more after ranges moved in). Group 0 is the catalog
+// database's own (the one `pg.dsn` names); an installation that declares no other group is
+// group 0 holding every shard, as before groups existed. The map carries a version that
+// grows with every change, so a node that hears of a change reads it again and keeps the
+// newer one only.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gost::runtime {
+
+struct shard_group {
+  uint32_t id = 0;  ///< 0: the catalog database's own group
+  std::string name; ///< for people: logs, metrics, gostctl
+  std::string dsn;  ///< empty for group 0 (the catalog's DSN, `pg.dsn`), set for the others
+};
+
+struct shard_range {
+  uint32_t first = 0;                ///< the range's first shard
+  uint32_t last = 0;                 ///< its last shard (inclusive)
+  uint32_t group = 0;                ///< the group holding it
+  std::optional<uint32_t> moving_to; ///< it is being moved to this group
+
+  uint32_t size() const { return last - first + 1; }
+};
+
+class group_map {
+public:
+  /// Every shard in group 0: an installation that declares no other group.
+  static group_map single(uint32_t shard_count);
+
+  /// The map of `groups` and `ranges` (any order) over `shard_count` shards, or what is wrong
+  /// with it, in words saying what to fix: the ranges cover every shard exactly once, each
+  /// names a group of the map (and a move target another one), ids and names are unique, and
+  /// every group but 0 has a DSN.
+  static std::variant<group_map, std::string> make(std::vector<shard_group> groups,
+                                                   std::vector<shard_range> ranges,
+                                                   uint32_t shard_count, uint64_t version);
+
+  /// The range holding `shard` (which must be below `shard_count()`).
+  const shard_range& range_of(uint32_t shard) const;
+  /// The group holding `shard`.
+  const shard_group& group_of(uint32_t shard) const { return *find(range_of(shard).group); }
+  /// The group with this id, or null.
+  const shard_group* find(uint32_t id) const;
+  /// The shards the group holds, in order.
+  std::vector<uint32_t> shards_of(uint32_t group) const;
+
+  /// By id.
+  const std::vector<shard_group>& groups() const { return groups_; }
+  /// By first shard.
+  const std::vector<shard_range>& ranges() const { return ranges_; }
+  uint32_t shard_count() const { return shard_count_; }
+  uint64_t version() const { return version_; }
+  bool single_group() const { return groups_.size() == 1; }
+
+private:
+  group_map() = default;
+
+  std::vector<shard_group> groups_;
+  std::vector<shard_range> ranges_;
+  uint32_t shard_count_ = 0;
+  uint64_t version_ = 0;
+};
+
+} // namespace gost::runtime

@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+
+#include "cluster/group_map.hpp"
+
+using gost::runtime::group_map;
+using gost::runtime::shard_group;
+using gost::runtime::shard_range;
+
+namespace {
+
+std::vector<shard_group> two_groups() {
+  return {{0, "main", ""}, {1, "east", "host=db-east dbname=gost"}};
+}
+
+// The error of an invalid map (empty when the map was valid).
+std::string error_of(std::vector<shard_group> g, std::vector<shard_range> r, uint32_t count = 16) {
+  auto m = group_map::make(std::move(g), std::move(r), count, 1);
+  auto* e = std::get_if<std::string>(&m);
+  return e ? *e : std::string{};
+}
+
+} // namespace
+
+TEST_CASE("group map: one group holds every shard when no other is declared") {
+  auto m = group_map::single(64);
+  CHECK(m.single_group());
+  CHECK(m.group_of(0).id == 0);
+  CHECK(m.group_of(63).id == 0);
+  CHECK(m.group_of(63).dsn.empty()); // the catalog's own DSN
+  CHECK(m.shards_of(0).size() == 64);
+}
+
+TEST_CASE("group map: shards find their group by range, ranges in any order") {
+  auto made = group_map::make(
+    two_groups(), {{8, 15, 1, std::nullopt}, {0, 3, 0, std::nullopt}, {4, 7, 1, std::nullopt}}, 16,
+    7);
+  REQUIRE(std::holds_alternative<group_map>(made));
+  auto& m = std::get<group_map>(made);
+  CHECK_FALSE(m.single_group());
+  CHECK(m.version() == 7);
+  CHECK(m.group_of(0).id == 0);
+  CHECK(m.group_of(3).id == 0);
+  CHECK(m.group_of(4).name == "east");
+  CHECK(m.group_of(15).id == 1);
+  CHECK(m.range_of(9).first == 8);
+  CHECK(m.shards_of(0) == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(m.shards_of(1).size() == 12);
+  CHECK(m.find(2) == nullptr);
+  REQUIRE(m.find(1) != nullptr);
+  CHECK(m.find(1)->dsn == "host=db-east dbname=gost");
+}
+
+TEST_CASE("group map: ranges cover every shard exactly once; the error names the shards") {
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {9, 15, 1, {}}})
+        == "no range holds shard 8: every shard needs a group");
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {6, 15, 1, {}}})
+        == "two ranges hold shards 6-7: each shard belongs to one range");
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {8, 13, 1, {}}})
+        == "no range holds shards 14-15: every shard needs a group");
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {8, 16, 1, {}}})
+        == "the range shards 8-16 goes past the installation's 16 shards (0-15)");
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {15, 8, 1, {}}})
+        == "the range 15-8 ends before it starts: give first <= last");
+  CHECK(error_of(two_groups(), {}) == "no range holds shards 0-15: every shard needs a group");
+}
+
+TEST_CASE("group map: groups are declared once, named, and every group but 0 has a DSN") {
+  std::vector<shard_range> all_in_0{{0, 15, 0, {}}};
+  CHECK(error_of({{0, "main", ""}, {0, "again", ""}}, all_in_0)
+        == "group 0 is declared twice: give each group one row");
+  CHECK(error_of({{0, "main", ""}, {1, "main", "host=x"}}, all_in_0)
+        == "two groups are named `main`: names must be unique");
+  CHECK(error_of({{0, "", ""}}, all_in_0)
+        == "group 0 has no name: name it (logs and gostctl show it)");
+  CHECK(error_of({{0, "main", "host=x"}}, all_in_0)
+        == "group 0 is the catalog database (pg.dsn): leave its dsn empty");
+  CHECK(error_of({{0, "main", ""}, {1, "east", ""}}, all_in_0)
+        == "group 1 (`east`) has no dsn: give its database's connection string");
+}
+
+TEST_CASE("group map: a range names a declared group, and moves to another one") {
+  CHECK(error_of(two_groups(), {{0, 7, 0, {}}, {8, 15, 2, {}}})
+        == "the range shards 8-15 names group 2, which is not declared: add the group first");
+  CHECK(error_of(two_groups(), {{0, 7, 0, 0u}, {8, 15, 1, {}}})
+        == "the range shards 0-7 moves to group 0: a move needs another declared group");
+  CHECK(error_of(two_groups(), {{0, 7, 0, 3u}, {8, 15, 1, {}}})
+        == "the range shards 0-7 moves to group 3: a move needs another declared group");
+  CHECK(error_of(two_groups(), {{0, 7, 0, 1u}, {8, 15, 1, {}}}).empty());
+}
