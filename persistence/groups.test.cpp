@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 
-#include "cluster/group_map.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 
-using gost::runtime::group_map;
-using gost::runtime::shard_group;
-using gost::runtime::shard_range;
+using gost::persistence::group_map;
+using gost::persistence::shard_group;
+using gost::persistence::shard_range;
 
 namespace {
 

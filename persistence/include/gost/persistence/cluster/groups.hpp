@@ -13,7 +13,11 @@
 #include <variant>
 #include <vector>
 
-namespace gost::runtime {
+#include <caf/expected.hpp>
+
+namespace gost::persistence {
+
+class pg_pool;
 
 struct shard_group {
   uint32_t id = 0;  ///< 0: the catalog database's own group
@@ -69,4 +73,18 @@ private:
   uint64_t version_ = 0;
 };
 
-} // namespace gost::runtime
+/// The channel a change of the map is notified on (in the catalog database).
+constexpr const char* groups_channel = "gost_groups";
+
+/// The map as the catalog database holds it (tables shard_groups, shard_ranges, shard_map;
+/// migration 0023): with no range declared, group 0 holds every shard. A map the tables make
+/// invalid is an error (`db_errc::schema_mismatch`) with the map's message.
+caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count);
+
+/// Declares a group (a database, holding no range until one is moved to it) and answers its
+/// id, the lowest free one; the map's version grows and `groups_channel` is notified. A name
+/// or DSN already declared is `db_errc::already_exists`; an empty one `invalid_argument`.
+caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
+                                  const std::string& dsn);
+
+} // namespace gost::persistence

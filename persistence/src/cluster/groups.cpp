@@ -1,9 +1,12 @@
-#include "cluster/group_map.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 
 #include <algorithm>
 #include <set>
 
-namespace gost::runtime {
+#include "gost/persistence/errors.hpp"
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
 
 namespace {
 
@@ -105,4 +108,73 @@ std::vector<uint32_t> group_map::shards_of(uint32_t group) const {
   return out;
 }
 
-} // namespace gost::runtime
+caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count) {
+  std::vector<shard_group> groups;
+  std::vector<shard_range> ranges;
+  uint64_t version = 0;
+  auto err = with_connection(catalog, [&](pqxx::connection& c) {
+    groups.clear();
+    ranges.clear();
+    // One snapshot: a change between the three reads would make a map that never was.
+    pqxx::work tx{c};
+    tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    version = tx.exec1("SELECT version FROM shard_map")[0].as<uint64_t>();
+    for (auto row : tx.exec("SELECT id, name, dsn FROM shard_groups ORDER BY id"))
+      groups.push_back({row[0].as<uint32_t>(), row[1].as<std::string>(), row[2].as<std::string>()});
+    for (auto row :
+         tx.exec("SELECT first_shard, last_shard, group_id, moving_to FROM shard_ranges"))
+      ranges.push_back(
+        {row[0].as<uint32_t>(), row[1].as<uint32_t>(), row[2].as<uint32_t>(),
+         row[3].is_null() ? std::nullopt : std::optional<uint32_t>{row[3].as<uint32_t>()}});
+    tx.commit();
+  });
+  if (err)
+    return err;
+  if (ranges.empty()) // no range declared: group 0 holds every shard
+    ranges.push_back({0, shard_count - 1, 0, std::nullopt});
+  auto m = group_map::make(std::move(groups), std::move(ranges), shard_count, version);
+  if (auto* e = std::get_if<std::string>(&m))
+    return make_db_error(db_errc::schema_mismatch, "the shard group map (catalog tables "
+                                                   "shard_groups, shard_ranges) is invalid: "
+                                                     + *e);
+  return std::get<group_map>(std::move(m));
+}
+
+caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
+                                  const std::string& dsn) {
+  if (name.empty())
+    return make_db_error(db_errc::invalid_argument, "a group needs a name");
+  if (dsn.empty())
+    return make_db_error(db_errc::invalid_argument,
+                         "group `" + name + "` needs the connection string of its database");
+  uint32_t id = 0;
+  std::string taken;
+  auto err = with_connection(catalog, [&](pqxx::connection& c) {
+    taken.clear();
+    pqxx::work tx{c};
+    // The map's row is the lock: changes of the map take turns.
+    tx.exec("SELECT version FROM shard_map FOR UPDATE");
+    auto same =
+      tx.exec_params("SELECT name FROM shard_groups WHERE name = $1 OR dsn = $2", name, dsn);
+    if (!same.empty()) {
+      taken = same[0][0].as<std::string>();
+      return;
+    }
+    id = tx.exec1("SELECT min(g.id + 1) FROM shard_groups g WHERE NOT EXISTS"
+                  " (SELECT 1 FROM shard_groups n WHERE n.id = g.id + 1)")[0]
+           .as<uint32_t>();
+    tx.exec_params("INSERT INTO shard_groups (id, name, dsn) VALUES ($1, $2, $3)", id, name, dsn);
+    tx.exec("UPDATE shard_map SET version = version + 1");
+    tx.exec(std::string{"NOTIFY "} + groups_channel);
+    tx.commit();
+  });
+  if (err)
+    return err;
+  if (!taken.empty())
+    return make_db_error(db_errc::already_exists,
+                         taken == name ? "a group named `" + name + "` exists"
+                                       : "group `" + taken + "` has this connection string");
+  return id;
+}
+
+} // namespace gost::persistence
