@@ -28,6 +28,7 @@ TEST_CASE("group map: one group holds every shard when no other is declared") {
   CHECK(m.group_of(63).id == 0);
   CHECK(m.group_of(63).dsn.empty()); // the catalog's own DSN
   CHECK(m.shards_of(0).size() == 64);
+  CHECK(m.first_outside(0) == nullptr);
 }
 
 TEST_CASE("group map: shards find their group by range, ranges in any order") {
@@ -48,6 +49,10 @@ TEST_CASE("group map: shards find their group by range, ranges in any order") {
   CHECK(m.find(2) == nullptr);
   REQUIRE(m.find(1) != nullptr);
   CHECK(m.find(1)->dsn == "host=db-east dbname=gost");
+  REQUIRE(m.first_outside(0) != nullptr);
+  CHECK(m.first_outside(0)->first == 4);
+  REQUIRE(m.first_outside(1) != nullptr);
+  CHECK(m.first_outside(1)->first == 0);
 }
 
 TEST_CASE("group map: ranges cover every shard exactly once; the error names the shards") {
@@ -86,4 +91,7 @@ TEST_CASE("group map: a range names a declared group, and moves to another one")
   CHECK(error_of(two_groups(), {{0, 7, 0, 3u}, {8, 15, 1, {}}})
         == "the range shards 0-7 moves to group 3: a move needs another declared group");
   CHECK(error_of(two_groups(), {{0, 7, 0, 1u}, {8, 15, 1, {}}}).empty());
+  auto moving = group_map::make(two_groups(), {{0, 15, 0, 1u}}, 16, 2);
+  REQUIRE(std::holds_alternative<group_map>(moving));
+  REQUIRE(std::get<group_map>(moving).first_outside(0) != nullptr); // moving away: not held alone
 }

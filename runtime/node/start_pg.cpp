@@ -4,8 +4,10 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/conninfo.hpp"
+
 #include "gost/persistence/schema.hpp"
 #include "node/embedded_pg.hpp"
 #include "node/start.hpp"
@@ -66,6 +68,19 @@ caf::error start_pg(node_context& n) {
     lg->info("schema migrations applied count={}", *applied);
   if (auto err = persistence::ensure_installation(*n.pool, cfg.shard.count))
     return err;
+  // The shard group map (ADR 0023). A node serves one database until its build step 2: a map
+  // placing shards in another is refused, rather than serving them from this one.
+  auto groups = persistence::load_group_map(*n.pool, cfg.shard.count);
+  if (!groups)
+    return groups.error();
+  if (auto* r = groups->first_outside(0))
+    return persistence::make_db_error(
+      persistence::db_errc::schema_mismatch,
+      "the shard group map (version " + std::to_string(groups->version()) + ") places shards "
+        + std::to_string(r->first) + "-" + std::to_string(r->last) + " in group `"
+        + groups->find(r->moving_to ? *r->moving_to : r->group)->name
+        + "`; this gostd serves one database (pg.dsn) only (ADR 0023, build step 2): remove "
+          "the rows of shard_ranges, or run a gostd that serves shard groups");
   return persistence::ensure_lease_rows(*n.pool, cfg.shard.count);
 }
 

@@ -411,4 +411,21 @@ TEST_CASE("gostd refuses to start with one clear line") {
     CHECK(second.output().find("set `shard.count` to 8") != std::string::npos);
     std::remove(port_file.c_str());
   }
+  SUBCASE("a shard group map placing shards in another database (ADR 0023)") {
+    testing::temp_db db;
+    auto port_file = temp_path("gostd-port");
+    {
+      child_process first{GOSTD_PATH, node_args(db, port_file)};
+      read_ports(first, port_file);
+      first.signal(SIGTERM);
+      REQUIRE(first.wait(30s) == 0);
+    }
+    db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', 'host=east')");
+    db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
+              " (4, 7, 1)");
+    child_process second{GOSTD_PATH, node_args(db, port_file + "2")};
+    CHECK(second.wait(30s) == 1);
+    CHECK(second.output().find("places shards 4-7 in group `east`") != std::string::npos);
+    std::remove(port_file.c_str());
+  }
 }

@@ -99,6 +99,13 @@ const shard_group* group_map::find(uint32_t id) const {
   return it != groups_.end() && it->id == id ? &*it : nullptr;
 }
 
+const shard_range* group_map::first_outside(uint32_t group) const {
+  for (auto& r : ranges_)
+    if (r.group != group || r.moving_to)
+      return &r;
+  return nullptr;
+}
+
 std::vector<uint32_t> group_map::shards_of(uint32_t group) const {
   std::vector<uint32_t> out;
   for (auto& r : ranges_)

@@ -56,6 +56,10 @@ public:
   /// The shards the group holds, in order.
   std::vector<uint32_t> shards_of(uint32_t group) const;
 
+  /// The first range not held by `group` alone (held by another, or moving), or null: a node
+  /// that serves one database refuses a map with one (until ADR 0023's build step 2).
+  const shard_range* first_outside(uint32_t group) const;
+
   /// By id.
   const std::vector<shard_group>& groups() const { return groups_; }
   /// By first shard.
