@@ -176,9 +176,8 @@ int history(gost::v1::AdminService::Stub& admin, const cli& c) {
   gost::v1::OfferHistoryRequest req;
   req.set_offer_id(c.positional[0]);
   if (c.opts.count("limit")) {
-    char* end = nullptr;
-    auto n = std::strtol(opt(c, "limit").c_str(), &end, 10);
-    if (opt(c, "limit").empty() || *end != '\0' || n <= 0 || n > INT32_MAX) {
+    int64_t n = 0;
+    if (!positive(opt(c, "limit"), n) || n > INT32_MAX) {
       std::fprintf(stderr, "gostctl history: --limit `%s` is not a page size (1 or more)\n",
                    opt(c, "limit").c_str());
       return 2;

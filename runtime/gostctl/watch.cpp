@@ -240,9 +240,8 @@ int trace(gost::v1::AdminService::Stub& admin, const cli& c) {
     req.set_for_ms(ms);
   }
   if (c.opts.count("max") != 0) {
-    char* end = nullptr;
-    auto n = std::strtoll(opt(c, "max").c_str(), &end, 10);
-    if (*end != '\0' || n <= 0) {
+    int64_t n = 0;
+    if (!positive(opt(c, "max"), n)) {
       std::fprintf(stderr, "gostctl trace: --max `%s` is not a positive number\n",
                    opt(c, "max").c_str());
       return 2;
