@@ -381,11 +381,12 @@ TEST_CASE("a PostgreSQL primary fails over under load (pg_auto_failover, synchro
   // The calls that started with no primary, and those from the promotion until the node was
   // ready again.
   struct answers {
-    size_t calls = 0, ok = 0, unavailable = 0, deadline = 0, other = 0;
+    size_t calls = 0, ok = 0, ok_late = 0, unavailable = 0, deadline = 0, other = 0;
     std::string text() const {
       std::ostringstream out;
-      out << calls << " calls: OK " << ok << ", UNAVAILABLE " << unavailable
-          << ", DEADLINE_EXCEEDED " << deadline << ", other errors " << other;
+      out << calls << " calls: OK " << ok << " (" << ok_late
+          << " answered after the promotion), UNAVAILABLE " << unavailable << ", DEADLINE_EXCEEDED "
+          << deadline << ", other errors " << other;
       return out.str();
     }
   } no_primary, catching_up;
@@ -396,6 +397,7 @@ TEST_CASE("a PostgreSQL primary fails over under load (pg_auto_failover, synchro
     ++a.calls;
     auto code = c.status.error_code();
     a.ok += code == grpc::StatusCode::OK ? 1 : 0;
+    a.ok_late += code == grpc::StatusCode::OK && c.end >= promoted_at ? 1 : 0;
     a.unavailable += code == grpc::StatusCode::UNAVAILABLE ? 1 : 0;
     a.deadline += code == grpc::StatusCode::DEADLINE_EXCEEDED ? 1 : 0;
     a.other += code != grpc::StatusCode::OK && code != grpc::StatusCode::UNAVAILABLE
