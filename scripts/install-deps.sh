@@ -16,6 +16,7 @@ pkgs=(
   libxml2-utils        # xmllint: the feed benchmark's parse floor (bench/feed.sh)
   libhiredis-dev redis-server   # the image functions' Redis layer (scripts/redis.sh)
   postgresql postgresql-contrib
+  pg-auto-failover-cli postgresql-15-auto-failover  # scripts/pg-ha.sh: the e2e tier's failover test
   curl procps iproute2 openssl
   clang-format
   python3-venv         # examples/price_predict/setup.sh: the Python stage's venv (PyPI)

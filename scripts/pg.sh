@@ -16,6 +16,7 @@
 # whose data directory is this script's (SHOW data_directory). Another server there (another
 # checkout's, a system PostgreSQL) is refused with one line saying what to do.
 # Environment: GOST_PG_DIR (default var/pg), GOST_PG_PORT (54329), GOST_PG_DB (gost).
+# Sourced (scripts/pg-ha.sh), it only defines its variables and functions.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,7 +25,7 @@ port=${GOST_PG_PORT:-54329}
 db=${GOST_PG_DB:-gost}
 user=gost
 
-die() { echo "pg.sh: $*" >&2; exit 1; }
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
 bindir=""
 for d in /usr/lib/postgresql/*/bin; do [[ -x $d/pg_ctl ]] && bindir=$d; done
@@ -134,6 +135,8 @@ stop() {
   [[ -f $dir/postmaster.pid ]] || return 0
   run "$bindir/pg_ctl" -D "$dir" -m "$mode" -w stop >/dev/null
 }
+
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case "${1:-}" in
   start) start ;;

@@ -1,4 +1,5 @@
 #include "gost/testing/pg.hpp"
+#include "gost/testing/pg_ha.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -86,6 +87,21 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+/// Runs a shell command line; its output (stdout and stderr). Throws when it fails.
+std::string run_command(const std::string& line) {
+  auto cmd = line + " 2>&1";
+  std::string out;
+  auto* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr)
+    throw std::runtime_error("cannot run " + line);
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
+    out.append(buf, n);
+  if (::pclose(p) != 0)
+    throw std::runtime_error(line + " failed: " + out);
+  return out;
+}
+
 } // namespace
 
 private_server::private_server(std::string script) : script_(std::move(script)) {
@@ -105,17 +121,8 @@ private_server::~private_server() {
 }
 
 void private_server::run(const std::string& args) const {
-  auto cmd = "GOST_PG_DIR=" + root_ + "/pg GOST_PG_PORT=" + std::to_string(port_) + " " + script_
-             + " " + args + " 2>&1";
-  std::string out;
-  auto* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr)
-    throw std::runtime_error("cannot run " + cmd);
-  char buf[512];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;)
-    out.append(buf, n);
-  if (::pclose(p) != 0)
-    throw std::runtime_error(cmd + " failed: " + out);
+  run_command("GOST_PG_DIR=" + root_ + "/pg GOST_PG_PORT=" + std::to_string(port_) + " " + script_
+              + " " + args);
 }
 
 void private_server::start() {
@@ -132,6 +139,50 @@ std::string private_server::dsn() const {
 
 std::string private_server::scalar(const std::string& sql) const {
   return first_value(dsn(), sql);
+}
+
+private_ha_set::private_ha_set(std::string script) : script_(std::move(script)) {
+  static std::atomic<int> counter{0};
+  root_ = "/tmp/gost-private-pgha-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  monitor_port_ = free_port();
+  for (auto& p : ports_)
+    p = free_port();
+  start();
+  dsn_ = run("dsn");
+  while (!dsn_.empty() && dsn_.back() == '\n')
+    dsn_.pop_back();
+}
+
+private_ha_set::~private_ha_set() {
+  try {
+    run("destroy");
+  } catch (...) {
+    // Left behind under /tmp for inspection.
+  }
+  std::remove(root_.c_str());
+}
+
+std::string private_ha_set::run(const std::string& args) const {
+  return run_command("GOST_PG_HA_DIR=" + root_ + "/ha GOST_PG_HA_PORTS="
+                     + std::to_string(monitor_port_) + "," + std::to_string(ports_[0]) + ","
+                     + std::to_string(ports_[1]) + " " + script_ + " " + args);
+}
+
+void private_ha_set::start() {
+  run("start");
+}
+
+int private_ha_set::kill_primary() {
+  auto name = run("kill-primary");
+  return name.rfind("a", 0) == 0 ? ports_[0] : ports_[1];
+}
+
+std::string private_ha_set::state() const {
+  try {
+    return run("state");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 std::string temp_db::scalar(const std::string& sql) const {

@@ -63,6 +63,9 @@ struct feeder_state {
   std::chrono::steady_clock::time_point tick_at{}; ///< of the pending tick; earlier ones are stale
   std::optional<backoff> idle; ///< the wait after a look that found no task (opts.poll_idle)
   bool flush_pending = false;  ///< a flush_atom is on its way (`flush_wait` after a finish)
+  /// The last look for due tasks failed: the next failures write no line (a database outage
+  /// is its tracker's to log, and this feeder looks every 10 polls while it lasts).
+  bool take_failing = false;
   batch_counts counts;
 };
 
@@ -219,11 +222,14 @@ void feed(feeder_ptr self) {
   auto tasks = persistence::take_image_tasks(*st.opts.db, to_string(st.fn), parts,
                                              st.slots - st.in_flight, st.opts.visibility);
   if (!tasks) {
-    lg->warn("image tasks not taken function={} error={}", to_string(st.fn),
-             self->system().render(tasks.error()));
+    if (!st.take_failing)
+      lg->warn("image tasks not taken function={} error={}; looking again every {} ms",
+               to_string(st.fn), self->system().render(tasks.error()), (st.opts.poll * 10).count());
+    st.take_failing = true;
     tick_soon(self, st.opts.poll * 10);
     return;
   }
+  st.take_failing = false;
   if (tasks->empty()) {
     if (st.in_flight == 0)
       tick_soon(self, st.idle->next()); // idle: less and less often, until woken
