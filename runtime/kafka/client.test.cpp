@@ -17,6 +17,15 @@ namespace {
 /// Nothing listens on port 1: every delivery stays outstanding.
 constexpr auto nowhere = "127.0.0.1:1";
 
+// Under ThreadSanitizer, librdkafka's broker threads (the mock cluster's too) crash inside
+// TSan's allocator at their first getaddrinfo: the library is not instrumented and its threads'
+// sanitizer state is not set up. The delivery tests run in every other build.
+#ifdef GOST_UNDER_TSAN
+constexpr bool brokers_crash_under_tsan = true;
+#else
+constexpr bool brokers_crash_under_tsan = false;
+#endif
+
 } // namespace
 
 TEST_CASE("a setting librdkafka refuses names the config key it came from") {
@@ -56,7 +65,8 @@ TEST_CASE("a client librdkafka cannot make names every key to check") {
   CHECK(text.find("check kafka.brokers and kafka.acks") != std::string::npos);
 }
 
-TEST_CASE("the producer reports each delivery to its owner") {
+TEST_CASE("the producer reports each delivery to its owner"
+          * doctest::skip(brokers_crash_under_tsan)) {
   std::vector<std::pair<void*, bool>> reports;
   kafka::producer_options po;
   po.role = "the test's producer";
@@ -78,7 +88,8 @@ TEST_CASE("the producer reports each delivery to its owner") {
   CHECK(p->take_failures() == 0);
 }
 
-TEST_CASE("a full queue is refused as overloaded and counted; a flush gives way to a stop") {
+TEST_CASE("a full queue is refused as overloaded and counted; a flush gives way to a stop"
+          * doctest::skip(brokers_crash_under_tsan)) {
   kafka::producer_options po;
   po.role = "the test's producer";
   po.settings = {kafka::brokers_setting(nowhere), {"queue.buffering.max.messages", "1", ""}};
