@@ -114,6 +114,8 @@ TEST_CASE("out-of-range and mistyped values are rejected") {
                                   {"--api.request_timeout=10", "api.request_timeout"},
                                   {"--grpc.listen=nohostport", "grpc.listen"},
                                   {"--grpc.listen=h:70000", "grpc.listen"},
+                                  {"--cluster.advertise_port=70000", "cluster.advertise_port"},
+                                  {"--cluster.advertise_port=-1", "cluster.advertise_port"},
                                   {"--outbox.relay=maybe", "outbox.relay"},
                                   {"--log.levels=x", "log.levels"}}) {
     CAPTURE(b.arg);
@@ -174,6 +176,7 @@ TEST_CASE("every key lands in the member it is bound to") {
          "--cluster.heartbeat=300ms",
          "--cluster.lease_timeout=3s",
          "--cluster.drain_timeout=7s",
+         "--cluster.advertise_port=7101",
          "--outbox.relay=false",
          "--offer.max_resident=77",
          "--stages.expire.after=2h",
@@ -193,6 +196,7 @@ TEST_CASE("every key lands in the member it is bound to") {
   CHECK(c.cluster.heartbeat == std::chrono::milliseconds{300});
   CHECK(c.cluster.lease_timeout == std::chrono::seconds{3});
   CHECK(c.cluster.drain_timeout == std::chrono::seconds{7});
+  CHECK(c.cluster.advertise_port == 7101);
   CHECK_FALSE(c.outbox.relay);
   CHECK(c.offer.max_resident == 77);
   CHECK(c.stages.expire.after == std::chrono::hours{2});
@@ -288,6 +292,12 @@ TEST_CASE("validate() refuses half a TLS configuration, naming the keys") {
   CHECK(validate(c).empty());
   c.cluster.lease_timeout = c.cluster.heartbeat;
   CHECK(validate(c).find("cluster.lease_timeout") != std::string::npos);
+  c = *base.config;
+  c.cluster.advertise_port = 7101; // a proxy's port forwarding to a link listener's port 0
+  CHECK(validate(c).find("cluster.advertise_port needs a fixed port in caf.listen")
+        != std::string::npos);
+  c.caf.listen.port = 7001;
+  CHECK(validate(c).empty());
   c = *base.config;
   c.feed.requests_topic = "feeds";
   CHECK(validate(c).find("kafka.brokers") != std::string::npos);

@@ -382,6 +382,12 @@ node_keys make_node_keys(const application& app) {
             "The host other nodes use to reach this node's `caf.listen`. Empty: the host of "
             "`caf.listen` (127.0.0.1 when that is 0.0.0.0)."),
         bind_to(&node_config::cluster, &cluster_config::advertise_host));
+  k.add(num(vk::integer, "cluster.advertise_port", "0", 0, 65535,
+            "The port other nodes dial to reach this node's `caf.listen` (with "
+            "`cluster.advertise_host`): set it when something between the nodes forwards "
+            "another port to the link listener (a NAT, a proxy). 0: the port the link "
+            "listener bound."),
+        bind_to(&node_config::cluster, &cluster_config::advertise_port));
   k.add(num(vk::duration, "cluster.heartbeat", "1s", 50, 60'000,
             "How often a node renews its heartbeat and its shard leases, takes free leases up "
             "to an even share and hands shards to nodes below theirs."),
@@ -1268,6 +1274,10 @@ std::string validate(const node_config& c) {
   if (c.cluster.lease_timeout < 2 * c.cluster.heartbeat)
     return "cluster.lease_timeout must be at least twice cluster.heartbeat (a lease must "
            "survive one late heartbeat)";
+  if (c.cluster.advertise_port != 0 && c.caf.listen.port == 0)
+    return "cluster.advertise_port needs a fixed port in caf.listen (what forwards the advertised "
+           "port must know where the link listens; caf.listen's port 0 picks a new one each "
+           "start)";
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "api/call.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 #include "api/caller_rule.hpp"
@@ -148,9 +149,24 @@ count_calls(std::shared_ptr<grpc_stats> stats) {
   return std::make_unique<counting_factory>(std::move(stats));
 }
 
+namespace {
+
+/// The client's deadline less a margin: the node gives its answer (refused and safe to retry,
+/// or outcome unknown) before the client's own deadline passes with the answer on its way, so
+/// the client hears which it was. A tenth of the time left, at most 100 ms.
+std::chrono::system_clock::time_point answer_by(std::chrono::system_clock::time_point deadline) {
+  auto left = deadline - std::chrono::system_clock::now();
+  if (left <= std::chrono::system_clock::duration::zero())
+    return deadline;
+  return deadline
+         - std::min<std::chrono::system_clock::duration>(left / 10, std::chrono::milliseconds{100});
+}
+
+} // namespace
+
 unary_call::unary_call(grpc::CallbackServerContext* ctx, std::chrono::milliseconds timeout)
   : reactor_(ctx->DefaultReactor()),
-    budget_(timeout.count() > 0 ? call_budget(ctx->deadline(), timeout) : timeout),
+    budget_(timeout.count() > 0 ? call_budget(answer_by(ctx->deadline()), timeout) : timeout),
     deadline_(clock_type::now() + budget_) {}
 
 } // namespace gost::runtime

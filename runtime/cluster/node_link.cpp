@@ -49,15 +49,27 @@ caf::error take_error(const internal::v1::ForwardResponse::Error& e) {
   return caf::make_error(static_cast<caf::sec>(e.code()), e.message());
 }
 
-/// A failed link call: the peer is unreachable (re-route) or did not answer in time.
+/// A failed link call: the peer was not reached (re-route), or it may have been and did not
+/// answer in time. gRPC answers UNAVAILABLE both when it found no connection to send the call
+/// on ("failed to connect to all addresses": nothing left this node) and when the connection
+/// broke with the call on it (the peer may have carried it out). Only the first is refused as
+/// a move: the caller routes again until its deadline, then answers UNAVAILABLE, safe to retry
+/// (unless an earlier attempt was sent). The second is an attempt without an answer, like a
+/// timeout: asked again with the same request id, answered "outcome unknown" if time runs out.
+/// (Before, both were no_route_to_receiving_node, which reached the client as INTERNAL once the
+/// deadline came: tests/e2e/netfault.e2etest.cpp, the node links cut.)
 caf::error link_error(const grpc::Status& st, const std::string& address) {
   switch (st.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return caf::make_error(caf::sec::request_timeout,
                              "node " + address + " did not answer in time");
     case grpc::StatusCode::UNAVAILABLE:
-      return caf::make_error(caf::sec::no_route_to_receiving_node,
-                             "node " + address + " is unreachable: " + st.error_message());
+      if (st.error_message().find("failed to connect to all addresses") != std::string::npos)
+        return make_error(errc::moved, "node " + address + " is unreachable (nothing was sent): "
+                                         + st.error_message());
+      return caf::make_error(caf::sec::request_timeout,
+                             "the link to node " + address
+                               + " broke with the call on it: " + st.error_message());
     default: // a link that works but refused the call: not something re-routing fixes
       return make_error(errc::internal, "node " + address + " refused a forwarded call ("
                                           + std::to_string(st.error_code()) + " "

@@ -141,7 +141,8 @@ caf::error join_cluster(node_context& n) {
     cfg.cluster.advertise_host.empty() ? cfg.caf.listen.host : cfg.cluster.advertise_host;
   if (me.caf_host == "0.0.0.0" || me.caf_host.empty())
     me.caf_host = "127.0.0.1";
-  me.caf_port = n.link_port;
+  // A proxy or a NAT between the nodes forwards another port to the listener.
+  me.caf_port = cfg.cluster.advertise_port != 0 ? cfg.cluster.advertise_port : n.link_port;
   me.grpc_addr = cfg.grpc.listen.host + ":" + std::to_string(n.grpc_port);
   me.http_addr = cfg.http.listen.host + ":" + std::to_string(n.http_port);
   n.advertised_host = me.caf_host;

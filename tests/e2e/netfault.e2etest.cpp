@@ -6,8 +6,14 @@
 // reset), and heal. Then checker/history_check.py judges the whole history (no acknowledged write
 // lost, no stale read, no version acknowledged twice, no gap beyond calls without an answer) and
 // the figures of each fault are printed: time to the first acknowledged write after the heal, calls
-// answered UNAVAILABLE vs DEADLINE_EXCEEDED, shards owned by nobody and for how long. The node
-// links are not proxied (the `nodes` table holds the link's port as bound).
+// answered UNAVAILABLE vs DEADLINE_EXCEEDED, shards owned by nobody and for how long.
+//
+// The last test case puts the node links behind fault proxies too (each node advertises
+// 127.0.0.2, where its link proxy listens on the port it bound): latency, one node cut from
+// the other, both cut from each other, a half-open link, while PostgreSQL answers both. A call
+// through a node that cannot reach the owner must be answered, or refused UNAVAILABLE saying to
+// retry; not INTERNAL (before the fix, once the deadline came) and not the client's own deadline
+// passing while the node was still trying (before the node's margin, runtime/api/call.cpp).
 //
 // A node cut from the database (or half-open to it) once kept answering GetOffer from its
 // resident offers after another node took its shards (stale reads, found here); it now serves
@@ -45,29 +51,51 @@ constexpr int shard_count = 16;
 constexpr int key_count = 8;
 constexpr int client_count = 4;
 
-/// A gostd whose database connections all go through its own fault proxy.
+/// Whether a node's links are reached through a fault proxy too.
+enum class links { direct, proxied };
+
+/// A gostd whose database connections all go through its own fault proxy; with
+/// `links::proxied`, the other nodes reach its node link listener (on 127.0.0.1) through a
+/// second one, on 127.0.0.2 and the same port, the host the node advertises
+/// (`cluster.advertise_host`), so `link` breaks the calls forwarded to this node.
 struct proxied_node {
   std::string id;
   std::string port_file;
   fault_proxy proxy;
+  std::unique_ptr<fault_proxy> link; ///< with links::proxied
   std::unique_ptr<child_process> proc;
   std::shared_ptr<grpc::Channel> channel;
 
-  proxied_node(const std::string& node_id, const testing::temp_db& db, int pg_port)
+  proxied_node(const std::string& node_id, const testing::temp_db& db, int pg_port,
+               links l = links::direct)
     : id(node_id), port_file("/tmp/gostd-netfault-" + node_id + "-" + std::to_string(getpid())),
       proxy("127.0.0.1", pg_port) {
     std::remove(port_file.c_str());
+    std::vector<std::string> link_args{"--caf.listen=127.0.0.1:0"};
+    if (l == links::proxied)
+      link_args.push_back("--cluster.advertise_host=127.0.0.2");
     // The proxy's port after the test server's own: libpq takes the last value of a key.
     auto dsn = db.dsn() + " port=" + std::to_string(proxy.port());
-    proc = std::make_unique<child_process>(
-      GOSTD_PATH, std::vector<std::string>{
-                    "--pg.dsn=" + dsn, "--node.id=" + id, "--grpc.listen=127.0.0.1:0",
-                    "--grpc.port_file=" + port_file, "--caf.listen=127.0.0.1:0",
-                    "--shard.count=" + std::to_string(shard_count), "--scheduler.threads=2",
-                    "--cluster.heartbeat=200ms", "--cluster.lease_timeout=2s",
-                    "--cluster.max_moves=8", "--api.request_timeout=5s", "--shutdown.timeout=10s"});
+    std::vector<std::string> args{"--pg.dsn=" + dsn,
+                                  "--node.id=" + id,
+                                  "--grpc.listen=127.0.0.1:0",
+                                  "--grpc.port_file=" + port_file,
+                                  "--shard.count=" + std::to_string(shard_count),
+                                  "--scheduler.threads=2",
+                                  "--cluster.heartbeat=200ms",
+                                  "--cluster.lease_timeout=2s",
+                                  "--cluster.max_moves=8",
+                                  "--api.request_timeout=5s",
+                                  "--shutdown.timeout=10s"};
+    args.insert(args.end(), link_args.begin(), link_args.end());
+    proc = std::make_unique<child_process>(GOSTD_PATH, args);
     int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
+    if (l == links::proxied) { // the port the node bound and registered
+      auto link_port =
+        std::stoi(db.scalar("SELECT caf_port FROM nodes WHERE node_id = '" + id + "'"));
+      link = std::make_unique<fault_proxy>("127.0.0.1", link_port, link_port, "127.0.0.2");
+    }
     channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   }
@@ -85,8 +113,10 @@ struct call_record {
   std::string answer;            ///< ok, fail, unknown
   int64_t version = 0;
   grpc::StatusCode code = grpc::StatusCode::OK;
-  int node = 0;  ///< which node was asked (0, 1)
-  int phase = 0; ///< the fault going on when the call started
+  int node = 0;           ///< which node was asked (0, 1)
+  int phase = 0;          ///< the fault going on when the call started
+  bool forwarded = false; ///< the other node owned the offer's shard: forwarded over the link
+  std::string message;    ///< the status's message when not OK
 };
 
 /// The calls' clock: microseconds since the test began.
@@ -127,26 +157,38 @@ public:
     return records_;
   }
 
-  /// Writes acknowledged since `from_us` (through `node`, or any when -1).
-  size_t acked_writes_since(int64_t from_us, int node = -1) const {
+  /// Writes acknowledged since `from_us` (through `node`, or any when -1; only those forwarded
+  /// to the other node when `forwarded`).
+  size_t acked_writes_since(int64_t from_us, int node = -1, bool forwarded = false) const {
     std::lock_guard<std::mutex> guard{mtx_};
     size_t n = 0;
     for (auto& r : records_)
-      n +=
-        r.op == "write" && r.answer == "ok" && r.start_us >= from_us && (node < 0 || r.node == node)
-          ? 1
-          : 0;
+      n += r.op == "write" && r.answer == "ok" && r.start_us >= from_us
+               && (node < 0 || r.node == node) && (!forwarded || r.forwarded)
+             ? 1
+             : 0;
+    return n;
+  }
+
+  /// Calls through `node` forwarded to the other node that started at or after `from_us` and
+  /// have ended (any answer).
+  size_t forwarded_calls_since(int64_t from_us, int node) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    size_t n = 0;
+    for (auto& r : records_)
+      n += r.forwarded && r.node == node && r.start_us >= from_us ? 1 : 0;
     return n;
   }
 
   /// The first write acknowledged that started at or after `from_us` (through `node`, or any
-  /// when -1): its end, or -1.
-  int64_t first_acked_write_after(int64_t from_us, int node = -1) const {
+  /// when -1; only one forwarded to the other node when `forwarded`): its end, or -1.
+  int64_t first_acked_write_after(int64_t from_us, int node = -1, bool forwarded = false) const {
     std::lock_guard<std::mutex> guard{mtx_};
     int64_t first = -1;
     for (auto& r : records_)
       if (r.op == "write" && r.answer == "ok" && r.start_us >= from_us
-          && (node < 0 || r.node == node) && (first < 0 || r.end_us < first))
+          && (node < 0 || r.node == node) && (!forwarded || r.forwarded)
+          && (first < 0 || r.end_us < first))
         first = r.end_us;
     return first;
   }
@@ -193,11 +235,11 @@ v1::UpdateOfferRequest update_request(const std::string& id, const std::string& 
 /// now and then) and reads random offers through both nodes in turn, recording every call.
 class client {
 public:
-  client(int process, const std::vector<std::string>& ids,
+  client(int process, const std::vector<std::string>& ids, const std::vector<int>& owner_of,
          std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs, history& h,
          const test_clock& clock)
-    : process_(process), ids_(ids), stubs_(std::move(stubs)), history_(h), clock_(clock),
-      seen_(ids.size(), 1), thread_([this] { run(); }) {}
+    : process_(process), ids_(ids), owner_of_(owner_of), stubs_(std::move(stubs)), history_(h),
+      clock_(clock), seen_(ids.size(), 1), thread_([this] { run(); }) {}
   ~client() { stop(); }
   void stop() {
     stop_ = true;
@@ -216,6 +258,7 @@ private:
       r.process = process_;
       r.key = ids_[k];
       r.node = node;
+      r.forwarded = owner_of_[k] >= 0 && owner_of_[k] != node;
       r.phase = history_.phase();
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + 3s);
@@ -240,6 +283,7 @@ private:
       }
       r.end_us = clock_.now();
       r.code = s.error_code();
+      r.message = s.error_message();
       r.answer = answer_of(s);
       if (r.op == "read" && r.answer == "fail")
         r.answer = "unknown"; // a read refused says nothing about the register
@@ -269,6 +313,7 @@ private:
 
   const int process_;
   const std::vector<std::string>& ids_;
+  const std::vector<int>& owner_of_; ///< per key: the node owning its shard (-1: not known)
   std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs_;
   history& history_;
   const test_clock& clock_;
@@ -289,6 +334,7 @@ public:
   struct figures {
     int most_unowned = 0;
     std::chrono::milliseconds unowned_for{0};
+    int owner_changes = 0; ///< shards whose live owner changed between two samples
   };
   /// Starts a new window of figures; returns the last one's.
   figures reset() {
@@ -303,15 +349,35 @@ private:
     auto last = clock_type::now();
     while (!stop_) {
       int unowned = 0;
+      std::vector<std::string> owners; // per shard: its live owner, or empty
       try {
         unowned = std::stoi(
           db_.scalar("SELECT count(*) FROM shard_leases WHERE owner IS NULL"
                      " OR heartbeat_at IS NULL OR heartbeat_at < now() - interval '2 s'"));
+        auto all =
+          db_.scalar("SELECT string_agg(CASE WHEN heartbeat_at > now() - interval '2 s' THEN "
+                     "coalesce(owner, '') ELSE '' END, ',' ORDER BY shard) FROM shard_leases");
+        for (size_t at = 0;;) {
+          auto comma = all.find(',', at);
+          owners.push_back(all.substr(at, comma - at));
+          if (comma == std::string::npos)
+            break;
+          at = comma + 1;
+        }
       } catch (const std::exception&) {
       }
       auto now = clock_type::now();
       {
         std::lock_guard<std::mutex> guard{mtx_};
+        // An owner replaced by another (not a lapse to none and back): a shard that moved.
+        if (owners.size() == last_owners_.size())
+          for (size_t i = 0; i < owners.size(); ++i)
+            if (!owners[i].empty() && !last_owners_[i].empty() && owners[i] != last_owners_[i])
+              ++current_.owner_changes;
+        for (size_t i = 0; i < owners.size() && owners.size() == last_owners_.size(); ++i)
+          if (owners[i].empty())
+            owners[i] = last_owners_[i]; // the last live owner, to see a move across a lapse
+        last_owners_ = owners;
         current_.most_unowned = std::max(current_.most_unowned, unowned);
         if (unowned > 0)
           current_.unowned_for += std::chrono::duration_cast<std::chrono::milliseconds>(now - last);
@@ -323,6 +389,7 @@ private:
   const testing::temp_db& db_;
   std::mutex mtx_;
   figures current_;
+  std::vector<std::string> last_owners_; ///< guarded by mtx_
   std::atomic<bool> stop_{false};
   std::thread thread_; // last
 };
@@ -344,7 +411,17 @@ struct fault_figures {
   size_t other = 0;
   int64_t first_write_after_heal_ms = -1;         ///< through any node
   int64_t first_write_after_heal_faulted_ms = -1; ///< through the node the fault was on
+  /// A write through the faulted node forwarded to the other node (a link fault), or -1.
+  int64_t first_forwarded_write_after_heal_ms = -1;
   lease_watch::figures leases;
+  // The calls forwarded to the other node (the link phases): how they ended.
+  size_t fwd_calls = 0;
+  size_t fwd_ok = 0;
+  size_t fwd_unavailable = 0;
+  size_t fwd_deadline_server = 0; ///< DEADLINE_EXCEEDED answered by the node
+  size_t fwd_deadline_client = 0; ///< the client's own deadline passed without an answer
+  size_t fwd_other = 0;
+  int64_t fwd_longest_ms = 0;
 };
 
 /// checker/history_check.py on `history_path` (with `options` before it); its output.
@@ -373,11 +450,13 @@ struct fault_run {
   proxied_node n2;
   std::vector<proxied_node*> nodes{&n1, &n2};
   std::vector<std::string> ids;
+  std::vector<int> owner_of; ///< per key: the node owning its shard when the clients started
   std::unique_ptr<lease_watch> watch;
   std::vector<std::unique_ptr<client>> clients;
   std::vector<fault_figures> figures;
 
-  fault_run() : n1("n1", db, pg_port(db)), n2("n2", db, pg_port(db)) {
+  explicit fault_run(links l = links::direct)
+    : n1("n1", db, pg_port(db), l), n2("n2", db, pg_port(db), l) {
     REQUIRE_MESSAGE(testing::eventually(30s, [&] { return owners(db) == "n1=8 n2=8"; }),
                     owners(db) << "\n"
                                << n1.proc->output() << n2.proc->output());
@@ -404,12 +483,18 @@ struct fault_run {
       ids.push_back(r.key);
       h.add(r);
     }
+    for (auto& id : ids) {
+      auto owner = db.scalar("SELECT coalesce(l.owner, '') FROM offers o JOIN shard_leases l"
+                             " ON l.shard = o.shard WHERE o.offer_id = '"
+                             + id + "'");
+      owner_of.push_back(owner == "n1" ? 0 : owner == "n2" ? 1 : -1);
+    }
     watch = std::make_unique<lease_watch>(db);
     for (int p = 0; p < client_count; ++p) {
       std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs;
       for (auto* n : nodes)
         stubs.push_back(v1::OfferService::NewStub(n->channel));
-      clients.push_back(std::make_unique<client>(p, ids, std::move(stubs), h, clock));
+      clients.push_back(std::make_unique<client>(p, ids, owner_of, std::move(stubs), h, clock));
     }
     REQUIRE(testing::eventually(20s, [&] { return h.acked_writes_since(0) >= 40; }));
   }
@@ -428,12 +513,14 @@ struct fault_run {
     return clock.now();
   }
 
-  /// The fault was healed at `healed_us`: waits until writes flow through `faulted` again and
-  /// every shard has its owner (n1=8 n2=8), and takes the figures.
-  void healed(int64_t healed_us, int faulted) {
+  /// The fault was healed at `healed_us`: waits until writes flow through `faulted` again
+  /// (writes it forwards to the other node, when `forwarded`) and every shard has its owner
+  /// (n1=8 n2=8), and takes the figures.
+  void healed(int64_t healed_us, int faulted, bool forwarded = false) {
     auto& f = figures.back();
     bool flowing = testing::eventually(60s, [&] {
-      return h.acked_writes_since(healed_us, faulted) >= 5 && owners(db) == "n1=8 n2=8";
+      return h.acked_writes_since(healed_us, faulted, forwarded) >= (forwarded ? 3 : 5)
+             && owners(db) == "n1=8 n2=8";
     });
     CHECK_MESSAGE(flowing, f.name << ": writes through n" << faulted + 1
                                   << " did not resume after the heal; owners: " << owners(db)
@@ -445,6 +532,10 @@ struct fault_run {
     auto through = h.first_acked_write_after(healed_us, faulted);
     f.first_write_after_heal_ms = any < 0 ? -1 : (any - healed_us) / 1000;
     f.first_write_after_heal_faulted_ms = through < 0 ? -1 : (through - healed_us) / 1000;
+    if (forwarded) {
+      auto fwd = h.first_acked_write_after(healed_us, faulted, true);
+      f.first_forwarded_write_after_heal_ms = fwd < 0 ? -1 : (fwd - healed_us) / 1000;
+    }
   }
 
   /// Stops the clients, reads every offer through both nodes (the final reads), prints each
@@ -495,6 +586,18 @@ struct fault_run {
         ++f.deadline;
       else if (r.code != grpc::StatusCode::FAILED_PRECONDITION)
         ++f.other;
+      if (!r.forwarded)
+        continue;
+      ++f.fwd_calls;
+      f.fwd_longest_ms = std::max(f.fwd_longest_ms, (r.end_us - r.start_us) / 1000);
+      if (r.code == grpc::StatusCode::OK || r.code == grpc::StatusCode::FAILED_PRECONDITION)
+        ++f.fwd_ok;
+      else if (r.code == grpc::StatusCode::UNAVAILABLE)
+        ++f.fwd_unavailable;
+      else if (r.code == grpc::StatusCode::DEADLINE_EXCEEDED)
+        ++(r.message == "Deadline Exceeded" ? f.fwd_deadline_client : f.fwd_deadline_server);
+      else
+        ++f.fwd_other;
     }
     for (auto& f : figures)
       MESSAGE(f.name << ": calls " << f.calls << ", OK " << f.ok << ", UNAVAILABLE "
@@ -503,7 +606,14 @@ struct fault_run {
                      << " ms after the heal (" << f.first_write_after_heal_faulted_ms
                      << " ms through the faulted node); shards without a live owner: at most "
                      << f.leases.most_unowned << ", for " << f.leases.unowned_for.count()
-                     << " ms in all");
+                     << " ms in all; shards moved " << f.leases.owner_changes
+                     << "; forwarded calls " << f.fwd_calls << ": answered (OK or a version "
+                     << "mismatch) " << f.fwd_ok << ", UNAVAILABLE " << f.fwd_unavailable
+                     << ", DEADLINE_EXCEEDED by the node " << f.fwd_deadline_server
+                     << ", by the client's deadline " << f.fwd_deadline_client << ", other "
+                     << f.fwd_other << ", longest " << f.fwd_longest_ms
+                     << " ms; first acknowledged forwarded write "
+                     << f.first_forwarded_write_after_heal_ms << " ms after the heal");
 
     auto path = testing::temp_path("netfault-history") + ".jsonl";
     h.write_jsonl(path);
@@ -522,7 +632,10 @@ struct fault_run {
     // Where the bytes are when calls hang: in a proxy, or on the server.
     for (auto* n : nodes)
       MESSAGE(n->id << "'s proxy: " << n->proxy.open() << " connections open, " << n->proxy.queued()
-                    << " bytes queued");
+                    << " bytes queued"
+                    << (n->link ? "; its link proxy: " + std::to_string(n->link->open()) + " open, "
+                                    + std::to_string(n->link->queued()) + " queued"
+                                : std::string{}));
     MESSAGE("the server's sessions: " << db.scalar(
               "SELECT string_agg(application_name || ' port ' || client_port || ' ' "
               "|| state || ' for ' || round(extract(epoch FROM now() - state_change))"
@@ -633,6 +746,159 @@ TEST_CASE("network faults between gostd and PostgreSQL: a half-open connection (
   run.healed(run.clock.now(), 0);
   MESSAGE("bytes dropped while half-open: " << dropped);
   CHECK(dropped > 0); // n1 talked into the void
+
+  CHECK(run.finish() == 0);
+}
+
+namespace {
+
+/// The calls through `node` forwarded to the other node that started in [from_us, to_us).
+std::vector<call_record> forwarded_between(const history& h, int node, int64_t from_us,
+                                           int64_t to_us) {
+  std::vector<call_record> out;
+  for (auto& r : h.records())
+    if (r.forwarded && r.node == node && r.start_us >= from_us && r.start_us < to_us)
+      out.push_back(r);
+  return out;
+}
+
+/// What a client may get for a call forwarded over a link that cannot carry it: the answer
+/// (served correctly: the checker judges it), or UNAVAILABLE that says to retry; never an
+/// error that gives no advice, and never DEADLINE_EXCEEDED, as nothing reached the owner.
+void check_refused_clearly(const std::vector<call_record>& calls, const std::string& fault) {
+  for (auto& r : calls) {
+    bool served = r.code == grpc::StatusCode::OK || r.code == grpc::StatusCode::FAILED_PRECONDITION;
+    bool advised =
+      r.code == grpc::StatusCode::UNAVAILABLE && r.message.find("retry") != std::string::npos;
+    bool served_or_advised = served || advised;
+    CHECK_MESSAGE(served_or_advised,
+                  fault << ": a forwarded " << r.op << " of " << r.key << " through n" << r.node + 1
+                        << " got " << static_cast<int>(r.code) << " \"" << r.message << "\" after "
+                        << (r.end_us - r.start_us) / 1000 << " ms");
+  }
+}
+
+/// A read through `node` of an offer the other node owns, with a client deadline of 10 s (twice
+/// the nodes' api.request_timeout): the node must answer within its own budget whatever the
+/// link does. Not in the history (a read proves nothing it needs). Its status and duration.
+std::pair<grpc::Status, std::chrono::milliseconds> probe_forwarded_read(fault_run& run, int node) {
+  size_t k = 0;
+  while (k < run.ids.size() && run.owner_of[k] != 1 - node)
+    ++k;
+  REQUIRE(k < run.ids.size());
+  auto stub = v1::OfferService::NewStub(run.nodes[static_cast<size_t>(node)]->channel);
+  v1::GetOfferRequest req;
+  req.mutable_ref()->set_id(run.ids[k]);
+  v1::GetOfferResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto t0 = clock_type::now();
+  auto s = stub->GetOffer(&ctx, req, &resp);
+  return {s, std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)};
+}
+
+} // namespace
+
+TEST_CASE("network faults on the node links: latency, a node cut from the other, both cut "
+          "from each other, a half-open link; forwarded calls are answered or refused "
+          "clearly, ownership stays single, the history holds") {
+  // Each node's link listener behind a proxy of its own: n1 reaches n2 through n2.link, n2
+  // reaches n1 through n1.link. PostgreSQL answers both throughout.
+  fault_run run(links::proxied);
+  REQUIRE(run.n1.link);
+  REQUIRE(run.n2.link);
+  bool both_own = std::count(run.owner_of.begin(), run.owner_of.end(), 0) > 0
+                  && std::count(run.owner_of.begin(), run.owner_of.end(), 1) > 0;
+  REQUIRE_MESSAGE(both_own, "the offers' shards are all on one node: nothing would be forwarded");
+  // Calls forwarded both ways went through the link proxies.
+  CHECK(testing::eventually(20s, [&] {
+    return run.h.acked_writes_since(0, 0, true) >= 3 && run.h.acked_writes_since(0, 1, true) >= 3;
+  }));
+  CHECK(run.n1.link->accepted() > 0);
+  CHECK(run.n2.link->accepted() > 0);
+
+  // (i) 100 ms added each way on both links: forwarded calls are slower and still answered.
+  auto t = run.begin("links: 100 ms added each way, both directions");
+  run.n1.link->latency(100ms, 100ms);
+  run.n2.link->latency(100ms, 100ms);
+  CHECK(testing::eventually(30s, [&] {
+    return run.h.acked_writes_since(t, 0, true) >= 5 && run.h.acked_writes_since(t, 1, true) >= 5;
+  }));
+  run.n1.link->pass();
+  run.n2.link->pass();
+  run.healed(run.clock.now(), 0, true);
+
+  // (ii) n1 cut from n2 (n2's link proxy resets every connection and refuses new ones) while
+  // PostgreSQL answers both: calls through n1 for n2's shards cannot be forwarded.
+  run.begin("links: n1 cut from n2 (n1's calls to n2 reset)");
+  run.n2.link->cut();
+  auto cut_at = run.clock.now();
+  // Calls that started after the cut: nothing of them left n1.
+  CHECK(testing::eventually(30s, [&] { return run.h.forwarded_calls_since(cut_at, 0) >= 6; }));
+  {
+    // Without the client's deadline near: the node gives up within api.request_timeout (5 s)
+    // and says why and what to do.
+    auto [s, took] = probe_forwarded_read(run, 0);
+    MESSAGE("a read through n1 of n2's offer while cut (10 s deadline): "
+            << s.error_code() << " \"" << s.error_message() << "\" after " << took.count()
+            << " ms");
+    CHECK(s.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(s.error_message().find("retry") != std::string::npos);
+    CHECK(took < 6s);
+  }
+  auto healed_at = run.clock.now();
+  run.n2.link->pass();
+  check_refused_clearly(forwarded_between(run.h, 0, cut_at, healed_at), "n1 cut from n2");
+  CHECK(run.n2.link->refused() > 0);    // n1 tried to reach n2 during the cut
+  CHECK(owners(run.db) == "n1=8 n2=8"); // n2 kept its shards: PostgreSQL saw it alive
+  run.healed(healed_at, 0, true);
+
+  // (iii) both cut from each other: each node's forwarded calls fail, both keep heartbeating
+  // to PostgreSQL, so neither takes the other's shards.
+  run.begin("links: n1 and n2 cut from each other");
+  run.n1.link->cut();
+  run.n2.link->cut();
+  cut_at = run.clock.now();
+  CHECK(testing::eventually(30s, [&] {
+    return run.h.forwarded_calls_since(cut_at, 0) >= 4
+           && run.h.forwarded_calls_since(cut_at, 1) >= 4;
+  }));
+  // Longer than the lease timeout (2 s) by now: the leases held.
+  healed_at = run.clock.now();
+  CHECK(owners(run.db) == "n1=8 n2=8");
+  run.n1.link->pass();
+  run.n2.link->pass();
+  check_refused_clearly(forwarded_between(run.h, 0, cut_at, healed_at), "both cut, through n1");
+  check_refused_clearly(forwarded_between(run.h, 1, cut_at, healed_at), "both cut, through n2");
+  run.healed(healed_at, 0, true);
+  // No shard changed hands, and none was left without a live owner for long (a heartbeat late
+  // on the busy machine at most).
+  CHECK(run.figures.back().leases.owner_changes == 0);
+  CHECK(run.figures.back().leases.unowned_for < 1s);
+
+  // (iv) n1's link to n2 half-open (accepted and kept, every byte dropped, no reset): calls
+  // forwarded from n1 get no answer; each must end by its deadline. Healed without a reset
+  // (bytes flow again on the same connections): the link must carry calls again.
+  run.begin("links: n1's link to n2 half-open, healed without a reset");
+  run.n2.link->blackhole();
+  auto dark_at = run.clock.now();
+  CHECK(testing::eventually(30s, [&] { return run.h.forwarded_calls_since(dark_at, 0) >= 4; }));
+  {
+    // The request went into the link and got no answer: its outcome is unknown to n1, which
+    // says so (DEADLINE_EXCEEDED) within its own budget, not at the client's deadline.
+    auto [s, took] = probe_forwarded_read(run, 0);
+    MESSAGE("a read through n1 of n2's offer while half-open (10 s deadline): "
+            << s.error_code() << " \"" << s.error_message() << "\" after " << took.count()
+            << " ms");
+    CHECK(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    CHECK(took < 6s);
+  }
+  healed_at = run.clock.now();
+  auto dropped = run.n2.link->dropped();
+  run.n2.link->pass();
+  run.healed(healed_at, 0, true);
+  MESSAGE("bytes dropped on n1's link to n2 while half-open: " << dropped);
+  CHECK(dropped > 0);
 
   CHECK(run.finish() == 0);
 }

@@ -73,21 +73,23 @@ struct connection {
 
 } // namespace
 
-fault_proxy::fault_proxy(std::string upstream_host, int upstream_port, int listen_port)
+fault_proxy::fault_proxy(std::string upstream_host, int upstream_port, int listen_port,
+                         const std::string& listen_host)
   : upstream_host_(std::move(upstream_host)), upstream_port_(upstream_port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, listen_host.c_str(), &addr.sin_addr) != 1)
+    throw std::runtime_error("fault_proxy: `" + listen_host + "` is not an IPv4 address");
+  addr.sin_port = htons(static_cast<uint16_t>(listen_port));
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(listen_port));
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
       || listen(listen_fd_, 128) != 0) {
     auto err = std::string{std::strerror(errno)};
     close(listen_fd_);
-    throw std::runtime_error(
-      "fault_proxy: cannot listen on 127.0.0.1:" + std::to_string(listen_port) + ": " + err);
+    throw std::runtime_error("fault_proxy: cannot listen on " + listen_host + ":"
+                             + std::to_string(listen_port) + ": " + err);
   }
   socklen_t len = sizeof addr;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -135,6 +135,7 @@ struct cluster_config {
   std::string tls_key;
   std::string tls_ca;
   std::string advertise_host;
+  uint16_t advertise_port = 0; ///< 0: the port the node link listener bound
   std::chrono::milliseconds heartbeat{};
   std::chrono::milliseconds lease_timeout{};
   int max_moves = 0;

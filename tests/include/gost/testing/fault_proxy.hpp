@@ -24,10 +24,13 @@ public:
     blackhole ///< half-open: connections accepted and kept, every byte dropped, no reset
   };
 
-  /// Listens on 127.0.0.1:`listen_port` (0: a free port) and forwards each accepted connection
-  /// to `upstream_host`:`upstream_port` (an IPv4 address). Throws std::runtime_error when it
-  /// cannot listen.
-  fault_proxy(std::string upstream_host, int upstream_port, int listen_port = 0);
+  /// Listens on `listen_host`:`listen_port` (0: a free port) and forwards each accepted
+  /// connection to `upstream_host`:`upstream_port` (IPv4 addresses). Any 127.x.y.z is this
+  /// host's loopback: a proxy on 127.0.0.2:P can stand for a server on 127.0.0.1:P, which is
+  /// how a node's link is proxied (the node advertises the host; tests/e2e/netfault). Throws
+  /// std::runtime_error when it cannot listen.
+  fault_proxy(std::string upstream_host, int upstream_port, int listen_port = 0,
+              const std::string& listen_host = "127.0.0.1");
   ~fault_proxy();
   fault_proxy(const fault_proxy&) = delete;
   fault_proxy& operator=(const fault_proxy&) = delete;
