@@ -539,7 +539,9 @@ node_keys make_node_keys(const application& app) {
             "`scripts/pg.sh` of the source tree the node was built from."),
         bind_to(&node_config::pg, &pg_config::embedded_script));
   k.add(num(vk::integer, "pg.pool_size", "4", 1, 256,
-            "Number of PostgreSQL connections of this node's pool."),
+            "Number of PostgreSQL connections of this node's pool (writers, stores, API "
+            "calls). The node opens two more: the cluster manager's (heartbeats, leases) and "
+            "the liveness connection that LISTENs, so pool_size + 2 in all."),
         bind_to(&node_config::pg, &pg_config::pool_size));
   k.add(num(vk::duration, "pg.connect_timeout", "10s", 100, 600'000,
             "How long the node waits for PostgreSQL at start before giving up."),

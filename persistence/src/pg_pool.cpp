@@ -1,7 +1,9 @@
 #include "gost/persistence/pg_pool.hpp"
 
+#include <algorithm>
 #include <thread>
 
+#include "gost/persistence/dedicated_pool.hpp"
 #include "gost/persistence/random_id.hpp"
 #include "pg_internal.hpp"
 #include "sql.hpp"
@@ -68,6 +70,14 @@ caf::error pg_pool::wait_ready(std::chrono::milliseconds timeout) {
 
 void pg_pool::observe(observer_fn fn) {
   impl_->observer = std::move(fn);
+}
+
+std::unique_ptr<pg_pool> dedicated_pool(pg_pool& pool, int size) {
+  auto o = pool.opts();
+  o.size = std::max(1, size);
+  auto p = std::make_unique<pg_pool>(std::move(o));
+  p->observe(pool.internals().observer);
+  return p;
 }
 
 caf::error pg_pool::ping() {

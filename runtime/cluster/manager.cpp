@@ -18,6 +18,7 @@
 #include "gost/core/stats.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/cluster/pauses.hpp"
+#include "gost/persistence/dedicated_pool.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
 
@@ -68,6 +69,9 @@ struct held_shard {
 struct manager_state {
   static inline const char* name = "gost.cluster";
   cluster_options opts;
+  /// The manager's own connection (cluster_options::pool): its heartbeat never waits for one
+  /// of the node's pool, which the writers and stores keep busy under load.
+  std::unique_ptr<persistence::pg_pool> own_pool;
   std::map<uint32_t, held_shard> held;
   /// The link to each other node (forwarding its shards' requests there).
   struct peer {
@@ -149,7 +153,7 @@ void check_taken(self_ptr self) {
   if (st.drains.empty() || !st.held.empty()
       || st.taken_by == std::chrono::steady_clock::time_point{})
     return;
-  auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
+  auto leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
   if (!leases)
     return; // looked at again at the next heartbeat
   std::vector<uint32_t> untaken;
@@ -185,7 +189,7 @@ void hand_off_all(self_ptr self) {
   if (!st.leaving) {
     st.leaving = true;
     st.handed_off = 0;
-    if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id, true))
+    if (auto err = persistence::set_leaving(*st.own_pool, st.opts.node_id, true))
       lg->warn("cannot mark the node leaving error={}", err_text(err));
   }
   if (st.held.empty()) {
@@ -206,7 +210,7 @@ void release(self_ptr self, uint32_t shard) {
   if (i == st.held.end())
     return;
   if (auto err =
-        persistence::release_lease(*st.opts.pool, st.opts.node_id, {shard, i->second.epoch}))
+        persistence::release_lease(*st.own_pool, st.opts.node_id, {shard, i->second.epoch}))
     lg->warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
   else
     lg->info("lease released shard={} epoch={}", shard, i->second.epoch);
@@ -319,7 +323,7 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
   while (plan.wants_more()) {
     auto got =
-      persistence::acquire_free_lease(*st.opts.pool, st.opts.node_id, st.opts.cfg.lease_timeout);
+      persistence::acquire_free_lease(*st.own_pool, st.opts.node_id, st.opts.cfg.lease_timeout);
     if (!got) {
       if (!db_outage_reported(st.opts.db.get(), got.error()))
         lg->warn("lease acquisition failed error={}", err_text(got.error()));
@@ -351,7 +355,7 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   // Hand shards to nodes below their share, a few at a time.
   while (auto move = plan.next_handoff()) {
     auto [shard, to] = *move;
-    persistence::mark_handoff(*st.opts.pool, st.opts.node_id, {shard, st.held.at(shard).epoch}, to);
+    persistence::mark_handoff(*st.own_pool, st.opts.node_id, {shard, st.held.at(shard).epoch}, to);
     drain(self, shard);
   }
 }
@@ -371,7 +375,7 @@ bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>
   std::vector<uint32_t> held;
   for (auto& [shard, h] : st.held)
     held.push_back(shard);
-  auto freed = persistence::free_previous_leases(*st.opts.pool, st.opts.node_id, held);
+  auto freed = persistence::free_previous_leases(*st.own_pool, st.opts.node_id, held);
   if (!freed) {
     lg->warn("cannot take back the previous incarnation's leases error={}; they expire "
              "instead",
@@ -388,7 +392,7 @@ bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>
 /// stages' figures. Returns an error when the table could not be read (the last set stays).
 caf::error read_pauses(self_ptr self) {
   auto& st = self->state;
-  auto rows = persistence::list_stage_pauses(*st.opts.pool);
+  auto rows = persistence::list_stage_pauses(*st.own_pool);
   if (!rows)
     return rows.error();
   std::set<std::string> now;
@@ -469,7 +473,7 @@ void tick(self_ptr self) {
              std::chrono::duration_cast<std::chrono::milliseconds>(
                started - confirmation.unconfirmed_since())
                .count());
-  auto renewed = persistence::heartbeat(*st.opts.pool, st.opts.node_id, held);
+  auto renewed = persistence::heartbeat(*st.own_pool, st.opts.node_id, held);
   if (!renewed) {
     if (!db_outage_reported(st.opts.db.get(), renewed.error()))
       lg->warn("heartbeat failed node={} error={}", st.opts.node_id, err_text(renewed.error()));
@@ -494,10 +498,10 @@ void tick(self_ptr self) {
   // Before new leases: their shards start with the current pauses.
   if (auto err = read_pauses(self); err && !db_outage_reported(st.opts.db.get(), err))
     lg->warn("paused stages unavailable error={}; the last known ones stay", err_text(err));
-  auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
-  auto leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
+  auto nodes = persistence::list_nodes(*st.own_pool, st.opts.cfg.lease_timeout);
+  auto leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
   if (leases && take_back_previous(self, *leases))
-    leases = persistence::list_leases(*st.opts.pool, st.opts.cfg.lease_timeout);
+    leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
   if (!nodes || !leases) {
     auto& err = nodes ? leases.error() : nodes.error();
     if (!db_outage_reported(st.opts.db.get(), err))
@@ -522,6 +526,8 @@ void tick(self_ptr self) {
 
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
+  // One connection: the manager is one detached actor, one statement at a time.
+  self->state.own_pool = persistence::dedicated_pool(*self->state.opts.pool, 1);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     for (auto& [shard, h] : st.held)
@@ -636,7 +642,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
         return make_error(errc::failed_precondition, "the node is stopping; its shards are "
                                                      "being handed off already");
       if (!st.leaving) {
-        auto nodes = persistence::list_nodes(*st.opts.pool, st.opts.cfg.lease_timeout);
+        auto nodes = persistence::list_nodes(*st.own_pool, st.opts.cfg.lease_timeout);
         if (!nodes)
           return nodes.error();
         auto others = std::count_if(nodes->begin(), nodes->end(), [&](auto& n) {
@@ -659,7 +665,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
         return make_error(errc::failed_precondition, "the node is stopping");
       if (!st.leaving)
         return false;
-      if (auto err = persistence::set_leaving(*st.opts.pool, st.opts.node_id, false))
+      if (auto err = persistence::set_leaving(*st.own_pool, st.opts.node_id, false))
         return err;
       st.leaving = false;
       // Who still waits for the drain: it ends here, with the shards handed off so far.

@@ -1,8 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -14,8 +18,10 @@
 #include "gost/core/protocol.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
+#include "gost/testing/held_locks.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 
@@ -92,4 +98,91 @@ TEST_CASE("cluster manager: a lease it takes again at a new epoch stops the shar
   // the replaced ones were: 81 of them here, and the actor system's stop waited forever).
   CHECK_MESSAGE(testing::eventually(10s, [&] { return live->load() == 0; }),
                 live->load() << " shard actors still running after the manager stopped");
+}
+
+TEST_CASE("cluster manager: its heartbeat renews the leases while every connection of the node's "
+          "pool is busy (it has a connection of its own), so the leases stay confirmed") {
+  testing::temp_db db;
+  // The node's pool, one connection (the writers, stores and API calls share it).
+  persistence::pg_pool::options po;
+  po.dsn = db.dsn();
+  po.size = 1;
+  persistence::pg_pool pool{po};
+  REQUIRE(persistence::migrate(pool));
+  REQUIRE_FALSE(persistence::ensure_lease_rows(pool, 4));
+  persistence::node_row me;
+  me.node_id = "n1";
+  me.caf_host = "127.0.0.1";
+  me.caf_port = 1;
+  REQUIRE_FALSE(persistence::register_node(pool, me));
+  // Another live node owns shards 2 and 3: n1 is not alone, so its shards are served only while
+  // a heartbeat confirmed their leases (lease_confirmation::set_alone).
+  me.node_id = "n2";
+  REQUIRE_FALSE(persistence::register_node(pool, me));
+  db.scalar("UPDATE nodes SET heartbeat_at = now() + interval '1 hour' WHERE node_id = 'n2'");
+  db.scalar("UPDATE shard_leases SET owner = 'n2', epoch = 1, heartbeat_at = now() + "
+            "interval '1 hour' WHERE shard IN (2, 3)");
+
+  caf::actor_system_config cfg;
+  register_core_types(cfg);
+  caf::actor_system sys{cfg};
+  auto live = std::make_shared<std::atomic<int>>(0);
+  auto routes = std::make_shared<runtime::router>(4, std::vector<caf::actor>{});
+  routes->kinds().add<offer_owner_ops>(runtime::make_shard_kind<offer_owner_ops>(
+    "test", [live](const runtime::shard_lease& l) { return l.sys->spawn(polling_shard, live); },
+    [](const std::string&) { return true; }));
+  runtime::cluster_options co;
+  co.cfg.heartbeat = 50ms;
+  co.cfg.lease_timeout = 1s; // confirmed for 950 ms after a heartbeat starts
+  co.cfg.max_moves = 1;
+  co.cfg.drain_timeout = 1s;
+  co.node_id = "n1";
+  co.shard_count = 4;
+  co.pool = &pool;
+  co.routes = routes;
+  auto manager = runtime::spawn_cluster_manager(sys, co);
+  caf::anon_send(manager, runtime::join_atom_v);
+  auto& confirmation = routes->confirmation();
+  REQUIRE(testing::eventually(10s, [&] {
+    return routes->local_shards().size() == 2 && !confirmation.alone()
+           && confirmation.confirmed(std::chrono::steady_clock::now());
+  }));
+
+  // The pool's only connection waits 4 s on a table lock the test holds (as a writer's would on
+  // a row lock, or behind a slow commit): four times the lease timeout.
+  auto lock = testing::hold_locks(db, "LOCK TABLE offers IN ACCESS EXCLUSIVE MODE", 4s,
+                                  "/tmp/gost-lock-" + std::to_string(getpid()));
+  std::thread busy{[&] { (void)persistence::load_offers(pool, {"held"}); }};
+  REQUIRE(testing::eventually(10s, [&] {
+    return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                     " AND wait_event_type = 'Lock'")
+           == "1";
+  }));
+  auto blocked_at = db.scalar("SELECT now()");
+
+  // Its heartbeats go on: the leases are renewed more than 1.5 lease timeouts after the pool's
+  // connection was taken, and they stayed confirmed all along (before the fix the heartbeat
+  // waited for the pool: unconfirmed after 950 ms, calls for n1's shards refused).
+  bool lapsed = false;
+  bool renewed = testing::eventually(10s, [&] {
+    if (!confirmation.confirmed(std::chrono::steady_clock::now()))
+      lapsed = true;
+    return lapsed
+           || db.scalar("SELECT count(*) FROM shard_leases WHERE owner = 'n1' AND heartbeat_at >"
+                        " '"
+                        + blocked_at + "'::timestamptz + interval '1500 ms'")
+                == "2";
+  });
+  CHECK_FALSE_MESSAGE(lapsed, "the leases lapsed while the node's pool was busy");
+  CHECK(renewed);
+  // The lock was still held: the pool's connection was busy the whole time.
+  CHECK(db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                  " AND wait_event_type = 'Lock'")
+        == "1");
+  CHECK(confirmation.refusals() == 0);
+  CHECK(lock->wait(10s) == 0);
+  busy.join();
+  caf::anon_send_exit(manager, caf::exit_reason::user_shutdown);
+  manager = runtime::manager_actor{};
+  CHECK(testing::eventually(10s, [&] { return live->load() == 0; }));
 }

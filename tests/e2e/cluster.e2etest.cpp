@@ -16,6 +16,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gost/testing/held_locks.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
@@ -788,25 +789,6 @@ TEST_CASE("offer inspection tells residency and mailbox from the owner, asked on
   }
 }
 
-namespace {
-
-/// Holds row locks from a session of its own (psql) for `hold`: `lock_sql` selects the rows
-/// FOR UPDATE. Returns once the locks are taken.
-std::unique_ptr<child_process> hold_rows(const testing::temp_db& db, const std::string& lock_sql,
-                                         std::chrono::milliseconds hold, const std::string& flag) {
-  std::remove(flag.c_str());
-  auto sql = "BEGIN; " + lock_sql + "; COPY (SELECT 1) TO '" + flag + "'; SELECT pg_sleep("
-             + std::to_string(hold.count() / 1000.0) + "); COMMIT;";
-  auto p = std::make_unique<child_process>("/usr/bin/psql",
-                                           std::vector<std::string>{db.dsn(), "-qXc", sql});
-  REQUIRE_MESSAGE(
-    testing::eventually(10s, [&] { return std::ifstream{flag}.good() || !p->running(); }),
-    p->output());
-  return p;
-}
-
-} // namespace
-
 TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one true answer)") {
   testing::temp_db db;
   node a{"a", db};
@@ -834,7 +816,8 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
   SUBCASE("UpdateOffer with an expected version") {
     // The owner's commit waits 4 s on a row lock: longer than a forwarded call's 2 s attempt,
     // after which the forwarding node sends the call again (with the same request id).
-    auto lock = hold_rows(db, "SELECT 1 FROM offers WHERE offer_id = '" + id + "' FOR UPDATE", 4s,
+    auto lock =
+      testing::hold_locks(db, "SELECT 1 FROM offers WHERE offer_id = '" + id + "' FOR UPDATE", 4s,
                           "/tmp/gost-lock-" + std::to_string(getpid()));
     v1::UpdateOfferRequest req;
     req.mutable_offer()->set_id(id);
@@ -871,10 +854,10 @@ TEST_CASE("a write forwarded to a slow owner is answered once, applied once (one
     v1::UpdateStateResponse first;
     REQUIRE(update(1, 0, first).ok());
     REQUIRE(first.updated());
-    auto lock = hold_rows(db,
-                          "SELECT 1 FROM stage_states WHERE offer_id = '" + id
-                            + "' AND stage_id = 'expire' FOR UPDATE",
-                          4s, "/tmp/gost-lock-" + std::to_string(getpid()));
+    auto lock = testing::hold_locks(db,
+                                    "SELECT 1 FROM stage_states WHERE offer_id = '" + id
+                                      + "' AND stage_id = 'expire' FOR UPDATE",
+                                    4s, "/tmp/gost-lock-" + std::to_string(getpid()));
     v1::UpdateStateResponse second;
     auto s = update(2, 1, second);
     CHECK_MESSAGE(s.ok(), s.error_message());
