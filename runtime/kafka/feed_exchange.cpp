@@ -7,7 +7,6 @@
 #include <future>
 #include <optional>
 
-#include "cluster/ask_owner_async.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
@@ -27,12 +26,20 @@ namespace {
 
 const auto lg = gost::log::get("feeds");
 
-/// Sends an offer operation to its owner from the consumer's thread (ask_owner_async): the
+/// Sends an offer operation to its owner from a plain thread (through the call hub): the
 /// reply, passed through `map`, or the error arrives through the future.
 template <class T, class Map, class... Ts>
 std::future<caf::expected<T>> ask_async(const feed_options& opts, Map map, Ts... xs) {
-  return ask_owner_async<T>(*opts.hub, *opts.routes, clock_type::now() + opts.api.request_timeout,
-                            std::move(map), std::move(xs)...);
+  using reply = reply_of<offer_owner_ops, Ts...>;
+  auto p = std::make_shared<std::promise<caf::expected<T>>>();
+  auto f = p->get_future();
+  auto deadline = clock_type::now() + opts.api.request_timeout;
+  opts.hub->run([=, r = opts.routes](caf::event_based_actor* self) {
+    ask_owner(
+      self, *r, deadline, [p, map](reply& x) { p->set_value(map(x)); },
+      [p](const caf::error& e) { p->set_value(e); }, xs...);
+  });
+  return f;
 }
 
 v1::Offer offer_of(offer_msg& m) {

@@ -610,10 +610,7 @@ offer_actor::behavior_type offer_behavior() {
     [](requeue_atom, const std::string&, const std::string& stage_id,
        request_id& rid) -> caf::result<int64_t> {
       auto self = current();
-      // An operator's (gostctl requeue, retry-dead), or a scheduled action's firing.
-      auto source =
-        rid.source == "scheduled" ? kit::event_source::timer : kit::event_source::console;
-      started(self, kit::event_kind::other, source, stage_id);
+      started(self, kit::event_kind::other, kit::event_source::console, stage_id);
       auto rp = promise_of<int64_t>(self);
       // Through the actor like any change: its held queue (queued_now) learns of the entry as
       // it commits, the shard schedules it, and a run in flight finishes first (one run after
@@ -622,7 +619,7 @@ offer_actor::behavior_type offer_behavior() {
       auto reply = [](const std::optional<v1::Offer>&, const persistence::write_set& ws) {
         return ws.enqueue.front().due_at_us;
       };
-      external_change(self, rp, prepare, reply, std::move(rid), 0, source);
+      external_change(self, rp, prepare, reply, std::move(rid), 0, kit::event_source::console);
       return rp.rp;
     },
     [](run_atom, std::string& stage_id, uint8_t source) -> caf::result<queue_entries> {
