@@ -78,27 +78,6 @@ TEST_CASE_FIXTURE(fixture, "dead letters: the open ones, paged by id, filtered b
   CHECK(listed(ids) == std::vector<int64_t>{3}); // 4 is released
 }
 
-TEST_CASE_FIXTURE(fixture, "dead letters: a retry releases them and queues the offers, due now") {
-  dead_letter_filter s1;
-  s1.stage_id = "s1";
-  auto r = retry_dead_letters(pool, s1, 1234);
-  REQUIRE(r);
-  CHECK(r->released == 2);
-  REQUIRE(r->entries.size() == 2);
-  CHECK(r->entries[0].entity_id == "a");
-  CHECK(r->entries[0].lane == "s1");
-  CHECK(r->shards == std::vector<uint32_t>{1, 2});
-  CHECK(due("a", "s1") == "1234");
-  CHECK(due("b", "s1") == "1234");
-  CHECK(due("a", "s2") == "");
-  CHECK(listed({}) == std::vector<int64_t>{3});
-  // Released letters are not released again.
-  auto again = retry_dead_letters(pool, s1, 1234);
-  REQUIRE(again);
-  CHECK(again->released == 0);
-  CHECK(again->entries.empty());
-}
-
 TEST_CASE_FIXTURE(fixture, "dead letters: a discard releases them and queues nothing") {
   dead_letter_filter one;
   one.ids = {1};

@@ -3,21 +3,23 @@
 // supervisors (start_cluster.cpp) and stopped with them, woken by the node's one poller (ADR
 // 0015) — with what carries out an attempt:
 // an HTTP call (libcurl, in gost_scheduled), a Kafka message (a producer per worker, made on
-// its first Kafka action), or an event to an entity (an offer re-queued into a stage, a task
-// event through its owner, with the occurrence's key as request id: stored once).
+// its first Kafka action), or an event to an entity (an offer re-queued into a stage through
+// the offer's owner, a task event through its owner, each with the occurrence's key as request
+// id: done once).
 
 #include <chrono>
+#include <future>
 
 #include <caf/scoped_actor.hpp>
 #include <google/protobuf/any.pb.h>
 
+#include "cluster/ask_owner_async.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/errc.hpp"
-#include "gost/core/kit/trail.hpp"
 #include "gost/core/log.hpp"
+#include "gost/offers/protocol.hpp"
 #include "gost/persistence/entities/entities.hpp"
-#include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/tasks/tasks.hpp"
 #include "gost/scheduled/http_call.hpp"
 #include "gost/scheduled/protocol.hpp"
@@ -61,7 +63,7 @@ public:
       case v1::ScheduledActionSpec::kKafka: return kafka(a);
       case v1::ScheduledActionSpec::kEvent:
         if (a.spec.event().has_offer_requeue())
-          return requeue(a.spec.event().offer_requeue());
+          return requeue(a, deadline);
         if (a.spec.event().has_task_event())
           return task_event(a, deadline);
         return "unknown event target";
@@ -70,23 +72,27 @@ public:
   }
 
 private:
-  std::string requeue(const v1::EntityEventAction::OfferRequeue& r) {
+  /// Through the offer's owner like every write (as gostctl requeue): its actor writes the
+  /// entry under the shard's lease fence; the occurrence's key is the request id, so an attempt
+  /// retried after a lost answer queues it once. A refusal (no owner in time, a stale lease) is
+  /// a failed attempt: the action's retry policy tries again.
+  std::string requeue(const scheduled::attempt& a, std::chrono::milliseconds deadline) {
+    auto& r = a.spec.event().offer_requeue();
     if (!n_.stages || n_.stages->find(r.stage_id()) == nullptr)
       return "stage `" + r.stage_id() + "` is not a stage of this node";
-    auto now_us = system_ms() * 1000;
-    auto entry = persistence::requeue_offer(*n_.pool, r.offer_id(), r.stage_id(), now_us);
-    if (!entry)
-      return persistence::error_message(entry.error());
-    if (!*entry)
-      return "offer `" + r.offer_id() + "` does not exist";
-    // The owner on this node hears of it now; another node's shard is woken.
-    auto shard = n_.routes->shard_of(r.offer_id());
-    if (auto local = n_.routes->local(kinds::offers, shard))
-      caf::anon_send(*local, enqueued_atom_v, persistence::queue_entries{**entry},
-                     static_cast<uint8_t>(kit::event_source::timer)); // a scheduled action fired
-    else if (n_.wakes)
-      n_.wakes->wake(kinds::offers_name, shard);
-    return {};
+    auto until = clock_type::now() + deadline;
+    auto answer = ask_owner_async<int64_t>(
+      *n_.hub, *n_.routes, until, [](int64_t due_us) { return due_us; }, requeue_atom_v,
+      r.offer_id(), r.stage_id(), request_id{a.idempotency_key, "scheduled", a.action_id});
+    // The ask ends by its deadline (a last attempt on another node may take a little longer).
+    if (answer.wait_until(until + remote_attempt) != std::future_status::ready)
+      return "the owner of the offer's shard did not answer in time";
+    try {
+      auto due = answer.get();
+      return due ? std::string{} : persistence::error_message(due.error());
+    } catch (const std::future_error&) { // the hub stopped with the ask parked
+      return "the node is stopping";
+    }
   }
 
   std::string task_event(const scheduled::attempt& a, std::chrono::milliseconds deadline) {

@@ -24,6 +24,7 @@
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/task_service.grpc.pb.h"
 
 using namespace gost;
@@ -51,6 +52,7 @@ struct console_node {
     auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
     offers = v1::OfferService::NewStub(channel);
     admin = v1::AdminService::NewStub(channel);
+    actions = v1::ScheduledActionService::NewStub(channel);
   }
   ~console_node() {
     node.signal(SIGTERM);
@@ -152,6 +154,7 @@ struct console_node {
   std::string addr;
   std::unique_ptr<v1::OfferService::Stub> offers;
   std::unique_ptr<v1::AdminService::Stub> admin;
+  std::unique_ptr<v1::ScheduledActionService::Stub> actions;
 };
 
 /// The metric names a Prometheus expression uses (gost_...).
@@ -168,6 +171,65 @@ std::set<std::string> metric_names(const std::string& expr) {
 bool exposes(const std::string& text, const std::string& name) {
   return text.find("\n" + name + "{") != std::string::npos
          || text.find("\n" + name + " ") != std::string::npos;
+}
+
+/// A dead letter of the audit stage on offer `offer` (as a stage failing three times leaves
+/// it; stages.pgtest.cpp makes one for real); its id.
+std::string audit_letter(console_node& n, const std::string& offer, const std::string& reason) {
+  return n.db->scalar("INSERT INTO dead_letters (shard, offer_id, stage_id, reason, attempts)"
+                      " SELECT shard, offer_id, 'audit', '"
+                      + reason + "', 3 FROM offers WHERE offer_id = '" + offer + "' RETURNING id");
+}
+
+/// Gives shard `shard` to another owner behind the nodes' backs (a newer epoch, its lease fresh
+/// for an hour): their writes to it are fenced from now on, and nobody serves it.
+void ghost_takes(console_node& n, int64_t shard) {
+  REQUIRE(n.db->scalar("UPDATE shard_leases SET owner = 'ghost', epoch = epoch + 1,"
+                       " heartbeat_at = now() + interval '1 hour' WHERE shard = "
+                       + std::to_string(shard) + " RETURNING owner")
+          == "ghost");
+}
+
+/// A once-only scheduled action requeueing `offer` into the audit stage at `start_ms`, retried
+/// every 100-300 ms up to 100 attempts of 2 s each.
+v1::ScheduledActionSpec audit_requeue(const std::string& offer, int64_t start_ms) {
+  v1::ScheduledActionSpec spec;
+  spec.set_start_at_ms(start_ms);
+  spec.mutable_event()->mutable_offer_requeue()->set_offer_id(offer);
+  spec.mutable_event()->mutable_offer_requeue()->set_stage_id("audit");
+  spec.mutable_retry()->set_max_attempts(100);
+  spec.mutable_retry()->set_backoff_ms(100);
+  spec.mutable_retry()->set_max_backoff_ms(300);
+  spec.mutable_retry()->set_attempt_deadline_ms(2000);
+  return spec;
+}
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+grpc::Status create_action(console_node& n, const std::string& id,
+                           const v1::ScheduledActionSpec& spec) {
+  v1::CreateScheduledActionRequest req;
+  req.set_id(id);
+  *req.mutable_spec() = spec;
+  v1::CreateScheduledActionResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  return n.actions->Create(&ctx, req, &resp);
+}
+
+v1::GetScheduledActionResponse get_action(console_node& n, const std::string& id) {
+  v1::GetScheduledActionRequest req;
+  req.set_id(id);
+  v1::GetScheduledActionResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  auto s = n.actions->Get(&ctx, req, &resp);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  return resp;
 }
 
 } // namespace
@@ -645,7 +707,8 @@ TEST_CASE("console: dead letters are listed with their reason, retried (the stag
         != std::string::npos);
   CHECK(eventually(20s, [&] { return audit_runs(id) == 2; }));
   CHECK(eventually(10s, [&] {
-    return n.node.output().find("dead letters retried stage=audit released=1 requeued=1 by=ops")
+    return n.node.output().find(
+             "dead letters retried stage=audit released=1 requeued=1 left=0 by=ops")
            != std::string::npos;
   }));
   // Its next run is the stage's own timer again (an hour away): nothing more, and the
@@ -661,6 +724,201 @@ TEST_CASE("console: dead letters are listed with their reason, retried (the stag
   child_process again{GOSTCTL_PATH, {"--addr", n.addr, "retry-dead", retried}};
   REQUIRE(again.wait(30s) == 0);
   CHECK(again.output().find("0 dead letter(s) released") != std::string::npos);
+}
+
+TEST_CASE("console: retry-dead sent to a node that does not own the offer takes effect on its "
+          "owner (the stage runs again once, through the owner's actor)") {
+  auto db = std::make_shared<testing::temp_db>();
+  console_node a{{"--node.id=c1"}, db};
+  console_node b{{"--node.id=c2"}, db};
+  REQUIRE(
+    eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
+  // An offer in one of c2's shards, created through c1.
+  std::string id;
+  for (int i = 0; i < 40 && id.empty(); ++i) {
+    auto made = a.create(i);
+    REQUIRE_FALSE(made.empty());
+    if (db->scalar("SELECT l.owner FROM offers o JOIN shard_leases l ON l.shard = o.shard"
+                   " WHERE o.offer_id = '"
+                   + made + "'")
+        == "c2")
+      id = made;
+  }
+  REQUIRE_FALSE(id.empty());
+  auto audit_runs = [&] { return a.audit_runs(id); };
+  REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
+  // Every audit run of the offers made so far is over: c2's count moves by the retry only.
+  REQUIRE(eventually(20s, [&] { return a.stage("audit").queued() == 0; }));
+  auto c2_runs = b.stage("audit").runs();
+  auto c1_runs = a.stage("audit").runs();
+  // Two letters of the offer and stage: one requeue, both released.
+  auto first = audit_letter(a, id, "crashed 3 times: catalog down");
+  auto second = audit_letter(a, id, "crashed 3 times: catalog down again");
+
+  child_process retry{GOSTCTL_PATH,
+                      {"--addr", a.addr, "retry-dead", first, second, "--who", "ops"}};
+  REQUIRE_MESSAGE(retry.wait(30s) == 0, retry.output());
+  CHECK_MESSAGE(retry.output().find("2 dead letter(s) released, 1 offer(s) queued again")
+                  != std::string::npos,
+                retry.output());
+  CHECK(eventually(20s, [&] { return audit_runs() == 2; }));
+  CHECK(eventually(20s, [&] { return b.stage("audit").runs() == c2_runs + 1; }));
+  CHECK(a.stage("audit").runs() == c1_runs);
+  CHECK(a.stage("audit").queued() == 0); // its next run is the hour's timer again
+  CHECK(audit_runs() == 2);
+  // The owner's actor took the requeue (an `other` event from the console) and its shard ran
+  // the stage it queued, not a row written beside it and found by a later poll (source queue).
+  auto seen = a.inspect(id);
+  CHECK(seen.owner() == "c2");
+  bool requeued = false;
+  bool ran = false;
+  for (auto& e : seen.recent()) {
+    requeued = requeued || (e.kind() == "other" && e.source() == "console" && e.stage() == "audit");
+    ran = ran || (e.kind() == "run" && e.source() == "console" && e.stage() == "audit");
+  }
+  CHECK(requeued);
+  CHECK(ran);
+  CHECK(a.scalar_int("SELECT count(*) FROM dead_letters WHERE released_at IS NULL") == 0);
+  // Retried again: released letters are not retried.
+  child_process again{GOSTCTL_PATH, {"--addr", b.addr, "retry-dead", first}};
+  REQUIRE(again.wait(30s) == 0);
+  CHECK(again.output().find("0 dead letter(s) released") != std::string::npos);
+  CHECK(audit_runs() == 2);
+}
+
+TEST_CASE("console: a retry-dead while the node's lease of the offer's shard is stale leaves the "
+          "letter open, writes no queue row and answers UNAVAILABLE") {
+  console_node n;
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").queued() == 0; }));
+  auto due = [&] {
+    return n.scalar_int("SELECT due_at_us FROM stage_states WHERE offer_id = '" + id
+                        + "' AND stage_id = 'audit'");
+  };
+  auto timer = due(); // the audit stage's next run, an hour away
+  auto letter = audit_letter(n, id, "crashed 3 times: catalog down");
+  ghost_takes(n, n.scalar_int("SELECT shard FROM offers WHERE offer_id = '" + id + "'"));
+  v1::DeadLettersVerbRequest req;
+  req.add_ids(std::stoll(letter));
+  req.set_who("ops");
+  v1::DeadLettersVerbResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto st = n.admin->RetryDeadLetters(&ctx, req, &resp);
+  CHECK_MESSAGE(st.error_code() == grpc::StatusCode::UNAVAILABLE, st.error_message());
+  CHECK_MESSAGE(st.error_message().find("0 dead letter(s) released, 0 offer(s) queued again; 1 "
+                                        "dead letter(s) left open: letter "
+                                        + letter + " (offer " + id)
+                  != std::string::npos,
+                st.error_message());
+  CHECK_MESSAGE(st.error_message().find("retry") != std::string::npos, st.error_message());
+  CHECK(due() == timer);
+  CHECK(
+    n.scalar_int("SELECT count(*) FROM dead_letters WHERE released_at IS NULL AND id = " + letter)
+    == 1);
+  // gostctl says so and exits 1.
+  child_process ctl{GOSTCTL_PATH, {"--addr", n.addr, "retry-dead", letter}};
+  CHECK(ctl.wait(30s) == 1);
+  CHECK_MESSAGE(ctl.output().find("left open") != std::string::npos, ctl.output());
+  CHECK(due() == timer);
+}
+
+TEST_CASE("console: a scheduled offer_requeue whose offer's shard has a stale lease writes no "
+          "queue row and fails the attempt; retried, it requeues once the shard is served") {
+  console_node n{{"--scheduled.poll=50ms"}};
+  auto id = n.create(1);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE(eventually(20s, [&] { return n.audit_runs(id) == 1; }));
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").queued() == 0; }));
+  auto due = [&] {
+    return n.scalar_int("SELECT due_at_us FROM stage_states WHERE offer_id = '" + id
+                        + "' AND stage_id = 'audit'");
+  };
+  auto timer = due();
+  auto shard = n.scalar_int("SELECT shard FROM offers WHERE offer_id = '" + id + "'");
+  ghost_takes(n, shard);
+  // An action due at once in another shard: the offer's has no worker now; one that lands there
+  // is deleted before its shard is served again.
+  std::string action;
+  for (int i = 0; i < 32 && action.empty(); ++i) {
+    auto candidate = "requeue-" + std::to_string(i);
+    REQUIRE(create_action(n, candidate, audit_requeue(id, wall_ms())).ok());
+    if (get_action(n, candidate).queue_shard() != static_cast<uint32_t>(shard)) {
+      action = candidate;
+      continue;
+    }
+    v1::DeleteScheduledActionRequest req;
+    req.set_id(candidate);
+    v1::DeleteScheduledActionResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    REQUIRE(n.actions->Delete(&ctx, req, &resp).ok());
+  }
+  REQUIRE_FALSE(action.empty());
+  // Attempts fail (the owner refuses: its lease is stale) and are retried; nothing is written.
+  bool failed_twice =
+    eventually(20s, [&] { return get_action(n, action).action().status().total_failures() >= 2; });
+  REQUIRE_MESSAGE(failed_twice, get_action(n, action).DebugString());
+  auto failing = get_action(n, action);
+  CHECK(failing.action().status().successes() == 0);
+  CHECK_MESSAGE(failing.action().status().last_error().find("shard") != std::string::npos,
+                failing.action().status().last_error());
+  CHECK(due() == timer);
+  CHECK(n.audit_runs(id) == 1);
+  // The ghost's lease ends: the node takes the shard again, and a retry requeues, once.
+  REQUIRE(n.db->scalar("UPDATE shard_leases SET heartbeat_at = now() - interval '1 hour'"
+                       " WHERE shard = "
+                       + std::to_string(shard) + " RETURNING owner")
+          == "ghost");
+  CHECK(eventually(30s, [&] { return get_action(n, action).action().status().successes() == 1; }));
+  CHECK(eventually(20s, [&] { return n.audit_runs(id) == 2; }));
+  CHECK(eventually(10s, [&] { return n.stage("audit").queued() == 0; }));
+  CHECK(n.audit_runs(id) == 2);
+  // The owner's actor took the requeue as an event of its own.
+  bool requeued = false;
+  auto seen = n.inspect(id); // kept: the loop reads into it
+  for (auto& e : seen.recent())
+    requeued = requeued || (e.kind() == "other" && e.stage() == "audit");
+  CHECK(requeued);
+}
+
+TEST_CASE("console: a scheduled offer_requeue whose occurrence was requeued before (its answer "
+          "lost) is answered by the owner and requeues nothing again") {
+  console_node n{{"--scheduled.poll=50ms"}};
+  auto id = n.create(1);
+  auto fresh = n.create(2);
+  REQUIRE_FALSE(id.empty());
+  REQUIRE_FALSE(fresh.empty());
+  REQUIRE(eventually(20s, [&] { return n.audit_runs(id) == 1 && n.audit_runs(fresh) == 1; }));
+  REQUIRE(eventually(20s, [&] { return n.stage("audit").queued() == 0; }));
+  auto due = [&](const std::string& offer) {
+    return n.scalar_int("SELECT due_at_us FROM stage_states WHERE offer_id = '" + offer
+                        + "' AND stage_id = 'audit'");
+  };
+  auto timer = due(id);
+  // An earlier attempt of the occurrence (its key `<action>/<occurrence ms>`) reached the owner
+  // and was committed; its answer (the due time) was lost on the way back.
+  auto at = wall_ms() + 500;
+  REQUIRE(n.db->scalar("INSERT INTO offer_requests (offer_id, request_id, shard, answer)"
+                       " SELECT offer_id, 'requeue-once/"
+                       + std::to_string(at) + "', shard, convert_to('" + std::to_string(timer)
+                       + "', 'UTF8') FROM offers WHERE offer_id = '" + id + "' RETURNING shard")
+          != "");
+  REQUIRE(create_action(n, "requeue-once", audit_requeue(id, at)).ok());
+  // Beside it, a first firing of another occurrence: that one requeues.
+  REQUIRE(create_action(n, "requeue-fresh", audit_requeue(fresh, at)).ok());
+  REQUIRE(eventually(
+    20s, [&] { return get_action(n, "requeue-once").action().status().successes() == 1; }));
+  REQUIRE(eventually(
+    20s, [&] { return get_action(n, "requeue-fresh").action().status().successes() == 1; }));
+  CHECK(eventually(20s, [&] { return n.audit_runs(fresh) == 2; }));
+  CHECK(eventually(10s, [&] { return n.stage("audit").queued() == 0; }));
+  // The answered one: no second queue entry, no run.
+  CHECK(due(id) == timer);
+  CHECK(n.audit_runs(id) == 1);
+  CHECK(n.audit_runs(fresh) == 2);
+  CHECK(get_action(n, "requeue-once").action().status().total_failures() == 0);
 }
 
 TEST_CASE("console: off loopback the verbs need console.token, and refuse naming it") {

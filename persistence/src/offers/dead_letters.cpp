@@ -1,9 +1,5 @@
 #include "gost/persistence/offers/dead_letters.hpp"
 
-#include <set>
-#include <tuple>
-
-#include "offers/requeue.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -49,32 +45,6 @@ list_dead_letters(pg_pool& pool, const dead_letter_filter& f, int64_t after_id, 
       d.created_us = row[6].as<int64_t>();
       out.push_back(std::move(d));
     }
-  });
-  if (err)
-    return err;
-  return out;
-}
-
-caf::expected<dead_letter_retry> retry_dead_letters(pg_pool& pool, const dead_letter_filter& f,
-                                                    int64_t due_us) {
-  dead_letter_retry out;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    out = {};
-    pqxx::work tx{c};
-    auto released = tx.exec_params(std::string{"UPDATE dead_letters SET released_at = now() WHERE "}
-                                     + open_matching + " RETURNING offer_id, stage_id, shard",
-                                   id_array(f.ids), f.stage_id, f.since_us, f.until_us);
-    out.released = released.size();
-    // One queue entry per (offer, stage), however many letters it had.
-    std::set<std::tuple<std::string, std::string, uint32_t>> wanted;
-    for (auto row : released)
-      wanted.emplace(row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<uint32_t>());
-    for (auto& [offer, stage, shard] : wanted)
-      if (auto e = requeue_in(tx, offer, stage, due_us)) {
-        out.entries.push_back(std::move(*e));
-        out.shards.push_back(shard);
-      }
-    tx.commit();
   });
   if (err)
     return err;

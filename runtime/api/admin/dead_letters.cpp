@@ -5,18 +5,20 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <deque>
+#include <future>
 #include <map>
+#include <memory>
 
-#include <caf/send.hpp>
 #include <google/protobuf/util/time_util.h>
 
 #include "api/admin/common.hpp"
 #include "api/status.hpp"
+#include "cluster/ask_owner_async.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
-#include "cluster/wakes.hpp"
 #include "gost/core/call_hub.hpp"
-#include "gost/core/kit/writer.hpp"
+#include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/persistence/offers/dead_letters.hpp"
@@ -145,11 +147,182 @@ grpc::ServerUnaryReactor* admin_service::DiscardDeadLetters(grpc::CallbackServer
   return dead_letter_verb(ctx, req, resp, false);
 }
 
+namespace {
+
+/// Letters read per page by a retry, and requeues asked of the owners at once.
+constexpr size_t retry_page = 200;
+constexpr size_t retry_in_flight = 64;
+
+/// One requeue of a retry: an offer and a stage, with every matching letter of theirs.
+struct requeue_ask {
+  std::string offer_id;
+  std::string stage_id;
+  uint32_t shard = 0;
+  std::vector<int64_t> letters;
+  std::future<caf::expected<int64_t>> answer;
+  bool settled = false;
+  bool release = false; ///< requeued, or the offer is gone (nothing to run)
+};
+
+/// RetryDeadLetters on a blocking thread: the matching letters, paged; a requeue through the
+/// owner of each offer's shard for each; the letters whose requeue was taken released.
+void retry_letters(persistence::pg_pool& pool, call_hub& hub, router& routes,
+                   const persistence::dead_letter_filter& f, const std::string& who,
+                   const unary_call& call, v1::DeadLettersVerbResponse* resp) {
+  auto what = describe(f);
+  auto deadline = call.deadline();
+  uint64_t requeued = 0;
+  uint64_t left = 0;
+  std::string left_reason;
+  grpc::StatusCode left_code = grpc::StatusCode::UNAVAILABLE;
+  auto leave = [&](size_t letters, const std::string& why, grpc::StatusCode code) {
+    if (left == 0) {
+      left_reason = why;
+      left_code = code;
+    }
+    left += letters;
+  };
+  std::vector<int64_t> release;
+  // One ask per offer and stage however many letters they have; asked as the pages are read,
+  // at most `retry_in_flight` unanswered at once, settled oldest first.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<requeue_ask>> asks;
+  std::deque<std::shared_ptr<requeue_ask>> flight;
+  auto settle = [&](requeue_ask& a) {
+    a.settled = true;
+    auto letter = "letter " + std::to_string(a.letters.front()) + " (offer " + a.offer_id
+                  + ", shard " + std::to_string(a.shard) + ")";
+    // The ask ends by the deadline (a last attempt on another node may take a little longer).
+    if (a.answer.wait_until(deadline + remote_attempt) != std::future_status::ready) {
+      leave(a.letters.size(), letter + ": the owner of its shard did not answer in time; retry",
+            grpc::StatusCode::UNAVAILABLE);
+      return;
+    }
+    caf::expected<int64_t> due{int64_t{0}};
+    try {
+      due = a.answer.get();
+    } catch (const std::future_error&) { // the hub stopped with the ask parked
+      leave(a.letters.size(), letter + ": the node is stopping; retry on another node",
+            grpc::StatusCode::UNAVAILABLE);
+      return;
+    }
+    if (due) {
+      ++requeued;
+      a.release = true;
+    } else if (due.error() == errc::not_found) {
+      a.release = true; // deleted since: there is nothing to run again
+    } else {
+      auto st = to_status(due.error());
+      leave(a.letters.size(), letter + ": " + st.error_message(), st.error_code());
+      return;
+    }
+    release.insert(release.end(), a.letters.begin(), a.letters.end());
+  };
+  int64_t after = 0;
+  bool out_of_time = false;
+  bool read_failed = false; // the letters after `after` are not known
+  for (;;) {
+    auto page = persistence::list_dead_letters(pool, f, after, retry_page);
+    if (!page) {
+      read_failed = true;
+      if (left == 0) {
+        left_reason = "reading the dead letters failed: " + to_status(page.error()).error_message();
+        left_code = to_status(page.error()).error_code();
+      }
+      break;
+    }
+    if (page->empty())
+      break;
+    after = page->back().id;
+    for (auto& d : *page) {
+      if (!out_of_time && clock_type::now() >= deadline)
+        out_of_time = true;
+      if (out_of_time) {
+        leave(1,
+              "letter " + std::to_string(d.id)
+                + ": the call's time (api.request_timeout) ran out before it was asked; retry",
+              grpc::StatusCode::UNAVAILABLE);
+        continue;
+      }
+      auto& a = asks[{d.offer_id, d.stage_id}];
+      if (a) { // its offer and stage are asked already: the letter shares the outcome
+        a->letters.push_back(d.id);
+        if (a->settled) {
+          if (a->release)
+            release.push_back(d.id);
+          else
+            ++left;
+        }
+        continue;
+      }
+      if (flight.size() >= retry_in_flight) {
+        settle(*flight.front());
+        flight.pop_front();
+      }
+      a = std::make_shared<requeue_ask>();
+      a->offer_id = d.offer_id;
+      a->stage_id = d.stage_id;
+      a->shard = d.shard;
+      a->letters.push_back(d.id);
+      // As RequeueOffer: the owner's offer actor writes the entry, fenced by its lease. The
+      // first letter's id is the request id: a retry after a lost answer (or a failed release)
+      // is answered, never queued twice.
+      a->answer = ask_owner_async<int64_t>(
+        hub, routes, deadline, [](int64_t due_us) { return due_us; }, requeue_atom_v, d.offer_id,
+        d.stage_id, request_id{"dead-letter:" + std::to_string(d.id), "console", who});
+      flight.push_back(a);
+    }
+  }
+  while (!flight.empty()) {
+    settle(*flight.front());
+    flight.pop_front();
+  }
+  // Only the letters whose requeue the owner took (or whose offer is gone) are released.
+  uint64_t released = 0;
+  if (!release.empty()) {
+    persistence::dead_letter_filter taken;
+    taken.ids = std::move(release);
+    auto n = persistence::discard_dead_letters(pool, taken);
+    if (!n) {
+      lg->warn("dead letters retried {} requeued={} but not released by={}: {}", what, requeued,
+               who, persistence::error_message(n.error()));
+      call.finish(grpc::Status{to_status(n.error()).error_code(),
+                               std::to_string(requeued)
+                                 + " offer(s) queued again, but releasing their letters failed: "
+                                 + to_status(n.error()).error_message()
+                                 + "; a retry releases them without queuing them again"});
+      return;
+    }
+    released = *n;
+  }
+  bool incomplete = left > 0 || read_failed;
+  if (incomplete)
+    lg->warn("dead letters retried {} released={} requeued={} left={} by={} first_left=\"{}\"",
+             what, released, requeued, left, who, left_reason);
+  else
+    lg->info("dead letters retried {} released={} requeued={} left=0 by={}", what, released,
+             requeued, who);
+  if (incomplete) {
+    // Not all done: what was, and the first reason the rest was left (UNAVAILABLE while a
+    // shard has no owner). Running it again retries only the open letters.
+    call.finish(grpc::Status{left_code, std::to_string(released) + " dead letter(s) released, "
+                                          + std::to_string(requeued) + " offer(s) queued again; "
+                                          + std::to_string(left)
+                                          + " dead letter(s) left open: " + left_reason});
+    return;
+  }
+  resp->set_released(released);
+  resp->set_requeued(requeued);
+  call.ok();
+}
+
+} // namespace
+
 grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerContext* ctx,
                                                           const v1::DeadLettersVerbRequest* req,
                                                           v1::DeadLettersVerbResponse* resp,
                                                           bool retry) {
-  unary_call call{ctx};
+  // A retry asks the owners: it has the API's time limit (a discard is one statement).
+  unary_call call{ctx, retry ? timeout_ : std::chrono::milliseconds{0}};
   persistence::dead_letter_filter f;
   if (auto st = dead_letter_filter_of(req->filter(), f); !st.ok()) {
     call.finish(st);
@@ -175,8 +348,8 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
     }
   auto who = who_asked(ctx, req->who());
   auto pool = cluster_.pool;
+  auto* hub = &hub_;
   auto* routes = &router_;
-  auto wakes = cluster_.wakes;
   hub_.run_blocking([=] {
     auto what = describe(f);
     if (!retry) {
@@ -190,26 +363,7 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
       call.ok();
       return;
     }
-    auto r = persistence::retry_dead_letters(*pool, f, kit::now_us());
-    if (!r) {
-      call.finish(r.error());
-      return;
-    }
-    lg->info("dead letters retried {} released={} requeued={} by={}", what, r->released,
-             r->entries.size(), who);
-    resp->set_released(r->released);
-    resp->set_requeued(r->entries.size());
-    // As RequeueOffer: the owners on this node hear of it now; another node's shard is woken.
-    std::map<uint32_t, persistence::queue_entries> by_shard;
-    for (size_t i = 0; i < r->entries.size(); ++i)
-      by_shard[r->shards[i]].push_back(r->entries[i]);
-    for (auto& [shard, entries] : by_shard)
-      if (auto local = routes->local(kinds::offers, shard))
-        caf::anon_send(*local, enqueued_atom_v, std::move(entries),
-                       static_cast<uint8_t>(kit::event_source::console));
-      else if (wakes)
-        wakes->wake(kinds::offers_name, shard);
-    call.ok();
+    retry_letters(*pool, *hub, *routes, f, who, call, resp);
   });
   return call.reactor();
 }

@@ -1,14 +1,14 @@
 #pragma once
 // The operators' side of the dead_letters table (migration 0002): list the open letters, and
-// release them with a retry (the offer back into the stage's queue) or without (discard).
-// gostctl deadletters / retry-dead / discard-dead (docs/console.md).
+// release them (gostctl deadletters / retry-dead / discard-dead, docs/console.md). A retry's
+// requeue is the offer owner's write (AdminService asks it, under the lease fence); it releases
+// here only the letters whose requeue the owner took.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gost/persistence/errors.hpp"
-#include "gost/persistence/queue.hpp"
 
 namespace gost::persistence {
 
@@ -40,18 +40,6 @@ struct dead_letter_filter {
 /// Open letters matching `f` with an id above `after_id`, by id, at most `limit`.
 caf::expected<std::vector<dead_letter_row>>
 list_dead_letters(pg_pool& pool, const dead_letter_filter& f, int64_t after_id, size_t limit);
-
-/// What a retry did.
-struct dead_letter_retry {
-  uint64_t released = 0;            ///< letters released
-  std::vector<queue_entry> entries; ///< queue entries made (an offer deleted since has none)
-  std::vector<uint32_t> shards;     ///< the shard of each entry
-};
-
-/// Releases the open letters matching `f` and puts each letter's offer into its stage's queue,
-/// due at `due_us`, in one transaction. An empty filter is the caller's to refuse.
-caf::expected<dead_letter_retry> retry_dead_letters(pg_pool& pool, const dead_letter_filter& f,
-                                                    int64_t due_us);
 
 /// Releases the open letters matching `f` without queueing anything; returns how many.
 caf::expected<uint64_t> discard_dead_letters(pg_pool& pool, const dead_letter_filter& f);
