@@ -7,6 +7,7 @@
 #include <future>
 #include <optional>
 
+#include "cluster/ask_owner_async.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
@@ -25,22 +26,6 @@ namespace gost::runtime {
 namespace {
 
 const auto lg = gost::log::get("feeds");
-
-/// Sends an offer operation to its owner from a plain thread (through the call hub): the
-/// reply, passed through `map`, or the error arrives through the future.
-template <class T, class Map, class... Ts>
-std::future<caf::expected<T>> ask_async(const feed_options& opts, Map map, Ts... xs) {
-  using reply = reply_of<offer_owner_ops, Ts...>;
-  auto p = std::make_shared<std::promise<caf::expected<T>>>();
-  auto f = p->get_future();
-  auto deadline = clock_type::now() + opts.api.request_timeout;
-  opts.hub->run([=, r = opts.routes](caf::event_based_actor* self) {
-    ask_owner(
-      self, *r, deadline, [p, map](reply& x) { p->set_value(map(x)); },
-      [p](const caf::error& e) { p->set_value(e); }, xs...);
-  });
-  return f;
-}
 
 v1::Offer offer_of(offer_msg& m) {
   return std::move(m.value);
@@ -66,23 +51,27 @@ public:
   }
 
   reply<v1::Offer> create(const v1::Offer& content) override {
-    return ask_async<v1::Offer>(opts_, offer_of, create_atom_v, content.id(), offer_msg{content},
-                                feed_request());
+    return ask_owner_async<v1::Offer>(*opts_.hub, *opts_.routes, deadline(), offer_of,
+                                      create_atom_v, content.id(), offer_msg{content},
+                                      feed_request());
   }
 
   reply<v1::Offer> update(const v1::Offer& content, std::optional<int64_t> expected_version,
                           const std::string& mask) override {
-    return ask_async<v1::Offer>(opts_, offer_of, update_atom_v, content.id(), offer_msg{content},
-                                expected_version.value_or(any_version), mask, feed_request());
+    return ask_owner_async<v1::Offer>(*opts_.hub, *opts_.routes, deadline(), offer_of,
+                                      update_atom_v, content.id(), offer_msg{content},
+                                      expected_version.value_or(any_version), mask, feed_request());
   }
 
   reply<int64_t> remove(const std::string& offer_id) override {
-    return ask_async<int64_t>(
-      opts_, [](int64_t version) { return version; }, delete_atom_v, offer_id, any_version,
-      feed_request());
+    return ask_owner_async<int64_t>(
+      *opts_.hub, *opts_.routes, deadline(), [](int64_t version) { return version; }, delete_atom_v,
+      offer_id, any_version, feed_request());
   }
 
 private:
+  clock_type::time_point deadline() const { return clock_type::now() + opts_.api.request_timeout; }
+
   const feed_options& opts_;
 };
 

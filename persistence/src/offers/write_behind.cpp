@@ -4,7 +4,6 @@
 #include <set>
 #include <tuple>
 
-#include "offers/requeue.hpp"
 #include "pg_internal.hpp"
 #include "sql.hpp"
 
@@ -548,35 +547,6 @@ caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now
       sc.stage_id = id;
       out.push_back(sc);
     }
-  });
-  if (err)
-    return err;
-  return out;
-}
-
-std::optional<queue_entry> requeue_in(pqxx::transaction_base& tx, const std::string& offer_id,
-                                      const std::string& stage_id, int64_t due_us) {
-  auto r = tx.exec_params("INSERT INTO stage_states AS s (offer_id, stage_id, shard, state,"
-                          " due_at_us, priority)"
-                          " SELECT offer_id, $2, shard, NULL, $3, 0 FROM offers"
-                          " WHERE offer_id = $1"
-                          " ON CONFLICT (offer_id, stage_id) DO UPDATE"
-                          " SET due_at_us = LEAST(s.due_at_us, EXCLUDED.due_at_us), priority = 0"
-                          " RETURNING due_at_us",
-                          offer_id, stage_id, due_us);
-  if (r.empty())
-    return std::nullopt;
-  return queue_entry{stage_id, offer_id, r[0][0].as<int64_t>(), priority::normal};
-}
-
-caf::expected<std::optional<queue_entry>> requeue_offer(pg_pool& pool, const std::string& offer_id,
-                                                        const std::string& stage_id,
-                                                        int64_t due_us) {
-  std::optional<queue_entry> out;
-  auto err = with_connection(pool, [&](pqxx::connection& c) {
-    pqxx::work tx{c};
-    out = requeue_in(tx, offer_id, stage_id, due_us);
-    tx.commit();
   });
   if (err)
     return err;

@@ -145,13 +145,6 @@ struct stage_counts {
 /// Counts for every stage that has queue entries or open dead letters.
 caf::expected<std::vector<stage_counts>> count_stages(pg_pool& pool, int64_t now_us);
 
-/// Puts offer `offer_id` into the queue of `stage_id`, due at `due_us` (or earlier, when it
-/// is queued already): an operator's re-queue (gostctl requeue). Returns the entry, or nullopt
-/// when the offer does not exist. The owner's shard learns of it by its next poll.
-caf::expected<std::optional<queue_entry>> requeue_offer(pg_pool& pool, const std::string& offer_id,
-                                                        const std::string& stage_id,
-                                                        int64_t due_us);
-
 /// The stages whose queue holds the offer (seed: Queue.check).
 caf::expected<std::vector<queue_entry>> queued_for(pg_pool& pool, const std::string& offer_id);
 
