@@ -22,6 +22,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/held_locks.hpp"
+#include "gost/testing/migrated_db.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 
@@ -39,22 +40,29 @@ caf::behavior polling_shard(caf::event_based_actor* self, std::shared_ptr<std::a
   return {[=](int32_t) { self->delayed_send(self, 20ms, int32_t{1}); }};
 }
 
+/// A migrated database with four shard leases and node n1 registered; its pool has
+/// `pool_size` connections.
+struct cluster_db : testing::migrated_db {
+  explicit cluster_db(int pool_size) : migrated_db{pool_size} {
+    REQUIRE_FALSE(persistence::ensure_lease_rows(pool, 4));
+    add_node("n1");
+  }
+  void add_node(const std::string& id) {
+    persistence::node_row n;
+    n.node_id = id;
+    n.caf_host = "127.0.0.1";
+    n.caf_port = 1;
+    REQUIRE_FALSE(persistence::register_node(pool, n));
+  }
+};
+
 } // namespace
 
 TEST_CASE("cluster manager: a lease it takes again at a new epoch stops the shard it still ran, "
           "so no shard outlives the manager (the node's stop does not hang)") {
-  testing::temp_db db;
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 2;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
-  REQUIRE_FALSE(persistence::ensure_lease_rows(pool, 4));
-  persistence::node_row me;
-  me.node_id = "n1";
-  me.caf_host = "127.0.0.1";
-  me.caf_port = 1;
-  REQUIRE_FALSE(persistence::register_node(pool, me));
+  cluster_db c{2};
+  auto& db = c.db;
+  auto& pool = c.pool;
   // n1's liveness lock looks lost (taken once, free now: gone_nodes), so every lease it owns
   // is free for anyone, n1 included: what a node sees between losing its liveness session and
   // taking the lock again.
@@ -102,23 +110,13 @@ TEST_CASE("cluster manager: a lease it takes again at a new epoch stops the shar
 
 TEST_CASE("cluster manager: its heartbeat renews the leases while every connection of the node's "
           "pool is busy (it has a connection of its own), so the leases stay confirmed") {
-  testing::temp_db db;
   // The node's pool, one connection (the writers, stores and API calls share it).
-  persistence::pg_pool::options po;
-  po.dsn = db.dsn();
-  po.size = 1;
-  persistence::pg_pool pool{po};
-  REQUIRE(persistence::migrate(pool));
-  REQUIRE_FALSE(persistence::ensure_lease_rows(pool, 4));
-  persistence::node_row me;
-  me.node_id = "n1";
-  me.caf_host = "127.0.0.1";
-  me.caf_port = 1;
-  REQUIRE_FALSE(persistence::register_node(pool, me));
+  cluster_db c{1};
+  auto& db = c.db;
+  auto& pool = c.pool;
   // Another live node owns shards 2 and 3: n1 is not alone, so its shards are served only while
   // a heartbeat confirmed their leases (lease_confirmation::set_alone).
-  me.node_id = "n2";
-  REQUIRE_FALSE(persistence::register_node(pool, me));
+  c.add_node("n2");
   db.scalar("UPDATE nodes SET heartbeat_at = now() + interval '1 hour' WHERE node_id = 'n2'");
   db.scalar("UPDATE shard_leases SET owner = 'n2', epoch = 1, heartbeat_at = now() + "
             "interval '1 hour' WHERE shard IN (2, 3)");

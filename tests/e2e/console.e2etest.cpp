@@ -232,6 +232,21 @@ v1::GetScheduledActionResponse get_action(console_node& n, const std::string& id
   return resp;
 }
 
+/// An offer created through `via` whose shard node `owner` holds (of 40 tries), or "".
+std::string offer_owned_by(console_node& via, const testing::temp_db& db,
+                           const std::string& owner) {
+  for (int i = 0; i < 40; ++i) {
+    auto made = via.create(i);
+    REQUIRE_FALSE(made.empty());
+    if (db.scalar("SELECT l.owner FROM offers o JOIN shard_leases l ON l.shard = o.shard"
+                  " WHERE o.offer_id = '"
+                  + made + "'")
+        == owner)
+      return made;
+  }
+  return {};
+}
+
 } // namespace
 
 TEST_CASE(
@@ -543,17 +558,7 @@ TEST_CASE("console: gostctl requeue and passivate sent to a node that does not o
   console_node b{{"--node.id=c2"}, db};
   REQUIRE(
     eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
-  // An offer in one of c2's shards, created through c1.
-  std::string id;
-  for (int i = 0; i < 40 && id.empty(); ++i) {
-    auto made = a.create(i);
-    REQUIRE_FALSE(made.empty());
-    if (db->scalar("SELECT l.owner FROM offers o JOIN shard_leases l ON l.shard = o.shard"
-                   " WHERE o.offer_id = '"
-                   + made + "'")
-        == "c2")
-      id = made;
-  }
+  auto id = offer_owned_by(a, *db, "c2");
   REQUIRE_FALSE(id.empty());
   auto audit_runs = [&] { return a.audit_runs(id); };
   REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));
@@ -733,17 +738,7 @@ TEST_CASE("console: retry-dead sent to a node that does not own the offer takes 
   console_node b{{"--node.id=c2"}, db};
   REQUIRE(
     eventually(30s, [&] { return a.top().shards_size() == 4 && b.top().shards_size() == 4; }));
-  // An offer in one of c2's shards, created through c1.
-  std::string id;
-  for (int i = 0; i < 40 && id.empty(); ++i) {
-    auto made = a.create(i);
-    REQUIRE_FALSE(made.empty());
-    if (db->scalar("SELECT l.owner FROM offers o JOIN shard_leases l ON l.shard = o.shard"
-                   " WHERE o.offer_id = '"
-                   + made + "'")
-        == "c2")
-      id = made;
-  }
+  auto id = offer_owned_by(a, *db, "c2");
   REQUIRE_FALSE(id.empty());
   auto audit_runs = [&] { return a.audit_runs(id); };
   REQUIRE(eventually(20s, [&] { return audit_runs() == 1; }));

@@ -372,6 +372,18 @@ TEST_CASE("undecodable requests get INVALID_ARGUMENT naming what failed, at ever
   std::remove(port_file.c_str());
 }
 
+namespace {
+
+/// Starts a node on `db` until it is serving, then stops it: the database has the installation.
+void start_and_stop(const testing::temp_db& db, const std::string& port_file) {
+  child_process first{GOSTD_PATH, node_args(db, port_file)};
+  read_ports(first, port_file);
+  first.signal(SIGTERM);
+  REQUIRE(first.wait(30s) == 0);
+}
+
+} // namespace
+
 TEST_CASE("gostd refuses to start with one clear line") {
   SUBCASE("a bad config value names the key") {
     child_process p{GOSTD_PATH, {"--shard.count=-3"}};
@@ -400,12 +412,7 @@ TEST_CASE("gostd refuses to start with one clear line") {
   SUBCASE("a shard count different from the installation's") {
     testing::temp_db db;
     auto port_file = temp_path("gostd-port");
-    {
-      child_process first{GOSTD_PATH, node_args(db, port_file)};
-      read_ports(first, port_file);
-      first.signal(SIGTERM);
-      REQUIRE(first.wait(30s) == 0);
-    }
+    start_and_stop(db, port_file); // the installation exists
     child_process second{GOSTD_PATH, node_args(db, port_file + "2", {"--shard.count=16"})};
     CHECK(second.wait(30s) == 1);
     CHECK(second.output().find("set `shard.count` to 8") != std::string::npos);
@@ -414,12 +421,7 @@ TEST_CASE("gostd refuses to start with one clear line") {
   SUBCASE("a shard group map placing shards in another database (ADR 0023)") {
     testing::temp_db db;
     auto port_file = temp_path("gostd-port");
-    {
-      child_process first{GOSTD_PATH, node_args(db, port_file)};
-      read_ports(first, port_file);
-      first.signal(SIGTERM);
-      REQUIRE(first.wait(30s) == 0);
-    }
+    start_and_stop(db, port_file); // the installation exists
     db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', 'host=east')");
     db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
               " (4, 7, 1)");

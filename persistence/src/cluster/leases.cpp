@@ -176,7 +176,7 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
         + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
           "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
           " RETURNING shard, epoch)"
-          " SELECT shard, epoch, pg_notify($2, '') FROM taken",
+          " SELECT shard, epoch, pg_notify($2, $1) FROM taken",
       node_id, std::string{cluster_channel});
     if (!r.empty()) {
       out.lease = held_lease{r[0][0].as<uint32_t>(), r[0][1].as<int64_t>()};
@@ -287,14 +287,22 @@ caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads)
 
 namespace {
 
+/// Calls `f` for every change notified on the cluster channel but this node's own lease
+/// acquisitions (their payload is the taker's id): its own new leases are no news to it, and
+/// the callback ends a lone node's "alone" (a burst of its own acquisitions at start refused
+/// its calls until its next look).
 class change_receiver final : public pqxx::notification_receiver {
 public:
-  change_receiver(pqxx::connection_base& c, std::function<void()>& f)
-    : pqxx::notification_receiver(c, cluster_channel), f_(f) {}
-  void operator()(const std::string&, int) override { f_(); }
+  change_receiver(pqxx::connection_base& c, std::function<void()>& f, const std::string& me)
+    : pqxx::notification_receiver(c, cluster_channel), f_(f), me_(me) {}
+  void operator()(const std::string& payload, int) override {
+    if (me_.empty() || payload != me_)
+      f_();
+  }
 
 private:
   std::function<void()>& f_;
+  const std::string& me_;
 };
 
 class wake_receiver final : public pqxx::notification_receiver {
@@ -354,7 +362,7 @@ struct cluster_listener::impl {
     while (!stopping) {
       try {
         pqxx::connection c{listen_dsn()};
-        change_receiver r{c, on_change};
+        change_receiver r{c, on_change, node_id};
         std::optional<wake_receiver> w;
         if (on_wake)
           w.emplace(c, on_wake);
