@@ -21,6 +21,7 @@
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/scheduled.hpp"
 #include "gost/v1/scheduled_actions.grpc.pb.h"
 
 using namespace gost;
@@ -102,20 +103,12 @@ v1::ScheduledActionSpec every(const std::string& url, int64_t start_ms, int64_t 
   return s;
 }
 
-/// The seed's invariant in SQL: actions without exactly one queue row carrying their id and
-/// current guid ("" when it holds).
 std::string invariant_broken(const testing::temp_db& db) {
-  return db.scalar("SELECT coalesce(string_agg(a.action_id, ','), '') FROM scheduled_actions a"
-                   " WHERE (SELECT count(*) FROM scheduled_incoming i WHERE i.action_id ="
-                   " a.action_id AND i.action_guid = a.action_guid) + (SELECT count(*) FROM"
-                   " scheduled_processing p WHERE p.action_id = a.action_id AND p.action_guid ="
-                   " a.action_guid) <> 1");
+  return testing::scheduled_invariant_broken(db);
 }
 
-/// The action id of an idempotency key `<id>/<ms>`, and its occurrence.
 std::pair<std::string, int64_t> split_key(const std::string& key) {
-  auto slash = key.rfind('/');
-  return {key.substr(0, slash), std::stoll(key.substr(slash + 1))};
+  return testing::split_occurrence_key(key);
 }
 
 /// Requests by action id, counting only those that arrived at or after `since_ms`.
