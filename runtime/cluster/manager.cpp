@@ -508,26 +508,32 @@ void tick(self_ptr self) {
       lg->warn("cluster view unavailable error={}", err_text(err));
     return;
   }
-  if (!st.leaving)
-    rebalance(self, *nodes, *leases);
-  refresh_routes(self, *nodes, *leases);
   bool others_own = std::any_of(leases->begin(), leases->end(), [&](auto& l) {
     return !l.free && !l.owner.empty() && l.owner != st.opts.node_id;
   });
   // Alone (no other live node, no lease owned elsewhere): nobody can take the shards, so a
-  // late heartbeat refuses no call (lease_confirmation::set_alone).
+  // late heartbeat refuses no call (lease_confirmation::set_alone). Decided before the leases
+  // this look takes start their shards: a lone node's first shards serve at once.
   confirmation.set_alone(!others_own && std::none_of(nodes->begin(), nodes->end(), [&](auto& n) {
     return n.alive && n.node_id != st.opts.node_id;
   }));
   // The listener's look for gone nodes (every ~200 ms) matters only while others own leases.
   if (st.listener)
     st.listener->watch_others(others_own);
+  if (!st.leaving)
+    rebalance(self, *nodes, *leases);
+  refresh_routes(self, *nodes, *leases);
 }
 
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
   // One connection: the manager is one detached actor, one statement at a time.
   self->state.own_pool = persistence::dedicated_pool(*self->state.opts.pool, 1);
+  // Connected now, while the node starts, not in the first heartbeat after it joins: that
+  // heartbeat's round decides when the node's first shards serve.
+  if (auto err = self->state.own_pool->ping())
+    lg->warn("cluster manager's connection not open yet error={}; the first heartbeat opens it",
+             err_text(err));
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     for (auto& [shard, h] : st.held)
@@ -575,12 +581,16 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
               caf::anon_send(h, notified_atom_v);
           },
           st.opts.node_id, st.opts.on_wake,
-          [routes, node_id](bool locked) {
+          [me, routes, node_id](bool locked) {
             auto r = routes.lock();
             if (!r)
               return;
             if (locked) {
+              // Heartbeats from now on confirm; look now (a restarted node takes its previous
+              // incarnation's leases back). Not a change by another node: alone stays as it is.
               r->confirmation().session_locked();
+              if (auto h = caf::actor_cast<manager_impl>(me))
+                caf::anon_send(h, notified_atom_v);
               return;
             }
             // Other nodes take this node's leases from now on: refuse its shards' calls at once.

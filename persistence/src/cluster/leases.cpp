@@ -374,9 +374,12 @@ struct cluster_listener::impl {
         while (!stopping) {
           if (!node_id.empty() && !locked && try_lock(c)) {
             locked = true;
+            // A restarted node takes its previous incarnation's leases back now: the owner of
+            // on_lock looks (not on_change, which means another node changed something).
             if (on_lock)
               on_lock(true);
-            on_change(); // a restarted node takes its previous incarnation's leases back now
+            else
+              on_change();
           }
           c.await_notification(0, 200'000);
           if (!node_id.empty() && watch_others) {

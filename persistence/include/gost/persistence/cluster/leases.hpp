@@ -137,7 +137,7 @@ caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads)
 ///   nodes.lock_key) for as long as the process lives, and every ~200 ms, while other nodes
 ///   own leases (`watch_others`), looks for nodes whose lock is free (their process is gone)
 ///   while they own leases: `on_change` is called when that set changes, and when this node
-///   gets its lock.
+///   gets its lock if no `on_lock` is given (else `on_lock(true)` says it).
 /// A lost connection is reopened after a second (the lock is taken again); what was missed
 /// meanwhile the heartbeat catches. `on_lock`, when given, is called (on its thread) with true
 /// when the liveness lock is taken and with false as soon as the session that held it is lost:
