@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -294,4 +295,31 @@ TEST_CASE_FIXTURE(fixture, "wake notices reach every node's listener, each paylo
   REQUIRE(eventually([&] { return count("scheduled:12") == 2; }));
   CHECK(count("offers:1") == 2);       // once per listener
   CHECK_FALSE(notify_wakes(pool, {})); // nothing to send: no statement, no error
+}
+
+TEST_CASE_FIXTURE(fixture, "a node's listener hears other nodes' lease acquisitions, not its own") {
+  add_node("n1");
+  add_node("n2");
+  std::atomic<int> n1_heard{0};
+  std::atomic<int> n2_heard{0};
+  cluster_listener n1{db.dsn(), [&] { ++n1_heard; }, "n1"};
+  cluster_listener n2{db.dsn(), [&] { ++n2_heard; }, "n2"};
+  REQUIRE(eventually([&] { return n1.holds_liveness_lock() && n2.holds_liveness_lock(); }));
+  // Both listen once a join notice reaches both: send until it does. From then on every notice
+  // is counted.
+  REQUIRE(eventually([&] {
+    n1_heard = 0;
+    n2_heard = 0;
+    add_node("n4");
+    return gost::testing::eventually(1s, [&] { return n1_heard >= 1 && n2_heard >= 1; });
+  }));
+  n1_heard = 0;
+  n2_heard = 0;
+  take("n1");
+  // A later notice both hear: once n1 heard it, n1 had its own acquisition's before it
+  // (notices arrive in commit order).
+  add_node("n3");
+  REQUIRE(eventually([&] { return n1_heard >= 1 && n2_heard >= 2; }));
+  CHECK(n1_heard == 1); // the join only: its own acquisition is no news to it
+  CHECK(n2_heard == 2); // n1's acquisition, then the join
 }
