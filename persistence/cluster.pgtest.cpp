@@ -191,8 +191,8 @@ TEST_CASE_FIXTURE(
     CHECK(again.shard != taken.shard);
   }
   // A second process with the same node id does not get the lock while the first lives: once
-  // its session ran the look for gone nodes, which follows its try for the lock in each round,
-  // it has tried and failed.
+  // its session rests after its try for the lock (idle, the try its last statement: the look
+  // for gone nodes that follows is too short to be seen reliably), it has tried and failed.
   auto sessions = [&](const std::string& where) {
     return db.scalar("SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity"
                      " WHERE application_name = 'gost/n1/live'"
@@ -202,7 +202,9 @@ TEST_CASE_FIXTURE(
   REQUIRE_FALSE(first.empty());
   cluster_listener twin{db.dsn(), [] {}, "n1"};
   REQUIRE(eventually([&] {
-    return !sessions(" AND pid NOT IN (" + first + ") AND query LIKE '%gone_nodes%'").empty();
+    return !sessions(" AND pid NOT IN (" + first
+                     + ") AND state = 'idle' AND query LIKE '%pg_try_advisory_lock%'")
+              .empty();
   }));
   CHECK_FALSE(twin.holds_liveness_lock());
 }
