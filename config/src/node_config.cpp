@@ -764,6 +764,12 @@ node_keys make_node_keys(const application& app) {
             "by housekeeping after this long. 0s: no history is written (and what was kept is "
             "reaped)."),
         bind_to(&node_config::history, &history_config::retention));
+  k.add(num(vk::boolean, "tasks.enabled", "true", 0, 1,
+            "Host the task types the binary registers (gostd: moderation) and serve TaskService. "
+            "false: this node hosts no task type (set it alike on every node). An installation "
+            "of several shard groups needs it false until tasks work across groups (ADR 0023, "
+            "build step 3)."),
+        bind_to(&node_config::tasks, &tasks_config::enabled));
   k.add(num(vk::duration, "tasks.retry_delay", "10m", 0, 2'592'000'000,
             "A task group's retry delay when CreateGroup gives none: a task event whose step "
             "failed is handled again this much later, times its attempts so far (seed 002's "

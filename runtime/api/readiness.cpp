@@ -96,10 +96,16 @@ readiness::gate_fn routes_gate(std::weak_ptr<const router> routes) {
       return "stopping";
     if (auto n = r->unrouted(); n > 0)
       return fmt::format("{} of {} shards have no owner yet", n, r->shard_count());
-    // Its own shards are served once a heartbeat confirmed their leases (lease_confirmation).
-    if (!r->confirmation().confirmed(lease_confirmation::clock::now())
-        && !r->local_shards().empty())
-      return "the shard leases are not confirmed by a heartbeat yet";
+    // Its own shards are served once a heartbeat confirmed their leases (lease_confirmation),
+    // in each shard group on its own (ADR 0023).
+    auto now = lease_confirmation::clock::now();
+    for (uint32_t g = 0; g < r->group_count(); ++g)
+      if (!r->confirmation(g).confirmed(now) && !r->local_shards(g).empty())
+        return r->group_count() == 1
+                 ? std::string{"the shard leases are not confirmed by a heartbeat yet"}
+                 : fmt::format("the shard leases of group {} are not confirmed by a heartbeat "
+                               "yet",
+                               g);
     return {};
   };
 }

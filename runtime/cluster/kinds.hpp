@@ -28,6 +28,10 @@
 #include <caf/message.hpp>
 #include <caf/replies_to.hpp>
 
+namespace gost::persistence {
+class pg_pool;
+}
+
 namespace gost::runtime {
 
 /// A lease this node just took: where a kind starts its supervisor of the shard.
@@ -36,6 +40,10 @@ struct shard_lease {
   uint32_t shard = 0;
   int64_t epoch = 0;                             ///< the lease's epoch (fences the shard's writes)
   const std::set<std::string>* paused = nullptr; ///< the stages paused now (never null)
+  /// The shard group holding the shard (ADR 0023) and its database's pool, where the lease and
+  /// the shard's rows are: a kind writes the shard's rows there, fenced by `epoch`.
+  uint32_t group = 0;
+  persistence::pg_pool* pool = nullptr;
 };
 
 /// One kind of entity hosted on shards.

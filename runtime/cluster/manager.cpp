@@ -72,6 +72,13 @@ struct manager_state {
   /// The manager's own connection (cluster_options::pool): its heartbeat never waits for one
   /// of the node's pool, which the writers and stores keep busy under load.
   std::unique_ptr<persistence::pg_pool> own_pool;
+  /// By shard: whether the group served here holds it (cluster_options::shards). The group's
+  /// database may keep lease rows of shards another group serves now: those are not looked at.
+  std::vector<bool> ours;
+  uint32_t group_size = 0;
+  /// How logs and the confirmation's lines name this manager: the node, and its group when
+  /// the installation has several.
+  std::string who;
   std::map<uint32_t, held_shard> held;
   /// The link to each other node (forwarding its shards' requests there).
   struct peer {
@@ -113,6 +120,18 @@ struct manager_state {
 
 using self_ptr = manager_impl::stateful_pointer<manager_state>;
 
+/// The leases of the group served here, out of all the rows its database holds.
+caf::expected<std::vector<persistence::lease_row>> group_leases(manager_state& st) {
+  auto leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
+  if (leases)
+    leases->erase(std::remove_if(leases->begin(), leases->end(),
+                                 [&](const persistence::lease_row& l) {
+                                   return l.shard >= st.ours.size() || !st.ours[l.shard];
+                                 }),
+                  leases->end());
+  return leases;
+}
+
 std::string err_text(const caf::error& e) {
   return persistence::error_message(e);
 }
@@ -153,7 +172,7 @@ void check_taken(self_ptr self) {
   if (st.drains.empty() || !st.held.empty()
       || st.taken_by == std::chrono::steady_clock::time_point{})
     return;
-  auto leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
+  auto leases = group_leases(st);
   if (!leases)
     return; // looked at again at the next heartbeat
   std::vector<uint32_t> untaken;
@@ -289,7 +308,7 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
   for (auto& n : nodes)
     by_id[n.node_id] = &n;
   for (auto& l : leases) {
-    if (l.shard >= st.opts.shard_count)
+    if (l.shard >= st.ours.size() || !st.ours[l.shard])
       continue;
     if (st.held.count(l.shard) != 0)
       continue; // local (set when acquired)
@@ -308,7 +327,7 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
 void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
                const std::vector<persistence::lease_row>& leases) {
   auto& st = self->state;
-  lease_planner plan{st.opts.node_id, st.opts.shard_count, st.opts.cfg.max_moves};
+  lease_planner plan{st.opts.node_id, st.group_size, st.opts.cfg.max_moves};
   std::vector<std::string> alive;
   for (auto& n : nodes)
     if (n.alive)
@@ -322,8 +341,8 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
   plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
   while (plan.wants_more()) {
-    auto got =
-      persistence::acquire_free_lease(*st.own_pool, st.opts.node_id, st.opts.cfg.lease_timeout);
+    auto got = persistence::acquire_free_lease(*st.own_pool, st.opts.node_id,
+                                               st.opts.cfg.lease_timeout, st.opts.shards);
     if (!got) {
       if (!db_outage_reported(st.opts.db.get(), got.error()))
         lg->warn("lease acquisition failed error={}", err_text(got.error()));
@@ -342,8 +361,9 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     // is killed: the actor system's stop waits for it) beside the new one.
     if (st.held.count(shard) != 0)
       drop(self, shard, "lease taken again at a new epoch (it had expired)");
-    auto handles = spawn_local_shard(st.opts.routes->kinds(),
-                                     shard_lease{&self->system(), shard, epoch, &st.paused});
+    auto handles = spawn_local_shard(
+      st.opts.routes->kinds(),
+      shard_lease{&self->system(), shard, epoch, &st.paused, st.opts.group, st.opts.pool});
     held_shard h{epoch, handles, false};
     for (auto& a : h.actors())
       self->monitor(a);
@@ -463,13 +483,13 @@ void tick(self_ptr self) {
     held.push_back({shard, h.epoch});
   // The leases are confirmed from this heartbeat's start (router.hpp: the shards are served
   // only while they are), provided the liveness session is not lost meanwhile.
-  auto& confirmation = st.opts.routes->confirmation();
+  auto& confirmation = st.opts.routes->confirmation(st.opts.group);
   auto generation = confirmation.generation();
   auto started = std::chrono::steady_clock::now();
   if (!confirmation.confirmed(started) && !held.empty() && confirmation.mark_unconfirmed())
     lg->warn("shard leases unconfirmed node={} shards={} since_ms={}; calls for its shards are "
              "refused (UNAVAILABLE) until a heartbeat renews them",
-             st.opts.node_id, held.size(),
+             st.who, held.size(),
              std::chrono::duration_cast<std::chrono::milliseconds>(
                started - confirmation.unconfirmed_since())
                .count());
@@ -488,8 +508,7 @@ void tick(self_ptr self) {
   auto now = std::chrono::steady_clock::now();
   auto was_down = confirmation.unconfirmed_since();
   if (confirmation.confirm(started, generation, now))
-    lg->info("shard leases confirmed again node={} shards={} after_ms={}", st.opts.node_id,
-             still.size(),
+    lg->info("shard leases confirmed again node={} shards={} after_ms={}", st.who, still.size(),
              std::chrono::duration_cast<std::chrono::milliseconds>(now - was_down).count());
   else if (!confirmation.confirmed(now))
     // The heartbeat began too long ago to confirm anything (the process was paused, or the
@@ -499,9 +518,9 @@ void tick(self_ptr self) {
   if (auto err = read_pauses(self); err && !db_outage_reported(st.opts.db.get(), err))
     lg->warn("paused stages unavailable error={}; the last known ones stay", err_text(err));
   auto nodes = persistence::list_nodes(*st.own_pool, st.opts.cfg.lease_timeout);
-  auto leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
+  auto leases = group_leases(st);
   if (leases && take_back_previous(self, *leases))
-    leases = persistence::list_leases(*st.own_pool, st.opts.cfg.lease_timeout);
+    leases = group_leases(st);
   if (!nodes || !leases) {
     auto& err = nodes ? leases.error() : nodes.error();
     if (!db_outage_reported(st.opts.db.get(), err))
@@ -527,6 +546,16 @@ void tick(self_ptr self) {
 
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
+  {
+    auto& st = self->state;
+    st.ours.assign(st.opts.shard_count, st.opts.shards.empty());
+    for (auto shard : st.opts.shards)
+      if (shard < st.ours.size())
+        st.ours[shard] = true;
+    st.group_size = static_cast<uint32_t>(std::count(st.ours.begin(), st.ours.end(), true));
+    st.who = st.opts.group_name.empty() ? st.opts.node_id
+                                        : st.opts.node_id + " group=" + st.opts.group_name;
+  }
   // One connection: the manager is one detached actor, one statement at a time.
   self->state.own_pool = persistence::dedicated_pool(*self->state.opts.pool, 1);
   // Connected now, while the node starts, not in the first heartbeat after it joins: that
@@ -563,38 +592,39 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
       // From now on the shards are served only while their leases are confirmed, with a
       // margin of one heartbeat interval below the lease timeout (at most a quarter of it: a
       // heartbeat comes a little later than every interval, and must come in time).
-      st.opts.routes->confirmation().enable(
-        st.opts.node_id, st.opts.cfg.lease_timeout,
-        std::min(st.opts.cfg.heartbeat, st.opts.cfg.lease_timeout / 4),
-        std::chrono::steady_clock::now());
+      st.opts.routes->confirmation(st.opts.group)
+        .enable(st.who, st.opts.cfg.lease_timeout,
+                std::min(st.opts.cfg.heartbeat, st.opts.cfg.lease_timeout / 4),
+                std::chrono::steady_clock::now());
       if (!st.opts.dsn.empty()) {
         caf::actor_addr me = self->address();
         std::weak_ptr<router> routes = st.opts.routes;
-        auto node_id = st.opts.node_id;
+        auto node_id = st.who;
+        auto group = st.opts.group;
         st.listener = std::make_unique<persistence::cluster_listener>(
           st.opts.dsn,
-          [me, routes] {
+          [me, routes, group] {
             // A node joined, left or moved a lease: not alone any more, before the look.
             if (auto r = routes.lock())
-              r->confirmation().set_alone(false);
+              r->confirmation(group).set_alone(false);
             if (auto h = caf::actor_cast<manager_impl>(me))
               caf::anon_send(h, notified_atom_v);
           },
           st.opts.node_id, st.opts.on_wake,
-          [me, routes, node_id](bool locked) {
+          [me, routes, node_id, group](bool locked) {
             auto r = routes.lock();
             if (!r)
               return;
             if (locked) {
               // Heartbeats from now on confirm; look now (a restarted node takes its previous
               // incarnation's leases back). Not a change by another node: alone stays as it is.
-              r->confirmation().session_locked();
+              r->confirmation(group).session_locked();
               if (auto h = caf::actor_cast<manager_impl>(me))
                 caf::anon_send(h, notified_atom_v);
               return;
             }
             // Other nodes take this node's leases from now on: refuse its shards' calls at once.
-            if (r->confirmation().session_lost(std::chrono::steady_clock::now()))
+            if (r->confirmation(group).session_lost(std::chrono::steady_clock::now()))
               lg->warn("shard leases unconfirmed node={}: the liveness session to PostgreSQL is "
                        "lost (other nodes take the leases now); calls for its shards are refused "
                        "(UNAVAILABLE) until the lock is taken again and a heartbeat renews them",
@@ -691,6 +721,67 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
 
 manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts) {
   return sys.spawn<caf::detached>(manager_fun, std::move(opts));
+}
+
+namespace {
+
+/// Asks every manager `xs...` and answers `rp` with the answers folded by `fold` once all came,
+/// or with the first error.
+template <class T, class Fold, class... Ts>
+caf::result<T> ask_all(manager_actor::pointer self, const std::vector<manager_actor>& managers,
+                       T init, Fold fold, Ts... xs) {
+  struct pending_t {
+    size_t left;
+    T acc;
+    bool done = false;
+  };
+  auto rp = self->make_response_promise<T>();
+  auto pending = std::make_shared<pending_t>(pending_t{managers.size(), init});
+  for (auto& m : managers)
+    self->request(m, caf::infinite, xs...)
+      .then(
+        [=](T answer) mutable {
+          if (pending->done)
+            return;
+          pending->acc = fold(pending->acc, answer);
+          if (--pending->left == 0) {
+            pending->done = true;
+            rp.deliver(pending->acc);
+          }
+        },
+        [=](caf::error& err) mutable {
+          if (pending->done)
+            return;
+          pending->done = true;
+          rp.deliver(std::move(err));
+        });
+  return rp;
+}
+
+manager_actor::behavior_type group_managers_fun(manager_actor::pointer self,
+                                                std::vector<manager_actor> managers) {
+  auto ok = [](ok_atom, ok_atom) { return ok_atom_v; };
+  return {
+    [=](join_atom a) { return ask_all(self, managers, ok_atom_v, ok, a); },
+    [=](pause_atom a) { return ask_all(self, managers, ok_atom_v, ok, a); },
+    [=](leave_atom a) { return ask_all(self, managers, ok_atom_v, ok, a); },
+    [=](drain_node_atom a) {
+      return ask_all(
+        self, managers, uint32_t{0}, [](uint32_t x, uint32_t y) { return x + y; }, a);
+    },
+    [=](undrain_atom a) {
+      return ask_all(
+        self, managers, false, [](bool x, bool y) { return x || y; }, a);
+    },
+  };
+}
+
+} // namespace
+
+manager_actor spawn_group_managers(caf::actor_system& sys, std::vector<manager_actor> managers) {
+  if (managers.size() == 1)
+    return managers.front();
+  return sys.spawn(group_managers_fun, std::move(managers));
 }
 
 } // namespace gost::runtime

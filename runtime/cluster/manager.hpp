@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
@@ -49,6 +50,13 @@ struct cluster_options {
   config::cluster_config cfg;
   std::string node_id;
   uint32_t shard_count = 0;
+  /// The shard group this manager serves (ADR 0023: a node runs one per group): its id, its
+  /// name (logs) and its shards, in order (empty: all `shard_count`, the one group of an
+  /// installation without groups). `pool` and `dsn` are the group's database, which holds its
+  /// leases, the `nodes` rows and the liveness locks: the group is a small cluster of its own.
+  uint32_t group = 0;
+  std::string group_name;
+  std::vector<uint32_t> shards;
   persistence::pg_pool* pool = nullptr;
   /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
   /// empty: membership changes are noticed at the next heartbeat only.
@@ -95,5 +103,11 @@ using manager_actor = caf::typed_actor<
 
 /// Spawns the manager (a detached actor: it blocks on PostgreSQL), idle until (join_atom).
 manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);
+
+/// The managers of a node's shard groups as one (ADR 0023): each message goes to every one;
+/// join, pause and leave are answered once all answered, a drain with the shards handed off
+/// in all groups, an undrain with whether any was drained; the first error is the answer.
+/// With one manager, that manager itself.
+manager_actor spawn_group_managers(caf::actor_system& sys, std::vector<manager_actor> managers);
 
 } // namespace gost::runtime

@@ -144,7 +144,7 @@ private:
         // database may have lost it already): else refused as moved (nothing done; the sender
         // routes again until its deadline), never a stale answer.
         caf::error refused;
-        if (!router_->confirmed_now(&refused)) {
+        if (!router_->confirmed_now(shard, &refused)) {
           put_error(make_error(errc::moved, error_message(refused)), *resp);
           reactor->Finish(grpc::Status::OK);
           return;

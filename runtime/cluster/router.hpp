@@ -7,13 +7,15 @@
 // no known owner (moving, or its owner died and the lease has not expired yet) has no route:
 // callers pause and ask again. The router names no kind: the node registers them in
 // `kinds()` before the cluster manager starts. A shard owned here is served only while the
-// node's leases are confirmed (`confirmation()`, cluster/lease_confirmation.hpp): else a call
+// node's leases are confirmed (`confirmation(group)`, cluster/lease_confirmation.hpp; one per
+// shard group, ADR 0023): else a call
 // is refused UNAVAILABLE, never answered from a shard another node may own already.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -30,8 +32,16 @@ class router {
 public:
   /// `stores`: actors for lookups not tied to one entity (any_store), of whatever interface
   /// their user casts them to.
-  router(uint32_t shard_count, std::vector<caf::actor> stores)
-    : routes_(shard_count), stores_(std::move(stores)) {}
+  /// `group_of`: each shard's group (ADR 0023; empty: every shard in group 0). Each group's
+  /// leases are confirmed by that group's cluster manager on its own.
+  router(uint32_t shard_count, std::vector<caf::actor> stores, std::vector<uint32_t> group_of = {})
+    : routes_(shard_count), stores_(std::move(stores)), group_of_(std::move(group_of)) {
+    if (group_of_.empty())
+      group_of_.assign(shard_count, 0);
+    uint32_t groups = 1 + *std::max_element(group_of_.begin(), group_of_.end());
+    for (uint32_t g = 0; g < groups; ++g)
+      confirmations_.push_back(std::make_unique<lease_confirmation>());
+  }
 
   uint32_t shard_count() const noexcept { return static_cast<uint32_t>(routes_.size()); }
 
@@ -61,26 +71,35 @@ public:
         return k.forwarded ? caf::actor_cast<Ops>(r.link) : Ops{};
       here = r.local.get(k.index);
     }
-    if (here && !confirmed_now(refused))
+    if (here && !confirmed_now(shard_of(id), refused))
       return Ops{};
     return caf::actor_cast<Ops>(here);
   }
 
-  /// Whether this node's leases are confirmed now (always before the cluster manager
-  /// joined); when not, counts a refusal and puts its error into `refused` (when given).
-  bool confirmed_now(caf::error* refused = nullptr) const {
+  /// Whether this node's leases of `shard`'s group are confirmed now (always before the
+  /// cluster manager joined); when not, counts a refusal and puts its error into `refused`
+  /// (when given).
+  bool confirmed_now(uint32_t shard, caf::error* refused = nullptr) const {
     auto now = lease_confirmation::clock::now();
-    if (confirmation_.confirmed(now))
+    auto& c = *confirmations_[group_of_[shard]];
+    if (c.confirmed(now))
       return true;
-    auto err = confirmation_.refuse(now);
+    auto err = c.refuse(now);
     if (refused != nullptr)
       *refused = std::move(err);
     return false;
   }
 
-  /// Whether this node's leases are confirmed: the cluster manager keeps it.
-  lease_confirmation& confirmation() noexcept { return confirmation_; }
-  const lease_confirmation& confirmation() const noexcept { return confirmation_; }
+  /// The group holding `shard` (ADR 0023).
+  uint32_t group_of(uint32_t shard) const { return group_of_[shard]; }
+  /// How many group ids there are (0 up to the highest id of a group holding a shard).
+  uint32_t group_count() const noexcept { return static_cast<uint32_t>(confirmations_.size()); }
+
+  /// Whether this node's leases in `group` are confirmed: that group's cluster manager keeps it.
+  lease_confirmation& confirmation(uint32_t group = 0) { return *confirmations_.at(group); }
+  const lease_confirmation& confirmation(uint32_t group = 0) const {
+    return *confirmations_.at(group);
+  }
 
   /// The local supervisor of kind `k` of `shard`, when this node owns the shard and hosts
   /// the kind.
@@ -105,12 +124,12 @@ public:
     return routes_[shard].here;
   }
 
-  /// The shards this node owns now.
-  std::vector<uint32_t> local_shards() const {
+  /// The shards this node owns now (of `group` only, when given).
+  std::vector<uint32_t> local_shards(std::optional<uint32_t> group = std::nullopt) const {
     std::lock_guard<std::mutex> guard{mtx_};
     std::vector<uint32_t> out;
     for (uint32_t s = 0; s < routes_.size(); ++s)
-      if (routes_[s].here)
+      if (routes_[s].here && (!group || group_of_[s] == *group))
         out.push_back(s);
     return out;
   }
@@ -172,12 +191,14 @@ private:
     bool here = false; ///< this node owns the shard
   };
   kind_table kinds_;
-  mutable lease_confirmation confirmation_; ///< refusals are counted by const readers
   mutable std::mutex mtx_;
   mutable std::condition_variable changed_; ///< any route set or cleared
   std::vector<owner> routes_;
   std::vector<caf::actor> stores_;
   std::atomic<size_t> next_{0};
+  std::vector<uint32_t> group_of_; ///< by shard
+  /// By group id; refusals are counted by const readers (lease_confirmation's own atomics).
+  std::vector<std::unique_ptr<lease_confirmation>> confirmations_;
 };
 
 } // namespace gost::runtime

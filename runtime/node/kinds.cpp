@@ -95,8 +95,10 @@ void register_kinds(node_context& n) {
       so.kit.shard = l.shard;
       so.kit.epoch = l.epoch;
       so.kit.paused = *l.paused;
-      so.store = n.stores[l.shard % n.stores.size()];
-      so.writer = kit::writer_for(n.writers, l.shard);
+      auto& g = n.part_of(l.shard); // the shard's group's database (ADR 0023)
+      so.kit.db = g.db;
+      so.store = g.stores[l.shard % g.stores.size()];
+      so.writer = kit::writer_for(g.writers, l.shard);
       auto shard = caf::actor_cast<caf::actor>(spawn_shard(*l.sys, std::move(so)));
       if (n.spawn_scheduled_worker) // stops when the shard's offer supervisor does
         n.spawn_scheduled_worker(l.shard, l.epoch, shard);
@@ -110,13 +112,15 @@ void register_kinds(node_context& n) {
   auto entities = make_shard_kind<entity_owner_ops>(
     kinds::entities_name,
     [&n, base = entity_shard_defaults(n)](const shard_lease& l) -> caf::actor {
-      if (n.entity_stores.empty()) // no entity types: no supervisor
+      auto& g = n.part_of(l.shard); // the shard's group's database (ADR 0023)
+      if (g.entity_stores.empty())  // no entity types: no supervisor
         return {};
       auto eo = base;
       eo.kit.shard = l.shard;
       eo.kit.epoch = l.epoch;
-      eo.store = n.entity_stores[l.shard % n.entity_stores.size()];
-      eo.writer = kit::writer_for(n.entity_writers, l.shard);
+      eo.kit.db = g.db;
+      eo.store = g.entity_stores[l.shard % g.entity_stores.size()];
+      eo.writer = kit::writer_for(g.entity_writers, l.shard);
       eo.kit.write_slot = n.entity_write_stats->slot_for(l.shard);
       eo.kit.figures = n.stats->entity_shards.open(l.shard);
       return caf::actor_cast<caf::actor>(spawn_entity_shard(*l.sys, std::move(eo)));

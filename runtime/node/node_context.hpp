@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "api/scheduled_service.hpp"
 #include "api/state_service.hpp"
 #include "api/task_service.hpp"
+#include "cluster/manager.hpp"
 #include "cluster/node_link.hpp"
 #include "cluster/router.hpp"
 #include "cluster/trace_stream.hpp"
@@ -47,6 +49,7 @@
 #include "gost/images/worker.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/catalog/versions.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
 #include "gost/scheduled/scheduler.hpp"
@@ -60,10 +63,34 @@
 
 namespace gost::runtime {
 
+/// What a node holds once per shard group (ADR 0023: a group is a database holding a range of
+/// shards): the group's pool, the actors reading and writing its offers and entities, its
+/// database's tracker and the cluster manager of its leases. An installation without groups
+/// has one part, group 0, on `pg.dsn`. Every node serves every group (it holds an even share
+/// of each group's shards).
+struct group_part {
+  persistence::shard_group group; ///< id, name and the DSN as declared (empty for group 0)
+  std::vector<uint32_t> shards;   ///< the group's, in order
+  std::string dsn;                ///< where the part connects (group 0: the node's `dsn`)
+  /// The group's pool: the node's own (`node_context::pool`) for group 0, `own_pool` else.
+  persistence::pg_pool* pool = nullptr;
+  std::unique_ptr<persistence::pg_pool> own_pool;
+  /// The group's database as its calls see it (group 0: the node's `db`).
+  std::shared_ptr<dependency_tracker> db;
+  std::vector<store_actor> stores;
+  std::vector<writer_actor> writers; ///< offers' write-behind writers, shared by its shards
+  // the application's actor types (start_entity_actors): empty when it registered none
+  std::vector<entity_store_actor> entity_stores;
+  std::vector<entity_writer_actor> entity_writers;
+  manager_actor manager; ///< the group's leases and shards (start_cluster_manager)
+};
+
 struct node_context {
   node_context(config::node_config c, extensions e) : cfg(std::move(c)), ext(std::move(e)) {
     if (!ext.entity_types)
       ext.entity_types = std::make_shared<entity_registry>();
+    if (!cfg.tasks.enabled)
+      ext.entity_types = without_tasks(*ext.entity_types);
   }
 
   const config::node_config cfg;
@@ -106,21 +133,26 @@ struct node_context {
   /// One-off sweeps every offer shard of this node runs at its start (shard_options::sweeps).
   std::vector<sweep> sweeps;
   // PostgreSQL (start_pg)
-  std::string dsn; ///< pg.dsn, or the embedded server's
-  std::unique_ptr<persistence::pg_pool> pool;
+  std::string dsn; ///< pg.dsn, or the embedded server's: the catalog database, group 0's
+  std::unique_ptr<persistence::pg_pool> pool; ///< of the catalog database (group 0's)
+  /// The shard group map as read at the start (ADR 0023), and a part per group, group 0 first.
+  std::optional<persistence::group_map> group_map;
+  std::vector<std::unique_ptr<group_part>> groups;
+  std::vector<group_part*> part_by_shard;
+  /// The part serving `shard`.
+  group_part& part_of(uint32_t shard) const { return *part_by_shard.at(shard); }
+  /// Whether the installation has several groups.
+  bool multi_group() const { return groups.size() > 1; }
   // actor system and the actors every part shares (start_actor_system, start_core_actors)
   std::unique_ptr<caf::actor_system_config> caf_cfg;
   std::unique_ptr<caf::actor_system> sys;
-  std::vector<store_actor> stores;
-  std::vector<writer_actor> writers;        ///< offers' write-behind writers, shared by shards
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::unique_ptr<call_hub> hub;            ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
   /// Wake notices to and from other nodes (cluster/wakes.hpp); made with the cluster manager.
   std::shared_ptr<wake_hub> wakes;
-  // the application's actor types (start_entity_actors): empty when it registered none
-  std::vector<entity_store_actor> entity_stores;
-  std::vector<entity_writer_actor> entity_writers;
+  // the application's actor types (start_entity_actors; their stores and writers are each
+  // group's)
   std::shared_ptr<kit::entity_stats> entity_stats = std::make_shared<kit::entity_stats>();
   std::shared_ptr<kit::writer_stats> entity_write_stats = std::make_shared<kit::writer_stats>();
   // the cluster (start_cluster_manager, start_node_link, join_cluster)
@@ -128,7 +160,8 @@ struct node_context {
   /// Live traces: the trace hub the shards publish to, and what serves them (AdminService and
   /// NodeService Trace); made with the manager, stopped before the gRPC servers.
   std::shared_ptr<trace_context> traces;
-  manager_actor manager; ///< leases, shards, routes, peer links
+  /// Leases, shards, routes, peer links: the groups' managers as one (spawn_group_managers).
+  manager_actor manager;
   std::unique_ptr<grpc::Service> link_service;
   std::unique_ptr<grpc::Server> link_server;
   int link_port = 0;
@@ -188,6 +221,16 @@ struct node_context {
     image_pools; ///< the feeders, each with its pool
 
   bool hosts_entities() const { return !ext.entity_types->empty(); }
+
+  /// The actor types of `all` but the task types (`tasks.enabled` false): a registry of its
+  /// own, the builder's stays as it was.
+  static std::shared_ptr<entity_registry> without_tasks(const entity_registry& all) {
+    auto out = std::make_shared<entity_registry>();
+    for (auto& t : all.all())
+      if (t->kind().rfind("task.", 0) != 0)
+        (void)out->add(t);
+    return out;
+  }
 
   static std::shared_ptr<dependency_tracker> make_tracker(std::string name, std::string logger) {
     dependency_tracker::options o;

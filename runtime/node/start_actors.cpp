@@ -33,21 +33,25 @@ caf::error start_actor_system(node_context& n) {
 }
 
 caf::error start_core_actors(node_context& n) {
-  for (int i = 0; i < n.cfg.pg.pool_size; ++i)
-    n.stores.push_back(spawn_store(*n.sys, *n.pool, n.stats));
-  n.stops.push("store actors", [&n] {
-    n.stop_actors(n.stores);
-    n.stores.clear();
-  });
-  // Writers matched to connections: two share a 4-connection pool with the stores.
-  auto& write = n.cfg.write;
-  n.writers = spawn_offer_writers(
-    *n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)), write.batch_max,
-    write.flush_delay, n.stats, n.db, n.cfg.history.retention.count() > 0);
-  n.stops.push("offer writers", [&n] {
-    n.stop_actors(n.writers);
-    n.writers.clear();
-  });
+  // Each shard group's database has its stores and writers (ADR 0023).
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    for (int i = 0; i < n.cfg.pg.pool_size; ++i)
+      g.stores.push_back(spawn_store(*n.sys, *g.pool, n.stats));
+    n.stops.push("store actors", [&n, &g] {
+      n.stop_actors(g.stores);
+      g.stores.clear();
+    });
+    // Writers matched to connections: two share a 4-connection pool with the stores.
+    auto& write = n.cfg.write;
+    g.writers = spawn_offer_writers(
+      *n.sys, *g.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)), write.batch_max,
+      write.flush_delay, n.stats, g.db, n.cfg.history.retention.count() > 0);
+    n.stops.push("offer writers", [&n, &g] {
+      n.stop_actors(g.writers);
+      g.writers.clear();
+    });
+  }
   n.pools = spawn_stage_pools(*n.sys, *n.stages);
   n.stops.push("stage pools", [&n] {
     std::vector<pool_actor> pools;
@@ -62,10 +66,15 @@ caf::error start_core_actors(node_context& n) {
     std::make_unique<call_hub>(*n.sys, static_cast<size_t>(std::max(2, n.cfg.scheduler.threads)),
                                static_cast<size_t>(n.cfg.pg.pool_size) + 1);
   n.stops.push("call hub", [&n] { n.hub.reset(); });
-  std::vector<caf::actor> stores; // the offers' (cluster/builtin_kinds.hpp: any_offer_store)
-  for (auto& s : n.stores)
+  // The offers' (cluster/builtin_kinds.hpp: any_offer_store): the catalog database's, group
+  // 0's, for the lookups that are not by id (ADR 0023 build step 4 spreads them).
+  std::vector<caf::actor> stores;
+  for (auto& s : n.groups.front()->stores)
     stores.push_back(caf::actor_cast<caf::actor>(s));
-  n.routes = std::make_shared<router>(n.cfg.shard.count, std::move(stores));
+  std::vector<uint32_t> group_of;
+  for (auto* part : n.part_by_shard)
+    group_of.push_back(part->group.id);
+  n.routes = std::make_shared<router>(n.cfg.shard.count, std::move(stores), std::move(group_of));
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });
@@ -92,15 +101,22 @@ caf::error start_core_actors(node_context& n) {
     auto r = weak.lock();
     if (!r)
       return;
-    auto& c = r->confirmation();
-    out.add("gost_lease_unconfirmed_refusals_total", stat_kind::counter,
-            "Calls for shards owned here refused UNAVAILABLE because the node could not confirm "
-            "its shard leases (no heartbeat renewed them within the lease timeout less one "
-            "heartbeat, or its liveness session to PostgreSQL was lost).",
-            {}, static_cast<int64_t>(c.refusals()));
-    out.add("gost_leases_confirmed", stat_kind::gauge,
-            "1 while the node's shard leases are confirmed (its shards are served), else 0.", {},
-            c.confirmed(lease_confirmation::clock::now()) ? 1 : 0);
+    // One series per shard group when there are several (label `group`, ADR 0023).
+    auto now = lease_confirmation::clock::now();
+    for (uint32_t g = 0; g < r->group_count(); ++g) {
+      auto& c = r->confirmation(g);
+      metric_labels labels;
+      if (r->group_count() > 1)
+        labels = {{"group", std::to_string(g)}};
+      out.add("gost_lease_unconfirmed_refusals_total", stat_kind::counter,
+              "Calls for shards owned here refused UNAVAILABLE because the node could not "
+              "confirm its shard leases (no heartbeat renewed them within the lease timeout "
+              "less one heartbeat, or its liveness session to PostgreSQL was lost).",
+              labels, static_cast<int64_t>(c.refusals()));
+      out.add("gost_leases_confirmed", stat_kind::gauge,
+              "1 while the node's shard leases are confirmed (its shards are served), else 0.",
+              labels, c.confirmed(now) ? 1 : 0);
+    }
   });
   // The offers' figures, and the stage engine's and Kafka's (node_stats::visit: gost_offer_*,
   // gost_outbox_*, gost_after_save_*); the offer shards' and writers' own.
@@ -114,17 +130,20 @@ caf::error start_core_actors(node_context& n) {
 caf::error start_entity_actors(node_context& n) {
   if (!n.hosts_entities())
     return {};
-  n.entity_stores.push_back(spawn_entity_store(*n.sys, *n.pool));
-  n.stops.push("entity stores", [&n] {
-    n.stop_actors(n.entity_stores);
-    n.entity_stores.clear();
-  });
-  n.entity_writers = spawn_entity_writers(*n.sys, *n.pool, 1, n.cfg.write.batch_max,
-                                          n.cfg.write.flush_delay, n.entity_write_stats, n.db);
-  n.stops.push("entity writers", [&n] {
-    n.stop_actors(n.entity_writers);
-    n.entity_writers.clear();
-  });
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    g.entity_stores.push_back(spawn_entity_store(*n.sys, *g.pool));
+    n.stops.push("entity stores", [&n, &g] {
+      n.stop_actors(g.entity_stores);
+      g.entity_stores.clear();
+    });
+    g.entity_writers = spawn_entity_writers(*n.sys, *g.pool, 1, n.cfg.write.batch_max,
+                                            n.cfg.write.flush_delay, n.entity_write_stats, g.db);
+    n.stops.push("entity writers", [&n, &g] {
+      n.stop_actors(g.entity_writers);
+      g.entity_writers.clear();
+    });
+  }
   // The durable entities' figures: all kinds (gost_entity_actors_*, gost_entity_write_*), and
   // per kind and lane summed over the node's entity shards (gost_entity_kind_*,
   // gost_entity_lane_*; tasks are the kinds task.<type>).

@@ -5,6 +5,7 @@
 // manager's peer links may be forwarding).
 
 #include <algorithm>
+#include <utility>
 
 #include "cluster/manager.hpp"
 #include "cluster/wakes.hpp"
@@ -83,10 +84,7 @@ caf::error start_cluster_manager(node_context& n) {
   co.cfg = n.cfg.cluster;
   co.node_id = n.cfg.node.id;
   co.shard_count = n.cfg.shard.count;
-  co.pool = n.pool.get();
-  co.dsn = n.dsn;
   co.routes = n.routes;
-  co.db = n.db;
   co.security = n.security;
   co.link_max_bytes = link_max_bytes(n.cfg.limits);
   co.stats = n.stats;
@@ -98,9 +96,36 @@ caf::error start_cluster_manager(node_context& n) {
   };
   // The supervisors of a lease the manager takes: one per kind registered (node/kinds.cpp).
   register_kinds(n);
-  n.manager = spawn_cluster_manager(*n.sys, std::move(co));
-  // Stops the shards it still runs (none after a complete hand-off) and the peer links.
-  n.stops.push("cluster manager", [&n] { n.stop_actor(n.manager); });
+  // A manager per shard group, on the group's database (ADR 0023); the node's parts talk to
+  // them as one.
+  std::vector<manager_actor> managers;
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    auto gco = co;
+    gco.group = g.group.id;
+    if (n.multi_group()) {
+      gco.group_name = g.group.name;
+      gco.shards = g.shards;
+    }
+    gco.pool = g.pool;
+    gco.dsn = g.dsn;
+    gco.db = g.db;
+    g.manager = spawn_cluster_manager(*n.sys, std::move(gco));
+    managers.push_back(g.manager);
+  }
+  n.manager = spawn_group_managers(*n.sys, std::move(managers));
+  // Stops the shards they still run (none after a complete hand-off) and the peer links.
+  n.stops.push("cluster manager", [&n] {
+    // Every handle released: the actor system's stop waits for a detached actor until then.
+    std::vector<manager_actor> all;
+    for (auto& part : n.groups) {
+      auto m = std::exchange(part->manager, manager_actor{});
+      if (m != n.manager)
+        all.push_back(std::move(m));
+    }
+    n.stop_actor(n.manager);
+    n.stop_actors(all);
+  });
   return {};
 }
 
@@ -146,8 +171,10 @@ caf::error join_cluster(node_context& n) {
   me.grpc_addr = cfg.grpc.listen.host + ":" + std::to_string(n.grpc_port);
   me.http_addr = cfg.http.listen.host + ":" + std::to_string(n.http_port);
   n.advertised_host = me.caf_host;
-  if (auto err = persistence::register_node(*n.pool, me))
-    return err;
+  // In every shard group's database: each group is a small cluster of its own (ADR 0023).
+  for (auto& part : n.groups)
+    if (auto err = persistence::register_node(*part->pool, me))
+      return err;
   caf::error failed;
   caf::scoped_actor self{*n.sys};
   self->request(n.manager, cfg.api.request_timeout, join_atom_v)

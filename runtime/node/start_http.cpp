@@ -48,13 +48,15 @@ caf::actor spawn_sampler(caf::actor_system& sys, std::shared_ptr<const stats_reg
 
 caf::error start_http(node_context& n) {
   auto& cfg = n.cfg;
-  add_health_metrics(
-    *n.registry,
-    {n.ready,
-     cfg.images.redis_address.empty()
-       ? std::vector<std::shared_ptr<const dependency_tracker>>{n.db, n.kafka}
-       : std::vector<std::shared_ptr<const dependency_tracker>>{n.db, n.kafka, n.redis},
-     n.trace_hub});
+  // The catalog database, then each other shard group's (ADR 0023), Kafka, Redis.
+  std::vector<std::shared_ptr<const dependency_tracker>> deps{n.db};
+  for (auto& part : n.groups)
+    if (part->db != n.db)
+      deps.push_back(part->db);
+  deps.push_back(n.kafka);
+  if (!cfg.images.redis_address.empty())
+    deps.push_back(n.redis);
+  add_health_metrics(*n.registry, {n.ready, std::move(deps), n.trace_hub});
   auto* counters = n.counters.get();
   auto status_page = [counters, ready = n.ready, node_id = cfg.node.id, grpc_port = n.grpc_port,
                       shards = cfg.shard.count, dump = cfg.config_dump](const http_request&) {

@@ -1,6 +1,7 @@
 // PostgreSQL: the embedded server when there is no `pg.dsn` (it keeps running after the node
 // stops, by design: scripts/pg.sh stops it), the connection pool, then what must hold before
-// any actor touches the database: migrations, the installation's shard count, lease rows.
+// any actor touches the database: migrations, the installation's shard count, lease rows; and
+// the same in the database of each shard group the catalog's map names (ADR 0023).
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
@@ -37,6 +38,69 @@ persistence::pg_pool::options pool_options(const config::node_config& cfg, const
   return po;
 }
 
+/// From now on every call on `pool` tells `db` whether the server answered, so an outage is
+/// one "lost" line, summaries, one "back" line (and readiness drops meanwhile).
+void observe(persistence::pg_pool& pool, const std::shared_ptr<dependency_tracker>& db) {
+  pool.observe([db](const caf::error& unreachable, auto started) {
+    if (unreachable)
+      db->failed(persistence::error_message(unreachable), started);
+    else
+      db->succeeded(started);
+  });
+}
+
+/// What must hold in a database before any actor touches it: the migrations, and the
+/// installation's shard count (the same in every group's database).
+caf::error prepare(persistence::pg_pool& pool, uint32_t shard_count, const std::string& what) {
+  auto applied = persistence::migrate(pool);
+  if (!applied)
+    return applied.error();
+  if (*applied > 0)
+    lg->info("schema migrations applied database={} count={}", what, *applied);
+  return persistence::ensure_installation(pool, shard_count);
+}
+
+/// The parts of a node that read and write the catalog database only (ADR 0023, build step
+/// 3 makes them per group): with shards in other groups they would miss those groups' rows,
+/// so a node with one of them on refuses a map of several groups, saying which.
+caf::error refuse_unsupported(const node_context& n, const persistence::group_map& map) {
+  if (map.single_group() || map.first_outside(0) == nullptr)
+    return {};
+  auto& c = n.cfg;
+  std::vector<std::string> on;
+  if (c.scheduled.enabled)
+    on.emplace_back("scheduled.enabled");
+  if (c.images.enabled)
+    on.emplace_back("images.enabled");
+  if (c.feeds.enabled)
+    on.emplace_back("feeds.enabled");
+  if (!c.feed.requests_topic.empty())
+    on.emplace_back("feed.requests_topic");
+  if (c.outbox.relay)
+    on.emplace_back("outbox.relay");
+  if (n.hosts_entities()) {
+    bool tasks = false, others = false;
+    for (auto& t : n.ext.entity_types->all())
+      (t->kind().rfind("task.", 0) == 0 ? tasks : others) = true;
+    if (tasks)
+      on.emplace_back("tasks.enabled");
+    if (others)
+      on.emplace_back("the application's actor types");
+  }
+  if (on.empty())
+    return {};
+  std::string names;
+  for (auto& o : on)
+    names += (names.empty() ? "" : ", ") + o;
+  return persistence::make_db_error(
+    persistence::db_errc::schema_mismatch,
+    "the shard group map (version " + std::to_string(map.version()) + ") spreads the shards over "
+      + std::to_string(map.groups().size())
+      + " databases, and this node runs parts that serve one database only so far (ADR 0023, "
+        "build step 3): "
+      + names + "; turn them off on this node, or keep every shard in group 0");
+}
+
 } // namespace
 
 caf::error start_pg(node_context& n) {
@@ -53,35 +117,56 @@ caf::error start_pg(node_context& n) {
   n.stops.push("PostgreSQL pool", [&n] { n.pool.reset(); });
   if (auto err = n.pool->wait_ready(cfg.pg.connect_timeout))
     return err;
-  // Reachable now: from here on every call tells the tracker whether the server answered, so an
-  // outage is one "lost" line, summaries, one "back" line (and readiness drops meanwhile).
-  n.pool->observe([db = n.db](const caf::error& unreachable, auto started) {
-    if (unreachable)
-      db->failed(persistence::error_message(unreachable), started);
-    else
-      db->succeeded(started);
-  });
-  auto applied = persistence::migrate(*n.pool);
-  if (!applied)
-    return applied.error();
-  if (*applied > 0)
-    lg->info("schema migrations applied count={}", *applied);
-  if (auto err = persistence::ensure_installation(*n.pool, cfg.shard.count))
+  observe(*n.pool, n.db);
+  if (auto err = prepare(*n.pool, cfg.shard.count, "the catalog database"))
     return err;
-  // The shard group map (ADR 0023). A node serves one database until its build step 2: a map
-  // placing shards in another is refused, rather than serving them from this one.
+  // The shard group map (ADR 0023): a part per group, each with its database.
   auto groups = persistence::load_group_map(*n.pool, cfg.shard.count);
   if (!groups)
     return groups.error();
-  if (auto* r = groups->first_outside(0))
-    return persistence::make_db_error(
-      persistence::db_errc::schema_mismatch,
-      "the shard group map (version " + std::to_string(groups->version()) + ") places shards "
-        + std::to_string(r->first) + "-" + std::to_string(r->last) + " in group `"
-        + groups->find(r->moving_to ? *r->moving_to : r->group)->name
-        + "`; this gostd serves one database (pg.dsn) only (ADR 0023, build step 2): remove "
-          "the rows of shard_ranges, or run a gostd that serves shard groups");
-  return persistence::ensure_lease_rows(*n.pool, cfg.shard.count);
+  if (auto err = refuse_unsupported(n, *groups))
+    return err;
+  n.group_map = std::move(*groups);
+  n.stops.push("shard groups' pools", [&n] {
+    n.part_by_shard.clear();
+    n.groups.clear();
+  });
+  n.part_by_shard.assign(cfg.shard.count, nullptr);
+  for (auto& g : n.group_map->groups()) {
+    auto part = std::make_unique<group_part>();
+    part->group = g;
+    part->shards = n.group_map->shards_of(g.id);
+    // Group 0 is the catalog's database; another group holding no shard (declared, nothing
+    // moved to it yet) needs no part.
+    if (g.id != 0 && part->shards.empty())
+      continue;
+    if (g.id == 0) {
+      part->dsn = n.dsn;
+      part->pool = n.pool.get();
+      part->db = n.db;
+    } else {
+      part->dsn = g.dsn;
+      part->own_pool = std::make_unique<persistence::pg_pool>(pool_options(cfg, g.dsn));
+      part->pool = part->own_pool.get();
+      part->db = node_context::make_tracker("postgresql/" + g.name, "pg");
+      if (auto err = part->pool->wait_ready(cfg.pg.connect_timeout))
+        return persistence::make_db_error(
+          persistence::db_errc::unavailable,
+          "shard group `" + g.name + "` (" + std::to_string(part->shards.size())
+            + " shards): its database is unreachable: " + persistence::error_message(err));
+      observe(*part->pool, part->db);
+      if (auto err = prepare(*part->pool, cfg.shard.count, "shard group `" + g.name + "`"))
+        return err;
+    }
+    if (auto err = persistence::ensure_lease_rows(*part->pool, part->shards))
+      return err;
+    for (auto shard : part->shards)
+      n.part_by_shard[shard] = part.get();
+    if (n.group_map->groups().size() > 1)
+      lg->info("shard group served group={} name={} shards={}", g.id, g.name, part->shards.size());
+    n.groups.push_back(std::move(part));
+  }
+  return {};
 }
 
 } // namespace gost::runtime

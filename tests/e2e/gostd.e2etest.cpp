@@ -418,16 +418,33 @@ TEST_CASE("gostd refuses to start with one clear line") {
     CHECK(second.output().find("set `shard.count` to 8") != std::string::npos);
     std::remove(port_file.c_str());
   }
-  SUBCASE("a shard group map placing shards in another database (ADR 0023)") {
+  SUBCASE("a shard group whose database is unreachable, or parts that serve one database only "
+          "(ADR 0023)") {
     testing::temp_db db;
     auto port_file = temp_path("gostd-port");
     start_and_stop(db, port_file); // the installation exists
-    db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', 'host=east')");
+    db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', 'host=127.0.0.1 "
+              "port=1 user=gost dbname=east connect_timeout=1')");
     db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
               " (4, 7, 1)");
-    child_process second{GOSTD_PATH, node_args(db, port_file + "2")};
-    CHECK(second.wait(30s) == 1);
-    CHECK(second.output().find("places shards 4-7 in group `east`") != std::string::npos);
+    child_process unreachable{
+      GOSTD_PATH,
+      node_args(db, port_file + "2",
+                {"--pg.connect_timeout=500ms", "--scheduled.enabled=false",
+                 "--images.enabled=false", "--outbox.relay=false", "--tasks.enabled=false"})};
+    CHECK(unreachable.wait(30s) == 1);
+    CHECK_MESSAGE(unreachable.output().find("shard group `east` (4 shards): its database is "
+                                            "unreachable")
+                    != std::string::npos,
+                  unreachable.output());
+    child_process scheduled{GOSTD_PATH,
+                            node_args(db, port_file + "3", {"--scheduled.enabled=true"})};
+    CHECK(scheduled.wait(30s) == 1);
+    CHECK_MESSAGE(scheduled.output().find("serve one database only so far (ADR 0023, build step "
+                                          "3): scheduled.enabled, images.enabled, outbox.relay, "
+                                          "tasks.enabled; turn them off")
+                    != std::string::npos,
+                  scheduled.output());
     std::remove(port_file.c_str());
   }
 }

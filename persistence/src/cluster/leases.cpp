@@ -44,6 +44,16 @@ caf::error ensure_lease_rows(pg_pool& pool, uint32_t shard_count) {
   });
 }
 
+caf::error ensure_lease_rows(pg_pool& pool, const std::vector<uint32_t>& shards) {
+  if (shards.empty())
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    tx.exec("INSERT INTO shard_leases (shard) SELECT unnest(ARRAY[" + number_list(shards)
+            + "]::int[]) ON CONFLICT DO NOTHING");
+  });
+}
+
 caf::error register_node(pg_pool& pool, const node_row& n) {
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
@@ -160,7 +170,8 @@ caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
 }
 
 caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& node_id,
-                                              std::chrono::milliseconds lease_timeout) {
+                                              std::chrono::milliseconds lease_timeout,
+                                              const std::vector<uint32_t>& only) {
   acquisition out;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out = {};
@@ -173,6 +184,7 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
       "   heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
       " WHERE shard = (SELECT shard FROM shard_leases WHERE "
         + free_lease(lease_timeout)
+        + (only.empty() ? std::string{} : " AND shard IN (" + number_list(only) + ")")
         + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
           "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
           " RETURNING shard, epoch)"

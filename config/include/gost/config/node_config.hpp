@@ -218,6 +218,7 @@ struct history_config {
 
 /// `tasks.*`: what a task group gets when CreateGroup leaves a setting out (docs/tasks.md).
 struct tasks_config {
+  bool enabled = true;                     ///< the binary's task types are hosted
   std::chrono::milliseconds retry_delay{}; ///< a failed event again after this × attempts
   int max_attempts = 0;                    ///< then dead-lettered
 };

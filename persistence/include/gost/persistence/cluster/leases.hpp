@@ -47,6 +47,8 @@ struct held_lease {
 
 /// Creates the lease rows of shards 0..shard_count-1 that do not exist yet.
 caf::error ensure_lease_rows(pg_pool& pool, uint32_t shard_count);
+/// The same for the shards of one group (ADR 0023): the rows of `shards` that do not exist.
+caf::error ensure_lease_rows(pg_pool& pool, const std::vector<uint32_t>& shards);
 
 /// Registers (or re-registers after a restart) a node: alive, not leaving.
 caf::error register_node(pg_pool& pool, const node_row& node);
@@ -85,9 +87,11 @@ struct acquisition {
 /// leases handed off to this node. The epoch grows by one; the other nodes are notified.
 /// When every free lease is locked by a transaction of its expired owner older than half the
 /// lease timeout, that transaction's backend is ended (`ended`): a frozen commit never holds a
-/// shard hostage.
+/// shard hostage. `only`, when not empty: a lease of these shards only (the group's, ADR 0023:
+/// a database may still hold the rows of shards another group serves now).
 caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& node_id,
-                                              std::chrono::milliseconds lease_timeout);
+                                              std::chrono::milliseconds lease_timeout,
+                                              const std::vector<uint32_t>& only = {});
 
 /// Frees the leases `node_id` owns but does not hold (`held`): its previous incarnation's,
 /// taken back at once after a restart. Call only while this incarnation holds the node's
