@@ -5,6 +5,8 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -54,6 +56,30 @@ struct fixture : migrated_db {
 };
 
 } // namespace
+
+TEST_CASE_FIXTURE(fixture, "a shard group's manager takes the leases of its group's shards only, "
+                           "though the database holds rows of others (ADR 0023)") {
+  // Shards 0 and 1 were processed longest ago: taken first by a manager of every shard.
+  db.scalar("UPDATE shard_leases SET last_processing_start = now() - ((4 - shard) || ' "
+            "minutes')::interval");
+  const std::vector<uint32_t> group{2, 3};
+  std::set<uint32_t> taken;
+  for (int i = 0; i < 2; ++i) {
+    auto r = acquire_free_lease(pool, "n1", 5s, group);
+    REQUIRE(r);
+    REQUIRE(r->lease);
+    taken.insert(r->lease->shard);
+  }
+  CHECK(taken == std::set<uint32_t>{2, 3});
+  auto none = acquire_free_lease(pool, "n1", 5s, group); // 0 and 1 are free, not the group's
+  REQUIRE(none);
+  CHECK_FALSE(none->lease);
+  CHECK(db.scalar("SELECT count(*) FROM shard_leases WHERE owner IS NULL") == "2");
+  // A group's lease rows are created for its shards (the others' exist already here).
+  REQUIRE_FALSE(ensure_lease_rows(pool, std::vector<uint32_t>{6, 7}));
+  CHECK(db.scalar("SELECT string_agg(shard::text, ',' ORDER BY shard) FROM shard_leases")
+        == "0,1,2,3,6,7");
+}
 
 TEST_CASE_FIXTURE(fixture, "a node takes the free lease processed longest ago, at a new epoch") {
   db.scalar(

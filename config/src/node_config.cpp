@@ -765,7 +765,8 @@ node_keys make_node_keys(const application& app) {
             "reaped)."),
         bind_to(&node_config::history, &history_config::retention));
   k.add(num(vk::boolean, "tasks.enabled", "true", 0, 1,
-            "Host the task types the binary registers (gostd: moderation) and serve TaskService. "
+            "Host the task types this program registers (the stock node: moderation) and serve "
+            "TaskService. "
             "false: this node hosts no task type (set it alike on every node). An installation "
             "of several shard groups needs it false until tasks work across groups (ADR 0023, "
             "build step 3)."),

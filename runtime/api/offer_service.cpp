@@ -59,8 +59,8 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
   }
   auto& k = ref.key();
   self
-    ->request(any_offer_store(r), timeout, find_atom_v, k.seller_id(), k.namespace_(),
-              k.external_id())
+    ->request(seller_offer_store(r, k.seller_id()), timeout, find_atom_v, k.seller_id(),
+              k.namespace_(), k.external_id())
     .then([next = std::move(next)](std::string& id) { next(id); },
           [fail](caf::error& err) { fail(err); });
 }
@@ -84,7 +84,13 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
   // A create with a request id makes the same offer id on every retry: the retry reaches the
   // same actor, which answers it with the first answer.
   auto rid = request_id{req->request_id(), "api", rpc::caller_of(*ctx)};
-  auto id = rid.empty() ? make_offer_id() : offer_id_for_request(o.seller_id(), rid.value);
+  auto id = id_in_home_group(router_, o.seller_id(), [&](int draw) {
+    if (rid.empty())
+      return make_offer_id();
+    // Each draw of a retry is the same: the retry finds the same offer id.
+    return offer_id_for_request(o.seller_id(),
+                                draw == 0 ? rid.value : rid.value + "#" + std::to_string(draw));
+  });
   auto deadline = call.deadline();
   auto& r = router_;
   // The job runs once: the offer moves on from its closure (ask_owner.hpp keeps it for retries).
@@ -165,6 +171,21 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
           call.finish(invalid("offer.id and ref name different offers"));
           return;
         }
+        // A seller's offers are in its home group's database (ADR 0023): a seller changed to
+        // one at home in another group would leave the offer where lookups by its new seller
+        // never look.
+        bool sets_seller =
+          !msg.value.seller_id().empty()
+          && (mask.empty() || (',' + mask + ',').find(",seller_id,") != std::string::npos);
+        if (sets_seller && r.group_count() > 1
+            && r.group_of(r.shard_of(msg.value.seller_id())) != r.group_of(r.shard_of(id))) {
+          call.finish(make_error(
+            errc::failed_precondition,
+            "offer " + id + " cannot move to seller " + msg.value.seller_id()
+              + ": that seller's offers are kept in another shard group's database; create the "
+                "offer anew under that seller (and delete this one)"));
+          return;
+        }
         ask_owner(
           self, r, deadline,
           [=](offer_msg& stored) {
@@ -224,7 +245,7 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
     return call.fail(invalid(problem));
   auto limits = limits_;
   caf::timespan timeout{call.budget()};
-  auto store = any_offer_store(router_);
+  auto store = seller_offer_store(router_, req->seller_id());
   auto seller = req->seller_id();
   auto has_ns = req->has_namespace_();
   auto ns = req->namespace_();

@@ -66,4 +66,9 @@ inline store_actor any_offer_store(router& r) {
   return r.any_store<store_actor>();
 }
 
+/// An offer store of the seller's home group (ADR 0023): where its offers and their keys are.
+inline store_actor seller_offer_store(router& r, const std::string& seller_id) {
+  return r.store_of_shard<store_actor>(r.shard_of(seller_id));
+}
+
 } // namespace gost::runtime

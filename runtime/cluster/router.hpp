@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <caf/actor_cast.hpp>
@@ -177,11 +178,31 @@ public:
     changed_.notify_all();
   }
 
-  /// A store actor for lookups that are not tied to one entity (round robin), as `Store`.
+  /// A store actor for lookups that are not tied to one entity (round robin), as `Store`: of
+  /// group 0 (the catalog database).
   template <class Store>
   Store any_store() {
     return caf::actor_cast<Store>(
       stores_[next_.fetch_add(1, std::memory_order_relaxed) % stores_.size()]);
+  }
+
+  /// The store actors of another shard group's database (ADR 0023), set before any call.
+  void set_group_stores(uint32_t group, std::vector<caf::actor> stores) {
+    if (group_stores_.size() <= group)
+      group_stores_.resize(group + 1);
+    group_stores_[group] = std::move(stores);
+  }
+
+  /// A store actor of the database of the group holding `shard` (round robin), as `Store`:
+  /// lookups by a seller read the seller's home group (`shard_of(seller)`), where the seller's
+  /// offers are (ADR 0023 decision 4).
+  template <class Store>
+  Store store_of_shard(uint32_t shard) {
+    auto g = group_of_[shard];
+    auto& stores =
+      g < group_stores_.size() && !group_stores_[g].empty() ? group_stores_[g] : stores_;
+    return caf::actor_cast<Store>(
+      stores[next_.fetch_add(1, std::memory_order_relaxed) % stores.size()]);
   }
 
 private:
@@ -196,9 +217,27 @@ private:
   std::vector<owner> routes_;
   std::vector<caf::actor> stores_;
   std::atomic<size_t> next_{0};
-  std::vector<uint32_t> group_of_; ///< by shard
+  std::vector<uint32_t> group_of_;                    ///< by shard
+  std::vector<std::vector<caf::actor>> group_stores_; ///< by group id (set_group_stores)
   /// By group id; refusals are counted by const readers (lease_confirmation's own atomics).
   std::vector<std::unique_ptr<lease_confirmation>> confirmations_;
 };
+
+/// An id for a new entity of `owner` (a seller) whose shard lies in the owner's home group,
+/// the group holding `shard_of(owner)` (ADR 0023 decision 4: a seller's offers, and so the
+/// unique index of its keys, are in one database): `draw(k)` makes the k-th candidate (k = 0,
+/// 1, ...: a deterministic draw gives a retry the same id), the first in the home group is
+/// taken; on average about as many draws as there are groups. With one group, `draw(0)`.
+template <class Draw>
+std::string id_in_home_group(const router& r, const std::string& owner, Draw draw) {
+  auto id = draw(0);
+  if (r.group_count() == 1)
+    return id;
+  auto home = r.group_of(r.shard_of(owner));
+  // A group holds at least the owner's shard; a map giving it a tiny share costs draws.
+  for (int k = 1; r.group_of(r.shard_of(id)) != home && k < 1'000'000; ++k)
+    id = draw(k);
+  return id;
+}
 
 } // namespace gost::runtime

@@ -201,8 +201,8 @@ void start_round(self_ptr self) {
   auto now = std::chrono::steady_clock::now();
   if (!st.reads->may_try(now))
     return;
-  auto rows =
-    persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(), st.opts.rows_per_round);
+  auto rows = persistence::read_outbox(*st.opts.pool, st.opts.routes->local_shards(st.opts.group),
+                                       st.opts.rows_per_round);
   if (!rows) {
     auto wait = st.reads->failed(now);
     if (!db_outage_reported(st.opts.db.get(), rows.error()))

@@ -55,7 +55,10 @@ struct relay_options {
   config::kafka_config kafka;
   config::outbox_config outbox; ///< `outbox.poll`
   size_t rows_per_round = 100;
+  /// The database of the shard group this relay serves (ADR 0023: a relay per group), and the
+  /// group: it relays the outbox of the shards of `group` this node owns.
   persistence::pg_pool* pool = nullptr;
+  uint32_t group = 0;
   std::shared_ptr<router> routes;
   std::shared_ptr<node_stats> stats;
   std::shared_ptr<parked_stats> parked; ///< may be null (nothing counted)

@@ -82,7 +82,9 @@ struct group_part {
   // the application's actor types (start_entity_actors): empty when it registered none
   std::vector<entity_store_actor> entity_stores;
   std::vector<entity_writer_actor> entity_writers;
-  manager_actor manager; ///< the group's leases and shards (start_cluster_manager)
+  manager_actor manager;  ///< the group's leases and shards (start_cluster_manager)
+  caf::actor relay;       ///< its outbox's relay to Kafka (start_outbox_relay, outbox.relay)
+  caf::actor housekeeper; ///< forgets its request ids older than api.request_ttl
 };
 
 struct node_context {
@@ -189,7 +191,6 @@ struct node_context {
   std::shared_ptr<series_ring> series;
   caf::actor sampler;
   // Kafka (start_outbox_relay, start_after_save, start_feed_exchange)
-  caf::actor relay;                                ///< the outbox relay
   std::unique_ptr<after_save_consumer> after_save; ///< feeds stages' after_save hooks
   std::unique_ptr<feed_exchange> feeds;            ///< applies feed loads
   // the feed processor (start_feeds): its pools and the answers' consumer
@@ -210,8 +211,6 @@ struct node_context {
   std::unique_ptr<scheduled::scheduler> scheduled_api;
   std::function<void(uint32_t shard, int64_t epoch, caf::actor watch)> spawn_scheduled_worker;
   std::unique_ptr<scheduled_service> scheduled_actions; ///< gRPC (start_grpc)
-  // housekeeping (start_housekeeping)
-  caf::actor housekeeper; ///< forgets request ids older than api.request_ttl
   /// The node's one blob store (start_blob_store, images.blob_dir), when the image functions or
   /// the feed processor run here: rotated images, sellers' feed files (uploads, downloads);
   /// made before the gRPC API, stopped after it. start_images gives it its base URL.

@@ -75,6 +75,12 @@ caf::error start_core_actors(node_context& n) {
   for (auto* part : n.part_by_shard)
     group_of.push_back(part->group.id);
   n.routes = std::make_shared<router>(n.cfg.shard.count, std::move(stores), std::move(group_of));
+  for (auto& part : n.groups) {
+    std::vector<caf::actor> of_group;
+    for (auto& s : part->stores)
+      of_group.push_back(caf::actor_cast<caf::actor>(s));
+    n.routes->set_group_stores(part->group.id, std::move(of_group));
+  }
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });

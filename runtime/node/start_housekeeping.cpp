@@ -15,11 +15,23 @@ caf::error start_housekeeping(node_context& n) {
   ho.feeds = n.cfg.feeds.enabled;
   ho.blobs = n.blobs.get(); // start_blob_store: stopped after us
   ho.feed_stats = n.feed_stats.get();
-  ho.pool = n.pool.get();
-  ho.db = n.db;
-  ho.local_shards = [routes = n.routes] { return routes->local_shards(); };
-  n.housekeeper = spawn_housekeeping(*n.sys, std::move(ho));
-  n.stops.push("housekeeping", [&n] { n.stop_actor(n.housekeeper); });
+  // A housekeeper per shard group, on its database (ADR 0023); the images' and feeds' rows
+  // are the catalog's (group 0's) until they are spread too.
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    auto o = ho;
+    o.pool = g.pool;
+    o.db = g.db;
+    if (g.group.id != 0) {
+      o.images = false;
+      o.feeds = false;
+    }
+    o.local_shards = [routes = n.routes, group = g.group.id] {
+      return routes->local_shards(group);
+    };
+    g.housekeeper = spawn_housekeeping(*n.sys, std::move(o));
+    n.stops.push("housekeeping", [&n, &g] { n.stop_actor(g.housekeeper); });
+  }
   return {};
 }
 

@@ -25,18 +25,25 @@ caf::error start_outbox_relay(node_context& n) {
   relay_options ro;
   ro.kafka = n.cfg.kafka;
   ro.outbox = n.cfg.outbox;
-  ro.pool = n.pool.get();
   ro.routes = n.routes;
   ro.stats = n.stats;
-  ro.db = n.db;
   ro.broker = n.kafka;
   ro.parked = std::make_shared<parked_stats>();
   add_relay_metrics(*n.registry, ro.parked);
-  auto relay = spawn_outbox_relay(*n.sys, std::move(ro));
-  if (!relay)
-    return relay.error(); // names the key to change
-  n.relay = std::move(*relay);
-  n.stops.push("outbox relay", [&n] { n.stop_actor(n.relay); });
+  // A relay per shard group, reading its database's outbox (ADR 0023): an offer's events are
+  // all in its group's database, so their order holds.
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    auto o = ro;
+    o.pool = g.pool;
+    o.group = g.group.id;
+    o.db = g.db;
+    auto relay = spawn_outbox_relay(*n.sys, std::move(o));
+    if (!relay)
+      return relay.error(); // names the key to change
+    g.relay = std::move(*relay);
+    n.stops.push("outbox relay", [&n, &g] { n.stop_actor(g.relay); });
+  }
   return {};
 }
 

@@ -76,8 +76,6 @@ caf::error refuse_unsupported(const node_context& n, const persistence::group_ma
     on.emplace_back("feeds.enabled");
   if (!c.feed.requests_topic.empty())
     on.emplace_back("feed.requests_topic");
-  if (c.outbox.relay)
-    on.emplace_back("outbox.relay");
   if (n.hosts_entities()) {
     bool tasks = false, others = false;
     for (auto& t : n.ext.entity_types->all())

@@ -427,11 +427,10 @@ TEST_CASE("gostd refuses to start with one clear line") {
               "port=1 user=gost dbname=east connect_timeout=1')");
     db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
               " (4, 7, 1)");
-    child_process unreachable{
-      GOSTD_PATH,
-      node_args(db, port_file + "2",
-                {"--pg.connect_timeout=500ms", "--scheduled.enabled=false",
-                 "--images.enabled=false", "--outbox.relay=false", "--tasks.enabled=false"})};
+    child_process unreachable{GOSTD_PATH,
+                              node_args(db, port_file + "2",
+                                        {"--pg.connect_timeout=500ms", "--scheduled.enabled=false",
+                                         "--images.enabled=false", "--tasks.enabled=false"})};
     CHECK(unreachable.wait(30s) == 1);
     CHECK_MESSAGE(unreachable.output().find("shard group `east` (4 shards): its database is "
                                             "unreachable")
@@ -441,8 +440,8 @@ TEST_CASE("gostd refuses to start with one clear line") {
                             node_args(db, port_file + "3", {"--scheduled.enabled=true"})};
     CHECK(scheduled.wait(30s) == 1);
     CHECK_MESSAGE(scheduled.output().find("serve one database only so far (ADR 0023, build step "
-                                          "3): scheduled.enabled, images.enabled, outbox.relay, "
-                                          "tasks.enabled; turn them off")
+                                          "3): scheduled.enabled, images.enabled, tasks.enabled; "
+                                          "turn them off")
                     != std::string::npos,
                   scheduled.output());
     std::remove(port_file.c_str());

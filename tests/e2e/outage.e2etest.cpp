@@ -2,10 +2,14 @@
 // (connections cut, as in a crash) while creates commit, started again. The node stays alive
 // but unready while the database is away, says so once in its log and once when it is back,
 // loses no acknowledged write, and answers "safe to retry" only for writes that did not land.
+// With two shard groups (ADR 0023), one group's server stopped leaves the other serving.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -278,5 +282,176 @@ TEST_CASE("a PostgreSQL outage under writes: unready meanwhile, one lost and one
 
   node.signal(SIGTERM);
   CHECK(node.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+namespace {
+
+/// One update of an offer's title; its new version in `version` when answered OK.
+grpc::Status update_title(v1::OfferService::Stub& stub, const std::string& id,
+                          const std::string& seller, const std::string& title, int64_t& version) {
+  v1::UpdateOfferRequest req;
+  req.mutable_offer()->set_id(id);
+  req.mutable_offer()->set_seller_id(seller);
+  req.mutable_offer()->set_title(title);
+  v1::UpdateOfferResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  auto s = stub.UpdateOffer(&ctx, req, &resp);
+  version = resp.offer().version();
+  return s;
+}
+
+/// The offer ids `sql` lists, one per row.
+std::vector<std::string> ids_of(const std::string& joined) {
+  std::vector<std::string> out;
+  std::istringstream in{joined};
+  for (std::string id; std::getline(in, id, ',');)
+    out.push_back(id);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("one shard group's database stopped: its shards answer UNAVAILABLE, the other group's "
+          "keep serving, the node stays ready; back, nothing acknowledged is lost (ADR 0023)") {
+  testing::temp_db catalog;                                                      // group 0
+  testing::private_server east{std::string{GOST_SOURCE_DIR} + "/scripts/pg.sh"}; // group 1
+  auto port_file = "/tmp/gostd-group-outage-" + std::to_string(getpid());
+  std::vector<std::string> args{"--pg.dsn=" + catalog.dsn(),
+                                "--grpc.listen=127.0.0.1:0",
+                                "--grpc.port_file=" + port_file,
+                                "--caf.listen=127.0.0.1:0",
+                                "--shard.count=8",
+                                "--scheduler.threads=2",
+                                "--cluster.heartbeat=200ms",
+                                "--cluster.lease_timeout=2s",
+                                "--scheduled.enabled=false",
+                                "--images.enabled=false",
+                                "--tasks.enabled=false"};
+  auto start = [&](std::unique_ptr<child_process>& node, int& grpc_port, uint16_t& http_port) {
+    std::remove(port_file.c_str());
+    node = std::make_unique<child_process>(GOSTD_PATH, args);
+    REQUIRE_MESSAGE(testing::eventually(30s,
+                                        [&] {
+                                          std::ifstream in(port_file);
+                                          int h = 0;
+                                          if (in >> grpc_port >> h)
+                                            http_port = static_cast<uint16_t>(h);
+                                          return http_port != 0 || !node->running();
+                                        }),
+                    node->output());
+    REQUIRE_MESSAGE(http_port != 0, node->output());
+  };
+  std::unique_ptr<child_process> node;
+  int grpc_port = 0;
+  uint16_t http_port = 0;
+  start(node, grpc_port, http_port); // the catalog's schema and installation
+  node->signal(SIGTERM);
+  REQUIRE(node->wait(30s) == 0);
+  catalog.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn()
+                 + "')");
+  catalog.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
+                 " (4, 7, 1)");
+  http_port = 0;
+  start(node, grpc_port, http_port);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::OfferService::NewStub(channel);
+  REQUIRE(testing::eventually(20s, [&] { return http_says(http_port, "/readyz", "200"); }));
+
+  // Offers of six sellers, in both groups (each seller's in its home group), each updated once
+  // (acknowledged before the outage).
+  std::map<std::string, std::string> seller_of;
+  for (int i = 0; i < 24; ++i) {
+    v1::CreateOfferRequest req;
+    req.mutable_offer()->set_seller_id("outage-seller-" + std::to_string(i % 6));
+    req.mutable_offer()->set_title("offer " + std::to_string(i));
+    v1::CreateOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    auto s = stub->CreateOffer(&ctx, req, &resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    seller_of[resp.offer().id()] = req.offer().seller_id();
+  }
+  auto in_catalog =
+    ids_of(catalog.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id) FROM offers"));
+  auto in_east =
+    ids_of(east.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id) FROM offers"));
+  REQUIRE(in_catalog.size() + in_east.size() == 24);
+  REQUIRE(!in_catalog.empty());
+  REQUIRE(!in_east.empty());
+  std::map<std::string, int64_t> acked;
+  for (auto* ids : {&in_catalog, &in_east})
+    for (auto& id : *ids) {
+      int64_t v = 0;
+      auto s = update_title(*stub, id, seller_of[id], "before", v);
+      REQUIRE_MESSAGE(s.ok(), s.error_message());
+      acked[id] = v;
+    }
+
+  auto log_before = node->output().size();
+  east.stop(true);
+  // East's shards are refused once the node cannot confirm their leases...
+  grpc::Status refused;
+  CHECK_MESSAGE(testing::eventually(20s,
+                                    [&] {
+                                      int64_t v = 0;
+                                      refused =
+                                        update_title(*stub, in_east.front(),
+                                                     seller_of[in_east.front()], "during", v);
+                                      return refused.error_code() == grpc::StatusCode::UNAVAILABLE;
+                                    }),
+                refused.error_message() << "\n"
+                                        << node->output().substr(log_before));
+  // ... while the catalog's group serves every call, and the node stays ready.
+  int served = 0;
+  for (int round = 0; round < 3; ++round)
+    for (auto& id : in_catalog) {
+      int64_t v = 0;
+      auto s = update_title(*stub, id, seller_of[id], "during " + std::to_string(round), v);
+      CHECK_MESSAGE(s.ok(), s.error_message());
+      if (s.ok()) {
+        acked[id] = v;
+        ++served;
+      }
+    }
+  CHECK(served == static_cast<int>(3 * in_catalog.size()));
+  CHECK(http_says(http_port, "/readyz", "200"));
+  auto metrics = testing::http_get(http_port, "/metrics");
+  CHECK_MESSAGE(metrics.find("gost_dependency_up{dependency=\"postgresql/east\"} 0")
+                  != std::string::npos,
+                metrics);
+  CHECK(metrics.find("gost_dependency_up{dependency=\"postgresql\"} 1") != std::string::npos);
+  CHECK(metrics.find("gost_leases_confirmed{group=\"0\"} 1") != std::string::npos);
+  // The outage is logged once, naming the group's database.
+  CHECK_MESSAGE(node->output().find("postgresql/east unreachable since=", log_before)
+                  != std::string::npos,
+                node->output().substr(log_before));
+
+  // Back: east's shards serve again, and nothing acknowledged before or during was lost.
+  east.start();
+  for (auto& id : in_east) {
+    grpc::Status s;
+    int64_t v = 0;
+    CHECK_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        s = update_title(*stub, id, seller_of[id], "after", v);
+                                        return s.ok();
+                                      }),
+                  s.error_message());
+    if (s.ok())
+      acked[id] = v;
+  }
+  node->signal(SIGTERM);
+  CHECK(node->wait(30s) == 0);
+  for (auto& [id, v] : acked) {
+    bool db_of = std::find(in_east.begin(), in_east.end(), id) != in_east.end();
+    auto stored = db_of
+                    ? east.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'")
+                    : catalog.scalar("SELECT version FROM offers WHERE offer_id = '" + id + "'");
+    bool kept = !stored.empty() && std::stoll(stored) >= v;
+    CHECK_MESSAGE(kept, id);
+  }
   std::remove(port_file.c_str());
 }
