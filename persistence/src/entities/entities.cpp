@@ -53,10 +53,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // (and the sets queued behind them) wait: statements that need no answer of their own are
     // sent together (docs/operations.md, "CreateTask under 50 ms of database latency").
     pqxx::work tx{c};
-    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit), and the
-    // current versions of the entities whose version a write checks (plain reads: one writer
-    // per shard writes its entities' states, and another node's only under the lease locked
-    // here), in the round trip of the commit mark.
+    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit; the rows
+    // locked in shard order, as a heartbeat locks them), and the current versions of the entities
+    // whose version a write checks (plain reads: one writer per shard writes its entities' states,
+    // and another node's only under the lease locked here), in the round trip of the commit mark.
     std::set<uint32_t> shards;
     std::set<key> checked;
     for (auto& w : writes) {
@@ -69,7 +69,7 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     bool marked = !shards.empty();
     if (marked) {
       auto sql = mark_statements(tx, mark)
-                 + "WITH l AS (SELECT shard, epoch FROM shard_leases WHERE shard IN ("
+                 + "WITH l AS MATERIALIZED (SELECT shard, epoch FROM shard_leases WHERE shard IN ("
                  + number_list(shards)
                  + ") ORDER BY shard FOR SHARE)"
                    " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l";
