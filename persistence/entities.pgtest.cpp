@@ -166,6 +166,49 @@ TEST_CASE_FIXTURE(entities_db, "an ask's answer is kept with its request id; a s
   CHECK_FALSE(*not_ask);
 }
 
+TEST_CASE_FIXTURE(entities_db, "sent events with request ids commit in one batch: the first of "
+                               "each id is stored once, a repeat in the batch or after stores "
+                               "nothing, plain events and timers of the batch beside them") {
+  auto sent = [&](const std::string& id, const std::string& request_id, std::string payload) {
+    auto w = event_of(id, -1);
+    auto e = timer(id, "", 1'000, std::move(payload));
+    e.request_id = request_id;
+    w.events.push_back(e);
+    return fenced_write<entity_write>{0, epoch, std::move(w)};
+  };
+  std::vector<fenced_write<entity_write>> batch{
+    sent("r1", "init", "r1-first"), sent("r1", "init", "r1-repeat"), // a client's retry
+    sent("r2", "init", "r2"), sent("r2", "other", "r2-other"), sent("r3", "init", "r3")};
+  auto mixed = event_of("r3", -1);
+  mixed.events.push_back(timer("r3", "", 2'000, "r3-plain"));
+  mixed.events.push_back(timer("r3", "sweep", 3'000, "r3-timer"));
+  batch.push_back({0, epoch, mixed});
+  auto out = commit_entity_writes(pool, batch);
+  REQUIRE(out);
+  for (auto o : *out)
+    CHECK(o == write_outcome::committed);
+  auto payloads = [&](const std::string& id) {
+    return db.scalar("SELECT string_agg(convert_from(payload, 'UTF8'), ',' ORDER BY due_at_us,"
+                     " payload) FROM entity_events WHERE entity_id = '"
+                     + id + "'");
+  };
+  CHECK(payloads("r1") == "r1-first");
+  CHECK(payloads("r2") == "r2,r2-other");
+  CHECK(payloads("r3") == "r3,r3-plain,r3-timer");
+  // Each request id's row names its event's seq.
+  CHECK(db.scalar("SELECT count(*) FROM entity_requests q JOIN entity_events e USING (kind,"
+                  " entity_id, seq) WHERE q.entity_id IN ('r1', 'r2', 'r3')")
+        == "4");
+  CHECK(load("r3", 0).next_due_us == 1'000);
+
+  // Sent again in a later batch (an answer lost): nothing more stored.
+  out = commit_entity_writes(pool, {sent("r1", "init", "r1-late"), sent("r2", "other", "x")});
+  REQUIRE(out);
+  CHECK(payloads("r1") == "r1-first");
+  CHECK(payloads("r2") == "r2,r2-other");
+  CHECK(db.scalar("SELECT count(*) FROM entity_requests") == "4");
+}
+
 TEST_CASE_FIXTURE(entities_db, "the shard's due read answers its page, then the first entry past "
                                "the window as a hint") {
   auto soon = event_of("d1", -1);

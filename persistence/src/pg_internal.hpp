@@ -58,4 +58,9 @@ std::string new_commit_mark();
 /// Records `mark` in the transaction (and now and then reaps old marks).
 void write_mark(pqxx::transaction_base& tx, const std::string& mark);
 
+/// What write_mark runs, as statements ending in ';' for a caller to send in the same round
+/// trip as a statement of its own (`tx.exec(mark_statements(tx, mark) + "SELECT ...")`: the
+/// result is the last statement's).
+std::string mark_statements(pqxx::transaction_base& tx, const std::string& mark);
+
 } // namespace gost::persistence

@@ -195,12 +195,17 @@ std::string new_commit_mark() {
   return random_id();
 }
 
-void write_mark(pqxx::transaction_base& tx, const std::string& mark) {
-  tx.exec("INSERT INTO commit_marks (id) VALUES (" + tx.quote(mark) + ")");
+std::string mark_statements(pqxx::transaction_base& tx, const std::string& mark) {
+  std::string sql = "INSERT INTO commit_marks (id) VALUES (" + tx.quote(mark) + ");";
   // A mark is only looked at right after a lost COMMIT: keep a few minutes of them.
   thread_local uint32_t batches = 0;
   if (++batches % 256 == 0)
-    tx.exec("DELETE FROM commit_marks WHERE at < now() - interval '10 minutes'");
+    sql += "DELETE FROM commit_marks WHERE at < now() - interval '10 minutes';";
+  return sql;
+}
+
+void write_mark(pqxx::transaction_base& tx, const std::string& mark) {
+  tx.exec(mark_statements(tx, mark));
 }
 
 caf::error commit_marked(pg_pool& pool, const std::string& mark,

@@ -18,7 +18,8 @@
 // Another test case runs tasks and scheduled actions through two proxied nodes under latency,
 // a cut and a half-open connection of one node: after the heals every task result is pulled
 // from the cursor exactly once and in order, every action fires again, and the scheduled
-// actions' guid invariant (ADR 0011) holds in SQL.
+// actions' guid invariant (ADR 0011) holds in SQL. The last one creates tasks one after another
+// through two proxied nodes under latency: each is acknowledged within the client's 3 s.
 //
 // A node cut from the database (or half-open to it) once kept answering GetOffer from its
 // resident offers after another node took its shards (stale reads, found here); it now serves
@@ -1183,8 +1184,10 @@ TEST_CASE("network faults between gostd and PostgreSQL: tasks' results pulled ex
   phase lat{"latency 50 ms each way, both nodes", clock.now(), 0};
   n1.proxy.latency(50ms, 50ms);
   n2.proxy.latency(50ms, 50ms);
-  // Not acknowledgements: under this latency most CreateTask calls end DEADLINE_EXCEEDED at the
-  // client's 3 s (docs/operations.md, "Tasks and scheduled actions"); the figures say how many.
+  // Not acknowledgements: under this latency most CreateTask calls still end DEADLINE_EXCEEDED
+  // at the client's 3 s here, the scheduled actions' transactions keeping the nodes' pools
+  // busy (docs/operations.md, "Open: the latency phase with scheduled actions"; without them
+  // the test case below requires every create acknowledged); the figures say how many.
   CHECK(pulling([&] { return creator.calls_since(lat.from_us) >= 6; }));
   n1.proxy.pass();
   n2.proxy.pass();
@@ -1294,6 +1297,84 @@ TEST_CASE("network faults between gostd and PostgreSQL: tasks' results pulled ex
                   << " more than one interval (" << interval_ms << " ms) late, the latest "
                   << latest_ms << " ms");
 
+  for (auto* n : {&n1, &n2})
+    n->proc->signal(SIGTERM);
+  for (auto* n : {&n1, &n2})
+    CHECK_MESSAGE(n->proc->wait(30s) == 0, n->proc->output());
+}
+
+TEST_CASE("network faults between gostd and PostgreSQL: CreateTask under 50 ms each way is "
+          "acknowledged within the client's 3 s deadline") {
+  // Two nodes behind their proxies, as in the case above; tasks created one after another
+  // through both in turn while the earlier ones run (their results and 100 ms timers keep the
+  // entity writers busy). Each task has the client's 3 s from its first call: an answer that
+  // says to retry elsewhere (UNAVAILABLE: a node that cannot confirm its leases just now) is
+  // retried on the other node within them, as a client does. Before the fix nearly every
+  // CreateTask ended DEADLINE_EXCEEDED here (docs/operations.md, "CreateTask under 50 ms of
+  // database latency").
+  testing::temp_db db;
+  std::vector<std::string> extra{"--queue.poll=50ms", "--outbox.relay=false"};
+  proxied_node n1("n1", db, fault_run::pg_port(db), links::direct, extra);
+  proxied_node n2("n2", db, fault_run::pg_port(db), links::direct, extra);
+  REQUIRE_MESSAGE(testing::eventually(30s, [&] { return owners(db) == "n1=8 n2=8"; }), owners(db));
+  {
+    auto stub = v1::TaskService::NewStub(n1.channel);
+    v1::CreateGroupRequest req;
+    req.mutable_group()->set_group_id("lat");
+    req.mutable_group()->set_task_type("moderation");
+    req.mutable_group()->set_source("netfault");
+    v1::CreateGroupResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    auto s = stub->CreateGroup(&ctx, req, &resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+  }
+  std::vector<std::unique_ptr<v1::TaskService::Stub>> stubs;
+  for (auto* n : {&n1, &n2})
+    stubs.push_back(v1::TaskService::NewStub(n->channel));
+  n1.proxy.latency(50ms, 50ms);
+  n2.proxy.latency(50ms, 50ms);
+  constexpr int task_count = 12;
+  std::vector<int64_t> took_ms;
+  int acknowledged = 0, retried = 0;
+  for (int i = 0; i < task_count; ++i) {
+    v1::ModerationInput in;
+    in.set_item_id("item-" + std::to_string(i));
+    in.set_content("content");
+    in.set_verdict_timeout_ms(100);
+    in.set_max_issues(3);
+    v1::CreateTaskRequest req;
+    req.set_group_id("lat");
+    req.set_client_key("t-" + std::to_string(i));
+    req.mutable_input()->PackFrom(in);
+    auto deadline = std::chrono::system_clock::now() + 3s; // the client's normal deadline
+    auto start = clock_type::now();
+    grpc::Status s;
+    for (int call = 0;; ++call) {
+      v1::CreateTaskResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(deadline);
+      s = stubs[static_cast<size_t>((i + call) % 2)]->CreateTask(&ctx, req, &resp);
+      if (s.error_code() != grpc::StatusCode::UNAVAILABLE
+          || std::chrono::system_clock::now() >= deadline)
+        break;
+      ++retried;
+      std::this_thread::sleep_for(20ms); // the client's back-off after a failure
+    }
+    took_ms.push_back(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start).count());
+    CHECK_MESSAGE(s.ok(), "task " << i << ": " << s.error_code() << " " << s.error_message()
+                                  << " after " << took_ms.back() << " ms");
+    acknowledged += s.ok() ? 1 : 0;
+  }
+  std::string times;
+  for (auto t : took_ms)
+    times += std::to_string(t) + " ";
+  MESSAGE("CreateTask under 50 ms each way: "
+          << acknowledged << " of " << task_count << " acknowledged (" << retried
+          << " UNAVAILABLE answers retried); ms each: " << times);
+  n1.proxy.pass();
+  n2.proxy.pass();
   for (auto* n : {&n1, &n2})
     n->proc->signal(SIGTERM);
   for (auto* n : {&n1, &n2})

@@ -49,42 +49,48 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
   auto mark = new_commit_mark();
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
     outcomes.assign(writes.size(), write_outcome::conflict);
+    // Every statement below is a round trip to the server, waited on while the batch's writers
+    // (and the sets queued behind them) wait: statements that need no answer of their own are
+    // sent together (docs/operations.md, "CreateTask under 50 ms of database latency").
     pqxx::work tx{c};
-    // Consumers read outputs behind a cursor (their seq): seqs must become visible in their
-    // order, so transactions inserting outputs (any writer, any node) take turns. The lock is
-    // taken first, before any row lock, so that it cannot close a cycle with them.
-    for (auto& w : writes)
-      if (!w.ws.outputs.empty()) {
-        tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(output_lock_class) + ", 0)");
-        break;
-      }
-    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit).
+    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit; the rows
+    // locked in shard order, as a heartbeat locks them), and the current versions of the entities
+    // whose version a write checks (plain reads: one writer per shard writes its entities' states,
+    // and another node's only under the lease locked here), in the round trip of the commit mark.
     std::set<uint32_t> shards;
-    for (auto& w : writes)
+    std::set<key> checked;
+    for (auto& w : writes) {
       shards.insert(w.shard);
+      if (w.ws.expected_version >= 0)
+        checked.emplace(w.ws.kind, w.ws.entity_id);
+    }
     std::map<uint32_t, int64_t> held;
-    if (!shards.empty())
-      for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
-                              + number_list(shards) + ") ORDER BY shard FOR SHARE"))
-        held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+    std::map<key, int64_t> version;
+    bool marked = !shards.empty();
+    if (marked) {
+      auto sql = mark_statements(tx, mark)
+                 + "WITH l AS MATERIALIZED (SELECT shard, epoch FROM shard_leases WHERE shard IN ("
+                 + number_list(shards)
+                 + ") ORDER BY shard FOR SHARE)"
+                   " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l";
+      if (!checked.empty())
+        sql += " UNION ALL SELECT kind, entity_id, NULL, version FROM entities"
+               " WHERE (kind, entity_id) IN (VALUES "
+               + key_rows(tx, checked) + ")";
+      for (auto row : tx.exec(sql)) {
+        if (row[0].is_null())
+          held[row[2].as<uint32_t>()] = row[3].as<int64_t>();
+        else
+          version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[3].as<int64_t>();
+      }
+    }
     std::vector<bool> live(writes.size());
-    std::set<key> checked; // entities whose version a write checks
     for (size_t i = 0; i < writes.size(); ++i) {
       auto h = held.find(writes[i].shard);
       live[i] = h != held.end() && h->second == writes[i].epoch;
       if (!live[i])
         outcomes[i] = write_outcome::fenced;
-      else if (writes[i].ws.expected_version >= 0)
-        checked.emplace(writes[i].ws.kind, writes[i].ws.entity_id);
     }
-    // Current versions (plain reads: one writer per shard writes its entities' states).
-    std::map<key, int64_t> version;
-    if (!checked.empty())
-      for (auto row :
-           tx.exec("SELECT kind, entity_id, version FROM entities WHERE (kind, entity_id)"
-                   " IN (VALUES "
-                   + key_rows(tx, checked) + ")"))
-        version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[2].as<int64_t>();
     // Rows seen just now need no insert below (an event's own entity, usually).
     std::set<key> existing;
     for (auto& [k, _] : version)
@@ -170,25 +176,25 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                     + output_blobs.add(payload));
     }
 
-    // Rows of entities seen for the first time (a first event sent to them).
-    if (!targets.empty()) {
-      values_list rows;
-      for (auto& [k, t] : targets)
-        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(t.first) + ","
-                 + tx.quote(*t.second));
-      tx.exec("INSERT INTO entities (kind, entity_id, shard, lane) VALUES " + rows.str()
-              + " ON CONFLICT DO NOTHING");
-    }
+    // Changes of pending events without parameters, in order in one round trip (run_plain).
+    std::string plain_sql;
+    auto run_plain = [&] {
+      if (!plain_sql.empty())
+        tx.exec(plain_sql);
+      plain_sql.clear();
+    };
     if (!consumed.empty())
-      tx.exec("DELETE FROM entity_events e USING (VALUES " + consumed.str()
-              + ") AS d(kind, entity_id, seq) WHERE e.kind = d.kind AND e.entity_id = d.entity_id"
-                " AND e.seq = d.seq::bigint");
+      plain_sql += "DELETE FROM entity_events e USING (VALUES " + consumed.str()
+                   + ") AS d(kind, entity_id, seq) WHERE e.kind = d.kind"
+                     " AND e.entity_id = d.entity_id AND e.seq = d.seq::bigint;";
     if (!retried.empty())
-      tx.exec("UPDATE entity_events e SET attempts = e.attempts + 1, due_at_us = r.due::bigint"
-              " FROM (VALUES "
-              + retried.str()
-              + ") AS r(kind, entity_id, seq, due)"
-                " WHERE e.kind = r.kind AND e.entity_id = r.entity_id AND e.seq = r.seq::bigint");
+      plain_sql += "UPDATE entity_events e SET attempts = e.attempts + 1, due_at_us = r.due::bigint"
+                   " FROM (VALUES "
+                   + retried.str()
+                   + ") AS r(kind, entity_id, seq, due) WHERE e.kind = r.kind"
+                     " AND e.entity_id = r.entity_id AND e.seq = r.seq::bigint;";
+    if (!dead.empty())
+      run_plain();
     for (auto& [k, seq, shard, reason, attempts] : dead) {
       tx.exec_params(
         "INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
@@ -199,56 +205,76 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                      k.first, k.second, seq);
     }
     if (!cancelled.empty())
-      tx.exec("DELETE FROM entity_events e USING (VALUES " + cancelled.str()
-              + ") AS d(kind, entity_id, timer) WHERE e.kind = d.kind AND e.entity_id = d.entity_id"
-                " AND e.timer = d.timer");
-    // New events; those carrying a request id only the first time that id is seen; named
-    // timers replace the pending one of their name (the last set wins within a batch).
-    if (!events.empty()) {
-      blob_params blobs;
-      values_list plain;
-      std::map<std::tuple<std::string, std::string, std::string>, const entity_event_out*> timers;
-      for (auto& [e, with_id] : events) {
-        if (!e->timer.empty()) {
-          timers[{e->kind, e->entity_id, e->timer}] = e;
-          continue;
-        }
-        if (with_id) {
-          // One statement per request id: rare (client sends), and it needs its own answer.
-          auto r = tx.exec_params(
-            "WITH req AS (INSERT INTO entity_requests (kind, entity_id, request_id, seq)"
-            " VALUES ($1, $2, $3, nextval(pg_get_serial_sequence('entity_events', 'seq')))"
-            " ON CONFLICT DO NOTHING RETURNING seq)"
-            " INSERT INTO entity_events (kind, entity_id, seq, due_at_us, payload)"
-            " SELECT $1, $2, seq, $4, $5 FROM req RETURNING seq",
-            e->kind, e->entity_id, e->request_id, e->due_at_us, pqxx::binarystring{e->payload});
-          (void)r;
-          continue;
-        }
-        plain.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
-                  + std::to_string(e->due_at_us) + "," + blobs.add(e->payload));
-      }
-      if (!plain.empty())
-        blobs.exec(tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES "
-                         + plain.str());
-      if (!timers.empty()) {
-        values_list rows;
-        blob_params timer_blobs;
-        for (auto& [k, e] : timers)
-          rows.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
-                   + std::to_string(e->due_at_us) + "," + timer_blobs.add(e->payload) + ","
-                   + tx.quote(e->timer));
-        timer_blobs.exec(
-          tx, "INSERT INTO entity_events (kind, entity_id, due_at_us, payload, timer) VALUES "
-                + rows.str()
-                + " ON CONFLICT (kind, entity_id, timer) WHERE timer IS NOT NULL DO UPDATE SET"
-                  " due_at_us = EXCLUDED.due_at_us, payload = EXCLUDED.payload, attempts = 0");
-      }
+      plain_sql += "DELETE FROM entity_events e USING (VALUES " + cancelled.str()
+                   + ") AS d(kind, entity_id, timer) WHERE e.kind = d.kind"
+                     " AND e.entity_id = d.entity_id AND e.timer = d.timer;";
+    // (A statement of their own: a timer consumed or cancelled and set again by one handler is
+    // deleted, then inserted; within one statement the two would touch one row.)
+    run_plain();
+    // Then, in one statement of data-modifying WITH queries (each runs to completion; they touch
+    // disjoint rows): the rows of entities seen for the first time (a first event sent to
+    // them), and the new events: those carrying a request id only the first time that id is
+    // seen (a repeat within the batch is one too); named timers replace the pending one of
+    // their name (the last set wins within a batch).
+    blob_params event_blobs;
+    std::string with;
+    auto part = [&](const std::string& name, const std::string& sql) {
+      with += (with.empty() ? "WITH " : ", ") + name + " AS (" + sql + ")";
+    };
+    if (!targets.empty()) {
+      values_list rows;
+      for (auto& [k, t] : targets)
+        rows.row(tx.quote(k.first) + "," + tx.quote(k.second) + "," + std::to_string(t.first) + ","
+                 + tx.quote(*t.second));
+      part("targets", "INSERT INTO entities (kind, entity_id, shard, lane) VALUES " + rows.str()
+                        + " ON CONFLICT DO NOTHING");
     }
-    if (!outputs.empty()) {
-      output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
-                              + outputs.str());
+    values_list plain, keyed;
+    std::set<std::tuple<std::string, std::string, std::string>> request_ids;
+    std::map<std::tuple<std::string, std::string, std::string>, const entity_event_out*> timers;
+    for (auto& [e, with_id] : events) {
+      if (!e->timer.empty()) {
+        timers[{e->kind, e->entity_id, e->timer}] = e;
+        continue;
+      }
+      if (with_id) {
+        if (request_ids.emplace(e->kind, e->entity_id, e->request_id).second)
+          keyed.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + "," + tx.quote(e->request_id)
+                    + "," + std::to_string(e->due_at_us) + "::bigint,"
+                    + event_blobs.add(e->payload));
+        continue;
+      }
+      plain.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
+                + std::to_string(e->due_at_us) + "," + event_blobs.add(e->payload));
     }
+    if (!plain.empty())
+      part("plain",
+           "INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES " + plain.str());
+    if (!timers.empty()) {
+      values_list rows;
+      for (auto& [k, e] : timers)
+        rows.row(tx.quote(e->kind) + "," + tx.quote(e->entity_id) + ","
+                 + std::to_string(e->due_at_us) + "," + event_blobs.add(e->payload) + ","
+                 + tx.quote(e->timer));
+      part("timers",
+           "INSERT INTO entity_events (kind, entity_id, due_at_us, payload, timer) VALUES "
+             + rows.str()
+             + " ON CONFLICT (kind, entity_id, timer) WHERE timer IS NOT NULL DO UPDATE"
+               " SET due_at_us = EXCLUDED.due_at_us, payload = EXCLUDED.payload,"
+               " attempts = 0");
+    }
+    if (!keyed.empty()) {
+      part("keyed(kind, entity_id, request_id, due_at_us, payload)", "VALUES " + keyed.str());
+      part("req", "INSERT INTO entity_requests (kind, entity_id, request_id, seq)"
+                  " SELECT kind, entity_id, request_id,"
+                  " nextval(pg_get_serial_sequence('entity_events', 'seq')) FROM keyed"
+                  " ON CONFLICT DO NOTHING RETURNING kind, entity_id, request_id, seq");
+      part("firsts", "INSERT INTO entity_events (kind, entity_id, seq, due_at_us, payload)"
+                     " SELECT kind, entity_id, req.seq, keyed.due_at_us, keyed.payload"
+                     " FROM req JOIN keyed USING (kind, entity_id, request_id)");
+    }
+    if (!with.empty())
+      event_blobs.exec(tx, with + " SELECT 1");
     // One update per entity: its new state (if any) and, when its pending events changed, the
     // kit's queue entry (its earliest event), computed in the same statement.
     if (!states.empty() || !touched.empty()) {
@@ -287,7 +313,20 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
                        + ") AS v(kind, entity_id, version, state, lane, tag, touched)"
                          " WHERE e.kind = v.kind AND e.entity_id = v.entity_id");
     }
-    write_mark(tx, mark);
+    // Consumers read outputs behind a cursor (their seq): seqs must become visible in their
+    // order, so transactions inserting outputs (any writer, any node) take turns, holding the
+    // lock from their outputs' insert to their commit. It is taken last, after every row lock
+    // of the transaction: a holder waits for no other lock, so it closes no cycle, and it holds
+    // the lock two round trips (insert, COMMIT), not the whole transaction's (it was taken
+    // first before: every batch with outputs, on every node, then waited for the whole of the
+    // others').
+    if (!outputs.empty()) {
+      tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(output_lock_class) + ", 0)");
+      output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
+                              + outputs.str());
+    }
+    if (!marked)
+      write_mark(tx, mark);
     tx.commit();
   });
   if (err)
