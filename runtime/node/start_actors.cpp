@@ -42,8 +42,8 @@ caf::error start_core_actors(node_context& n) {
   // Writers matched to connections: two share a 4-connection pool with the stores.
   auto& write = n.cfg.write;
   n.writers = spawn_offer_writers(
-    *n.sys, *n.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)), write.batch_max,
-    write.flush_delay, n.stats, n.db, n.cfg.history.retention.count() > 0);
+    *n.sys, *n.pool, n.cfg.node.id, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
+    write.batch_max, write.flush_delay, n.stats, n.db, n.cfg.history.retention.count() > 0);
   n.stops.push("offer writers", [&n] {
     n.stop_actors(n.writers);
     n.writers.clear();
@@ -119,7 +119,7 @@ caf::error start_entity_actors(node_context& n) {
     n.stop_actors(n.entity_stores);
     n.entity_stores.clear();
   });
-  n.entity_writers = spawn_entity_writers(*n.sys, *n.pool, 1, n.cfg.write.batch_max,
+  n.entity_writers = spawn_entity_writers(*n.sys, *n.pool, n.cfg.node.id, 1, n.cfg.write.batch_max,
                                           n.cfg.write.flush_delay, n.entity_write_stats, n.db);
   n.stops.push("entity writers", [&n] {
     n.stop_actors(n.entity_writers);

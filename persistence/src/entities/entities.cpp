@@ -44,7 +44,8 @@ std::vector<entity_timer> parse_timers(const std::string& s) {
 } // namespace
 
 caf::expected<std::vector<write_outcome>>
-commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes) {
+commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes,
+                     const std::string& owner) {
   std::vector<write_outcome> outcomes;
   auto mark = new_commit_mark();
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
@@ -58,15 +59,9 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(output_lock_class) + ", 0)");
         break;
       }
-    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit).
-    std::set<uint32_t> shards;
-    for (auto& w : writes)
-      shards.insert(w.shard);
-    std::map<uint32_t, int64_t> held;
-    if (!shards.empty())
-      for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
-                              + number_list(shards) + ") ORDER BY shard FOR SHARE"))
-        held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+    // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit; the
+    // owner and the epoch compared).
+    auto held = held_leases(tx, writes, owner);
     std::vector<bool> live(writes.size());
     std::set<key> checked; // entities whose version a write checks
     for (size_t i = 0; i < writes.size(); ++i) {
