@@ -193,6 +193,7 @@ int actions_bench(std::map<std::string, std::string>& opt) {
     wo.pool = &pool;
     wo.shard = s;
     wo.epoch = (*epochs)[s];
+    wo.node = "bench"; // the leases' owner (acquire_all_leases above): the steps' fence
     wo.rules = rules;
     wo.poll = poll;
     wo.poller = poller;

@@ -127,7 +127,7 @@ int evolve_bench(std::map<std::string, std::string>& opt) {
   std::vector<store_actor> stores;
   for (int i = 0; i < 2; ++i)
     stores.push_back(spawn_store(sys, pool, stats));
-  auto writers = spawn_offer_writers(sys, pool, 2, 1000, 2ms, stats);
+  auto writers = spawn_offer_writers(sys, pool, "bench", 2, 1000, 2ms, stats);
   auto from = meter.sample();
   auto t0 = std::chrono::steady_clock::now();
   std::vector<shard_actor> handles;

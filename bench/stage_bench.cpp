@@ -267,7 +267,7 @@ int resident_bench(const std::string& dsn, int offers, uint32_t shards) {
   caf::actor_system sys{cfg};
   auto stats = std::make_shared<node_stats>();
   std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
-  auto writers = spawn_offer_writers(sys, pool, 2, 500, 2ms, stats);
+  auto writers = spawn_offer_writers(sys, pool, "bench", 2, 500, 2ms, stats);
   auto run = [&](size_t cap) {
     auto handles = spawn_shards(sys, stores, writers, *epochs, std::make_shared<stage_registry>(),
                                 stats, [cap](shard_options& so) {
@@ -480,7 +480,7 @@ int timers_bench(std::map<std::string, std::string>& opt) {
   {
     caf::actor_system sys{cfg};
     std::vector<store_actor> stores{spawn_store(sys, pool), spawn_store(sys, pool)};
-    auto writers = spawn_offer_writers(sys, pool, 2, 500, 2ms, stats);
+    auto writers = spawn_offer_writers(sys, pool, "bench", 2, 500, 2ms, stats);
     auto handles = spawn_shards(sys, stores, writers, *epochs, reg, stats, [](shard_options& so) {
       so.kit.idle_timeout = 2s; // fired offers go again; memory stays bounded
     });
@@ -724,7 +724,7 @@ int tasks_bench(std::map<std::string, std::string>& opt) {
     auto cpu_before = meter.sample();
     auto t0 = std::chrono::steady_clock::now();
     auto writers =
-      spawn_entity_writers(sys, pool, std::stoul(opt["writers"]), 500, 2ms, write_stats);
+      spawn_entity_writers(sys, pool, "bench", std::stoul(opt["writers"]), 500, 2ms, write_stats);
     std::vector<entity_shard_actor> handles;
     for (uint32_t s = 0; s < shards; ++s) {
       entity_shard_options eo;
@@ -888,7 +888,7 @@ engine_result run_engine(persistence::pg_pool& pool, const stage_bench_plan& pla
     stores.push_back(spawn_store(sys, pool, stats));
   out.from = meter.sample();
   auto t0 = std::chrono::steady_clock::now();
-  auto writers = spawn_offer_writers(sys, pool, plan.writers, plan.batch_max, 2ms, stats);
+  auto writers = spawn_offer_writers(sys, pool, "bench", plan.writers, plan.batch_max, 2ms, stats);
   auto handles = spawn_shards(sys, stores, writers, epochs, reg, stats, [](shard_options& so) {
     so.kit.queue_poll = 20ms;
     so.kit.queue_page = 20000;
@@ -1072,7 +1072,7 @@ half_result run_floor(persistence::pg_pool& pool, const stage_bench_plan& plan,
     threads.emplace_back([&, w] {
       for (auto batch = queues[w].pop(write_batch); !batch.empty();
            batch = queues[w].pop(write_batch)) {
-        auto outcomes = persistence::commit_write_sets(pool, batch);
+        auto outcomes = persistence::commit_write_sets(pool, batch, "bench");
         if (!outcomes)
           fail("commit_write_sets", outcomes.error());
         for (auto o : *outcomes)

@@ -12,6 +12,8 @@
 #include "gost/testing/pg.hpp"
 
 using namespace std::chrono_literals;
+using gost::persistence::masked_dsn;
+using gost::persistence::masked_password;
 using gost::persistence::with_conninfo_defaults;
 using gost::persistence::with_tcp_timeouts;
 
@@ -41,6 +43,18 @@ TEST_CASE("conninfo: parameters are added in the DSN's own form, never over its 
   CHECK(with_tcp_timeouts("host=h", 5000ms)
         == "host=h keepalives=1 keepalives_idle=1 keepalives_interval=1 keepalives_count=3 "
            "tcp_user_timeout=5000");
+}
+
+TEST_CASE("conninfo: a DSN's password is masked in the DSN and in a message quoting it") {
+  CHECK(masked_dsn("host=h password=s3cret user=u") == "host=h password=*** user=u");
+  CHECK(masked_dsn("password = 's3 cr\\'et' host=h") == "password = '***' host=h");
+  CHECK(masked_dsn("postgresql://u:s3cret@h/db") == "postgresql://u:***@h/db");
+  CHECK(masked_dsn("postgresql://u@h/db?sslmode=disable&password=s3cret")
+        == "postgresql://u@h/db?sslmode=disable&password=***");
+  CHECK(masked_dsn("host=h user=u") == "host=h user=u");
+  CHECK(masked_dsn("host=h passwordfile=x") == "host=h passwordfile=x");
+  CHECK(masked_password("cannot reach h: auth failed for s3cret", "host=h password=s3cret")
+        == "cannot reach h: auth failed for ***");
 }
 
 TEST_CASE("conninfo: the TCP timeouts reach the connection's socket; the DSN's own settings win") {

@@ -42,7 +42,7 @@ struct entities_db : migrated_db {
     epoch = (*epochs)[0];
   }
   write_outcome commit(entity_write w) {
-    auto out = commit_entity_writes(pool, {{0, epoch, std::move(w)}});
+    auto out = commit_entity_writes(pool, {{0, epoch, std::move(w)}}, "test-node");
     REQUIRE(out);
     return out->front();
   }
@@ -54,6 +54,18 @@ struct entities_db : migrated_db {
 };
 
 } // namespace
+
+TEST_CASE_FIXTURE(entities_db, "an entity write is fenced when the lease at its epoch is owned by "
+                               "another node: the owner is compared too (ADR 0023 §6)") {
+  auto w = event_of("f1", -1);
+  w.events.push_back(timer("f1", "", 5'000, "due"));
+  db.scalar("UPDATE shard_leases SET owner = 'other-node' WHERE shard = 0");
+  CHECK(commit(w) == write_outcome::fenced);
+  CHECK(db.scalar("SELECT count(*) FROM entities WHERE entity_id = 'f1'") == "0");
+  db.scalar("UPDATE shard_leases SET owner = 'test-node' WHERE shard = 0");
+  CHECK(commit(w) == write_outcome::committed);
+  CHECK(db.scalar("SELECT count(*) FROM entities WHERE entity_id = 'f1'") == "1");
+}
 
 TEST_CASE_FIXTURE(entities_db, "a named timer set again replaces the pending one; a cancel "
                                "deletes it; unnamed events stay as they are") {

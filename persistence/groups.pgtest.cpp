@@ -4,6 +4,7 @@
 
 #include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/schema.hpp"
 #include "pg_fixture.hpp"
 
 using namespace gost::persistence;
@@ -91,4 +92,94 @@ TEST_CASE("shard groups: declared ranges place shards; a map the tables make inv
   CHECK(error_message(bad.error())
         == "the shard group map (catalog tables shard_groups, shard_ranges) is invalid: no range "
            "holds shards 16-19: every shard needs a group");
+}
+
+TEST_CASE("shard groups: a declared group's database is migrated and given the catalog's shard "
+          "count before the catalog's row is written") {
+  migrated_db catalog;
+  gost::testing::temp_db east;
+  // The test server trusts loopback: the password is not checked, only carried.
+  auto dsn = east.dsn() + " password=s3cret";
+  auto added = declare_group(catalog.pool, "east", dsn, 16, std::chrono::seconds{10});
+  REQUIRE_MESSAGE(added, error_message(added.error()));
+  CHECK(added->id == 1);
+  CHECK(added->migrations_applied == static_cast<int>(builtin_migrations().size()));
+  CHECK(added->installation_created);
+  CHECK(east.scalar("SELECT shard_count FROM installation") == "16");
+  CHECK(east.scalar("SELECT to_regclass('offers') IS NOT NULL") == "t");
+  auto map = load_group_map(catalog.pool, 16);
+  REQUIRE(map);
+  CHECK(map->version() == 2);
+  REQUIRE(map->find(1) != nullptr);
+  CHECK(map->find(1)->dsn == dsn);
+
+  // A database of this installation already (migrated, same count): nothing to apply.
+  gost::testing::temp_db west;
+  {
+    pg_pool p{pool_options(west)};
+    REQUIRE(migrate(p));
+    REQUIRE_FALSE(ensure_installation(p, 16));
+  }
+  auto again = declare_group(catalog.pool, "west", west.dsn(), 16, std::chrono::seconds{10});
+  REQUIRE_MESSAGE(again, error_message(again.error()));
+  CHECK(again->id == 2);
+  CHECK(again->migrations_applied == 0);
+  CHECK_FALSE(again->installation_created);
+}
+
+TEST_CASE("shard groups: a group is refused, its row not written, when its database belongs to "
+          "another shard count, cannot be reached, or its name or DSN is declared") {
+  migrated_db catalog;
+  gost::testing::temp_db other;
+  {
+    pg_pool p{pool_options(other)};
+    REQUIRE(migrate(p));
+    REQUIRE_FALSE(ensure_installation(p, 32));
+  }
+  auto other_dsn = other.dsn() + " password=s3cret";
+  auto wide = declare_group(catalog.pool, "wide", other_dsn, 16, std::chrono::seconds{10});
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error() == db_errc::schema_mismatch);
+  auto msg = error_message(wide.error());
+  CHECK(msg.find("belongs to an installation of 32 shards, this one has 16") != std::string::npos);
+  CHECK(msg.find("password=***") != std::string::npos);
+  CHECK(msg.find("s3cret") == std::string::npos);
+  CHECK(other.scalar("SELECT shard_count FROM installation") == "32");
+
+  // Nothing listens on port 1.
+  auto gone = declare_group(catalog.pool, "gone",
+                            "host=127.0.0.1 port=1 user=gost dbname=gone password=hunter2", 16,
+                            std::chrono::seconds{2});
+  REQUIRE_FALSE(gone);
+  CHECK(gone.error() == db_errc::unavailable);
+  msg = error_message(gone.error());
+  CHECK_MESSAGE(msg.find("cannot reach group `gone`'s database (host=127.0.0.1 port=1 user=gost "
+                         "dbname=gone password=***): ")
+                  == 0,
+                msg);
+  CHECK_MESSAGE(msg.find("refused") != std::string::npos, msg); // libpq's reason
+  CHECK(msg.find("hunter2") == std::string::npos);
+
+  auto no_name = declare_group(catalog.pool, "", other_dsn, 16, std::chrono::seconds{2});
+  REQUIRE_FALSE(no_name);
+  CHECK(no_name.error() == db_errc::invalid_argument);
+
+  // A name declared: refused before the new database is touched (it stays unmigrated).
+  gost::testing::temp_db fresh;
+  REQUIRE(add_group(catalog.pool, "east", "host=127.0.0.1 dbname=east"));
+  auto taken = declare_group(catalog.pool, "east", fresh.dsn(), 16, std::chrono::seconds{10});
+  REQUIRE_FALSE(taken);
+  CHECK(taken.error() == db_errc::already_exists);
+  CHECK(error_message(taken.error()) == "a group named `east` exists");
+  CHECK(fresh.scalar("SELECT to_regclass('schema_migrations') IS NULL") == "t");
+  auto same_db =
+    declare_group(catalog.pool, "west", "host=127.0.0.1 dbname=east", 16, std::chrono::seconds{2});
+  REQUIRE_FALSE(same_db);
+  CHECK(error_message(same_db.error()) == "group `east` has this connection string");
+
+  // Only `east` (added above) was declared.
+  auto map = load_group_map(catalog.pool, 16);
+  REQUIRE(map);
+  CHECK(map->groups().size() == 2);
+  CHECK(map->version() == 2);
 }

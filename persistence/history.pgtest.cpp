@@ -53,7 +53,7 @@ struct fixture : migrated_db {
     std::vector<fenced_write<write_set>> batch;
     for (auto& ws : sets)
       batch.push_back({shard, epoch < 0 ? epochs[shard] : epoch, ws});
-    auto r = commit_write_sets(pool, batch, {history});
+    auto r = commit_write_sets(pool, batch, "test-node", {history});
     REQUIRE_MESSAGE(r, error_message(r.error()));
     return *r;
   }

@@ -83,12 +83,12 @@ TEST_CASE_FIXTURE(migrated_db, "entities list by the tag of their last state") {
   std::vector<fenced_write<entity_write>> ws;
   for (auto id : {"ki:a", "ki:b", "ki:c"})
     ws.push_back({0, epoch, created(id)});
-  REQUIRE(commit_entity_writes(pool, ws));
+  REQUIRE(commit_entity_writes(pool, ws, "test-node"));
   ws.clear();
   ws.push_back({0, epoch, handled("ki:a", 0, "waiting")});
   ws.push_back({0, epoch, handled("ki:b", 0, "waiting")});
   ws.push_back({0, epoch, handled("ki:c", 0, std::nullopt)});
-  auto out = commit_entity_writes(pool, ws);
+  auto out = commit_entity_writes(pool, ws, "test-node");
   REQUIRE(out);
   CHECK(*out == std::vector<write_outcome>(3, write_outcome::committed));
   auto waiting = list_tagged_entities(pool, "task.moderation", "ki", "waiting", "", 10);
@@ -98,7 +98,7 @@ TEST_CASE_FIXTURE(migrated_db, "entities list by the tag of their last state") {
   ws.clear();
   ws.push_back({0, epoch, handled("ki:a", 1, "approved")});
   ws.push_back({0, epoch, handled("ki:b", 1, std::nullopt)});
-  REQUIRE(commit_entity_writes(pool, ws));
+  REQUIRE(commit_entity_writes(pool, ws, "test-node"));
   waiting = list_tagged_entities(pool, "task.moderation", "ki", "waiting", "", 10);
   REQUIRE(waiting);
   CHECK(ids(*waiting) == std::vector<std::string>{"ki:b"});
@@ -132,7 +132,7 @@ TEST_CASE_FIXTURE(migrated_db, "outputs committed by concurrent writers are read
     for (int w = 0; w < 2; ++w)
       for (int i = 0; i < per_writer; ++i)
         ws.push_back({0, epoch, created("ki:" + std::to_string(w) + "-" + std::to_string(i))});
-    REQUIRE(commit_entity_writes(pool, ws));
+    REQUIRE(commit_entity_writes(pool, ws, "test-node"));
   }
   // Two writers (two pools) commit one output each per transaction while a reader pulls
   // behind its cursor: it must see each output once, none skipped.
@@ -140,7 +140,8 @@ TEST_CASE_FIXTURE(migrated_db, "outputs committed by concurrent writers are read
     for (int i = 0; i < per_writer; ++i) {
       auto id = "ki:" + std::to_string(w) + "-" + std::to_string(i);
       std::vector<fenced_write<entity_write>> ws{{0, epoch, handled(id, 0, "done", id)}};
-      CHECK(commit_entity_writes(p, ws)); // CHECK: a REQUIRE would throw on this thread
+      CHECK(
+        commit_entity_writes(p, ws, "test-node")); // CHECK: a REQUIRE would throw on this thread
     }
   };
   std::thread a{[&] { write_all(pool, 0); }};

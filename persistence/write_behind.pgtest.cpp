@@ -73,7 +73,7 @@ struct fixture : migrated_db {
     std::vector<fenced_write<write_set>> batch;
     for (auto& ws : sets)
       batch.push_back({1, at_epoch < 0 ? epoch : at_epoch, ws});
-    auto r = commit_write_sets(pool, batch);
+    auto r = commit_write_sets(pool, batch, "test-node");
     REQUIRE_MESSAGE(r, error_message(r.error()));
     return *r;
   }
@@ -202,6 +202,27 @@ TEST_CASE_FIXTURE(fixture, "a node with a stale lease epoch cannot write") {
   CHECK(r == std::vector<write_outcome>{write_outcome::fenced});
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
   CHECK(outbox().empty());
+}
+
+TEST_CASE_FIXTURE(fixture, "a lease at the batch's epoch but owned by another node, or by none, "
+                           "refuses the write: the owner is compared too (ADR 0023 §6)") {
+  // An epoch issued twice: a failover lost the bump, and another node got the same number
+  // (docs/sharding.md, "High availability of a primary"). Only the owner tells them apart.
+  db.scalar("UPDATE shard_leases SET owner = 'other-node' WHERE shard = 1");
+  auto r =
+    commit({write_set{"a", 1, body("a", 2, "fenced"), {{"s1", "x"}}, {}, {}, event("a", 2)}});
+  CHECK(r == std::vector<write_outcome>{write_outcome::fenced});
+  // Released (owner NULL) at the same epoch: nobody holds it, nobody writes.
+  db.scalar("UPDATE shard_leases SET owner = NULL WHERE shard = 1");
+  r = commit({write_set{"a", 1, body("a", 2, "fenced"), {{"s1", "x"}}, {}, {}, event("a", 2)}});
+  CHECK(r == std::vector<write_outcome>{write_outcome::fenced});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "1");
+  CHECK(outbox().empty());
+  // Held again by this node at that epoch: it writes.
+  db.scalar("UPDATE shard_leases SET owner = 'test-node' WHERE shard = 1");
+  r = commit({write_set{"a", 1, body("a", 2, "held"), {{"s1", "x"}}, {}, {}, event("a", 2)}});
+  CHECK(r == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "2");
 }
 
 TEST_CASE_FIXTURE(fixture,
@@ -335,7 +356,7 @@ TEST_CASE_FIXTURE(fixture, "one batch of several shards fences each set by its o
   fresh.outbox = event("n", 1);
   std::vector<fenced_write<write_set>> batch{
     {1, epochs[1], up}, {2, epochs[2], lost}, {3, epochs[3], fresh}};
-  auto r = commit_write_sets(pool, batch);
+  auto r = commit_write_sets(pool, batch, "test-node");
   REQUIRE_MESSAGE(r, error_message(r.error()));
   CHECK(*r
         == std::vector<write_outcome>{write_outcome::committed, write_outcome::fenced,

@@ -42,7 +42,8 @@ struct shard_fixture {
     cfg.set("scheduler.max-threads", size_t{2});
     sys = std::make_unique<caf::actor_system>(cfg);
     store = spawn_store(*sys, *pool);
-    writer = spawn_offer_writers(*sys, *pool, 1, 500, std::chrono::milliseconds{2}, stats).front();
+    writer =
+      spawn_offer_writers(*sys, *pool, "test", 1, 500, std::chrono::milliseconds{2}, stats).front();
     shard_options so;
     so.kit.shard = 3;
     so.store = store;

@@ -50,8 +50,8 @@ struct one_shard {
     REQUIRE(r->lease);
     opts.allow_private_targets = true; // the test server is on loopback
     api = std::make_unique<scheduler>(pool, 1, opts, [this] { return now; });
-    worker = std::make_unique<worker_steps>(pool, persistence::scheduled_lease{0, r->lease->epoch},
-                                            opts, [this] { return now; });
+    worker = std::make_unique<worker_steps>(
+      pool, persistence::scheduled_lease{0, r->lease->epoch, "n1"}, opts, [this] { return now; });
   }
 
   iteration_stats iterate() {

@@ -69,7 +69,7 @@ struct world {
   std::unique_ptr<worker_steps> make_worker(uint32_t shard) {
     auto epoch = std::stoll(
       db.scalar("SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(shard)));
-    return std::make_unique<worker_steps>(pool, scheduled_lease{shard, epoch}, opts,
+    return std::make_unique<worker_steps>(pool, scheduled_lease{shard, epoch, "n1"}, opts,
                                           [this] { return now; });
   }
 
@@ -576,6 +576,34 @@ TEST_CASE("a finished action's row is parked; once stale, the sweep deletes it")
   // A worker whose lease moved on sweeps nothing.
   w.db.scalar("UPDATE shard_leases SET epoch = epoch + 1 WHERE shard = " + std::to_string(shard));
   CHECK(*wk.sweep() == -1);
+}
+
+TEST_CASE("a worker whose lease is at its epoch but names another node is fenced: the owner is "
+          "compared too (ADR 0023 §6)") {
+  world w;
+  v1::ScheduledActionSpec once;
+  once.set_start_at_ms(w.now);
+  once.mutable_kafka()->set_topic("t");
+  REQUIRE(w.api->create("o1", once));
+  auto shard =
+    static_cast<uint32_t>(std::stoul(w.db.scalar("SELECT shard FROM scheduled_incoming")));
+  auto& wk = *w.workers[shard];
+  // The epoch issued again to another node (a failover lost the bump): only the owner differs.
+  w.db.scalar("UPDATE shard_leases SET owner = 'n2' WHERE shard = " + std::to_string(shard));
+  auto m = wk.move_one();
+  REQUIRE(m);
+  CHECK(*m == step_outcome::fenced);
+  auto mb = wk.move_batch(4);
+  REQUIRE(mb);
+  CHECK(mb->fenced);
+  CHECK(w.count("SELECT count(*) FROM scheduled_incoming") == 1);
+  CHECK(*wk.sweep() == -1);
+  // This node's again: the row moves.
+  w.db.scalar("UPDATE shard_leases SET owner = 'n1' WHERE shard = " + std::to_string(shard));
+  m = wk.move_one();
+  REQUIRE(m);
+  CHECK(*m == step_outcome::moved);
+  CHECK(w.broken().empty());
 }
 
 namespace {

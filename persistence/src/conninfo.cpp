@@ -23,6 +23,30 @@ std::string with_conninfo_defaults(const std::string& dsn,
   return out;
 }
 
+std::string masked_password(const std::string& text, const std::string& dsn) {
+  std::vector<std::string> secrets;
+  std::smatch m;
+  // key=value form: password=secret, password = 'se cr\'et'.
+  static const std::regex kv{R"((^|\s)password\s*=\s*('((?:[^'\\]|\\.)*)'|(\S+)))"};
+  for (auto it = dsn.cbegin(); std::regex_search(it, dsn.cend(), m, kv); it = m[0].second)
+    secrets.push_back(m[3].matched ? m[3].str() : m[4].str());
+  // URI form: postgresql://user:secret@host/db, ...?password=secret&...
+  static const std::regex user_info{R"(://[^:@/?#]*:([^@/?#]*)@)"};
+  if (std::regex_search(dsn, m, user_info))
+    secrets.push_back(m[1].str());
+  static const std::regex query{R"([?&]password=([^&#]*))"};
+  for (auto it = dsn.cbegin(); std::regex_search(it, dsn.cend(), m, query); it = m[0].second)
+    secrets.push_back(m[1].str());
+  std::string out = text;
+  for (auto& secret : secrets) {
+    if (secret.empty())
+      continue;
+    for (auto at = out.find(secret); at != std::string::npos; at = out.find(secret, at + 3))
+      out.replace(at, secret.size(), "***");
+  }
+  return out;
+}
+
 std::string with_tcp_timeouts(const std::string& dsn, std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0)
     return dsn;

@@ -77,24 +77,36 @@ caf::expected<int> migrate(pg_pool& pool, const std::vector<migration>& ms) {
   return applied;
 }
 
-caf::error ensure_installation(pg_pool& pool, uint32_t shard_count) {
+caf::expected<uint32_t> claim_installation(pg_pool& pool, uint32_t shard_count, bool* created) {
   int64_t stored = 0;
+  bool inserted = false;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
     // The first node to start fixes shard_count; everyone later reads it.
-    tx.exec_params("INSERT INTO installation (shard_count) VALUES ($1) ON CONFLICT DO NOTHING",
-                   static_cast<int64_t>(shard_count));
+    inserted = !tx.exec_params("INSERT INTO installation (shard_count) VALUES ($1)"
+                               " ON CONFLICT DO NOTHING RETURNING shard_count",
+                               static_cast<int64_t>(shard_count))
+                  .empty();
     stored = tx.exec1("SELECT shard_count FROM installation")[0].as<int64_t>();
     tx.commit();
   });
   if (err)
     return err;
-  if (stored != static_cast<int64_t>(shard_count))
+  if (created != nullptr)
+    *created = inserted;
+  return static_cast<uint32_t>(stored);
+}
+
+caf::error ensure_installation(pg_pool& pool, uint32_t shard_count) {
+  auto stored = claim_installation(pool, shard_count);
+  if (!stored)
+    return stored.error();
+  if (*stored != shard_count)
     return make_db_error(db_errc::schema_mismatch,
-                         "this installation has shard.count=" + std::to_string(stored)
+                         "this installation has shard.count=" + std::to_string(*stored)
                            + " but the node is configured with shard.count="
                            + std::to_string(shard_count) + "; set `shard.count` to "
-                           + std::to_string(stored)
+                           + std::to_string(*stored)
                            + " (the shard count is fixed when an installation is created)");
   return caf::error{};
 }

@@ -2,6 +2,9 @@
 // Internal to persistence/: small helpers for building multi-row statements (shared by the
 // tables of every domain). Never include from other folders.
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +63,27 @@ std::string number_list(const Numbers& values) {
   for (auto v : values)
     out += (out.empty() ? "" : ",") + std::to_string(v);
   return out;
+}
+
+/// The write-behind fence (offers' and entities' writers): the epochs at which `owner` holds
+/// the lease of each shard of `writes` (fenced_write<...>s), read FOR SHARE in shard order, so
+/// that a takeover (which updates the lease row) waits for the commit. A shard held by another
+/// node, or by none, is left out: its writes are fenced whatever their epoch, since an epoch
+/// alone can be issued twice when a failover lost its bump (ADR 0023 §6).
+template <class Writes>
+std::map<uint32_t, int64_t> held_leases(pqxx::transaction_base& tx, const Writes& writes,
+                                        const std::string& owner) {
+  std::set<uint32_t> shards;
+  for (auto& w : writes)
+    shards.insert(w.shard);
+  std::map<uint32_t, int64_t> held;
+  if (!shards.empty())
+    for (auto row : tx.exec("SELECT shard, epoch, owner = " + tx.quote(owner)
+                            + " FROM shard_leases WHERE shard IN (" + number_list(shards)
+                            + ") ORDER BY shard FOR SHARE"))
+      if (!row[2].is_null() && row[2].as<bool>())
+        held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+  return held;
 }
 
 } // namespace gost::persistence

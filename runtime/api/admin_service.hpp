@@ -41,9 +41,9 @@ class router;
 struct trace_context;
 
 /// gost.v1.AdminService: the inspection console (gostctl offer, history, types, stages, top,
-/// nodes, shards, trace) and its safe verbs (pause, resume, passivate, requeue, retry / discard
-/// dead letters, drain / undrain), each verb logged with who asked. Who may call which
-/// (the verbs need the admin role, or `console.token`) is the caller gate's rule
+/// nodes, shards, groups, trace) and its safe verbs (pause, resume, passivate, requeue, retry /
+/// discard dead letters, drain / undrain, group add), each verb logged with who asked. Who may call
+/// which (the verbs need the admin role, or `console.token`) is the caller gate's rule
 /// (api/call_gate.hpp). It publishes the node's state types (built once, at construction) and keeps
 /// a pool of them to decode states with (`types()`).
 class admin_service final : public rpc::guarded<v1::AdminService> {
@@ -93,6 +93,8 @@ public:
     guard("DropParkedOutbox", &admin_service::DropParkedOutbox);
     guard("DrainNode", &admin_service::DrainNode);
     guard("UndrainNode", &admin_service::UndrainNode);
+    guard("ListGroups", &admin_service::ListGroups);
+    guard("AddGroup", &admin_service::AddGroup);
     guard("DescribeTypes", &admin_service::DescribeTypes);
     guard("OfferHistory", &admin_service::OfferHistory);
     guard("Trace", &admin_service::Trace);
@@ -155,6 +157,12 @@ public:
   grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* ctx,
                                         const v1::DrainNodeRequest* req,
                                         v1::DrainNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* ListGroups(grpc::CallbackServerContext* ctx,
+                                       const v1::ListGroupsRequest* req,
+                                       v1::ListGroupsResponse* resp) override;
+  grpc::ServerUnaryReactor* AddGroup(grpc::CallbackServerContext* ctx,
+                                     const v1::AddGroupRequest* req,
+                                     v1::AddGroupResponse* resp) override;
   /// The reads behind the console's RPCs, one function each, called by the RPCs above and by
   /// the web page's JSON endpoints (console/web_api.cpp). Each fills `resp` and then calls
   /// `done` exactly once, maybe on another thread before or after it returns; `resp` must live

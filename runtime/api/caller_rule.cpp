@@ -92,6 +92,7 @@ const std::map<std::string_view, role, std::less<>>& table() {
     {"/gost.v1.AdminService/ListStages", role::read},
     {"/gost.v1.AdminService/ListNodes", role::read},
     {"/gost.v1.AdminService/ListShards", role::read},
+    {"/gost.v1.AdminService/ListGroups", role::read},
     {"/gost.v1.AdminService/Top", role::read},
     {"/gost.v1.AdminService/ListDeadLetters", role::read},
     {"/gost.v1.AdminService/ListParkedOutbox", role::read},
@@ -108,6 +109,7 @@ const std::map<std::string_view, role, std::less<>>& table() {
     {"/gost.v1.AdminService/DropParkedOutbox", role::admin},
     {"/gost.v1.AdminService/DrainNode", role::admin},
     {"/gost.v1.AdminService/UndrainNode", role::admin},
+    {"/gost.v1.AdminService/AddGroup", role::admin},
   };
   return t;
 }

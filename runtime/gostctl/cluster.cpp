@@ -1,5 +1,5 @@
-// gostctl, cluster: the members (nodes), the shards' leases (shards) and a node's drain
-// (drain, undrain).
+// gostctl, cluster: the members (nodes), the shards' leases (shards), a node's drain
+// (drain, undrain) and the shard group map (groups, group add).
 #include "gostctl/cli.hpp"
 
 #include <algorithm>
@@ -9,6 +9,8 @@
 #include <thread>
 
 #include <google/protobuf/util/time_util.h>
+
+#include "gostctl/print.hpp"
 
 namespace gost::ctl {
 
@@ -151,6 +153,64 @@ int drain_cmd(const cli& c) {
   return drain_verb(*admin, c);
 }
 
+/// groups [--json]: the map's version, and per group its id, name, shard count, ranges and
+/// DSN (password masked).
+int groups(const cli& c) {
+  auto admin = admin_stub(c);
+  grpc::ClientContext ctx;
+  call_context(ctx, c);
+  gost::v1::ListGroupsResponse resp;
+  auto s = admin->ListGroups(&ctx, gost::v1::ListGroupsRequest{}, &resp);
+  if (!s.ok())
+    return fail(s);
+  if (has(c, "json")) {
+    print_json(resp);
+    return 0;
+  }
+  std::printf("shard map version %llu, %u shards\n",
+              static_cast<unsigned long long>(resp.version()), resp.shard_count());
+  std::printf("%5s %-16s %7s  %-24s %s\n", "group", "name", "shards", "ranges", "dsn");
+  for (auto& g : resp.groups()) {
+    std::string ranges;
+    for (auto& r : g.ranges()) {
+      ranges += (ranges.empty() ? "" : ",") + std::to_string(r.first());
+      if (r.last() != r.first())
+        ranges += "-" + std::to_string(r.last());
+      if (r.moving())
+        ranges += " (moving to " + std::to_string(r.moving_to()) + ")";
+    }
+    std::printf("%5u %-16s %7u  %-24s %s\n", g.id(), g.name().c_str(), g.shards(),
+                ranges.empty() ? "-" : ranges.c_str(),
+                g.id() == 0 ? "(the catalog: pg.dsn)" : g.dsn().c_str());
+  }
+  return 0;
+}
+
+/// group add NAME DSN.
+int group(const cli& c) {
+  if (c.positional.empty() || c.positional[0] != "add" || c.positional.size() != 3) {
+    std::fprintf(stderr, "usage: gostctl group add NAME DSN (the DSN in quotes: "
+                         "\"host=... dbname=...\")\n");
+    return 2;
+  }
+  gost::v1::AddGroupRequest req;
+  req.set_name(c.positional[1]);
+  req.set_dsn(c.positional[2]);
+  req.set_who(who(c));
+  gost::v1::AddGroupResponse resp;
+  auto admin = admin_stub(c);
+  if (!verb_call(
+        c, [&](auto* ctx, auto& r, auto* out) { return admin->AddGroup(ctx, r, out); }, req, resp))
+    return 1;
+  std::printf("group %u `%s` added: %d migration(s) applied on its database, %s; it holds no "
+              "shard until a range moves to it\n",
+              resp.group_id(), req.name().c_str(), resp.migrations_applied(),
+              resp.installation_created() ? "its installation row created with this "
+                                            "installation's shard count"
+                                          : "its installation row matches");
+  return 0;
+}
+
 } // namespace
 
 std::vector<command> cluster_commands() {
@@ -166,6 +226,18 @@ std::vector<command> cluster_commands() {
      drain_cmd},
     {"undrain", "cluster", "[NODE]", "end a drain: the node takes its share of the shards again",
      drain_cmd},
+    {"groups", "cluster", "[--json]",
+     "the shard group map: its version, and each group's id, name,\n"
+     "shard count, ranges (moves in progress) and database (the DSN's\n"
+     "password masked)",
+     groups, "--json"},
+    {"group", "cluster", "add NAME DSN",
+     "declare a shard group on the database DSN (it holds no shard until\n"
+     "a range moves to it): the node connects to it, applies gost's\n"
+     "migrations and checks its installation row (none yet: given this\n"
+     "installation's shard count; another count: refused) before the\n"
+     "catalog's row is written; logged with --who",
+     group},
   };
 }
 

@@ -45,8 +45,8 @@ caf::error start_core_actors(node_context& n) {
     // Writers matched to connections: two share a 4-connection pool with the stores.
     auto& write = n.cfg.write;
     g.writers = spawn_offer_writers(
-      *n.sys, *g.pool, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)), write.batch_max,
-      write.flush_delay, n.stats, g.db, n.cfg.history.retention.count() > 0);
+      *n.sys, *g.pool, n.cfg.node.id, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
+      write.batch_max, write.flush_delay, n.stats, g.db, n.cfg.history.retention.count() > 0);
     n.stops.push("offer writers", [&n, &g] {
       n.stop_actors(g.writers);
       g.writers.clear();
@@ -143,8 +143,9 @@ caf::error start_entity_actors(node_context& n) {
       n.stop_actors(g.entity_stores);
       g.entity_stores.clear();
     });
-    g.entity_writers = spawn_entity_writers(*n.sys, *g.pool, 1, n.cfg.write.batch_max,
-                                            n.cfg.write.flush_delay, n.entity_write_stats, g.db);
+    g.entity_writers =
+      spawn_entity_writers(*n.sys, *g.pool, n.cfg.node.id, 1, n.cfg.write.batch_max,
+                           n.cfg.write.flush_delay, n.entity_write_stats, g.db);
     n.stops.push("entity writers", [&n, &g] {
       n.stop_actors(g.entity_writers);
       g.entity_writers.clear();

@@ -50,15 +50,15 @@ struct durable_kind {
 } // namespace detail
 
 std::vector<entity_writer_actor>
-spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
-                     std::chrono::milliseconds flush_delay,
+spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, const std::string& owner,
+                     size_t n, size_t batch_max, std::chrono::milliseconds flush_delay,
                      std::shared_ptr<kit::writer_stats> stats,
                      std::shared_ptr<const dependency_tracker> db) {
   kit::writer_options<persistence::entity_write> o;
   o.pool = &pool;
-  o.commit = [](persistence::pg_pool& p,
-                const std::vector<persistence::fenced_write<persistence::entity_write>>& ws) {
-    return persistence::commit_entity_writes(p, ws);
+  o.commit = [owner](persistence::pg_pool& p,
+                     const std::vector<persistence::fenced_write<persistence::entity_write>>& ws) {
+    return persistence::commit_entity_writes(p, ws, owner);
   };
   o.max_batch = batch_max;
   o.flush_delay = flush_delay;

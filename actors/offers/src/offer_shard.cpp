@@ -270,15 +270,18 @@ shard_actor spawn_shard(caf::actor_system& sys, shard_options opts) {
   return kit::spawn_shard<detail::offer_kind>(sys, std::move(cfg), std::move(env));
 }
 
-std::vector<writer_actor>
-spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
-                    std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
-                    std::shared_ptr<const dependency_tracker> db, bool history) {
+std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool,
+                                              const std::string& owner, size_t n, size_t batch_max,
+                                              std::chrono::milliseconds flush_delay,
+                                              std::shared_ptr<node_stats> stats,
+                                              std::shared_ptr<const dependency_tracker> db,
+                                              bool history) {
   kit::writer_options<persistence::write_set> o;
   o.pool = &pool;
-  o.commit = [history](persistence::pg_pool& p,
-                       const std::vector<persistence::fenced_write<persistence::write_set>>& sets) {
-    return persistence::commit_write_sets(p, sets, {history});
+  o.commit = [history,
+              owner](persistence::pg_pool& p,
+                     const std::vector<persistence::fenced_write<persistence::write_set>>& sets) {
+    return persistence::commit_write_sets(p, sets, owner, {history});
   };
   o.max_batch = batch_max;
   o.flush_delay = flush_delay;

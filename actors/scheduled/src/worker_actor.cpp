@@ -162,7 +162,8 @@ worker_impl::behavior_type worker(stateful self, worker_options opts) {
   auto& st = self->state;
   st.opts = opts;
   st.steps = std::make_unique<worker_steps>(
-    *opts.pool, persistence::scheduled_lease{opts.shard, opts.epoch}, opts.rules, opts.clock_ms);
+    *opts.pool, persistence::scheduled_lease{opts.shard, opts.epoch, opts.node}, opts.rules,
+    opts.clock_ms);
   st.steps->set_node(opts.node);
   if (opts.watch) {
     self->monitor(opts.watch);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "gost/persistence/conninfo.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/schema.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -182,6 +185,60 @@ caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
                          taken == name ? "a group named `" + name + "` exists"
                                        : "group `" + taken + "` has this connection string");
   return id;
+}
+
+caf::expected<declared_group> declare_group(pg_pool& catalog, const std::string& name,
+                                            const std::string& dsn, uint32_t shard_count,
+                                            std::chrono::milliseconds connect_timeout) {
+  auto masked = [&](const std::string& text) { return masked_password(text, dsn); };
+  if (name.empty())
+    return make_db_error(db_errc::invalid_argument, "a group needs a name");
+  if (dsn.empty())
+    return make_db_error(db_errc::invalid_argument,
+                         "group `" + name + "` needs the connection string of its database");
+  // Refused before the database is touched (add_group checks again, under the map's lock).
+  auto map = load_group_map(catalog, shard_count);
+  if (!map)
+    return map.error();
+  for (auto& g : map->groups()) {
+    if (g.name == name)
+      return make_db_error(db_errc::already_exists, "a group named `" + name + "` exists");
+    if (g.dsn == dsn)
+      return make_db_error(db_errc::already_exists,
+                           "group `" + g.name + "` has this connection string");
+  }
+  auto seconds = std::max<int64_t>(1, (connect_timeout.count() + 999) / 1000);
+  pg_pool::options o;
+  o.dsn = with_conninfo_defaults(dsn, {{"connect_timeout", std::to_string(seconds)}});
+  o.size = 1;
+  o.acquire_timeout = connect_timeout;
+  pg_pool pool{std::move(o)};
+  auto where = "group `" + name + "`'s database (" + masked(dsn) + ")";
+  if (auto err = pool.ping())
+    return make_db_error(db_errc::unavailable, "cannot reach " + where + ": "
+                                                 + masked(error_message(err))
+                                                 + "; start its server or fix the DSN");
+  declared_group out;
+  auto applied = migrate(pool);
+  if (!applied)
+    return make_db_error(static_cast<db_errc>(applied.error().code()),
+                         "cannot migrate " + where + ": " + masked(error_message(applied.error())));
+  out.migrations_applied = *applied;
+  auto stored = claim_installation(pool, shard_count, &out.installation_created);
+  if (!stored)
+    return make_db_error(static_cast<db_errc>(stored.error().code()),
+                         "cannot read the installation of " + where + ": "
+                           + masked(error_message(stored.error())));
+  if (*stored != shard_count)
+    return make_db_error(db_errc::schema_mismatch,
+                         where + " belongs to an installation of " + std::to_string(*stored)
+                           + " shards, this one has " + std::to_string(shard_count)
+                           + ": give a database of this installation or an empty one");
+  auto id = add_group(catalog, name, dsn);
+  if (!id)
+    return id.error();
+  out.id = *id;
+  return out;
 }
 
 } // namespace gost::persistence

@@ -44,7 +44,8 @@ std::vector<entity_timer> parse_timers(const std::string& s) {
 } // namespace
 
 caf::expected<std::vector<write_outcome>>
-commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes) {
+commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes,
+                     const std::string& owner) {
   std::vector<write_outcome> outcomes;
   auto mark = new_commit_mark();
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
@@ -54,7 +55,9 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // sent together (docs/operations.md, "CreateTask under 50 ms of database latency").
     pqxx::work tx{c};
     // Fencing per shard, as for offers (FOR SHARE holds a takeover until the commit; the rows
-    // locked in shard order, as a heartbeat locks them), and the current versions of the entities
+    // locked in shard order, as a heartbeat locks them; the owner and the epoch compared, as
+    // held_leases does: a shard another node holds, or none, is fenced), and the current
+    // versions of the entities
     // whose version a write checks (plain reads: one writer per shard writes its entities' states,
     // and another node's only under the lease locked here), in the round trip of the commit mark.
     std::set<uint32_t> shards;
@@ -69,10 +72,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     bool marked = !shards.empty();
     if (marked) {
       auto sql = mark_statements(tx, mark)
-                 + "WITH l AS MATERIALIZED (SELECT shard, epoch FROM shard_leases WHERE shard IN ("
-                 + number_list(shards)
+                 + "WITH l AS MATERIALIZED (SELECT shard, epoch, owner = " + tx.quote(owner)
+                 + " AS mine FROM shard_leases WHERE shard IN (" + number_list(shards)
                  + ") ORDER BY shard FOR SHARE)"
-                   " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l";
+                   " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l WHERE mine";
       if (!checked.empty())
         sql += " UNION ALL SELECT kind, entity_id, NULL, version FROM entities"
                " WHERE (kind, entity_id) IN (VALUES "

@@ -133,25 +133,18 @@ void write_state_rows(pqxx::work& tx, const std::map<state_key, row_change>& row
 
 caf::expected<std::vector<write_outcome>>
 commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets,
-                  commit_options opts) {
+                  const std::string& owner, commit_options opts) {
   std::vector<write_outcome> outcomes;
   auto mark = new_commit_mark();
   auto err = commit_marked(pool, mark, [&](pqxx::connection& c) {
     outcomes.assign(sets.size(), write_outcome::conflict);
     pqxx::work tx{c};
     // Fencing, per shard of the batch: FOR SHARE blocks a takeover (which updates the lease
-    // row) until we commit, and a takeover that happened already shows as another epoch. Sets
-    // of a shard held at another epoch are fenced; the rest of the batch goes on.
-    std::map<uint32_t, int64_t> held;
-    {
-      std::set<uint32_t> shards;
-      for (auto& f : sets)
-        shards.insert(f.shard);
-      if (!shards.empty())
-        for (auto row : tx.exec("SELECT shard, epoch FROM shard_leases WHERE shard IN ("
-                                + number_list(shards) + ") ORDER BY shard FOR SHARE"))
-          held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
-    }
+    // row) until we commit, and a takeover that happened already shows as another epoch or
+    // another owner. Sets of a shard held at another epoch, or by another node (an epoch issued
+    // again after a failover lost its bump, ADR 0023 §6), or by none, are fenced; the rest of
+    // the batch goes on.
+    auto held = held_leases(tx, sets, owner);
     std::vector<bool> live(sets.size(), false);
     for (size_t i = 0; i < sets.size(); ++i) {
       auto h = held.find(sets[i].shard);

@@ -75,10 +75,12 @@ void insert_incoming(pqxx::transaction_base& tx, const v1::ScheduledAction& a, u
                  scheduled_column(a.status()));
 }
 
-/// True when the lease of `l.shard` is at `l.epoch`; holds a takeover until the commit.
+/// True when the lease of `l.shard` is at `l.epoch` and names `l.owner`; holds a takeover
+/// until the commit.
 bool fence(pqxx::transaction_base& tx, const scheduled_lease& l) {
-  return !tx.exec_params("SELECT 1 FROM shard_leases WHERE shard = $1 AND epoch = $2 FOR SHARE",
-                         static_cast<int64_t>(l.shard), l.epoch)
+  return !tx.exec_params("SELECT 1 FROM shard_leases WHERE shard = $1 AND epoch = $2"
+                         " AND owner = $3 FOR SHARE",
+                         static_cast<int64_t>(l.shard), l.epoch, l.owner)
             .empty();
 }
 
@@ -526,6 +528,7 @@ update_due_actions(pg_pool& pool, const scheduled_lease& lease, const std::vecto
     // between steps), and one row of NULLs when the lease is held; nothing at all when not.
     auto r = tx.exec("WITH lease AS MATERIALIZED (SELECT 1 FROM shard_leases WHERE shard = " + shard
                      + " AND epoch = " + std::to_string(lease.epoch)
+                     + " AND owner = " + tx.quote(lease.owner)
                      + " FOR SHARE) SELECT a.* FROM lease, LATERAL (SELECT action_id, action_guid,"
                        " meta, spec, status FROM scheduled_actions WHERE action_id IN ("
                      + quoted_list(tx, ids)

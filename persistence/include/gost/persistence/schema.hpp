@@ -30,4 +30,9 @@ caf::expected<int> migrate(pg_pool& pool, const std::vector<migration>& ms = bui
 /// with another value gets `db_errc::schema_mismatch` and a message naming the key.
 caf::error ensure_installation(pg_pool& pool, uint32_t shard_count);
 
+/// The database's `installation` row's shard count; when it has none yet, it is stored as
+/// `shard_count` (`created` is then set, when given). ensure_installation's first step.
+caf::expected<uint32_t> claim_installation(pg_pool& pool, uint32_t shard_count,
+                                           bool* created = nullptr);
+
 } // namespace gost::persistence

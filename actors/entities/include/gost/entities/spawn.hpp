@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <caf/fwd.hpp>
@@ -31,10 +32,11 @@ class dependency_tracker;
 entity_store_actor spawn_entity_store(caf::actor_system& sys, persistence::pg_pool& pool);
 
 /// `n` writers for entity write-sets (see kit/writer.hpp).
-/// `db`: the node's PostgreSQL tracker (may be null), as for offers' writers.
+/// `db`: the node's PostgreSQL tracker (may be null), and `owner`, this node's id (the leases'
+/// owner the writes are fenced by), as for offers' writers.
 std::vector<entity_writer_actor>
-spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
-                     std::chrono::milliseconds flush_delay,
+spawn_entity_writers(caf::actor_system& sys, persistence::pg_pool& pool, const std::string& owner,
+                     size_t n, size_t batch_max, std::chrono::milliseconds flush_delay,
                      std::shared_ptr<kit::writer_stats> stats,
                      std::shared_ptr<const dependency_tracker> db = nullptr);
 

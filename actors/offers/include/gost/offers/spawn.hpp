@@ -48,12 +48,15 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
 /// `n` write-behind writers for offers (kit/writer.hpp: detached, group commit, each batch
 /// fenced per shard), to be shared by the node's shards (writer_for(writers, shard)). Match
 /// `n` to the database connections the writers may use at once. `pool` must outlive them.
+/// `owner`: this node's id; a batch commits a shard's sets only while the shard's lease names
+/// it, at the sets' epoch (persistence::commit_write_sets).
 /// `db`: the node's PostgreSQL tracker (failed batches of an outage it reported are not
 /// logged again); may be null. `history`: keep every committed change in the offers' history
 /// (history.retention is not 0).
 std::vector<writer_actor>
-spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, size_t n, size_t batch_max,
-                    std::chrono::milliseconds flush_delay, std::shared_ptr<node_stats> stats,
+spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, const std::string& owner,
+                    size_t n, size_t batch_max, std::chrono::milliseconds flush_delay,
+                    std::shared_ptr<node_stats> stats,
                     std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false);
 
 /// A one-off background rescan for one stage (a sweep): when a shard starts, it walks its

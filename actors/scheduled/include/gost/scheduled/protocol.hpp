@@ -47,10 +47,11 @@ struct worker_options {
   std::chrono::milliseconds poll{100}; ///< without a poller: the worker's own look period
   poller_actor poller; ///< the node's poller: the worker registers and does not poll itself
   size_t batch = 256;
-  fire_fn fire;                           ///< carries out an attempt (on the worker's thread)
-  caf::actor watch;                       ///< the worker stops when this actor does (the shard)
-  std::function<int64_t()> clock_ms;      ///< null: the system clock
-  std::string node;                       ///< named in the attempt log (the node's id)
+  fire_fn fire;                      ///< carries out an attempt (on the worker's thread)
+  caf::actor watch;                  ///< the worker stops when this actor does (the shard)
+  std::function<int64_t()> clock_ms; ///< null: the system clock
+  std::string node; ///< the node's id: named in the attempt log, and the leases' owner the
+                    ///< steps are fenced by
   std::shared_ptr<scheduled_stats> stats; ///< the node's figures (null: not counted)
 };
 

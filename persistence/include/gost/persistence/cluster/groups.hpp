@@ -7,6 +7,7 @@
 // grows with every change, so a node that hears of a change reads it again and keeps the
 // newer one only.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,5 +91,23 @@ caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count);
 /// or DSN already declared is `db_errc::already_exists`; an empty one `invalid_argument`.
 caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
                                   const std::string& dsn);
+
+/// What declare_group did.
+struct declared_group {
+  uint32_t id = 0;
+  int migrations_applied = 0;        ///< on the group's database
+  bool installation_created = false; ///< it had no `installation` row: given the shard count
+};
+
+/// Declares the group `name` on the database `dsn` (`gostctl group add`): refuses a name or
+/// DSN the catalog declares already (`already_exists`) and an empty one (`invalid_argument`);
+/// then, before the catalog's row is written, connects to the database (`unavailable` with
+/// libpq's reason when it cannot within `connect_timeout`), applies the migrations there
+/// (`migrate`) and claims its `installation` row for `shard_count`, the catalog's: a database
+/// already holding another shard count is `schema_mismatch`. Then `add_group`. Every message
+/// masks the DSN's password.
+caf::expected<declared_group> declare_group(pg_pool& catalog, const std::string& name,
+                                            const std::string& dsn, uint32_t shard_count,
+                                            std::chrono::milliseconds connect_timeout);
 
 } // namespace gost::persistence

@@ -88,9 +88,11 @@ struct entity_write {
 };
 
 /// Commits `writes` (in order; any mix of shards) in one transaction, each fenced by its own
-/// shard's epoch; says what happened to each. An error: nothing committed.
+/// shard's lease (owned by `owner`, the writing node, at the write's epoch; as
+/// commit_write_sets); says what happened to each. An error: nothing committed.
 caf::expected<std::vector<write_outcome>>
-commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes);
+commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>>& writes,
+                     const std::string& owner);
 
 /// A pending event as loaded.
 struct stored_event {

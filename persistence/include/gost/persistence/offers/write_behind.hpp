@@ -77,8 +77,9 @@ caf::expected<int64_t> reap_requests(pg_pool& pool, const std::vector<uint32_t>&
                                      int64_t max_age_s);
 
 /// Commits `sets` (in order; several may touch the same offer; any mix of shards) in one
-/// transaction, each fenced by its own shard's lease epoch, and says what happened to each
-/// (a set of a shard this node no longer holds at that epoch is `fenced`, one whose request
+/// transaction, each fenced by its own shard's lease: the lease row must name `owner` (the
+/// writing node's id) at the set's epoch, both compared (ADR 0023 §6), and says what happened
+/// to each (a set of a shard this node no longer holds at that epoch is `fenced`, one whose request
 /// id committed before is `duplicate`, the others commit or conflict as usual). An error means
 /// nothing was committed: when the connection is lost during COMMIT the batch's commit mark is
 /// looked up on a new connection first, and db_errc::outcome_unknown is returned only when
@@ -92,7 +93,7 @@ struct commit_options {
 
 caf::expected<std::vector<write_outcome>>
 commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& sets,
-                  commit_options opts = {});
+                  const std::string& owner, commit_options opts = {});
 
 /// Takes every shard's lease for `owner` at once, bumping each epoch, and returns the epochs
 /// indexed by shard. For tests and benchmarks that run shards without a cluster manager;

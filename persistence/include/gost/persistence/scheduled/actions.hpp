@@ -99,10 +99,12 @@ list_scheduled_actions(pg_pool& pool, const std::string& after_id, size_t limit,
 // --- the worker's steps ---------------------------------------------------------------------
 
 /// The lease a worker works under: every step writes only while the shard's lease is at
-/// this epoch (checked with FOR SHARE in the step's own transaction).
+/// this epoch and names this owner (checked with FOR SHARE in the step's own transaction; the
+/// owner too, since an epoch can be issued twice after a failover lost its bump, ADR 0023 §6).
 struct scheduled_lease {
   uint32_t shard = 0;
   int64_t epoch = 0;
+  std::string owner; ///< the worker's node id
 };
 
 enum class step_outcome : uint8_t {
