@@ -3,7 +3,7 @@
 # port 54349 unless GOST_PG_DIR / GOST_PG_PORT say otherwise) and prints one JSON line per
 # benchmark, last on its output.
 #   bench/run.sh [NAME...]     names: stage_noop (with the graphile-worker peer) stage_offer
-#                              resident timers failover api_updates api_cluster outbox_kafka
+#                              resident timers failover api_updates api_cluster api_groups outbox_kafka
 #                              tasks (with the graphile-worker peer) console_cost images (with
 #                              the thumbor peer) images_queue (the Kafka queue, with the
 #                              PostgreSQL queue as peer) actions (with the graphile-worker peer)
@@ -168,6 +168,25 @@ for name in "${names[@]}"; do
       printf '{"bench": "api_cluster", "value": %s, "unit": "updates/s acknowledged, 3 nodes", "gost_cpu_us_per_op": %s, "pg_cpu_us_per_op": %s, "peer": "1 node", "peer_value": %s, "ratio": %.2f, "peer_gost_cpu_us_per_op": %s, "peer_pg_cpu_us_per_op": %s}\n' \
         "$v3" "$(field gost_cpu_us_per_op "$three")" "$(field pg_cpu_us_per_op "$three")" "$v1" \
         "$(awk -v a="$v3" -v b="$v1" 'BEGIN { print a / b }')" \
+        "$(field gost_cpu_us_per_op "$one")" "$(field pg_cpu_us_per_op "$one")"
+      ;;
+    api_groups)
+      # The same load on one shard group and on two (ADR 0023: the upper half of the shards in
+      # a second database of the same server), one node, same run. On one two-core machine this
+      # says what the routing and a second pool cost, not how groups scale (docs/sharding.md).
+      step "building gostd and the client" "$logs/build-api.log" \
+        cmake --build --preset release -j "$(nproc)" --target gostd gost_api_bench
+      one=$(BENCH_API_GROUPS=1 bench/api_updates.sh build/release/runtime/gostd \
+              build/release/bench/gost_api_bench "$GOST_PG_PORT" 2>"$logs/api_groups-1.log") \
+        || { tail -n 20 "$logs/api_groups-1.log" >&2; echo "bench/run.sh: api_groups failed" >&2; exit 1; }
+      two=$(BENCH_API_GROUPS=2 bench/api_updates.sh build/release/runtime/gostd \
+              build/release/bench/gost_api_bench "$GOST_PG_PORT" 2>"$logs/api_groups-2.log") \
+        || { tail -n 20 "$logs/api_groups-2.log" >&2; echo "bench/run.sh: api_groups failed" >&2; exit 1; }
+      v1=$(field value "$one")
+      v2=$(field value "$two")
+      printf '{"bench": "api_groups", "value": %s, "unit": "updates/s acknowledged, 2 shard groups", "gost_cpu_us_per_op": %s, "pg_cpu_us_per_op": %s, "peer": "1 shard group", "peer_value": %s, "ratio": %.2f, "peer_gost_cpu_us_per_op": %s, "peer_pg_cpu_us_per_op": %s}\n' \
+        "$v2" "$(field gost_cpu_us_per_op "$two")" "$(field pg_cpu_us_per_op "$two")" "$v1" \
+        "$(awk -v a="$v2" -v b="$v1" 'BEGIN { print a / b }')" \
         "$(field gost_cpu_us_per_op "$one")" "$(field pg_cpu_us_per_op "$one")"
       ;;
     console_cost)

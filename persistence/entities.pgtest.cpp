@@ -195,7 +195,7 @@ TEST_CASE_FIXTURE(entities_db, "sent events with request ids commit in one batch
   mixed.events.push_back(timer("r3", "", 2'000, "r3-plain"));
   mixed.events.push_back(timer("r3", "sweep", 3'000, "r3-timer"));
   batch.push_back({0, epoch, mixed});
-  auto out = commit_entity_writes(pool, batch);
+  auto out = commit_entity_writes(pool, batch, "test-node");
   REQUIRE(out);
   for (auto o : *out)
     CHECK(o == write_outcome::committed);
@@ -214,7 +214,8 @@ TEST_CASE_FIXTURE(entities_db, "sent events with request ids commit in one batch
   CHECK(load("r3", 0).next_due_us == 1'000);
 
   // Sent again in a later batch (an answer lost): nothing more stored.
-  out = commit_entity_writes(pool, {sent("r1", "init", "r1-late"), sent("r2", "other", "x")});
+  out = commit_entity_writes(pool, {sent("r1", "init", "r1-late"), sent("r2", "other", "x")},
+                             "test-node");
   REQUIRE(out);
   CHECK(payloads("r1") == "r1-first");
   CHECK(payloads("r2") == "r2,r2-other");

@@ -412,7 +412,9 @@ bool take_back_previous(self_ptr self, const std::vector<persistence::lease_row>
 /// stages' figures. Returns an error when the table could not be read (the last set stays).
 caf::error read_pauses(self_ptr self) {
   auto& st = self->state;
-  auto rows = persistence::list_stage_pauses(*st.own_pool);
+  // Cluster-wide: in the catalog database, whichever group this manager serves.
+  auto rows =
+    persistence::list_stage_pauses(st.opts.catalog != nullptr ? *st.opts.catalog : *st.own_pool);
   if (!rows)
     return rows.error();
   std::set<std::string> now;

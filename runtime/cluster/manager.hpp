@@ -58,6 +58,9 @@ struct cluster_options {
   std::string group_name;
   std::vector<uint32_t> shards;
   persistence::pg_pool* pool = nullptr;
+  /// The catalog database's pool, where the cluster-wide rows are (the stages' pauses); null:
+  /// `pool` is the catalog's.
+  persistence::pg_pool* catalog = nullptr;
   /// For the LISTEN connection (joins, leaves and released leases are noticed at once);
   /// empty: membership changes are noticed at the next heartbeat only.
   std::string dsn;

@@ -108,6 +108,7 @@ caf::error start_cluster_manager(node_context& n) {
       gco.shards = g.shards;
     }
     gco.pool = g.pool;
+    gco.catalog = g.pool == n.pool.get() ? nullptr : n.pool.get();
     gco.dsn = g.dsn;
     gco.db = g.db;
     g.manager = spawn_cluster_manager(*n.sys, std::move(gco));

@@ -1179,6 +1179,48 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
     describe(db) << "| " << describe(east));
   CHECK(l.more_acked(30)); // updates go on, every shard through n1 now
   l.finish();
+
+  // A stage paused is paused in every group: the pauses are the catalog's, read by each
+  // group's manager. Every offer's next audit run (its timer, or a new offer's first) waits
+  // queued, in both groups, and none starts.
+  auto admin =
+    v1::AdminService::NewStub(grpc::CreateChannel(n1.addr, grpc::InsecureChannelCredentials()));
+  auto audit = [&]() {
+    v1::TopResponse top;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = admin->Top(&ctx, v1::TopRequest{}, &top);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    for (auto& stage : top.stages())
+      if (stage.stage_id() == "audit")
+        return stage;
+    return v1::StageTop{};
+  };
+  {
+    v1::StageVerbRequest req;
+    req.set_stage_id("audit");
+    req.set_who("groups-test");
+    v1::StageVerbResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    auto st = admin->PauseStage(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  auto runs_at_pause = audit().runs();
+  for (int i = 0; i < 24; ++i) {
+    v1::Offer o;
+    auto st = n1.create("paused-" + std::to_string(i), o, "seller-" + std::to_string(i % 6));
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  const std::string due_audits =
+    "SELECT count(*) FROM stage_states WHERE stage_id = 'audit' AND due_at_us IS NOT NULL"
+    " AND due_at_us < extract(epoch from now()) * 1e6";
+  auto queued = [&] {
+    return std::stoi(db.scalar(due_audits)) + std::stoi(east.scalar(due_audits));
+  };
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return queued() >= 84; }),
+                "audit due " << queued() << ", runs " << runs_at_pause << " -> " << audit().runs());
+  CHECK(audit().runs() == runs_at_pause);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable({&db, &east});
   // Each group's outbox is relayed from its own database (a relay per group; Kafka is the

@@ -58,7 +58,7 @@ public:
   std::vector<uint32_t> shards_of(uint32_t group) const;
 
   /// The first range not held by `group` alone (held by another, or moving), or null: a node
-  /// that serves one database refuses a map with one (until ADR 0023's build step 2).
+  /// that runs parts serving the catalog database only refuses a map with one (start_pg).
   const shard_range* first_outside(uint32_t group) const;
 
   /// By id.
