@@ -340,9 +340,11 @@ void rebalance(self_ptr self, const std::vector<persistence::node_row>& nodes,
     mine.push_back({shard, h.draining});
   plan.observe(alive, all, mine);
   // Take free leases up to an even share (free: nobody's, or its owner stopped heartbeating).
-  while (plan.wants_more()) {
-    auto got = persistence::acquire_free_lease(*st.own_pool, st.opts.node_id,
-                                               st.opts.cfg.lease_timeout, st.opts.shards);
+  // (A group holding no shard takes none: its share is 0.)
+  while (st.group_size > 0 && plan.wants_more()) {
+    auto got =
+      persistence::acquire_free_lease(*st.own_pool, st.opts.node_id, st.opts.cfg.lease_timeout,
+                                      st.opts.shards.value_or(std::vector<uint32_t>{}));
     if (!got) {
       if (!db_outage_reported(st.opts.db.get(), got.error()))
         lg->warn("lease acquisition failed error={}", err_text(got.error()));
@@ -550,10 +552,11 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
   {
     auto& st = self->state;
-    st.ours.assign(st.opts.shard_count, st.opts.shards.empty());
-    for (auto shard : st.opts.shards)
-      if (shard < st.ours.size())
-        st.ours[shard] = true;
+    st.ours.assign(st.opts.shard_count, !st.opts.shards);
+    if (st.opts.shards)
+      for (auto shard : *st.opts.shards)
+        if (shard < st.ours.size())
+          st.ours[shard] = true;
     st.group_size = static_cast<uint32_t>(std::count(st.ours.begin(), st.ours.end(), true));
     st.who = st.opts.group_name.empty() ? st.opts.node_id
                                         : st.opts.node_id + " group=" + st.opts.group_name;

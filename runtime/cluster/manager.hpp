@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,12 +52,13 @@ struct cluster_options {
   std::string node_id;
   uint32_t shard_count = 0;
   /// The shard group this manager serves (ADR 0023: a node runs one per group): its id, its
-  /// name (logs) and its shards, in order (empty: all `shard_count`, the one group of an
-  /// installation without groups). `pool` and `dsn` are the group's database, which holds its
-  /// leases, the `nodes` rows and the liveness locks: the group is a small cluster of its own.
+  /// name (logs) and its shards, in order (none: all `shard_count`, the one group of an
+  /// installation without groups; empty: a group holding no shard, taking no lease). `pool` and
+  /// `dsn` are the group's database, which holds its leases, the `nodes` rows and the liveness
+  /// locks: the group is a small cluster of its own.
   uint32_t group = 0;
   std::string group_name;
-  std::vector<uint32_t> shards;
+  std::optional<std::vector<uint32_t>> shards;
   persistence::pg_pool* pool = nullptr;
   /// The catalog database's pool, where the cluster-wide rows are (the stages' pauses); null:
   /// `pool` is the catalog's.

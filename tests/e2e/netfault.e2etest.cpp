@@ -930,6 +930,21 @@ int64_t wall_ms() {
 /// assignment #1..#3 then withdrawn, its verdict timer 100 ms), through both nodes in turn. A
 /// task whose CreateTask got no OK is created again with the same client key until it does
 /// (the key makes a repeat change nothing). Every answer is counted by status code.
+/// The i-th moderation task of group `group`, its client key `t-<i>` (repeated with it when
+/// its answer is lost).
+v1::CreateTaskRequest moderation_task(const std::string& group, int i) {
+  v1::ModerationInput in;
+  in.set_item_id("item-" + std::to_string(i));
+  in.set_content("content");
+  in.set_verdict_timeout_ms(100);
+  in.set_max_issues(3);
+  v1::CreateTaskRequest req;
+  req.set_group_id(group);
+  req.set_client_key("t-" + std::to_string(i));
+  req.mutable_input()->PackFrom(in);
+  return req;
+}
+
 class task_creator {
 public:
   task_creator(std::vector<std::shared_ptr<grpc::Channel>> channels, const test_clock& clock)
@@ -985,15 +1000,7 @@ private:
     int i = 0;
     for (int n = 0; !stop_; ++n) {
       auto node = n % static_cast<int>(stubs.size());
-      v1::ModerationInput in;
-      in.set_item_id("item-" + std::to_string(i));
-      in.set_content("content");
-      in.set_verdict_timeout_ms(100);
-      in.set_max_issues(3);
-      v1::CreateTaskRequest req;
-      req.set_group_id("nf");
-      req.set_client_key("t-" + std::to_string(i));
-      req.mutable_input()->PackFrom(in);
+      auto req = moderation_task("nf", i);
       v1::CreateTaskResponse resp;
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + 3s);
@@ -1338,15 +1345,7 @@ TEST_CASE("network faults between gostd and PostgreSQL: CreateTask under 50 ms e
   std::vector<int64_t> took_ms;
   int acknowledged = 0, retried = 0;
   for (int i = 0; i < task_count; ++i) {
-    v1::ModerationInput in;
-    in.set_item_id("item-" + std::to_string(i));
-    in.set_content("content");
-    in.set_verdict_timeout_ms(100);
-    in.set_max_issues(3);
-    v1::CreateTaskRequest req;
-    req.set_group_id("lat");
-    req.set_client_key("t-" + std::to_string(i));
-    req.mutable_input()->PackFrom(in);
+    auto req = moderation_task("lat", i);
     auto deadline = std::chrono::system_clock::now() + 3s; // the client's normal deadline
     auto start = clock_type::now();
     grpc::Status s;

@@ -18,6 +18,7 @@
 
 #include "gost/testing/grpc.hpp"
 #include "gost/testing/http.hpp"
+#include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include "gost/v1/offer_service.grpc.pb.h"
@@ -332,16 +333,9 @@ TEST_CASE("one shard group's database stopped: its shards answer UNAVAILABLE, th
   auto start = [&](std::unique_ptr<child_process>& node, int& grpc_port, uint16_t& http_port) {
     std::remove(port_file.c_str());
     node = std::make_unique<child_process>(GOSTD_PATH, args);
-    REQUIRE_MESSAGE(testing::eventually(30s,
-                                        [&] {
-                                          std::ifstream in(port_file);
-                                          int h = 0;
-                                          if (in >> grpc_port >> h)
-                                            http_port = static_cast<uint16_t>(h);
-                                          return http_port != 0 || !node->running();
-                                        }),
-                    node->output());
-    REQUIRE_MESSAGE(http_port != 0, node->output());
+    auto [g, h] = testing::read_ports(*node, port_file);
+    grpc_port = g;
+    http_port = static_cast<uint16_t>(h);
   };
   std::unique_ptr<child_process> node;
   int grpc_port = 0;
