@@ -63,16 +63,17 @@ public:
   Ops route(kind_slot<Ops, Local> k, const std::string& id, bool* remote = nullptr,
             caf::error* refused = nullptr) const {
     caf::actor here;
+    auto shard = shard_of(id); // hashed once, outside the lock
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      auto& r = routes_[shard_of(id)];
+      auto& r = routes_[shard];
       if (remote != nullptr)
         *remote = static_cast<bool>(r.link);
       if (r.link)
         return k.forwarded ? caf::actor_cast<Ops>(r.link) : Ops{};
       here = r.local.get(k.index);
     }
-    if (here && !confirmed_now(shard_of(id), refused))
+    if (here && !confirmed_now(shard, refused))
       return Ops{};
     return caf::actor_cast<Ops>(here);
   }
