@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "gost/persistence/cluster/groups.hpp"
+#include "gost/persistence/cluster/moves.hpp"
 
 using gost::persistence::group_map;
 using gost::persistence::shard_group;
@@ -94,4 +95,62 @@ TEST_CASE("group map: a range names a declared group, and moves to another one")
   auto moving = group_map::make(two_groups(), {{0, 15, 0, 1u}}, 16, 2);
   REQUIRE(std::holds_alternative<group_map>(moving));
   REQUIRE(std::get<group_map>(moving).first_outside(0) != nullptr); // moving away: not held alone
+}
+
+namespace {
+
+/// main 0-7, east 8-15, west declared and empty.
+group_map three_groups(std::optional<uint32_t> east_moving_to = std::nullopt) {
+  auto m = group_map::make({{0, "main", ""}, {1, "east", "host=e"}, {2, "west", "host=w"}},
+                           {{0, 7, 0, std::nullopt}, {8, 15, 1, east_moving_to}}, 16, 3);
+  return std::get<group_map>(std::move(m));
+}
+
+std::string refusal(const group_map& m, uint32_t first, uint32_t last, const std::string& to) {
+  auto p = gost::persistence::plan_move(m, first, last, to);
+  auto* e = std::get_if<std::string>(&p);
+  return e ? *e : std::string{};
+}
+
+} // namespace
+
+TEST_CASE("move plan: a whole group to another declared group; the same move again resumes") {
+  auto m = three_groups();
+  auto p = gost::persistence::plan_move(m, 8, 15, "west");
+  REQUIRE(std::holds_alternative<gost::persistence::move_plan>(p));
+  auto& plan = std::get<gost::persistence::move_plan>(p);
+  CHECK(plan.from == 1);
+  CHECK(plan.to == 2);
+  CHECK(plan.from_name == "east");
+  CHECK(plan.to_name == "west");
+  CHECK_FALSE(plan.resumed);
+  // Group 0's shards move too (the catalog stays where it is).
+  CHECK(refusal(m, 0, 7, "west").empty());
+
+  auto moving = three_groups(2u);
+  auto again = gost::persistence::plan_move(moving, 8, 15, "west");
+  REQUIRE(std::holds_alternative<gost::persistence::move_plan>(again));
+  CHECK(std::get<gost::persistence::move_plan>(again).resumed);
+}
+
+TEST_CASE("move plan: refusals say what to give") {
+  auto m = three_groups();
+  CHECK(refusal(m, 9, 8, "west")
+        == "the range 9-8 ends before it starts: give FIRST-LAST with FIRST <= LAST");
+  CHECK(refusal(m, 8, 16, "west") == "shards 8-16 go past the installation's 16 shards (0-15)");
+  CHECK(refusal(m, 8, 15, "north")
+        == "no group is named `north` (declared: main, east, west); declare it first with "
+           "`gostctl group add`");
+  CHECK(refusal(m, 4, 11, "west")
+        == "shards 4-11 span groups `main` and `east`: move one group's shards at a time");
+  CHECK(refusal(m, 8, 15, "east") == "shards 8-15 are in group `east` already");
+  CHECK(refusal(m, 8, 11, "west")
+        == "group `east` holds shards 8-15: a group is moved whole (a part of it would spread "
+           "its sellers' offers over two databases, and lookups by key read the seller's home "
+           "group only), so give 8-15");
+  // Another move under way: finished first.
+  auto moving = three_groups(0u);
+  CHECK(refusal(moving, 0, 7, "west")
+        == "a move is under way: shards 8-15 of `east` to `main`; ask for that move again to "
+           "finish it first");
 }

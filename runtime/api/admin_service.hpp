@@ -57,6 +57,12 @@ public:
     manager_actor manager;
     /// Wakes another node's shard after a requeue there (may be null: it polls in time).
     std::shared_ptr<wake_hub> wakes;
+    /// The pool of shard group `id`'s database (every declared group has one on a node; null:
+    /// none, the group was declared after the node started). MoveShards copies between them.
+    std::function<persistence::pg_pool*(uint32_t id)> group_pool;
+    /// Why this node refuses to move shards (parts it runs serve the catalog database only),
+    /// or empty.
+    std::string move_refusal;
   };
 
   /// The types the node publishes (DescribeTypes) and decodes with (OfferHistory).
@@ -73,7 +79,7 @@ public:
     : hub_(hub), router_(r), stages_(std::move(stages)), stats_(std::move(stats)),
       timeout_(timeout), cluster_(std::move(cluster)), limits_(std::move(limits)),
       history_(types.history), entities_(types.entities), traces_(std::move(traces)),
-      image_figures_(std::move(image_figures)) {
+      image_figures_(std::move(image_figures)), moves_(new_move_runs()) {
     publish_types(types.entities.get());
     guard("InspectOffer", &admin_service::InspectOffer);
     guard("InspectEntity", &admin_service::InspectEntity);
@@ -95,6 +101,7 @@ public:
     guard("UndrainNode", &admin_service::UndrainNode);
     guard("ListGroups", &admin_service::ListGroups);
     guard("AddGroup", &admin_service::AddGroup);
+    guard("MoveShards", &admin_service::MoveShards);
     guard("DescribeTypes", &admin_service::DescribeTypes);
     guard("OfferHistory", &admin_service::OfferHistory);
     guard("Trace", &admin_service::Trace);
@@ -163,6 +170,8 @@ public:
   grpc::ServerUnaryReactor* AddGroup(grpc::CallbackServerContext* ctx,
                                      const v1::AddGroupRequest* req,
                                      v1::AddGroupResponse* resp) override;
+  grpc::ServerWriteReactor<v1::MoveShardsProgress>*
+  MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShardsRequest* req) override;
   /// The reads behind the console's RPCs, one function each, called by the RPCs above and by
   /// the web page's JSON endpoints (console/web_api.cpp). Each fills `resp` and then calls
   /// `done` exactly once, maybe on another thread before or after it returns; `resp` must live
@@ -228,6 +237,13 @@ private:
   std::shared_ptr<trace_context> traces_; ///< null: no traces (a node without a cluster part)
   /// The image pools' figures for Top (null: images.enabled is off).
   std::shared_ptr<const images::image_stats> image_figures_;
+  /// The moves running here (MoveShards): the service's end waits for them.
+  struct move_runs;
+  static std::shared_ptr<move_runs> new_move_runs();
+  std::shared_ptr<move_runs> moves_;
+
+public:
+  ~admin_service() override;
 };
 
 } // namespace gost::runtime

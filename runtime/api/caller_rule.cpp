@@ -110,6 +110,7 @@ const std::map<std::string_view, role, std::less<>>& table() {
     {"/gost.v1.AdminService/DrainNode", role::admin},
     {"/gost.v1.AdminService/UndrainNode", role::admin},
     {"/gost.v1.AdminService/AddGroup", role::admin},
+    {"/gost.v1.AdminService/MoveShards", role::admin},
   };
   return t;
 }

@@ -21,6 +21,7 @@
 #include "gost/persistence/dedicated_pool.hpp"
 
 CAF_ADD_ATOM(gost_runtime, gost::runtime, notified_atom, "notified")
+CAF_ADD_ATOM(gost_runtime, gost::runtime, set_shards_atom, "setshards")
 
 namespace gost::runtime {
 
@@ -30,10 +31,10 @@ const auto lg = gost::log::get("cluster");
 
 using persistence::held_lease;
 
-/// What the manager handles: its interface, its heartbeat, and the LISTEN connection's notice
-/// of a membership change.
-using manager_impl =
-  manager_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<notified_atom>>;
+/// What the manager handles: its interface, its heartbeat, the LISTEN connection's notice of a
+/// membership change, and its group's new shards after a range moved.
+using manager_impl = manager_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<notified_atom>,
+                                           caf::reacts_to<set_shards_atom, std::vector<uint32_t>>>;
 
 } // namespace
 
@@ -482,6 +483,8 @@ void confirm_pauses(self_ptr self, caf::typed_response_promise<ok_atom> rp,
 
 void tick(self_ptr self) {
   auto& st = self->state;
+  if (st.opts.on_look)
+    st.opts.on_look();
   std::vector<held_lease> held;
   for (auto& [shard, h] : st.held)
     held.push_back({shard, h.epoch});
@@ -508,7 +511,9 @@ void tick(self_ptr self) {
     still.insert(l.shard);
   for (auto& l : held)
     if (still.count(l.shard) == 0)
-      drop(self, l.shard, "lease taken over by another node (this node missed its heartbeats)");
+      drop(self, l.shard,
+           "lease taken over (by another node: this node missed its heartbeats; or fenced by a "
+           "shard move)");
   auto now = std::chrono::steady_clock::now();
   auto was_down = confirmation.unconfirmed_since();
   if (confirmation.confirm(started, generation, now))
@@ -548,16 +553,21 @@ void tick(self_ptr self) {
   refresh_routes(self, *nodes, *leases);
 }
 
+/// Which shards the group served here holds (cluster_options::shards).
+void set_ours(manager_state& st) {
+  st.ours.assign(st.opts.shard_count, !st.opts.shards);
+  if (st.opts.shards)
+    for (auto shard : *st.opts.shards)
+      if (shard < st.ours.size())
+        st.ours[shard] = true;
+  st.group_size = static_cast<uint32_t>(std::count(st.ours.begin(), st.ours.end(), true));
+}
+
 manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
   self->state.opts = std::move(opts);
   {
     auto& st = self->state;
-    st.ours.assign(st.opts.shard_count, !st.opts.shards);
-    if (st.opts.shards)
-      for (auto shard : *st.opts.shards)
-        if (shard < st.ours.size())
-          st.ours[shard] = true;
-    st.group_size = static_cast<uint32_t>(std::count(st.ours.begin(), st.ours.end(), true));
+    set_ours(st);
     st.who = st.opts.group_name.empty() ? st.opts.node_id
                                         : st.opts.node_id + " group=" + st.opts.group_name;
   }
@@ -662,6 +672,34 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
       tick(self);
       check_taken(self);
     },
+    [=](set_shards_atom, std::vector<uint32_t>& shards) {
+      auto& st = self->state;
+      std::vector<uint32_t> gone;
+      std::set<uint32_t> now(shards.begin(), shards.end());
+      for (auto& [shard, h] : st.held)
+        if (now.count(shard) == 0)
+          gone.push_back(shard);
+      lg->info("shard group's shards changed node={} shards={} before={}", st.who, shards.size(),
+               st.group_size);
+      st.opts.shards = std::move(shards);
+      set_ours(st);
+      // Held here and moved away: the fence took the lease at the source already (a
+      // heartbeat usually stopped the shard before the switch); the route may be the new
+      // group's by now, and stays.
+      for (auto shard : gone) {
+        auto& h = st.held.at(shard);
+        lg->warn("shard stopped shard={} epoch={} reason=its range moved to another group", shard,
+                 h.epoch);
+        for (auto& a : h.actors()) {
+          self->demonitor(a);
+          caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+        }
+        st.opts.routes->clear_if(shard, h.handles);
+        st.held.erase(shard);
+      }
+      if (st.joined && !st.leaving)
+        self->send(self, notified_atom_v);
+    },
     [=](pause_atom) -> caf::result<ok_atom> {
       // An operator paused or resumed a stage (admin service): read the table now, and answer
       // once this node's shards run none of the paused stages.
@@ -723,6 +761,10 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
 }
 
 } // namespace
+
+void set_manager_shards(const manager_actor& manager, std::vector<uint32_t> shards) {
+  caf::anon_send(caf::actor_cast<manager_impl>(manager), set_shards_atom_v, std::move(shards));
+}
 
 manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts) {
   return sys.spawn<caf::detached>(manager_fun, std::move(opts));

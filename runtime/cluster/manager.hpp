@@ -83,6 +83,10 @@ struct cluster_options {
   /// Wake notices heard on the LISTEN connection (persistence::wake_channel), on its thread.
   /// Empty: not listened to.
   std::function<void(const std::string&)> on_wake;
+  /// Called at every heartbeat and notice (on the manager's thread), before the leases are
+  /// looked at: the catalog group's manager looks whether the shard map changed (a range moved:
+  /// set_manager_shards). Empty: nothing.
+  std::function<void()> on_look;
 };
 
 /// The manager's interface (what the node's start and stop and the admin service send it):
@@ -105,6 +109,11 @@ using manager_actor = caf::typed_actor<
   caf::replies_to<join_atom>::with<ok_atom>, caf::replies_to<pause_atom>::with<ok_atom>,
   caf::replies_to<leave_atom>::with<ok_atom>, caf::replies_to<drain_node_atom>::with<uint32_t>,
   caf::replies_to<undrain_atom>::with<bool>>;
+
+/// A range moved (ADR 0023 decision 5): the manager of a group serves `shards` from now on. A
+/// shard it held and no longer serves stops here (its lease was fenced at the source); the
+/// new ones are taken at its next look, which comes at once.
+void set_manager_shards(const manager_actor& manager, std::vector<uint32_t> shards);
 
 /// Spawns the manager (a detached actor: it blocks on PostgreSQL), idle until (join_atom).
 manager_actor spawn_cluster_manager(caf::actor_system& sys, cluster_options opts);

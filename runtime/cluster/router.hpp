@@ -34,12 +34,17 @@ public:
   /// `stores`: actors for lookups not tied to one entity (any_store), of whatever interface
   /// their user casts them to.
   /// `group_of`: each shard's group (ADR 0023; empty: every shard in group 0). Each group's
-  /// leases are confirmed by that group's cluster manager on its own.
-  router(uint32_t shard_count, std::vector<caf::actor> stores, std::vector<uint32_t> group_of = {})
-    : routes_(shard_count), stores_(std::move(stores)), group_of_(std::move(group_of)) {
-    if (group_of_.empty())
-      group_of_.assign(shard_count, 0);
-    uint32_t groups = 1 + *std::max_element(group_of_.begin(), group_of_.end());
+  /// leases are confirmed by that group's cluster manager on its own. `groups`: how many group
+  /// ids there are (at least one above the highest in `group_of`): a shard can move to any.
+  router(uint32_t shard_count, std::vector<caf::actor> stores, std::vector<uint32_t> group_of = {},
+         uint32_t groups = 1)
+    : routes_(shard_count), stores_(std::move(stores)),
+      group_of_(std::make_unique<std::atomic<uint32_t>[]>(shard_count)) {
+    for (uint32_t s = 0; s < shard_count; ++s) {
+      auto g = s < group_of.size() ? group_of[s] : 0;
+      group_of_[s].store(g, std::memory_order_relaxed);
+      groups = std::max(groups, g + 1);
+    }
     for (uint32_t g = 0; g < groups; ++g)
       confirmations_.push_back(std::make_unique<lease_confirmation>());
   }
@@ -83,7 +88,7 @@ public:
   /// (when given).
   bool confirmed_now(uint32_t shard, caf::error* refused = nullptr) const {
     auto now = lease_confirmation::clock::now();
-    auto& c = *confirmations_[group_of_[shard]];
+    auto& c = *confirmations_[group_of(shard)];
     if (c.confirmed(now))
       return true;
     auto err = c.refuse(now);
@@ -93,8 +98,16 @@ public:
   }
 
   /// The group holding `shard` (ADR 0023).
-  uint32_t group_of(uint32_t shard) const { return group_of_[shard]; }
-  /// How many group ids there are (0 up to the highest id of a group holding a shard).
+  uint32_t group_of(uint32_t shard) const {
+    return group_of_[shard].load(std::memory_order_relaxed);
+  }
+  /// A range moved (the map changed, gostctl move-shards): `shard` is in `group` from now on,
+  /// before the group's cluster manager is told to take its lease there. `group` is below
+  /// `group_count()`.
+  void set_group_of(uint32_t shard, uint32_t group) {
+    group_of_[shard].store(group, std::memory_order_relaxed);
+  }
+  /// How many group ids there are (0 up to the highest id declared at the start).
   uint32_t group_count() const noexcept { return static_cast<uint32_t>(confirmations_.size()); }
 
   /// Whether this node's leases in `group` are confirmed: that group's cluster manager keeps it.
@@ -131,7 +144,7 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     std::vector<uint32_t> out;
     for (uint32_t s = 0; s < routes_.size(); ++s)
-      if (routes_[s].here && (!group || group_of_[s] == *group))
+      if (routes_[s].here && (!group || group_of(s) == *group))
         out.push_back(s);
     return out;
   }
@@ -171,6 +184,18 @@ public:
     }
     changed_.notify_all();
   }
+  /// Clears the route of `shard` only while it is still `handles`: a manager stopping a shard
+  /// that moved to another group leaves the route the other group's manager set since.
+  void clear_if(uint32_t shard, const local_shard& handles) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      auto& r = routes_[shard];
+      if (!r.here || r.local.by_kind != handles.by_kind)
+        return;
+      r = {};
+    }
+    changed_.notify_all();
+  }
   void clear(uint32_t shard) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
@@ -199,7 +224,7 @@ public:
   /// offers are (ADR 0023 decision 4).
   template <class Store>
   Store store_of_shard(uint32_t shard) {
-    auto g = group_of_[shard];
+    auto g = group_of(shard);
     auto& stores =
       g < group_stores_.size() && !group_stores_[g].empty() ? group_stores_[g] : stores_;
     return caf::actor_cast<Store>(
@@ -218,7 +243,8 @@ private:
   std::vector<owner> routes_;
   std::vector<caf::actor> stores_;
   std::atomic<size_t> next_{0};
-  std::vector<uint32_t> group_of_;                    ///< by shard
+  /// By shard; changed when a range moves (set_group_of), read by every call.
+  std::unique_ptr<std::atomic<uint32_t>[]> group_of_;
   std::vector<std::vector<caf::actor>> group_stores_; ///< by group id (set_group_stores)
   /// By group id; refusals are counted by const readers (lease_confirmation's own atomics).
   std::vector<std::unique_ptr<lease_confirmation>> confirmations_;

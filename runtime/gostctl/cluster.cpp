@@ -211,6 +211,72 @@ int group(const cli& c) {
   return 0;
 }
 
+/// move-shards FIRST-LAST --to GROUP [--keep-source]: streams the move's steps, then its
+/// figures.
+int move_shards(const cli& c) {
+  auto usage = [] {
+    std::fprintf(stderr, "usage: gostctl move-shards FIRST-LAST --to GROUP [--keep-source] "
+                         "(every shard of one group: gostctl groups lists them)\n");
+    return 2;
+  };
+  if (c.positional.size() != 1 || !has(c, "to") || opt(c, "to").empty())
+    return usage();
+  auto& range = c.positional[0];
+  auto dash = range.find('-');
+  // A shard number: decimal digits only (0 is a shard).
+  auto number = [](const std::string& t, int64_t& out) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out = std::stoll(t);
+    return true;
+  };
+  int64_t first = 0;
+  int64_t last = 0;
+  bool ok = dash != std::string::npos && number(range.substr(0, dash), first)
+            && number(range.substr(dash + 1), last);
+  if (!ok) {
+    std::fprintf(stderr, "gostctl move-shards: `%s` is not a range FIRST-LAST of shard numbers\n",
+                 range.c_str());
+    return usage();
+  }
+  gost::v1::MoveShardsRequest req;
+  req.set_first(static_cast<uint32_t>(first));
+  req.set_last(static_cast<uint32_t>(last));
+  req.set_to(opt(c, "to"));
+  req.set_keep_source(has(c, "keep-source"));
+  req.set_who(who(c));
+  auto admin = admin_stub(c);
+  grpc::ClientContext ctx; // no deadline: a move takes as long as its rows
+  admin_context(ctx, c);
+  auto reader = admin->MoveShards(&ctx, req);
+  std::printf("moving shards %s to group `%s`\n", range.c_str(), req.to().c_str());
+  std::fflush(stdout);
+  gost::v1::MoveShardsProgress p;
+  gost::v1::MoveShardsProgress last_seen;
+  while (reader->Read(&p)) {
+    if (p.done()) {
+      last_seen = p;
+      continue;
+    }
+    std::printf("  %-9s %s\n", p.step().c_str(), p.detail().c_str());
+    std::fflush(stdout);
+  }
+  auto s = reader->Finish();
+  if (!s.ok())
+    return fail(s);
+  std::printf("done: shards %s moved from `%s` to `%s` (map version %llu): %lld rows copied, "
+              "%lld caught up in %d round(s), %lld queued rows moved, fenced for %lld ms, %lld "
+              "rows removed at the source\n",
+              range.c_str(), last_seen.from().c_str(), req.to().c_str(),
+              static_cast<unsigned long long>(last_seen.map_version()),
+              static_cast<long long>(last_seen.rows_copied()),
+              static_cast<long long>(last_seen.rows_caught_up()), last_seen.rounds(),
+              static_cast<long long>(last_seen.queued_moved()),
+              static_cast<long long>(last_seen.fenced_ms()),
+              static_cast<long long>(last_seen.rows_removed()));
+  return 0;
+}
+
 } // namespace
 
 std::vector<command> cluster_commands() {
@@ -238,6 +304,13 @@ std::vector<command> cluster_commands() {
      "installation's shard count; another count: refused) before the\n"
      "catalog's row is written; logged with --who",
      group},
+    {"move-shards", "cluster", "FIRST-LAST --to GROUP [--keep-source]",
+     "move a group's shards (all of them: FIRST-LAST as `groups` shows)\n"
+     "to group GROUP online: copy, catch up, a short fence (calls for\n"
+     "the range wait), the map switched, the source's rows deleted\n"
+     "(--keep-source: left). Prints each step; logged with --who; asked\n"
+     "again after it was cut short, it resumes",
+     move_shards, "--keep-source"},
   };
 }
 

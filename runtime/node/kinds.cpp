@@ -95,7 +95,7 @@ void register_kinds(node_context& n) {
       so.kit.shard = l.shard;
       so.kit.epoch = l.epoch;
       so.kit.paused = *l.paused;
-      auto& g = n.part_of(l.shard); // the shard's group's database (ADR 0023)
+      auto& g = n.part_for(l.group); // the lease's group's database (ADR 0023)
       so.kit.db = g.db;
       so.store = g.stores[l.shard % g.stores.size()];
       so.writer = kit::writer_for(g.writers, l.shard);
@@ -112,8 +112,8 @@ void register_kinds(node_context& n) {
   auto entities = make_shard_kind<entity_owner_ops>(
     kinds::entities_name,
     [&n, base = entity_shard_defaults(n)](const shard_lease& l) -> caf::actor {
-      auto& g = n.part_of(l.shard); // the shard's group's database (ADR 0023)
-      if (g.entity_stores.empty())  // no entity types: no supervisor
+      auto& g = n.part_for(l.group); // the lease's group's database (ADR 0023)
+      if (g.entity_stores.empty())   // no entity types: no supervisor
         return {};
       auto eo = base;
       eo.kit.shard = l.shard;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -140,9 +141,15 @@ struct node_context {
   /// The shard group map as read at the start (ADR 0023), and a part per group, group 0 first.
   std::optional<persistence::group_map> group_map;
   std::vector<std::unique_ptr<group_part>> groups;
+  /// By shard, as the map was at the start (routes: router::group_of, current after moves).
   std::vector<group_part*> part_by_shard;
-  /// The part serving `shard`.
-  group_part& part_of(uint32_t shard) const { return *part_by_shard.at(shard); }
+  /// The part of group `id` (every declared group has one).
+  group_part& part_for(uint32_t id) const {
+    for (auto& p : groups)
+      if (p->group.id == id)
+        return *p;
+    throw std::out_of_range("no part for shard group " + std::to_string(id));
+  }
   /// Whether the installation has several groups.
   bool multi_group() const { return groups.size() > 1; }
   // actor system and the actors every part shares (start_actor_system, start_core_actors)

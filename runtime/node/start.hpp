@@ -18,6 +18,11 @@ caf::error start_stages(node_context& n);
 /// check and the lease rows (start_pg.cpp).
 caf::error start_pg(node_context& n);
 
+/// The parts this node runs that read and write the catalog database only (ADR 0023, build
+/// step 3 makes them per group), by their config keys, comma-separated; empty: none. Such a
+/// node refuses a map with shards outside group 0, and moving shards (MoveShards).
+std::string catalog_only_parts(const node_context& n);
+
 /// The catalog's versions (stages.catalog.migrations): stores the files' versions not stored
 /// yet, reads them all back, gives `catalog.evolve` the chain and every offer shard the sweep of
 /// the current version. Nothing when the stage is off.

@@ -74,7 +74,12 @@ caf::error start_core_actors(node_context& n) {
   std::vector<uint32_t> group_of;
   for (auto* part : n.part_by_shard)
     group_of.push_back(part->group.id);
-  n.routes = std::make_shared<router>(n.cfg.shard.count, std::move(stores), std::move(group_of));
+  // Every declared group has an id below `groups`: a range can move to any of them.
+  uint32_t groups = 1;
+  for (auto& part : n.groups)
+    groups = std::max(groups, part->group.id + 1);
+  n.routes =
+    std::make_shared<router>(n.cfg.shard.count, std::move(stores), std::move(group_of), groups);
   for (auto& part : n.groups) {
     std::vector<caf::actor> of_group;
     for (auto& s : part->stores)

@@ -11,6 +11,7 @@
 #include "cluster/wakes.hpp"
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "node/limits.hpp"
 #include "node/start.hpp"
@@ -64,6 +65,51 @@ void hand_off(node_context& n) {
              waited, released.size());
 }
 
+/// Called by the catalog group's manager at every look (its heartbeat, and the notices on
+/// `gost_groups`): when the map's version grew (a move switched a range, ADR 0023 decision 5),
+/// the shards that changed group route to their new group's confirmation and stores, and each
+/// group's manager is given its shards (the source's stop theirs, the target's take the
+/// leases). On the manager's thread; the only writer of the map and the parts' shard lists
+/// after the start.
+void follow_map(node_context& n) {
+  auto version = persistence::group_map_version(*n.pool);
+  if (!version || !n.group_map || *version <= n.group_map->version())
+    return; // unreadable now: the next look tries again
+  auto map = persistence::load_group_map(*n.pool, n.cfg.shard.count);
+  if (!map) {
+    lg->warn("the shard group map changed but cannot be read error={}; the last one stays",
+             error_message(map.error()));
+    return;
+  }
+  uint32_t moved = 0;
+  for (uint32_t shard = 0; shard < n.cfg.shard.count; ++shard) {
+    auto g = map->range_of(shard).group;
+    if (g == n.routes->group_of(shard))
+      continue;
+    if (g >= n.routes->group_count()) {
+      lg->error("shard moved to a group this node has no part for shard={} group={}; restart "
+                "the node (it opens the groups declared at its start)",
+                shard, g);
+      continue;
+    }
+    n.routes->set_group_of(shard, g);
+    ++moved;
+  }
+  for (auto& part : n.groups) {
+    auto shards = map->shards_of(part->group.id);
+    if (shards == part->shards)
+      continue;
+    lg->info("shard group changed group={} name={} shards={} before={}", part->group.id,
+             part->group.name, shards.size(), part->shards.size());
+    part->shards = shards;
+    if (part->manager)
+      set_manager_shards(part->manager, std::move(shards));
+  }
+  lg->info("shard group map now version={} before={} shards_moved={}", map->version(),
+           n.group_map->version(), moved);
+  n.group_map = std::move(*map);
+}
+
 } // namespace
 
 caf::error start_cluster_manager(node_context& n) {
@@ -111,6 +157,8 @@ caf::error start_cluster_manager(node_context& n) {
     gco.catalog = g.pool == n.pool.get() ? nullptr : n.pool.get();
     gco.dsn = g.dsn;
     gco.db = g.db;
+    if (g.group.id == 0)
+      gco.on_look = [&n] { follow_map(n); };
     g.manager = spawn_cluster_manager(*n.sys, std::move(gco));
     managers.push_back(g.manager);
   }

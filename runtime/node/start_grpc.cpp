@@ -96,8 +96,19 @@ caf::error start_grpc(node_context& n) {
   n.states = std::make_unique<state_service>(*n.hub, *n.routes, timeout, limits);
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout,
-    admin_service::cluster_view{n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager,
-                                n.wakes},
+    admin_service::cluster_view{
+      n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager, n.wakes,
+      [&n](uint32_t id) -> persistence::pg_pool* {
+        for (auto& part : n.groups)
+          if (part->group.id == id)
+            return part->pool;
+        return nullptr;
+      },
+      catalog_only_parts(n).empty()
+        ? std::string{}
+        : "this node runs parts that serve the catalog database only (" + catalog_only_parts(n)
+            + "; ADR 0023 build step 3): moving shards would strand their rows; turn them off "
+              "first"},
     limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
     n.traces, cfg.images.enabled ? n.image_stats : nullptr);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

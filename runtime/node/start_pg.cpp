@@ -60,12 +60,26 @@ caf::error prepare(persistence::pg_pool& pool, uint32_t shard_count, const std::
   return persistence::ensure_installation(pool, shard_count);
 }
 
-/// The parts of a node that read and write the catalog database only (ADR 0023, build step
-/// 3 makes them per group): with shards in other groups they would miss those groups' rows,
-/// so a node with one of them on refuses a map of several groups, saying which.
+/// With shards in other groups than the catalog's, the parts that serve the catalog database
+/// only would miss those groups' rows: a node running one refuses such a map, saying which.
 caf::error refuse_unsupported(const node_context& n, const persistence::group_map& map) {
   if (map.single_group() || map.first_outside(0) == nullptr)
     return {};
+  auto names = catalog_only_parts(n);
+  if (names.empty())
+    return {};
+  return persistence::make_db_error(
+    persistence::db_errc::schema_mismatch,
+    "the shard group map (version " + std::to_string(map.version()) + ") spreads the shards over "
+      + std::to_string(map.groups().size())
+      + " databases, and this node runs parts that serve one database only so far (ADR 0023, "
+        "build step 3): "
+      + names + "; turn them off on this node, or keep every shard in group 0");
+}
+
+} // namespace
+
+std::string catalog_only_parts(const node_context& n) {
   auto& c = n.cfg;
   std::vector<std::string> on;
   if (c.scheduled.enabled)
@@ -85,21 +99,11 @@ caf::error refuse_unsupported(const node_context& n, const persistence::group_ma
     if (others)
       on.emplace_back("the application's actor types");
   }
-  if (on.empty())
-    return {};
   std::string names;
   for (auto& o : on)
     names += (names.empty() ? "" : ", ") + o;
-  return persistence::make_db_error(
-    persistence::db_errc::schema_mismatch,
-    "the shard group map (version " + std::to_string(map.version()) + ") spreads the shards over "
-      + std::to_string(map.groups().size())
-      + " databases, and this node runs parts that serve one database only so far (ADR 0023, "
-        "build step 3): "
-      + names + "; turn them off on this node, or keep every shard in group 0");
+  return names;
 }
-
-} // namespace
 
 caf::error start_pg(node_context& n) {
   auto& cfg = n.cfg;
@@ -134,10 +138,8 @@ caf::error start_pg(node_context& n) {
     auto part = std::make_unique<group_part>();
     part->group = g;
     part->shards = n.group_map->shards_of(g.id);
-    // Group 0 is the catalog's database; another group holding no shard (declared, nothing
-    // moved to it yet) needs no part.
-    if (g.id != 0 && part->shards.empty())
-      continue;
+    // Every declared group has a part, one holding no shard too: a range can move there while
+    // the node runs (gostctl move-shards), and its manager takes the leases then.
     if (g.id == 0) {
       part->dsn = n.dsn;
       part->pool = n.pool.get();

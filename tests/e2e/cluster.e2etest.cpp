@@ -161,6 +161,10 @@ struct load {
   std::mutex m;
   std::map<std::string, int64_t> last_acked;
   std::vector<std::string> failures;
+  /// Set: UNAVAILABLE answers (a retry advice, as during a shard move's fence) are counted in
+  /// `unavailable` instead of `failures`.
+  bool retry_unavailable = false;
+  int unavailable = 0;
   std::vector<std::thread> threads;
 
   void start(int clients) {
@@ -182,6 +186,8 @@ struct load {
             ++acked;
             auto& v = last_acked[id];
             v = std::max(v, version);
+          } else if (retry_unavailable && s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+            ++unavailable;
           } else {
             failures.push_back(n->id + ": " + s.error_message());
           }
@@ -1254,4 +1260,175 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
   for (auto& [lease, holders] : nodes_of_lease)
     if (lease.first >= half)
       CHECK(lease.second <= max_epoch);
+}
+
+TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another group's database "
+          "under load: nothing acknowledged is lost, the leases go on there at higher epochs, "
+          "the source's rows are removed (ADR 0023 decision 5)") {
+  testing::temp_db db;   // the catalog database: group 0
+  testing::temp_db east; // group 1, holding the upper half
+  testing::temp_db west; // group 2, declared, holding nothing until the move
+  {
+    node first{"n0", db};
+    first.proc->signal(SIGTERM);
+    REQUIRE(first.proc->wait(30s) == 0);
+  }
+  constexpr int half = shard_count / 2;
+  const std::string range = std::to_string(half) + "-" + std::to_string(shard_count - 1);
+  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn()
+            + "'), (2, 'west', '" + west.dsn() + "')");
+  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, "
+            + std::to_string(half - 1) + ", 0), (" + range.substr(0, range.find('-')) + ", "
+            + std::to_string(shard_count - 1) + ", 1)");
+  std::vector<std::string> flags{"--stages.audit.enabled=true", "--stages.audit.every=200ms",
+                                 "--cluster.lease_timeout=10s", "--scheduled.enabled=false",
+                                 "--images.enabled=false",      "--tasks.enabled=false"};
+  node n1{"n1", db, flags};
+  node n2{"n2", db, flags};
+  REQUIRE_MESSAGE(
+    testing::eventually(
+      30s,
+      [&] {
+        return spread_over(db, {"n1", "n2"}, half) && spread_over(east, {"n1", "n2"}, half);
+      }),
+    describe(db) << "| " << describe(east));
+  // Both nodes run in west as well (each declared group has a part on a node), holding nothing.
+  CHECK(testing::eventually(30s, [&] { return west.scalar("SELECT count(*) FROM nodes") == "2"; }));
+  CHECK(west.scalar("SELECT count(*) FROM shard_leases") == "0");
+
+  load l;
+  for (int i = 0; i < 60; ++i) {
+    v1::Offer o;
+    auto seller = "seller-" + std::to_string(i % 6);
+    auto s = n1.create("sku-" + std::to_string(i), o, seller);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    l.ids.push_back(o.id());
+    l.seller_of[o.id()] = seller;
+  }
+  REQUIRE(std::stoi(east.scalar("SELECT count(*) FROM offers")) > 0);
+  l.retry_unavailable = true;
+  l.use({&n1, &n2});
+  l.start(4);
+  REQUIRE(l.more_acked(30));
+
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--addr", n1.addr, "--who", "e2e"});
+    child_process p{GOSTCTL_PATH, std::move(args)};
+    int rc = p.wait(120s);
+    return std::make_pair(rc, p.output());
+  };
+  // Refused before anything is written, saying what to give.
+  auto [part_rc, part_out] =
+    ctl({"move-shards", std::to_string(half) + "-" + std::to_string(half + 1), "--to", "west"});
+  CHECK(part_rc == 1);
+  CHECK_MESSAGE(
+    part_out.find("gostctl: 9: group `east` holds shards " + range + ": a group is moved whole")
+      != std::string::npos,
+    part_out);
+  auto [unknown_rc, unknown_out] = ctl({"move-shards", range, "--to", "north"});
+  CHECK(unknown_rc == 1);
+  CHECK_MESSAGE(unknown_out.find("gostctl: 3: no group is named `north`") != std::string::npos,
+                unknown_out);
+  CHECK(ctl({"move-shards", "8-x", "--to", "west"}).first == 2);
+
+  // The move, while the clients update offers of every shard through both nodes.
+  auto [rc, out] = ctl({"move-shards", range, "--to", "west"});
+  REQUIRE_MESSAGE(rc == 0, out);
+  MESSAGE(out);
+  CHECK_MESSAGE(out.find("  fence     shards " + range + " fenced at `east`") != std::string::npos,
+                out);
+  CHECK_MESSAGE(
+    out.find("done: shards " + range + " moved from `east` to `west`") != std::string::npos, out);
+  // Both nodes take the range's leases in west, evenly; the clients go on.
+  REQUIRE_MESSAGE(testing::eventually(30s,
+                                      [&] {
+                                        return spread_over(west, {"n1", "n2"}, half);
+                                      }),
+                  describe(west));
+  REQUIRE(l.more_acked(60));
+  l.finish();
+  CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
+  MESSAGE("UNAVAILABLE answers during the move: " << l.unavailable << " of "
+                                                  << l.acked.load() + l.unavailable);
+  // Nothing acknowledged is lost: every acknowledged version is in main or west.
+  l.check_durable({&db, &west});
+  CHECK(east.scalar("SELECT count(*) FROM offers") == "0"); // the source's rows removed
+  CHECK(east.scalar("SELECT count(*) FROM stage_states") == "0");
+  CHECK(west.scalar("SELECT count(*) FROM offers WHERE shard < " + std::to_string(half)) == "0");
+  CHECK(std::stoi(db.scalar("SELECT count(*) FROM offers"))
+          + std::stoi(west.scalar("SELECT count(*) FROM offers"))
+        == 60);
+  // East's leases stay fenced; west's epochs are above them, shard by shard.
+  CHECK(east.scalar("SELECT count(*) FROM shard_leases WHERE shard >= " + std::to_string(half)
+                    + " AND owner IS DISTINCT FROM 'moved:west'")
+        == "0");
+  for (int s = half; s < shard_count; ++s) {
+    auto at = "SELECT epoch FROM shard_leases WHERE shard = " + std::to_string(s);
+    CHECK_MESSAGE(std::stoll(west.scalar(at)) > std::stoll(east.scalar(at)), "shard " << s);
+  }
+  // By key through either node: the sellers at home in the moved range are looked up in west.
+  for (int k = 0; k < 6; ++k)
+    for (auto* n : {&n1, &n2}) {
+      v1::GetOfferRequest req;
+      req.mutable_ref()->mutable_key()->set_seller_id("seller-" + std::to_string(k));
+      req.mutable_ref()->mutable_key()->set_external_id("sku-" + std::to_string(k));
+      v1::GetOfferResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto st = n->stub->GetOffer(&ctx, req, &resp);
+      CHECK_MESSAGE(st.ok(), "seller-" << k << ": " << st.error_message());
+      CHECK(resp.offer().id() == l.ids[static_cast<size_t>(k)]);
+    }
+  // SIGSTOP across groups: past the lease timeout n1 takes n2's leases in main and in west;
+  // awake again, n2 stops its stale shards and serves n1's data, not its own copies.
+  n2.proc->signal(SIGSTOP);
+  REQUIRE_MESSAGE(
+    testing::eventually(
+      30s, [&] { return spread_over(db, {"n1"}, half) && spread_over(west, {"n1"}, half); }),
+    describe(db) << "| " << describe(west));
+  std::map<std::string, int64_t> acked;
+  for (auto& id : l.ids) {
+    int64_t v = 0;
+    auto st = n1.update(id, "while n2 slept", v, l.seller_of.at(id));
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    acked[id] = v;
+  }
+  n2.proc->signal(SIGCONT);
+  CHECK_MESSAGE(
+    testing::eventually(
+      30s, [&] { return n2.proc->output().find("lease taken over") != std::string::npos; }),
+    n2.proc->output());
+  for (auto& [id, v] : acked) {
+    v1::Offer o;
+    // Until its heartbeats confirm its leases again, n2 refuses its own shards' calls
+    // (UNAVAILABLE: retry); then it answers with n1's data.
+    grpc::Status st;
+    CHECK(testing::eventually(20s, [&] {
+      st = n2.get(id, o);
+      return st.error_code() != grpc::StatusCode::UNAVAILABLE;
+    }));
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    CHECK(o.version() == v);
+    CHECK(o.title() == "while n2 slept");
+  }
+  // No shard ran under one lease on two nodes, before or after the move; the stage runs of the
+  // moved shards went on in west.
+  std::map<std::pair<uint32_t, int64_t>, std::set<std::string>> nodes_of_lease;
+  size_t in_west = 0;
+  for (auto* d : {&db, &west})
+    for (auto& [offer, entries] : audit_trails(*d)) {
+      in_west += d == &west ? 1 : 0;
+      for (auto& e : entries)
+        nodes_of_lease[{e.shard, e.epoch}].insert(e.node_id);
+    }
+  CHECK(in_west > 0);
+  for (auto& [lease, holders] : nodes_of_lease)
+    CHECK_MESSAGE(holders.size() == 1,
+                  "shard " << lease.first << " epoch " << lease.second << " ran on several nodes");
+  CHECK(n2.proc->output().find("shard group map now version=") != std::string::npos);
+  // The map as gostctl shows it: west holds the range.
+  auto [groups_rc, groups_out] = ctl({"groups"});
+  CHECK(groups_rc == 0);
+  CHECK_MESSAGE(groups_out.find("west") != std::string::npos, groups_out);
+  CHECK_MESSAGE(groups_out.find(" " + range + " ") != std::string::npos, groups_out);
 }

@@ -150,6 +150,17 @@ caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count) 
   return std::get<group_map>(std::move(m));
 }
 
+caf::expected<uint64_t> group_map_version(pg_pool& catalog) {
+  uint64_t version = 0;
+  auto err = with_connection(catalog, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    version = tx.exec("SELECT version FROM shard_map")[0][0].as<uint64_t>();
+  });
+  if (err)
+    return err;
+  return version;
+}
+
 caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
                                   const std::string& dsn) {
   if (name.empty())

@@ -1,4 +1,5 @@
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/conninfo.hpp"
 
 #include <atomic>
@@ -151,7 +152,8 @@ caf::expected<std::vector<lease_row>> list_leases(pg_pool& pool,
     for (auto row :
          tx.exec("SELECT shard, coalesce(owner, ''), epoch, " + free_lease(lease_timeout)
                  + ","
-                   " coalesce((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, 0),"
+                   " coalesce(greatest((extract(epoch FROM now() - heartbeat_at) * 1000)::bigint,"
+                   " 0), 0),"
                    " coalesce(handoff_to, '')"
                    " FROM shard_leases ORDER BY shard")) {
       lease_row l;
@@ -305,8 +307,9 @@ namespace {
 /// its calls until its next look).
 class change_receiver final : public pqxx::notification_receiver {
 public:
-  change_receiver(pqxx::connection_base& c, std::function<void()>& f, const std::string& me)
-    : pqxx::notification_receiver(c, cluster_channel), f_(f), me_(me) {}
+  change_receiver(pqxx::connection_base& c, std::function<void()>& f, const std::string& me,
+                  const char* channel = cluster_channel)
+    : pqxx::notification_receiver(c, channel), f_(f), me_(me) {}
   void operator()(const std::string& payload, int) override {
     if (me_.empty() || payload != me_)
       f_();
@@ -375,6 +378,8 @@ struct cluster_listener::impl {
       try {
         pqxx::connection c{listen_dsn()};
         change_receiver r{c, on_change, node_id};
+        // The shard map changed (the catalog's database: a range moved, a group was added).
+        change_receiver m{c, on_change, node_id, groups_channel};
         std::optional<wake_receiver> w;
         if (on_wake)
           w.emplace(c, on_wake);

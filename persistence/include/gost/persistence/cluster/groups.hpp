@@ -86,6 +86,10 @@ constexpr const char* groups_channel = "gost_groups";
 /// invalid is an error (`db_errc::schema_mismatch`) with the map's message.
 caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count);
 
+/// The map's version as the catalog holds it now (one cheap read: a node compares it with
+/// the map it serves at every heartbeat).
+caf::expected<uint64_t> group_map_version(pg_pool& catalog);
+
 /// Declares a group (a database, holding no range until one is moved to it) and answers its
 /// id, the lowest free one; the map's version grows and `groups_channel` is notified. A name
 /// or DSN already declared is `db_errc::already_exists`; an empty one `invalid_argument`.

@@ -134,7 +134,8 @@ caf::error notify_wakes(pg_pool& pool, const std::vector<std::string>& payloads)
 
 /// The node's own session with the cluster, on a connection of its own:
 /// - listens on `cluster_channel` and calls `on_change` (on its thread) for every
-///   notification: a node joined or is leaving, a lease was released or taken;
+///   notification: a node joined or is leaving, a lease was released or taken; and on
+///   `groups_channel` (groups.hpp: the shard map changed, in the catalog database);
 /// - listens on `wake_channel` and calls `on_wake` (on its thread, when given) with each
 ///   notice's payload;
 /// - when `node_id` is given, holds the node's liveness lock (a session advisory lock on

@@ -1,0 +1,306 @@
+// Moving a group's shards to another group's database (ADR 0023 decision 5): copy, catch up,
+// fence, switch, clean, on three real databases (the catalog, the source, the target).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include <pqxx/pqxx>
+
+#include "gost/persistence/cluster/groups.hpp"
+#include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/cluster/moves.hpp"
+#include "gost/persistence/errors.hpp"
+#include "gost/testing/process.hpp"
+#include "pg_fixture.hpp"
+
+using namespace gost::persistence;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint32_t shards = 16;
+
+/// The catalog (group 0: main, shards 0-7), east (group 1: shards 8-15) and west (group 2,
+/// declared, empty).
+struct three_dbs {
+  migrated_db catalog;
+  migrated_db east;
+  migrated_db west;
+
+  three_dbs() {
+    catalog.db.scalar("INSERT INTO installation (shard_count) VALUES (16)");
+    catalog.db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '"
+                      + east.db.dsn() + "'), (2, 'west', '" + west.db.dsn() + "')");
+    catalog.db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id)"
+                      " VALUES (0, 7, 0), (8, 15, 1)");
+    // east's shards are held by node n1 at epoch 3.
+    east.db.scalar("INSERT INTO shard_leases (shard, owner, epoch, heartbeat_at)"
+                   " SELECT s, 'n1', 3, now() FROM generate_series(8, 15) s");
+  }
+
+  move_plan plan() {
+    auto map = load_group_map(catalog.pool, shards);
+    REQUIRE(map);
+    auto p = plan_move(*map, 8, 15, "west");
+    REQUIRE(std::holds_alternative<move_plan>(p));
+    return std::get<move_plan>(p);
+  }
+};
+
+/// `n` offers of east's shards (8-15), each with a stage state, a history row and a request
+/// id; plus an offer of shard 3 left there by an earlier move (not in the range).
+void fill_east(const gost::testing::temp_db& east, int n) {
+  east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version, "
+              "body) SELECT 'o' || i, 8 + i % 8, 's' || i % 5, 'ns', 'x' || i, 1, "
+              "decode('0a0b' || lpad(to_hex(i), 8, '0'), 'hex') FROM generate_series(1, "
+              + std::to_string(n) + ") i");
+  east.scalar("INSERT INTO stage_states (offer_id, stage_id, state, shard, due_at_us)"
+              " SELECT offer_id, 'audit', '\\x01', shard, 42 FROM offers");
+  east.scalar("INSERT INTO offer_history (offer_id, shard, version, event)"
+              " SELECT offer_id, shard, 1, '\\x02' FROM offers");
+  east.scalar("INSERT INTO offer_requests (offer_id, request_id, shard, answer)"
+              " SELECT offer_id, 'r1', shard, '\\x03' FROM offers");
+  east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+              " VALUES ('left-behind', 3, 's', 'ns', 1, '\\x00')");
+  // The outbox in commit order, a parked batch and a dead letter.
+  east.scalar("INSERT INTO outbox_batches (shard, events, payload)"
+              " SELECT 8 + i % 8, 1, convert_to(i::text, 'UTF8') FROM generate_series(1, 30) i");
+  east.scalar("INSERT INTO outbox_parked (id, shard, events, payload, created_at, topic, msg_key,"
+              " bytes, reason, error) VALUES (9999, 9, 1, '\\x07', now(), 't', 'k', 1, "
+              "'message_too_large', 'too large')");
+  east.scalar("INSERT INTO dead_letters (shard, offer_id, stage_id, reason)"
+              " VALUES (10, 'o2', 'audit', 'crashed')");
+}
+
+std::string count(const gost::testing::temp_db& db, const std::string& table,
+                  const std::string& where = "shard BETWEEN 8 AND 15") {
+  return db.scalar("SELECT count(*) FROM " + table + " WHERE " + where);
+}
+
+} // namespace
+
+TEST_CASE("shard move: every row of the range reaches the target, writes made while it copies "
+          "are caught up, the leases go on at a higher epoch and the map points at the target") {
+  three_dbs t;
+  fill_east(t.east.db, 350);
+  move_options o;
+  o.batch = 100; // several batches per table
+  bool changed = false;
+  std::vector<std::string> steps;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    steps.push_back(step + ": " + detail);
+    // Writes while the copy runs (after the offers' first pass): an update, a delete and an
+    // insert, which the change log carries over.
+    if (step == "copy" && detail == "offers: 350 rows, done" && !changed) {
+      changed = true;
+      t.east.db.scalar("UPDATE offers SET version = 7 WHERE offer_id = 'o1'");
+      t.east.db.scalar("DELETE FROM offers WHERE offer_id = 'o2'");
+      t.east.db.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+                       " VALUES ('late', 12, 's', 'ns', 1, '\\x09')");
+    }
+  };
+  auto plan = t.plan();
+  auto before = load_group_map(t.catalog.pool, shards)->version();
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  REQUIRE(changed);
+
+  // The target holds the range as the source held it at the fence.
+  CHECK(count(t.west.db, "offers") == "350");
+  CHECK(t.west.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "7");
+  CHECK(count(t.west.db, "offers", "offer_id = 'o2'") == "0");
+  CHECK(count(t.west.db, "offers", "offer_id = 'late'") == "1");
+  CHECK(t.west.db.scalar("SELECT encode(body, 'hex') FROM offers WHERE offer_id = 'o255'")
+        == "0a0b000000ff");
+  CHECK(count(t.west.db, "stage_states", "due_at_us = 42") == "350");
+  CHECK(count(t.west.db, "offer_history") == "350");
+  CHECK(count(t.west.db, "offer_requests") == "350");
+  CHECK(count(t.west.db, "offers", "shard < 8") == "0"); // the range only
+  // The queued rows moved with new ids, the outbox in its order.
+  CHECK(count(t.west.db, "outbox_batches") == "30");
+  CHECK(
+    t.west.db.scalar("SELECT string_agg(convert_from(payload, 'UTF8'), ',' ORDER BY id) = "
+                     "(SELECT string_agg(i::text, ',' ORDER BY i) FROM generate_series(1, 30) i)"
+                     " FROM outbox_batches")
+    == "t");
+  CHECK(count(t.west.db, "outbox_parked") == "1");
+  CHECK(count(t.west.db, "dead_letters") == "1");
+  CHECK(report->moved_queued == 32);
+  CHECK(report->copied.at("offers") == 350);
+  CHECK(report->caught_up >= 3);
+
+  // The source: fenced leases at a new epoch, no rows of the range, no change log left.
+  CHECK(t.east.db.scalar("SELECT string_agg(DISTINCT owner || '@' || epoch, ',')"
+                         " FROM shard_leases WHERE shard BETWEEN 8 AND 15")
+        == "moved:west@4");
+  for (auto* table : {"offers", "stage_states", "offer_history", "offer_requests", "outbox_batches",
+                      "outbox_parked", "dead_letters"})
+    CHECK_MESSAGE(count(t.east.db, table) == "0", table);
+  CHECK(count(t.east.db, "offers", "offer_id = 'left-behind'") == "1");
+  // Listed as held by nobody who can take them: not free, whatever the lease timeout.
+  auto listed = list_leases(t.east.pool, std::chrono::milliseconds{10'000});
+  REQUIRE(listed);
+  for (auto& l : *listed) {
+    CHECK(l.owner == "moved:west");
+    CHECK_FALSE(l.free);
+    CHECK(l.heartbeat_age_ms == 0);
+  }
+  CHECK(t.east.db.scalar("SELECT count(*) FROM pg_trigger WHERE tgname = 'gost_move'") == "0");
+  CHECK(t.east.db.scalar("SELECT count(*) FROM move_changes") == "0");
+
+  // The history rows kept their ids; the target's sequence is past them (a new row there
+  // does not collide with a copied one).
+  CHECK(t.west.db.scalar("SELECT nextval('offer_history_id_seq') > (SELECT max(id) FROM "
+                         "offer_history)")
+        == "t");
+  // The target's leases start at the fenced epoch: the next owner's acquisition makes it 5.
+  CHECK(t.west.db.scalar("SELECT string_agg(DISTINCT coalesce(owner, '-') || '@' || epoch, ',')"
+                         " FROM shard_leases WHERE shard BETWEEN 8 AND 15")
+        == "-@4");
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  CHECK(map->version() == before + 2); // marked moving, then switched
+  CHECK(report->map_version == map->version());
+  CHECK(map->group_of(8).name == "west");
+  CHECK(map->group_of(15).name == "west");
+  CHECK(map->group_of(7).name == "main");
+  CHECK(map->first_outside(0)->moving_to == std::nullopt);
+  bool said_fence = false;
+  for (auto& s : steps)
+    said_fence = said_fence || s.rfind("fence: shards 8-15 fenced at `east`", 0) == 0;
+  CHECK(said_fence);
+}
+
+TEST_CASE("shard move: the fence waits for a commit in flight on the range's lease, and the "
+          "commit's rows move") {
+  three_dbs t;
+  fill_east(t.east.db, 20);
+  // A writer of n1 in the middle of its commit, begun while the move copies: it holds shard
+  // 9's lease row (FOR SHARE, as the write-behind's check does) and has written an offer, not
+  // yet committed.
+  pqxx::connection writer{t.east.db.dsn()};
+  std::unique_ptr<pqxx::work> tx;
+  std::atomic<bool> writing{false};
+  std::atomic<bool> fenced{false};
+  move_options o;
+  o.progress = [&](const std::string& step, const std::string&) {
+    if (step == "copy" && !tx) {
+      tx = std::make_unique<pqxx::work>(writer);
+      tx->exec("SELECT 1 FROM shard_leases WHERE shard = 9 AND owner = 'n1' AND epoch = 3"
+               " FOR SHARE");
+      tx->exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+               " VALUES ('in-flight', 9, 's', 'ns', 1, '\\x0f')");
+      writing = true;
+    }
+    if (step == "fence")
+      fenced = true;
+  };
+  auto plan = t.plan();
+  caf::expected<move_report> report{move_report{}};
+  std::thread mover{
+    [&] { report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o); }};
+  // The fence's UPDATE waits on the writer's lock.
+  REQUIRE(gost::testing::eventually(30s, [&] { return writing.load(); }));
+  bool waiting = gost::testing::eventually(30s, [&] {
+    return t.east.db.scalar(
+             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+             " AND wait_event_type = 'Lock'")
+           == "1";
+  });
+  CHECK(waiting);
+  CHECK_FALSE(fenced.load());
+  tx->commit(); // acknowledged: it must reach the target
+  mover.join();
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(fenced.load());
+  CHECK(count(t.west.db, "offers", "offer_id = 'in-flight'") == "1");
+  CHECK(count(t.west.db, "offers") == "21");
+  // A commit after the fence fails the owner-and-epoch check: its lease is not n1's at 3.
+  CHECK(t.east.db.scalar("SELECT count(*) FROM shard_leases WHERE shard = 9 AND owner = 'n1'"
+                         " AND epoch = 3")
+        == "0");
+}
+
+TEST_CASE("shard move: one cut short before its fence serves on from the source, and asked "
+          "again it resumes and finishes") {
+  three_dbs t;
+  fill_east(t.east.db, 250);
+  move_options o;
+  o.batch = 50;
+  int batches = 0;
+  o.cancelled = [&] { return ++batches > 2; };
+  auto plan = t.plan();
+  auto cut = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o);
+  REQUIRE_FALSE(cut);
+  CHECK(cut.error() == db_errc::unavailable);
+  CHECK(error_message(cut.error()).find("ask for the move again to resume it")
+        != std::string::npos);
+  // Nothing fenced: n1 still holds the range at the source; the map says it is moving.
+  CHECK(count(t.east.db, "shard_leases", "owner = 'n1' AND epoch = 3") == "8");
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  CHECK(map->group_of(8).name == "east");
+  CHECK(map->range_of(8).moving_to == std::optional<uint32_t>{2});
+  // Another move is refused meanwhile; this one resumes.
+  auto other = plan_move(*map, 0, 7, "west");
+  CHECK(std::holds_alternative<std::string>(other));
+  auto again = plan_move(*map, 8, 15, "west");
+  REQUIRE(std::holds_alternative<move_plan>(again));
+  CHECK(std::get<move_plan>(again).resumed);
+  t.east.db.scalar("UPDATE offers SET version = 9 WHERE offer_id = 'o3'");
+  move_options go_on;
+  auto report =
+    move_shards(t.catalog.pool, t.east.pool, t.west.pool, std::get<move_plan>(again), go_on);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(count(t.west.db, "offers") == "250");
+  CHECK(t.west.db.scalar("SELECT version FROM offers WHERE offer_id = 'o3'") == "9");
+  CHECK(count(t.east.db, "offers") == "0");
+  CHECK(load_group_map(t.catalog.pool, shards)->group_of(8).name == "west");
+}
+
+TEST_CASE("shard move: refused before anything is written when a node of the source group does "
+          "not run in the target, or the range holds rows a move does not carry") {
+  three_dbs t;
+  fill_east(t.east.db, 5);
+  t.east.db.scalar("INSERT INTO nodes (node_id, caf_host, caf_port, grpc_addr, http_addr)"
+                   " VALUES ('n1', 'h', 1, 'g', 'w')");
+  auto plan = t.plan();
+  auto refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, move_options{});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error())
+        == "node n1 serves group `east` but not group `west` (a node opens the groups declared "
+           "at its start): restart it before moving shards there");
+  t.west.db.scalar("INSERT INTO nodes (node_id, caf_host, caf_port, grpc_addr, http_addr)"
+                   " VALUES ('n1', 'h', 1, 'g', 'w')");
+  t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state)"
+                   " VALUES ('task.x', 'e1', 11, 1, '\\x00')");
+  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, move_options{});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error())
+        == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
+           "3): finish or remove them first");
+  CHECK(count(t.west.db, "offers") == "0");
+  CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).moving_to == std::nullopt);
+}
+
+TEST_CASE("shard move: every table of the schema with a shard column is one the move knows") {
+  migrated_db m;
+  auto covered = move_covered_tables();
+  auto tables = m.db.scalar("SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_class c"
+                            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'shard'"
+                            " WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace");
+  size_t pos = 0;
+  int seen = 0;
+  while (pos < tables.size()) {
+    auto end = tables.find(',', pos);
+    auto name = tables.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    ++seen;
+    CHECK_MESSAGE(std::find(covered.begin(), covered.end(), name) != covered.end(),
+                  name << " has a shard column: copy it in a move (keyed_tables), move it "
+                          "(queued_tables) or refuse its rows (unmoved_tables)");
+    pos = end == std::string::npos ? tables.size() : end + 1;
+  }
+  CHECK(seen >= 10);
+}

@@ -1,0 +1,717 @@
+#include "gost/persistence/cluster/moves.hpp"
+
+#include <set>
+#include <vector>
+
+#include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/errors.hpp"
+#include "gost/persistence/pg_pool.hpp"
+#include "pg_internal.hpp"
+
+namespace gost::persistence {
+
+namespace {
+
+std::string shards_text(uint32_t first, uint32_t last) {
+  return first == last ? "shard " + std::to_string(first)
+                       : "shards " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+/// A table copied row by row, keyed by its primary key (rows of the range: `shard` between
+/// its first and last).
+struct keyed_table {
+  const char* name;
+  std::vector<std::string> key;
+};
+
+const std::vector<keyed_table>& keyed_tables() {
+  static const std::vector<keyed_table> tables{
+    {"offers", {"offer_id"}},
+    {"stage_states", {"offer_id", "stage_id"}},
+    {"offer_requests", {"offer_id", "request_id"}},
+    {"offer_history", {"offer_id", "id"}},
+    {"rescan_sweeps", {"token", "shard"}},
+  };
+  return tables;
+}
+
+/// A table whose rows take a new id from a sequence at the target (ids are per database):
+/// moved, not copied, while the range is fenced. `sequence_of` names the table whose `id`
+/// sequence gives the new ids (outbox_parked's ids are outbox_batches' ids).
+struct queued_table {
+  const char* name;
+  const char* sequence_of;
+};
+
+const std::vector<queued_table>& queued_tables() {
+  static const std::vector<queued_table> tables{
+    {"outbox_batches", "outbox_batches"},
+    {"outbox_parked", "outbox_batches"},
+    {"dead_letters", "dead_letters"},
+  };
+  return tables;
+}
+
+/// Tables of parts that are not moved yet: a range holding rows there is refused.
+const std::vector<const char*>& unmoved_tables() {
+  static const std::vector<const char*> tables{"entities", "entity_dead_letters",
+                                               "scheduled_incoming", "scheduled_processing",
+                                               "scheduled_attempts"};
+  return tables;
+}
+
+struct column {
+  std::string name;
+  std::string type;     ///< format_type: what a key read from JSON text is cast to
+  std::string sequence; ///< a serial column's sequence, else empty
+};
+
+std::vector<column> columns_of(pqxx::transaction_base& tx, const std::string& table) {
+  std::vector<column> out;
+  for (auto row : tx.exec_params("SELECT attname, format_type(atttypid, atttypmod),"
+                                 " coalesce(pg_get_serial_sequence($1, attname), '')"
+                                 " FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0"
+                                 " AND NOT attisdropped ORDER BY attnum",
+                                 table))
+    out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>()});
+  return out;
+}
+
+/// How one table is read and written by the move (its statements, made once).
+struct table_sql {
+  std::string name;
+  std::vector<std::string> key;
+  std::vector<std::string> key_types; ///< the key columns' SQL types, in key order
+  std::string key_list;               ///< "a, b"
+  std::string key_json;               ///< jsonb_build_object('a', a, 'b', b)::text
+  std::string key_casts; ///< "(k->>'a')::text, (k->>'b')::bigint": keys from a JSON array
+  std::string upsert;    ///< $1: a JSON array of rows
+  std::string remove;    ///< $1: a JSON array of keys
+  /// Sequences of its serial columns (offer_history.id): copied rows keep their ids, so the
+  /// target's sequence must go past the source's before the target's writers use it.
+  std::vector<std::string> sequences;
+};
+
+table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t) {
+  table_sql s;
+  s.name = t.name;
+  s.key = t.key;
+  auto cols = columns_of(tx, t.name);
+  std::string set_cols;
+  std::string set_vals;
+  for (auto& c : cols) {
+    if (!c.sequence.empty())
+      s.sequences.push_back(c.sequence);
+    bool is_key = false;
+    for (auto& k : t.key)
+      is_key = is_key || k == c.name;
+    if (is_key)
+      continue;
+    set_cols += (set_cols.empty() ? "" : ", ") + c.name;
+    set_vals += (set_vals.empty() ? "" : ", ") + std::string{"EXCLUDED."} + c.name;
+  }
+  // The casts in key order (columns come in table order).
+  for (auto& k : t.key)
+    for (auto& c : cols)
+      if (c.name == k) {
+        s.key_types.push_back(c.type);
+        s.key_casts += (s.key_casts.empty() ? "" : ", ") + ("(k->>'" + k + "')::" + c.type);
+      }
+  for (auto& k : t.key) {
+    s.key_list += (s.key_list.empty() ? "" : ", ") + k;
+    s.key_json += (s.key_json.empty() ? "" : ", ") + ("'" + k + "', " + k);
+  }
+  s.key_json = "jsonb_build_object(" + s.key_json + ")::text";
+  s.upsert = "INSERT INTO " + s.name + " SELECT * FROM jsonb_populate_recordset(NULL::" + s.name
+             + ", $1::jsonb) ON CONFLICT (" + s.key_list + ") DO UPDATE SET (" + set_cols
+             + ") = ROW(" + set_vals + ")";
+  s.remove = "DELETE FROM " + s.name + " WHERE (" + s.key_list + ") IN (SELECT " + s.key_casts
+             + " FROM jsonb_array_elements($1::jsonb) k)";
+  return s;
+}
+
+std::string json_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    out += items[i];
+  }
+  out += ']';
+  return out;
+}
+
+/// The heartbeat of a fenced lease: far ahead, finite (lease listings subtract it from now()).
+constexpr const char* fenced_heartbeat = "9999-01-01 00:00:00+00";
+
+class mover {
+public:
+  mover(pg_pool& catalog, pg_pool& source, pg_pool& target, const move_plan& plan,
+        const move_options& opts)
+    : catalog_(catalog), source_(source), target_(target), plan_(plan), opts_(opts) {
+    range_ = "shard BETWEEN " + std::to_string(plan.first) + " AND " + std::to_string(plan.last);
+  }
+
+  caf::expected<move_report> run() {
+    if (auto err = check())
+      return err;
+    if (auto err = mark_moving())
+      return err;
+    if (auto err = prepare())
+      return err;
+    for (auto& t : tables_)
+      if (auto err = copy(t))
+        return err;
+    // Catch up until a round is small: the fence then waits for little.
+    for (int round = 0; round < opts_.max_rounds; ++round) {
+      if (cancelled())
+        return cancel_error();
+      auto n = catch_up();
+      if (!n)
+        return n.error();
+      if (*n <= opts_.small_round)
+        break;
+    }
+    auto fenced_at = std::chrono::steady_clock::now();
+    if (auto err = fence())
+      return err;
+    // Nothing writes the range now: what is left in the log is the last of it.
+    for (int round = 0;; ++round) {
+      auto n = catch_up();
+      if (!n)
+        return n.error();
+      if (*n == 0)
+        break;
+      if (round > 10)
+        return make_db_error(db_errc::internal,
+                             "the range is still written after its fence (" + std::to_string(*n)
+                               + " rows in the last round): a writer without a lease check; "
+                                 "the move stays fenced, run it again");
+    }
+    for (auto& q : queued_tables())
+      if (auto err = move_queued(q))
+        return err;
+    if (auto err = switch_map())
+      return err;
+    report_.fenced = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - fenced_at);
+    say("switch", "map version " + std::to_string(report_.map_version) + "; fenced for "
+                    + std::to_string(report_.fenced.count()) + " ms");
+    if (auto err = finish_source())
+      return err;
+    return report_;
+  }
+
+private:
+  void say(const std::string& step, const std::string& detail) {
+    if (opts_.progress)
+      opts_.progress(step, detail);
+  }
+  bool cancelled() const { return opts_.cancelled && opts_.cancelled(); }
+  caf::error cancel_error() const {
+    return make_db_error(db_errc::unavailable,
+                         "the move of " + shards_text(plan_.first, plan_.last) + " to `"
+                           + plan_.to_name
+                           + "` was cut short (the node is stopping) before its fence; the "
+                             "range still serves from `"
+                           + plan_.from_name + "`: ask for the move again to resume it");
+  }
+
+  /// Refusals before anything is written.
+  caf::error check() {
+    auto in_source = list_nodes(source_, opts_.node_timeout);
+    if (!in_source)
+      return in_source.error();
+    auto in_target = list_nodes(target_, opts_.node_timeout);
+    if (!in_target)
+      return in_target.error();
+    std::set<std::string> there;
+    for (auto& n : *in_target)
+      if (n.alive)
+        there.insert(n.node_id);
+    for (auto& n : *in_source)
+      if (n.alive && there.count(n.node_id) == 0)
+        return make_db_error(db_errc::schema_mismatch,
+                             "node " + n.node_id + " serves group `" + plan_.from_name
+                               + "` but not group `" + plan_.to_name
+                               + "` (a node opens the groups declared at its start): restart it "
+                                 "before moving shards there");
+    std::string held;
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      held.clear();
+      pqxx::nontransaction tx{c};
+      for (auto* t : unmoved_tables())
+        if (tx.exec(std::string{"SELECT EXISTS (SELECT 1 FROM "} + t + " WHERE " + range_
+                    + ")")[0][0]
+              .as<bool>())
+          held += (held.empty() ? "" : ", ") + std::string{t};
+    });
+    if (err)
+      return err;
+    if (!held.empty())
+      return make_db_error(db_errc::schema_mismatch,
+                           shards_text(plan_.first, plan_.last) + " hold rows of " + held
+                             + ", which a move does not carry yet (ADR 0023 step 3): finish or "
+                               "remove them first");
+    return {};
+  }
+
+  /// The catalog says the range is moving (a node that starts meanwhile sees it).
+  caf::error mark_moving() {
+    if (plan_.resumed) {
+      say("prepare", "resuming the move begun earlier");
+      return {};
+    }
+    return with_connection(catalog_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      tx.exec("SELECT version FROM shard_map FOR UPDATE");
+      // A map of one group may have no range row yet: group 0 holds every shard.
+      tx.exec("INSERT INTO shard_ranges (first_shard, last_shard, group_id)"
+              " SELECT 0, (SELECT shard_count - 1 FROM installation), 0"
+              " WHERE NOT EXISTS (SELECT 1 FROM shard_ranges)");
+      tx.exec_params("UPDATE shard_ranges SET moving_to = $2 WHERE group_id = $1",
+                     static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.to));
+      tx.exec("UPDATE shard_map SET version = version + 1");
+      tx.exec(std::string{"NOTIFY "} + groups_channel);
+      tx.commit();
+    });
+  }
+
+  /// The triggers logging the range's writes at the source (from before the first copy on),
+  /// and the target's rows of the range cleared (an earlier move away may have left some).
+  caf::error prepare() {
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      tables_.clear();
+      pqxx::work tx{c};
+      tx.exec("DELETE FROM move_changes");
+      for (auto& t : keyed_tables()) {
+        std::string keys;
+        for (auto& k : t.key)
+          keys += (keys.empty() ? "" : ",") + k;
+        tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
+        tx.exec(std::string{"CREATE TRIGGER gost_move AFTER INSERT OR UPDATE OR DELETE ON "}
+                + t.name + " FOR EACH ROW EXECUTE FUNCTION gost_move_log('"
+                + std::to_string(plan_.first) + "', '" + std::to_string(plan_.last) + "', '" + keys
+                + "')");
+        tables_.push_back(make_table_sql(tx, t));
+      }
+      tx.commit();
+    });
+    if (err)
+      return err;
+    int64_t cleared = 0;
+    err = with_connection(target_, [&](pqxx::connection& c) {
+      cleared = 0;
+      pqxx::work tx{c};
+      for (auto& t : keyed_tables())
+        cleared +=
+          tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE " + range_).affected_rows();
+      tx.commit();
+    });
+    if (err)
+      return err;
+    say("prepare", "change log on at `" + plan_.from_name + "`; " + std::to_string(cleared)
+                     + " stale rows of the range cleared at `" + plan_.to_name + "`");
+    return {};
+  }
+
+  caf::error upsert(const table_sql& t, const std::vector<std::string>& rows) {
+    if (rows.empty())
+      return {};
+    auto body = json_array(rows);
+    return with_connection(target_, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      tx.exec_params(t.upsert, body);
+    });
+  }
+
+  /// The first pass: the range's rows in key order, a batch at a time.
+  caf::error copy(const table_sql& t) {
+    std::vector<std::string> last; // the key of the last row copied
+    int64_t copied = 0;
+    auto next_say = std::chrono::steady_clock::now();
+    for (;;) {
+      if (cancelled())
+        return cancel_error();
+      std::vector<std::string> rows;
+      std::vector<std::string> key;
+      auto err = with_connection(source_, [&](pqxx::connection& c) {
+        rows.clear();
+        key.clear();
+        pqxx::nontransaction tx{c};
+        std::string after;
+        if (!last.empty()) {
+          std::vector<std::string> quoted;
+          for (auto& k : last)
+            quoted.push_back(tx.quote(k));
+          // Keyset on the typed key: (a, b) > (x, y) compares as the index orders.
+          std::string typed;
+          for (size_t i = 0; i < quoted.size(); ++i)
+            typed += (i == 0 ? "" : ", ") + quoted[i] + "::" + t.key_types[i];
+          after = " AND (" + t.key_list + ") > (" + typed + ")";
+        }
+        auto r = tx.exec("SELECT to_jsonb(t)::text, " + t.key_list + " FROM " + t.name + " t WHERE "
+                         + range_ + after + " ORDER BY " + t.key_list + " LIMIT "
+                         + std::to_string(opts_.batch));
+        for (auto row : r) {
+          rows.push_back(row[0].as<std::string>());
+          key.clear();
+          for (size_t i = 1; i < row.size(); ++i)
+            key.push_back(row[static_cast<int>(i)].as<std::string>());
+        }
+      });
+      if (err)
+        return err;
+      if (rows.empty())
+        break;
+      if (auto e = upsert(t, rows))
+        return e;
+      copied += static_cast<int64_t>(rows.size());
+      last = key;
+      if (std::chrono::steady_clock::now() >= next_say) {
+        say("copy", t.name + ": " + std::to_string(copied) + " rows");
+        next_say = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+      }
+      if (rows.size() < static_cast<size_t>(opts_.batch))
+        break;
+    }
+    report_.copied[t.name] = copied;
+    say("copy", t.name + ": " + std::to_string(copied) + " rows, done");
+    return {};
+  }
+
+  /// One round: every row whose key the log holds is copied again (or deleted at the target
+  /// when it is gone at the source); the round's log is then deleted. Answers the rows done.
+  caf::expected<int64_t> catch_up() {
+    ++report_.rounds;
+    int64_t upto = 0;
+    std::map<std::string, std::vector<std::string>> keys; // by table
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      keys.clear();
+      pqxx::nontransaction tx{c};
+      upto = tx.exec("SELECT coalesce(max(seq), 0) FROM move_changes")[0][0].as<int64_t>();
+      for (auto row : tx.exec("SELECT DISTINCT tbl, key::text FROM move_changes WHERE seq <= "
+                              + std::to_string(upto)))
+        keys[row[0].as<std::string>()].push_back(row[1].as<std::string>());
+    });
+    if (err)
+      return err;
+    int64_t done = 0;
+    for (auto& t : tables_) {
+      auto it = keys.find(t.name);
+      if (it == keys.end())
+        continue;
+      auto& all = it->second;
+      for (size_t at = 0; at < all.size(); at += static_cast<size_t>(opts_.batch)) {
+        std::vector<std::string> chunk(all.begin() + static_cast<std::ptrdiff_t>(at),
+                                       all.begin()
+                                         + static_cast<std::ptrdiff_t>(std::min(
+                                           all.size(), at + static_cast<size_t>(opts_.batch))));
+        std::vector<std::string> rows;
+        std::set<std::string> found;
+        err = with_connection(source_, [&](pqxx::connection& c) {
+          rows.clear();
+          found.clear();
+          pqxx::nontransaction tx{c};
+          for (auto row :
+               tx.exec_params("SELECT " + t.key_json + ", to_jsonb(t)::text FROM " + t.name
+                                + " t WHERE (" + t.key_list + ") IN (SELECT " + t.key_casts
+                                + " FROM jsonb_array_elements($1::jsonb) k)",
+                              json_array(chunk))) {
+            found.insert(row[0].as<std::string>());
+            rows.push_back(row[1].as<std::string>());
+          }
+        });
+        if (err)
+          return err;
+        if (auto e = upsert(t, rows))
+          return e;
+        std::vector<std::string> gone;
+        for (auto& k : chunk)
+          if (found.count(k) == 0)
+            gone.push_back(k);
+        if (!gone.empty()) {
+          auto body = json_array(gone);
+          err = with_connection(target_, [&](pqxx::connection& c) {
+            pqxx::nontransaction tx{c};
+            tx.exec_params(t.remove, body);
+          });
+          if (err)
+            return err;
+        }
+        done += static_cast<int64_t>(chunk.size());
+      }
+    }
+    err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      tx.exec("DELETE FROM move_changes WHERE seq <= " + std::to_string(upto));
+    });
+    if (err)
+      return err;
+    report_.caught_up += done;
+    say("catch-up",
+        "round " + std::to_string(report_.rounds) + ": " + std::to_string(done) + " rows");
+    return done;
+  }
+
+  /// The range's leases at the source: a new epoch owned by `moved:<target>`, which no node
+  /// is and none may take (its heartbeat, `fenced_heartbeat`, never grows old). Commits hold their
+  /// leases' rows (FOR SHARE) to the end: this waits for those in flight, and every later one fails
+  /// its check, as after a takeover.
+  caf::error fence() {
+    epochs_.clear();
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      epochs_.clear();
+      pqxx::work tx{c};
+      tx.exec_params("INSERT INTO shard_leases (shard) SELECT generate_series($1::int, $2::int)"
+                     " ON CONFLICT DO NOTHING",
+                     static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last));
+      for (auto row : tx.exec_params(
+             "UPDATE shard_leases SET epoch = CASE WHEN owner = $3 THEN epoch ELSE epoch + 1 END,"
+             " owner = $3, heartbeat_at = $4, acquired_at = now(), handoff_to = NULL"
+             " WHERE shard BETWEEN $1 AND $2 RETURNING shard, epoch",
+             static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last),
+             "moved:" + plan_.to_name, fenced_heartbeat))
+        epochs_[row[0].as<uint32_t>()] = row[1].as<int64_t>();
+      tx.exec(std::string{"NOTIFY "} + cluster_channel);
+      tx.commit();
+    });
+    if (err)
+      return err;
+    say("fence", shards_text(plan_.first, plan_.last) + " fenced at `" + plan_.from_name
+                   + "`: calls for them wait for the switch");
+    return {};
+  }
+
+  /// Rows whose ids are the database's own: inserted at the target with new ids (in id order:
+  /// the outbox keeps its order per shard), then deleted at the source, a batch at a time. A
+  /// move cut between the two leaves a batch at both: relayed twice (at least once, as ever).
+  caf::error move_queued(const queued_table& q) {
+    std::string cols;
+    err_ = with_connection(target_, [&](pqxx::connection& c) {
+      cols.clear();
+      pqxx::nontransaction tx{c};
+      for (auto& col : columns_of(tx, q.name))
+        if (col.name != "id")
+          cols += ", " + col.name;
+    });
+    if (err_)
+      return err_;
+    int64_t moved = 0;
+    for (;;) {
+      std::vector<std::string> rows;
+      std::vector<std::string> ids;
+      auto err = with_connection(source_, [&](pqxx::connection& c) {
+        rows.clear();
+        ids.clear();
+        pqxx::nontransaction tx{c};
+        for (auto row :
+             tx.exec(std::string{"SELECT id, to_jsonb(t)::text FROM "} + q.name + " t WHERE "
+                     + range_ + " ORDER BY id LIMIT " + std::to_string(opts_.batch))) {
+          ids.push_back(row[0].as<std::string>());
+          rows.push_back(row[1].as<std::string>());
+        }
+      });
+      if (err)
+        return err;
+      if (rows.empty())
+        break;
+      auto body = json_array(rows);
+      err = with_connection(target_, [&](pqxx::connection& c) {
+        pqxx::nontransaction tx{c};
+        tx.exec_params(std::string{"INSERT INTO "} + q.name + " (id" + cols
+                         + ") SELECT nextval(pg_get_serial_sequence('" + q.sequence_of + "', 'id'))"
+                         + cols + " FROM (SELECT * FROM jsonb_populate_recordset(NULL::" + q.name
+                         + ", $1::jsonb) ORDER BY id) r",
+                       body);
+      });
+      if (err)
+        return err;
+      std::string list;
+      for (auto& id : ids)
+        list += (list.empty() ? "" : ",") + id;
+      err = with_connection(source_, [&](pqxx::connection& c) {
+        pqxx::nontransaction tx{c};
+        tx.exec(std::string{"DELETE FROM "} + q.name + " WHERE id IN (" + list + ")");
+      });
+      if (err)
+        return err;
+      moved += static_cast<int64_t>(rows.size());
+    }
+    report_.moved_queued += moved;
+    if (moved > 0)
+      say("fence", std::string{q.name} + ": " + std::to_string(moved) + " rows moved");
+    return {};
+  }
+
+  /// The target's leases start at the fenced epochs (the taker's acquisition adds one: an
+  /// epoch never goes back for a shard), then one catalog transaction points the range there.
+  caf::error switch_map() {
+    // The target's sequences past the source's: the copied rows keep their ids.
+    for (auto& t : tables_)
+      for (auto& seq : t.sequences) {
+        int64_t at_source = 0;
+        auto err = with_connection(source_, [&](pqxx::connection& c) {
+          pqxx::nontransaction tx{c};
+          at_source = tx.exec("SELECT last_value FROM " + seq)[0][0].as<int64_t>();
+        });
+        if (!err)
+          err = with_connection(target_, [&](pqxx::connection& c) {
+            pqxx::nontransaction tx{c};
+            tx.exec("SELECT setval('" + seq + "', greatest(" + std::to_string(at_source)
+                    + ", (SELECT last_value FROM " + seq + ")))");
+          });
+        if (err)
+          return err;
+      }
+    std::string shards;
+    std::string epochs;
+    for (auto& [shard, epoch] : epochs_) {
+      shards += (shards.empty() ? "" : ",") + std::to_string(shard);
+      epochs += (epochs.empty() ? "" : ",") + std::to_string(epoch);
+    }
+    auto err = with_connection(target_, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      tx.exec("INSERT INTO shard_leases (shard, epoch) SELECT * FROM unnest(ARRAY[" + shards
+              + "]::int[], ARRAY[" + epochs
+              + "]::bigint[]) ON CONFLICT (shard) DO UPDATE SET owner = NULL,"
+                " heartbeat_at = NULL, handoff_to = NULL,"
+                " epoch = greatest(shard_leases.epoch, EXCLUDED.epoch)");
+    });
+    if (err)
+      return err;
+    return with_connection(catalog_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      tx.exec("SELECT version FROM shard_map FOR UPDATE");
+      tx.exec_params("UPDATE shard_ranges SET group_id = $2, moving_to = NULL"
+                     " WHERE group_id = $1 AND moving_to = $2",
+                     static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.to));
+      report_.map_version =
+        tx.exec("UPDATE shard_map SET version = version + 1 RETURNING version")[0][0]
+          .as<uint64_t>();
+      tx.exec(std::string{"NOTIFY "} + groups_channel);
+      tx.commit();
+    });
+  }
+
+  /// The change log off, and the range's rows deleted at the source, a batch at a time (its
+  /// lease rows stay, fenced: a node that still has the old map cannot take them).
+  caf::error finish_source() {
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      for (auto& t : keyed_tables())
+        tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
+      tx.exec("DELETE FROM move_changes");
+      tx.commit();
+    });
+    if (err)
+      return err;
+    if (opts_.keep_source) {
+      say("clean", "the source's rows kept (asked so)");
+      return {};
+    }
+    for (auto& t : keyed_tables()) {
+      for (;;) {
+        int64_t n = 0;
+        err = with_connection(source_, [&](pqxx::connection& c) {
+          pqxx::nontransaction tx{c};
+          n = tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE ctid IN (SELECT ctid FROM "
+                      + t.name + " WHERE " + range_ + " LIMIT 5000)")
+                .affected_rows();
+        });
+        if (err)
+          return err;
+        report_.removed += n;
+        if (n == 0)
+          break;
+      }
+    }
+    say("clean", std::to_string(report_.removed) + " rows deleted at `" + plan_.from_name + "`");
+    return {};
+  }
+
+  pg_pool& catalog_;
+  pg_pool& source_;
+  pg_pool& target_;
+  const move_plan& plan_;
+  const move_options& opts_;
+  std::string range_;
+  std::vector<table_sql> tables_;
+  std::map<uint32_t, int64_t> epochs_;
+  move_report report_;
+  caf::error err_;
+};
+
+} // namespace
+
+std::variant<move_plan, std::string> plan_move(const group_map& map, uint32_t first, uint32_t last,
+                                               const std::string& to) {
+  auto n = map.shard_count();
+  if (first > last)
+    return "the range " + std::to_string(first) + "-" + std::to_string(last)
+           + " ends before it starts: give FIRST-LAST with FIRST <= LAST";
+  if (last >= n)
+    return shards_text(first, last) + " go past the installation's " + std::to_string(n)
+           + " shards (0-" + std::to_string(n - 1) + ")";
+  const shard_group* target = nullptr;
+  for (auto& g : map.groups())
+    if (g.name == to)
+      target = &g;
+  if (target == nullptr) {
+    std::string names;
+    for (auto& g : map.groups())
+      names += (names.empty() ? "" : ", ") + g.name;
+    return "no group is named `" + to + "` (declared: " + names
+           + "); declare it first with `gostctl group add`";
+  }
+  auto from = map.range_of(first).group;
+  for (auto s = first; s <= last; ++s)
+    if (map.range_of(s).group != from)
+      return shards_text(first, last) + " span groups `" + map.find(from)->name + "` and `"
+             + map.group_of(s).name + "`: move one group's shards at a time";
+  auto& source = *map.find(from);
+  if (from == target->id)
+    return shards_text(first, last) + " are in group `" + to + "` already";
+  for (auto& r : map.ranges())
+    if (r.moving_to && (r.group != from || *r.moving_to != target->id))
+      return "a move is under way: " + shards_text(r.first, r.last) + " of `"
+             + map.find(r.group)->name + "` to `" + map.find(*r.moving_to)->name
+             + "`; ask for that move again to finish it first";
+  auto held = map.shards_of(from);
+  if (held.front() != first || held.back() != last
+      || held.size() != static_cast<size_t>(last - first + 1))
+    return "group `" + source.name + "` holds " + shards_text(held.front(), held.back())
+           + (held.size() != static_cast<size_t>(held.back() - held.front() + 1) ? " (in parts)"
+                                                                                 : "")
+           + ": a group is moved whole (a part of it would spread its sellers' offers over two "
+             "databases, and lookups by key read the seller's home group only), so give "
+           + std::to_string(held.front()) + "-" + std::to_string(held.back());
+  move_plan p;
+  p.first = first;
+  p.last = last;
+  p.from = from;
+  p.to = target->id;
+  p.from_name = source.name;
+  p.to_name = target->name;
+  p.resumed = map.range_of(first).moving_to.has_value();
+  return p;
+}
+
+std::vector<std::string> move_covered_tables() {
+  std::vector<std::string> out{"shard_leases"};
+  for (auto& t : keyed_tables())
+    out.emplace_back(t.name);
+  for (auto& t : queued_tables())
+    out.emplace_back(t.name);
+  for (auto* t : unmoved_tables())
+    out.emplace_back(t);
+  return out;
+}
+
+caf::expected<move_report> move_shards(pg_pool& catalog, pg_pool& source, pg_pool& target,
+                                       const move_plan& plan, const move_options& opts) {
+  mover m{catalog, source, target, plan, opts};
+  return m.run();
+}
+
+} // namespace gost::persistence
