@@ -148,7 +148,9 @@ void drop(self_ptr self, uint32_t shard, const char* why) {
     self->demonitor(a);
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
-  st.opts.routes->clear(shard);
+  // Only while the route is still this shard's: after a move, another group's manager may
+  // own the shard here already.
+  st.opts.routes->clear_if(shard, i->second.handles);
   st.held.erase(i);
 }
 
@@ -234,7 +236,7 @@ void release(self_ptr self, uint32_t shard) {
     lg->warn("lease release failed shard={} error={}; it expires instead", shard, err_text(err));
   else
     lg->info("lease released shard={} epoch={}", shard, i->second.epoch);
-  st.opts.routes->clear(shard);
+  st.opts.routes->clear_if(shard, i->second.handles);
   st.held.erase(i);
   if (!st.leaving)
     return;
@@ -309,10 +311,17 @@ void refresh_routes(self_ptr self, const std::vector<persistence::node_row>& nod
   for (auto& n : nodes)
     by_id[n.node_id] = &n;
   for (auto& l : leases) {
-    if (l.shard >= st.ours.size() || !st.ours[l.shard])
+    // The router's group is the truth while a move switches the map: this manager may not
+    // have been told yet that a shard is another group's now.
+    if (l.shard >= st.ours.size() || !st.ours[l.shard]
+        || st.opts.routes->group_of(l.shard) != st.opts.group)
       continue;
-    if (st.held.count(l.shard) != 0)
-      continue; // local (set when acquired)
+    if (auto h = st.held.find(l.shard); h != st.held.end()) {
+      // Local (set when acquired); set again should anything have cleared it since.
+      if (!st.opts.routes->here(l.shard))
+        st.opts.routes->set_local(l.shard, h->second.handles);
+      continue;
+    }
     auto n = by_id.find(l.owner);
     if (l.free || l.owner == st.opts.node_id || n == by_id.end()) {
       st.opts.routes->clear(l.shard);

@@ -504,8 +504,9 @@ http_response admin_http::answer(const http_request& req) {
     return http_response::text(200, "ok\n");
   if (req.path == "/readyz") {
     auto why = not_ready_();
-    return why.empty() ? http_response::text(200, "ready\n")
-                       : http_response::text(503, "not ready: " + why + "\n");
+    auto partly = opts_.degraded ? opts_.degraded() : std::string{};
+    return why.empty() ? http_response::text(200, "ready\n" + partly)
+                       : http_response::text(503, "not ready: " + why + "\n" + partly);
   }
   if (req.path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_()};

@@ -86,6 +86,10 @@ public:
     int stream_threads = 2;                       ///< of those, streamed answers
     int pending_max = 64;                         ///< connections still sending their head
     int writing_max = 256;                        ///< answers waiting for their client to read
+    /// What serves only in part while the node is ready (a shard group's database away, ADR
+    /// 0023), as lines added to `/readyz`'s answer (200 or 503 stays as readiness says); empty
+    /// function or text: nothing.
+    page_fn degraded;
   };
 
   /// `not_ready`: why the node should not get calls, empty when it should (api/readiness.hpp).

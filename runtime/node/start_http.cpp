@@ -69,8 +69,25 @@ caf::error start_http(node_context& n) {
         + ". <a href=\"/\">console</a>, <a href=\"/metrics\">metrics</a></p><h2>metrics</h2><pre>"
         + counters->prometheus_text() + "</pre><h2>configuration</h2><pre>" + dump + "</pre>"};
   };
+  // A shard group whose database is away: the node stays ready (the other groups serve), and
+  // /readyz says which group does not (ADR 0023).
+  admin_http::options http_opts;
+  std::vector<std::pair<std::string, std::shared_ptr<const dependency_tracker>>> group_dbs;
+  for (auto& part : n.groups)
+    if (part->db != n.db)
+      group_dbs.emplace_back(part->group.name, part->db);
+  if (!group_dbs.empty())
+    http_opts.degraded = [group_dbs] {
+      std::string out;
+      for (auto& [name, db] : group_dbs)
+        if (!db->up())
+          out += "degraded: shard group `" + name + "`: its database (" + db->name()
+                 + ") is unreachable; calls for its shards answer UNAVAILABLE (retry)\n";
+      return out;
+    };
   n.http = std::make_unique<admin_http>([counters] { return counters->prometheus_text(); },
-                                        [ready = n.ready] { return ready->check(); });
+                                        [ready = n.ready] { return ready->check(); },
+                                        std::move(http_opts));
   n.http->route("/status", status_page);
   if (cfg.images.enabled) // rotated images (ImageService.Rotate answers their URLs)
     n.http->route(

@@ -207,8 +207,11 @@ struct load {
   void finish() {
     stop = true;
     for (auto& t : threads)
-      t.join();
+      if (t.joinable())
+        t.join();
   }
+  /// A test that stopped at a failed REQUIRE: the clients stop too (not std::terminate).
+  ~load() { finish(); }
   /// Every acknowledged update is in the database (nothing after it was lost).
   void check_durable(const testing::temp_db& db) { check_durable({&db}); }
   /// The same across the databases of shard groups: each offer in one of them.

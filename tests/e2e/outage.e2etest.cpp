@@ -412,6 +412,12 @@ TEST_CASE("one shard group's database stopped: its shards answer UNAVAILABLE, th
     }
   CHECK(served == static_cast<int>(3 * in_catalog.size()));
   CHECK(http_says(http_port, "/readyz", "200"));
+  // Ready, and saying which group does not serve.
+  auto readyz = testing::http_get(http_port, "/readyz");
+  CHECK_MESSAGE(readyz.find("degraded: shard group `east`: its database (postgresql/east) is "
+                            "unreachable; calls for its shards answer UNAVAILABLE (retry)")
+                  != std::string::npos,
+                readyz);
   auto metrics = testing::http_get(http_port, "/metrics");
   CHECK_MESSAGE(metrics.find("gost_dependency_up{dependency=\"postgresql/east\"} 0")
                   != std::string::npos,
@@ -437,6 +443,8 @@ TEST_CASE("one shard group's database stopped: its shards answer UNAVAILABLE, th
     if (s.ok())
       acked[id] = v;
   }
+  readyz = testing::http_get(http_port, "/readyz");
+  CHECK_MESSAGE(readyz.find("degraded") == std::string::npos, readyz);
   node->signal(SIGTERM);
   CHECK(node->wait(30s) == 0);
   for (auto& [id, v] : acked) {

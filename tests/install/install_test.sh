@@ -42,6 +42,12 @@ fi
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# A sanitized build tree (tests/CMakeLists.txt sets GOST_CONSUMER_FLAGS): the consumers compile
+# and link with the same sanitizer runtime as the installed libraries.
+if [[ -n ${GOST_CONSUMER_FLAGS:-} ]]; then
+  launcher+=("-DCMAKE_CXX_FLAGS=$GOST_CONSUMER_FLAGS"
+    "-DCMAKE_EXE_LINKER_FLAGS=${GOST_CONSUMER_FLAGS%% -U*}")
+fi
 run "$work/configure.log" cmake -S "$src/examples" -B "$work/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "${launcher[@]}"
