@@ -60,6 +60,9 @@ public:
     /// The pool of shard group `id`'s database (every declared group has one on a node; null:
     /// none, the group was declared after the node started). MoveShards copies between them.
     std::function<persistence::pg_pool*(uint32_t id)> group_pool;
+    /// Every shard group's pool, group 0's (the catalog's) first: the stages' counts are summed
+    /// over them (Top, ListStages). Empty: the catalog's alone.
+    std::vector<persistence::pg_pool*> group_pools;
     /// Why this node refuses to move shards (parts it runs serve the catalog database only),
     /// or empty.
     std::string move_refusal;

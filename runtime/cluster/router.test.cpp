@@ -52,3 +52,32 @@ TEST_CASE("a new offer's id is drawn into its seller's home group, the same draw
   }
   CHECK(homes.size() == 2); // both groups were somebody's home
 }
+
+TEST_CASE("a range moved to a group declared empty: its shards follow that group's confirmation "
+          "from the switch on") {
+  // Shards 0-3 in group 0, 4-7 in group 1; group 2 declared, holding none.
+  router r{8, {}, {0, 0, 0, 0, 1, 1, 1, 1}, 3};
+  CHECK(r.group_count() == 3);
+  auto now = lease_confirmation::clock::now();
+  for (uint32_t g = 0; g < 3; ++g)
+    r.confirmation(g).enable("n1", std::chrono::milliseconds{1000}, std::chrono::milliseconds{100},
+                             now);
+  r.confirmation(1).set_alone(true); // group 1 confirmed, group 2 not yet
+  CHECK(r.confirmed_now(6));
+  for (uint32_t s = 4; s < 8; ++s)
+    r.set_group_of(s, 2);
+  CHECK(r.group_of(6) == 2);
+  caf::error refused;
+  CHECK_FALSE(r.confirmed_now(6, &refused)); // group 2's leases: not confirmed yet
+  CHECK(refused);
+  r.confirmation(2).set_alone(true);
+  CHECK(r.confirmed_now(6));
+  // New ids of a seller at home in the moved range are drawn into group 2 now.
+  for (int s = 0; s < 20; ++s) {
+    auto seller = "seller-" + std::to_string(s);
+    if (r.group_of(r.shard_of(seller)) != 2)
+      continue;
+    auto id = id_in_home_group(r, seller, [&](int k) { return seller + "/" + std::to_string(k); });
+    CHECK(r.group_of(r.shard_of(id)) == 2);
+  }
+}

@@ -56,6 +56,8 @@ int shards(const cli& c) {
       state = "moving to " + l.handoff_to();
       ++moving;
     }
+    if (!l.group().empty()) // several shard groups: which database keeps the lease
+      state += " (group " + l.group() + ")";
     std::printf("%6u %-20s %8lld %9lld  %s\n", l.shard(),
                 l.owner().empty() ? "-" : l.owner().c_str(), static_cast<long long>(l.epoch()),
                 static_cast<long long>(l.heartbeat_age_ms()), state.c_str());
@@ -211,11 +213,11 @@ int group(const cli& c) {
   return 0;
 }
 
-/// move-shards FIRST-LAST --to GROUP [--keep-source]: streams the move's steps, then its
+/// move-shards FIRST-LAST --to GROUP: streams the move's steps, then its
 /// figures.
 int move_shards(const cli& c) {
   auto usage = [] {
-    std::fprintf(stderr, "usage: gostctl move-shards FIRST-LAST --to GROUP [--keep-source] "
+    std::fprintf(stderr, "usage: gostctl move-shards FIRST-LAST --to GROUP "
                          "(every shard of one group: gostctl groups lists them)\n");
     return 2;
   };
@@ -243,7 +245,6 @@ int move_shards(const cli& c) {
   req.set_first(static_cast<uint32_t>(first));
   req.set_last(static_cast<uint32_t>(last));
   req.set_to(opt(c, "to"));
-  req.set_keep_source(has(c, "keep-source"));
   req.set_who(who(c));
   auto admin = admin_stub(c);
   grpc::ClientContext ctx; // no deadline: a move takes as long as its rows
@@ -304,13 +305,13 @@ std::vector<command> cluster_commands() {
      "installation's shard count; another count: refused) before the\n"
      "catalog's row is written; logged with --who",
      group},
-    {"move-shards", "cluster", "FIRST-LAST --to GROUP [--keep-source]",
+    {"move-shards", "cluster", "FIRST-LAST --to GROUP",
      "move a group's shards (all of them: FIRST-LAST as `groups` shows)\n"
      "to group GROUP online: copy, catch up, a short fence (calls for\n"
-     "the range wait), the map switched, the source's rows deleted\n"
-     "(--keep-source: left). Prints each step; logged with --who; asked\n"
-     "again after it was cut short, it resumes",
-     move_shards, "--keep-source"},
+     "the range wait), the map switched, the source's rows deleted.\n"
+     "Prints each step; logged with --who; asked again after it was\n"
+     "cut short, it resumes",
+     move_shards},
   };
 }
 

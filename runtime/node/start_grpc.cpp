@@ -94,23 +94,28 @@ caf::error start_grpc(node_context& n) {
   auto limits = api_limits_of(cfg.limits);
   n.offers = std::make_unique<offer_service>(*n.hub, *n.routes, timeout, limits);
   n.states = std::make_unique<state_service>(*n.hub, *n.routes, timeout, limits);
+  admin_service::cluster_view view;
+  view.pool = n.pool.get();
+  view.node_id = cfg.node.id;
+  view.lease_timeout = cfg.cluster.lease_timeout;
+  view.manager = n.manager;
+  view.wakes = n.wakes;
+  view.group_pool = [&n](uint32_t id) -> persistence::pg_pool* {
+    for (auto& part : n.groups)
+      if (part->group.id == id)
+        return part->pool;
+    return nullptr;
+  };
+  for (auto& part : n.groups)
+    view.group_pools.push_back(part->pool);
+  if (auto parts = catalog_only_parts(n); !parts.empty())
+    view.move_refusal = "this node runs parts that serve the catalog database only (" + parts
+                        + "; ADR 0023 build step 3): moving shards would strand their rows; "
+                          "turn them off first";
   n.admin = std::make_unique<admin_service>(
-    *n.hub, *n.routes, n.stages, n.stats, timeout,
-    admin_service::cluster_view{
-      n.pool.get(), cfg.node.id, cfg.cluster.lease_timeout, n.manager, n.wakes,
-      [&n](uint32_t id) -> persistence::pg_pool* {
-        for (auto& part : n.groups)
-          if (part->group.id == id)
-            return part->pool;
-        return nullptr;
-      },
-      catalog_only_parts(n).empty()
-        ? std::string{}
-        : "this node runs parts that serve the catalog database only (" + catalog_only_parts(n)
-            + "; ADR 0023 build step 3): moving shards would strand their rows; turn them off "
-              "first"},
-    limits, admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0},
-    n.traces, cfg.images.enabled ? n.image_stats : nullptr);
+    *n.hub, *n.routes, n.stages, n.stats, timeout, std::move(view), limits,
+    admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0}, n.traces,
+    cfg.images.enabled ? n.image_stats : nullptr);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
   // once the stop began.

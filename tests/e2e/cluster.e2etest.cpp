@@ -1229,6 +1229,9 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
   };
   CHECK_MESSAGE(testing::eventually(30s, [&] { return queued() >= 84; }),
                 "audit due " << queued() << ", runs " << runs_at_pause << " -> " << audit().runs());
+  // gostctl top counts the queue in every group's database (not the catalog's alone).
+  CHECK_MESSAGE(testing::eventually(30s, [&] { return audit().queued() >= 84; }),
+                "top says " << audit().queued() << " queued, the databases " << queued());
   CHECK(audit().runs() == runs_at_pause);
   CHECK_MESSAGE(l.failures.empty(), (l.failures.empty() ? "" : l.failures.front()));
   l.check_durable({&db, &east});
@@ -1429,6 +1432,15 @@ TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another g
     CHECK_MESSAGE(holders.size() == 1,
                   "shard " << lease.first << " epoch " << lease.second << " ran on several nodes");
   CHECK(n2.proc->output().find("shard group map now version=") != std::string::npos);
+  // gostctl shards reads each lease in its group's database: the range's in west (east's
+  // fenced rows are not shown).
+  auto [shards_rc, shards_out] = ctl({"shards"});
+  CHECK(shards_rc == 0);
+  CHECK_MESSAGE(shards_out.find("owned (group west)") != std::string::npos, shards_out);
+  CHECK_MESSAGE(shards_out.find("owned (group main)") != std::string::npos, shards_out);
+  CHECK_MESSAGE(shards_out.find("moved:west") == std::string::npos, shards_out);
+  CHECK_MESSAGE(shards_out.find(std::to_string(shard_count) + " shard(s)") != std::string::npos,
+                shards_out);
   // The map as gostctl shows it: west holds the range.
   auto [groups_rc, groups_out] = ctl({"groups"});
   CHECK(groups_rc == 0);

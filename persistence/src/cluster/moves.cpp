@@ -606,10 +606,6 @@ private:
     });
     if (err)
       return err;
-    if (opts_.keep_source) {
-      say("clean", "the source's rows kept (asked so)");
-      return {};
-    }
     for (auto& t : keyed_tables()) {
       for (;;) {
         int64_t n = 0;

@@ -2,6 +2,7 @@
 // node's drain (DrainNode, UndrainNode).
 #include "api/admin_service.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <caf/event_based_actor.hpp>
@@ -11,7 +12,9 @@
 #include "api/status.hpp"
 #include "cluster/manager.hpp"
 #include "gost/core/call_hub.hpp"
+#include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 
 namespace gost::runtime {
@@ -21,6 +24,42 @@ using google::protobuf::util::TimeUtil;
 namespace {
 
 const auto lg = gost::log::get("console");
+
+/// A lease as a group's database holds it, with the group's name.
+struct group_lease {
+  persistence::lease_row lease;
+  std::string group;
+};
+
+/// Every shard's lease, read in the database of the group holding it now (ADR 0023: each group
+/// keeps its own leases; a database can also keep rows of shards moved away, fenced, which are
+/// not shown), in shard order. One group: the catalog's rows as they are.
+caf::expected<std::vector<group_lease>> all_leases(const admin_service::cluster_view& view,
+                                                   uint32_t shard_count) {
+  auto map = persistence::load_group_map(*view.pool, shard_count);
+  if (!map)
+    return map.error();
+  std::vector<group_lease> out;
+  for (auto& g : map->groups()) {
+    auto shards = map->shards_of(g.id);
+    if (shards.empty())
+      continue;
+    auto* pool = view.group_pool ? view.group_pool(g.id) : (g.id == 0 ? view.pool : nullptr);
+    if (pool == nullptr)
+      return make_error(errc::unavailable, "this node has no connection to shard group `" + g.name
+                                             + "` (declared after it started): ask another node");
+    auto leases = persistence::list_leases(*pool, view.lease_timeout);
+    if (!leases)
+      return leases.error();
+    for (auto& l : *leases)
+      if (std::binary_search(shards.begin(), shards.end(), l.shard))
+        out.push_back({l, map->single_group() ? std::string{} : g.name});
+  }
+  std::sort(out.begin(), out.end(), [](const group_lease& a, const group_lease& b) {
+    return a.lease.shard < b.lease.shard;
+  });
+  return out;
+}
 
 } // namespace
 
@@ -97,17 +136,19 @@ grpc::ServerUnaryReactor* admin_service::ListNodes(grpc::CallbackServerContext* 
 
 void admin_service::list_nodes(v1::ListNodesResponse* resp, done_fn done) {
   auto view = cluster_;
-  hub_.run_blocking([done, resp, view] {
+  auto shard_count = router_.shard_count();
+  hub_.run_blocking([done, resp, view, shard_count] {
     auto nodes = persistence::list_nodes(*view.pool, view.lease_timeout);
-    auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
+    auto leases = all_leases(view, shard_count);
     if (!nodes || !leases) {
       done(to_status(nodes ? leases.error() : nodes.error()));
       return;
     }
+    // Shards held in every group.
     std::map<std::string, uint32_t> held;
     for (auto& l : *leases)
-      if (!l.free)
-        ++held[l.owner];
+      if (!l.lease.free)
+        ++held[l.lease.owner];
     for (auto& n : *nodes) {
       auto* out = resp->add_nodes();
       out->set_node_id(n.node_id);
@@ -135,14 +176,16 @@ grpc::ServerUnaryReactor* admin_service::ListShards(grpc::CallbackServerContext*
 
 void admin_service::list_shards(v1::ListShardsResponse* resp, done_fn done) {
   auto view = cluster_;
-  hub_.run_blocking([done, resp, view] {
-    auto leases = persistence::list_leases(*view.pool, view.lease_timeout);
+  auto shard_count = router_.shard_count();
+  hub_.run_blocking([done, resp, view, shard_count] {
+    auto leases = all_leases(view, shard_count);
     if (!leases) {
       done(to_status(leases.error()));
       return;
     }
-    for (auto& l : *leases) {
+    for (auto& [l, group] : *leases) {
       auto* out = resp->add_shards();
+      out->set_group(group);
       out->set_shard(l.shard);
       out->set_owner(l.owner);
       out->set_epoch(l.epoch);

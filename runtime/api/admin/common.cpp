@@ -9,16 +9,32 @@ namespace gost::runtime {
 
 namespace admin {
 
-caf::expected<stage_table> read_stage_table(persistence::pg_pool& pool, int64_t now_us) {
-  auto counts = persistence::count_stages(pool, now_us);
-  if (!counts)
-    return counts.error();
-  auto pauses = persistence::list_stage_pauses(pool);
+caf::expected<stage_table> read_stage_table(persistence::pg_pool& catalog,
+                                            const std::vector<persistence::pg_pool*>& groups,
+                                            int64_t now_us) {
+  stage_table t;
+  auto dbs = groups;
+  if (dbs.empty())
+    dbs.push_back(&catalog);
+  for (auto* db : dbs) {
+    auto counts = persistence::count_stages(*db, now_us);
+    if (!counts)
+      return counts.error();
+    for (auto& c : *counts) {
+      auto [it, fresh] = t.counts.emplace(c.stage_id, c);
+      if (fresh)
+        continue;
+      auto& sum = it->second;
+      sum.queued += c.queued;
+      sum.timers += c.timers;
+      sum.dead_letters += c.dead_letters;
+      if (c.oldest_due_us != 0 && (sum.oldest_due_us == 0 || c.oldest_due_us < sum.oldest_due_us))
+        sum.oldest_due_us = c.oldest_due_us;
+    }
+  }
+  auto pauses = persistence::list_stage_pauses(catalog);
   if (!pauses)
     return pauses.error();
-  stage_table t;
-  for (auto& c : *counts)
-    t.counts[c.stage_id] = c;
   for (auto& p : *pauses)
     t.pauses[p.stage_id] = p;
   return t;

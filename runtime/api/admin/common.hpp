@@ -35,7 +35,11 @@ struct stage_table {
   std::map<std::string, persistence::stage_pause> pauses;
 };
 
-caf::expected<stage_table> read_stage_table(persistence::pg_pool& pool, int64_t now_us);
+/// The counts summed over the databases `groups` (each shard group's, ADR 0023; empty: the
+/// catalog's alone), the oldest due entry the oldest of them; the pauses from the catalog.
+caf::expected<stage_table> read_stage_table(persistence::pg_pool& catalog,
+                                            const std::vector<persistence::pg_pool*>& groups,
+                                            int64_t now_us);
 
 /// Milliseconds from `since_us` to `now_us` (0 when `since_us` is 0: nothing waits).
 int64_t age_ms(int64_t since_us, int64_t now_us);

@@ -168,7 +168,6 @@ admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShards
   }
   persistence::move_options opts;
   opts.node_timeout = cluster_.lease_timeout;
-  opts.keep_source = req->keep_source();
   opts.cancelled = [runs] { return runs->stopping.load(); };
   opts.progress = [stream, range](const std::string& step, const std::string& detail) {
     lg->info("shard move shards={} step={} {}", range, step, detail);

@@ -38,11 +38,12 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
 
 void admin_service::list_stages(v1::ListStagesResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
+  auto groups = cluster_.group_pools;
   auto stages = stages_;
   auto stats = stats_;
   hub_.run_blocking([=] {
     auto now = kit::now_us();
-    auto table = read_stage_table(*pool, now);
+    auto table = read_stage_table(*pool, groups, now);
     if (!table) {
       done(to_status(table.error()));
       return;

@@ -100,6 +100,7 @@ grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
 
 void admin_service::top(v1::TopResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
+  auto groups = cluster_.group_pools;
   auto stages = stages_;
   auto stats = stats_;
   auto node_id = cluster_.node_id;
@@ -137,7 +138,7 @@ void admin_service::top(v1::TopResponse* resp, done_fn done) {
         *resp->add_entity_shards() = std::move(t);
       entity_rows(*entities, stats->entity_shards, *resp);
     }
-    auto table = read_stage_table(*pool, now);
+    auto table = read_stage_table(*pool, groups, now);
     if (!table) {
       done(to_status(table.error()));
       return;

@@ -58,7 +58,6 @@ struct move_options {
   std::function<bool()> cancelled;
   /// Told each step as it goes (`step` is prepare, copy, catch-up, fence, switch or clean).
   std::function<void(const std::string& step, const std::string& detail)> progress;
-  bool keep_source = false; ///< leave the source's rows (an operator deletes them later)
 };
 
 struct move_report {
