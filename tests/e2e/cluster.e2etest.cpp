@@ -1079,28 +1079,37 @@ TEST_CASE("an offer owned by the other node: described and traced through either
       CHECK(e.offer_id() == id);
 }
 
-TEST_CASE("shard groups: each group's shards live in its own database, spread over the nodes "
-          "group by group, and move to the survivor after kill -9 with nothing acknowledged lost "
-          "(ADR 0023)") {
-  testing::temp_db db;   // the catalog database: group 0
-  testing::temp_db east; // group 1's database, empty until the nodes migrate it
+namespace {
+
+/// A catalog `db` (made by a first node's start) declaring group 1, `east`, holding the upper
+/// half of the shards, and the groups `empty` (2, 3, ...) holding none. Answers the flags of
+/// nodes serving shard groups: the parts that serve one database only so far are off (ADR
+/// 0023, build step 3).
+std::vector<std::string>
+declare_groups(const testing::temp_db& db, const testing::temp_db& east,
+               const std::vector<std::pair<std::string, const testing::temp_db*>>& empty = {}) {
   {
     node first{"n0", db}; // the catalog's schema and installation
     first.proc->signal(SIGTERM);
     REQUIRE(first.proc->wait(30s) == 0);
   }
   constexpr int half = shard_count / 2;
-  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn() + "')");
+  std::string groups = "(1, 'east', '" + east.dsn() + "')";
+  int id = 2;
+  for (auto& [name, d] : empty)
+    groups += ", (" + std::to_string(id++) + ", '" + name + "', '" + d->dsn() + "')";
+  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES " + groups);
   db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, "
             + std::to_string(half - 1) + ", 0), (" + std::to_string(half) + ", "
             + std::to_string(shard_count - 1) + ", 1)");
-  // The parts that serve one database only so far are off (ADR 0023, build step 3).
-  std::vector<std::string> flags{"--stages.audit.enabled=true", "--stages.audit.every=200ms",
-                                 "--cluster.lease_timeout=10s", "--scheduled.enabled=false",
-                                 "--images.enabled=false",      "--tasks.enabled=false"};
-  node n1{"n1", db, flags};
-  node n2{"n2", db, flags};
-  // Each group's leases are in its own database, shared evenly by the nodes group by group.
+  return {"--stages.audit.enabled=true", "--stages.audit.every=200ms",
+          "--cluster.lease_timeout=10s", "--scheduled.enabled=false",
+          "--images.enabled=false",      "--tasks.enabled=false"};
+}
+
+/// Both nodes hold an even share of each group's leases, in the group's own database.
+void await_group_spread(const testing::temp_db& db, const testing::temp_db& east) {
+  constexpr int half = shard_count / 2;
   REQUIRE_MESSAGE(
     testing::eventually(
       30s,
@@ -1108,6 +1117,21 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
         return spread_over(db, {"n1", "n2"}, half) && spread_over(east, {"n1", "n2"}, half);
       }),
     describe(db) << "| " << describe(east));
+}
+
+} // namespace
+
+TEST_CASE("shard groups: each group's shards live in its own database, spread over the nodes "
+          "group by group, and move to the survivor after kill -9 with nothing acknowledged lost "
+          "(ADR 0023)") {
+  testing::temp_db db;   // the catalog database: group 0
+  testing::temp_db east; // group 1's database, empty until the nodes migrate it
+  constexpr int half = shard_count / 2;
+  auto flags = declare_groups(db, east);
+  node n1{"n1", db, flags};
+  node n2{"n2", db, flags};
+  // Each group's leases are in its own database, shared evenly by the nodes group by group.
+  await_group_spread(db, east);
   CHECK(db.scalar("SELECT count(*) FROM shard_leases WHERE shard >= " + std::to_string(half)
                   + " AND owner IN ('n1', 'n2')")
         == "0"); // the catalog's rows of east's shards are left alone
@@ -1274,30 +1298,12 @@ TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another g
   testing::temp_db db;   // the catalog database: group 0
   testing::temp_db east; // group 1, holding the upper half
   testing::temp_db west; // group 2, declared, holding nothing until the move
-  {
-    node first{"n0", db};
-    first.proc->signal(SIGTERM);
-    REQUIRE(first.proc->wait(30s) == 0);
-  }
   constexpr int half = shard_count / 2;
   const std::string range = std::to_string(half) + "-" + std::to_string(shard_count - 1);
-  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn()
-            + "'), (2, 'west', '" + west.dsn() + "')");
-  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, "
-            + std::to_string(half - 1) + ", 0), (" + range.substr(0, range.find('-')) + ", "
-            + std::to_string(shard_count - 1) + ", 1)");
-  std::vector<std::string> flags{"--stages.audit.enabled=true", "--stages.audit.every=200ms",
-                                 "--cluster.lease_timeout=10s", "--scheduled.enabled=false",
-                                 "--images.enabled=false",      "--tasks.enabled=false"};
+  auto flags = declare_groups(db, east, {{"west", &west}});
   node n1{"n1", db, flags};
   node n2{"n2", db, flags};
-  REQUIRE_MESSAGE(
-    testing::eventually(
-      30s,
-      [&] {
-        return spread_over(db, {"n1", "n2"}, half) && spread_over(east, {"n1", "n2"}, half);
-      }),
-    describe(db) << "| " << describe(east));
+  await_group_spread(db, east);
   // Both nodes run in west as well (each declared group has a part on a node), holding nothing.
   CHECK(testing::eventually(30s, [&] { return west.scalar("SELECT count(*) FROM nodes") == "2"; }));
   CHECK(west.scalar("SELECT count(*) FROM shard_leases") == "0");
