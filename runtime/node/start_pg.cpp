@@ -149,11 +149,21 @@ caf::error start_pg(node_context& n) {
       part->own_pool = std::make_unique<persistence::pg_pool>(pool_options(cfg, g.dsn));
       part->pool = part->own_pool.get();
       part->db = node_context::make_tracker("postgresql/" + g.name, "pg");
-      if (auto err = part->pool->wait_ready(cfg.pg.connect_timeout))
+      if (auto err = part->pool->wait_ready(cfg.pg.connect_timeout)) {
+        // A group holding no shard yet (declared for a move to come) does not stop the start:
+        // this node runs without it, and a move there is refused until it restarted with it.
+        if (part->shards.empty()) {
+          lg->warn("shard group not opened group={} name={}: it holds no shard and its "
+                   "database is unreachable ({}); moves to it are refused until this node "
+                   "restarts with it reachable",
+                   g.id, g.name, persistence::error_message(err));
+          continue;
+        }
         return persistence::make_db_error(
           persistence::db_errc::unavailable,
           "shard group `" + g.name + "` (" + std::to_string(part->shards.size())
             + " shards): its database is unreachable: " + persistence::error_message(err));
+      }
       observe(*part->pool, part->db);
       if (auto err = prepare(*part->pool, cfg.shard.count, "shard group `" + g.name + "`"))
         return err;

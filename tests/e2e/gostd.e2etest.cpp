@@ -436,6 +436,26 @@ TEST_CASE("gostd refuses to start with one clear line") {
                                             "unreachable")
                     != std::string::npos,
                   unreachable.output());
+    // A group declared for a move to come, holding no shard, unreachable: the node starts
+    // without it, saying so.
+    db.scalar("UPDATE shard_ranges SET last_shard = 7 WHERE group_id = 0");
+    db.scalar("DELETE FROM shard_ranges WHERE group_id = 1");
+    {
+      child_process without{GOSTD_PATH,
+                            node_args(db, port_file + "4",
+                                      {"--pg.connect_timeout=500ms", "--scheduled.enabled=false",
+                                       "--images.enabled=false", "--tasks.enabled=false"})};
+      read_ports(without, port_file + "4");
+      CHECK_MESSAGE(without.output().find("shard group not opened group=1 name=east: it holds no "
+                                          "shard and its database is unreachable")
+                      != std::string::npos,
+                    without.output());
+      without.signal(SIGTERM);
+      CHECK(without.wait(30s) == 0);
+      std::remove((port_file + "4").c_str());
+    }
+    db.scalar("UPDATE shard_ranges SET last_shard = 3 WHERE group_id = 0");
+    db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (4, 7, 1)");
     child_process scheduled{GOSTD_PATH,
                             node_args(db, port_file + "3", {"--scheduled.enabled=true"})};
     CHECK(scheduled.wait(30s) == 1);
