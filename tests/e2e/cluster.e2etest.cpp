@@ -1107,6 +1107,32 @@ declare_groups(const testing::temp_db& db, const testing::temp_db& east,
           "--images.enabled=false",      "--tasks.enabled=false"};
 }
 
+/// 60 offers of six sellers created through `n`, in the load `l` (ids and sellers).
+void create_seller_offers(node& n, load& l) {
+  for (int i = 0; i < 60; ++i) {
+    v1::Offer o;
+    auto seller = "seller-" + std::to_string(i % 6);
+    auto s = n.create("sku-" + std::to_string(i), o, seller);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    l.ids.push_back(o.id());
+    l.seller_of[o.id()] = seller;
+  }
+}
+
+/// Seller k's offer sku-k looked up by key through `n`: its id in `l`.
+void check_by_key(node& n, const load& l, int k) {
+  auto seller = "seller-" + std::to_string(k);
+  v1::GetOfferRequest req;
+  req.mutable_ref()->mutable_key()->set_seller_id(seller);
+  req.mutable_ref()->mutable_key()->set_external_id("sku-" + std::to_string(k));
+  v1::GetOfferResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto st = n.stub->GetOffer(&ctx, req, &resp);
+  CHECK_MESSAGE(st.ok(), seller << ": " << st.error_message());
+  CHECK(resp.offer().id() == l.ids[static_cast<size_t>(k)]);
+}
+
 /// Both nodes hold an even share of each group's leases, in the group's own database.
 void await_group_spread(const testing::temp_db& db, const testing::temp_db& east) {
   constexpr int half = shard_count / 2;
@@ -1143,14 +1169,7 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
 
   // Offers of six sellers: each seller's in its home group's database (ADR 0023 decision 4).
   load l;
-  for (int i = 0; i < 60; ++i) {
-    v1::Offer o;
-    auto seller = "seller-" + std::to_string(i % 6);
-    auto s = n1.create("sku-" + std::to_string(i), o, seller);
-    REQUIRE_MESSAGE(s.ok(), s.error_message());
-    l.ids.push_back(o.id());
-    l.seller_of[o.id()] = seller;
-  }
+  create_seller_offers(n1, l);
   for (int k = 0; k < 6; ++k) {
     auto seller = "'seller-" + std::to_string(k) + "'";
     auto here = std::stoi(db.scalar("SELECT count(*) FROM offers WHERE seller_id = " + seller));
@@ -1165,17 +1184,8 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
     home_of[seller] =
       db.scalar("SELECT count(*) FROM offers WHERE seller_id = '" + seller + "'") == "0" ? "east"
                                                                                          : "db";
-    for (auto* n : {&n1, &n2}) {
-      v1::GetOfferRequest req;
-      req.mutable_ref()->mutable_key()->set_seller_id(seller);
-      req.mutable_ref()->mutable_key()->set_external_id("sku-" + std::to_string(k));
-      v1::GetOfferResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = n->stub->GetOffer(&ctx, req, &resp);
-      CHECK_MESSAGE(st.ok(), seller << ": " << st.error_message());
-      CHECK(resp.offer().id() == l.ids[static_cast<size_t>(k)]);
-    }
+    for (auto* n : {&n1, &n2})
+      check_by_key(*n, l, k);
   }
   // An offer cannot move to a seller at home in another group: refused, saying why.
   auto other = std::find_if(home_of.begin(), home_of.end(),
@@ -1309,14 +1319,7 @@ TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another g
   CHECK(west.scalar("SELECT count(*) FROM shard_leases") == "0");
 
   load l;
-  for (int i = 0; i < 60; ++i) {
-    v1::Offer o;
-    auto seller = "seller-" + std::to_string(i % 6);
-    auto s = n1.create("sku-" + std::to_string(i), o, seller);
-    REQUIRE_MESSAGE(s.ok(), s.error_message());
-    l.ids.push_back(o.id());
-    l.seller_of[o.id()] = seller;
-  }
+  create_seller_offers(n1, l);
   REQUIRE(std::stoi(east.scalar("SELECT count(*) FROM offers")) > 0);
   l.retry_unavailable = true;
   l.use({&n1, &n2});
@@ -1380,17 +1383,8 @@ TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another g
   }
   // By key through either node: the sellers at home in the moved range are looked up in west.
   for (int k = 0; k < 6; ++k)
-    for (auto* n : {&n1, &n2}) {
-      v1::GetOfferRequest req;
-      req.mutable_ref()->mutable_key()->set_seller_id("seller-" + std::to_string(k));
-      req.mutable_ref()->mutable_key()->set_external_id("sku-" + std::to_string(k));
-      v1::GetOfferResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = n->stub->GetOffer(&ctx, req, &resp);
-      CHECK_MESSAGE(st.ok(), "seller-" << k << ": " << st.error_message());
-      CHECK(resp.offer().id() == l.ids[static_cast<size_t>(k)]);
-    }
+    for (auto* n : {&n1, &n2})
+      check_by_key(*n, l, k);
   // SIGSTOP across groups: past the lease timeout n1 takes n2's leases in main and in west;
   // awake again, n2 stops its stale shards and serves n1's data, not its own copies.
   n2.proc->signal(SIGSTOP);
