@@ -192,6 +192,10 @@ TEST_CASE("shard move: the fence waits for a commit in flight on the range's lea
                " FOR SHARE");
       tx->exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
                " VALUES ('in-flight', 9, 's', 'ns', 1, '\\x0f')");
+      // A later write commits first: its change is logged after the writer's (a higher seq)
+      // and is visible to the catch-up while the writer's is not yet. The writer's must not
+      // be taken as done with it.
+      t.east.db.scalar("UPDATE offers SET version = 2 WHERE offer_id = 'o1'");
       writing = true;
     }
     if (step == "fence")
@@ -216,6 +220,7 @@ TEST_CASE("shard move: the fence waits for a commit in flight on the range's lea
   REQUIRE_MESSAGE(report, error_message(report.error()));
   CHECK(fenced.load());
   CHECK(count(t.west.db, "offers", "offer_id = 'in-flight'") == "1");
+  CHECK(t.west.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
   CHECK(count(t.west.db, "offers") == "21");
   // A commit after the fence fails the owner-and-epoch check: its lease is not n1's at 3.
   CHECK(t.east.db.scalar("SELECT count(*) FROM shard_leases WHERE shard = 9 AND owner = 'n1'"
@@ -303,4 +308,47 @@ TEST_CASE("shard move: every table of the schema with a shard column is one the 
     pos = end == std::string::npos ? tables.size() : end + 1;
   }
   CHECK(seen >= 10);
+}
+
+TEST_CASE("shard move: a change logged early but committed while a catch-up round copies is "
+          "copied by a later round, not dropped with that round's log") {
+  three_dbs t;
+  fill_east(t.east.db, 20);
+  pqxx::connection writer{t.east.db.dsn()};
+  pqxx::connection holder{t.west.db.dsn()};
+  std::unique_ptr<pqxx::work> writing;
+  std::unique_ptr<pqxx::work> holding;
+  std::atomic<bool> ready{false};
+  move_options o;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    if (step != "copy" || detail != "offers: 20 rows, done" || writing)
+      return;
+    // A writer logs its change first (the lower seq) and stays open...
+    writing = std::make_unique<pqxx::work>(writer);
+    writing->exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+                  " VALUES ('early', 9, 's', 'ns', 1, '\\x0f')");
+    // ... a later change commits at once (the higher seq: the first round reads it) ...
+    t.east.db.scalar("UPDATE offers SET version = 2 WHERE offer_id = 'o1'");
+    // ... and the round's copy of it waits at the target while the writer commits.
+    holding = std::make_unique<pqxx::work>(holder);
+    holding->exec("SELECT 1 FROM offers WHERE offer_id = 'o1' FOR UPDATE");
+    ready = true;
+  };
+  auto plan = t.plan();
+  caf::expected<move_report> report{move_report{}};
+  std::thread mover{
+    [&] { report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o); }};
+  REQUIRE(gost::testing::eventually(30s, [&] { return ready.load(); }));
+  // The round read the log (o1's change only: the writer's is not committed) and waits.
+  REQUIRE(gost::testing::eventually(30s, [&] {
+    return t.west.db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                            "current_database() AND wait_event_type = 'Lock'")
+           == "1";
+  }));
+  writing->commit();
+  holding->commit();
+  mover.join();
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(count(t.west.db, "offers", "offer_id = 'early'") == "1");
+  CHECK(t.west.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
 }

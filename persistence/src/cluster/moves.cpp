@@ -381,18 +381,24 @@ private:
   }
 
   /// One round: every row whose key the log holds is copied again (or deleted at the target
-  /// when it is gone at the source); the round's log is then deleted. Answers the rows done.
+  /// when it is gone at the source); then the log entries read are deleted, those only: an
+  /// entry of a transaction that commits meanwhile has a lower seq than some read (seqs are
+  /// drawn at the write, not the commit) and waits for the next round. Answers the rows done.
   caf::expected<int64_t> catch_up() {
     ++report_.rounds;
-    int64_t upto = 0;
+    std::string seqs; // the entries read, as an array literal's elements
     std::map<std::string, std::vector<std::string>> keys; // by table
     auto err = with_connection(source_, [&](pqxx::connection& c) {
       keys.clear();
+      seqs.clear();
       pqxx::nontransaction tx{c};
-      upto = tx.exec("SELECT coalesce(max(seq), 0) FROM move_changes")[0][0].as<int64_t>();
-      for (auto row : tx.exec("SELECT DISTINCT tbl, key::text FROM move_changes WHERE seq <= "
-                              + std::to_string(upto)))
-        keys[row[0].as<std::string>()].push_back(row[1].as<std::string>());
+      std::set<std::pair<std::string, std::string>> seen;
+      for (auto row : tx.exec("SELECT seq, tbl, key::text FROM move_changes")) {
+        seqs += (seqs.empty() ? "" : ",") + row[0].as<std::string>();
+        auto entry = std::make_pair(row[1].as<std::string>(), row[2].as<std::string>());
+        if (seen.insert(entry).second)
+          keys[entry.first].push_back(entry.second);
+      }
     });
     if (err)
       return err;
@@ -442,12 +448,14 @@ private:
         done += static_cast<int64_t>(chunk.size());
       }
     }
-    err = with_connection(source_, [&](pqxx::connection& c) {
-      pqxx::nontransaction tx{c};
-      tx.exec("DELETE FROM move_changes WHERE seq <= " + std::to_string(upto));
-    });
-    if (err)
-      return err;
+    if (!seqs.empty()) {
+      err = with_connection(source_, [&](pqxx::connection& c) {
+        pqxx::nontransaction tx{c};
+        tx.exec_params("DELETE FROM move_changes WHERE seq = ANY($1::bigint[])", "{" + seqs + "}");
+      });
+      if (err)
+        return err;
+    }
     report_.caught_up += done;
     say("catch-up",
         "round " + std::to_string(report_.rounds) + ": " + std::to_string(done) + " rows");
