@@ -128,6 +128,80 @@ admin_service::~admin_service() {
   moves_->cv.wait(lock, [&] { return moves_->running == 0; });
 }
 
+namespace {
+
+/// Plans the move asked (reading the map), runs it, streams its steps and finishes `stream`.
+void run_move(move_stream& stream, persistence::pg_pool& catalog,
+              const std::function<persistence::pg_pool*(uint32_t)>& group_pool,
+              uint32_t shard_count, uint32_t first, uint32_t last_shard, const std::string& to,
+              const std::string& who, std::chrono::milliseconds node_timeout,
+              std::function<bool()> cancelled) {
+  auto map = persistence::load_group_map(catalog, shard_count);
+  if (!map) {
+    stream.finish(to_status(map.error()));
+    return;
+  }
+  auto planned = persistence::plan_move(*map, first, last_shard, to);
+  if (auto* problem = std::get_if<std::string>(&planned)) {
+    // The range and the group as given are wrong, or the map does not allow the move now.
+    bool bad_input = first > last_shard || last_shard >= shard_count
+                     || problem->rfind("no group is named", 0) == 0;
+    stream.finish(
+      {bad_input ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::FAILED_PRECONDITION,
+       *problem});
+    return;
+  }
+  auto plan = std::get<persistence::move_plan>(planned);
+  auto* source = group_pool ? group_pool(plan.from) : nullptr;
+  auto* target = group_pool ? group_pool(plan.to) : nullptr;
+  if (source == nullptr || target == nullptr) {
+    stream.finish({grpc::StatusCode::FAILED_PRECONDITION,
+                   "this node has no connection to group `"
+                     + (source == nullptr ? plan.from_name : plan.to_name)
+                     + "` (it was declared after the node started, or was unreachable then): "
+                       "restart the node, then move"});
+    return;
+  }
+  auto range = std::to_string(plan.first) + "-" + std::to_string(plan.last);
+  lg->info("shard move asked shards={} from={} to={} resumed={} by={}", range, plan.from_name,
+           plan.to_name, plan.resumed, who);
+  persistence::move_options opts;
+  opts.node_timeout = node_timeout;
+  opts.cancelled = std::move(cancelled);
+  opts.progress = [&stream, range](const std::string& step, const std::string& detail) {
+    lg->info("shard move shards={} step={} {}", range, step, detail);
+    stream.push(progress(step, detail));
+  };
+  auto report = persistence::move_shards(catalog, *source, *target, plan, opts);
+  if (!report) {
+    lg->warn("shard move failed shards={} from={} to={} by={} error={}", range, plan.from_name,
+             plan.to_name, who, persistence::error_message(report.error()));
+    stream.finish(to_status(report.error()));
+    return;
+  }
+  int64_t copied = 0;
+  for (auto& [table, n] : report->copied)
+    copied += n;
+  lg->info("shard move done shards={} from={} to={} map_version={} rows_copied={} "
+           "rows_caught_up={} rounds={} queued_moved={} fenced_ms={} rows_removed={} by={}",
+           range, plan.from_name, plan.to_name, report->map_version, copied, report->caught_up,
+           report->rounds, report->moved_queued, report->fenced.count(), report->removed, who);
+  auto last = progress("done", "shards " + range + " are served by group `" + plan.to_name + "`");
+  last.set_done(true);
+  last.set_map_version(report->map_version);
+  last.set_rows_copied(copied);
+  last.set_rows_caught_up(report->caught_up);
+  last.set_rounds(report->rounds);
+  last.set_queued_moved(report->moved_queued);
+  last.set_fenced_ms(report->fenced.count());
+  last.set_rows_removed(report->removed);
+  last.set_from(plan.from_name);
+  stream.push(std::move(last));
+  stream.finish(grpc::Status::OK);
+}
+
+} // namespace
+
 grpc::ServerWriteReactor<v1::MoveShardsProgress>*
 admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShardsRequest* req) {
   if (!cluster_.move_refusal.empty())
@@ -135,72 +209,24 @@ admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShards
   if (req->to().empty())
     return new move_stream(invalid("to: name the target group (gostctl groups lists them)"));
   auto catalog = cluster_.pool;
-  auto map = persistence::load_group_map(*catalog, router_.shard_count());
-  if (!map)
-    return new move_stream(to_status(map.error()));
-  auto planned = persistence::plan_move(*map, req->first(), req->last(), req->to());
-  if (auto* problem = std::get_if<std::string>(&planned)) {
-    // The range and the group as given are wrong, or the map does not allow the move now.
-    bool bad_input = req->first() > req->last() || req->last() >= router_.shard_count()
-                     || problem->rfind("no group is named", 0) == 0;
-    return new move_stream(
-      {bad_input ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::FAILED_PRECONDITION,
-       *problem});
-  }
-  auto plan = std::get<persistence::move_plan>(planned);
-  auto* source = cluster_.group_pool ? cluster_.group_pool(plan.from) : nullptr;
-  auto* target = cluster_.group_pool ? cluster_.group_pool(plan.to) : nullptr;
-  if (source == nullptr || target == nullptr)
-    return new move_stream(
-      {grpc::StatusCode::FAILED_PRECONDITION,
-       "this node has no connection to group `"
-         + (source == nullptr ? plan.from_name : plan.to_name)
-         + "` (it was declared after the node started): restart the node, then move"});
+  auto group_pool = cluster_.group_pool;
+  auto shard_count = router_.shard_count();
   auto who = who_asked(ctx, req->who());
-  auto range = std::to_string(plan.first) + "-" + std::to_string(plan.last);
-  lg->info("shard move asked shards={} from={} to={} resumed={} by={}", range, plan.from_name,
-           plan.to_name, plan.resumed, who);
+  auto first = req->first();
+  auto last_shard = req->last();
+  auto to = req->to();
   auto* stream = new move_stream();
   auto runs = moves_;
   {
     std::lock_guard<std::mutex> lock{runs->mtx};
     ++runs->running;
   }
-  persistence::move_options opts;
-  opts.node_timeout = cluster_.lease_timeout;
-  opts.cancelled = [runs] { return runs->stopping.load(); };
-  opts.progress = [stream, range](const std::string& step, const std::string& detail) {
-    lg->info("shard move shards={} step={} {}", range, step, detail);
-    stream->push(progress(step, detail));
-  };
+  auto node_timeout = cluster_.lease_timeout;
+  // Everything that reads PostgreSQL runs on the move's own thread, the plan's checks too:
+  // the gRPC thread returns the stream at once.
   std::thread{[=] {
-    auto report = persistence::move_shards(*catalog, *source, *target, plan, opts);
-    if (!report) {
-      lg->warn("shard move failed shards={} from={} to={} by={} error={}", range, plan.from_name,
-               plan.to_name, who, persistence::error_message(report.error()));
-      stream->finish(to_status(report.error()));
-    } else {
-      int64_t copied = 0;
-      for (auto& [table, n] : report->copied)
-        copied += n;
-      lg->info("shard move done shards={} from={} to={} map_version={} rows_copied={} "
-               "rows_caught_up={} rounds={} queued_moved={} fenced_ms={} rows_removed={} by={}",
-               range, plan.from_name, plan.to_name, report->map_version, copied, report->caught_up,
-               report->rounds, report->moved_queued, report->fenced.count(), report->removed, who);
-      auto last =
-        progress("done", "shards " + range + " are served by group `" + plan.to_name + "`");
-      last.set_done(true);
-      last.set_map_version(report->map_version);
-      last.set_rows_copied(copied);
-      last.set_rows_caught_up(report->caught_up);
-      last.set_rounds(report->rounds);
-      last.set_queued_moved(report->moved_queued);
-      last.set_fenced_ms(report->fenced.count());
-      last.set_rows_removed(report->removed);
-      last.set_from(plan.from_name);
-      stream->push(std::move(last));
-      stream->finish(grpc::Status::OK);
-    }
+    run_move(*stream, *catalog, group_pool, shard_count, first, last_shard, to, who, node_timeout,
+             [runs] { return runs->stopping.load(); });
     std::lock_guard<std::mutex> lock{runs->mtx};
     --runs->running;
     runs->cv.notify_all();
