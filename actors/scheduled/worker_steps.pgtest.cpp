@@ -18,7 +18,9 @@
 #include <sstream>
 
 #include "gost/core/errc.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/persistence/cluster/leases.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/scheduled/scheduler.hpp"
@@ -772,4 +774,145 @@ TEST_CASE("the attempt log: every outcome, bounded per action, recounts logged, 
   REQUIRE(w.api->remove("log1"));
   REQUIRE(w.api->remove("log2"));
   CHECK(w.count("SELECT count(*) FROM scheduled_attempts") == 0);
+}
+
+namespace {
+
+/// Two databases as two shard groups: shards 0-1 in `a` (group 0), 2-3 in `b` (group 1).
+struct two_groups final : persistence::shard_placement {
+  persistence::pg_pool* a;
+  persistence::pg_pool* b;
+  two_groups(persistence::pg_pool& pa, persistence::pg_pool& pb) : a(&pa), b(&pb) {}
+  uint32_t shard_count() const override { return shards; }
+  uint32_t group_of(uint32_t shard) const override { return shard < 2 ? 0 : 1; }
+  persistence::pg_pool* database(uint32_t g) const override { return g == 0 ? a : b; }
+  std::vector<uint32_t> groups() const override { return {0, 1}; }
+};
+
+} // namespace
+
+TEST_CASE("shard groups: an action, its queue rows and its attempts stay in its id's home "
+          "group's database; lists merge the groups in id order (ADR 0023)") {
+  world a; // group 0: its workers of shards 0-1 are used
+  world b; // group 1: its workers of shards 2-3
+  auto where = std::make_shared<two_groups>(a.pool, b.pool);
+  int64_t now = t0;
+  scheduler api{where, a.opts, [&] { return now; }, "n1"};
+  auto worker_of = [&](uint32_t s) -> worker_steps& {
+    return s < 2 ? *a.workers[s] : *b.workers[s];
+  };
+  auto tick = [&](int64_t ms) { now = a.now = b.now = now + ms; };
+  auto spec_of = [&](int64_t interval_ms) {
+    v1::ScheduledActionSpec s;
+    s.set_start_at_ms(now);
+    s.set_interval_ms(interval_ms);
+    s.mutable_kafka()->set_topic("t");
+    return s;
+  };
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back("g-" + std::to_string(i));
+    REQUIRE(api.create(ids.back(), spec_of(100)));
+  }
+  std::vector<std::pair<std::string, v1::ScheduledActionSpec>> batch;
+  for (int i = 20; i < 30; ++i) {
+    ids.push_back("g-" + std::to_string(i));
+    batch.emplace_back(ids.back(), spec_of(100));
+  }
+  auto many = api.create_many(batch);
+  REQUIRE(many);
+  CHECK(*many == 10);
+  // A taken id in a batch spanning both groups: the error names it.
+  auto again = api.create_many({{"g-new", spec_of(100)}, {"g-3", spec_of(100)}});
+  REQUIRE_FALSE(again);
+  CHECK(again.error() == persistence::db_errc::already_exists);
+  CHECK_MESSAGE(error_message(again.error()).find("'g-3'") != std::string::npos,
+                error_message(again.error()));
+  REQUIRE(api.remove("g-new")); // stored or not, depending on the groups' order: gone now
+
+  // Each action where its id's home shard's group is, its incoming row on that group's shards.
+  auto in_group = [&](const std::string& id) { return gost::shard_of(id, shards) < 2 ? 0 : 1; };
+  auto rows_of = [&](world& w, const std::string& id) {
+    return w.count("SELECT count(*) FROM scheduled_actions WHERE action_id = '" + id + "'");
+  };
+  int in_b = 0;
+  for (auto& id : ids) {
+    auto g = in_group(id);
+    in_b += g;
+    CHECK_MESSAGE(rows_of(a, id) == (g == 0 ? 1 : 0), id);
+    CHECK_MESSAGE(rows_of(b, id) == (g == 1 ? 1 : 0), id);
+    CHECK(&api.database_of(id) == (g == 0 ? &a.pool : &b.pool));
+  }
+  CHECK(in_b > 0);
+  CHECK(in_b < 30);
+  auto astray = [&] {
+    return a.count("SELECT count(*) FROM scheduled_incoming WHERE shard >= 2")
+           + a.count("SELECT count(*) FROM scheduled_processing WHERE shard >= 2")
+           + a.count("SELECT count(*) FROM scheduled_attempts WHERE shard >= 2")
+           + b.count("SELECT count(*) FROM scheduled_incoming WHERE shard < 2")
+           + b.count("SELECT count(*) FROM scheduled_processing WHERE shard < 2")
+           + b.count("SELECT count(*) FROM scheduled_attempts WHERE shard < 2");
+  };
+  CHECK(astray() == 0);
+
+  // Changes reach the action in its database: updates, a pause, a delete.
+  for (int i = 0; i < 30; i += 6)
+    REQUIRE(api.update(ids[i], spec_of(200)));
+  auto paused = api.apply(scheduler::verb::pause, ids[1], "tester");
+  REQUIRE(paused);
+  CHECK(paused->changed);
+  auto gone = api.remove(ids[2]);
+  REQUIRE(gone);
+  CHECK(*gone);
+  CHECK(rows_of(a, ids[2]) + rows_of(b, ids[2]) == 0);
+  CHECK(a.broken().empty());
+  CHECK(b.broken().empty());
+
+  // Lists: four a page, every live action once, in id order across both databases.
+  std::vector<std::string> listed;
+  std::string after;
+  for (int page = 0; page < 20; ++page) {
+    auto p = api.list(after, 4, {});
+    REQUIRE(p);
+    for (auto& x : *p)
+      listed.push_back(x.meta().id());
+    if (p->size() < 4)
+      break;
+    after = p->back().meta().id();
+  }
+  auto live = ids;
+  live.erase(live.begin() + 2);
+  std::sort(live.begin(), live.end());
+  CHECK(listed == live);
+  persistence::scheduled_filter only_paused;
+  only_paused.paused = true;
+  auto p = api.list("", 10, only_paused);
+  REQUIRE(p);
+  REQUIRE(p->size() == 1);
+  CHECK(p->front().meta().id() == ids[1]);
+
+  // Each group's workers fire the actions of their database: every live action but the paused
+  // one fires, and the attempts are logged in the action's database under its group's shards.
+  std::map<std::string, int> fired;
+  for (int round = 0; round < 4; ++round) {
+    tick(250);
+    for (uint32_t s = 0; s < shards; ++s) {
+      auto it = worker_of(s).iterate(
+        [&](const attempt& x) {
+          CHECK_MESSAGE(in_group(x.action_id) == (s < 2 ? 0 : 1), x.action_id << " on " << s);
+          ++fired[x.action_id];
+          return std::string{};
+        },
+        100, 100);
+      REQUIRE(it);
+      CHECK_FALSE(it->fenced);
+    }
+  }
+  for (auto& id : live)
+    CHECK_MESSAGE((fired[id] > 0) == (id != ids[1]), id << " fired " << fired[id]);
+  CHECK(astray() == 0);
+  CHECK(a.broken().empty());
+  CHECK(b.broken().empty());
+  CHECK(a.count("SELECT count(*) FROM scheduled_attempts") > 0);
+  CHECK(b.count("SELECT count(*) FROM scheduled_attempts") > 0);
 }

@@ -77,8 +77,9 @@ grpc::ServerUnaryReactor* scheduled_service::Get(grpc::CallbackServerContext* ct
                                                  const v1::GetScheduledActionRequest* req,
                                                  v1::GetScheduledActionResponse* resp) {
   auto problem = req->id().empty() ? "id: is empty" : std::string{};
-  auto* pool = &pool_;
+  auto* api = &api_;
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
+    auto* pool = &api->database_of(req->id()); // the action's group's
     auto a = persistence::get_scheduled_action(*pool, req->id());
     if (!a)
       return to_status(a.error());
@@ -121,14 +122,14 @@ grpc::ServerUnaryReactor* scheduled_service::List(grpc::CallbackServerContext* c
   uint32_t asked = 0;
   auto problem = check_page_size(
     "limit", static_cast<int32_t>(std::min<uint32_t>(req->limit(), 1u << 30)), limits_, asked);
-  auto* pool = &pool_;
+  auto* api = &api_;
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     persistence::scheduled_filter f;
     f.due = req->due();
     f.failing = req->failing();
     f.paused = req->paused();
     f.now_ms = now_ms();
-    auto page = persistence::list_scheduled_actions(*pool, req->after_id(), asked, f);
+    auto page = api->list(req->after_id(), asked, f); // every group's, merged by id
     if (!page)
       return to_status(page.error());
     if (page->size() == asked && !page->empty())

@@ -28,9 +28,10 @@ namespace gost::runtime {
 
 class scheduled_service final : public rpc::guarded<v1::ScheduledActionService> {
 public:
-  scheduled_service(call_hub& hub, persistence::pg_pool& pool, scheduled::scheduler& api,
-                    api_limits limits)
-    : hub_(hub), pool_(pool), api_(api), limits_(limits) {
+  /// `api` knows which database holds an action (its id's home shard's group) and reads the
+  /// lists of every group.
+  scheduled_service(call_hub& hub, scheduled::scheduler& api, api_limits limits)
+    : hub_(hub), api_(api), limits_(limits) {
     guard("Create", &scheduled_service::Create);
     guard("Update", &scheduled_service::Update);
     guard("Delete", &scheduled_service::Delete);
@@ -75,7 +76,6 @@ private:
                                  v1::ScheduledActionVerbResponse* resp, int which);
 
   call_hub& hub_;
-  persistence::pg_pool& pool_;
   scheduled::scheduler& api_;
   api_limits limits_;
 };

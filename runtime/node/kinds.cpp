@@ -101,7 +101,7 @@ void register_kinds(node_context& n) {
       so.writer = kit::writer_for(g.writers, l.shard);
       auto shard = caf::actor_cast<caf::actor>(spawn_shard(*l.sys, std::move(so)));
       if (n.spawn_scheduled_worker) // stops when the shard's offer supervisor does
-        n.spawn_scheduled_worker(l.shard, l.epoch, shard);
+        n.spawn_scheduled_worker(l.shard, l.group, l.epoch, shard);
       return shard;
     },
     [](const std::string& id) { return !kinds::is_entity_key(id); });

@@ -51,6 +51,7 @@
 #include "gost/offers/spawn.hpp"
 #include "gost/persistence/catalog/versions.hpp"
 #include "gost/persistence/cluster/groups.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/runtime/node.hpp"
 #include "gost/scheduled/scheduler.hpp"
@@ -158,6 +159,9 @@ struct node_context {
   std::shared_ptr<const stage_pools> pools; ///< of the blocking stages
   std::unique_ptr<call_hub> hub;            ///< makes requests for gRPC calls and Kafka threads
   std::shared_ptr<router> routes;
+  /// Which database holds a shard now (the routes' groups, each group's pool): what the parts
+  /// keeping rows per shard outside the offers' actors ask (scheduled actions).
+  std::shared_ptr<const persistence::shard_placement> placement;
   /// Wake notices to and from other nodes (cluster/wakes.hpp); made with the cluster manager.
   std::shared_ptr<wake_hub> wakes;
   // the application's actor types (start_entity_actors; their stores and writers are each
@@ -216,7 +220,8 @@ struct node_context {
   // scheduled actions (start_scheduled): the API's side, and the workers' spawner (null when
   // `scheduled.enabled` is false) called with each shard the cluster manager starts
   std::unique_ptr<scheduled::scheduler> scheduled_api;
-  std::function<void(uint32_t shard, int64_t epoch, caf::actor watch)> spawn_scheduled_worker;
+  std::function<void(uint32_t shard, uint32_t group, int64_t epoch, caf::actor watch)>
+    spawn_scheduled_worker;
   std::unique_ptr<scheduled_service> scheduled_actions; ///< gRPC (start_grpc)
   /// The node's one blob store (start_blob_store, images.blob_dir), when the image functions or
   /// the feed processor run here: rotated images, sellers' feed files (uploads, downloads);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cluster/placement.hpp"
 #include "gost/entities/protocol.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/tasks/protocol.hpp"
@@ -89,6 +90,15 @@ caf::error start_core_actors(node_context& n) {
   // The table holds handles of the stores and of other nodes' links: released before the
   // actor system waits for them.
   n.stops.push("routing table", [&n] { n.routes.reset(); });
+  {
+    std::vector<std::pair<uint32_t, persistence::pg_pool*>> pools;
+    for (auto& part : n.groups)
+      pools.emplace_back(part->group.id, part->pool);
+    std::vector<uint32_t> at_start;
+    for (auto* part : n.part_by_shard)
+      at_start.push_back(part->group.id);
+    n.placement = routed_placement(n.routes, std::move(pools), std::move(at_start));
+  }
   // Wake notices to and from other nodes (cluster/wakes.hpp): the cluster manager's listener
   // hands it what it hears; stopped (its last notices sent) before the pool goes.
   n.wakes = std::make_shared<wake_hub>(*n.pool, n.routes);

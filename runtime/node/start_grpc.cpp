@@ -177,8 +177,7 @@ caf::error start_grpc(node_context& n) {
   b.RegisterService(n.admin.get());
   n.states->set_gate(n.gate);
   b.RegisterService(n.states.get());
-  n.scheduled_actions =
-    std::make_unique<scheduled_service>(*n.hub, *n.pool, *n.scheduled_api, limits);
+  n.scheduled_actions = std::make_unique<scheduled_service>(*n.hub, *n.scheduled_api, limits);
   n.scheduled_actions->set_gate(n.gate);
   b.RegisterService(n.scheduled_actions.get());
   n.server = b.BuildAndStart();

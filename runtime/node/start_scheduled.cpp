@@ -1,7 +1,7 @@
 // Scheduled actions (seed 001, docs/scheduled-actions.md): the seed's scheduler for the API,
 // and the workers — one per shard this node holds a lease for, spawned with the shard's
-// supervisors (start_cluster.cpp) and stopped with them, woken by the node's one poller (ADR
-// 0015) — with what carries out an attempt:
+// supervisors (start_cluster.cpp) and stopped with them, woken by their shard group's poller
+// (ADR 0015; one per group, reading its database, ADR 0023) — with what carries out an attempt:
 // an HTTP call (libcurl, in gost_scheduled), a Kafka message (a producer per worker, made on
 // its first Kafka action), or an event to an entity (an offer re-queued into a stage through
 // the offer's owner, a task event through its owner, each with the occurrence's key as request
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 
 #include <caf/scoped_actor.hpp>
 #include <google/protobuf/any.pb.h>
@@ -152,25 +153,29 @@ constexpr const char* scheduled_wake_part = "scheduled";
 
 caf::error start_scheduled(node_context& n) {
   auto rules = rules_of(n.cfg.scheduled);
-  n.scheduled_api = std::make_unique<scheduled::scheduler>(*n.pool, n.cfg.shard.count, rules,
-                                                           system_ms, n.cfg.node.id);
-  scheduled::poller_actor poller;
+  // An action lives in its id's home group's database (scheduler.hpp); each group's shards'
+  // workers work in their group's database.
+  n.scheduled_api =
+    std::make_unique<scheduled::scheduler>(n.placement, rules, system_ms, n.cfg.node.id);
+  // A poller per shard group, reading that group's database.
+  auto pollers = std::make_shared<std::map<uint32_t, scheduled::poller_actor>>();
   if (n.cfg.scheduled.enabled) {
-    // One read per poll period for all the node's shards wakes their workers (ADR 0015), backing
-    // off when idle; actions created or changed wake it at once (cluster/wakes.hpp: here, or
-    // on the owner of the shard through a wake notice).
-    poller =
-      scheduled::spawn_poller(*n.sys, *n.pool, n.cfg.scheduled.poll, n.cfg.scheduled.poll_idle);
+    // One read per poll period for all the node's shards of a group wakes their workers (ADR
+    // 0015), backing off when idle; actions created or changed wake it at once
+    // (cluster/wakes.hpp: here, or on the owner of the shard through a wake notice).
+    for (auto& part : n.groups)
+      (*pollers)[part->group.id] = scheduled::spawn_poller(
+        *n.sys, *part->pool, n.cfg.scheduled.poll, n.cfg.scheduled.poll_idle);
     scheduled::add_scheduled_metrics(*n.registry, n.scheduled_stats);
-    n.spawn_scheduled_worker = [&n, rules, poller](uint32_t shard, int64_t epoch,
-                                                   caf::actor watch) {
+    n.spawn_scheduled_worker = [&n, rules, pollers](uint32_t shard, uint32_t group, int64_t epoch,
+                                                    caf::actor watch) {
       scheduled::worker_options wo;
-      wo.pool = n.pool.get();
+      wo.pool = n.part_for(group).pool; // the lease's group's database
       wo.shard = shard;
       wo.epoch = epoch;
       wo.rules = rules;
       wo.poll = n.cfg.scheduled.poll;
-      wo.poller = poller;
+      wo.poller = pollers->at(group);
       wo.batch = static_cast<size_t>(n.cfg.scheduled.batch);
       wo.node = n.cfg.node.id;
       auto fire = std::make_shared<firing>(n, rules);
@@ -179,23 +184,29 @@ caf::error start_scheduled(node_context& n) {
       wo.stats = n.scheduled_stats;
       scheduled::spawn_worker(*n.sys, std::move(wo));
     };
-  }
-  // Incoming rows: the shard's owner looks now (the poller here, or the owner's through a
-  // wake notice).
-  // Weak: the hub outlives the poller, a detached actor the system waits for until its last
-  // strong handle goes.
-  if (poller)
-    n.wakes->add_part(scheduled_wake_part, [weak = poller.address()](uint32_t shard) {
-      if (auto p = caf::actor_cast<scheduled::poller_actor>(weak))
+    // Incoming rows: the shard's owner looks now (the shard's group's poller here, or the
+    // owner's through a wake notice).
+    // Weak: the hub outlives the pollers, detached actors the system waits for until their
+    // last strong handles go.
+    std::map<uint32_t, caf::actor_addr> weak;
+    for (auto& [group, p] : *pollers)
+      weak[group] = p.address();
+    n.wakes->add_part(scheduled_wake_part, [weak, where = n.placement](uint32_t shard) {
+      auto i = weak.find(where->group_of(shard));
+      if (i == weak.end())
+        return;
+      if (auto p = caf::actor_cast<scheduled::poller_actor>(i->second))
         caf::anon_send(p, wake_atom_v, shard);
     });
+  }
   n.scheduled_api->on_incoming(
     [wakes = n.wakes](uint32_t shard) { wakes->wake(scheduled_wake_part, shard); });
   // Workers stop with their shards (earlier in the stop order); no new ones after this.
-  n.stops.push("scheduled actions", [&n, poller] {
+  n.stops.push("scheduled actions", [&n, pollers] {
     n.spawn_scheduled_worker = nullptr;
-    if (poller)
-      caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
+    for (auto& [group, p] : *pollers)
+      caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+    pollers->clear();
     n.scheduled_api.reset();
   });
   return {};

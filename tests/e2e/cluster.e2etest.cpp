@@ -21,10 +21,12 @@
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
 
+#include "gost/core/shard_hash.hpp"
 #include "gost/internal/v1/node_service.grpc.pb.h"
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
 
 using namespace gost;
@@ -1300,6 +1302,141 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
   for (auto& [lease, holders] : nodes_of_lease)
     if (lease.first >= half)
       CHECK(lease.second <= max_epoch);
+}
+
+TEST_CASE("shard groups: a scheduled action lives in its id's home group's database, fires on "
+          "that group's shards, and goes on firing after kill -9 of a node (ADR 0023)") {
+  testing::temp_db db;
+  testing::temp_db east;
+  constexpr int half = shard_count / 2;
+  auto flags = declare_groups(db, east);
+  flags.erase(std::remove(flags.begin(), flags.end(), "--scheduled.enabled=false"), flags.end());
+  flags.push_back("--scheduled.poll=50ms");
+  node n1{"n1", db, flags};
+  node n2{"n2", db, flags};
+  await_group_spread(db, east);
+  load l;
+  create_seller_offers(n1, l);
+  std::vector<std::unique_ptr<v1::ScheduledActionService::Stub>> api;
+  for (auto* n : {&n1, &n2})
+    api.push_back(v1::ScheduledActionService::NewStub(
+      grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  // 24 actions, each requeueing an offer into the audit stage every 300 ms, made through
+  // either node.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 24; ++i) {
+    v1::CreateScheduledActionRequest req;
+    req.set_id("tick-" + std::to_string(i));
+    auto& spec = *req.mutable_spec();
+    spec.set_start_at_ms(now_ms);
+    spec.set_interval_ms(300);
+    spec.mutable_event()->mutable_offer_requeue()->set_offer_id(l.ids[i]);
+    spec.mutable_event()->mutable_offer_requeue()->set_stage_id("audit");
+    v1::CreateScheduledActionResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = api[i % 2]->Create(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    ids.push_back(req.id());
+  }
+  // Each action's row is in its id's home group's database only; its queue rows are on that
+  // group's shards.
+  int homes_east = 0;
+  for (auto& id : ids) {
+    bool home_east = gost::shard_of(id, shard_count) >= half;
+    homes_east += home_east ? 1 : 0;
+    auto where = "SELECT count(*) FROM scheduled_actions WHERE action_id = '" + id + "'";
+    CHECK_MESSAGE(db.scalar(where) == (home_east ? "0" : "1"), id);
+    CHECK_MESSAGE(east.scalar(where) == (home_east ? "1" : "0"), id);
+  }
+  CHECK(homes_east > 0);
+  CHECK(homes_east < 24);
+  auto astray = [&] {
+    const std::string h = std::to_string(half);
+    auto in = [](const testing::temp_db& d, const std::string& cond) {
+      return std::stoi(d.scalar("SELECT (SELECT count(*) FROM scheduled_incoming WHERE " + cond
+                                + ") + (SELECT count(*) FROM scheduled_processing WHERE " + cond
+                                + ") + (SELECT count(*) FROM scheduled_attempts WHERE " + cond
+                                + ")"));
+    };
+    return in(db, "shard >= " + h) + in(east, "shard < " + h);
+  };
+  CHECK(astray() == 0);
+
+  auto successes = [&](size_t via) {
+    std::map<std::string, int64_t> out;
+    for (auto& id : ids) {
+      v1::GetScheduledActionRequest req;
+      req.set_id(id);
+      v1::GetScheduledActionResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto st = api[via]->Get(&ctx, req, &resp);
+      REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
+      out[id] = resp.action().status().successes();
+    }
+    return out;
+  };
+  auto all_above = [&](const std::map<std::string, int64_t>& floor, size_t via) {
+    for (auto& [id, n] : successes(via))
+      if (n < floor.at(id) + 2)
+        return false;
+    return true;
+  };
+  std::map<std::string, int64_t> zero;
+  for (auto& id : ids)
+    zero[id] = 0;
+  // Every action fires, read through either node (a Get reads the action's group).
+  CHECK_MESSAGE(testing::eventually(60s, [&] { return all_above(zero, 1); }),
+                "the actions did not all fire twice");
+  CHECK(std::stoi(east.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
+  CHECK(std::stoi(db.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
+  CHECK(astray() == 0);
+
+  // Listed through either node, five a page: every action once, in id order, across groups.
+  std::vector<std::string> listed;
+  std::string after;
+  for (int page = 0; page < 20; ++page) {
+    v1::ListScheduledActionsRequest req;
+    req.set_after_id(after);
+    req.set_limit(5);
+    v1::ListScheduledActionsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = api[page % 2]->List(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    for (auto& a : resp.actions())
+      listed.push_back(a.meta().id());
+    after = resp.next_after_id();
+    if (after.empty())
+      break;
+  }
+  auto sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(listed == sorted);
+
+  // Both nodes' workers fired: each works the shards it holds in each group.
+  auto nodes_of = [](const testing::temp_db& d) {
+    return d.scalar("SELECT coalesce(string_agg(DISTINCT node, ','), '') FROM scheduled_attempts");
+  };
+  auto fired_by = nodes_of(db) + "," + nodes_of(east);
+  CHECK_MESSAGE(fired_by.find("n1") != std::string::npos, fired_by);
+  CHECK_MESSAGE(fired_by.find("n2") != std::string::npos, fired_by);
+
+  // kill -9 of n2: n1 takes its leases in both databases, and every action fires again.
+  auto before = successes(0);
+  n2.proc->signal(SIGKILL);
+  CHECK(n2.proc->wait(10s) == 128 + SIGKILL);
+  REQUIRE_MESSAGE(
+    testing::eventually(
+      20s, [&] { return spread_over(db, {"n1"}, half) && spread_over(east, {"n1"}, half); }),
+    describe(db) << "| " << describe(east));
+  CHECK_MESSAGE(testing::eventually(60s, [&] { return all_above(before, 0); }),
+                "the actions did not all fire twice more after the kill");
+  CHECK(astray() == 0);
 }
 
 TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another group's database "

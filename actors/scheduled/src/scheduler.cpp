@@ -1,24 +1,70 @@
 #include "gost/scheduled/scheduler.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_set>
 
 #include "gost/scheduled/worker_steps.hpp"
 
 #include "gost/core/errc.hpp"
+#include "gost/core/shard_hash.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/random_id.hpp"
-#include "gost/persistence/scheduled/actions.hpp"
 
 namespace gost::scheduled {
 
 scheduler::scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_options opts,
                      std::function<int64_t()> clock_ms, std::string node)
-  : pool_(pool), shard_count_(shard_count == 0 ? 1 : shard_count), opts_(opts),
+  : scheduler(persistence::one_database(pool, shard_count), opts, std::move(clock_ms),
+              std::move(node)) {}
+
+scheduler::scheduler(std::shared_ptr<const persistence::shard_placement> where, rules_options opts,
+                     std::function<int64_t()> clock_ms, std::string node)
+  : where_(std::move(where)), shard_count_(where_->shard_count()), opts_(opts),
     clock_ms_(std::move(clock_ms)), node_(std::move(node)), rng_(std::random_device{}()) {}
 
-uint32_t scheduler::random_shard() {
+uint32_t scheduler::incoming_shard(const std::string& id) {
+  auto home = gost::shard_of(id, shard_count_);
+  auto group = where_->group_of(home);
+  bool one_group = where_->groups().size() == 1;
   std::lock_guard<std::mutex> guard{mtx_};
-  return static_cast<uint32_t>(rng_() % shard_count_);
+  // A group holds about shards/groups of the shards: a few draws on average. Bounded, so a
+  // map being changed under the draws cannot keep it here: the home shard itself is in the
+  // group too.
+  for (uint32_t draw = 0; draw < 64 * 4; ++draw) {
+    auto s = static_cast<uint32_t>(rng_() % shard_count_);
+    if (one_group || where_->group_of(s) == group)
+      return s;
+  }
+  return home;
+}
+
+persistence::pg_pool& scheduler::database_of(const std::string& id) const {
+  return where_->of_shard(gost::shard_of(id, shard_count_));
+}
+
+caf::expected<std::vector<v1::ScheduledAction>>
+scheduler::list(const std::string& after_id, size_t limit,
+                const persistence::scheduled_filter& f) const {
+  std::vector<v1::ScheduledAction> all;
+  for (auto g : where_->groups()) {
+    auto* db = where_->database(g);
+    if (db == nullptr)
+      continue;
+    auto page = persistence::list_scheduled_actions(*db, after_id, limit, f);
+    if (!page)
+      return std::move(page.error());
+    for (auto& a : *page)
+      all.push_back(std::move(a));
+  }
+  // Each group's page is in id order (byte order); the first `limit` of their union are the
+  // page across groups, and the next one starts after its last id in every group.
+  std::sort(all.begin(), all.end(),
+            [](const auto& x, const auto& y) { return x.meta().id() < y.meta().id(); });
+  if (all.size() > limit)
+    all.resize(limit);
+  return all;
 }
 
 caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
@@ -35,8 +81,8 @@ caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
   a.mutable_meta()->set_updated_at_ms(now);
   *a.mutable_spec() = spec;
   *a.mutable_status() = start_status(spec, now, nullptr);
-  auto shard = random_shard();
-  if (auto err = persistence::create_scheduled_action(pool_, a, shard))
+  auto shard = incoming_shard(id);
+  if (auto err = persistence::create_scheduled_action(where_->of_shard(shard), a, shard))
     return err; // already_exists: status.cpp maps it
   told(shard);
   return a;
@@ -64,16 +110,31 @@ caf::expected<size_t> scheduler::create_many(
     a.mutable_meta()->set_updated_at_ms(now);
     *a.mutable_spec() = spec;
     *a.mutable_status() = start_status(spec, now, nullptr);
-    rows.emplace_back(std::move(a), random_shard());
+    auto shard = incoming_shard(id);
+    rows.emplace_back(std::move(a), shard);
   }
-  if (auto err = persistence::create_scheduled_actions(pool_, rows))
-    return err;
-  std::set<uint32_t> shards;
+  // One transaction per group (one group: the batch's one transaction).
+  std::map<uint32_t, std::vector<std::pair<v1::ScheduledAction, uint32_t>>> by_group;
   for (auto& r : rows)
-    shards.insert(r.second);
-  for (auto shard : shards)
-    told(shard);
-  return rows.size();
+    by_group[where_->group_of(r.second)].push_back(std::move(r));
+  size_t stored = 0;
+  for (auto& [group, share] : by_group) {
+    if (auto err = persistence::create_scheduled_actions(*where_->database(group), share)) {
+      if (stored == 0 || err.category() != caf::atom("db"))
+        return err;
+      return persistence::make_db_error(
+        static_cast<persistence::db_errc>(err.code()),
+        persistence::error_message(err) + " (shard group " + std::to_string(group) + "'s share; "
+          + std::to_string(stored) + " actions of other shard groups were stored before it)");
+    }
+    stored += share.size();
+    std::set<uint32_t> shards;
+    for (auto& r : share)
+      shards.insert(r.second);
+    for (auto shard : shards)
+      told(shard);
+  }
+  return stored;
 }
 
 caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
@@ -83,9 +144,9 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
     return make_error(errc::invalid_argument, e->text());
   if (auto e = check_spec(spec, opts_, now))
     return make_error(errc::invalid_argument, e->text());
-  auto shard = random_shard();
+  auto shard = incoming_shard(id);
   auto r = persistence::change_scheduled_action(
-    pool_, id,
+    where_->of_shard(shard), id,
     [&](v1::ScheduledAction& a) {
       a.mutable_meta()->set_guid(persistence::random_id());
       a.mutable_meta()->set_updated_at_ms(now);
@@ -102,7 +163,7 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
 caf::expected<bool> scheduler::remove(const std::string& id) {
   if (auto e = check_id(id))
     return make_error(errc::invalid_argument, e->text());
-  return persistence::delete_scheduled_action(pool_, id);
+  return persistence::delete_scheduled_action(database_of(id), id);
 }
 
 caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string& id,
@@ -110,11 +171,11 @@ caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string
   if (auto e = check_id(id))
     return make_error(errc::invalid_argument, e->text());
   auto now = clock_ms_();
-  auto shard = random_shard();
+  auto shard = incoming_shard(id);
   std::vector<persistence::attempt_record> records;
   bool changed = false;
   auto r = persistence::change_scheduled_action(
-    pool_, id,
+    where_->of_shard(shard), id,
     [&](v1::ScheduledAction& a) {
       auto& st = *a.mutable_status();
       std::optional<interrupted_attempt> recounted;

@@ -305,9 +305,10 @@ caf::expected<std::vector<v1::ScheduledAction>> list_scheduled_actions(pg_pool& 
     out.clear();
     pqxx::nontransaction tx{c};
     auto r = tx.exec_params(
-      "SELECT meta, spec, status FROM scheduled_actions WHERE action_id > $1"
+      // Byte order (migration 0025's index): the scheduler merges groups' pages in it.
+      "SELECT meta, spec, status FROM scheduled_actions WHERE action_id COLLATE \"C\" > $1"
       " AND (NOT $2 OR status_scheduled_at_ms <= $3) AND (NOT $4 OR failures_in_row > 0)"
-      " AND (NOT $6 OR paused) ORDER BY action_id LIMIT $5",
+      " AND (NOT $6 OR paused) ORDER BY action_id COLLATE \"C\" LIMIT $5",
       after_id, f.due, f.now_ms, f.failing, static_cast<int64_t>(limit), f.paused);
     for (auto row : r)
       out.push_back(action_of(row, 0));

@@ -91,7 +91,8 @@ struct scheduled_filter {
   int64_t now_ms = 0;
 };
 
-/// Actions by id after `after_id` (exclusive), at most `limit`.
+/// Actions by id after `after_id` (exclusive), at most `limit`, in byte order (collation "C",
+/// whatever the database's).
 caf::expected<std::vector<v1::ScheduledAction>>
 list_scheduled_actions(pg_pool& pool, const std::string& after_id, size_t limit,
                        const scheduled_filter& filter);
