@@ -18,11 +18,13 @@
 #include <vips/vips8>
 
 #include "gost/core/protocol.hpp"
+#include "gost/images/ask.hpp"
 #include "gost/images/pools.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/migrated_db.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/v1/images.pb.h"
 
 using namespace gost;
 using namespace gost::images;
@@ -59,7 +61,7 @@ struct pools_env {
   caf::actor_system sys{two_threads(cfg)};
   pools_options opts;
   explicit pools_env(int connections) : data{connections} {
-    opts.db = &data.pool;
+    opts.where = persistence::one_database(data.pool, 8);
     opts.work.allow_private = true;
     opts.poll = 20ms;
   }
@@ -316,6 +318,80 @@ TEST_CASE("an idle feeder sleeps (images.poll_idle); a wake starts tasks queued 
   REQUIRE(rs);
   REQUIRE(rs->size() == 1);
   CHECK(rs->front().status == "done");
+  for (auto& [fn, a] : actors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+/// Two databases as two shard groups: partitions (shards) 0-3 in `a`, 4-7 in `b`.
+struct two_groups final : persistence::shard_placement {
+  persistence::pg_pool* a;
+  persistence::pg_pool* b;
+  two_groups(persistence::pg_pool& pa, persistence::pg_pool& pb) : a(&pa), b(&pb) {}
+  uint32_t shard_count() const override { return 8; }
+  uint32_t group_of(uint32_t shard) const override { return shard < 4 ? 0 : 1; }
+  persistence::pg_pool* database(uint32_t g) const override { return g == 0 ? a : b; }
+  std::vector<uint32_t> groups() const override { return {0, 1}; }
+};
+
+} // namespace
+
+TEST_CASE("shard groups: a partition's tasks and results stay in its group's database; the pools "
+          "take and store in each (ADR 0023)") {
+  pools_env env{3}; // group 0's database, and the actor system
+  testing::migrated_db other{3};
+  auto where = std::make_shared<two_groups>(env.data.pool, other.pool);
+  auto image = png(80, 40);
+  http_server srv{[&](const http_server::call&) { return http_server::reply{200, image}; }};
+
+  // 40 asks: each miss queued in its partition's group's database, answered PENDING.
+  std::vector<image_ask> asks;
+  for (int i = 0; i < 40; ++i) {
+    auto t = make_task(function::ratio, srv.url("/g.png?n=" + std::to_string(i)));
+    REQUIRE(t);
+    asks.push_back({*t, 3'600'000, false, false});
+  }
+  auto ask = [&] {
+    std::vector<v1::ImageResponse> out(asks.size());
+    std::vector<v1::ImageResponse*> ptrs;
+    for (auto& o : out)
+      ptrs.push_back(&o);
+    auto err = ask_images(*where, asks, ptrs);
+    REQUIRE_MESSAGE(!err, caf::to_string(err));
+    return out;
+  };
+  int in_b = 0;
+  for (auto& r : ask())
+    CHECK(r.status() == v1::IMAGE_STATUS_PENDING);
+  for (auto& a : asks) {
+    auto p = a.task.partition(8);
+    in_b += p >= 4 ? 1 : 0;
+    auto q = "SELECT count(*) FROM image_tasks WHERE args = '" + a.task.args + "'";
+    CHECK(env.data.db.scalar(q) == (p < 4 ? "1" : "0"));
+    CHECK(other.db.scalar(q) == (p < 4 ? "0" : "1"));
+  }
+  CHECK(in_b > 0);
+  CHECK(in_b < 40);
+
+  // One node serving every partition: its pools take from both databases and store each
+  // result where its task was.
+  env.opts.where = where;
+  env.opts.workers = {{function::ratio, 2}};
+  env.opts.partitions = [] { return std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}; };
+  auto actors = spawn_image_pools(env.sys, env.opts);
+  auto left = [&] {
+    return std::stoi(env.data.db.scalar("SELECT count(*) FROM image_tasks"))
+           + std::stoi(other.db.scalar("SELECT count(*) FROM image_tasks"));
+  };
+  CHECK_MESSAGE(eventually(30s, [&] { return left() == 0; }), left(), " tasks left");
+  CHECK(std::stoi(env.data.db.scalar("SELECT count(*) FROM image_results WHERE status = 'done'"))
+        == 40 - in_b);
+  CHECK(std::stoi(other.db.scalar("SELECT count(*) FROM image_results WHERE status = 'done'"))
+        == in_b);
+  // Asked again: every answer DONE, read from its group's database.
+  for (auto& r : ask())
+    CHECK(r.status() == v1::IMAGE_STATUS_DONE);
   for (auto& [fn, a] : actors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -92,13 +92,12 @@ grpc::ServerUnaryReactor* image_service::answer(grpc::CallbackServerContext* ctx
       return call.fail(invalid(name("options") + ": cache_only and compute exclude each other"));
     asks->push_back({*t, ttl, r.options().cache_only(), r.options().compute()});
   }
-  auto* pool = &pool_;
-  auto partitions = settings_.partitions;
+  auto where = where_;
   auto* cache = settings_.cache;
   auto* stats = settings_.stats;
   auto* queue = settings_.queue;
   hub_.run_blocking([=] {
-    if (auto err = images::ask_images(*pool, *asks, partitions, out, cache, stats, queue))
+    if (auto err = images::ask_images(*where, *asks, out, cache, stats, queue))
       return call.finish(err);
     call.ok();
   });

@@ -4,6 +4,7 @@
 // image pools (gost/images/pools.hpp) compute the queued tasks of the partitions it holds.
 
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "api/limits.hpp"
@@ -15,7 +16,7 @@ class call_hub;
 }
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 
 namespace gost::images {
@@ -30,14 +31,15 @@ class image_service final : public rpc::guarded<v1::ImageService> {
 public:
   struct settings {
     std::chrono::milliseconds ttl{std::chrono::hours{24 * 7}}; ///< images.ttl
-    uint32_t partitions = 1;                                   ///< shard.count
     images::redis_cache* cache = nullptr; ///< images.redis.address: read first, filled after
     images::image_stats* stats = nullptr; ///< cache hits and misses
     images::task_queue* queue = nullptr;  ///< images.queue=kafka: the Kafka queue
   };
 
-  image_service(call_hub& hub, persistence::pg_pool& pool, api_limits limits, settings s)
-    : hub_(hub), pool_(pool), limits_(limits), settings_(s) {
+  /// `where`: the shard groups' databases (a task's partition is a shard, ADR 0023).
+  image_service(call_hub& hub, std::shared_ptr<const persistence::shard_placement> where,
+                api_limits limits, settings s)
+    : hub_(hub), where_(std::move(where)), limits_(limits), settings_(s) {
     guard("Ratio", &image_service::Ratio);
     guard("Preview", &image_service::Preview);
     guard("MainColor", &image_service::MainColor);
@@ -65,7 +67,7 @@ private:
                                    std::vector<v1::ImageResponse*> out, const char* field);
 
   call_hub& hub_;
-  persistence::pg_pool& pool_;
+  std::shared_ptr<const persistence::shard_placement> where_;
   api_limits limits_;
   settings settings_;
 };

@@ -155,11 +155,10 @@ caf::error start_grpc(node_context& n) {
     }
     image_service::settings is;
     is.ttl = cfg.images.ttl;
-    is.partitions = cfg.shard.count;
     is.cache = n.image_cache.get();
     is.stats = n.image_stats.get();
     is.queue = n.image_tasks(); // Kafka's, or PostgreSQL's waking the feeders
-    n.images = std::make_unique<image_service>(*n.hub, *n.pool, limits, is);
+    n.images = std::make_unique<image_service>(*n.hub, n.placement, limits, is);
     n.images->set_gate(n.gate);
     b.RegisterService(n.images.get());
   }

@@ -19,7 +19,7 @@ caf::error start_images(node_context& n) {
   n.blobs->set_base_url("http://" + n.advertised_host + ":" + std::to_string(n.http_port)
                         + "/blobs");
   images::pools_options o;
-  o.db = n.pool.get();
+  o.where = n.placement; // each partition's tasks in its shard group's database
   o.work.limits.max_pixels = c.max_pixels;
   o.work.max_bytes = c.max_bytes;
   o.work.fetch_timeout = c.fetch_timeout;

@@ -82,8 +82,6 @@ caf::error refuse_unsupported(const node_context& n, const persistence::group_ma
 std::string catalog_only_parts(const node_context& n) {
   auto& c = n.cfg;
   std::vector<std::string> on;
-  if (c.images.enabled)
-    on.emplace_back("images.enabled");
   if (c.feeds.enabled)
     on.emplace_back("feeds.enabled");
   if (!c.feed.requests_topic.empty())

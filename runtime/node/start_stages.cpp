@@ -104,7 +104,7 @@ caf::error start_stages(node_context& n) {
   if (cfg.photos.enabled && n.cfg.images.enabled) {
     // PostgreSQL starts after the stages are registered; no stage runs before it.
     photos::photo_stage_options po;
-    po.images = photos::make_pg_asker([&n] { return n.pool.get(); }, n.cfg.shard.count,
+    po.images = photos::make_pg_asker([&n] { return n.placement.get(); },
                                       [&n]() -> images::task_queue* { return n.image_tasks(); });
     po.ttl = n.cfg.images.ttl;
     po.recheck = cfg.photos.recheck;

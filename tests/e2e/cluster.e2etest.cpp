@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -17,6 +18,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gost/testing/held_locks.hpp"
+#include "gost/testing/http_server.hpp"
+#include "gost/testing/image_node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
 #include <google/protobuf/wrappers.pb.h>
@@ -25,6 +28,7 @@
 #include "gost/internal/v1/node_service.grpc.pb.h"
 #include "gost/v1/admin.grpc.pb.h"
 #include "gost/v1/events.pb.h"
+#include "gost/v1/images.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 #include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/state_service.grpc.pb.h"
@@ -1437,6 +1441,83 @@ TEST_CASE("shard groups: a scheduled action lives in its id's home group's datab
   CHECK_MESSAGE(testing::eventually(60s, [&] { return all_above(before, 0); }),
                 "the actions did not all fire twice more after the kill");
   CHECK(astray() == 0);
+}
+
+TEST_CASE("shard groups: an image task and its result live in its partition's group's "
+          "database, computed by the partition's owner, and after kill -9 by the survivor "
+          "(ADR 0023)") {
+  testing::temp_db db;
+  testing::temp_db east;
+  constexpr int half = shard_count / 2;
+  auto flags = declare_groups(db, east);
+  flags.erase(std::remove(flags.begin(), flags.end(), "--images.enabled=false"), flags.end());
+  for (auto f :
+       {"--images.allow_private_sources=true", "--images.poll=20ms", "--images.retry_delay=50ms"})
+    flags.push_back(f);
+  auto blobs = testing::temp_path("gostd-group-blobs");
+  flags.push_back("--images.blob_dir=" + blobs);
+  auto photo = testing::jpeg(120, 80);
+  testing::http_server srv{[&](const testing::http_server::call&) {
+    return testing::http_server::reply{200, photo};
+  }};
+  node n1{"n1", db, flags};
+  node n2{"n2", db, flags};
+  await_group_spread(db, east);
+  std::vector<std::unique_ptr<v1::ImageService::Stub>> api;
+  for (auto* n : {&n1, &n2})
+    api.push_back(
+      v1::ImageService::NewStub(grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
+  // A batch of ratios through either node: each answer settles, whichever node asked.
+  auto ask = [&](size_t via, const std::string& tag, int count) {
+    v1::ImageBatchRequest req;
+    req.set_function(v1::IMAGE_FUNCTION_RATIO);
+    for (int i = 0; i < count; ++i)
+      req.add_requests()->set_url(srv.url("/" + tag + ".jpg?n=" + std::to_string(i)));
+    v1::ImageBatchResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = api[via]->Batch(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    return resp;
+  };
+  auto settled = [&](size_t via, const std::string& tag, int count) {
+    return testing::eventually(30s, [&] {
+      auto got = ask(via, tag, count);
+      for (auto& r : got.responses())
+        if (r.status() != v1::IMAGE_STATUS_DONE)
+          return false;
+      return true;
+    });
+  };
+  auto first = ask(0, "a", 30);
+  CHECK(settled(1, "a", 30));
+  // Each result in exactly one database, both databases holding some; no task left.
+  int in_east = 0;
+  for (auto& r : first.responses()) {
+    auto q = "SELECT count(*) FROM image_results WHERE result_key = '" + r.key() + "'";
+    auto here = db.scalar(q), there = east.scalar(q);
+    CHECK_MESSAGE(std::stoi(here) + std::stoi(there) == 1, r.key());
+    in_east += there == "1" ? 1 : 0;
+  }
+  CHECK(in_east > 0);
+  CHECK(in_east < 30);
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks") == "0");
+  CHECK(east.scalar("SELECT count(*) FROM image_tasks") == "0");
+  // Each database's rows are of its group's partitions only.
+  CHECK(db.scalar("SELECT count(*) FROM image_tasks WHERE partition >= " + std::to_string(half))
+        == "0");
+
+  // kill -9 of n2: n1 holds every partition in both groups and computes new asks.
+  n2.proc->signal(SIGKILL);
+  CHECK(n2.proc->wait(10s) == 128 + SIGKILL);
+  REQUIRE_MESSAGE(
+    testing::eventually(
+      20s, [&] { return spread_over(db, {"n1"}, half) && spread_over(east, {"n1"}, half); }),
+    describe(db) << "| " << describe(east));
+  ask(0, "b", 30);
+  CHECK(settled(0, "b", 30));
+  CHECK(std::stoi(east.scalar("SELECT count(*) FROM image_results")) > in_east);
+  std::filesystem::remove_all(blobs);
 }
 
 TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another group's database "

@@ -460,7 +460,7 @@ TEST_CASE("gostd refuses to start with one clear line") {
                             node_args(db, port_file + "3", {"--scheduled.enabled=true"})};
     CHECK(scheduled.wait(30s) == 1);
     CHECK_MESSAGE(scheduled.output().find("serve one database only so far (ADR 0023, build step "
-                                          "3): images.enabled, tasks.enabled; turn them off")
+                                          "3): tasks.enabled; turn them off")
                     != std::string::npos,
                   scheduled.output());
     std::remove(port_file.c_str());

@@ -3,17 +3,22 @@
 #include <map>
 #include <set>
 
+#include "gost/core/errc.hpp"
 #include "gost/images/redis_cache.hpp"
 #include "gost/images/response.hpp"
 #include "gost/images/stats.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/images/images.hpp"
 #include "gost/v1/images.pb.h"
 
 namespace gost::images {
 
-caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
-                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
-                      redis_cache* cache, image_stats* stats, task_queue* tasks) {
+namespace {
+
+/// The asks of one database.
+caf::error ask_in(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
+                  uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
+                  redis_cache* cache, image_stats* stats, task_queue* tasks) {
   std::vector<std::string> keys;
   keys.reserve(asks.size());
   for (size_t i = 0; i < asks.size(); ++i) {
@@ -88,6 +93,38 @@ caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& 
     return tasks->enqueue(pool, queue);
   if (auto n = persistence::enqueue_image_tasks(pool, queue); !n)
     return std::move(n.error());
+  return {};
+}
+
+} // namespace
+
+caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& asks,
+                      uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
+                      redis_cache* cache, image_stats* stats, task_queue* tasks) {
+  return ask_in(pool, asks, partitions, out, cache, stats, tasks);
+}
+
+caf::error ask_images(const persistence::shard_placement& where, const std::vector<image_ask>& asks,
+                      const std::vector<v1::ImageResponse*>& out, redis_cache* cache,
+                      image_stats* stats, task_queue* tasks) {
+  auto partitions = where.shard_count();
+  if (where.groups().size() == 1)
+    return ask_in(*where.database(where.groups().front()), asks, partitions, out, cache, stats,
+                  tasks);
+  std::map<uint32_t, std::pair<std::vector<image_ask>, std::vector<v1::ImageResponse*>>> by_group;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    auto& g = by_group[where.group_of(asks[i].task.partition(partitions))];
+    g.first.push_back(asks[i]);
+    g.second.push_back(out[i]);
+  }
+  for (auto& [group, share] : by_group) {
+    auto* db = where.database(group);
+    if (db == nullptr)
+      return make_error(errc::unavailable,
+                        "shard group " + std::to_string(group) + " is not open on this node");
+    if (auto err = ask_in(*db, share.first, partitions, share.second, cache, stats, tasks))
+      return err;
+  }
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include <any>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -101,21 +102,41 @@ void settle_key(feeder_ptr self, const std::string& key, uint64_t id, const caf:
   st.active.erase(key);
 }
 
+/// The group of a task's partition, as the placement says now.
+uint32_t group_of(const feeder_state& st, const persistence::image_task& t) {
+  return st.opts.where->group_of(t.partition);
+}
+
 void flush(feeder_ptr self) {
   auto& st = self->state;
   if (st.finished.empty())
     return;
-  auto err = store_outcomes(*st.opts.db, st.fn, st.finished, st.opts.work, st.counts);
-  if (err)
-    lg->warn("image results not stored function={} count={} error={}; the tasks run again "
-             "(the queue's after the visibility timeout, Kafka's delivered again)",
-             to_string(st.fn), st.finished.size(), self->system().render(err));
   auto finished = std::move(st.finished);
   auto ids = std::move(st.finished_batch);
   st.finished.clear();
   st.finished_batch.clear();
+  // One transaction per shard group: each outcome where its partition's rows are.
+  std::map<uint32_t, std::vector<size_t>> by_group;
   for (size_t i = 0; i < finished.size(); ++i)
-    settle_key(self, task_key{st.fn, finished[i].task.args}.result_key(), ids[i], err);
+    by_group[group_of(st, finished[i].task)].push_back(i);
+  for (auto& [group, at] : by_group) {
+    std::vector<task_done> share;
+    share.reserve(at.size());
+    for (auto i : at)
+      share.push_back(std::move(finished[i]));
+    caf::error err;
+    if (auto* db = st.opts.where->database(group); db == nullptr)
+      err = make_error(errc::unavailable,
+                       "shard group " + std::to_string(group) + " is not open on this node");
+    else
+      err = store_outcomes(*db, st.fn, share, st.opts.work, st.counts);
+    if (err)
+      lg->warn("image results not stored function={} count={} group={} error={}; the tasks run "
+               "again (the queue's after the visibility timeout, Kafka's delivered again)",
+               to_string(st.fn), share.size(), group, self->system().render(err));
+    for (size_t k = 0; k < at.size(); ++k)
+      settle_key(self, task_key{st.fn, share[k].task.args}.result_key(), ids[at[k]], err);
+  }
 }
 
 void tick_soon(feeder_ptr self, std::chrono::milliseconds after) {
@@ -140,14 +161,23 @@ void count_queue(feeder_ptr self) {
                   .count();
   if (stats == nullptr || !stats->count_queue_now(now_ms, 5000))
     return;
-  auto counts = persistence::count_image_tasks(*st.opts.db);
-  if (!counts)
-    return; // the next round counts again; the database's outage is its tracker's to log
+  // Summed over the shard groups' databases.
+  std::map<function, int64_t> queued;
+  for (auto g : st.opts.where->groups()) {
+    auto* db = st.opts.where->database(g);
+    if (db == nullptr)
+      continue;
+    auto counts = persistence::count_image_tasks(*db);
+    if (!counts)
+      return; // the next round counts again; the database's outage is its tracker's to log
+    for (auto& [name, n] : *counts)
+      if (function fn; parse_function(name, fn))
+        queued[fn] += n;
+  }
   for (auto& f : stats->functions)
     f.queued.store(0, std::memory_order_relaxed);
-  for (auto& [name, n] : *counts)
-    if (function fn; parse_function(name, fn))
-      stats->of(fn).queued.store(n, std::memory_order_relaxed);
+  for (auto& [fn, n] : queued)
+    stats->of(fn).queued.store(n, std::memory_order_relaxed);
 }
 
 /// Runs `t` in the pool; `batch`: its foreign batch (0: a task of the PostgreSQL queue).
@@ -219,15 +249,32 @@ void feed(feeder_ptr self) {
   if (!(st.in_flight * 2 <= st.slots))
     return; // a finishing task ticks again
   auto parts = st.opts.partitions ? st.opts.partitions() : std::vector<uint32_t>{};
-  auto tasks = persistence::take_image_tasks(*st.opts.db, to_string(st.fn), parts,
-                                             st.slots - st.in_flight, st.opts.visibility);
-  if (!tasks) {
-    if (!st.take_failing)
-      lg->warn("image tasks not taken function={} error={}; looking again every {} ms",
-               to_string(st.fn), self->system().render(tasks.error()), (st.opts.poll * 10).count());
-    st.take_failing = true;
-    tick_soon(self, st.opts.poll * 10);
-    return;
+  // The partitions of each shard group, taken from its database in turn while there is room.
+  std::map<uint32_t, std::vector<uint32_t>> by_group;
+  for (auto p : parts)
+    by_group[st.opts.where->group_of(p)].push_back(p);
+  auto tasks =
+    caf::expected<std::vector<persistence::image_task>>{std::vector<persistence::image_task>{}};
+  for (auto& [group, of_group] : by_group) {
+    auto room = st.slots - st.in_flight - tasks->size();
+    auto* db = st.opts.where->database(group);
+    if (room == 0 || db == nullptr)
+      continue;
+    auto taken =
+      persistence::take_image_tasks(*db, to_string(st.fn), of_group, room, st.opts.visibility);
+    if (!taken) {
+      if (!st.take_failing)
+        lg->warn("image tasks not taken function={} group={} error={}; looking again every {} ms",
+                 to_string(st.fn), group, self->system().render(taken.error()),
+                 (st.opts.poll * 10).count());
+      st.take_failing = true;
+      for (auto& t : *tasks) // taken from the groups before: they run
+        start(self, t, 0);
+      tick_soon(self, st.opts.poll * 10);
+      return;
+    }
+    for (auto& t : *taken)
+      tasks->push_back(std::move(t));
   }
   st.take_failing = false;
   if (tasks->empty()) {
@@ -253,12 +300,23 @@ caf::result<foreign_counts> take_foreign(feeder_ptr self, foreign_tasks& in) {
     if (!added && t.created_at_us > it->second.created_at_us)
       it->second = t;
   }
-  std::vector<std::string> keys;
+  // The keys' results, each in its partition's group's database.
+  std::map<uint32_t, std::vector<std::string>> keys;
   for (auto& [key, t] : by_key)
-    keys.push_back(key);
-  auto rows = persistence::find_image_results(*st.opts.db, keys);
-  if (!rows)
-    return std::move(rows.error());
+    keys[group_of(st, t)].push_back(key);
+  auto rows =
+    caf::expected<std::vector<persistence::image_result>>{std::vector<persistence::image_result>{}};
+  for (auto& [group, of_group] : keys) {
+    auto* db = st.opts.where->database(group);
+    if (db == nullptr)
+      return make_error(errc::unavailable,
+                        "shard group " + std::to_string(group) + " is not open on this node");
+    auto found = persistence::find_image_results(*db, of_group);
+    if (!found)
+      return std::move(found.error());
+    for (auto& r : *found)
+      rows->push_back(std::move(r));
+  }
   foreign_counts counts;
   counts.skipped = in.tasks.size() - by_key.size();
   for (auto& r : *rows)

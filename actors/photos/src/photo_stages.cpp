@@ -143,37 +143,36 @@ private:
 
 class pg_asker final : public image_asker {
 public:
-  pg_asker(std::function<persistence::pg_pool*()> db, uint32_t partitions,
+  pg_asker(std::function<const persistence::shard_placement*()> where,
            std::function<images::task_queue*()> queue)
-    : db_(std::move(db)), partitions_(partitions), queue_(std::move(queue)) {}
+    : where_(std::move(where)), queue_(std::move(queue)) {}
 
   std::vector<v1::ImageResponse> ask(const std::vector<images::image_ask>& asks) const override {
-    auto* db = db_();
-    if (db == nullptr)
+    auto* where = where_();
+    if (where == nullptr)
       throw unavailable_error("the image service's database is not started yet");
     std::vector<v1::ImageResponse> out(asks.size());
     std::vector<v1::ImageResponse*> ptrs;
     ptrs.reserve(out.size());
     for (auto& o : out)
       ptrs.push_back(&o);
-    if (auto err = images::ask_images(*db, asks, partitions_, ptrs, nullptr, nullptr,
-                                      queue_ ? queue_() : nullptr))
+    if (auto err =
+          images::ask_images(*where, asks, ptrs, nullptr, nullptr, queue_ ? queue_() : nullptr))
       throw unavailable_error("the image service cannot answer: " + caf::to_string(err));
     return out;
   }
 
 private:
-  std::function<persistence::pg_pool*()> db_;
-  uint32_t partitions_;
+  std::function<const persistence::shard_placement*()> where_;
   std::function<images::task_queue*()> queue_;
 };
 
 } // namespace
 
-std::shared_ptr<const image_asker> make_pg_asker(std::function<persistence::pg_pool*()> db,
-                                                 uint32_t partitions,
-                                                 std::function<images::task_queue*()> queue) {
-  return std::make_shared<pg_asker>(std::move(db), partitions, std::move(queue));
+std::shared_ptr<const image_asker>
+make_pg_asker(std::function<const persistence::shard_placement*()> where,
+              std::function<images::task_queue*()> queue) {
+  return std::make_shared<pg_asker>(std::move(where), std::move(queue));
 }
 
 std::shared_ptr<const stage> make_download_stage(photo_stage_options opts) {

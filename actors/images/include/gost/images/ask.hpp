@@ -18,6 +18,7 @@ class ImageResponse;
 
 namespace gost::persistence {
 class pg_pool;
+class shard_placement;
 struct image_request;
 } // namespace gost::persistence
 
@@ -56,5 +57,12 @@ caf::error ask_images(persistence::pg_pool& pool, const std::vector<image_ask>& 
                       uint32_t partitions, const std::vector<v1::ImageResponse*>& out,
                       redis_cache* cache = nullptr, image_stats* stats = nullptr,
                       task_queue* queue = nullptr);
+
+/// The same over shard groups (ADR 0023): a task's partition is a shard, and its result and
+/// queue rows live in the database of the group holding that shard now; the asks are answered
+/// group by group (one transaction of misses per group). Partitions: `where.shard_count()`.
+caf::error ask_images(const persistence::shard_placement& where, const std::vector<image_ask>& asks,
+                      const std::vector<v1::ImageResponse*>& out, redis_cache* cache = nullptr,
+                      image_stats* stats = nullptr, task_queue* queue = nullptr);
 
 } // namespace gost::images

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -21,11 +22,14 @@
 
 #include "gost/core/protocol.hpp"
 #include "gost/images/worker.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 
 namespace gost::images {
 
 struct pools_options {
-  persistence::pg_pool* db = nullptr;
+  /// Where a partition's tasks and results are: the database of the shard group holding that
+  /// shard now (ADR 0023; `persistence::one_database` for one).
+  std::shared_ptr<const persistence::shard_placement> where;
   worker_options work;
   /// Threads per function; a function with 0 (or missing) gets no pool on this node.
   std::map<function, int> workers;

@@ -33,12 +33,13 @@ public:
   virtual std::vector<v1::ImageResponse> ask(const std::vector<images::image_ask>& asks) const = 0;
 };
 
-/// The node's asker: `images::ask_images` on the pool `db()` returns (null until PostgreSQL is
-/// started: unavailable), tasks spread over `partitions` and queued where `queue()` says
-/// (null, or no `queue`: the PostgreSQL queue; images.queue=kafka: the Kafka queue).
-std::shared_ptr<const image_asker> make_pg_asker(std::function<persistence::pg_pool*()> db,
-                                                 uint32_t partitions,
-                                                 std::function<images::task_queue*()> queue = {});
+/// The node's asker: `images::ask_images` on the shard groups' databases `where()` returns
+/// (null until PostgreSQL is started: unavailable; its shard count is the partitions), tasks
+/// queued where `queue()` says (null, or no `queue`: the PostgreSQL queue; images.queue=kafka:
+/// the Kafka queue).
+std::shared_ptr<const image_asker>
+make_pg_asker(std::function<const persistence::shard_placement*()> where,
+              std::function<images::task_queue*()> queue = {});
 
 struct photo_stage_options {
   std::shared_ptr<const image_asker> images;
