@@ -183,3 +183,27 @@ TEST_CASE("shard groups: a group is refused, its row not written, when its datab
   CHECK(map->groups().size() == 2);
   CHECK(map->version() == 2);
 }
+
+TEST_CASE("shard groups: a group's dead letters and outbox batches take ids from its own range; "
+          "reserving again keeps the sequence where it is") {
+  migrated_db zero;
+  migrated_db two;
+  auto letter = [](migrated_db& m) {
+    return std::stoll(m.db.scalar("INSERT INTO dead_letters (shard, offer_id, stage_id, reason)"
+                                  " VALUES (1, 'o', 's', 'r') RETURNING id"));
+  };
+  auto batch = [](migrated_db& m) {
+    return std::stoll(m.db.scalar("INSERT INTO outbox_batches (shard, events, payload)"
+                                  " VALUES (1, 1, '\\x00') RETURNING id"));
+  };
+  REQUIRE_FALSE(reserve_group_ids(zero.pool, 0));
+  REQUIRE_FALSE(reserve_group_ids(two.pool, 2));
+  CHECK(letter(zero) < group_id_base(1)); // group 0 keeps its ids from 1
+  auto first = letter(two);
+  CHECK(first > group_id_base(2));
+  CHECK(first < group_id_base(3));
+  CHECK(batch(two) > group_id_base(2));
+  // At the next start: not set back.
+  REQUIRE_FALSE(reserve_group_ids(two.pool, 2));
+  CHECK(letter(two) == first + 1);
+}

@@ -166,6 +166,9 @@ caf::error start_pg(node_context& n) {
     }
     if (auto err = persistence::ensure_lease_rows(*part->pool, part->shards))
       return err;
+    // Ids unique across the groups (the console's lists merge by id, its verbs go by id).
+    if (auto err = persistence::reserve_group_ids(*part->pool, g.id))
+      return err;
     for (auto shard : part->shards)
       n.part_by_shard[shard] = part.get();
     if (n.group_map->groups().size() > 1)

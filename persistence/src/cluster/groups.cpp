@@ -161,6 +161,18 @@ caf::expected<uint64_t> group_map_version(pg_pool& catalog) {
   return version;
 }
 
+caf::error reserve_group_ids(pg_pool& pool, uint32_t group) {
+  if (group == 0)
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    for (const char* table : {"dead_letters", "outbox_batches"})
+      tx.exec_params("SELECT setval(s, $2::bigint) FROM (SELECT pg_get_serial_sequence($1, 'id')"
+                     "::regclass AS s) q WHERE coalesce(pg_sequence_last_value(s), 0) < $2::bigint",
+                     table, group_id_base(group));
+  });
+}
+
 caf::expected<uint32_t> add_group(pg_pool& catalog, const std::string& name,
                                   const std::string& dsn) {
   if (name.empty())

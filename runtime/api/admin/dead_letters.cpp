@@ -3,6 +3,7 @@
 // theirs (retry, drop).
 #include "api/admin_service.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
@@ -77,6 +78,23 @@ std::string describe(const persistence::dead_letter_filter& f) {
   return out;
 }
 
+/// Every shard group's database (ADR 0023): the lists read each and merge by id (ids are
+/// unique across groups, persistence/cluster/groups.hpp `group_id_base`), the verbs by id
+/// apply in each (one holds the id).
+std::vector<persistence::pg_pool*> every_group(const admin_service::cluster_view& c) {
+  if (!c.group_pools.empty())
+    return c.group_pools;
+  return {c.pool};
+}
+
+/// The first `limit` rows by id of the groups' pages (each in id order).
+template <class Row>
+void merge_by_id(std::vector<Row>& all, size_t limit) {
+  std::sort(all.begin(), all.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
+  if (all.size() > limit)
+    all.resize(limit);
+}
+
 } // namespace
 
 using namespace admin;
@@ -108,14 +126,20 @@ void admin_service::list_dead_letters(const v1::ListDeadLettersRequest& req,
     done(st);
     return;
   }
-  auto pool = cluster_.pool;
+  auto pools = every_group(cluster_);
   hub_.run_blocking([=] {
-    // One more than the page: whether a next page exists.
-    auto rows = persistence::list_dead_letters(*pool, f, after, size + 1);
-    if (!rows) {
-      done(to_status(rows.error()));
-      return;
+    // One more than the page: whether a next page exists; each group's, merged by id.
+    auto rows = caf::expected<std::vector<persistence::dead_letter_row>>{
+      std::vector<persistence::dead_letter_row>{}};
+    for (auto* pool : pools) {
+      auto some = persistence::list_dead_letters(*pool, f, after, size + 1);
+      if (!some) {
+        done(to_status(some.error()));
+        return;
+      }
+      rows->insert(rows->end(), some->begin(), some->end());
     }
+    merge_by_id(*rows, size + 1);
     bool more = rows->size() > size;
     if (more)
       rows->resize(size);
@@ -166,7 +190,7 @@ struct requeue_ask {
 
 /// RetryDeadLetters on a blocking thread: the matching letters, paged; a requeue through the
 /// owner of each offer's shard for each; the letters whose requeue was taken released.
-void retry_letters(persistence::pg_pool& pool, call_hub& hub, router& routes,
+void retry_letters(const std::vector<persistence::pg_pool*>& pools, call_hub& hub, router& routes,
                    const persistence::dead_letter_filter& f, const std::string& who,
                    const unary_call& call, v1::DeadLettersVerbResponse* resp) {
   auto what = describe(f);
@@ -217,11 +241,12 @@ void retry_letters(persistence::pg_pool& pool, call_hub& hub, router& routes,
     }
     release.insert(release.end(), a.letters.begin(), a.letters.end());
   };
-  int64_t after = 0;
   bool out_of_time = false;
-  bool read_failed = false; // the letters after `after` are not known
-  for (;;) {
-    auto page = persistence::list_dead_letters(pool, f, after, retry_page);
+  bool read_failed = false; // the letters after `after` of a group are not known
+  int64_t after = 0;
+  // Each shard group's letters in turn (their ids are apart: ADR 0023).
+  for (size_t g = 0; g < pools.size();) {
+    auto page = persistence::list_dead_letters(*pools[g], f, after, retry_page);
     if (!page) {
       read_failed = true;
       if (left == 0) {
@@ -230,8 +255,11 @@ void retry_letters(persistence::pg_pool& pool, call_hub& hub, router& routes,
       }
       break;
     }
-    if (page->empty())
-      break;
+    if (page->empty()) {
+      after = 0;
+      ++g;
+      continue;
+    }
     after = page->back().id;
     for (auto& d : *page) {
       if (!out_of_time && clock_type::now() >= deadline)
@@ -281,7 +309,16 @@ void retry_letters(persistence::pg_pool& pool, call_hub& hub, router& routes,
   if (!release.empty()) {
     persistence::dead_letter_filter taken;
     taken.ids = std::move(release);
-    auto n = persistence::discard_dead_letters(pool, taken);
+    // Each id is in one group's database: released there.
+    auto n = caf::expected<uint64_t>{uint64_t{0}};
+    for (auto* pool : pools) {
+      auto in_group = persistence::discard_dead_letters(*pool, taken);
+      if (!in_group) {
+        n = std::move(in_group.error());
+        break;
+      }
+      *n += *in_group;
+    }
     if (!n) {
       lg->warn("dead letters retried {} requeued={} but not released by={}: {}", what, requeued,
                who, persistence::error_message(n.error()));
@@ -347,23 +384,30 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
       return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
-  auto pool = cluster_.pool;
+  auto pools = every_group(cluster_);
   auto* hub = &hub_;
   auto* routes = &router_;
   hub_.run_blocking([=] {
     auto what = describe(f);
     if (!retry) {
-      auto n = persistence::discard_dead_letters(*pool, f);
-      if (!n) {
-        call.finish(n.error());
-        return;
+      uint64_t released = 0;
+      for (auto* pool : pools) { // every group's matching letters
+        auto n = persistence::discard_dead_letters(*pool, f);
+        if (!n) {
+          if (released > 0)
+            lg->warn("dead letters discarded {} released={} by={}, then a group failed: {}", what,
+                     released, who, persistence::error_message(n.error()));
+          call.finish(n.error());
+          return;
+        }
+        released += *n;
       }
-      lg->info("dead letters discarded {} released={} by={}", what, *n, who);
-      resp->set_released(*n);
+      lg->info("dead letters discarded {} released={} by={}", what, released, who);
+      resp->set_released(released);
       call.ok();
       return;
     }
-    retry_letters(*pool, *hub, *routes, f, who, call, resp);
+    retry_letters(pools, *hub, *routes, f, who, call, resp);
   });
   return call.reactor();
 }
@@ -384,13 +428,20 @@ grpc::ServerUnaryReactor* admin_service::ListParkedOutbox(grpc::CallbackServerCo
                         + "` is not one this call gave (next_page_token)"));
     return call.reactor();
   }
-  auto pool = cluster_.pool;
+  auto pools = every_group(cluster_);
   hub_.run_blocking([=] {
-    auto rows = persistence::list_parked_outbox(*pool, after, size + 1);
-    if (!rows) {
-      call.finish(rows.error());
-      return;
+    // Each group's page, merged by id (ids apart per group).
+    auto rows = caf::expected<std::vector<persistence::parked_outbox_row>>{
+      std::vector<persistence::parked_outbox_row>{}};
+    for (auto* pool : pools) {
+      auto some = persistence::list_parked_outbox(*pool, after, size + 1);
+      if (!some) {
+        call.finish(some.error());
+        return;
+      }
+      rows->insert(rows->end(), some->begin(), some->end());
     }
+    merge_by_id(*rows, size + 1);
     bool more = rows->size() > size;
     if (more)
       rows->resize(size);
@@ -441,10 +492,19 @@ grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServer
       return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
-  auto pool = cluster_.pool;
+  auto pools = every_group(cluster_);
   hub_.run_blocking([=] {
-    auto n = retry ? persistence::retry_parked_outbox(*pool, ids)
-                   : persistence::drop_parked_outbox(*pool, ids);
+    // Each id is in one group's database (ids apart per group): asked of each.
+    auto n = caf::expected<uint64_t>{uint64_t{0}};
+    for (auto* pool : pools) {
+      auto in_group = retry ? persistence::retry_parked_outbox(*pool, ids)
+                            : persistence::drop_parked_outbox(*pool, ids);
+      if (!in_group) {
+        n = std::move(in_group.error());
+        break;
+      }
+      *n += *in_group;
+    }
     if (!n) {
       call.finish(n.error());
       return;

@@ -90,6 +90,19 @@ caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count);
 /// the map it serves at every heartbeat).
 caf::expected<uint64_t> group_map_version(pg_pool& catalog);
 
+/// The ids a group's database gives the rows the console lists across groups (dead letters,
+/// the outbox's batches and so its parked rows) start at `group_id_base(group)`: ids are
+/// unique across the groups, so a verb by id needs no group, and the groups' pages merge by
+/// id with one position (group 0 keeps its ids from 1; 2^15 groups at most).
+constexpr int64_t group_id_base(uint32_t group) {
+  return static_cast<int64_t>(group) << 48;
+}
+
+/// Moves the sequences of those ids in group `group`'s database up to its base, when they
+/// are below (rows given ids before stay as they are). Idempotent; a node runs it for every
+/// group at its start, before any writer.
+caf::error reserve_group_ids(pg_pool& pool, uint32_t group);
+
 /// Declares a group (a database, holding no range until one is moved to it) and answers its
 /// id, the lowest free one; the map's version grows and `groups_channel` is notified. A name
 /// or DSN already declared is `db_errc::already_exists`; an empty one `invalid_argument`.
