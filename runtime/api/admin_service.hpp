@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -247,6 +248,19 @@ private:
 
 public:
   ~admin_service() override;
+
+  /// What this node's shard moves did since it started (`gost_shard_move*` on /metrics).
+  struct move_figures {
+    std::atomic<uint64_t> done{0};    ///< moves finished: the range serves in the target
+    std::atomic<uint64_t> failed{0};  ///< moves that stopped on an error (resumed by asking again)
+    std::atomic<uint64_t> refused{0}; ///< asked and refused before anything was written
+    std::atomic<uint64_t> rows_copied{0};    ///< first pass, every table
+    std::atomic<uint64_t> rows_caught_up{0}; ///< copied again (or deleted) from the change log
+    std::atomic<uint64_t> queued_moved{0};   ///< outbox batches, parked rows, dead letters
+    std::atomic<int64_t> last_fence_ms{-1};  ///< the last finished move's fence; -1: none yet
+    std::atomic<int> running{0};
+  };
+  std::shared_ptr<const move_figures> move_counts() const;
 };
 
 } // namespace gost::runtime

@@ -116,6 +116,38 @@ caf::error start_grpc(node_context& n) {
     *n.hub, *n.routes, n.stages, n.stats, timeout, std::move(view), limits,
     admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0}, n.traces,
     cfg.images.enabled ? n.image_stats : nullptr);
+  // Shard moves asked of this node (gostctl move-shards, ADR 0023): weak, the service goes
+  // before the registry.
+  n.registry->add([weak = std::weak_ptr<const admin_service::move_figures>(n.admin->move_counts())](
+                    metric_families& out) {
+    auto m = weak.lock();
+    if (!m)
+      return;
+    auto get = [](const std::atomic<uint64_t>& a) {
+      return static_cast<int64_t>(a.load(std::memory_order_relaxed));
+    };
+    const char* moves = "gost_shard_moves_total";
+    const char* moves_help = "Shard moves asked of this node (gostctl move-shards), by outcome: "
+                             "done, failed (ask again to resume), refused (nothing written).";
+    out.add(moves, stat_kind::counter, moves_help, {{"outcome", "done"}}, get(m->done));
+    out.add(moves, stat_kind::counter, moves_help, {{"outcome", "failed"}}, get(m->failed));
+    out.add(moves, stat_kind::counter, moves_help, {{"outcome", "refused"}}, get(m->refused));
+    const char* rows = "gost_shard_move_rows_total";
+    const char* rows_help = "Rows the shard moves of this node wrote to their targets: copied "
+                            "(first pass), caught_up (changed meanwhile, from the change log), "
+                            "queued (outbox batches, parked rows, dead letters moved).";
+    out.add(rows, stat_kind::counter, rows_help, {{"step", "copied"}}, get(m->rows_copied));
+    out.add(rows, stat_kind::counter, rows_help, {{"step", "caught_up"}}, get(m->rows_caught_up));
+    out.add(rows, stat_kind::counter, rows_help, {{"step", "queued"}}, get(m->queued_moved));
+    out.add("gost_shard_moves_running", stat_kind::gauge,
+            "Shard moves running on this node now (at most one in the installation).", {},
+            static_cast<int64_t>(m->running.load(std::memory_order_relaxed)));
+    if (auto ms = m->last_fence_ms.load(std::memory_order_relaxed); ms >= 0)
+      out.add("gost_shard_move_last_fence_seconds", metric_type::gauge,
+              "How long the last finished move's range was fenced (no writes: its calls answered "
+              "UNAVAILABLE, retry), from the fence to the map's switch.",
+              {}, static_cast<double>(ms) / 1000.0);
+  });
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: NOT_SERVING until readiness says otherwise (start_readiness), and
   // once the stop began.

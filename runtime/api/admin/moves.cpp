@@ -116,10 +116,15 @@ struct admin_service::move_runs {
   std::condition_variable cv;
   int running = 0;
   std::atomic<bool> stopping{false};
+  move_figures figures;
 };
 
 std::shared_ptr<admin_service::move_runs> admin_service::new_move_runs() {
   return std::make_shared<move_runs>();
+}
+
+std::shared_ptr<const admin_service::move_figures> admin_service::move_counts() const {
+  return {moves_, &moves_->figures}; // lives as long as the runs' state
 }
 
 admin_service::~admin_service() {
@@ -135,9 +140,10 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
               const std::function<persistence::pg_pool*(uint32_t)>& group_pool,
               uint32_t shard_count, uint32_t first, uint32_t last_shard, const std::string& to,
               const std::string& who, std::chrono::milliseconds node_timeout,
-              std::function<bool()> cancelled) {
+              std::function<bool()> cancelled, admin_service::move_figures& figures) {
   auto map = persistence::load_group_map(catalog, shard_count);
   if (!map) {
+    figures.failed.fetch_add(1, std::memory_order_relaxed);
     stream.finish(to_status(map.error()));
     return;
   }
@@ -146,6 +152,7 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
     // The range and the group as given are wrong, or the map does not allow the move now.
     bool bad_input = first > last_shard || last_shard >= shard_count
                      || problem->rfind("no group is named", 0) == 0;
+    figures.refused.fetch_add(1, std::memory_order_relaxed);
     stream.finish(
       {bad_input ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::FAILED_PRECONDITION,
        *problem});
@@ -155,6 +162,7 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
   auto* source = group_pool ? group_pool(plan.from) : nullptr;
   auto* target = group_pool ? group_pool(plan.to) : nullptr;
   if (source == nullptr || target == nullptr) {
+    figures.refused.fetch_add(1, std::memory_order_relaxed);
     stream.finish({grpc::StatusCode::FAILED_PRECONDITION,
                    "this node has no connection to group `"
                      + (source == nullptr ? plan.from_name : plan.to_name)
@@ -172,8 +180,15 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
     lg->info("shard move shards={} step={} {}", range, step, detail);
     stream.push(progress(step, detail));
   };
+  figures.running.fetch_add(1, std::memory_order_relaxed);
   auto report = persistence::move_shards(catalog, *source, *target, plan, opts);
+  figures.running.fetch_sub(1, std::memory_order_relaxed);
   if (!report) {
+    // Refusals of the move's own checks (nothing written) are failed_precondition.
+    (to_status(report.error()).error_code() == grpc::StatusCode::FAILED_PRECONDITION
+       ? figures.refused
+       : figures.failed)
+      .fetch_add(1, std::memory_order_relaxed);
     lg->warn("shard move failed shards={} from={} to={} by={} error={}", range, plan.from_name,
              plan.to_name, who, persistence::error_message(report.error()));
     stream.finish(to_status(report.error()));
@@ -182,6 +197,13 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
   int64_t copied = 0;
   for (auto& [table, n] : report->copied)
     copied += n;
+  figures.done.fetch_add(1, std::memory_order_relaxed);
+  figures.rows_copied.fetch_add(static_cast<uint64_t>(copied), std::memory_order_relaxed);
+  figures.rows_caught_up.fetch_add(static_cast<uint64_t>(report->caught_up),
+                                   std::memory_order_relaxed);
+  figures.queued_moved.fetch_add(static_cast<uint64_t>(report->moved_queued),
+                                 std::memory_order_relaxed);
+  figures.last_fence_ms.store(report->fenced.count(), std::memory_order_relaxed);
   lg->info("shard move done shards={} from={} to={} map_version={} rows_copied={} "
            "rows_caught_up={} rounds={} queued_moved={} fenced_ms={} rows_removed={} by={}",
            range, plan.from_name, plan.to_name, report->map_version, copied, report->caught_up,
@@ -204,10 +226,14 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
 
 grpc::ServerWriteReactor<v1::MoveShardsProgress>*
 admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShardsRequest* req) {
-  if (!cluster_.move_refusal.empty())
+  if (!cluster_.move_refusal.empty()) {
+    moves_->figures.refused.fetch_add(1, std::memory_order_relaxed);
     return new move_stream({grpc::StatusCode::FAILED_PRECONDITION, cluster_.move_refusal});
-  if (req->to().empty())
+  }
+  if (req->to().empty()) {
+    moves_->figures.refused.fetch_add(1, std::memory_order_relaxed);
     return new move_stream(invalid("to: name the target group (gostctl groups lists them)"));
+  }
   auto catalog = cluster_.pool;
   auto group_pool = cluster_.group_pool;
   auto shard_count = router_.shard_count();
@@ -225,8 +251,9 @@ admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShards
   // Everything that reads PostgreSQL runs on the move's own thread, the plan's checks too:
   // the gRPC thread returns the stream at once.
   std::thread{[=] {
-    run_move(*stream, *catalog, group_pool, shard_count, first, last_shard, to, who, node_timeout,
-             [runs] { return runs->stopping.load(); });
+    run_move(
+      *stream, *catalog, group_pool, shard_count, first, last_shard, to, who, node_timeout,
+      [runs] { return runs->stopping.load(); }, runs->figures);
     std::lock_guard<std::mutex> lock{runs->mtx};
     --runs->running;
     runs->cv.notify_all();
