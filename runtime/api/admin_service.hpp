@@ -17,7 +17,8 @@
 
 namespace gost::persistence {
 class pg_pool;
-}
+class shard_placement;
+} // namespace gost::persistence
 
 namespace gost {
 class call_hub;
@@ -58,12 +59,15 @@ public:
     manager_actor manager;
     /// Wakes another node's shard after a requeue there (may be null: it polls in time).
     std::shared_ptr<wake_hub> wakes;
+    /// Which database holds a shard, and each shard group's pool (ADR 0023; null: the
+    /// catalog's alone). MoveShards copies between groups; the lists read each.
+    std::shared_ptr<const persistence::shard_placement> placement;
     /// The pool of shard group `id`'s database (every declared group has one on a node; null:
-    /// none, the group was declared after the node started). MoveShards copies between them.
-    std::function<persistence::pg_pool*(uint32_t id)> group_pool;
-    /// Every shard group's pool, group 0's (the catalog's) first: the stages' counts are summed
-    /// over them (Top, ListStages). Empty: the catalog's alone.
-    std::vector<persistence::pg_pool*> group_pools;
+    /// none, the group was declared after the node started).
+    persistence::pg_pool* group_pool(uint32_t id) const;
+    /// Every shard group's pool, group 0's (the catalog's) first: the stages' counts are
+    /// summed over them (Top, ListStages), the console's lists merged.
+    std::vector<persistence::pg_pool*> group_pools() const;
     /// Why this node refuses to move shards (parts it runs serve the catalog database only),
     /// or empty.
     std::string move_refusal;

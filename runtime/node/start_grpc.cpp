@@ -100,14 +100,7 @@ caf::error start_grpc(node_context& n) {
   view.lease_timeout = cfg.cluster.lease_timeout;
   view.manager = n.manager;
   view.wakes = n.wakes;
-  view.group_pool = [&n](uint32_t id) -> persistence::pg_pool* {
-    for (auto& part : n.groups)
-      if (part->group.id == id)
-        return part->pool;
-    return nullptr;
-  };
-  for (auto& part : n.groups)
-    view.group_pools.push_back(part->pool);
+  view.placement = n.placement; // each group's pool
   if (auto parts = catalog_only_parts(n); !parts.empty())
     view.move_refusal = "this node runs parts that serve the catalog database only (" + parts
                         + "; ADR 0023 build step 3): moving shards would strand their rows; "

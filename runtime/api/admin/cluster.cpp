@@ -44,7 +44,7 @@ caf::expected<std::vector<group_lease>> all_leases(const admin_service::cluster_
     auto shards = map->shards_of(g.id);
     if (shards.empty())
       continue;
-    auto* pool = view.group_pool ? view.group_pool(g.id) : (g.id == 0 ? view.pool : nullptr);
+    auto* pool = view.group_pool(g.id);
     if (pool == nullptr)
       return make_error(errc::unavailable, "this node has no connection to shard group `" + g.name
                                              + "` (declared after it started): ask another node");

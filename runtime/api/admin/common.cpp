@@ -4,6 +4,7 @@
 
 #include "api/admin_service.hpp"
 #include "api/status.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 
 namespace gost::runtime {
 
@@ -72,5 +73,21 @@ std::string who_asked(grpc::CallbackServerContext* ctx, const std::string& who) 
 }
 
 } // namespace admin
+
+persistence::pg_pool* admin_service::cluster_view::group_pool(uint32_t id) const {
+  if (placement)
+    return placement->database(id);
+  return id == 0 ? pool : nullptr;
+}
+
+std::vector<persistence::pg_pool*> admin_service::cluster_view::group_pools() const {
+  if (!placement)
+    return {pool};
+  std::vector<persistence::pg_pool*> out;
+  for (auto g : placement->groups()) // in id order: group 0's first
+    if (auto* p = placement->database(g))
+      out.push_back(p);
+  return out;
+}
 
 } // namespace gost::runtime

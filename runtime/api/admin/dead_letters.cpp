@@ -82,9 +82,7 @@ std::string describe(const persistence::dead_letter_filter& f) {
 /// unique across groups, persistence/cluster/groups.hpp `group_id_base`), the verbs by id
 /// apply in each (one holds the id).
 std::vector<persistence::pg_pool*> every_group(const admin_service::cluster_view& c) {
-  if (!c.group_pools.empty())
-    return c.group_pools;
-  return {c.pool};
+  return c.group_pools();
 }
 
 /// The first `limit` rows by id of the groups' pages (each in id order).

@@ -235,7 +235,7 @@ admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShards
     return new move_stream(invalid("to: name the target group (gostctl groups lists them)"));
   }
   auto catalog = cluster_.pool;
-  auto group_pool = cluster_.group_pool;
+  auto group_pool = [view = cluster_](uint32_t id) { return view.group_pool(id); };
   auto shard_count = router_.shard_count();
   auto who = who_asked(ctx, req->who());
   auto first = req->first();

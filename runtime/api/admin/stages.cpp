@@ -38,7 +38,7 @@ grpc::ServerUnaryReactor* admin_service::ListStages(grpc::CallbackServerContext*
 
 void admin_service::list_stages(v1::ListStagesResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
-  auto groups = cluster_.group_pools;
+  auto groups = cluster_.group_pools();
   auto stages = stages_;
   auto stats = stats_;
   hub_.run_blocking([=] {

@@ -100,7 +100,7 @@ grpc::ServerUnaryReactor* admin_service::Top(grpc::CallbackServerContext* ctx,
 
 void admin_service::top(v1::TopResponse* resp, done_fn done) {
   auto pool = cluster_.pool;
-  auto groups = cluster_.group_pools;
+  auto groups = cluster_.group_pools();
   auto stages = stages_;
   auto stats = stats_;
   auto node_id = cluster_.node_id;
