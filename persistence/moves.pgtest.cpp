@@ -12,6 +12,7 @@
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/cluster/moves.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/scheduled/actions.hpp"
 #include "gost/testing/process.hpp"
 #include "pg_fixture.hpp"
 
@@ -351,4 +352,100 @@ TEST_CASE("shard move: a change logged early but committed while a catch-up roun
   REQUIRE_MESSAGE(report, error_message(report.error()));
   CHECK(count(t.west.db, "offers", "offer_id = 'early'") == "1");
   CHECK(t.west.db.scalar("SELECT version FROM offers WHERE offer_id = 'o1'") == "2");
+}
+
+namespace {
+
+gost::v1::ScheduledAction action(const std::string& id) {
+  gost::v1::ScheduledAction a;
+  a.mutable_meta()->set_id(id);
+  a.mutable_meta()->set_guid("g-" + id);
+  a.mutable_spec()->set_interval_ms(1000);
+  a.mutable_spec()->mutable_kafka()->set_topic("t");
+  a.mutable_status()->set_scheduled_at_ms(5000);
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("shard move: a group's scheduled actions move with it (their queues, their attempt "
+          "logs, writes made meanwhile), and the API's writes are refused while it is fenced") {
+  three_dbs t;
+  fill_east(t.east.db, 20);
+  for (int i = 0; i < 40; ++i)
+    REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("a" + std::to_string(i)), 8 + i % 8));
+  // Half of them moved to the processing queue by their workers; an attempt each, and one
+  // written by an operator's verb (no shard).
+  t.east.db.scalar("WITH m AS (DELETE FROM scheduled_incoming WHERE seq % 2 = 0 RETURNING *)"
+                   " INSERT INTO scheduled_processing (shard, action_id, action_guid,"
+                   " scheduled_at_ms, added_to_incoming_at, moved_by_sync, moved_at)"
+                   " SELECT shard, action_id, action_guid, 5000, created_at, 's1', now() FROM m");
+  t.east.db.scalar("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms, attempt,"
+                   " outcome, node, shard, epoch) SELECT action_id, 1, 1, 1, 'ok', 'n1', 9, 3"
+                   " FROM scheduled_actions");
+  t.east.db.scalar("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms, attempt,"
+                   " outcome, node) VALUES ('a1', 2, 2, 1, 'interrupted', 'console')");
+  // West's own actions: left as they are.
+  for (int i = 0; i < 3; ++i)
+    t.west.db.scalar("INSERT INTO scheduled_actions (action_id, action_guid, meta, spec, status)"
+                     " VALUES ('w"
+                     + std::to_string(i) + "', 'gw', '\\x00', '\\x00', '\\x00')");
+  t.west.db.scalar("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms, attempt,"
+                   " outcome, node) VALUES ('w0', 1, 1, 1, 'ok', 'n9')");
+  auto east_incoming = count(t.east.db, "scheduled_incoming");
+  auto east_processing = count(t.east.db, "scheduled_processing");
+
+  move_options o;
+  o.batch = 7;
+  bool changed = false;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    // While the copy runs, after the actions' first pass: a new action with an attempt (whose
+    // parent the first pass of the attempts does not find at the target), a deleted one.
+    if (step == "copy" && detail.rfind("scheduled_actions:", 0) == 0
+        && detail.find("done") != std::string::npos && !changed) {
+      changed = true;
+      REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("late"), 12));
+      t.east.db.scalar("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms,"
+                       " attempt, outcome, node, shard, epoch) VALUES ('late', 3, 3, 1, 'ok',"
+                       " 'n1', 12, 3)");
+      auto gone = delete_scheduled_action(t.east.pool, "a3", 11);
+      REQUIRE(gone);
+      CHECK(*gone);
+    }
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  REQUIRE(changed);
+
+  // West holds east's actions as they were at the fence, and its own.
+  CHECK(count(t.west.db, "scheduled_actions", "true") == "43"); // 40 + late - a3 + 3 own
+  CHECK(count(t.west.db, "scheduled_actions", "action_id IN ('late', 'w0', 'w2')") == "3");
+  CHECK(count(t.west.db, "scheduled_actions", "action_id = 'a3'") == "0");
+  // A deleted action's queue rows stay (stale, its worker drops them): east's, and late's.
+  CHECK(count(t.west.db, "scheduled_incoming") == std::to_string(std::stoi(east_incoming) + 1));
+  CHECK(count(t.west.db, "scheduled_processing") == east_processing);
+  // Attempts: 40 - a3's + the verb's + late's + west's own.
+  CHECK(count(t.west.db, "scheduled_attempts", "true") == "42");
+  CHECK(count(t.west.db, "scheduled_attempts", "shard IS NULL AND action_id = 'a1'") == "1");
+  auto a7 = get_scheduled_action(t.west.pool, "a7");
+  REQUIRE(a7);
+  REQUIRE(*a7);
+  CHECK((*a7)->meta().guid() == "g-a7");
+  CHECK((*a7)->spec().interval_ms() == 1000);
+  // Nothing of them left at the source.
+  for (auto* table :
+       {"scheduled_actions", "scheduled_incoming", "scheduled_processing", "scheduled_attempts"})
+    CHECK_MESSAGE(count(t.east.db, table, "true") == "0", table);
+  // The target's incoming sequence is past the copied rows' (a new row sorts after them).
+  CHECK(t.west.db.scalar("SELECT nextval(pg_get_serial_sequence('scheduled_incoming', 'seq')) >"
+                         " (SELECT max(seq) FROM scheduled_incoming)")
+        == "t");
+
+  // The source's leases stay fenced: an API write that still goes there is refused, retry.
+  auto refused = create_scheduled_action(t.east.pool, action("stray"), 9);
+  REQUIRE(refused);
+  CHECK(refused == db_errc::unavailable);
+  CHECK_MESSAGE(error_message(refused).find("shard 9 is moving") != std::string::npos,
+                error_message(refused));
+  CHECK(count(t.east.db, "scheduled_actions", "true") == "0");
 }

@@ -1802,3 +1802,118 @@ TEST_CASE("shard groups: gostctl move-shards moves a group's shards to another g
   CHECK_MESSAGE(groups_out.find("west") != std::string::npos, groups_out);
   CHECK_MESSAGE(groups_out.find(" " + range + " ") != std::string::npos, groups_out);
 }
+
+TEST_CASE("shard groups: a group's scheduled actions move with it: none made is lost, each fires "
+          "on from the target, and the API's writes meanwhile are refused only to be retried "
+          "(ADR 0023)") {
+  testing::temp_db db;
+  testing::temp_db east;
+  testing::temp_db west;
+  constexpr int half = shard_count / 2;
+  const std::string range = std::to_string(half) + "-" + std::to_string(shard_count - 1);
+  auto flags = declare_groups(db, east, {{"west", &west}});
+  flags.erase(std::remove(flags.begin(), flags.end(), "--scheduled.enabled=false"), flags.end());
+  flags.push_back("--scheduled.poll=50ms");
+  node n1{"n1", db, flags};
+  node n2{"n2", db, flags};
+  await_group_spread(db, east);
+  CHECK(testing::eventually(30s, [&] { return west.scalar("SELECT count(*) FROM nodes") == "2"; }));
+  load l;
+  create_seller_offers(n1, l);
+  std::vector<std::unique_ptr<v1::ScheduledActionService::Stub>> api;
+  for (auto* n : {&n1, &n2})
+    api.push_back(v1::ScheduledActionService::NewStub(
+      grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+  };
+  // Actions made through both nodes until the move is over, each requeueing an offer into
+  // the audit stage every 300 ms. UNAVAILABLE (the fence) is retried with the same id.
+  std::atomic<bool> moving{true};
+  std::mutex mtx;
+  std::vector<std::string> made;
+  std::vector<std::string> failures;
+  int refused_then_retried = 0;
+  std::thread maker{[&] {
+    for (int i = 0; moving || i < 20; ++i) {
+      auto id = "mv-" + std::to_string(i);
+      for (int attempt = 0;; ++attempt) {
+        v1::CreateScheduledActionRequest req;
+        req.set_id(id);
+        req.mutable_spec()->set_start_at_ms(now_ms());
+        req.mutable_spec()->set_interval_ms(300);
+        auto& rq = *req.mutable_spec()->mutable_event()->mutable_offer_requeue();
+        rq.set_offer_id(l.ids[static_cast<size_t>(i) % l.ids.size()]);
+        rq.set_stage_id("audit");
+        v1::CreateScheduledActionResponse resp;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+        auto st = api[static_cast<size_t>(i) % 2]->Create(&ctx, req, &resp);
+        std::lock_guard<std::mutex> g{mtx};
+        // ALREADY_EXISTS: an earlier attempt of this id was stored after all.
+        if (st.ok() || (attempt > 0 && st.error_code() == grpc::StatusCode::ALREADY_EXISTS)) {
+          made.push_back(id);
+          break;
+        }
+        if (st.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < 200) {
+          ++refused_then_retried;
+          std::this_thread::sleep_for(50ms);
+          continue;
+        }
+        failures.push_back(id + ": " + std::to_string(static_cast<int>(st.error_code())) + " "
+                           + st.error_message());
+        break;
+      }
+    }
+  }};
+  REQUIRE(testing::eventually(30s, [&] {
+    std::lock_guard<std::mutex> g{mtx};
+    return made.size() >= 10;
+  }));
+  child_process ctl{GOSTCTL_PATH,
+                    {"--addr", n1.addr, "--who", "e2e", "move-shards", range, "--to", "west"}};
+  int rc = ctl.wait(120s);
+  moving = false;
+  maker.join();
+  REQUIRE_MESSAGE(rc == 0, ctl.output());
+  CHECK_MESSAGE(failures.empty(), (failures.empty() ? "" : failures.front()));
+  MESSAGE("actions made " << made.size() << ", refused during the fence and retried "
+                          << refused_then_retried);
+
+  // Every action made is in its home group's database: main's in the catalog's, east's in
+  // west's now; east keeps none.
+  CHECK(east.scalar("SELECT count(*) FROM scheduled_actions") == "0");
+  for (auto& id : made) {
+    bool home_moved = gost::shard_of(id, shard_count) >= half;
+    auto q = "SELECT count(*) FROM scheduled_actions WHERE action_id = '" + id + "'";
+    CHECK_MESSAGE(db.scalar(q) == (home_moved ? "0" : "1"), id);
+    CHECK_MESSAGE(west.scalar(q) == (home_moved ? "1" : "0"), id);
+  }
+  // And each fires on, read through either node.
+  auto successes = [&](size_t via) {
+    std::map<std::string, int64_t> out;
+    for (auto& id : made) {
+      v1::GetScheduledActionRequest req;
+      req.set_id(id);
+      v1::GetScheduledActionResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto st = api[via]->Get(&ctx, req, &resp);
+      REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
+      out[id] = resp.action().status().successes();
+    }
+    return out;
+  };
+  auto before = successes(0);
+  CHECK_MESSAGE(testing::eventually(60s,
+                                    [&] {
+                                      for (auto& [id, n] : successes(1))
+                                        if (n < before.at(id) + 2)
+                                          return false;
+                                      return true;
+                                    }),
+                "the actions did not all fire twice more after the move");
+  CHECK(std::stoi(west.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
+}

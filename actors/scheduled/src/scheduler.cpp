@@ -163,7 +163,8 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
 caf::expected<bool> scheduler::remove(const std::string& id) {
   if (auto e = check_id(id))
     return make_error(errc::invalid_argument, e->text());
-  return persistence::delete_scheduled_action(database_of(id), id);
+  return persistence::delete_scheduled_action(database_of(id), id,
+                                              gost::shard_of(id, shard_count_));
 }
 
 caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string& id,

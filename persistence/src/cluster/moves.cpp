@@ -18,12 +18,20 @@ std::string shards_text(uint32_t first, uint32_t last) {
 }
 
 /// A table copied row by row, keyed by its primary key (rows of the range: `shard` between
-/// its first and last).
+/// its first and last; every row of a `whole` table, which has no shard to select by — a move
+/// takes a whole group, and each of its rows belongs to one of the group's shards).
 struct keyed_table {
   const char* name;
   std::vector<std::string> key;
+  bool whole = false;
+  /// A row is written at the target only while this holds of it (`r`): its parent row is
+  /// there. A row whose parent came after the first pass is in the change log with it, and the
+  /// catch-up copies the parent first (tables in this order, a transaction's entries together).
+  const char* parent_there = nullptr;
 };
 
+/// In copy order: a referenced table before the tables referring to it (scheduled_attempts'
+/// rows need their action's).
 const std::vector<keyed_table>& keyed_tables() {
   static const std::vector<keyed_table> tables{
     {"offers", {"offer_id"}},
@@ -31,6 +39,15 @@ const std::vector<keyed_table>& keyed_tables() {
     {"offer_requests", {"offer_id", "request_id"}},
     {"offer_history", {"offer_id", "id"}},
     {"rescan_sweeps", {"token", "shard"}},
+    // Scheduled actions (in their id's home group; the API's writes are refused while the
+    // group is fenced, persistence/src/scheduled/actions.cpp `check_not_moving`).
+    {"scheduled_actions", {"action_id"}, true},
+    {"scheduled_incoming", {"shard", "seq"}},
+    {"scheduled_processing", {"shard", "action_id", "action_guid"}},
+    {"scheduled_attempts",
+     {"action_id", "seq"},
+     true, // a verb's rows have no shard
+     "EXISTS (SELECT 1 FROM scheduled_actions a WHERE a.action_id = r.action_id)"},
   };
   return tables;
 }
@@ -54,9 +71,7 @@ const std::vector<queued_table>& queued_tables() {
 
 /// Tables of parts that are not moved yet: a range holding rows there is refused.
 const std::vector<const char*>& unmoved_tables() {
-  static const std::vector<const char*> tables{"entities", "entity_dead_letters",
-                                               "scheduled_incoming", "scheduled_processing",
-                                               "scheduled_attempts"};
+  static const std::vector<const char*> tables{"entities", "entity_dead_letters"};
   return tables;
 }
 
@@ -80,6 +95,7 @@ std::vector<column> columns_of(pqxx::transaction_base& tx, const std::string& ta
 /// How one table is read and written by the move (its statements, made once).
 struct table_sql {
   std::string name;
+  bool whole = false;
   std::vector<std::string> key;
   std::vector<std::string> key_types; ///< the key columns' SQL types, in key order
   std::string key_list;               ///< "a, b"
@@ -95,6 +111,7 @@ struct table_sql {
 table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t) {
   table_sql s;
   s.name = t.name;
+  s.whole = t.whole;
   s.key = t.key;
   auto cols = columns_of(tx, t.name);
   std::string set_cols;
@@ -123,8 +140,9 @@ table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t) {
   }
   s.key_json = "jsonb_build_object(" + s.key_json + ")::text";
   s.upsert = "INSERT INTO " + s.name + " SELECT * FROM jsonb_populate_recordset(NULL::" + s.name
-             + ", $1::jsonb) ON CONFLICT (" + s.key_list + ") DO UPDATE SET (" + set_cols
-             + ") = ROW(" + set_vals + ")";
+             + ", $1::jsonb) r" + (t.parent_there ? std::string{" WHERE "} + t.parent_there : "")
+             + " ON CONFLICT (" + s.key_list + ") DO UPDATE SET (" + set_cols + ") = ROW("
+             + set_vals + ")";
   s.remove = "DELETE FROM " + s.name + " WHERE (" + s.key_list + ") IN (SELECT " + s.key_casts
              + " FROM jsonb_array_elements($1::jsonb) k)";
   return s;
@@ -203,6 +221,9 @@ public:
   }
 
 private:
+  /// The rows of a table that move: the range's, or every row of a whole table.
+  std::string rows_of(bool whole) const { return whole ? std::string{"true"} : range_; }
+
   void say(const std::string& step, const std::string& detail) {
     if (opts_.progress)
       opts_.progress(step, detail);
@@ -291,8 +312,8 @@ private:
         tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
         tx.exec(std::string{"CREATE TRIGGER gost_move AFTER INSERT OR UPDATE OR DELETE ON "}
                 + t.name + " FOR EACH ROW EXECUTE FUNCTION gost_move_log('"
-                + std::to_string(plan_.first) + "', '" + std::to_string(plan_.last) + "', '" + keys
-                + "')");
+                + (t.whole ? std::string{"*"} : std::to_string(plan_.first)) + "', '"
+                + std::to_string(plan_.last) + "', '" + keys + "')");
         tables_.push_back(make_table_sql(tx, t));
       }
       tx.commit();
@@ -304,8 +325,9 @@ private:
       cleared = 0;
       pqxx::work tx{c};
       for (auto& t : keyed_tables())
-        cleared +=
-          tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE " + range_).affected_rows();
+        if (!t.whole) // a whole table's rows at the target are the target's own
+          cleared +=
+            tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE " + range_).affected_rows();
       tx.commit();
     });
     if (err)
@@ -351,7 +373,7 @@ private:
           after = " AND (" + t.key_list + ") > (" + typed + ")";
         }
         auto r = tx.exec("SELECT to_jsonb(t)::text, " + t.key_list + " FROM " + t.name + " t WHERE "
-                         + range_ + after + " ORDER BY " + t.key_list + " LIMIT "
+                         + rows_of(t.whole) + after + " ORDER BY " + t.key_list + " LIMIT "
                          + std::to_string(opts_.batch));
         for (auto row : r) {
           rows.push_back(row[0].as<std::string>());
@@ -620,7 +642,7 @@ private:
         err = with_connection(source_, [&](pqxx::connection& c) {
           pqxx::nontransaction tx{c};
           n = tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE ctid IN (SELECT ctid FROM "
-                      + t.name + " WHERE " + range_ + " LIMIT 5000)")
+                      + t.name + " WHERE " + rows_of(t.whole) + " LIMIT 5000)")
                 .affected_rows();
         });
         if (err)

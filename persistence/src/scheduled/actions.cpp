@@ -1,5 +1,6 @@
 #include "gost/persistence/scheduled/actions.hpp"
 
+#include <set>
 #include <unordered_map>
 
 #include "pg_internal.hpp"
@@ -84,6 +85,25 @@ bool fence(pqxx::transaction_base& tx, const scheduled_lease& l) {
             .empty();
 }
 
+/// The API's writes go to the database of the action's group without a lease of their own:
+/// each holds the lease rows of the shards it writes (FOR SHARE, in shard order as a heartbeat
+/// locks them) and is refused while one is fenced by a move (`moved:<target>`, ADR 0023): a
+/// move's fence waits for the writes in flight, and none lands after its last catch-up.
+caf::error check_not_moving(pqxx::transaction_base& tx, std::vector<uint32_t> shards) {
+  std::string list;
+  for (auto s : shards)
+    list += (list.empty() ? "" : ",") + std::to_string(s);
+  for (auto row : tx.exec("SELECT shard, coalesce(owner, '') FROM shard_leases WHERE shard = ANY("
+                          "'{"
+                          + list + "}'::int[]) ORDER BY shard FOR SHARE"))
+    if (row[1].as<std::string>().rfind("moved:", 0) == 0)
+      return make_db_error(db_errc::unavailable,
+                           "shard " + row[0].as<std::string>()
+                             + " is moving to another shard group's database (gostctl "
+                               "move-shards): retry in a moment");
+  return {};
+}
+
 } // namespace
 
 const char* to_string(step_outcome x) {
@@ -100,8 +120,11 @@ const char* to_string(step_outcome x) {
 caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
                                    uint32_t incoming_shard) {
   bool taken = false;
+  caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
+    if ((moving = check_not_moving(tx, {incoming_shard})))
+      return;
     auto r = tx.exec_params(
       "INSERT INTO scheduled_actions (action_id, action_guid, meta, spec, status,"
       " status_scheduled_at_ms, failures_in_row, paused) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -117,6 +140,8 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
   });
   if (err)
     return err;
+  if (moving)
+    return moving;
   if (taken)
     return make_db_error(db_errc::already_exists,
                          "scheduled action '" + a.meta().id() + "' exists; update it instead");
@@ -129,9 +154,15 @@ create_scheduled_actions(pg_pool& pool,
   if (actions.empty())
     return {};
   std::string taken;
+  caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     taken.clear();
     pqxx::work tx{c};
+    std::set<uint32_t> shards;
+    for (auto& a : actions)
+      shards.insert(a.second);
+    if ((moving = check_not_moving(tx, {shards.begin(), shards.end()})))
+      return;
     values_list rows, incoming;
     blob_params blobs;
     for (auto& [a, shard] : actions) {
@@ -169,6 +200,8 @@ create_scheduled_actions(pg_pool& pool,
   });
   if (err)
     return err;
+  if (moving)
+    return moving;
   if (!taken.empty())
     return make_db_error(db_errc::already_exists,
                          "scheduled action '" + taken + "' exists; nothing of the batch stored");
@@ -185,6 +218,8 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     refusal = caf::error{};
     pqxx::work tx{c};
+    if ((refusal = check_not_moving(tx, {incoming_shard})))
+      return;
     auto r = tx.exec_params(
       "SELECT meta, spec, status FROM scheduled_actions WHERE action_id = $1 FOR UPDATE", id);
     missing = r.empty();
@@ -213,16 +248,22 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
   return out;
 }
 
-caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id) {
+caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id,
+                                            uint32_t home_shard) {
   bool deleted = false;
+  caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
+    if ((moving = check_not_moving(tx, {home_shard})))
+      return;
     deleted =
       !tx.exec_params("DELETE FROM scheduled_actions WHERE action_id = $1 RETURNING 1", id).empty();
     tx.commit();
   });
   if (err)
     return err;
+  if (moving)
+    return moving;
   return deleted;
 }
 

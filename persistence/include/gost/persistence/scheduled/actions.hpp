@@ -38,6 +38,9 @@ struct attempt_record {
 constexpr int64_t attempts_kept = 20;
 
 // --- the API's side -------------------------------------------------------------------------
+// Each write holds the lease rows of the shards it writes (FOR SHARE) and is refused
+// db_errc::unavailable ("retry in a moment") while a move fences one (ADR 0023): the API has
+// no lease of its own, so this is what keeps its writes out of a moving group's last copy.
 
 /// Stores a new action (its meta.guid set by the caller) and its incoming row in shard
 /// `incoming_shard`. db_errc::already_exists when the id is taken.
@@ -65,8 +68,10 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
 caf::expected<std::vector<attempt_record>> attempts_of(pg_pool& pool, const std::string& id,
                                                        size_t limit);
 
-/// Deletes action `id` (its queue rows become stale); false when there was none.
-caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id);
+/// Deletes action `id` (its queue rows become stale); false when there was none. `home_shard`:
+/// the shard of its id, whose lease row tells whether a move fences the action's group.
+caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id,
+                                            uint32_t home_shard);
 
 caf::expected<std::optional<v1::ScheduledAction>> get_scheduled_action(pg_pool& pool,
                                                                        const std::string& id);
