@@ -449,3 +449,21 @@ TEST_CASE("shard move: a group's scheduled actions move with it (their queues, t
                 error_message(refused));
   CHECK(count(t.east.db, "scheduled_actions", "true") == "0");
 }
+
+TEST_CASE("shard move: a group's image tasks and results move with it") {
+  three_dbs t;
+  t.east.db.scalar("INSERT INTO image_tasks (function, partition, args, ttl_ms)"
+                   " SELECT 'ratio', 8 + i % 8, 'u' || i, 60000 FROM generate_series(1, 30) i");
+  t.east.db.scalar("INSERT INTO image_results (result_key, function, args, status, value,"
+                   " expires_at) SELECT 'k' || i, 'ratio', 'u' || i, 'done', '\\x01',"
+                   " now() + interval '1 day' FROM generate_series(1, 50) i");
+  t.west.db.scalar("INSERT INTO image_results (result_key, function, args, status, expires_at)"
+                   " VALUES ('west-own', 'ratio', 'w', 'pending', now() + interval '1 day')");
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), move_options{});
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(count(t.west.db, "image_tasks", "true") == "30");
+  CHECK(count(t.west.db, "image_results", "true") == "51");
+  CHECK(count(t.west.db, "image_results", "result_key = 'west-own'") == "1");
+  CHECK(count(t.east.db, "image_tasks", "true") == "0");
+  CHECK(count(t.east.db, "image_results", "true") == "0");
+}

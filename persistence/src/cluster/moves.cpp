@@ -48,6 +48,11 @@ const std::vector<keyed_table>& keyed_tables() {
      {"action_id", "seq"},
      true, // a verb's rows have no shard
      "EXISTS (SELECT 1 FROM scheduled_actions a WHERE a.action_id = r.action_id)"},
+    // Image functions: a task's partition is a shard; a result has its key's partition, not
+    // stored. Their writers hold no lease (a cache: a result stored at the source during the
+    // fence is computed again at the target when asked).
+    {"image_tasks", {"function", "partition", "args"}, true},
+    {"image_results", {"result_key"}, true},
   };
   return tables;
 }
