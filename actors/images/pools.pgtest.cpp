@@ -24,6 +24,7 @@
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/migrated_db.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/two_groups.hpp"
 #include "gost/v1/images.pb.h"
 
 using namespace gost;
@@ -322,26 +323,11 @@ TEST_CASE("an idle feeder sleeps (images.poll_idle); a wake starts tasks queued 
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-namespace {
-
-/// Two databases as two shard groups: partitions (shards) 0-3 in `a`, 4-7 in `b`.
-struct two_groups final : persistence::shard_placement {
-  persistence::pg_pool* a;
-  persistence::pg_pool* b;
-  two_groups(persistence::pg_pool& pa, persistence::pg_pool& pb) : a(&pa), b(&pb) {}
-  uint32_t shard_count() const override { return 8; }
-  uint32_t group_of(uint32_t shard) const override { return shard < 4 ? 0 : 1; }
-  persistence::pg_pool* database(uint32_t g) const override { return g == 0 ? a : b; }
-  std::vector<uint32_t> groups() const override { return {0, 1}; }
-};
-
-} // namespace
-
 TEST_CASE("shard groups: a partition's tasks and results stay in its group's database; the pools "
           "take and store in each (ADR 0023)") {
   pools_env env{3}; // group 0's database, and the actor system
   testing::migrated_db other{3};
-  auto where = std::make_shared<two_groups>(env.data.pool, other.pool);
+  auto where = std::make_shared<testing::two_groups>(env.data.pool, other.pool, 8, 4);
   auto image = png(80, 40);
   http_server srv{[&](const http_server::call&) { return http_server::reply{200, image}; }};
 

@@ -26,6 +26,7 @@
 #include "gost/scheduled/scheduler.hpp"
 #include "gost/scheduled/worker_steps.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/testing/two_groups.hpp"
 
 using namespace gost;
 using namespace gost::scheduled;
@@ -776,26 +777,11 @@ TEST_CASE("the attempt log: every outcome, bounded per action, recounts logged, 
   CHECK(w.count("SELECT count(*) FROM scheduled_attempts") == 0);
 }
 
-namespace {
-
-/// Two databases as two shard groups: shards 0-1 in `a` (group 0), 2-3 in `b` (group 1).
-struct two_groups final : persistence::shard_placement {
-  persistence::pg_pool* a;
-  persistence::pg_pool* b;
-  two_groups(persistence::pg_pool& pa, persistence::pg_pool& pb) : a(&pa), b(&pb) {}
-  uint32_t shard_count() const override { return shards; }
-  uint32_t group_of(uint32_t shard) const override { return shard < 2 ? 0 : 1; }
-  persistence::pg_pool* database(uint32_t g) const override { return g == 0 ? a : b; }
-  std::vector<uint32_t> groups() const override { return {0, 1}; }
-};
-
-} // namespace
-
 TEST_CASE("shard groups: an action, its queue rows and its attempts stay in its id's home "
           "group's database; lists merge the groups in id order (ADR 0023)") {
   world a; // group 0: its workers of shards 0-1 are used
   world b; // group 1: its workers of shards 2-3
-  auto where = std::make_shared<two_groups>(a.pool, b.pool);
+  auto where = std::make_shared<testing::two_groups>(a.pool, b.pool, shards, 2);
   int64_t now = t0;
   scheduler api{where, a.opts, [&] { return now; }, "n1"};
   auto worker_of = [&](uint32_t s) -> worker_steps& {

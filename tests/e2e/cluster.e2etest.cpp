@@ -1312,6 +1312,69 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
       CHECK(lease.second <= max_epoch);
 }
 
+namespace {
+
+using scheduled_stub = v1::ScheduledActionService::Stub;
+
+/// A ScheduledActionService stub for each of `nodes`, in order.
+std::vector<std::unique_ptr<scheduled_stub>> scheduled_stubs(std::initializer_list<node*> nodes) {
+  std::vector<std::unique_ptr<scheduled_stub>> out;
+  for (auto* n : nodes)
+    out.push_back(v1::ScheduledActionService::NewStub(
+      grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
+  return out;
+}
+
+/// Creates `id`, requeueing `offer` into the audit stage every 300 ms from now.
+grpc::Status create_requeue_action(scheduled_stub& stub, const std::string& id,
+                                   const std::string& offer) {
+  v1::CreateScheduledActionRequest req;
+  req.set_id(id);
+  auto& spec = *req.mutable_spec();
+  spec.set_start_at_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count());
+  spec.set_interval_ms(300);
+  spec.mutable_event()->mutable_offer_requeue()->set_offer_id(offer);
+  spec.mutable_event()->mutable_offer_requeue()->set_stage_id("audit");
+  v1::CreateScheduledActionResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  return stub.Create(&ctx, req, &resp);
+}
+
+/// Each action's successes as `stub` reads them (Get reads the action's own group).
+std::map<std::string, int64_t> successes_of(scheduled_stub& stub,
+                                            const std::vector<std::string>& ids) {
+  std::map<std::string, int64_t> out;
+  for (auto& id : ids) {
+    v1::GetScheduledActionRequest req;
+    req.set_id(id);
+    v1::GetScheduledActionResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = stub.Get(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
+    out[id] = resp.action().status().successes();
+  }
+  return out;
+}
+
+/// Waits until every action of `floor` fired at least twice more than it says.
+bool fire_twice_more(scheduled_stub& stub, const std::map<std::string, int64_t>& floor) {
+  std::vector<std::string> ids;
+  for (auto& f : floor)
+    ids.push_back(f.first);
+  return testing::eventually(60s, [&] {
+    for (auto& [id, n] : successes_of(stub, ids))
+      if (n < floor.at(id) + 2)
+        return false;
+    return true;
+  });
+}
+
+} // namespace
+
 TEST_CASE("shard groups: a scheduled action lives in its id's home group's database, fires on "
           "that group's shards, and goes on firing after kill -9 of a node (ADR 0023)") {
   testing::temp_db db;
@@ -1325,30 +1388,14 @@ TEST_CASE("shard groups: a scheduled action lives in its id's home group's datab
   await_group_spread(db, east);
   load l;
   create_seller_offers(n1, l);
-  std::vector<std::unique_ptr<v1::ScheduledActionService::Stub>> api;
-  for (auto* n : {&n1, &n2})
-    api.push_back(v1::ScheduledActionService::NewStub(
-      grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
-  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+  auto api = scheduled_stubs({&n1, &n2});
   // 24 actions, each requeueing an offer into the audit stage every 300 ms, made through
   // either node.
   std::vector<std::string> ids;
   for (int i = 0; i < 24; ++i) {
-    v1::CreateScheduledActionRequest req;
-    req.set_id("tick-" + std::to_string(i));
-    auto& spec = *req.mutable_spec();
-    spec.set_start_at_ms(now_ms);
-    spec.set_interval_ms(300);
-    spec.mutable_event()->mutable_offer_requeue()->set_offer_id(l.ids[i]);
-    spec.mutable_event()->mutable_offer_requeue()->set_stage_id("audit");
-    v1::CreateScheduledActionResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    auto st = api[i % 2]->Create(&ctx, req, &resp);
+    ids.push_back("tick-" + std::to_string(i));
+    auto st = create_requeue_action(*api[i % 2], ids.back(), l.ids[i]);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
-    ids.push_back(req.id());
   }
   // Each action's row is in its id's home group's database only; its queue rows are on that
   // group's shards.
@@ -1374,32 +1421,11 @@ TEST_CASE("shard groups: a scheduled action lives in its id's home group's datab
   };
   CHECK(astray() == 0);
 
-  auto successes = [&](size_t via) {
-    std::map<std::string, int64_t> out;
-    for (auto& id : ids) {
-      v1::GetScheduledActionRequest req;
-      req.set_id(id);
-      v1::GetScheduledActionResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = api[via]->Get(&ctx, req, &resp);
-      REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
-      out[id] = resp.action().status().successes();
-    }
-    return out;
-  };
-  auto all_above = [&](const std::map<std::string, int64_t>& floor, size_t via) {
-    for (auto& [id, n] : successes(via))
-      if (n < floor.at(id) + 2)
-        return false;
-    return true;
-  };
   std::map<std::string, int64_t> zero;
   for (auto& id : ids)
     zero[id] = 0;
   // Every action fires, read through either node (a Get reads the action's group).
-  CHECK_MESSAGE(testing::eventually(60s, [&] { return all_above(zero, 1); }),
-                "the actions did not all fire twice");
+  CHECK_MESSAGE(fire_twice_more(*api[1], zero), "the actions did not all fire twice");
   CHECK(std::stoi(east.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
   CHECK(std::stoi(db.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
   CHECK(astray() == 0);
@@ -1435,14 +1461,14 @@ TEST_CASE("shard groups: a scheduled action lives in its id's home group's datab
   CHECK_MESSAGE(fired_by.find("n2") != std::string::npos, fired_by);
 
   // kill -9 of n2: n1 takes its leases in both databases, and every action fires again.
-  auto before = successes(0);
+  auto before = successes_of(*api[0], ids);
   n2.proc->signal(SIGKILL);
   CHECK(n2.proc->wait(10s) == 128 + SIGKILL);
   REQUIRE_MESSAGE(
     testing::eventually(
       20s, [&] { return spread_over(db, {"n1"}, half) && spread_over(east, {"n1"}, half); }),
     describe(db) << "| " << describe(east));
-  CHECK_MESSAGE(testing::eventually(60s, [&] { return all_above(before, 0); }),
+  CHECK_MESSAGE(fire_twice_more(*api[0], before),
                 "the actions did not all fire twice more after the kill");
   CHECK(astray() == 0);
 }
@@ -1521,6 +1547,34 @@ TEST_CASE("shard groups: an image task and its result live in its partition's gr
   std::filesystem::remove_all(blobs);
 }
 
+namespace {
+
+/// Every page of a console list `call` makes, `page_size` rows a page: the ids `ids_of` reads
+/// in each answer, in order.
+template <class Req, class Resp, class Call, class Ids>
+std::vector<int64_t> page_through(int page_size, Call call, Ids ids_of) {
+  std::vector<int64_t> out;
+  std::string token;
+  for (int page = 0; page < 50; ++page) {
+    Req req;
+    req.set_page_size(page_size);
+    req.set_page_token(token);
+    Resp resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = call(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    for (auto id : ids_of(resp))
+      out.push_back(id);
+    token = resp.next_page_token();
+    if (token.empty())
+      break;
+  }
+  return out;
+}
+
+} // namespace
+
 TEST_CASE("shard groups: the console lists every group's dead letters and parked outbox rows "
           "in id order, and its verbs reach the group holding each (ADR 0023)") {
   testing::temp_db db;
@@ -1560,24 +1614,14 @@ TEST_CASE("shard groups: the console lists every group's dead letters and parked
 
   // Listed two a page: all four, in id order, each id once.
   auto list = [&] {
-    std::vector<int64_t> out;
-    std::string token;
-    for (int page = 0; page < 10; ++page) {
-      v1::ListDeadLettersRequest req;
-      req.set_page_size(2);
-      req.set_page_token(token);
-      v1::ListDeadLettersResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = admin->ListDeadLetters(&ctx, req, &resp);
-      REQUIRE_MESSAGE(st.ok(), st.error_message());
-      for (auto& d : resp.letters())
-        out.push_back(d.id());
-      token = resp.next_page_token();
-      if (token.empty())
-        break;
-    }
-    return out;
+    return page_through<v1::ListDeadLettersRequest, v1::ListDeadLettersResponse>(
+      2, [&](auto* ctx, auto& req, auto* resp) { return admin->ListDeadLetters(ctx, req, resp); },
+      [](const v1::ListDeadLettersResponse& r) {
+        std::vector<int64_t> ids;
+        for (auto& d : r.letters())
+          ids.push_back(d.id());
+        return ids;
+      });
   };
   auto listed = list();
   CHECK(listed.size() == 4);
@@ -1613,23 +1657,14 @@ TEST_CASE("shard groups: the console lists every group's dead letters and parked
 
   // Parked rows: both listed, and a drop by ids reaches each group.
   {
-    v1::ListParkedOutboxRequest req;
-    req.set_page_size(1);
-    std::vector<int64_t> seen;
-    std::string token;
-    for (int page = 0; page < 5; ++page) {
-      req.set_page_token(token);
-      v1::ListParkedOutboxResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = admin->ListParkedOutbox(&ctx, req, &resp);
-      REQUIRE_MESSAGE(st.ok(), st.error_message());
-      for (auto& r : resp.rows())
-        seen.push_back(r.id());
-      token = resp.next_page_token();
-      if (token.empty())
-        break;
-    }
+    auto seen = page_through<v1::ListParkedOutboxRequest, v1::ListParkedOutboxResponse>(
+      1, [&](auto* ctx, auto& req, auto* resp) { return admin->ListParkedOutbox(ctx, req, resp); },
+      [](const v1::ListParkedOutboxResponse& r) {
+        std::vector<int64_t> ids;
+        for (auto& row : r.rows())
+          ids.push_back(row.id());
+        return ids;
+      });
     auto sorted = parked;
     std::sort(sorted.begin(), sorted.end());
     CHECK(seen == sorted);
@@ -1820,15 +1855,7 @@ TEST_CASE("shard groups: a group's scheduled actions move with it: none made is 
   CHECK(testing::eventually(30s, [&] { return west.scalar("SELECT count(*) FROM nodes") == "2"; }));
   load l;
   create_seller_offers(n1, l);
-  std::vector<std::unique_ptr<v1::ScheduledActionService::Stub>> api;
-  for (auto* n : {&n1, &n2})
-    api.push_back(v1::ScheduledActionService::NewStub(
-      grpc::CreateChannel(n->addr, grpc::InsecureChannelCredentials())));
-  auto now_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-  };
+  auto api = scheduled_stubs({&n1, &n2});
   // Actions made through both nodes until the move is over, each requeueing an offer into
   // the audit stage every 300 ms. UNAVAILABLE (the fence) is retried with the same id.
   std::atomic<bool> moving{true};
@@ -1840,17 +1867,8 @@ TEST_CASE("shard groups: a group's scheduled actions move with it: none made is 
     for (int i = 0; moving || i < 20; ++i) {
       auto id = "mv-" + std::to_string(i);
       for (int attempt = 0;; ++attempt) {
-        v1::CreateScheduledActionRequest req;
-        req.set_id(id);
-        req.mutable_spec()->set_start_at_ms(now_ms());
-        req.mutable_spec()->set_interval_ms(300);
-        auto& rq = *req.mutable_spec()->mutable_event()->mutable_offer_requeue();
-        rq.set_offer_id(l.ids[static_cast<size_t>(i) % l.ids.size()]);
-        rq.set_stage_id("audit");
-        v1::CreateScheduledActionResponse resp;
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-        auto st = api[static_cast<size_t>(i) % 2]->Create(&ctx, req, &resp);
+        auto st = create_requeue_action(*api[static_cast<size_t>(i) % 2], id,
+                                        l.ids[static_cast<size_t>(i) % l.ids.size()]);
         std::lock_guard<std::mutex> g{mtx};
         // ALREADY_EXISTS: an earlier attempt of this id was stored after all.
         if (st.ok() || (attempt > 0 && st.error_code() == grpc::StatusCode::ALREADY_EXISTS)) {
@@ -1892,28 +1910,7 @@ TEST_CASE("shard groups: a group's scheduled actions move with it: none made is 
     CHECK_MESSAGE(west.scalar(q) == (home_moved ? "1" : "0"), id);
   }
   // And each fires on, read through either node.
-  auto successes = [&](size_t via) {
-    std::map<std::string, int64_t> out;
-    for (auto& id : made) {
-      v1::GetScheduledActionRequest req;
-      req.set_id(id);
-      v1::GetScheduledActionResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = api[via]->Get(&ctx, req, &resp);
-      REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
-      out[id] = resp.action().status().successes();
-    }
-    return out;
-  };
-  auto before = successes(0);
-  CHECK_MESSAGE(testing::eventually(60s,
-                                    [&] {
-                                      for (auto& [id, n] : successes(1))
-                                        if (n < before.at(id) + 2)
-                                          return false;
-                                      return true;
-                                    }),
+  CHECK_MESSAGE(fire_twice_more(*api[1], successes_of(*api[0], made)),
                 "the actions did not all fire twice more after the move");
   CHECK(std::stoi(west.scalar("SELECT count(*) FROM scheduled_attempts")) > 0);
 }
