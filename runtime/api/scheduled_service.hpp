@@ -16,10 +16,6 @@ namespace gost {
 class call_hub;
 }
 
-namespace gost::persistence {
-class pg_pool;
-}
-
 namespace gost::scheduled {
 class scheduler;
 }

@@ -21,20 +21,22 @@ scheduler::scheduler(persistence::pg_pool& pool, uint32_t shard_count, rules_opt
 
 scheduler::scheduler(std::shared_ptr<const persistence::shard_placement> where, rules_options opts,
                      std::function<int64_t()> clock_ms, std::string node)
-  : where_(std::move(where)), shard_count_(where_->shard_count()), opts_(opts),
-    clock_ms_(std::move(clock_ms)), node_(std::move(node)), rng_(std::random_device{}()) {}
+  : where_(std::move(where)), shard_count_(where_->shard_count()),
+    one_group_(where_->groups().size() == 1), opts_(opts), clock_ms_(std::move(clock_ms)),
+    node_(std::move(node)), rng_(std::random_device{}()) {}
 
 uint32_t scheduler::incoming_shard(const std::string& id) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (one_group_)
+    return static_cast<uint32_t>(rng_() % shard_count_);
   auto home = gost::shard_of(id, shard_count_);
   auto group = where_->group_of(home);
-  bool one_group = where_->groups().size() == 1;
-  std::lock_guard<std::mutex> guard{mtx_};
   // A group holds about shards/groups of the shards: a few draws on average. Bounded, so a
   // map being changed under the draws cannot keep it here: the home shard itself is in the
   // group too.
   for (uint32_t draw = 0; draw < 64 * 4; ++draw) {
     auto s = static_cast<uint32_t>(rng_() % shard_count_);
-    if (one_group || where_->group_of(s) == group)
+    if (where_->group_of(s) == group)
       return s;
   }
   return home;

@@ -78,14 +78,9 @@ std::string describe(const persistence::dead_letter_filter& f) {
   return out;
 }
 
-/// Every shard group's database (ADR 0023): the lists read each and merge by id (ids are
-/// unique across groups, persistence/cluster/groups.hpp `group_id_base`), the verbs by id
-/// apply in each (one holds the id).
-std::vector<persistence::pg_pool*> every_group(const admin_service::cluster_view& c) {
-  return c.group_pools();
-}
-
-/// The first `limit` rows by id of the groups' pages (each in id order).
+/// The first `limit` rows by id of the shard groups' pages (each in id order). Ids are unique
+/// across groups (persistence/cluster/groups.hpp `group_id_base`): the merged page's last id is
+/// the next page's start in every group, and a verb by id asks each group (one holds it).
 template <class Row>
 void merge_by_id(std::vector<Row>& all, size_t limit) {
   std::sort(all.begin(), all.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
@@ -124,7 +119,7 @@ void admin_service::list_dead_letters(const v1::ListDeadLettersRequest& req,
     done(st);
     return;
   }
-  auto pools = every_group(cluster_);
+  auto pools = cluster_.group_pools();
   hub_.run_blocking([=] {
     // One more than the page: whether a next page exists; each group's, merged by id.
     auto rows = caf::expected<std::vector<persistence::dead_letter_row>>{
@@ -382,7 +377,7 @@ grpc::ServerUnaryReactor* admin_service::dead_letter_verb(grpc::CallbackServerCo
       return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
-  auto pools = every_group(cluster_);
+  auto pools = cluster_.group_pools();
   auto* hub = &hub_;
   auto* routes = &router_;
   hub_.run_blocking([=] {
@@ -426,7 +421,7 @@ grpc::ServerUnaryReactor* admin_service::ListParkedOutbox(grpc::CallbackServerCo
                         + "` is not one this call gave (next_page_token)"));
     return call.reactor();
   }
-  auto pools = every_group(cluster_);
+  auto pools = cluster_.group_pools();
   hub_.run_blocking([=] {
     // Each group's page, merged by id (ids apart per group).
     auto rows = caf::expected<std::vector<persistence::parked_outbox_row>>{
@@ -490,7 +485,7 @@ grpc::ServerUnaryReactor* admin_service::parked_outbox_verb(grpc::CallbackServer
       return call.reactor();
     }
   auto who = who_asked(ctx, req->who());
-  auto pools = every_group(cluster_);
+  auto pools = cluster_.group_pools();
   hub_.run_blocking([=] {
     // Each id is in one group's database (ids apart per group): asked of each.
     auto n = caf::expected<uint64_t>{uint64_t{0}};

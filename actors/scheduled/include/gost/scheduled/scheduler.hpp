@@ -91,6 +91,7 @@ private:
 
   std::shared_ptr<const persistence::shard_placement> where_;
   uint32_t shard_count_;
+  bool one_group_; ///< every shard in one database: any shard will do for an incoming row
   rules_options opts_;
   std::function<int64_t()> clock_ms_;
   std::string node_; ///< named in the attempt log entries a verb writes
