@@ -184,8 +184,8 @@ TEST_CASE("shard groups: a group is refused, its row not written, when its datab
   CHECK(map->version() == 2);
 }
 
-TEST_CASE("shard groups: a group's dead letters and outbox batches take ids from its own range; "
-          "reserving again keeps the sequence where it is") {
+TEST_CASE("shard groups: a group's dead letters, outbox batches and feed loads take ids from "
+          "its own range; reserving again keeps the sequence where it is") {
   migrated_db zero;
   migrated_db two;
   auto letter = [](migrated_db& m) {
@@ -203,7 +203,15 @@ TEST_CASE("shard groups: a group's dead letters and outbox batches take ids from
   CHECK(first > group_id_base(2));
   CHECK(first < group_id_base(3));
   CHECK(batch(two) > group_id_base(2));
+  auto load = [](migrated_db& m) {
+    return std::stoll(m.db.scalar("SELECT nextval('feed_load_ids')"));
+  };
+  CHECK(load(zero) < group_id_base(1));
+  auto first_load = load(two);
+  CHECK(first_load > group_id_base(2));
+  CHECK(first_load < group_id_base(3));
   // At the next start: not set back.
   REQUIRE_FALSE(reserve_group_ids(two.pool, 2));
   CHECK(letter(two) == first + 1);
+  CHECK(load(two) == first_load + 1);
 }

@@ -287,6 +287,15 @@ TEST_CASE("shard move: refused before anything is written when a node of the sou
   CHECK(error_message(refused.error())
         == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
            "3): finish or remove them first");
+  // The feeds' tables have no shard column: any row in the moving group's database is one
+  // of its sellers'.
+  t.east.db.scalar("DELETE FROM entities");
+  t.east.db.scalar("INSERT INTO feed_tasks (task_id, seller_id, namespace) VALUES ('7', 's', 'n')");
+  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, move_options{});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error())
+        == "shards 8-15 hold rows of feed_tasks, which a move does not carry yet (ADR 0023 step "
+           "3): finish or remove them first");
   CHECK(count(t.west.db, "offers") == "0");
   CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).moving_to == std::nullopt);
 }

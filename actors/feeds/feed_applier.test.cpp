@@ -72,7 +72,7 @@ struct fake_offers final : feeds::offer_port {
     return o.id();
   }
 
-  std::string new_id() override { return "new-" + std::to_string(++next_id); }
+  std::string new_id(const std::string&) override { return "new-" + std::to_string(++next_id); }
 
   std::string check(const v1::Offer& c) override {
     return c.title() == "invalid" ? "offer.title must not be `invalid`" : "";
@@ -178,17 +178,23 @@ struct fake_store final : feeds::feed_store {
     return out;
   }
 
-  caf::expected<persistence::recorded_batch> record_batch(const std::string& task_id,
-                                                          const std::string& batch_id,
-                                                          const std::vector<std::string>& ids,
-                                                          const count_fn& count) override {
+  /// A task named with its seller: the seller must be the task's (its home group's database).
+  task& task_of(const std::string& seller, const std::string& task_id) {
+    auto& t = tasks.at(task_id);
+    CHECK(t.seller == seller);
+    return t;
+  }
+
+  caf::expected<persistence::recorded_batch>
+  record_batch(const std::string& seller, const std::string& task_id, const std::string& batch_id,
+               const std::vector<std::string>& ids, const count_fn& count) override {
     if (fail_record > 0) {
       --fail_record;
       if (on_record_failure)
         on_record_failure();
       return db_down();
     }
-    auto& t = tasks.at(task_id);
+    auto& t = task_of(seller, task_id);
     persistence::recorded_batch out;
     out.first_time = t.batches.insert(batch_id).second;
     std::set<std::string> in_this;
@@ -218,8 +224,9 @@ struct fake_store final : feeds::feed_store {
     to.duplicates += n.duplicates;
   }
 
-  caf::error add_counts(const std::string& task_id, const feed_counts& delta) override {
-    add(tasks.at(task_id).counts, delta);
+  caf::error add_counts(const std::string& seller, const std::string& task_id,
+                        const feed_counts& delta) override {
+    add(task_of(seller, task_id).counts, delta);
     corrections.push_back(delta);
     return {};
   }
@@ -235,16 +242,18 @@ struct fake_store final : feeds::feed_store {
     return out;
   }
 
-  caf::expected<std::pair<feed_counts, int32_t>> progress(const std::string& task_id) override {
-    auto& t = tasks.at(task_id);
+  caf::expected<std::pair<feed_counts, int32_t>> progress(const std::string& seller,
+                                                          const std::string& task_id) override {
+    auto& t = task_of(seller, task_id);
     std::set<std::string> carried_by;
     for (auto& [ext, batch] : t.items)
       carried_by.insert(batch);
     return std::make_pair(t.counts, static_cast<int32_t>(carried_by.size()));
   }
 
-  caf::error finish_task(const std::string& task_id, const std::string& summary) override {
-    auto& t = tasks.at(task_id);
+  caf::error finish_task(const std::string& seller, const std::string& task_id,
+                         const std::string& summary) override {
+    auto& t = task_of(seller, task_id);
     t.finished = true;
     t.summary = summary;
     t.items.clear();

@@ -11,13 +11,17 @@
 #include <sstream>
 #include <thread>
 
+#include "gost/core/shard_hash.hpp"
 #include "gost/feeds/catalog.hpp"
 #include "gost/feeds/gazetteer.hpp"
 #include "gost/feeds/pools.hpp"
+#include "gost/persistence/cluster/groups.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/migrated_db.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/two_groups.hpp"
 #include "gost/v1/feed_service.pb.h"
 
 using namespace gost;
@@ -75,7 +79,7 @@ struct fixture {
   stop_signal stop;
 
   fixture() {
-    o.db = &m.pool;
+    o.where = persistence::one_database(m.pool, 8);
     o.node_id = "n1";
     o.allow_private = true;
     o.batch_size = 2;
@@ -88,17 +92,21 @@ struct fixture {
   }
   ~fixture() { std::filesystem::remove_all(dir); }
 
-  void feed(const std::string& seller, const std::string& ns, v1::FeedSettings s,
-            bool due = false) {
-    m.db.scalar("INSERT INTO feeds (seller_id, namespace, settings, url, period_ms, next_fetch_at)"
-                " VALUES ('"
-                + seller + "', '" + ns + "', " + testing::bytea_literal(s.SerializeAsString())
-                + ", " + (s.url().empty() ? "NULL" : "'" + s.url() + "'") + ", 3600000, "
-                + (due ? "now()" : "NULL") + ")");
+  /// Stores a feed in `in` (default: group 0's database).
+  void feed(const std::string& seller, const std::string& ns, v1::FeedSettings s, bool due = false,
+            gost::testing::temp_db* in = nullptr) {
+    (in != nullptr ? *in : m.db)
+      .scalar("INSERT INTO feeds (seller_id, namespace, settings, url, period_ms, next_fetch_at)"
+              " VALUES ('"
+              + seller + "', '" + ns + "', " + testing::bytea_literal(s.SerializeAsString()) + ", "
+              + (s.url().empty() ? "NULL" : "'" + s.url() + "'") + ", 3600000, "
+              + (due ? "now()" : "NULL") + ")");
   }
-  std::string load_field(const std::string& seller, const std::string& col) {
-    return m.db.scalar("SELECT " + col + " FROM feed_loads WHERE seller_id = '" + seller
-                       + "' ORDER BY load_id DESC LIMIT 1");
+  std::string load_field(const std::string& seller, const std::string& col,
+                         gost::testing::temp_db* in = nullptr) {
+    return (in != nullptr ? *in : m.db)
+      .scalar("SELECT " + col + " FROM feed_loads WHERE seller_id = '" + seller
+              + "' ORDER BY load_id DESC LIMIT 1");
   }
   /// Runs loader and processor steps until neither finds work.
   void drain() {
@@ -300,4 +308,72 @@ TEST_CASE("two processors racing for one seller: one at a time, both loads sent 
   // Nothing of the second load was sent before the first load's end: one processor at a time.
   for (auto it = f.topic.sent.begin(); it != first_end; ++it)
     CHECK(it->task_id() == std::to_string(ids[0]));
+}
+
+TEST_CASE("shard groups: a seller's feed, loads, queue rows and locks live in its home group's "
+          "database; the pools take work from each, with load ids apart (ADR 0023)") {
+  fixture f;
+  gost::testing::migrated_db other;
+  REQUIRE_FALSE(persistence::reserve_group_ids(other.pool, 1));
+  f.o.where = std::make_shared<gost::testing::two_groups>(f.m.pool, other.pool, 8, 4);
+  // A seller at home in each group (shards 0-3: group 0, 4-7: group 1).
+  std::string west, east;
+  for (int i = 0; west.empty() || east.empty(); ++i) {
+    auto s = "seller-" + std::to_string(i);
+    (shard_of(s, 8) < 4 ? west : east) = s;
+  }
+  auto body = sample("avito.xml");
+  http_server srv{[&](const http_server::call&) { return http_server::reply{200, body}; }};
+  auto url = "http://127.0.0.1:" + std::to_string(srv.port()) + "/feed.xml";
+  f.feed(west, "avito", url_feed(url), true);
+  f.feed(east, "avito", url_feed(url), true, &other.db);
+  f.drain();
+
+  for (auto [seller, db, foreign] :
+       {std::tuple{west, &f.m.db, &other.db}, std::tuple{east, &other.db, &f.m.db}}) {
+    CAPTURE(seller);
+    CHECK(f.load_field(seller, "status", db) == "in_progress");
+    auto id = f.load_field(seller, "load_id", db);
+    CHECK(f.topic.of(id).size() == 3); // each load sent whole: 3 offers in 2 batches, the end
+    // Nothing of this seller's in the other database.
+    CHECK(foreign->scalar("SELECT count(*) FROM feed_loads WHERE seller_id = '" + seller + "'")
+          == "0");
+    CHECK(db->scalar("SELECT count(*) FROM feed_locks") == "0");
+    CHECK(db->scalar("SELECT count(*) FROM feed_queue") == "0");
+  }
+  // Group 1's load ids start at its base: a load id names one load in the installation.
+  CHECK(std::stoll(f.load_field(west, "load_id", &f.m.db)) < persistence::group_id_base(1));
+  CHECK(std::stoll(f.load_field(east, "load_id", &other.db)) > persistence::group_id_base(1));
+  CHECK(f.stats.loads_sent == 2);
+
+  // A dead node's lock in group 1's database is reaped there; work of that seller goes on.
+  other.db.scalar("INSERT INTO feed_locks (context, seller_id, node_id, acquired)"
+                  " VALUES ('feedprocessor', '"
+                  + east + "', 'gone', now() - interval '1 day')");
+  f.o.lock_max_hold = 1h;
+  v1::FeedSettings up;
+  up.set_kind(v1::FeedSettings::UPLOAD);
+  f.feed(east, "up", up, false, &other.db);
+  std::string error;
+  auto name = f.blobs.put(body, "xml", error);
+  REQUIRE(error.empty());
+  persistence::new_feed_load n;
+  n.seller_id = east;
+  n.ns = "up";
+  n.origin = "upload";
+  n.sha256 = name.substr(name.rfind('/') + 1);
+  auto l = persistence::create_feed_load(other.pool, n);
+  REQUIRE(l);
+  // Held by the dead node's lock until the reaper frees it: it runs with a loader step, at
+  // most every 10 s (a process-wide pace), so the steps go on until the load is taken.
+  auto status = [&] {
+    return other.db.scalar("SELECT status FROM feed_loads WHERE load_id = "
+                           + std::to_string(l->load_id));
+  };
+  CHECK(gost::testing::eventually(60s, [&] {
+    f.drain();
+    return status() == "in_progress";
+  }));
+  CHECK(f.stats.locks_reaped == 1);
+  CHECK(other.db.scalar("SELECT count(*) FROM feed_locks") == "0");
 }

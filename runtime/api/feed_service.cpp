@@ -8,6 +8,7 @@
 #include "gost/core/blob_store.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
 
 namespace gost::runtime {
@@ -214,13 +215,17 @@ persistence::feed_spec spec_of(const v1::FeedRef& ref, const v1::FeedSettings& s
 
 } // namespace
 
+persistence::pg_pool* feed_service::db_of(const std::string& seller_id) const {
+  return &home_database(*where_, seller_id);
+}
+
 grpc::ServerUnaryReactor* feed_service::CreateFeed(grpc::CallbackServerContext* ctx,
                                                    const v1::CreateFeedRequest* req,
                                                    v1::CreateFeedResponse* resp) {
   auto problem = check_ref("feed", req->feed());
   if (problem.empty())
     problem = check_settings(req->settings(), "settings");
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::create_feed(*pool, spec_of(req->feed(), req->settings()));
     if (!f)
@@ -238,7 +243,7 @@ grpc::ServerUnaryReactor* feed_service::UpdateFeed(grpc::CallbackServerContext* 
     problem = check_settings(req->settings(), "settings");
   if (problem.empty() && req->expected_version() < 0)
     problem = "expected_version must not be negative (0: whatever it is)";
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::update_feed(*pool, spec_of(req->feed(), req->settings()),
                                       req->expected_version());
@@ -253,7 +258,7 @@ grpc::ServerUnaryReactor* feed_service::DeleteFeed(grpc::CallbackServerContext* 
                                                    const v1::DeleteFeedRequest* req,
                                                    v1::DeleteFeedResponse* resp) {
   auto problem = check_ref("feed", req->feed());
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   auto who = who_asked(ctx);
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
@@ -274,7 +279,7 @@ grpc::ServerUnaryReactor* feed_service::GetFeed(grpc::CallbackServerContext* ctx
                                                 const v1::GetFeedRequest* req,
                                                 v1::GetFeedResponse* resp) {
   auto problem = check_ref("feed", req->feed());
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto f = persistence::get_feed(*pool, req->feed().seller_id(), req->feed().namespace_());
     if (!f)
@@ -288,7 +293,7 @@ grpc::ServerUnaryReactor* feed_service::ListFeeds(grpc::CallbackServerContext* c
                                                   const v1::ListFeedsRequest* req,
                                                   v1::ListFeedsResponse* resp) {
   auto problem = check_feed_seller("seller_id", req->seller_id());
-  auto* pool = &pool_;
+  auto* pool = db_of(req->seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto feeds = persistence::list_feeds(*pool, req->seller_id(), req->include_removed());
     if (!feeds)
@@ -352,7 +357,8 @@ private:
     total_ = msg_.total_bytes();
     // The feed must be there and live before the bytes come.
     svc_.hub_.run_blocking([this] {
-      auto f = persistence::get_feed(svc_.pool_, ref_.seller_id(), ref_.namespace_());
+      auto f =
+        persistence::get_feed(*svc_.db_of(ref_.seller_id()), ref_.seller_id(), ref_.namespace_());
       if (!f)
         return fail(to_status(f.error()));
       if (f->removed)
@@ -388,7 +394,7 @@ private:
       n.sha256 = name;
       n.bytes = bytes;
       n.keep_loads = svc_.settings_.keep_loads;
-      auto load = persistence::create_feed_load(svc_.pool_, n);
+      auto load = persistence::create_feed_load(*svc_.db_of(n.seller_id), n);
       if (!load)
         return fail(to_status(load.error()));
       resp_->set_load_id(load->load_id);
@@ -422,7 +428,7 @@ grpc::ServerUnaryReactor* feed_service::LoadNow(grpc::CallbackServerContext* ctx
   auto problem = check_ref("feed", req->feed());
   if (problem.empty() && !req->url().empty())
     problem = check_url("url", req->url());
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   auto keep = settings_.keep_loads;
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
@@ -461,7 +467,7 @@ grpc::ServerUnaryReactor* feed_service::ListLoads(grpc::CallbackServerContext* c
   if (problem.empty() && (req->limit() < 0 || req->limit() > loads_max))
     problem = "limit must be 1.." + std::to_string(loads_max) + " (0: "
               + std::to_string(loads_default) + "); it is " + std::to_string(req->limit());
-  auto* pool = &pool_;
+  auto* pool = db_of(req->feed().seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto& ref = req->feed();
     auto loads =
@@ -481,7 +487,7 @@ grpc::ServerUnaryReactor* feed_service::GetLoad(grpc::CallbackServerContext* ctx
   auto problem = check_feed_seller("seller_id", req->seller_id());
   if (problem.empty() && req->load_id() <= 0)
     problem = "load_id must be positive (a load id ListLoads or Upload gave)";
-  auto* pool = &pool_;
+  auto* pool = db_of(req->seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)
@@ -508,7 +514,7 @@ grpc::ServerUnaryReactor* feed_service::ListErrors(grpc::CallbackServerContext* 
   uint32_t limit = 0;
   if (problem.empty())
     problem = check_page_size("limit", req->limit(), limits_, limit);
-  auto* pool = &pool_;
+  auto* pool = db_of(req->seller_id());
   return blocking(hub_, ctx, problem, [=]() -> grpc::Status {
     auto load = persistence::get_feed_load(*pool, req->seller_id(), req->load_id());
     if (!load)

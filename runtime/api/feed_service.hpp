@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "api/limits.hpp"
 #include "gost/v1/feed_service.grpc.pb.h"
@@ -22,6 +24,7 @@ class call_hub;
 
 namespace gost::persistence {
 class pg_pool;
+class shard_placement;
 struct feed_row;
 struct feed_load_row;
 struct feed_offer_error;
@@ -51,10 +54,12 @@ public:
     int keep_loads = 10;                           ///< feed.keep_loads
   };
 
-  /// `blobs`: the node's blob store (made before the gRPC API, stopped after it).
-  feed_service(call_hub& hub, persistence::pg_pool& pool, const blob_store& blobs,
-               api_limits limits, settings s)
-    : hub_(hub), pool_(pool), blobs_(blobs), limits_(limits), settings_(s) {
+  /// `where`: the shard groups' databases (a seller's feeds live in its home group's, ADR
+  /// 0023: every call names the seller, so each touches one database). `blobs`: the node's
+  /// blob store (made before the gRPC API, stopped after it).
+  feed_service(call_hub& hub, std::shared_ptr<const persistence::shard_placement> where,
+               const blob_store& blobs, api_limits limits, settings s)
+    : hub_(hub), where_(std::move(where)), blobs_(blobs), limits_(limits), settings_(s) {
     guard("CreateFeed", &feed_service::CreateFeed);
     guard("UpdateFeed", &feed_service::UpdateFeed);
     guard("DeleteFeed", &feed_service::DeleteFeed);
@@ -101,8 +106,11 @@ private:
   /// CreateFeed and UpdateFeed: the settings checked into a spec, or the problem.
   std::string check_settings(const v1::FeedSettings& s, const std::string& field) const;
 
+  /// The database holding `seller_id`'s feeds.
+  persistence::pg_pool* db_of(const std::string& seller_id) const;
+
   call_hub& hub_;
-  persistence::pg_pool& pool_;
+  std::shared_ptr<const persistence::shard_placement> where_;
   const blob_store& blobs_;
   api_limits limits_;
   settings settings_;

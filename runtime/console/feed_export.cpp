@@ -8,6 +8,7 @@
 #include "api/feed_service.hpp"
 #include "api/status.hpp"
 #include "console/web_api.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
 #include "rpc/feed_csv.hpp"
 
@@ -35,7 +36,7 @@ http_response bad(std::string why) {
 
 } // namespace
 
-http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& req,
+http_response feed_errors_csv(const persistence::shard_placement& where, const http_request& req,
                               http_stream& out) {
   persistence::feed_error_query q;
   q.seller_id = param(req, "seller");
@@ -53,6 +54,7 @@ http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& re
   q.type = param(req, "type");
   if (q.type.size() > 64)
     return bad("type is at most 64 bytes");
+  auto& pool = home_database(where, q.seller_id);
   auto row = persistence::get_feed_load(pool, q.seller_id, q.load_id);
   if (!row)
     return http_error_of(to_status(row.error()));
@@ -78,7 +80,7 @@ http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& re
   return {};
 }
 
-http_response feeds_json(persistence::pg_pool& pool, const http_request& req) {
+http_response feeds_json(const persistence::shard_placement& where, const http_request& req) {
   auto seller = param(req, "seller");
   if (auto p = check_feed_seller("seller", seller); !p.empty())
     return bad(p);
@@ -89,6 +91,7 @@ http_response feeds_json(persistence::pg_pool& pool, const http_request& req) {
     if (*end != '\0' || loads < 1 || loads > 100)
       return bad("loads must be a number from 1 to 100 (the newest loads shown per feed)");
   }
+  auto& pool = home_database(where, seller);
   auto feeds = persistence::list_feeds(pool, seller, true);
   if (!feeds)
     return http_error_of(to_status(feeds.error()));
@@ -113,11 +116,11 @@ http_response feeds_json(persistence::pg_pool& pool, const http_request& req) {
   return http_response::json(200, out + "],\"loads\":{" + by_ns + "}}\n");
 }
 
-void add_feed_export(admin_http& http, persistence::pg_pool& pool) {
-  http.route("/api/feeds", [&pool](const http_request& req) { return feeds_json(pool, req); });
+void add_feed_export(admin_http& http, std::shared_ptr<const persistence::shard_placement> where) {
+  http.route("/api/feeds", [where](const http_request& req) { return feeds_json(*where, req); });
   http.json_under("/feeds/"); // its errors are JSON (the CSV is the answer, not the refusal)
-  http.stream_route("/feeds/errors.csv", [&pool](const http_request& req, http_stream& out) {
-    return feed_errors_csv(pool, req, out);
+  http.stream_route("/feeds/errors.csv", [where](const http_request& req, http_stream& out) {
+    return feed_errors_csv(*where, req, out);
   });
 }
 

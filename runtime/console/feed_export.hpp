@@ -11,24 +11,27 @@
 // parameter, 404 for a load that does not exist, 503 while the database is away (JSON, as the
 // console's /api/ answers).
 
+#include <memory>
+
 #include "console/admin_http.hpp"
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 
 namespace gost::runtime {
 
 /// The web console's feed view: a seller's feeds with their newest loads (status, counts,
 /// errors), GET /api/feeds?seller=S[&loads=N] (1..100, default 10) as JSON of FeedService's
-/// messages: {"feeds": [Feed...], "loads": {"<namespace>": [FeedLoad...]}}.
-http_response feeds_json(persistence::pg_pool& pool, const http_request& req);
+/// messages: {"feeds": [Feed...], "loads": {"<namespace>": [FeedLoad...]}}. Both routes read
+/// the seller's home group's database only (`where`, ADR 0023).
+http_response feeds_json(const persistence::shard_placement& where, const http_request& req);
 
-/// Adds the routes to `http` (before it starts).
-void add_feed_export(admin_http& http, persistence::pg_pool& pool);
+/// Adds the routes to `http` (before it starts); `where` outlives it.
+void add_feed_export(admin_http& http, std::shared_ptr<const persistence::shard_placement> where);
 
 /// The route's answer (the route calls it; tests may too).
-http_response feed_errors_csv(persistence::pg_pool& pool, const http_request& req,
+http_response feed_errors_csv(const persistence::shard_placement& where, const http_request& req,
                               http_stream& out);
 
 } // namespace gost::runtime

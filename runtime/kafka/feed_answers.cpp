@@ -2,6 +2,7 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/feeds/answers.hpp"
 #include "gost/feeds/pools.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
@@ -37,9 +38,9 @@ struct feed_answers::impl {
     }
     for (auto& [key, a] : feeds::group_answers(answers)) {
       auto& [seller, load_id] = key;
+      auto& db = home_database(*opts.where, seller); // the load's database (ADR 0023)
       if (!a.batch_ids.empty() || !a.rejected.empty()) {
-        auto ours =
-          persistence::record_feed_answers(*opts.pool, seller, load_id, a.batch_ids, a.rejected);
+        auto ours = persistence::record_feed_answers(db, seller, load_id, a.batch_ids, a.rejected);
         if (!ours) {
           lg->warn("storing answers of load {} failed: {}; read again", load_id,
                    error_message(ours.error()));
@@ -48,14 +49,14 @@ struct feed_answers::impl {
       }
       if (!a.summary)
         continue;
-      auto load = persistence::get_feed_load(*opts.pool, seller, load_id);
+      auto load = persistence::get_feed_load(db, seller, load_id);
       if (!load) {
         if (load.error() == persistence::db_errc::not_found)
           continue; // another installation's load
         return kafka::verdict::not_handled;
       }
       auto stats = feeds::merge_summary(load->statistics, *a.summary);
-      auto done = persistence::feed_answered(*opts.pool, seller, load_id, stats);
+      auto done = persistence::feed_answered(db, seller, load_id, stats);
       if (!done) {
         lg->warn("finishing load {} failed: {}; read again", load_id, error_message(done.error()));
         return kafka::verdict::not_handled;

@@ -13,7 +13,7 @@
 #include "gost/config/node_config.hpp"
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 namespace gost {
 class dependency_tracker;
@@ -28,7 +28,8 @@ struct feed_answers_options {
   config::kafka_config kafka;
   config::feed_config feed;
   config::feeds_config feeds;
-  persistence::pg_pool* pool = nullptr;
+  /// The shard groups' databases: a load lives in its seller's home group's (ADR 0023).
+  std::shared_ptr<const persistence::shard_placement> where;
   std::shared_ptr<dependency_tracker> broker; ///< may be null
   feeds::feed_stats* stats = nullptr;         ///< may be null
 };

@@ -9,8 +9,10 @@
 
 #include "cluster/ask_owner_async.hpp"
 #include "cluster/builtin_kinds.hpp"
+#include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/feeds/feed_applier.hpp"
 #include "gost/offers/content_rules.hpp"
 #include "gost/offers/protocol.hpp"
@@ -36,7 +38,9 @@ class owner_offers final : public feeds::offer_port {
 public:
   explicit owner_offers(const feed_options& opts) : opts_(opts) {}
 
-  std::string new_id() override { return make_offer_id(); }
+  std::string new_id(const std::string& seller_id) override {
+    return id_in_home_group(*opts_.routes, seller_id, [](int) { return make_offer_id(); });
+  }
 
   /// A feed's writes carry no idempotency key, only where they came from (recorded in the
   /// offer's history).
@@ -75,51 +79,59 @@ private:
   const feed_options& opts_;
 };
 
-/// The loads' bookkeeping in PostgreSQL (gost/persistence/feeds/feeds.hpp).
+/// The loads' bookkeeping in PostgreSQL (gost/persistence/feeds/feeds.hpp), each in the
+/// seller's home group's database.
 class pg_feed_store final : public feeds::feed_store {
 public:
-  explicit pg_feed_store(persistence::pg_pool& pool) : pool_(pool) {}
+  explicit pg_feed_store(std::shared_ptr<const persistence::shard_placement> where)
+    : where_(std::move(where)) {}
 
   caf::expected<persistence::feed_task> begin_task(const std::string& task_id,
                                                    const std::string& seller_id,
                                                    const std::string& ns) override {
-    return persistence::begin_feed_task(pool_, task_id, seller_id, ns);
+    return persistence::begin_feed_task(db(seller_id), task_id, seller_id, ns);
   }
 
   caf::expected<std::vector<persistence::keyed_offer>>
   find(const std::string& seller_id, const std::string& ns,
        const std::vector<std::string>& external_ids) override {
-    return persistence::find_by_external_ids(pool_, seller_id, ns, external_ids);
+    return persistence::find_by_external_ids(db(seller_id), seller_id, ns, external_ids);
   }
 
   caf::expected<persistence::recorded_batch>
-  record_batch(const std::string& task_id, const std::string& batch_id,
-               const std::vector<std::string>& external_ids, const count_fn& count) override {
-    return persistence::record_feed_batch(pool_, task_id, batch_id, external_ids, count);
+  record_batch(const std::string& seller_id, const std::string& task_id,
+               const std::string& batch_id, const std::vector<std::string>& external_ids,
+               const count_fn& count) override {
+    return persistence::record_feed_batch(db(seller_id), task_id, batch_id, external_ids, count);
   }
 
-  caf::error add_counts(const std::string& task_id,
+  caf::error add_counts(const std::string& seller_id, const std::string& task_id,
                         const persistence::feed_counts& delta) override {
-    return persistence::add_feed_counts(pool_, task_id, delta);
+    return persistence::add_feed_counts(db(seller_id), task_id, delta);
   }
 
   caf::expected<std::vector<persistence::keyed_offer>> missing(const std::string& task_id,
                                                                const std::string& seller_id,
                                                                const std::string& ns) override {
-    return persistence::offers_missing_from(pool_, task_id, seller_id, ns);
+    return persistence::offers_missing_from(db(seller_id), task_id, seller_id, ns);
   }
 
   caf::expected<std::pair<persistence::feed_counts, int32_t>>
-  progress(const std::string& task_id) override {
-    return persistence::feed_progress(pool_, task_id);
+  progress(const std::string& seller_id, const std::string& task_id) override {
+    return persistence::feed_progress(db(seller_id), task_id);
   }
 
-  caf::error finish_task(const std::string& task_id, const std::string& summary) override {
-    return persistence::finish_feed_task(pool_, task_id, summary);
+  caf::error finish_task(const std::string& seller_id, const std::string& task_id,
+                         const std::string& summary) override {
+    return persistence::finish_feed_task(db(seller_id), task_id, summary);
   }
 
 private:
-  persistence::pg_pool& pool_;
+  persistence::pg_pool& db(const std::string& seller_id) const {
+    return home_database(*where_, seller_id);
+  }
+
+  std::shared_ptr<const persistence::shard_placement> where_;
 };
 
 /// The applier's options: its defaults, and the database's tracker.
@@ -141,7 +153,7 @@ struct feed_exchange::impl {
   std::unique_ptr<kafka::group_consumer> consumer;
 
   impl(feed_options o, kafka::producer p)
-    : opts(std::move(o)), store(*opts.pool), offers(opts),
+    : opts(std::move(o)), store(opts.where), offers(opts),
       responses(std::move(p), opts.feed.responses_topic, "responses"),
       applier(store, offers, responses, applier_options(opts)) {}
 

@@ -18,7 +18,7 @@
 #include "gost/offers/content_rules.hpp"
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 
 namespace gost {
@@ -37,7 +37,9 @@ struct feed_options {
   offer_limits limits;        ///< what a feed's offer may hold (each one over is rejected)
   call_hub* hub = nullptr;    ///< makes the offer requests
   std::shared_ptr<router> routes;
-  persistence::pg_pool* pool = nullptr;
+  /// The shard groups' databases: a load's bookkeeping lives in its seller's home group's
+  /// (ADR 0023), next to the seller's offers.
+  std::shared_ptr<const persistence::shard_placement> where;
   /// The brokers' tracker (the consumer's transport errors are logged there); may be null.
   std::shared_ptr<dependency_tracker> broker;
   /// The node's PostgreSQL tracker (the applier's retries during an outage it reported are

@@ -7,6 +7,7 @@
 #include "gost/core/log.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/feeds/pools.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
@@ -45,6 +46,10 @@ void clean_feeds(const housekeeping_options& o) {
     }
     loads += step->loads;
     for (auto& name : step->blobs) {
+      if (o.feed_file_elsewhere && o.feed_file_elsewhere(name)) {
+        lg->info("feed file kept: a load of another shard group refers to it name={}", name);
+        continue;
+      }
       if (o.blobs != nullptr && o.blobs->remove(name))
         ++files;
       else
@@ -116,6 +121,22 @@ void sweep(const housekeeping_options& o) {
 }
 
 } // namespace
+
+std::function<bool(const std::string&)>
+feed_files_of_other_groups(std::shared_ptr<const persistence::shard_placement> where,
+                           uint32_t group) {
+  return [where = std::move(where), group](const std::string& name) {
+    for (auto other : where->groups()) {
+      auto* db = where->database(other);
+      if (other == group || db == nullptr)
+        continue;
+      auto used = persistence::feed_file_in_use(*db, name);
+      if (!used || *used)
+        return true; // a database that does not answer keeps the file
+    }
+    return false;
+  };
+}
 
 caf::actor spawn_housekeeping(caf::actor_system& sys, housekeeping_options opts) {
   // The options go as spawn's argument, not a capture: CAF 0.17.6 dereferences a null argument

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -27,7 +28,8 @@ struct feed_stats;
 
 namespace gost::persistence {
 class pg_pool;
-}
+class shard_placement;
+} // namespace gost::persistence
 
 namespace gost::runtime {
 
@@ -44,6 +46,9 @@ struct housekeeping_options {
   /// `blobs` after each commit. Any node may clean any load (rows taken are skipped by others).
   bool feeds = false;
   int feed_cleanup_batch = 100;
+  /// Whether a feed file this database's cleanup released is still referred to elsewhere
+  /// (another shard group's loads), or cannot be told: then it stays. Empty: nowhere else.
+  std::function<bool(const std::string&)> feed_file_elsewhere;
   const blob_store* blobs = nullptr;
   feeds::feed_stats* feed_stats = nullptr; ///< may be null
   persistence::pg_pool* pool = nullptr;
@@ -53,6 +58,12 @@ struct housekeeping_options {
   /// The shards this node owns now (the router's view).
   std::function<std::vector<uint32_t>()> local_shards;
 };
+
+/// `feed_file_elsewhere` for the housekeeper of group `group`: asks every other group's
+/// database of `where` whether a load refers to the file (true also when one cannot say).
+std::function<bool(const std::string&)>
+feed_files_of_other_groups(std::shared_ptr<const persistence::shard_placement> where,
+                           uint32_t group);
 
 /// A detached actor (it blocks on PostgreSQL); the first round runs one interval after start.
 caf::actor spawn_housekeeping(caf::actor_system& sys, housekeeping_options opts);

@@ -18,6 +18,7 @@
 #include "gost/testing/node.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/two_groups.hpp"
 #include "node/housekeeping.hpp"
 
 using namespace std::chrono_literals;
@@ -63,7 +64,8 @@ TEST_CASE("housekeeping forgets the request ids older than the ttl, of the shard
   CHECK(db.scalar("SELECT string_agg(request_id, ',') FROM entity_requests") == "new");
 }
 
-TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no load uses") {
+TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no load uses, in "
+          "this shard group's database or another's") {
   using namespace gost::persistence;
   gost::testing::migrated_db m;
   auto dir = gost::testing::temp_path("gost-feed-blobs");
@@ -77,6 +79,7 @@ TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no 
   auto kept = store("<feed>kept</feed>");
   auto shared = store("<feed>shared</feed>");
   auto own = store("<feed>own</feed>");
+  auto theirs = store("<feed>theirs</feed>"); // also a load's in group 1's database
   feed_spec spec{"s1", "shop", "", "", 0};
   REQUIRE(create_feed(m.pool, spec));
   auto load = [&](const std::string& file) {
@@ -94,12 +97,22 @@ TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no 
   };
   auto old_shared = load(shared);
   auto old_own = load(own);
+  auto old_theirs = load(theirs);
   load(shared); // the newer load keeps the shared file
   load(kept);
   REQUIRE_FALSE(add_feed_offer_errors(m.pool, "s1", old_own,
                                       {{"x", 0, "error", "validation", "", "", 1, "bad"}}));
   m.db.scalar("INSERT INTO feed_old_loads VALUES ('s1', " + std::to_string(old_shared)
-              + "), ('s1', " + std::to_string(old_own) + ")");
+              + "), ('s1', " + std::to_string(old_own) + "), ('s1', " + std::to_string(old_theirs)
+              + ")");
+  gost::testing::migrated_db other; // group 1: another seller uploaded the same bytes
+  REQUIRE(create_feed(other.pool, {"s2", "shop", "", "", 0}));
+  new_feed_load n2;
+  n2.seller_id = "s2";
+  n2.ns = "shop";
+  n2.origin = "upload";
+  n2.sha256 = theirs;
+  REQUIRE(create_feed_load(other.pool, n2));
 
   caf::actor_system_config cfg;
   gost::register_core_types(cfg);
@@ -113,13 +126,15 @@ TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no 
   ho.feed_cleanup_batch = 1; // two transactions in one round
   ho.blobs = &blobs;
   ho.feed_stats = &stats;
+  ho.feed_file_elsewhere = gost::runtime::feed_files_of_other_groups(
+    std::make_shared<gost::testing::two_groups>(m.pool, other.pool, 8, 4), 0);
   auto hk = gost::runtime::spawn_housekeeping(sys, ho);
   bool cleaned = gost::testing::eventually(10s, [&] { return stats.files_removed.load() == 1; });
   caf::anon_send_exit(hk, caf::exit_reason::user_shutdown);
   hk = caf::actor{};
   REQUIRE(cleaned);
 
-  CHECK(stats.loads_cleaned.load() == 2);
+  CHECK(stats.loads_cleaned.load() == 3);
   CHECK(m.db.scalar("SELECT count(*) FROM feed_old_loads") == "0");
   CHECK(m.db.scalar("SELECT count(*) FROM feed_loads") == "2");
   CHECK(m.db.scalar("SELECT count(*) FROM feed_offer_errors") == "0");
@@ -127,5 +142,6 @@ TEST_CASE("housekeeping cleans old feed loads: rows in order, then the files no 
   CHECK_FALSE(fs::exists(blobs.path_of(own)));
   CHECK(fs::exists(blobs.path_of(shared)));
   CHECK(fs::exists(blobs.path_of(kept)));
+  CHECK(fs::exists(blobs.path_of(theirs))); // group 1's load still reads it
   fs::remove_all(dir);
 }

@@ -6,6 +6,7 @@
 
 #include "gost/core/errc.hpp"
 #include "gost/core/log.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "kafka/feed_answers.hpp"
 #include "kafka/seller_sink.hpp"
@@ -28,13 +29,20 @@ caf::error start_feeds(node_context& n) {
     return make_error(errc::invalid_argument,
                       "feed.enabled needs kafka.brokers: loads are sent to the offer store over "
                       "Kafka (feed.requests_topic)");
-  // A previous incarnation of this node (killed mid-step) may have left locks: none is ours now.
-  if (auto freed = persistence::release_node_feed_locks(*n.pool, n.cfg.node.id); !freed)
-    return freed.error();
-  else if (*freed > 0)
-    lg->warn("freed {} feed locks a previous run of node {} left", *freed, n.cfg.node.id);
+  // A previous incarnation of this node (killed mid-step) may have left locks: none is ours
+  // now, in any group's database (a seller's locks are in its home group's, ADR 0023).
+  for (auto g : n.placement->groups()) {
+    auto* db = n.placement->database(g);
+    if (db == nullptr)
+      continue;
+    if (auto freed = persistence::release_node_feed_locks(*db, n.cfg.node.id); !freed)
+      return freed.error();
+    else if (*freed > 0)
+      lg->warn("freed {} feed locks a previous run of node {} left group={}", *freed, n.cfg.node.id,
+               g);
+  }
   feeds::feed_pools_options o;
-  o.db = n.pool.get();
+  o.where = n.placement;
   o.node_id = n.cfg.node.id;
   o.loader_workers = c.loader_workers;
   o.processor_workers = c.processor_workers;
@@ -93,7 +101,7 @@ caf::error start_feeds(node_context& n) {
   ao.kafka = n.cfg.kafka;
   ao.feed = n.cfg.feed;
   ao.feeds = c;
-  ao.pool = n.pool.get();
+  ao.where = n.placement;
   ao.broker = n.kafka;
   ao.stats = n.feed_stats.get();
   auto answers = feed_answers::start(std::move(ao));

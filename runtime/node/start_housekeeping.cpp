@@ -15,15 +15,15 @@ caf::error start_housekeeping(node_context& n) {
   ho.feeds = n.cfg.feeds.enabled;
   ho.blobs = n.blobs.get(); // start_blob_store: stopped after us
   ho.feed_stats = n.feed_stats.get();
-  // A housekeeper per shard group, on its database (ADR 0023); the feeds' rows are the
-  // catalog's (group 0's) until they are spread too.
+  // A housekeeper per shard group, on its database (ADR 0023). A feed file one group's
+  // cleanup released goes only when no other group's load refers to it (the same bytes may
+  // be two sellers' in two groups); a database that does not answer keeps the file.
   for (auto& part : n.groups) {
     auto& g = *part;
     auto o = ho;
     o.pool = g.pool;
     o.db = g.db;
-    if (g.group.id != 0)
-      o.feeds = false;
+    o.feed_file_elsewhere = feed_files_of_other_groups(n.placement, g.group.id);
     o.local_shards = [routes = n.routes, group = g.group.id] {
       return routes->local_shards(group);
     };

@@ -160,7 +160,7 @@ caf::error start_http(node_context& n) {
     cfg.console.sample_count, cfg.console.sample_interval.count(), console_series_rules());
   add_web_console(*n.http, *n.admin, std::move(trace), n.series);
   if (cfg.feeds.enabled) // /feeds/errors.csv (console/feed_export.hpp)
-    add_feed_export(*n.http, *n.pool);
+    add_feed_export(*n.http, n.placement);
   // Off loopback, with callers configured (auth.*), every request but the liveness and
   // readiness probes needs a token of role read (all GET: nothing here changes the node).
   if (n.gate && n.gate->rule().enforced() && !config::is_loopback(cfg.http.listen.host))

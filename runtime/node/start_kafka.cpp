@@ -81,7 +81,7 @@ caf::error start_feed_exchange(node_context& n) {
   fo.limits = offer_limits_of(n.cfg.limits);
   fo.hub = n.hub.get();
   fo.routes = n.routes;
-  fo.pool = n.pool.get();
+  fo.where = n.placement;
   fo.broker = n.kafka;
   fo.db = n.db;
   auto exchange = feed_exchange::start(std::move(fo));

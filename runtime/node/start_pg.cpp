@@ -79,13 +79,17 @@ caf::error refuse_unsupported(const node_context& n, const persistence::group_ma
 
 } // namespace
 
-std::string catalog_only_parts(const node_context& n) {
-  auto& c = n.cfg;
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& o : names)
+    out += (out.empty() ? "" : ", ") + o;
+  return out;
+}
+
+std::vector<std::string> one_database_parts(const node_context& n) {
   std::vector<std::string> on;
-  if (c.feeds.enabled)
-    on.emplace_back("feeds.enabled");
-  if (!c.feed.requests_topic.empty())
-    on.emplace_back("feed.requests_topic");
   if (n.hosts_entities()) {
     bool tasks = false, others = false;
     for (auto& t : n.ext.entity_types->all())
@@ -95,10 +99,25 @@ std::string catalog_only_parts(const node_context& n) {
     if (others)
       on.emplace_back("the application's actor types");
   }
-  std::string names;
-  for (auto& o : on)
-    names += (names.empty() ? "" : ", ") + o;
-  return names;
+  return on;
+}
+
+} // namespace
+
+std::string catalog_only_parts(const node_context& n) {
+  return joined(one_database_parts(n));
+}
+
+std::string unmovable_parts(const node_context& n) {
+  auto& c = n.cfg;
+  std::vector<std::string> on;
+  if (c.feeds.enabled)
+    on.emplace_back("feeds.enabled");
+  if (!c.feed.requests_topic.empty())
+    on.emplace_back("feed.requests_topic");
+  for (auto& p : one_database_parts(n))
+    on.push_back(p);
+  return joined(on);
 }
 
 caf::error start_pg(node_context& n) {

@@ -140,7 +140,7 @@ v1::OfferResult feed_applier::redo(v1::Offer content) {
     // A read that fails counts as "not stored": the create that follows finds it if it is.
     auto again = store_.find(content.seller_id(), content.namespace_(), {content.external_id()});
     if (!again || again->empty()) {
-      content.set_id(offers_.new_id());
+      content.set_id(offers_.new_id(content.seller_id()));
       auto r = offers_.create(content).get();
       if (r) {
         stored_as(res, *r, outcome::ADDED);
@@ -268,7 +268,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
   };
   persistence::recorded_batch recorded;
   auto record = [&] {
-    return store_.record_batch(req.task_id(), batch.batch_id(), carried, count_batch);
+    return store_.record_batch(req.seller_id(), req.task_id(), batch.batch_id(), carried,
+                               count_batch);
   };
   if (!retry("recording the batch", record, recorded, stop))
     return false;
@@ -317,7 +318,7 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
     auto& c = contents[pos];
     auto i = by_ext.find(ids[k]);
     if (i == by_ext.end()) {
-      c.set_id(offers_.new_id());
+      c.set_id(offers_.new_id(c.seller_id()));
       running.push_back({pos, true, offers_.create(c)});
     } else {
       auto& stored_offer = *i->second;
@@ -363,7 +364,8 @@ bool feed_applier::handle_batch(const v1::FeedRequest& req, const stop_signal& s
   }
   if (corrected
       && !retry(
-        "correcting the counts", [&] { return store_.add_counts(req.task_id(), delta); }, stop))
+        "correcting the counts",
+        [&] { return store_.add_counts(req.seller_id(), req.task_id(), delta); }, stop))
     return false;
   lg->info("feed batch applied seller={} task={} batch={} offers={}", req.seller_id(),
            req.task_id(), batch.batch_id(), n);
@@ -436,8 +438,8 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
     return false;
   std::pair<feed_counts, int32_t> progress;
   if (!retry(
-        "reading the task's counts", [&] { return store_.progress(req.task_id()); }, progress,
-        stop))
+        "reading the task's counts",
+        [&] { return store_.progress(req.seller_id(), req.task_id()); }, progress, stop))
     return false;
   auto& [c, batches] = progress;
   v1::FeedSummary summary;
@@ -456,7 +458,10 @@ bool feed_applier::handle_end(const v1::FeedRequest& req, const persistence::fee
              req.task_id(), req.seller_id(), batches, req.end().batches());
   if (!retry(
         "finishing the task",
-        [&] { return store_.finish_task(req.task_id(), summary.SerializeAsString()); }, stop))
+        [&] {
+          return store_.finish_task(req.seller_id(), req.task_id(), summary.SerializeAsString());
+        },
+        stop))
     return false;
   v1::FeedResponse resp;
   *resp.mutable_end() = summary;

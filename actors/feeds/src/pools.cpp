@@ -11,6 +11,7 @@
 #include "gost/core/errc.hpp"
 #include "gost/core/http_client.hpp"
 #include "gost/core/log.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "gost/v1/feed_service.pb.h"
 
@@ -32,13 +33,13 @@ std::chrono::milliseconds retry_after(const feed_pools_options& o, int attempts)
 }
 
 /// Ends a step that failed for now: retried later, or failed for good after the attempts.
-void transient(const feed_pools_options& o, const feed_job& job, const std::string& stage,
-               const std::string& kind, const std::string& message) {
+void transient(const feed_pools_options& o, persistence::pg_pool& db, const feed_job& job,
+               const std::string& stage, const std::string& kind, const std::string& message) {
   if (job.attempts + 1 >= o.max_attempts) {
     lg->warn("feed load seller={} load={} {} failed {} times, giving up: {}", job.load.seller_id,
              job.load.load_id, stage, job.attempts + 1, message);
     if (auto err = persistence::feed_failed(
-          *o.db, job, stage, kind,
+          db, job, stage, kind,
           message + " (after " + std::to_string(job.attempts + 1) + " attempts)", o.node_id))
       lg->warn("recording the failure of load {} failed: {}", job.load.load_id, error_message(err));
     if (o.stats)
@@ -48,7 +49,7 @@ void transient(const feed_pools_options& o, const feed_job& job, const std::stri
   auto delay = retry_after(o, job.attempts);
   lg->info("feed load seller={} load={} {} failed, retrying in {} ms: {}", job.load.seller_id,
            job.load.load_id, stage, delay.count(), message);
-  if (auto err = persistence::feed_retry_later(*o.db, job, stage, delay, message, o.node_id))
+  if (auto err = persistence::feed_retry_later(db, job, stage, delay, message, o.node_id))
     lg->warn("recording the retry of load {} failed: {}", job.load.load_id, error_message(err));
   if (o.stats)
     ++o.stats->loads_retried;
@@ -61,15 +62,16 @@ bool transient_status(long status) {
   return status == 408 || status == 429 || status >= 500;
 }
 
-void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& stop) {
+void fetch(const feed_pools_options& o, persistence::pg_pool& db, const feed_job& job,
+           const stop_signal& stop) {
   auto& load = job.load;
   if (!o.blobs) {
-    transient(o, job, "fetch", "io", "no blob store on this node");
+    transient(o, db, job, "fetch", "io", "no blob store on this node");
     return;
   }
   auto file = o.blobs->begin();
   if (!file.error().empty()) {
-    transient(o, job, "fetch", "io", file.error());
+    transient(o, db, job, "fetch", "io", file.error());
     return;
   }
   http::request req;
@@ -85,7 +87,7 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
   };
   auto resp = http::perform(req);
   if (stop.requested()) {
-    (void)persistence::release_feed_lock(*o.db, "fetch", load.seller_id, o.node_id);
+    (void)persistence::release_feed_lock(db, "fetch", load.seller_id, o.node_id);
     return;
   }
   auto fail = [&](const std::string& kind, const std::string& message) {
@@ -93,7 +95,7 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
       ++o.stats->fetch_failures;
     lg->warn("feed load seller={} load={} download failed for good: {}", load.seller_id,
              load.load_id, message);
-    if (auto err = persistence::feed_failed(*o.db, job, "fetch", kind, message, o.node_id))
+    if (auto err = persistence::feed_failed(db, job, "fetch", kind, message, o.node_id))
       lg->warn("recording the failure of load {} failed: {}", load.load_id, error_message(err));
     if (o.stats)
       ++o.stats->loads_failed;
@@ -112,7 +114,7 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
       default:
         if (o.stats)
           ++o.stats->fetch_failures;
-        transient(o, job, "fetch", "fetch", load.source_url + ": " + resp.message);
+        transient(o, db, job, "fetch", "fetch", load.source_url + ": " + resp.message);
         return;
     }
   }
@@ -121,7 +123,7 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
     if (transient_status(resp.status)) {
       if (o.stats)
         ++o.stats->fetch_failures;
-      transient(o, job, "fetch", "fetch", what);
+      transient(o, db, job, "fetch", "fetch", what);
     } else {
       fail("fetch", what);
     }
@@ -130,15 +132,14 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
   auto bytes = file.bytes();
   auto name = file.finish("xml");
   if (name.empty()) {
-    transient(o, job, "fetch", "io", file.error());
+    transient(o, db, job, "fetch", "io", file.error());
     return;
   }
-  if (auto err =
-        persistence::feed_fetched(*o.db, job, name, static_cast<int64_t>(bytes), o.node_id)) {
+  if (auto err = persistence::feed_fetched(db, job, name, static_cast<int64_t>(bytes), o.node_id)) {
     // The file is stored (content-addressed: a retry finds it again); the lock is reaped or
     // released by the retry's own path.
     lg->warn("recording the download of load {} failed: {}", load.load_id, error_message(err));
-    (void)persistence::release_feed_lock(*o.db, "fetch", load.seller_id, o.node_id);
+    (void)persistence::release_feed_lock(db, "fetch", load.seller_id, o.node_id);
     return;
   }
   if (o.stats) {
@@ -154,8 +155,9 @@ void fetch(const feed_pools_options& o, const feed_job& job, const stop_signal& 
 /// Per-offer problems of a load, stored in statements of up to 1000 rows, numbered per offer.
 class stored_problems final : public problem_sink {
 public:
-  stored_problems(const feed_pools_options& o, std::string seller, int64_t load_id)
-    : o_(o), seller_(std::move(seller)), load_id_(load_id) {}
+  stored_problems(const feed_pools_options& o, persistence::pg_pool& db, std::string seller,
+                  int64_t load_id)
+    : o_(o), db_(db), seller_(std::move(seller)), load_id_(load_id) {}
 
   void add(const std::string& external_id, const std::string& title, int64_t line,
            const offer_problem& p) override {
@@ -179,7 +181,7 @@ public:
   bool flush() {
     if (pending_.empty() || failed_)
       return !failed_;
-    if (auto err = persistence::add_feed_offer_errors(*o_.db, seller_, load_id_, pending_)) {
+    if (auto err = persistence::add_feed_offer_errors(db_, seller_, load_id_, pending_)) {
       lg->warn("storing the errors of load {} failed: {}", load_id_, error_message(err));
       failed_ = true;
       return false;
@@ -190,6 +192,7 @@ public:
 
 private:
   const feed_pools_options& o_;
+  persistence::pg_pool& db_;
   std::string seller_;
   int64_t load_id_;
   std::map<std::string, int64_t> next_;
@@ -211,7 +214,8 @@ std::string statistics_of(const load_report& r) {
   return s.SerializeAsString();
 }
 
-void process(const feed_pools_options& o, const feed_job& job, const stop_signal& stop) {
+void process(const feed_pools_options& o, persistence::pg_pool& db, const feed_job& job,
+             const stop_signal& stop) {
   auto& load = job.load;
   v1::FeedSettings settings;
   settings.ParseFromString(load.settings);
@@ -227,7 +231,7 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
     settings.kind() == v1::FeedSettings::PARSED ? v1::OFFER_SOURCE_PARSED : v1::OFFER_SOURCE_FEED;
   auto sink = o.make_sink ? o.make_sink() : nullptr;
   if (!sink) {
-    transient(o, job, "process", "io", "no producer for the requests topic (kafka.brokers)");
+    transient(o, db, job, "process", "io", "no producer for the requests topic (kafka.brokers)");
     return;
   }
   load_report rep;
@@ -248,10 +252,11 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
   } else {
     auto path = o.blobs ? o.blobs->path_of(load.sha256) : std::string{};
     if (path.empty()) {
-      transient(o, job, "process", "io", "the load's file " + load.sha256 + " is not stored here");
+      transient(o, db, job, "process", "io",
+                "the load's file " + load.sha256 + " is not stored here");
       return;
     }
-    stored_problems problems{o, load.seller_id, load.load_id};
+    stored_problems problems{o, db, load.seller_id, load.load_id};
     auto unify = o.unify->current(); // this load keeps the data it started with
     feed_processor p{*unify, o.limits};
     rep = p.run([&] { return file_source(path); }, spec, *sink, &problems, stop);
@@ -266,11 +271,11 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
   }
   switch (rep.outcome) {
     case load_report::status::succeeded:
-      if (auto err = persistence::feed_sent(*o.db, job, rep.format ? to_string(*rep.format) : "",
+      if (auto err = persistence::feed_sent(db, job, rep.format ? to_string(*rep.format) : "",
                                             statistics_of(rep), o.node_id)) {
         // Sent, not recorded: the step runs again and sends the same batches (idempotent).
         lg->warn("recording load {} as sent failed: {}", load.load_id, error_message(err));
-        (void)persistence::release_feed_lock(*o.db, "process", load.seller_id, o.node_id);
+        (void)persistence::release_feed_lock(db, "process", load.seller_id, o.node_id);
         return;
       }
       if (o.stats)
@@ -284,19 +289,19 @@ void process(const feed_pools_options& o, const feed_job& job, const stop_signal
     case load_report::status::failed:
       lg->info("feed load seller={} load={} failed: {} {}", load.seller_id, load.load_id,
                rep.fatal->kind, rep.fatal->describe());
-      if (auto err = persistence::feed_failed(*o.db, job, "process", rep.fatal->kind,
+      if (auto err = persistence::feed_failed(db, job, "process", rep.fatal->kind,
                                               rep.fatal->describe(), o.node_id))
         lg->warn("recording the failure of load {} failed: {}", load.load_id, error_message(err));
       if (o.stats)
         ++o.stats->loads_failed;
       return;
     case load_report::status::transient:
-      transient(o, job, "process", rep.fatal ? rep.fatal->kind : "io",
+      transient(o, db, job, "process", rep.fatal ? rep.fatal->kind : "io",
                 rep.fatal ? rep.fatal->describe() : "the step did not finish");
       return;
     case load_report::status::stopped:
       // The node stops: the load stays queued for the next taker.
-      (void)persistence::release_feed_lock(*o.db, "process", load.seller_id, o.node_id);
+      (void)persistence::release_feed_lock(db, "process", load.seller_id, o.node_id);
       return;
   }
 }
@@ -369,23 +374,42 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
   };
 }
 
-/// Takes the oldest due work of `stage` with its seller's lock and runs it; false when there
-/// was none. A step that throws is retried later like any transient failure.
+/// The databases of the shard groups this node serves (ADR 0023: a seller's feeds and loads
+/// live in its home group's), each once, starting at a group that turns with every call so
+/// that work waiting in one group never starves another's.
+std::vector<persistence::pg_pool*> databases_in_turn(const feed_pools_options& o) {
+  static std::atomic<size_t> turn{0};
+  std::vector<persistence::pg_pool*> all;
+  for (auto g : o.where->groups())
+    if (auto* db = o.where->database(g))
+      all.push_back(db);
+  if (!all.empty())
+    std::rotate(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(turn++ % all.size()),
+                all.end());
+  return all;
+}
+
+/// Takes the oldest due work of `stage` with its seller's lock, in one group's database after
+/// the other, and runs it; false when there was none. A step that throws is retried later
+/// like any transient failure.
 template <class F>
 bool take_and_run(const feed_pools_options& o, const char* stage, F run) {
-  auto job = persistence::take_feed_work(*o.db, stage, o.node_id);
-  if (!job) {
-    lg->debug("taking {} work failed: {}", stage, error_message(job.error()));
-    return false;
+  for (auto* db : databases_in_turn(o)) {
+    auto job = persistence::take_feed_work(*db, stage, o.node_id);
+    if (!job) {
+      lg->debug("taking {} work failed: {}", stage, error_message(job.error()));
+      continue; // this group's database is away: the others' work goes on
+    }
+    if (!job->has_value())
+      continue;
+    try {
+      run(*db, **job);
+    } catch (const std::exception& e) {
+      transient(o, *db, **job, stage, "io", e.what());
+    }
+    return true;
   }
-  if (!job->has_value())
-    return false;
-  try {
-    run(**job);
-  } catch (const std::exception& e) {
-    transient(o, **job, stage, "io", e.what());
-  }
-  return true;
+  return false;
 }
 
 } // namespace
@@ -400,12 +424,14 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
                   .count();
   auto last = last_reap_ms.load();
   if (now_ms - last >= 10'000 && last_reap_ms.compare_exchange_strong(last, now_ms)) {
-    if (auto n = persistence::reap_feed_locks(*o.db, o.node_timeout, o.lock_max_hold);
-        n && *n > 0) {
-      lg->warn("freed {} feed locks of nodes that are gone or of steps hung over {} ms", *n,
-               o.lock_max_hold.count());
-      if (o.stats)
-        o.stats->locks_reaped += static_cast<uint64_t>(*n);
+    for (auto* db : databases_in_turn(o)) {
+      if (auto n = persistence::reap_feed_locks(*db, o.node_timeout, o.lock_max_hold);
+          n && *n > 0) {
+        lg->warn("freed {} feed locks of nodes that are gone or of steps hung over {} ms", *n,
+                 o.lock_max_hold.count());
+        if (o.stats)
+          o.stats->locks_reaped += static_cast<uint64_t>(*n);
+      }
     }
     std::string error;
     if (o.unify->reload_if_changed(error))
@@ -413,15 +439,19 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
     else if (!error.empty())
       lg->error("feed catalog not reloaded, the data in use stays: {}", error);
   }
-  if (auto due = persistence::schedule_due_feeds(*o.db, 16, o.keep_loads); due && !due->empty())
-    lg->info("{} URL feeds due: loads queued for download", due->size());
-  return take_and_run(o, "fetch", [&](const feed_job& job) { fetch(o, job, stop); });
+  for (auto* db : databases_in_turn(o))
+    if (auto due = persistence::schedule_due_feeds(*db, 16, o.keep_loads); due && !due->empty())
+      lg->info("{} URL feeds due: loads queued for download", due->size());
+  return take_and_run(
+    o, "fetch", [&](persistence::pg_pool& db, const feed_job& job) { fetch(o, db, job, stop); });
 }
 
 bool run_processor_step(const feed_pools_options& o, const stop_signal& stop) {
   if (stop.requested())
     return false;
-  return take_and_run(o, "process", [&](const feed_job& job) { process(o, job, stop); });
+  return take_and_run(o, "process", [&](persistence::pg_pool& db, const feed_job& job) {
+    process(o, db, job, stop);
+  });
 }
 
 feed_pools spawn_feed_pools(caf::actor_system& sys, feed_pools_options opts) {

@@ -43,7 +43,7 @@ uint32_t scheduler::incoming_shard(const std::string& id) {
 }
 
 persistence::pg_pool& scheduler::database_of(const std::string& id) const {
-  return where_->of_shard(gost::shard_of(id, shard_count_));
+  return home_database(*where_, id);
 }
 
 caf::expected<std::vector<v1::ScheduledAction>>

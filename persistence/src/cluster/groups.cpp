@@ -166,10 +166,12 @@ caf::error reserve_group_ids(pg_pool& pool, uint32_t group) {
     return {};
   return with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
-    for (const char* table : {"dead_letters", "outbox_batches"})
-      tx.exec_params("SELECT setval(s, $2::bigint) FROM (SELECT pg_get_serial_sequence($1, 'id')"
-                     "::regclass AS s) q WHERE coalesce(pg_sequence_last_value(s), 0) < $2::bigint",
-                     table, group_id_base(group));
+    for (const char* seq : {"pg_get_serial_sequence('dead_letters', 'id')",
+                            "pg_get_serial_sequence('outbox_batches', 'id')", "'feed_load_ids'"})
+      tx.exec_params(std::string("SELECT setval(s, $1::bigint) FROM (SELECT ") + seq
+                       + "::regclass AS s) q WHERE coalesce(pg_sequence_last_value(s), 0) < "
+                         "$1::bigint",
+                     group_id_base(group));
   });
 }
 

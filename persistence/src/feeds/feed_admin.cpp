@@ -342,4 +342,15 @@ caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit) {
   return out;
 }
 
+caf::expected<bool> feed_file_in_use(pg_pool& pool, const std::string& sha256) {
+  bool used = false;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    used = !tx.exec_params("SELECT 1 FROM feed_loads WHERE sha256 = $1 LIMIT 1", sha256).empty();
+  });
+  if (err)
+    return err;
+  return used;
+}
+
 } // namespace gost::persistence

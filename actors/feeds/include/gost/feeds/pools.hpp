@@ -36,7 +36,7 @@
 #include "gost/feeds/feed_processor.hpp"
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 
 // clang-format off
@@ -75,7 +75,9 @@ struct feed_stats {
 void add_feed_metrics(stats_registry& reg, std::shared_ptr<const feed_stats> stats);
 
 struct feed_pools_options {
-  persistence::pg_pool* db = nullptr;
+  /// The shard groups' databases (ADR 0023): a seller's feeds, loads, queue rows and locks
+  /// live in its home group's (`home_database`); the steps take work from each in turn.
+  std::shared_ptr<const persistence::shard_placement> where;
   std::string node_id;
   int loader_workers = 2;
   int processor_workers = 2;

@@ -40,12 +40,14 @@ public:
        const std::vector<std::string>& external_ids) = 0;
 
   /// Records a batch's external ids; on its first recording adds `count(items)` to the task's
-  /// counts in the same transaction.
+  /// counts in the same transaction. The calls naming a task name its seller too: a task's rows
+  /// live in the seller's home group's database (ADR 0023).
   virtual caf::expected<persistence::recorded_batch>
-  record_batch(const std::string& task_id, const std::string& batch_id,
-               const std::vector<std::string>& external_ids, const count_fn& count) = 0;
+  record_batch(const std::string& seller_id, const std::string& task_id,
+               const std::string& batch_id, const std::vector<std::string>& external_ids,
+               const count_fn& count) = 0;
 
-  virtual caf::error add_counts(const std::string& task_id,
+  virtual caf::error add_counts(const std::string& seller_id, const std::string& task_id,
                                 const persistence::feed_counts& delta) = 0;
 
   /// The seller's offers with an external id the task did not carry.
@@ -54,10 +56,11 @@ public:
 
   /// The task's counts so far and its distinct batches.
   virtual caf::expected<std::pair<persistence::feed_counts, int32_t>>
-  progress(const std::string& task_id) = 0;
+  progress(const std::string& seller_id, const std::string& task_id) = 0;
 
   /// Marks the task finished with its summary (serialized gost.v1.FeedSummary).
-  virtual caf::error finish_task(const std::string& task_id, const std::string& summary) = 0;
+  virtual caf::error finish_task(const std::string& seller_id, const std::string& task_id,
+                                 const std::string& summary) = 0;
 };
 
 /// The offer domain as the applier sees it: its rules (feeds reaches offers only through
@@ -71,8 +74,9 @@ public:
 
   virtual ~offer_port() = default;
 
-  /// A fresh offer id.
-  virtual std::string new_id() = 0;
+  /// A fresh id for an offer of `seller_id`: with several shard groups, one whose shard lies
+  /// in the seller's home group (ADR 0023), where its feed's other offers and their keys are.
+  virtual std::string new_id(const std::string& seller_id) = 0;
 
   /// Why the content cannot be stored (a message naming the field), or empty.
   virtual std::string check(const v1::Offer& content) = 0;

@@ -91,9 +91,10 @@ caf::expected<group_map> load_group_map(pg_pool& catalog, uint32_t shard_count);
 caf::expected<uint64_t> group_map_version(pg_pool& catalog);
 
 /// The ids a group's database gives the rows the console lists across groups (dead letters,
-/// the outbox's batches and so its parked rows) start at `group_id_base(group)`: ids are
-/// unique across the groups, so a verb by id needs no group, and the groups' pages merge by
-/// id with one position (group 0 keeps its ids from 1; 2^15 groups at most).
+/// the outbox's batches and so its parked rows) and the feed loads' ids (`feed_load_ids`, the
+/// exchange's task ids) start at `group_id_base(group)`: ids are unique across the groups, so
+/// a verb by id needs no group, and the groups' pages merge by id with one position (group 0
+/// keeps its ids from 1; 2^15 groups at most).
 constexpr int64_t group_id_base(uint32_t group) {
   return static_cast<int64_t>(group) << 48;
 }

@@ -129,4 +129,9 @@ struct feed_cleanup {
 /// harmless, and never a row naming a removed file).
 caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit);
 
+/// Whether a load in this database refers to the stored file `sha256`: with several shard
+/// groups (ADR 0023) a file `clean_old_feed_loads` released in one group's database is removed
+/// only when no other group's load refers to it (two sellers may upload the same bytes).
+caf::expected<bool> feed_file_in_use(pg_pool& pool, const std::string& sha256);
+
 } // namespace gost::persistence
