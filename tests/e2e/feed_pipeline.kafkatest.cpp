@@ -16,11 +16,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "gost/core/shard_hash.hpp"
 #include "gost/testing/http_server.hpp"
 #include "gost/testing/kafka.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
-#include "gost/v1/feed_service.pb.h"
+#include "gost/v1/feed_service.grpc.pb.h"
 #include "gost/v1/offer_service.grpc.pb.h"
 
 using namespace gost;
@@ -62,6 +63,8 @@ struct node_run {
   std::string port_file;
   std::unique_ptr<child_process> proc;
   std::unique_ptr<v1::OfferService::Stub> offers;
+  std::unique_ptr<v1::FeedService::Stub> feeds;
+  std::vector<std::string> extra; ///< more flags
 
   node_run(testing::temp_db& d, std::string t) : db(d), tag(std::move(t)) {
     blobs = "/tmp/gost-feed-e2e-blobs-" + tag;
@@ -75,21 +78,32 @@ struct node_run {
 
   void start() {
     std::remove(port_file.c_str());
-    proc = std::make_unique<child_process>(
-      GOSTD_PATH,
-      std::vector<std::string>{
-        "--pg.dsn=" + db.dsn(), "--grpc.listen=127.0.0.1:0", "--grpc.port_file=" + port_file,
-        "--shard.count=4", "--kafka.brokers=" + testing::kafka_brokers(),
-        "--kafka.topic=gost.saved-" + tag, "--feed.requests_topic=gost.fp-req-" + tag,
-        "--feed.responses_topic=gost.fp-resp-" + tag, "--feed.group=gost.fp-" + tag,
-        "--feed.responses_group=gost.fp-answers-" + tag, "--feed.enabled=true",
-        "--feed.allow_private_sources=true", "--feed.poll=100ms", "--feed.batch_size=50",
-        "--feed.retry_delay=200ms", "--images.blob_dir=" + blobs, "--stages.expire.enabled=false",
-        "--node.id=feed-node-" + tag});
+    std::vector<std::string> args{"--pg.dsn=" + db.dsn(),
+                                  "--grpc.listen=127.0.0.1:0",
+                                  "--grpc.port_file=" + port_file,
+                                  "--shard.count=4",
+                                  "--kafka.brokers=" + testing::kafka_brokers(),
+                                  "--kafka.topic=gost.saved-" + tag,
+                                  "--feed.requests_topic=gost.fp-req-" + tag,
+                                  "--feed.responses_topic=gost.fp-resp-" + tag,
+                                  "--feed.group=gost.fp-" + tag,
+                                  "--feed.responses_group=gost.fp-answers-" + tag,
+                                  "--feed.enabled=true",
+                                  "--feed.allow_private_sources=true",
+                                  "--feed.poll=100ms",
+                                  "--feed.batch_size=50",
+                                  "--feed.retry_delay=200ms",
+                                  "--images.blob_dir=" + blobs,
+                                  "--stages.expire.enabled=false",
+                                  "--node.id=feed-node-" + tag};
+    args.insert(args.end(), extra.begin(), extra.end());
+    proc = std::make_unique<child_process>(GOSTD_PATH, args);
     int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
-    offers = v1::OfferService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    offers = v1::OfferService::NewStub(channel);
+    feeds = v1::FeedService::NewStub(channel);
   }
 
   /// A URL feed, due now.
@@ -275,4 +289,99 @@ TEST_CASE("kill -9 mid-load: after the restart the load completes and the store 
   auto st = n.statistics("big", "flats");
   CHECK(st.offers() == offers);
   CHECK(st.added() + st.unchanged() == offers);
+}
+
+TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home group's database; "
+          "loads run in both groups through the API, and go on after kill -9 (ADR 0023)") {
+  testing::temp_db db;   // the catalog: group 0, shards 0-1
+  testing::temp_db east; // group 1, shards 2-3
+  auto tag = tag_of();
+  feed_files files;
+  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  node_run n{db, tag};
+  n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
+  n.start();                           // the catalog's schema and installation
+  n.proc->signal(SIGTERM);
+  REQUIRE(n.proc->wait(30s) == 0);
+  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn() + "')");
+  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 1, 0),"
+            " (2, 3, 1)");
+  n.start();
+
+  // A seller at home in each group.
+  std::string west_seller, east_seller;
+  for (int i = 0; west_seller.empty() || east_seller.empty(); ++i) {
+    auto s = "shop-" + std::to_string(i);
+    (shard_of(s, 4) < 2 ? west_seller : east_seller) = s;
+  }
+  struct home {
+    std::string seller;
+    testing::temp_db* db;
+    testing::temp_db* other;
+  };
+  std::vector<home> homes{{west_seller, &db, &east}, {east_seller, &east, &db}};
+  auto succeeded = [](home& h, int loads) {
+    return eventually(90s, [&] {
+      return h.db->scalar("SELECT count(*) FROM feed_loads WHERE seller_id = '" + h.seller
+                          + "' AND status = 'succeeded'")
+             == std::to_string(loads);
+    });
+  };
+  auto offers_of = [](testing::temp_db* d, const std::string& seller) {
+    return d->scalar("SELECT count(*) FROM offers WHERE seller_id = '" + seller + "'");
+  };
+  for (auto& h : homes) {
+    files.set("/" + h.seller + ".xml", flats(0, 30));
+    v1::CreateFeedRequest req;
+    req.mutable_feed()->set_seller_id(h.seller);
+    req.mutable_feed()->set_namespace_("flats");
+    req.mutable_settings()->set_kind(v1::FeedSettings::URL);
+    req.mutable_settings()->set_url("http://127.0.0.1:" + std::to_string(srv.port()) + "/"
+                                    + h.seller + ".xml");
+    req.mutable_settings()->mutable_period()->set_seconds(86400);
+    v1::CreateFeedResponse resp;
+    grpc::ClientContext ctx;
+    auto st = n.feeds->CreateFeed(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  for (auto& h : homes) {
+    CAPTURE(h.seller);
+    REQUIRE_MESSAGE(succeeded(h, 1), n.proc->output());
+    CHECK(offers_of(h.db, h.seller) == "30");
+    // Nothing of the seller's in the other database: feed, loads, offers, the exchange's task.
+    for (auto* table : {"feeds", "feed_loads", "feed_tasks", "offers"})
+      CHECK_MESSAGE(h.other->scalar(std::string("SELECT count(*) FROM ") + table
+                                    + " WHERE seller_id = '" + h.seller + "'")
+                      == "0",
+                    table);
+    auto flat = n.get(h.seller, "flats", "flat-7");
+    REQUIRE(flat);
+    CHECK(flat->source() == v1::OFFER_SOURCE_FEED);
+  }
+  // Group 1's load ids start at its base (2^48): a load id names one load in the installation.
+  CHECK(std::stoll(east.scalar("SELECT max(load_id) FROM feed_loads")) > (int64_t{1} << 48));
+
+  // The feeds shrink to 20 flats; both loads asked through the API, and the node killed -9
+  // right after: after the restart each load ends in its own group, the 10 missing deleted.
+  for (auto& h : homes) {
+    files.set("/" + h.seller + ".xml", flats(0, 20));
+    v1::LoadNowRequest req;
+    req.mutable_feed()->set_seller_id(h.seller);
+    req.mutable_feed()->set_namespace_("flats");
+    v1::LoadNowResponse resp;
+    grpc::ClientContext ctx;
+    auto st = n.feeds->LoadNow(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  n.proc->signal(SIGKILL);
+  n.proc->wait(10s);
+  n.start();
+  for (auto& h : homes) {
+    CAPTURE(h.seller);
+    REQUIRE_MESSAGE(succeeded(h, 2), n.proc->output());
+    CHECK(offers_of(h.db, h.seller) == "20");
+    CHECK(offers_of(h.other, h.seller) == "0");
+    CHECK_FALSE(n.get(h.seller, "flats", "flat-25").has_value());
+    CHECK(h.db->scalar("SELECT count(*) FROM feed_locks") == "0");
+  }
 }
