@@ -349,6 +349,43 @@ TEST_CASE("cleanup removes a load's data in order and keeps a file another load 
   CHECK(count(m, "feed_offer_batches") == "0");
 }
 
+TEST_CASE("cleanup with shard groups: a file another group's load uses is not named; when "
+          "that group cannot say, the step is undone and done again later") {
+  migrated_db m;
+  REQUIRE(create_feed(m.pool, upload_feed("s1", "shop")));
+  auto a = create_feed_load(m.pool, upload("s1", "shop", "shared.xml"));
+  auto b = create_feed_load(m.pool, upload("s1", "shop", "mine.xml"));
+  for (auto* l : {&a, &b}) {
+    REQUIRE(*l);
+    fill_load(m, "s1", (*l)->load_id);
+    end_load(m, "s1", (*l)->load_id);
+  }
+  m.db.scalar("INSERT INTO feed_old_loads VALUES ('s1', " + std::to_string(a->load_id)
+              + "), ('s1', " + std::to_string(b->load_id) + ")");
+  std::vector<std::string> asked;
+  // The other group's database is away: nothing is cleaned, the error says why.
+  auto away = clean_old_feed_loads(m.pool, 100, [&](const std::string& f) -> caf::expected<bool> {
+    asked.push_back(f);
+    return make_db_error(db_errc::unavailable, "group 1 is away");
+  });
+  REQUIRE_FALSE(away);
+  CHECK(error_message(away.error()).find("group 1 is away") != std::string::npos);
+  CHECK(count(m, "feed_old_loads") == "2");
+  CHECK(count(m, "feed_loads") == "2");
+  CHECK(count(m, "feed_offer_errors") == "4");
+  // It answers: shared.xml is one of its loads' (kept), mine.xml is not (named).
+  asked.clear();
+  auto done = clean_old_feed_loads(m.pool, 100, [&](const std::string& f) -> caf::expected<bool> {
+    asked.push_back(f);
+    return f == "shared.xml";
+  });
+  REQUIRE(done);
+  CHECK(done->loads == 2);
+  CHECK(done->blobs == std::vector<std::string>{"mine.xml"});
+  CHECK(asked == std::vector<std::string>{"shared.xml", "mine.xml"});
+  CHECK(count(m, "feed_loads") == "0");
+}
+
 TEST_CASE("a removed feed's whole history goes; its closing load stays") {
   migrated_db m;
   REQUIRE(create_feed(m.pool, upload_feed("s1", "shop")));

@@ -298,6 +298,27 @@ TEST_CASE("shard move: refused before anything is written when a node of the sou
            "3): finish or remove them first");
   CHECK(count(t.west.db, "offers") == "0");
   CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).moving_to == std::nullopt);
+
+  // A writer without a lease (the feeds') adds a row while the range is copied: asked again
+  // right before the fence, the move stops there; the range still serves at `east`.
+  t.east.db.scalar("DELETE FROM feed_tasks");
+  move_options o;
+  bool written = false;
+  o.progress = [&](const std::string& step, const std::string&) {
+    if (step == "copy" && !written) {
+      written = true;
+      t.east.db.scalar("INSERT INTO feeds (seller_id, namespace, settings) VALUES ('s', 'n', "
+                       "'\\x00')");
+    }
+  };
+  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o);
+  REQUIRE_FALSE(refused);
+  CHECK(written);
+  CHECK(error_message(refused.error())
+        == "shards 8-15 hold rows of feeds, which a move does not carry yet (ADR 0023 step 3): "
+           "finish or remove them first");
+  CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).group == 1);
+  CHECK(t.east.db.scalar("SELECT owner FROM shard_leases WHERE shard = 8") == "n1"); // not fenced
 }
 
 TEST_CASE("shard move: every table of the schema with a shard column is one the move knows") {

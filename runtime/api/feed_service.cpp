@@ -9,6 +9,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
 
 namespace gost::runtime {

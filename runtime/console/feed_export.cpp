@@ -9,6 +9,7 @@
 #include "api/status.hpp"
 #include "console/web_api.hpp"
 #include "gost/core/shard_hash.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
 #include "rpc/feed_csv.hpp"
 

@@ -5,6 +5,7 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/feeds/answers.hpp"
 #include "gost/feeds/pools.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "kafka/group_consumer.hpp"
 

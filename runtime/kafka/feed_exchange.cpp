@@ -18,6 +18,7 @@
 #include "gost/offers/protocol.hpp"
 #include "gost/offers/spawn.hpp"
 #include "gost/offers/stage_runner.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feeds.hpp"
 #include "kafka/group_consumer.hpp"
 #include "kafka/producer.hpp"

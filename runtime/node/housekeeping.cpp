@@ -37,7 +37,8 @@ void clean_feeds(const housekeeping_options& o) {
   int64_t loads = 0;
   int64_t files = 0;
   for (int round = 0; round < 10; ++round) {
-    auto step = persistence::clean_old_feed_loads(*o.pool, o.feed_cleanup_batch);
+    auto step =
+      persistence::clean_old_feed_loads(*o.pool, o.feed_cleanup_batch, o.feed_file_elsewhere);
     if (!step) {
       if (!db_outage_reported(o.db.get(), step.error()))
         lg->warn("old feed loads not cleaned (next round tries again) error={}",
@@ -46,10 +47,6 @@ void clean_feeds(const housekeeping_options& o) {
     }
     loads += step->loads;
     for (auto& name : step->blobs) {
-      if (o.feed_file_elsewhere && o.feed_file_elsewhere(name)) {
-        lg->info("feed file kept: a load of another shard group refers to it name={}", name);
-        continue;
-      }
       if (o.blobs != nullptr && o.blobs->remove(name))
         ++files;
       else
@@ -122,17 +119,17 @@ void sweep(const housekeeping_options& o) {
 
 } // namespace
 
-std::function<bool(const std::string&)>
+std::function<caf::expected<bool>(const std::string&)>
 feed_files_of_other_groups(std::shared_ptr<const persistence::shard_placement> where,
                            uint32_t group) {
-  return [where = std::move(where), group](const std::string& name) {
+  return [where = std::move(where), group](const std::string& name) -> caf::expected<bool> {
     for (auto other : where->groups()) {
       auto* db = where->database(other);
       if (other == group || db == nullptr)
         continue;
       auto used = persistence::feed_file_in_use(*db, name);
       if (!used || *used)
-        return true; // a database that does not answer keeps the file
+        return used; // a database that does not answer: the step is tried again later
     }
     return false;
   };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
 namespace gost {
@@ -47,8 +48,9 @@ struct housekeeping_options {
   bool feeds = false;
   int feed_cleanup_batch = 100;
   /// Whether a feed file this database's cleanup released is still referred to elsewhere
-  /// (another shard group's loads), or cannot be told: then it stays. Empty: nowhere else.
-  std::function<bool(const std::string&)> feed_file_elsewhere;
+  /// (another shard group's loads): then it stays; an error undoes the cleanup step, tried
+  /// again next round. Empty: nowhere else.
+  std::function<caf::expected<bool>(const std::string&)> feed_file_elsewhere;
   const blob_store* blobs = nullptr;
   feeds::feed_stats* feed_stats = nullptr; ///< may be null
   persistence::pg_pool* pool = nullptr;
@@ -60,8 +62,8 @@ struct housekeeping_options {
 };
 
 /// `feed_file_elsewhere` for the housekeeper of group `group`: asks every other group's
-/// database of `where` whether a load refers to the file (true also when one cannot say).
-std::function<bool(const std::string&)>
+/// database of `where` whether a load refers to the file (an error when one cannot say).
+std::function<caf::expected<bool>(const std::string&)>
 feed_files_of_other_groups(std::shared_ptr<const persistence::shard_placement> where,
                            uint32_t group);
 

@@ -112,7 +112,7 @@ std::string unmovable_parts(const node_context& n) {
   auto& c = n.cfg;
   std::vector<std::string> on;
   if (c.feeds.enabled)
-    on.emplace_back("feeds.enabled");
+    on.emplace_back("feed.enabled");
   if (!c.feed.requests_topic.empty())
     on.emplace_back("feed.requests_topic");
   for (auto& p : one_database_parts(n))

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -39,16 +40,31 @@ std::string sample(const std::string& name) {
   return text;
 }
 
-/// Files the test serves, by path; changed between loads.
+/// Files the test serves, by path; changed between loads. A download of a path `hold` names
+/// waits (the loader holding its seller's lock) until `release`.
 struct feed_files {
   std::mutex m;
+  std::condition_variable released;
+  std::string held;
   std::map<std::string, std::string> by_path;
   void set(const std::string& path, std::string body) {
     std::lock_guard<std::mutex> g{m};
     by_path[path] = std::move(body);
   }
-  http_server::reply serve(const http_server::call& c) {
+  void hold(const std::string& path) {
     std::lock_guard<std::mutex> g{m};
+    held = path;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> g{m};
+      held.clear();
+    }
+    released.notify_all();
+  }
+  http_server::reply serve(const http_server::call& c) {
+    std::unique_lock<std::mutex> g{m};
+    released.wait(g, [&] { return held != c.path; });
     auto it = by_path.find(c.path);
     if (it == by_path.end())
       return {404, "no such feed"};
@@ -298,6 +314,10 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
   auto tag = tag_of();
   feed_files files;
   http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  struct unhold { // a failed check never leaves the server's workers waiting at its stop
+    feed_files& f;
+    ~unhold() { f.release(); }
+  } unhold_at_exit{files};
   node_run n{db, tag};
   n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
   n.start();                           // the catalog's schema and installation
@@ -362,7 +382,10 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
   CHECK(std::stoll(east.scalar("SELECT max(load_id) FROM feed_loads")) > (int64_t{1} << 48));
 
   // The feeds shrink to 20 flats; both loads asked through the API, and the node killed -9
-  // right after: after the restart each load ends in its own group, the 10 missing deleted.
+  // while downloading group 1's seller's file (its loader lock held in group 1's database):
+  // after the restart the node frees its old lock there, and each load ends in its group,
+  // the 10 missing deleted.
+  files.hold("/" + east_seller + ".xml");
   for (auto& h : homes) {
     files.set("/" + h.seller + ".xml", flats(0, 20));
     v1::LoadNowRequest req;
@@ -373,8 +396,12 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
     auto st = n.feeds->LoadNow(&ctx, req, &resp);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
   }
+  REQUIRE_MESSAGE(
+    eventually(60s, [&] { return east.scalar("SELECT count(*) FROM feed_locks") == "1"; }),
+    n.proc->output());
   n.proc->signal(SIGKILL);
   n.proc->wait(10s);
+  files.release();
   n.start();
   for (auto& h : homes) {
     CAPTURE(h.seller);
@@ -384,4 +411,6 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
     CHECK_FALSE(n.get(h.seller, "flats", "flat-25").has_value());
     CHECK(h.db->scalar("SELECT count(*) FROM feed_locks") == "0");
   }
+  auto out = n.proc->output();
+  CHECK_MESSAGE(out.find("left group=1") != std::string::npos, out);
 }

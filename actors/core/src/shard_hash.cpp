@@ -1,7 +1,5 @@
 #include "gost/core/shard_hash.hpp"
 
-#include "gost/persistence/cluster/placement.hpp"
-
 namespace gost {
 
 uint64_t offer_hash(std::string_view offer_id) noexcept {
@@ -17,11 +15,6 @@ uint64_t offer_hash(std::string_view offer_id) noexcept {
   h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 33;
   return h;
-}
-
-persistence::pg_pool& home_database(const persistence::shard_placement& where,
-                                    std::string_view key) {
-  return where.of_shard(shard_of(key, where.shard_count()));
 }
 
 } // namespace gost

@@ -375,26 +375,29 @@ feed_feeder_actor::behavior_type feeder(feed_feeder_actor::stateful_pointer<feed
 }
 
 /// The databases of the shard groups this node serves (ADR 0023: a seller's feeds and loads
-/// live in its home group's), each once, starting at a group that turns with every call so
-/// that work waiting in one group never starves another's.
-std::vector<persistence::pg_pool*> databases_in_turn(const feed_pools_options& o) {
-  static std::atomic<size_t> turn{0};
+/// live in its home group's), each once, in id order.
+std::vector<persistence::pg_pool*> databases(const feed_pools_options& o) {
   std::vector<persistence::pg_pool*> all;
   for (auto g : o.where->groups())
     if (auto* db = o.where->database(g))
       all.push_back(db);
-  if (!all.empty())
-    std::rotate(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(turn++ % all.size()),
-                all.end());
   return all;
 }
 
 /// Takes the oldest due work of `stage` with its seller's lock, in one group's database after
-/// the other, and runs it; false when there was none. A step that throws is retried later
-/// like any transient failure.
+/// the other, and runs it; false when there was none. The first database tried turns with
+/// every take of the stage (`turn`), so work waiting in one group never starves another's,
+/// nor does a database that is away delay the others' every time. A step that throws is
+/// retried later like any transient failure.
 template <class F>
-bool take_and_run(const feed_pools_options& o, const char* stage, F run) {
-  for (auto* db : databases_in_turn(o)) {
+bool take_and_run(const feed_pools_options& o, const char* stage, std::atomic<size_t>& turn,
+                  const stop_signal& stop, F run) {
+  auto all = databases(o);
+  if (all.empty())
+    return false;
+  auto first = turn++ % all.size();
+  for (size_t i = 0; i < all.size() && !stop.requested(); ++i) {
+    auto* db = all[(first + i) % all.size()];
     auto job = persistence::take_feed_work(*db, stage, o.node_id);
     if (!job) {
       lg->debug("taking {} work failed: {}", stage, error_message(job.error()));
@@ -424,7 +427,7 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
                   .count();
   auto last = last_reap_ms.load();
   if (now_ms - last >= 10'000 && last_reap_ms.compare_exchange_strong(last, now_ms)) {
-    for (auto* db : databases_in_turn(o)) {
+    for (auto* db : databases(o)) {
       if (auto n = persistence::reap_feed_locks(*db, o.node_timeout, o.lock_max_hold);
           n && *n > 0) {
         lg->warn("freed {} feed locks of nodes that are gone or of steps hung over {} ms", *n,
@@ -439,17 +442,20 @@ bool run_loader_step(const feed_pools_options& o, const stop_signal& stop) {
     else if (!error.empty())
       lg->error("feed catalog not reloaded, the data in use stays: {}", error);
   }
-  for (auto* db : databases_in_turn(o))
+  for (auto* db : databases(o))
     if (auto due = persistence::schedule_due_feeds(*db, 16, o.keep_loads); due && !due->empty())
       lg->info("{} URL feeds due: loads queued for download", due->size());
-  return take_and_run(
-    o, "fetch", [&](persistence::pg_pool& db, const feed_job& job) { fetch(o, db, job, stop); });
+  static std::atomic<size_t> turn{0};
+  return take_and_run(o, "fetch", turn, stop, [&](persistence::pg_pool& db, const feed_job& job) {
+    fetch(o, db, job, stop);
+  });
 }
 
 bool run_processor_step(const feed_pools_options& o, const stop_signal& stop) {
   if (stop.requested())
     return false;
-  return take_and_run(o, "process", [&](persistence::pg_pool& db, const feed_job& job) {
+  static std::atomic<size_t> turn{0};
+  return take_and_run(o, "process", turn, stop, [&](persistence::pg_pool& db, const feed_job& job) {
     process(o, db, job, stop);
   });
 }

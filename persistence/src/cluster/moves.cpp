@@ -205,6 +205,8 @@ public:
       if (*n <= opts_.small_round)
         break;
     }
+    if (auto err = unmoved_rows())
+      return err;
     auto fenced_at = std::chrono::steady_clock::now();
     if (auto err = fence())
       return err;
@@ -272,6 +274,13 @@ private:
                                + "` but not group `" + plan_.to_name
                                + "` (a node opens the groups declared at its start): restart it "
                                  "before moving shards there");
+    return unmoved_rows();
+  }
+
+  /// Refuses a range holding rows a move does not carry (unmoved_tables). Asked before
+  /// anything is written and again right before the fence: a writer that holds no lease (the
+  /// feeds') may have added some while the range was copied.
+  caf::error unmoved_rows() {
     std::string held;
     auto err = with_connection(source_, [&](pqxx::connection& c) {
       held.clear();

@@ -300,10 +300,14 @@ for_each_feed_error(pg_pool& pool, feed_error_query q, int page_size,
   }
 }
 
-caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit) {
+caf::expected<feed_cleanup>
+clean_old_feed_loads(pg_pool& pool, int limit,
+                     const std::function<caf::expected<bool>(const std::string&)>& used_elsewhere) {
   feed_cleanup out;
+  caf::error elsewhere;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out = feed_cleanup{};
+    elsewhere = caf::error{};
     pqxx::work tx{c};
     auto old = tx.exec_params("SELECT o.seller_id, o.load_id, coalesce(l.sha256, '')"
                               " FROM feed_old_loads o LEFT JOIN feed_loads l"
@@ -326,6 +330,14 @@ caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit) {
                                       " AND NOT (seller_id = $2 AND load_id = $3) LIMIT 1",
                                       file, seller, id)
                          .empty();
+        if (!shared && used_elsewhere) {
+          auto there = used_elsewhere(file);
+          if (!there) {
+            elsewhere = std::move(there.error());
+            return; // not committed: the step is undone
+          }
+          shared = *there;
+        }
         if (!shared)
           out.blobs.push_back(file);
       }
@@ -339,6 +351,8 @@ caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit) {
   });
   if (err)
     return err;
+  if (elsewhere)
+    return elsewhere;
   return out;
 }
 

@@ -3,11 +3,6 @@
 #include <cstdint>
 #include <string_view>
 
-namespace gost::persistence {
-class pg_pool;
-class shard_placement;
-} // namespace gost::persistence
-
 namespace gost {
 
 /// The stable 64-bit hash of an offer id: FNV-1a 64 over the id's bytes, followed by the
@@ -20,9 +15,12 @@ inline uint32_t shard_of(std::string_view offer_id, uint32_t shard_count) noexce
   return static_cast<uint32_t>(offer_hash(offer_id) % shard_count);
 }
 
-/// The database holding `key`'s home shard (`shard_of(key)`) now (ADR 0023): where the rows
-/// keyed by it live — a seller's feeds and loads, a scheduled action by its id.
-persistence::pg_pool& home_database(const persistence::shard_placement& where,
-                                    std::string_view key);
+/// The database holding `key`'s home shard (`shard_of(key)`) now, of a placement
+/// (persistence::shard_placement, ADR 0023): where the rows keyed by it live — a seller's
+/// feeds and loads, a scheduled action by its id.
+template <class Placement>
+auto& home_database(const Placement& where, std::string_view key) {
+  return where.of_shard(shard_of(key, where.shard_count()));
+}
 
 } // namespace gost

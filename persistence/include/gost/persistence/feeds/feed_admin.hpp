@@ -127,11 +127,17 @@ struct feed_cleanup {
 /// load row (and a queue row, if any) and its feed_old_loads row; one transaction. The caller
 /// removes the files named after the commit (a crash in between leaves a file no row names:
 /// harmless, and never a row naming a removed file).
-caf::expected<feed_cleanup> clean_old_feed_loads(pg_pool& pool, int limit);
+///
+/// `used_elsewhere` (may be empty: nowhere): with several shard groups (ADR 0023) a file no
+/// load of this database refers to is named only when this also says no other group's load
+/// does (two sellers may upload the same bytes); asked before the commit, so an error of it
+/// undoes the step (returned), and the loads are cleaned again at the next round.
+caf::expected<feed_cleanup> clean_old_feed_loads(
+  pg_pool& pool, int limit,
+  const std::function<caf::expected<bool>(const std::string&)>& used_elsewhere = {});
 
-/// Whether a load in this database refers to the stored file `sha256`: with several shard
-/// groups (ADR 0023) a file `clean_old_feed_loads` released in one group's database is removed
-/// only when no other group's load refers to it (two sellers may upload the same bytes).
+/// Whether a load in this database refers to the stored file `sha256` (another group's
+/// cleanup asks: `used_elsewhere` above).
 caf::expected<bool> feed_file_in_use(pg_pool& pool, const std::string& sha256);
 
 } // namespace gost::persistence
