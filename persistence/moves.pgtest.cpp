@@ -12,6 +12,9 @@
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/cluster/moves.hpp"
 #include "gost/persistence/errors.hpp"
+#include "gost/persistence/feeds/feed_admin.hpp"
+#include "gost/persistence/feeds/feed_loads.hpp"
+#include "gost/persistence/feeds/feeds.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
 #include "gost/testing/process.hpp"
 #include "pg_fixture.hpp"
@@ -287,36 +290,27 @@ TEST_CASE("shard move: refused before anything is written when a node of the sou
   CHECK(error_message(refused.error())
         == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
            "3): finish or remove them first");
-  // The feeds' tables have no shard column: any row in the moving group's database is one
-  // of its sellers'.
-  t.east.db.scalar("DELETE FROM entities");
-  t.east.db.scalar("INSERT INTO feed_tasks (task_id, seller_id, namespace) VALUES ('7', 's', 'n')");
-  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, move_options{});
-  REQUIRE_FALSE(refused);
-  CHECK(error_message(refused.error())
-        == "shards 8-15 hold rows of feed_tasks, which a move does not carry yet (ADR 0023 step "
-           "3): finish or remove them first");
   CHECK(count(t.west.db, "offers") == "0");
   CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).moving_to == std::nullopt);
 
-  // A writer without a lease (the feeds') adds a row while the range is copied: asked again
-  // right before the fence, the move stops there; the range still serves at `east`.
-  t.east.db.scalar("DELETE FROM feed_tasks");
+  // Such a row added while the range is copied: asked again right before the fence, the move
+  // stops there; the range still serves at `east`.
+  t.east.db.scalar("DELETE FROM entities");
   move_options o;
   bool written = false;
   o.progress = [&](const std::string& step, const std::string&) {
     if (step == "copy" && !written) {
       written = true;
-      t.east.db.scalar("INSERT INTO feeds (seller_id, namespace, settings) VALUES ('s', 'n', "
-                       "'\\x00')");
+      t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state)"
+                       " VALUES ('task.x', 'e2', 12, 1, '\\x00')");
     }
   };
   refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o);
   REQUIRE_FALSE(refused);
   CHECK(written);
   CHECK(error_message(refused.error())
-        == "shards 8-15 hold rows of feeds, which a move does not carry yet (ADR 0023 step 3): "
-           "finish or remove them first");
+        == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
+           "3): finish or remove them first");
   CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).group == 1);
   CHECK(t.east.db.scalar("SELECT owner FROM shard_leases WHERE shard = 8") == "n1"); // not fenced
 }
@@ -496,4 +490,76 @@ TEST_CASE("shard move: a group's image tasks and results move with it") {
   CHECK(count(t.west.db, "image_results", "result_key = 'west-own'") == "1");
   CHECK(count(t.east.db, "image_tasks", "true") == "0");
   CHECK(count(t.east.db, "image_results", "true") == "0");
+}
+
+TEST_CASE("shard move: a group's feeds move with it; their writes are refused once it is "
+          "fenced; the sellers' locks stay behind (ADR 0023)") {
+  three_dbs t;
+  // A seller of east with a feed, a load waiting for the loader (its lock taken), per-offer
+  // errors, a cleanup row, and the exchange's task with its items and batches.
+  auto feed_of = [](const std::string& seller) {
+    return feed_spec{seller, "shop", "\x08\x02", "", 0};
+  };
+  REQUIRE(create_feed(t.east.pool, feed_of("s1")));
+  new_feed_load n;
+  n.seller_id = "s1";
+  n.ns = "shop";
+  n.origin = "upload";
+  n.sha256 = "f.xml";
+  auto load = create_feed_load(t.east.pool, n);
+  REQUIRE(load);
+  auto job = take_feed_work(t.east.pool, "process", "n1");
+  REQUIRE(job);
+  REQUIRE(job->has_value());
+  REQUIRE_FALSE(add_feed_offer_errors(t.east.pool, "s1", load->load_id,
+                                      {{"x", 0, "error", "validation", "", "", 1, "bad"}}));
+  t.east.db.scalar("INSERT INTO feed_old_loads VALUES ('s1', " + std::to_string(load->load_id)
+                   + ")");
+  REQUIRE(begin_feed_task(t.east.pool, "t1", "s1", "shop"));
+  REQUIRE(record_feed_batch(t.east.pool, "t1", "b1", {"e1", "e2"}, nullptr));
+  // West's own seller stays as it is.
+  REQUIRE(create_feed(t.west.pool, feed_of("w1")));
+
+  // While the rows are copied, another seller's feed and task come, and a load is cleaned.
+  move_options o;
+  bool written = false;
+  o.progress = [&](const std::string& step, const std::string&) {
+    if (step != "copy" || written)
+      return;
+    written = true;
+    REQUIRE(create_feed(t.east.pool, feed_of("s2")));
+    REQUIRE(begin_feed_task(t.east.pool, "t2", "s2", "shop"));
+    REQUIRE(record_feed_batch(t.east.pool, "t2", "b1", {"e9"}, nullptr));
+    auto cleaned = clean_old_feed_loads(t.east.pool, 10);
+    REQUIRE(cleaned);
+    CHECK(cleaned->loads == 1);
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(written);
+  CHECK(count(t.west.db, "feeds", "true") == "3");
+  CHECK(count(t.west.db, "feed_loads", "true") == "0"); // cleaned during the copy
+  CHECK(count(t.west.db, "feed_offer_errors", "true") == "0");
+  CHECK(count(t.west.db, "feed_old_loads", "true") == "0");
+  CHECK(count(t.west.db, "feed_tasks", "true") == "2");
+  CHECK(count(t.west.db, "feed_items", "true") == "3");
+  CHECK(count(t.west.db, "feed_batches", "true") == "2");
+  CHECK(count(t.west.db, "feed_locks", "true") == "0"); // a step the fence refuses: redone
+  for (const char* table : {"feeds", "feed_loads", "feed_queue", "feed_locks", "feed_tasks",
+                            "feed_items", "feed_batches", "feed_offer_errors"})
+    CHECK_MESSAGE(count(t.east.db, table, "true") == "0", table);
+
+  // A writer that still has the old map is refused at the source, not lost there; the
+  // answer is UNAVAILABLE with advice, and the target takes the write.
+  auto stray = create_feed(t.east.pool, feed_of("s3"));
+  REQUIRE_FALSE(stray);
+  CHECK(stray.error() == db_errc::unavailable);
+  CHECK_MESSAGE(error_message(stray.error()).find("moving to group `west`") != std::string::npos,
+                error_message(stray.error()));
+  CHECK(count(t.east.db, "feeds", "true") == "0");
+  REQUIRE(create_feed(t.west.pool, feed_of("s3")));
+  auto finished = finish_feed_task(t.east.pool, "t1", "summary");
+  CHECK(finished == db_errc::unavailable);
+  REQUIRE_FALSE(finish_feed_task(t.west.pool, "t1", "summary"));
+  CHECK(count(t.west.db, "feed_items", "task_id = 't1'") == "0");
 }

@@ -41,6 +41,11 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
 caf::expected<int64_t> reap_by_age(pg_pool& pool, const char* table, const char* time_column,
                                    const std::vector<uint32_t>& shards, int64_t max_age_s);
 
+/// The SQLSTATE of a write a shard move's fence refuses (migration 0027, gost_move_fence):
+/// db_errc::unavailable (retry: the writer's next try reaches the new group), never reported
+/// to the pool's observer as an outage.
+inline constexpr const char* move_fence_sqlstate = "GM001";
+
 /// Converts the exception in flight to an error (call from a catch block).
 caf::error current_exception_to_error();
 

@@ -21,7 +21,8 @@ db_errc classify(const std::string& sqlstate) {
     return db_errc::already_exists;
   if (sqlstate == "40001" || sqlstate == "40P01")
     return db_errc::conflict;
-  if (sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0)
+  if (sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0
+      || sqlstate == move_fence_sqlstate)
     return db_errc::unavailable;
   if (sqlstate.rfind("22", 0) == 0 || sqlstate == "23502" || sqlstate == "23514")
     return db_errc::invalid_argument;
@@ -154,6 +155,7 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
     p.cv.notify_one();
   };
   caf::error result;
+  bool fenced = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       if (s.conn && !s.conn->is_open())
@@ -176,6 +178,13 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
       result = current_exception_to_error();
       s.conn.reset();
       continue; // reopen and try once more
+    } catch (const pqxx::sql_error& e) {
+      result = current_exception_to_error();
+      // A move's fence refusing a write (gost_move_fence): the database answered.
+      fenced = e.sqlstate() == move_fence_sqlstate;
+      if (s.conn && !s.conn->is_open())
+        s.conn.reset();
+      break;
     } catch (...) {
       result = current_exception_to_error();
       if (s.conn && !s.conn->is_open())
@@ -185,7 +194,8 @@ caf::error with_connection(pg_pool& pool, const std::function<void(pqxx::connect
   }
   release();
   if (p.observer) {
-    bool unreachable = result == db_errc::unavailable || result == db_errc::outcome_unknown;
+    bool unreachable =
+      !fenced && (result == db_errc::unavailable || result == db_errc::outcome_unknown);
     p.observer(unreachable ? result : caf::error{}, started);
   }
   return result;

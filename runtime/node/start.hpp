@@ -23,11 +23,6 @@ caf::error start_pg(node_context& n);
 /// node refuses a map with shards outside group 0, and moving shards (MoveShards).
 std::string catalog_only_parts(const node_context& n);
 
-/// The parts this node runs whose rows a move does not carry yet: the catalog-only ones and
-/// the feeds' (per group, but their writers hold no lease to fence), by their config keys;
-/// empty: none. Such a node refuses to move shards (MoveShards).
-std::string unmovable_parts(const node_context& n);
-
 /// The catalog's versions (stages.catalog.migrations): stores the files' versions not stored
 /// yet, reads them all back, gives `catalog.evolve` the chain and every offer shard the sweep of
 /// the current version. Nothing when the stage is off.

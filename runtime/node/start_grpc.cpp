@@ -101,10 +101,10 @@ caf::error start_grpc(node_context& n) {
   view.manager = n.manager;
   view.wakes = n.wakes;
   view.placement = n.placement; // each group's pool
-  if (auto parts = unmovable_parts(n); !parts.empty())
-    view.move_refusal = "this node runs parts whose rows a move does not carry yet (" + parts
-                        + "; ADR 0023): moving shards would strand their rows; turn them off "
-                          "first";
+  if (auto parts = catalog_only_parts(n); !parts.empty())
+    view.move_refusal = "this node runs parts that serve the catalog database only (" + parts
+                        + "; ADR 0023 build step 3): moving shards would strand their rows; "
+                          "turn them off first";
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout, std::move(view), limits,
     admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0}, n.traces,

@@ -79,16 +79,7 @@ caf::error refuse_unsupported(const node_context& n, const persistence::group_ma
 
 } // namespace
 
-namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (auto& o : names)
-    out += (out.empty() ? "" : ", ") + o;
-  return out;
-}
-
-std::vector<std::string> one_database_parts(const node_context& n) {
+std::string catalog_only_parts(const node_context& n) {
   std::vector<std::string> on;
   if (n.hosts_entities()) {
     bool tasks = false, others = false;
@@ -99,25 +90,10 @@ std::vector<std::string> one_database_parts(const node_context& n) {
     if (others)
       on.emplace_back("the application's actor types");
   }
-  return on;
-}
-
-} // namespace
-
-std::string catalog_only_parts(const node_context& n) {
-  return joined(one_database_parts(n));
-}
-
-std::string unmovable_parts(const node_context& n) {
-  auto& c = n.cfg;
-  std::vector<std::string> on;
-  if (c.feeds.enabled)
-    on.emplace_back("feed.enabled");
-  if (!c.feed.requests_topic.empty())
-    on.emplace_back("feed.requests_topic");
-  for (auto& p : one_database_parts(n))
-    on.push_back(p);
-  return joined(on);
+  std::string names;
+  for (auto& o : on)
+    names += (names.empty() ? "" : ", ") + o;
+  return names;
 }
 
 caf::error start_pg(node_context& n) {

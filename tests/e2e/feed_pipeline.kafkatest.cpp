@@ -81,6 +81,7 @@ struct node_run {
   std::unique_ptr<v1::OfferService::Stub> offers;
   std::unique_ptr<v1::FeedService::Stub> feeds;
   std::vector<std::string> extra; ///< more flags
+  std::string addr;               ///< its gRPC address, once started
 
   node_run(testing::temp_db& d, std::string t) : db(d), tag(std::move(t)) {
     blobs = "/tmp/gost-feed-e2e-blobs-" + tag;
@@ -116,8 +117,8 @@ struct node_run {
     proc = std::make_unique<child_process>(GOSTD_PATH, args);
     int port = testing::served_port(*proc, port_file);
     REQUIRE_MESSAGE(port > 0, proc->output());
-    auto channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    addr = "127.0.0.1:" + std::to_string(port);
+    auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
     offers = v1::OfferService::NewStub(channel);
     feeds = v1::FeedService::NewStub(channel);
   }
@@ -413,4 +414,95 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
   }
   auto out = n.proc->output();
   CHECK_MESSAGE(out.find("left group=1") != std::string::npos, out);
+}
+
+TEST_CASE("shard groups: gostctl move-shards moves a group holding feeds while a download runs: "
+          "the step refused at the source is redone at the target, every offer stored once, "
+          "the feed goes on there (ADR 0023)") {
+  testing::temp_db db;   // the catalog: group 0, shards 0-1
+  testing::temp_db east; // group 1, shards 2-3
+  testing::temp_db west; // group 2, holding nothing until the move
+  auto tag = tag_of();
+  feed_files files;
+  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  struct unhold { // a failed check never leaves the server's workers waiting at its stop
+    feed_files& f;
+    ~unhold() { f.release(); }
+  } unhold_at_exit{files};
+  node_run n{db, tag};
+  n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
+  n.start();                           // the catalog's schema and installation
+  n.proc->signal(SIGTERM);
+  REQUIRE(n.proc->wait(30s) == 0);
+  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn()
+            + "'), (2, 'west', '" + west.dsn() + "')");
+  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 1, 0),"
+            " (2, 3, 1)");
+  n.start();
+  std::string seller;
+  for (int i = 0; seller.empty(); ++i)
+    if (shard_of("shop-" + std::to_string(i), 4) >= 2)
+      seller = "shop-" + std::to_string(i);
+  auto offers_in = [&](testing::temp_db& d) {
+    return d.scalar("SELECT count(*) FROM offers WHERE seller_id = '" + seller + "'");
+  };
+  auto succeeded_in = [&](testing::temp_db& d, int loads) {
+    return eventually(90s, [&] {
+      return d.scalar("SELECT count(*) FROM feed_loads WHERE seller_id = '" + seller
+                      + "' AND status = 'succeeded'")
+             == std::to_string(loads);
+    });
+  };
+  auto path = "/" + seller + ".xml";
+  files.set(path, flats(0, 400));
+  files.hold(path); // the download waits, its seller's lock held at `east`
+  v1::CreateFeedRequest req;
+  req.mutable_feed()->set_seller_id(seller);
+  req.mutable_feed()->set_namespace_("flats");
+  req.mutable_settings()->set_kind(v1::FeedSettings::URL);
+  req.mutable_settings()->set_url("http://127.0.0.1:" + std::to_string(srv.port()) + path);
+  req.mutable_settings()->mutable_period()->set_seconds(86400);
+  {
+    v1::CreateFeedResponse resp;
+    grpc::ClientContext ctx;
+    auto st = n.feeds->CreateFeed(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  REQUIRE_MESSAGE(
+    eventually(60s, [&] { return east.scalar("SELECT count(*) FROM feed_locks") == "1"; }),
+    n.proc->output());
+
+  child_process ctl{GOSTCTL_PATH,
+                    {"--addr", n.addr, "--who", "e2e", "move-shards", "2-3", "--to", "west"}};
+  REQUIRE_MESSAGE(ctl.wait(120s) == 0, ctl.output());
+  auto out = ctl.output();
+  CHECK_MESSAGE(out.find("feed_loads: 1 rows") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("done: shards 2-3 moved from `east` to `west`") != std::string::npos, out);
+  // At the target the load waits for its file again, with no lock: the step at the source is
+  // refused once its file comes, and the load is downloaded anew at `west`.
+  CHECK(west.scalar("SELECT status FROM feed_loads WHERE seller_id = '" + seller + "'")
+        == "fetching");
+  CHECK(west.scalar("SELECT count(*) FROM feed_locks") == "0");
+  for (const char* table : {"feeds", "feed_loads", "feed_queue", "feed_locks"})
+    CHECK_MESSAGE(east.scalar(std::string("SELECT count(*) FROM ") + table) == "0", table);
+  files.release();
+  REQUIRE_MESSAGE(succeeded_in(west, 1), n.proc->output());
+  CHECK(offers_in(west) == "400");
+  CHECK(offers_in(east) == "0");
+  CHECK(west.scalar("SELECT max(version) FROM offers WHERE seller_id = '" + seller + "'") == "1");
+  CHECK(west.scalar("SELECT count(*) FROM feed_tasks") == "1");
+  CHECK(east.scalar("SELECT count(*) FROM feed_tasks") == "0");
+  CHECK(n.get(seller, "flats", "flat-399").has_value());
+
+  // The feed goes on at its new home: a smaller file, loaded now.
+  files.set(path, flats(0, 300));
+  v1::LoadNowRequest now;
+  *now.mutable_feed() = req.feed();
+  v1::LoadNowResponse nr;
+  grpc::ClientContext ctx;
+  auto st = n.feeds->LoadNow(&ctx, now, &nr);
+  REQUIRE_MESSAGE(st.ok(), st.error_message());
+  REQUIRE_MESSAGE(succeeded_in(west, 2), n.proc->output());
+  CHECK(offers_in(west) == "300");
+  CHECK(east.scalar("SELECT count(*) FROM feed_loads") == "0");
 }

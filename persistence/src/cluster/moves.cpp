@@ -28,6 +28,11 @@ struct keyed_table {
   /// there. A row whose parent came after the first pass is in the change log with it, and the
   /// catch-up copies the parent first (tables in this order, a transaction's entries together).
   const char* parent_there = nullptr;
+  /// Its writers hold no lease: while the group moves, a statement trigger at the source
+  /// refuses their writes once the range is fenced (migration 0027, gost_move_fence). It stays
+  /// after the move (a writer with the old map is refused, not lost) until a move brings a
+  /// range into that database again.
+  bool fenced = false;
 };
 
 /// In copy order: a referenced table before the tables referring to it (scheduled_attempts'
@@ -53,7 +58,35 @@ const std::vector<keyed_table>& keyed_tables() {
     // fence is computed again at the target when asked).
     {"image_tasks", {"function", "partition", "args"}, true},
     {"image_results", {"result_key"}, true},
+    // Feeds: keyed by seller, every row in the seller's home group (whole tables), written
+    // without a lease (fenced). A task's items and batches need their task (a foreign key).
+    {"feeds", {"seller_id", "namespace"}, true, nullptr, true},
+    {"feed_loads", {"seller_id", "load_id"}, true, nullptr, true},
+    {"feed_queue", {"seller_id", "load_id"}, true, nullptr, true},
+    {"feed_statistics", {"seller_id", "load_id"}, true, nullptr, true},
+    {"feed_offer_batches", {"seller_id", "load_id", "batch_id"}, true, nullptr, true},
+    {"feed_offer_errors", {"seller_id", "load_id", "external_id", "error_id"}, true, nullptr, true},
+    {"feed_old_loads", {"seller_id", "load_id"}, true, nullptr, true},
+    {"feed_tasks", {"task_id"}, true, nullptr, true},
+    {"feed_items",
+     {"task_id", "external_id"},
+     true,
+     "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)",
+     true},
+    {"feed_batches",
+     {"task_id", "batch_id"},
+     true,
+     "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)",
+     true},
   };
+  return tables;
+}
+
+/// Tables not copied but emptied at the source after the switch: the feeds' per-seller locks
+/// belong to steps the fence refuses (copied, a lock would hold its seller at the target until
+/// the reaper's `lock_max_hold`); at the target the work is taken again and redone.
+const std::vector<const char*>& dropped_tables() {
+  static const std::vector<const char*> tables{"feed_locks"};
   return tables;
 }
 
@@ -75,8 +108,7 @@ const std::vector<queued_table>& queued_tables() {
 }
 
 /// Tables of parts that are not moved yet: a range holding rows there is refused. `whole`: a
-/// table without a shard column whose rows all belong to the moving whole group (the feeds',
-/// keyed by seller: their writers hold no lease a fence could stop).
+/// table without a shard column whose rows all belong to the moving whole group.
 struct unmoved_table {
   const char* name;
   bool whole;
@@ -84,8 +116,8 @@ struct unmoved_table {
 
 const std::vector<unmoved_table>& unmoved_tables() {
   static const std::vector<unmoved_table> tables{
-    {"entities", false},  {"entity_dead_letters", false}, {"feeds", true},
-    {"feed_loads", true}, {"feed_tasks", true},
+    {"entities", false},
+    {"entity_dead_letters", false},
   };
   return tables;
 }
@@ -339,6 +371,11 @@ private:
                 + (t.whole ? std::string{"*"} : std::to_string(plan_.first)) + "', '"
                 + std::to_string(plan_.last) + "', '" + keys + "')");
         tables_.push_back(make_table_sql(tx, t));
+        if (t.fenced)
+          tx.exec(std::string{"CREATE OR REPLACE TRIGGER gost_move_fence BEFORE INSERT OR UPDATE "
+                              "OR DELETE ON "}
+                  + t.name + " FOR EACH STATEMENT EXECUTE FUNCTION gost_move_fence('"
+                  + std::to_string(plan_.first) + "')");
       }
       tx.commit();
     });
@@ -348,6 +385,10 @@ private:
     err = with_connection(target_, [&](pqxx::connection& c) {
       cleared = 0;
       pqxx::work tx{c};
+      // A fence an earlier move away from the target left there: its range comes back now.
+      for (auto& t : keyed_tables())
+        if (t.fenced)
+          tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move_fence ON "} + t.name);
       for (auto& t : keyed_tables())
         if (!t.whole) // a whole table's rows at the target are the target's own
           cleared +=
@@ -660,14 +701,23 @@ private:
     });
     if (err)
       return err;
-    for (auto& t : keyed_tables()) {
+    std::vector<std::pair<std::string, std::string>> emptied; // table, rows
+    for (auto& t : keyed_tables())
+      emptied.emplace_back(t.name, rows_of(t.whole));
+    for (auto* t : dropped_tables())
+      emptied.emplace_back(t, "true");
+    for (auto& e : emptied) {
+      const auto& table = e.first;
+      const auto& rows = e.second;
       for (;;) {
         int64_t n = 0;
         err = with_connection(source_, [&](pqxx::connection& c) {
-          pqxx::nontransaction tx{c};
-          n = tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE ctid IN (SELECT ctid FROM "
-                      + t.name + " WHERE " + rows_of(t.whole) + " LIMIT 5000)")
+          pqxx::work tx{c};
+          tx.exec("SET LOCAL gost.moving = 'on'"); // past the fence of the feeds' tables
+          n = tx.exec("DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
+                      + " WHERE " + rows + " LIMIT 5000)")
                 .affected_rows();
+          tx.commit();
         });
         if (err)
           return err;
