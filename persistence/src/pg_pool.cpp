@@ -41,6 +41,20 @@ caf::error current_exception_to_error() {
     return make_db_error(db_errc::outcome_unknown,
                          std::string{"the connection was lost during COMMIT: "} + e.what());
   } catch (const pqxx::sql_error& e) {
+    if (e.sqlstate() == move_fence_sqlstate) {
+      // gost_move_fence's own words are the advice: without libpq's "ERROR:" and the
+      // PL/pgSQL context lines.
+      std::string text = e.what();
+      if (auto at = text.find("CONTEXT:"); at != std::string::npos)
+        text.erase(at);
+      if (text.rfind("ERROR:", 0) == 0)
+        text.erase(0, 6);
+      auto first = text.find_first_not_of(" \t\n");
+      auto last = text.find_last_not_of(" \t\n");
+      return make_db_error(db_errc::unavailable, first == std::string::npos
+                                                   ? text
+                                                   : text.substr(first, last - first + 1));
+    }
     return make_db_error(classify(e.sqlstate()), std::string{e.what()} + " [" + e.sqlstate() + "]");
   } catch (const std::exception& e) {
     return make_db_error(db_errc::internal, e.what());
