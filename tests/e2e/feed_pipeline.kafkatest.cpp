@@ -308,27 +308,70 @@ TEST_CASE("kill -9 mid-load: after the restart the load completes and the store 
   CHECK(st.added() + st.unchanged() == offers);
 }
 
-TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home group's database; "
-          "loads run in both groups through the API, and go on after kill -9 (ADR 0023)") {
-  testing::temp_db db;   // the catalog: group 0, shards 0-1
-  testing::temp_db east; // group 1, shards 2-3
-  auto tag = tag_of();
+namespace {
+
+/// gostd on shard groups (ADR 0023), with a file server whose downloads can be held: the
+/// catalog `db` holds shards 0-1 (group 0), `east` shards 2-3 (group 1); `west`, when asked
+/// for, is group 2, holding nothing until a move.
+struct grouped_feeds {
+  testing::temp_db db;
+  testing::temp_db east;
+  std::optional<testing::temp_db> west;
   feed_files files;
-  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
+  http_server srv{[this](const http_server::call& c) { return files.serve(c); }};
   struct unhold { // a failed check never leaves the server's workers waiting at its stop
     feed_files& f;
     ~unhold() { f.release(); }
   } unhold_at_exit{files};
-  node_run n{db, tag};
-  n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
-  n.start();                           // the catalog's schema and installation
-  n.proc->signal(SIGTERM);
-  REQUIRE(n.proc->wait(30s) == 0);
-  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn() + "')");
-  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 1, 0),"
-            " (2, 3, 1)");
-  n.start();
+  node_run n{db, tag_of()};
 
+  explicit grouped_feeds(bool with_west) {
+    if (with_west)
+      west.emplace();
+    n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
+    n.start();                           // the catalog's schema and installation
+    n.proc->signal(SIGTERM);
+    REQUIRE(n.proc->wait(30s) == 0);
+    db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn() + "')"
+              + (west ? ", (2, 'west', '" + west->dsn() + "')" : std::string{}));
+    db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 1, 0),"
+              " (2, 3, 1)");
+    n.start();
+  }
+
+  /// A URL feed `flats` of `seller` made through FeedService, served at /<seller>.xml.
+  v1::FeedRef create_feed(const std::string& seller) {
+    v1::CreateFeedRequest req;
+    req.mutable_feed()->set_seller_id(seller);
+    req.mutable_feed()->set_namespace_("flats");
+    req.mutable_settings()->set_kind(v1::FeedSettings::URL);
+    req.mutable_settings()->set_url("http://127.0.0.1:" + std::to_string(srv.port()) + "/" + seller
+                                    + ".xml");
+    req.mutable_settings()->mutable_period()->set_seconds(86400);
+    v1::CreateFeedResponse resp;
+    grpc::ClientContext ctx;
+    auto st = n.feeds->CreateFeed(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    return req.feed();
+  }
+
+  /// A load of the feed now (FeedService.LoadNow).
+  void load_now(const v1::FeedRef& feed) {
+    v1::LoadNowRequest req;
+    *req.mutable_feed() = feed;
+    v1::LoadNowResponse resp;
+    grpc::ClientContext ctx;
+    auto st = n.feeds->LoadNow(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+};
+
+} // namespace
+
+TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home group's database; "
+          "loads run in both groups through the API, and go on after kill -9 (ADR 0023)") {
+  grouped_feeds g{false};
+  auto& n = g.n;
   // A seller at home in each group.
   std::string west_seller, east_seller;
   for (int i = 0; west_seller.empty() || east_seller.empty(); ++i) {
@@ -339,8 +382,9 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
     std::string seller;
     testing::temp_db* db;
     testing::temp_db* other;
+    v1::FeedRef feed;
   };
-  std::vector<home> homes{{west_seller, &db, &east}, {east_seller, &east, &db}};
+  std::vector<home> homes{{west_seller, &g.db, &g.east, {}}, {east_seller, &g.east, &g.db, {}}};
   auto succeeded = [](home& h, int loads) {
     return eventually(90s, [&] {
       return h.db->scalar("SELECT count(*) FROM feed_loads WHERE seller_id = '" + h.seller
@@ -352,18 +396,8 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
     return d->scalar("SELECT count(*) FROM offers WHERE seller_id = '" + seller + "'");
   };
   for (auto& h : homes) {
-    files.set("/" + h.seller + ".xml", flats(0, 30));
-    v1::CreateFeedRequest req;
-    req.mutable_feed()->set_seller_id(h.seller);
-    req.mutable_feed()->set_namespace_("flats");
-    req.mutable_settings()->set_kind(v1::FeedSettings::URL);
-    req.mutable_settings()->set_url("http://127.0.0.1:" + std::to_string(srv.port()) + "/"
-                                    + h.seller + ".xml");
-    req.mutable_settings()->mutable_period()->set_seconds(86400);
-    v1::CreateFeedResponse resp;
-    grpc::ClientContext ctx;
-    auto st = n.feeds->CreateFeed(&ctx, req, &resp);
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    g.files.set("/" + h.seller + ".xml", flats(0, 30));
+    h.feed = g.create_feed(h.seller);
   }
   for (auto& h : homes) {
     CAPTURE(h.seller);
@@ -380,29 +414,23 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
     CHECK(flat->source() == v1::OFFER_SOURCE_FEED);
   }
   // Group 1's load ids start at its base (2^48): a load id names one load in the installation.
-  CHECK(std::stoll(east.scalar("SELECT max(load_id) FROM feed_loads")) > (int64_t{1} << 48));
+  CHECK(std::stoll(g.east.scalar("SELECT max(load_id) FROM feed_loads")) > (int64_t{1} << 48));
 
   // The feeds shrink to 20 flats; both loads asked through the API, and the node killed -9
   // while downloading group 1's seller's file (its loader lock held in group 1's database):
   // after the restart the node frees its old lock there, and each load ends in its group,
   // the 10 missing deleted.
-  files.hold("/" + east_seller + ".xml");
+  g.files.hold("/" + east_seller + ".xml");
   for (auto& h : homes) {
-    files.set("/" + h.seller + ".xml", flats(0, 20));
-    v1::LoadNowRequest req;
-    req.mutable_feed()->set_seller_id(h.seller);
-    req.mutable_feed()->set_namespace_("flats");
-    v1::LoadNowResponse resp;
-    grpc::ClientContext ctx;
-    auto st = n.feeds->LoadNow(&ctx, req, &resp);
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    g.files.set("/" + h.seller + ".xml", flats(0, 20));
+    g.load_now(h.feed);
   }
   REQUIRE_MESSAGE(
-    eventually(60s, [&] { return east.scalar("SELECT count(*) FROM feed_locks") == "1"; }),
+    eventually(60s, [&] { return g.east.scalar("SELECT count(*) FROM feed_locks") == "1"; }),
     n.proc->output());
   n.proc->signal(SIGKILL);
   n.proc->wait(10s);
-  files.release();
+  g.files.release();
   n.start();
   for (auto& h : homes) {
     CAPTURE(h.seller);
@@ -419,26 +447,10 @@ TEST_CASE("shard groups: a seller's feeds, loads and offers live in its home gro
 TEST_CASE("shard groups: gostctl move-shards moves a group holding feeds while a download runs: "
           "the step refused at the source is redone at the target, every offer stored once, "
           "the feed goes on there (ADR 0023)") {
-  testing::temp_db db;   // the catalog: group 0, shards 0-1
-  testing::temp_db east; // group 1, shards 2-3
-  testing::temp_db west; // group 2, holding nothing until the move
-  auto tag = tag_of();
-  feed_files files;
-  http_server srv{[&](const http_server::call& c) { return files.serve(c); }};
-  struct unhold { // a failed check never leaves the server's workers waiting at its stop
-    feed_files& f;
-    ~unhold() { f.release(); }
-  } unhold_at_exit{files};
-  node_run n{db, tag};
-  n.extra = {"--tasks.enabled=false"}; // task types serve one database so far
-  n.start();                           // the catalog's schema and installation
-  n.proc->signal(SIGTERM);
-  REQUIRE(n.proc->wait(30s) == 0);
-  db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn()
-            + "'), (2, 'west', '" + west.dsn() + "')");
-  db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 1, 0),"
-            " (2, 3, 1)");
-  n.start();
+  grouped_feeds g{true};
+  auto& n = g.n;
+  auto& east = g.east;
+  auto& west = *g.west;
   std::string seller;
   for (int i = 0; seller.empty(); ++i)
     if (shard_of("shop-" + std::to_string(i), 4) >= 2)
@@ -454,20 +466,9 @@ TEST_CASE("shard groups: gostctl move-shards moves a group holding feeds while a
     });
   };
   auto path = "/" + seller + ".xml";
-  files.set(path, flats(0, 400));
-  files.hold(path); // the download waits, its seller's lock held at `east`
-  v1::CreateFeedRequest req;
-  req.mutable_feed()->set_seller_id(seller);
-  req.mutable_feed()->set_namespace_("flats");
-  req.mutable_settings()->set_kind(v1::FeedSettings::URL);
-  req.mutable_settings()->set_url("http://127.0.0.1:" + std::to_string(srv.port()) + path);
-  req.mutable_settings()->mutable_period()->set_seconds(86400);
-  {
-    v1::CreateFeedResponse resp;
-    grpc::ClientContext ctx;
-    auto st = n.feeds->CreateFeed(&ctx, req, &resp);
-    REQUIRE_MESSAGE(st.ok(), st.error_message());
-  }
+  g.files.set(path, flats(0, 400));
+  g.files.hold(path); // the download waits, its seller's lock held at `east`
+  auto feed = g.create_feed(seller);
   REQUIRE_MESSAGE(
     eventually(60s, [&] { return east.scalar("SELECT count(*) FROM feed_locks") == "1"; }),
     n.proc->output());
@@ -485,8 +486,10 @@ TEST_CASE("shard groups: gostctl move-shards moves a group holding feeds while a
   CHECK(west.scalar("SELECT count(*) FROM feed_locks") == "0");
   for (const char* table : {"feeds", "feed_loads", "feed_queue", "feed_locks"})
     CHECK_MESSAGE(east.scalar(std::string("SELECT count(*) FROM ") + table) == "0", table);
-  files.release();
+  g.files.release();
   REQUIRE_MESSAGE(succeeded_in(west, 1), n.proc->output());
+  CHECK_MESSAGE(n.proc->output().find("are moving to group `west`") != std::string::npos,
+                n.proc->output()); // the held step's record, refused at the source
   CHECK(offers_in(west) == "400");
   CHECK(offers_in(east) == "0");
   CHECK(west.scalar("SELECT max(version) FROM offers WHERE seller_id = '" + seller + "'") == "1");
@@ -495,13 +498,8 @@ TEST_CASE("shard groups: gostctl move-shards moves a group holding feeds while a
   CHECK(n.get(seller, "flats", "flat-399").has_value());
 
   // The feed goes on at its new home: a smaller file, loaded now.
-  files.set(path, flats(0, 300));
-  v1::LoadNowRequest now;
-  *now.mutable_feed() = req.feed();
-  v1::LoadNowResponse nr;
-  grpc::ClientContext ctx;
-  auto st = n.feeds->LoadNow(&ctx, now, &nr);
-  REQUIRE_MESSAGE(st.ok(), st.error_message());
+  g.files.set(path, flats(0, 300));
+  g.load_now(feed);
   REQUIRE_MESSAGE(succeeded_in(west, 2), n.proc->output());
   CHECK(offers_in(west) == "300");
   CHECK(east.scalar("SELECT count(*) FROM feed_loads") == "0");
