@@ -309,3 +309,60 @@ TEST_CASE_FIXTURE(entities_db, "an event's write moves its entity's state, tag a
                   " WHERE entity_id = 'b'")
         == "true:1");
 }
+
+TEST_CASE_FIXTURE(entities_db, "an event to an entity of another shard group is kept in "
+                               "entity_forwards in the sender's transaction, read by the sending "
+                               "shard, deleted once delivered, and held back after a failure") {
+  auto w = event_of("sender", 0);
+  w.new_state = "s1";
+  entity_event_out far;
+  far.kind = "other.kind";
+  far.entity_id = "far-away";
+  far.shard = 5; // not written here: its row lives in another database
+  far.due_at_us = 1'000;
+  far.payload = "p1";
+  far.forward = true;
+  entity_event_out near = far;
+  near.entity_id = "near";
+  near.forward = false;
+  w.events = {far, near};
+  auto second = far;
+  second.entity_id = "far-two";
+  second.payload = "p2";
+  w.events.push_back(second);
+  REQUIRE(commit(std::move(w)) == write_outcome::committed);
+  // Only the near one is an event here (with its target's row); the others are forwards.
+  CHECK(db.scalar("SELECT count(*) FROM entity_events WHERE kind = 'other.kind'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM entities WHERE entity_id LIKE 'far%'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "2");
+  CHECK(read_entity_forwards(pool, {1, 2}, 10)->empty()); // other sending shards'
+  auto rows = read_entity_forwards(pool, {0}, 10);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 2);
+  CHECK((*rows)[0].shard == 0);
+  CHECK((*rows)[0].entity_id == "far-away");
+  CHECK((*rows)[0].payload == "p1");
+  CHECK((*rows)[0].due_at_us == 1'000);
+  CHECK((*rows)[1].entity_id == "far-two");
+  CHECK((*rows)[0].id < (*rows)[1].id);
+  CHECK(read_entity_forwards(pool, {0}, 1)->size() == 1);
+
+  // A fenced write keeps nothing.
+  auto fenced = event_of("sender2", -1);
+  fenced.events = {far};
+  auto out = commit_entity_writes(pool, {{0, epoch + 7, fenced}}, "test-node");
+  REQUIRE(out);
+  CHECK(out->front() == write_outcome::fenced);
+  CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "2");
+
+  // The first delivered, the second failed: it waits (a second at least) with its error.
+  REQUIRE_FALSE(settle_entity_forwards(pool, {(*rows)[0].id}, {{(*rows)[1].id, "no owner"}}));
+  CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "1");
+  CHECK(db.scalar("SELECT attempts || ' ' || last_error FROM entity_forwards") == "1 no owner");
+  CHECK(read_entity_forwards(pool, {0}, 10)->empty());
+  db.scalar("UPDATE entity_forwards SET retry_at = now()");
+  auto again = read_entity_forwards(pool, {0}, 10);
+  REQUIRE(again);
+  REQUIRE(again->size() == 1);
+  CHECK(again->front().attempts == 1);
+}

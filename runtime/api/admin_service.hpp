@@ -68,9 +68,6 @@ public:
     /// Every shard group's pool, group 0's (the catalog's) first: the stages' counts are
     /// summed over them (Top, ListStages), the console's lists merged.
     std::vector<persistence::pg_pool*> group_pools() const;
-    /// Why this node refuses to move shards (parts it runs serve the catalog database only),
-    /// or empty.
-    std::string move_refusal;
   };
 
   /// The types the node publishes (DescribeTypes) and decodes with (OfferHistory).

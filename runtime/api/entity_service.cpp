@@ -1,11 +1,14 @@
 #include "api/entity_service.hpp"
 
+#include "api/pull_across.hpp"
+
 #include <google/protobuf/util/time_util.h>
 
 #include <caf/event_based_actor.hpp>
 
 #include "api/call.hpp"
 #include "api/entity_view.hpp"
+#include "api/pull_across.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
@@ -137,29 +140,26 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
   uint32_t asked = 0;
   if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty())
     return call.fail(invalid(problem));
-  if (req->after() < 0)
-    return call.fail(invalid("after (a cursor) must not be negative"));
+  pull_position start;
+  if (auto problem = pull_start(*where_, req->after(), req->after_token(), start); !problem.empty())
+    return call.fail(invalid(problem));
   auto limit = static_cast<size_t>(asked);
   auto kind = req->kind();
   auto lane = req->lane();
-  auto after = req->after();
-  auto* pool = &pool_;
+  auto where = where_;
   // A blocking read: off the scheduler threads (rare, and bounded by `limit`).
-  hub_.run_blocking([=] {
-    auto rows = persistence::read_entity_outputs(*pool, kind, lane, after, limit);
-    if (!rows) {
-      call.finish(rows.error());
-    } else {
-      resp->set_cursor(after);
-      for (auto& o : *rows) {
-        auto* out = resp->add_outputs();
-        out->set_seq(o.seq);
-        out->set_id(o.entity_id);
-        out->mutable_output()->ParseFromString(o.payload);
-        resp->set_cursor(o.seq);
-      }
-      call.ok();
+  hub_.run_blocking([=]() mutable {
+    auto rows = pull_outputs(*where, kind, lane, start, limit);
+    if (!rows)
+      return call.finish(rows.error());
+    for (auto& o : *rows) {
+      auto* out = resp->add_outputs();
+      out->set_seq(o.seq);
+      out->set_id(o.entity_id);
+      out->mutable_output()->ParseFromString(o.payload);
     }
+    put_position(start, *where, *resp);
+    call.ok();
   });
   return call.reactor();
 }

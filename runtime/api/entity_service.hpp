@@ -16,7 +16,7 @@ class entity_registry;
 } // namespace gost
 
 namespace gost::persistence {
-class pg_pool;
+class shard_placement;
 }
 
 namespace gost::runtime {
@@ -31,8 +31,9 @@ std::string check_entity(const entity_registry& types, const std::string& kind,
 class entity_service final : public rpc::guarded<v1::EntityService> {
 public:
   entity_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
-                 persistence::pg_pool& pool, std::chrono::milliseconds timeout, api_limits limits)
-    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout),
+                 std::shared_ptr<const persistence::shard_placement> where,
+                 std::chrono::milliseconds timeout, api_limits limits)
+    : hub_(hub), router_(r), types_(std::move(types)), where_(std::move(where)), timeout_(timeout),
       limits_(limits) {
     guard("Send", &entity_service::Send);
     guard("Ask", &entity_service::Ask);
@@ -59,7 +60,8 @@ private:
   call_hub& hub_;
   router& router_;
   std::shared_ptr<const entity_registry> types_;
-  persistence::pg_pool& pool_;
+  /// Each group's database: outputs are pulled from all (api/pull_across.hpp).
+  std::shared_ptr<const persistence::shard_placement> where_;
   std::chrono::milliseconds timeout_;
   api_limits limits_;
 };

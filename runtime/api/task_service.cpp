@@ -4,11 +4,13 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include "api/pull_across.hpp"
 #include "api/status.hpp"
 #include "cluster/builtin_kinds.hpp"
 #include "cluster/router.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/entities/entity_type.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/random_id.hpp"
 #include "gost/tasks/task_type.hpp"
@@ -365,22 +367,21 @@ grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext*
     call.finish(invalid(problem));
     return call.reactor();
   }
-  if (req->after() < 0) {
-    call.finish(invalid("after (a cursor) must not be negative"));
+  pull_position start;
+  if (auto problem = pull_start(*where_, req->after(), req->after_token(), start);
+      !problem.empty()) {
+    call.finish(invalid(problem));
     return call.reactor();
   }
-  auto after = req->after();
-  auto* pool = &pool_;
+  auto where = where_;
   with_group(call, req->group_id(), [=](const persistence::task_group& g) {
-    // Blocking read (bounded by `limit`): off the scheduler threads.
-    hub_.run_blocking([=] {
-      auto rows = persistence::read_entity_outputs(*pool, tasks::task_kind(g.task_type), g.group_id,
-                                                   after, asked);
+    // Blocking reads (bounded by `limit` per group): off the scheduler threads.
+    hub_.run_blocking([=]() mutable {
+      auto rows = pull_outputs(*where, tasks::task_kind(g.task_type), g.group_id, start, asked);
       if (!rows) {
         call.finish(rows.error());
         return;
       }
-      resp->set_cursor(after);
       for (auto& o : *rows) {
         google::protobuf::Any any;
         v1::TaskResult r;
@@ -391,8 +392,8 @@ grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext*
           out->set_name(r.name());
           *out->mutable_payload() = r.payload();
         }
-        resp->set_cursor(o.seq);
       }
+      put_position(start, *where, *resp);
       call.ok();
     });
   });
@@ -410,11 +411,17 @@ grpc::ServerUnaryReactor* task_service::ListTasks(grpc::CallbackServerContext* c
   }
   auto state = req->state_name();
   auto after = req->after_id();
-  auto* pool = &pool_;
+  auto where = where_;
   with_group(call, req->group_id(), [=](const persistence::task_group& g) {
     hub_.run_blocking([=] {
-      auto ids = persistence::list_tagged_entities(*pool, tasks::task_kind(g.task_type), g.group_id,
+      // Every group's page, merged by id (byte order).
+      auto ids = persistence::merged_page<persistence::tagged_entity>(
+        *where, asked,
+        [&](persistence::pg_pool& db) {
+          return persistence::list_tagged_entities(db, tasks::task_kind(g.task_type), g.group_id,
                                                    state, after, asked);
+        },
+        [](const auto& x, const auto& y) { return x.id < y.id; });
       if (!ids) {
         call.finish(ids.error());
         return;

@@ -30,7 +30,8 @@ class task_entity_base;
 
 namespace gost::persistence {
 class pg_pool;
-}
+class shard_placement;
+} // namespace gost::persistence
 
 namespace gost::runtime {
 
@@ -45,10 +46,11 @@ public:
   };
 
   task_service(call_hub& hub, router& r, std::shared_ptr<const entity_registry> types,
-               persistence::pg_pool& pool, std::chrono::milliseconds timeout, api_limits limits,
-               group_defaults defaults)
-    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), timeout_(timeout),
-      limits_(limits), defaults_(defaults) {
+               persistence::pg_pool& pool,
+               std::shared_ptr<const persistence::shard_placement> where,
+               std::chrono::milliseconds timeout, api_limits limits, group_defaults defaults)
+    : hub_(hub), router_(r), types_(std::move(types)), pool_(pool), where_(std::move(where)),
+      timeout_(timeout), limits_(limits), defaults_(defaults) {
     guard("CreateGroup", &task_service::CreateGroup);
     guard("CreateTask", &task_service::CreateTask);
     guard("SendEvent", &task_service::SendEvent);
@@ -102,7 +104,9 @@ private:
   call_hub& hub_;
   router& router_;
   std::shared_ptr<const entity_registry> types_;
-  persistence::pg_pool& pool_;
+  persistence::pg_pool& pool_; ///< the catalog database: task groups
+  /// Each group's database: tasks live in their shard's group (results pulled, lists merged).
+  std::shared_ptr<const persistence::shard_placement> where_;
   std::chrono::milliseconds timeout_;
   api_limits limits_;
   group_defaults defaults_;

@@ -123,6 +123,18 @@ void register_kinds(node_context& n) {
       eo.writer = kit::writer_for(g.entity_writers, l.shard);
       eo.kit.write_slot = n.entity_write_stats->slot_for(l.shard);
       eo.kit.figures = n.stats->entity_shards.open(l.shard);
+      if (g.entity_forwarder) {
+        // Several groups (ADR 0023): an event to an entity of another group is kept here for
+        // the group's forwarder, woken after the commit.
+        eo.elsewhere = [weak = std::weak_ptr<router>(n.routes), group = l.group](uint32_t s) {
+          auto routes = weak.lock();
+          return routes && routes->group_of(s) != group;
+        };
+        eo.forwarded = [fwd = caf::actor_cast<caf::actor_addr>(g.entity_forwarder)] {
+          if (auto f = caf::actor_cast<entity_forwarder_actor>(fwd))
+            caf::anon_send(f, wake_atom_v);
+        };
+      }
       return caf::actor_cast<caf::actor>(spawn_entity_shard(*l.sys, std::move(eo)));
     },
     &kinds::is_entity_key);

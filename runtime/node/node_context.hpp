@@ -84,6 +84,8 @@ struct group_part {
   // the application's actor types (start_entity_actors): empty when it registered none
   std::vector<entity_store_actor> entity_stores;
   std::vector<entity_writer_actor> entity_writers;
+  /// Relays events its entities sent to other groups' entities (several groups only).
+  entity_forwarder_actor entity_forwarder;
   manager_actor manager;  ///< the group's leases and shards (start_cluster_manager)
   caf::actor relay;       ///< its outbox's relay to Kafka (start_outbox_relay, outbox.relay)
   caf::actor housekeeper; ///< forgets its request ids older than api.request_ttl

@@ -18,11 +18,6 @@ caf::error start_stages(node_context& n);
 /// check and the lease rows (start_pg.cpp).
 caf::error start_pg(node_context& n);
 
-/// The parts this node runs that read and write the catalog database only (ADR 0023, build
-/// step 3 makes them per group), by their config keys, comma-separated; empty: none. Such a
-/// node refuses a map with shards outside group 0, and moving shards (MoveShards).
-std::string catalog_only_parts(const node_context& n);
-
 /// The catalog's versions (stages.catalog.migrations): stores the files' versions not stored
 /// yet, reads them all back, gives `catalog.evolve` the chain and every offer shard the sweep of
 /// the current version. Nothing when the stage is off.
@@ -38,6 +33,9 @@ caf::error start_core_actors(node_context& n);
 /// The store and the writer of the application's actor types, when it registered any
 /// (start_actors.cpp).
 caf::error start_entity_actors(node_context& n);
+/// With several shard groups: a forwarder per group for events entities send across groups
+/// (start_entity_actors calls it).
+caf::error start_entity_forwarders(node_context& n);
 
 /// Scheduled actions: the API's scheduler, and the workers spawned with each shard (seed 001).
 caf::error start_scheduled(node_context& n);

@@ -4,9 +4,12 @@
 // starts those whose leases it takes.
 
 #include <algorithm>
+#include <future>
 
+#include "cluster/builtin_kinds.hpp"
 #include "cluster/placement.hpp"
 #include "gost/entities/protocol.hpp"
+#include "gost/entities/spawn.hpp"
 #include "gost/offers/protocol.hpp"
 #include "gost/tasks/protocol.hpp"
 #include "node/start.hpp"
@@ -178,6 +181,45 @@ caf::error start_entity_actors(node_context& n) {
     kinds.push_back(t->kind());
   kit::add_entity_kind_metrics(reg, "gost_entity_", member_of(n.stats, n.stats->entity_shards),
                                std::move(kinds));
+  return start_entity_forwarders(n);
+}
+
+caf::error start_entity_forwarders(node_context& n) {
+  if (n.groups.size() < 2)
+    return {}; // one database: every event an entity sends is stored where its target lives
+  // An event sent to an entity of another group is kept in the sender's database and relayed
+  // through the Send path (ADR 0023); the request id names the group and the row.
+  auto timeout =
+    std::min<std::chrono::milliseconds>(n.cfg.api.request_timeout, std::chrono::seconds{10});
+  for (auto& part : n.groups) {
+    auto& g = *part;
+    entity_forwarder_options fo;
+    fo.pool = g.pool;
+    fo.group = g.group.name;
+    fo.request_prefix = "gost.forward/" + std::to_string(g.group.id) + "/";
+    fo.shards = [routes = n.routes, group = g.group.id] { return routes->local_shards(group); };
+    fo.deliver = [hub = n.hub.get(), routes = n.routes,
+                  timeout](const std::string& key, const std::string& payload,
+                           const std::string& request_id, int64_t delay_ms) {
+      auto done = std::make_shared<std::promise<caf::error>>();
+      auto f = done->get_future();
+      any_msg event;
+      if (!event.value.ParseFromString(payload)) {
+        done->set_value(make_error(errc::invalid_argument, "a kept event is not a serialized Any"));
+        return f;
+      }
+      auto deadline = clock_type::now() + timeout;
+      hub->run([=, &r = *routes](caf::event_based_actor* self) {
+        ask_entity_owner(
+          self, r, deadline, [done](ok_atom) { done->set_value({}); },
+          [done](const caf::error& e) { done->set_value(e); }, send_atom_v, key, event, request_id,
+          delay_ms);
+      });
+      return f;
+    };
+    g.entity_forwarder = spawn_entity_forwarder(*n.sys, std::move(fo));
+    n.stops.push("entity forwarder", [&n, &g] { n.stop_actor(g.entity_forwarder); });
+  }
   return {};
 }
 

@@ -101,10 +101,6 @@ caf::error start_grpc(node_context& n) {
   view.manager = n.manager;
   view.wakes = n.wakes;
   view.placement = n.placement; // each group's pool
-  if (auto parts = catalog_only_parts(n); !parts.empty())
-    view.move_refusal = "this node runs parts that serve the catalog database only (" + parts
-                        + "; ADR 0023 build step 3): moving shards would strand their rows; "
-                          "turn them off first";
   n.admin = std::make_unique<admin_service>(
     *n.hub, *n.routes, n.stages, n.stats, timeout, std::move(view), limits,
     admin_service::types_view{n.ext.entity_types, cfg.history.retention.count() > 0}, n.traces,
@@ -158,12 +154,12 @@ caf::error start_grpc(node_context& n) {
   n.offers->set_gate(n.gate);
   b.RegisterService(n.offers.get());
   if (n.hosts_entities()) {
-    n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types, *n.pool,
-                                                  timeout, limits);
+    n.entities = std::make_unique<entity_service>(*n.hub, *n.routes, n.ext.entity_types,
+                                                  n.placement, timeout, limits);
     n.entities->set_gate(n.gate);
     b.RegisterService(n.entities.get());
     n.tasks = std::make_unique<task_service>(
-      *n.hub, *n.routes, n.ext.entity_types, *n.pool, timeout, limits,
+      *n.hub, *n.routes, n.ext.entity_types, *n.pool, n.placement, timeout, limits,
       task_service::group_defaults{cfg.tasks.retry_delay, cfg.tasks.max_attempts});
     n.tasks->set_gate(n.gate);
     b.RegisterService(n.tasks.get());

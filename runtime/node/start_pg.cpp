@@ -60,41 +60,7 @@ caf::error prepare(persistence::pg_pool& pool, uint32_t shard_count, const std::
   return persistence::ensure_installation(pool, shard_count);
 }
 
-/// With shards in other groups than the catalog's, the parts that serve the catalog database
-/// only would miss those groups' rows: a node running one refuses such a map, saying which.
-caf::error refuse_unsupported(const node_context& n, const persistence::group_map& map) {
-  if (map.single_group() || map.first_outside(0) == nullptr)
-    return {};
-  auto names = catalog_only_parts(n);
-  if (names.empty())
-    return {};
-  return persistence::make_db_error(
-    persistence::db_errc::schema_mismatch,
-    "the shard group map (version " + std::to_string(map.version()) + ") spreads the shards over "
-      + std::to_string(map.groups().size())
-      + " databases, and this node runs parts that serve one database only so far (ADR 0023, "
-        "build step 3): "
-      + names + "; turn them off on this node, or keep every shard in group 0");
-}
-
 } // namespace
-
-std::string catalog_only_parts(const node_context& n) {
-  std::vector<std::string> on;
-  if (n.hosts_entities()) {
-    bool tasks = false, others = false;
-    for (auto& t : n.ext.entity_types->all())
-      (t->kind().rfind("task.", 0) == 0 ? tasks : others) = true;
-    if (tasks)
-      on.emplace_back("tasks.enabled");
-    if (others)
-      on.emplace_back("the application's actor types");
-  }
-  std::string names;
-  for (auto& o : on)
-    names += (names.empty() ? "" : ", ") + o;
-  return names;
-}
 
 caf::error start_pg(node_context& n) {
   auto& cfg = n.cfg;
@@ -117,8 +83,6 @@ caf::error start_pg(node_context& n) {
   auto groups = persistence::load_group_map(*n.pool, cfg.shard.count);
   if (!groups)
     return groups.error();
-  if (auto err = refuse_unsupported(n, *groups))
-    return err;
   n.group_map = std::move(*groups);
   n.stops.push("shard groups' pools", [&n] {
     n.part_by_shard.clear();

@@ -1093,8 +1093,8 @@ namespace {
 
 /// A catalog `db` (made by a first node's start) declaring group 1, `east`, holding the upper
 /// half of the shards, and the groups `empty` (2, 3, ...) holding none. Answers the flags of
-/// nodes serving shard groups: the parts that serve one database only so far are off (ADR
-/// 0023, build step 3).
+/// these tests' nodes: the audit stage on, the parts a test does not look at off (scheduled
+/// actions and images have cases of their own below; tasks stay on, as in production).
 std::vector<std::string>
 declare_groups(const testing::temp_db& db, const testing::temp_db& east,
                const std::vector<std::pair<std::string, const testing::temp_db*>>& empty = {}) {
@@ -1113,8 +1113,7 @@ declare_groups(const testing::temp_db& db, const testing::temp_db& east,
             + std::to_string(half - 1) + ", 0), (" + std::to_string(half) + ", "
             + std::to_string(shard_count - 1) + ", 1)");
   return {"--stages.audit.enabled=true", "--stages.audit.every=200ms",
-          "--cluster.lease_timeout=10s", "--scheduled.enabled=false",
-          "--images.enabled=false",      "--tasks.enabled=false"};
+          "--cluster.lease_timeout=10s", "--scheduled.enabled=false", "--images.enabled=false"};
 }
 
 /// 60 offers of six sellers created through `n`, in the load `l` (ids and sellers).

@@ -418,8 +418,7 @@ TEST_CASE("gostd refuses to start with one clear line") {
     CHECK(second.output().find("set `shard.count` to 8") != std::string::npos);
     std::remove(port_file.c_str());
   }
-  SUBCASE("a shard group whose database is unreachable, or parts that serve one database only "
-          "(ADR 0023)") {
+  SUBCASE("a shard group whose database is unreachable (ADR 0023)") {
     testing::temp_db db;
     auto port_file = temp_path("gostd-port");
     start_and_stop(db, port_file); // the installation exists
@@ -454,15 +453,6 @@ TEST_CASE("gostd refuses to start with one clear line") {
       CHECK(without.wait(30s) == 0);
       std::remove((port_file + "4").c_str());
     }
-    db.scalar("UPDATE shard_ranges SET last_shard = 3 WHERE group_id = 0");
-    db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (4, 7, 1)");
-    child_process scheduled{GOSTD_PATH,
-                            node_args(db, port_file + "3", {"--scheduled.enabled=true"})};
-    CHECK(scheduled.wait(30s) == 1);
-    CHECK_MESSAGE(scheduled.output().find("serve one database only so far (ADR 0023, build step "
-                                          "3): tasks.enabled; turn them off")
-                    != std::string::npos,
-                  scheduled.output());
     std::remove(port_file.c_str());
   }
 }

@@ -127,6 +127,7 @@ persistence::entity_event_out outgoing(const entity_env& env, const std::string&
   e.kind = kind;
   e.entity_id = id;
   e.shard = shard_of(persistence::entity_key(kind, id), env.shard_count);
+  e.forward = env.elsewhere && env.elsewhere(e.shard);
   e.lane = lane;
   e.due_at_us = due_us;
   e.payload = std::move(payload);
@@ -134,7 +135,8 @@ persistence::entity_event_out outgoing(const entity_env& env, const std::string&
 }
 
 /// After a commit: the queue entries of this shard go back to the kit (in the reply, or as
-/// `enqueued`); those of other shards go to `notify`.
+/// `enqueued`); those of other shards go to `notify`; events kept for other groups' entities
+/// wake the forwarder (`forwarded`).
 persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws,
                                          int64_t own_next_us) {
   auto& env = *self->state.env;
@@ -143,7 +145,12 @@ persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws
   if (own_next_us > 0)
     mine.push_back(
       {kit_lane(ws.kind, ws.lane), self->state.key, own_next_us, persistence::priority::normal});
+  bool forwarded = false;
   for (auto& e : ws.events) {
+    if (e.forward) {
+      forwarded = true;
+      continue;
+    }
     auto key = persistence::entity_key(e.kind, e.entity_id);
     if (key == self->state.key)
       continue; // covered by own_next_us
@@ -157,6 +164,8 @@ persistence::queue_entries route_entries(entity_ptr self, const entity_write& ws
   if (env.notify)
     for (auto& [shard, entries] : others)
       env.notify(shard, entries);
+  if (forwarded && env.forwarded)
+    env.forwarded();
   return mine;
 }
 

@@ -25,6 +25,8 @@ struct entity_env : kit::entity_env<persistence::entity_write> {
   std::shared_ptr<const entity_registry> types;
   uint32_t shard_count = 1;
   std::function<void(uint32_t, const persistence::queue_entries&)> notify;
+  std::function<bool(uint32_t)> elsewhere; ///< entity_shard_options::elsewhere
+  std::function<void()> forwarded;
 
   /// A lane's name as the actors' trails point to it (kit::recent_event::lane): interned here,
   /// never removed, so the pointers stay valid while the shard (which holds this env) reads

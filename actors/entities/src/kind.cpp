@@ -75,6 +75,8 @@ entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_optio
   env->types = opts.types;
   env->shard_count = opts.shard_count;
   env->notify = std::move(opts.notify);
+  env->elsewhere = std::move(opts.elsewhere);
+  env->forwarded = std::move(opts.forwarded);
   auto cfg = std::move(opts.kit);
   cfg.lanes = [types = opts.types](const std::string& lane) {
     kit::lane_options o;

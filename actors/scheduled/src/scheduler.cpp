@@ -49,24 +49,13 @@ persistence::pg_pool& scheduler::database_of(const std::string& id) const {
 caf::expected<std::vector<v1::ScheduledAction>>
 scheduler::list(const std::string& after_id, size_t limit,
                 const persistence::scheduled_filter& f) const {
-  std::vector<v1::ScheduledAction> all;
-  for (auto g : where_->groups()) {
-    auto* db = where_->database(g);
-    if (db == nullptr)
-      continue;
-    auto page = persistence::list_scheduled_actions(*db, after_id, limit, f);
-    if (!page)
-      return std::move(page.error());
-    for (auto& a : *page)
-      all.push_back(std::move(a));
-  }
-  // Each group's page is in id order (byte order); the first `limit` of their union are the
-  // page across groups, and the next one starts after its last id in every group.
-  std::sort(all.begin(), all.end(),
-            [](const auto& x, const auto& y) { return x.meta().id() < y.meta().id(); });
-  if (all.size() > limit)
-    all.resize(limit);
-  return all;
+  // Every group's page, merged by id (byte order).
+  return persistence::merged_page<v1::ScheduledAction>(
+    *where_, limit,
+    [&](persistence::pg_pool& db) {
+      return persistence::list_scheduled_actions(db, after_id, limit, f);
+    },
+    [](const auto& x, const auto& y) { return x.meta().id() < y.meta().id(); });
 }
 
 caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,

@@ -109,8 +109,8 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     std::map<key, final_state> states;
     std::set<key> touched; // entities whose pending events change: their due time is recomputed
     std::map<key, std::pair<uint32_t, const std::string*>> targets; // rows to create: shard, lane
-    values_list consumed, retried, outputs, cancelled;
-    blob_params output_blobs;
+    values_list consumed, retried, outputs, cancelled, forwards;
+    blob_params output_blobs, forward_blobs;
     std::vector<std::tuple<key, int64_t, uint32_t, const std::string*, int32_t>> dead;
     std::vector<std::pair<const entity_event_out*, bool>> events; // (event, has request id)
     for (size_t i = 0; i < writes.size(); ++i) {
@@ -168,6 +168,12 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         touched.insert(k);
       }
       for (auto& e : w.events) {
+        if (e.forward) { // the target lives in another group's database: relayed later
+          forwards.row(std::to_string(writes[i].shard) + "," + tx.quote(e.kind) + ","
+                       + tx.quote(e.entity_id) + "," + std::to_string(e.due_at_us) + ","
+                       + forward_blobs.add(e.payload));
+          continue;
+        }
         events.emplace_back(&e, !e.request_id.empty());
         key t{e.kind, e.entity_id};
         touched.insert(t);
@@ -323,6 +329,10 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // the lock two round trips (insert, COMMIT), not the whole transaction's (it was taken
     // first before: every batch with outputs, on every node, then waited for the whole of the
     // others').
+    if (!forwards.empty())
+      forward_blobs.exec(tx, "INSERT INTO entity_forwards (shard, kind, entity_id, due_at_us,"
+                             " payload) VALUES "
+                               + forwards.str());
     if (!outputs.empty()) {
       tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(output_lock_class) + ", 0)");
       output_blobs.exec(tx, "INSERT INTO entity_outputs (kind, lane, entity_id, payload) VALUES "
@@ -504,6 +514,52 @@ caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s) {
   if (err)
     return err;
   return n;
+}
+
+caf::expected<std::vector<entity_forward>>
+read_entity_forwards(pg_pool& pool, const std::vector<uint32_t>& shards, size_t limit) {
+  std::vector<entity_forward> out;
+  if (shards.empty())
+    return out;
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    out.clear();
+    pqxx::nontransaction tx{c};
+    auto r =
+      tx.exec_params("SELECT id, shard, kind, entity_id, due_at_us, payload, attempts"
+                     " FROM entity_forwards WHERE shard IN ("
+                       + number_list(shards) + ") AND retry_at <= now() ORDER BY id LIMIT $1",
+                     static_cast<int64_t>(limit));
+    out.reserve(r.size());
+    for (auto row : r)
+      out.push_back({row[0].as<int64_t>(), row[1].as<uint32_t>(), row[2].as<std::string>(),
+                     row[3].as<std::string>(), row[4].as<int64_t>(),
+                     pqxx::binarystring{row[5]}.str(), row[6].as<int32_t>()});
+  });
+  if (err)
+    return err;
+  return out;
+}
+
+caf::error settle_entity_forwards(pg_pool& pool, const std::vector<int64_t>& delivered,
+                                  const std::vector<std::pair<int64_t, std::string>>& failed) {
+  if (delivered.empty() && failed.empty())
+    return {};
+  return with_connection(pool, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx{c};
+    std::string sql;
+    if (!delivered.empty())
+      sql += "DELETE FROM entity_forwards WHERE id IN (" + number_list(delivered) + ");";
+    if (!failed.empty()) {
+      values_list rows;
+      for (auto& [id, error] : failed)
+        rows.row(std::to_string(id) + "," + tx.quote(error));
+      sql += "UPDATE entity_forwards f SET attempts = f.attempts + 1, last_error = v.error,"
+             " retry_at = now() + make_interval(secs => least(300, 2 ^ least(f.attempts, 9)))"
+             " FROM (VALUES "
+             + rows.str() + ") AS v(id, error) WHERE f.id = v.id::bigint;";
+    }
+    tx.exec(sql);
+  });
 }
 
 } // namespace gost::persistence

@@ -226,10 +226,6 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
 
 grpc::ServerWriteReactor<v1::MoveShardsProgress>*
 admin_service::MoveShards(grpc::CallbackServerContext* ctx, const v1::MoveShardsRequest* req) {
-  if (!cluster_.move_refusal.empty()) {
-    moves_->figures.refused.fetch_add(1, std::memory_order_relaxed);
-    return new move_stream({grpc::StatusCode::FAILED_PRECONDITION, cluster_.move_refusal});
-  }
   if (req->to().empty()) {
     moves_->figures.refused.fetch_add(1, std::memory_order_relaxed);
     return new move_stream(invalid("to: name the target group (gostctl groups lists them)"));

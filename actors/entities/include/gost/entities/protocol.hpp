@@ -90,6 +90,10 @@ using entity_store_actor = caf::typed_actor<
   // request_id in it: none kept.
   caf::replies_to<ask_atom, std::string, std::string>::with<persistence::entity_answer>>;
 
+/// A group's forwarder (spawn_entity_forwarder): woken after a commit kept events for
+/// entities of another shard group. Local to a node (never sent in a message).
+using entity_forwarder_actor = caf::typed_actor<caf::reacts_to<wake_atom>>;
+
 /// A write-behind writer of entity write-sets, shared by shards.
 using entity_writer_actor = kit::writer_actor<persistence::entity_write>;
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +55,42 @@ struct entity_shard_options {
   /// sent to them): the node hands them to that shard when it owns it; other nodes' shards
   /// find them by polling. May be empty.
   std::function<void(uint32_t shard, const persistence::queue_entries&)> notify;
+  /// Whether the entities of `shard` live in another shard group's database than this shard's
+  /// (ADR 0023): an event sent to one is kept in this database for the forwarder to relay
+  /// (spawn_entity_forwarder). Empty: every shard's entities are in this database.
+  std::function<bool(uint32_t shard)> elsewhere;
+  /// Told after a commit that kept such events (the node wakes its forwarder). May be empty.
+  std::function<void()> forwarded;
 };
+
+/// The relay of one shard group's `entity_forwards` on one node (ADR 0023): the events its
+/// entities sent to entities of other groups, each kept in the sender's database in the
+/// transaction of the sender's write.
+struct entity_forwarder_options {
+  persistence::pg_pool* pool = nullptr; ///< the group's database; outlives the actor
+  std::string group;                    ///< the group's name, in logs
+  /// Request ids are this prefix and a row's id: unique across groups (the group's id in it),
+  /// so the target stores a relayed event once however often it is relayed.
+  std::string request_prefix;
+  /// The shards whose rows this node relays now: the group's shards it owns (the writers of
+  /// those rows).
+  std::function<std::vector<uint32_t>()> shards;
+  /// Sends one event through EntityService's Send path to the owner of its target (key
+  /// `kind/id`), stored once per request id, handled after `delay_ms`; the future's error is
+  /// empty once the target's owner committed it.
+  std::function<std::future<caf::error>(const std::string& key, const std::string& payload,
+                                        const std::string& request_id, int64_t delay_ms)>
+    deliver;
+  std::chrono::milliseconds poll{1000}; ///< a look without a wake
+  size_t batch = 256;                   ///< rows relayed at once (then the next round)
+};
+
+/// Spawns a forwarder (detached: it reads and deletes rows with blocking calls). It looks every
+/// `poll` and when woken; delivers a round's rows in parallel and waits for all of them, so at
+/// most `batch` are in flight; a delivered row is deleted, a failed one waits (1 s, doubling,
+/// at most 5 min: read_entity_forwards) and is logged with its error.
+entity_forwarder_actor spawn_entity_forwarder(caf::actor_system& sys,
+                                              entity_forwarder_options opts);
 
 /// The supervisor of one shard's durable entities.
 entity_shard_actor spawn_entity_shard(caf::actor_system& sys, entity_shard_options opts);

@@ -57,8 +57,7 @@ public:
   /// The shards the group holds, in order.
   std::vector<uint32_t> shards_of(uint32_t group) const;
 
-  /// The first range not held by `group` alone (held by another, or moving), or null: a node
-  /// that runs parts serving the catalog database only refuses a map with one (start_pg).
+  /// The first range not held by `group` alone (held by another, or moving), or null.
   const shard_range* first_outside(uint32_t group) const;
 
   /// By id.

@@ -5,9 +5,12 @@
 // queues and the actions themselves, by an id's home shard) ask it instead of holding one
 // pool. Thread-safe: read by gRPC threads and workers alike.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include <caf/expected.hpp>
 
 namespace gost::persistence {
 
@@ -33,6 +36,31 @@ public:
   /// never skipped).
   pg_pool& of_shard(uint32_t shard) const { return *database(group_of(shard)); }
 };
+
+/// A list call across groups (ADR 0023): `read(pg_pool&)` gives a group's page, its first
+/// `limit` rows after the caller's position in `less` order (byte order for ids: each
+/// group's query sorts `COLLATE "C"`); the first `limit` of their union, in that order, is the
+/// page across groups, and the next page starts after its last row in every group. A group
+/// failing fails the call.
+template <class T, class Read, class Less>
+caf::expected<std::vector<T>> merged_page(const shard_placement& where, size_t limit, Read read,
+                                          Less less) {
+  std::vector<T> all;
+  for (auto g : where.groups()) {
+    auto* db = where.database(g);
+    if (db == nullptr)
+      continue;
+    caf::expected<std::vector<T>> page = read(*db);
+    if (!page)
+      return std::move(page.error());
+    for (auto& x : *page)
+      all.push_back(std::move(x));
+  }
+  std::sort(all.begin(), all.end(), less);
+  if (all.size() > limit)
+    all.resize(limit);
+  return all;
+}
 
 /// One database holding every shard: an installation of one group, and the tests.
 std::shared_ptr<const shard_placement> one_database(pg_pool& pool, uint32_t shard_count);

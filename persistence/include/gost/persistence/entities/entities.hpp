@@ -49,6 +49,10 @@ struct entity_event_out {
   /// Non-empty: a named timer of the target (an entity's own): it replaces the pending timer of
   /// that name, if any (due time, payload, attempts).
   std::string timer;
+  /// The target lives in another shard group's database (ADR 0023): the event is kept in this
+  /// database's `entity_forwards`, in the same transaction, for the sending shard's owner to
+  /// relay (read_entity_forwards); `shard` and `lane` are not used then.
+  bool forward = false;
 };
 
 /// An ask's answer (EntityService.Ask): a reply or a refusal, kept by request id so that a
@@ -149,6 +153,28 @@ caf::expected<std::optional<entity_answer>> find_entity_answer(pg_pool& pool,
                                                                const std::string& kind,
                                                                const std::string& id,
                                                                const std::string& request_id);
+
+/// An event kept for an entity of another shard group (entity_event_out::forward).
+struct entity_forward {
+  int64_t id = 0;     ///< unique in its database: the relay's request id is made of it
+  uint32_t shard = 0; ///< the sender's shard
+  std::string kind;   ///< the target
+  std::string entity_id;
+  int64_t due_at_us = 0;
+  std::string payload;  ///< serialized Any
+  int32_t attempts = 0; ///< relays tried and failed before
+};
+
+/// The events kept for other groups' entities sent from `shards` and due for a relay (a failed
+/// one waits: 1 s, doubling, at most 5 min), oldest first, at most `limit`.
+caf::expected<std::vector<entity_forward>>
+read_entity_forwards(pg_pool& pool, const std::vector<uint32_t>& shards, size_t limit);
+
+/// After a relay round: the rows of `delivered` go; those of `failed` (id, error) count an
+/// attempt, keep the error (for an operator: the table and the relay's log line show it) and
+/// wait before the next.
+caf::error settle_entity_forwards(pg_pool& pool, const std::vector<int64_t>& delivered,
+                                  const std::vector<std::pair<int64_t, std::string>>& failed);
 
 /// Forgets accepted request ids older than `max_age_s` seconds; how many went.
 caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s);

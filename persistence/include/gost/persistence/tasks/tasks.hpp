@@ -38,7 +38,8 @@ struct tagged_entity {
 };
 
 /// The entities of `kind` in `lane` tagged `tag` (empty: with any tag), after `after_id`
-/// (exclusive; empty: from the start), in id order, at most `limit`.
+/// (exclusive; empty: from the start), in id order (bytes: `COLLATE "C"`, so pages of several
+/// groups merge), at most `limit`.
 caf::expected<std::vector<tagged_entity>>
 list_tagged_entities(pg_pool& pool, const std::string& kind, const std::string& lane,
                      const std::string& tag, const std::string& after_id, size_t limit);
