@@ -1218,6 +1218,23 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
   CHECK(in_east > 0);
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE shard >= " + std::to_string(half)) == "0");
   CHECK(east.scalar("SELECT count(*) FROM offers WHERE shard < " + std::to_string(half)) == "0");
+  // An offer's history is read in its group's database (gostctl history).
+  {
+    auto admin =
+      v1::AdminService::NewStub(grpc::CreateChannel(n1.addr, grpc::InsecureChannelCredentials()));
+    auto id = east.scalar("SELECT offer_id FROM offers ORDER BY offer_id LIMIT 1");
+    v1::OfferHistoryRequest req;
+    req.set_offer_id(id);
+    v1::OfferHistoryResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    auto st = admin->OfferHistory(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    CHECK(resp.changes_size() > 0);
+    CHECK(std::to_string(resp.changes_size())
+          == east.scalar("SELECT least(count(*), 20) FROM offer_history WHERE offer_id = '" + id
+                         + "'"));
+  }
 
   // The clients go on through n1 alone (its calls for n2's shards are forwarded until the kill).
   l.use({&n1});

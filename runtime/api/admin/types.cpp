@@ -17,7 +17,9 @@
 #include "cluster/trace_stream.hpp"
 #include "gost/core/call_hub.hpp"
 #include "gost/core/log.hpp"
+#include "gost/core/shard_hash.hpp"
 #include "gost/entities/entity_type.hpp"
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/offers/history.hpp"
 #include "rpc/proto_types.hpp"
 
@@ -169,12 +171,13 @@ grpc::ServerUnaryReactor* admin_service::OfferHistory(grpc::CallbackServerContex
     }
   }
   resp->set_enabled(history_);
-  auto pool = cluster_.pool;
+  auto where = cluster_.placement; // the offer's history is in its shard's group's database
   auto types = pool_;
   auto id = req->offer_id();
   hub_.run_blocking([=] {
     // One more than the page: the base of the page's oldest change, and whether more exist.
-    auto rows = persistence::read_history(*pool, id, before, size + 1);
+    auto rows = persistence::read_history(where->of_shard(shard_of(id, where->shard_count())), id,
+                                          before, size + 1);
     if (!rows) {
       call.finish(rows.error());
       return;
