@@ -344,7 +344,8 @@ TEST_CASE_FIXTURE(entities_db, "an event to an entity of another shard group is 
   CHECK((*rows)[0].payload == "p1");
   CHECK((*rows)[0].due_at_us == 1'000);
   CHECK((*rows)[1].entity_id == "far-two");
-  CHECK((*rows)[0].id < (*rows)[1].id);
+  CHECK((*rows)[0].request_id != (*rows)[1].request_id);
+  CHECK((*rows)[0].request_id.rfind("gost.forward/", 0) == 0);
   CHECK(read_entity_forwards(pool, {0}, 1)->size() == 1);
 
   // A fenced write keeps nothing.
@@ -356,7 +357,8 @@ TEST_CASE_FIXTURE(entities_db, "an event to an entity of another shard group is 
   CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "2");
 
   // The first delivered, the second failed: it waits (a second at least) with its error.
-  REQUIRE_FALSE(settle_entity_forwards(pool, {(*rows)[0].id}, {{(*rows)[1].id, "no owner"}}));
+  REQUIRE_FALSE(
+    settle_entity_forwards(pool, {(*rows)[0].request_id}, {{(*rows)[1].request_id, "no owner"}}));
   CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "1");
   CHECK(db.scalar("SELECT attempts || ' ' || last_error FROM entity_forwards") == "1 no owner");
   CHECK(read_entity_forwards(pool, {0}, 10)->empty());

@@ -270,7 +270,7 @@ TEST_CASE("shard move: one cut short before its fence serves on from the source,
 }
 
 TEST_CASE("shard move: refused before anything is written when a node of the source group does "
-          "not run in the target, or the range holds rows a move does not carry") {
+          "not run in the target") {
   three_dbs t;
   fill_east(t.east.db, 5);
   t.east.db.scalar("INSERT INTO nodes (node_id, caf_host, caf_port, grpc_addr, http_addr)"
@@ -281,37 +281,8 @@ TEST_CASE("shard move: refused before anything is written when a node of the sou
   CHECK(error_message(refused.error())
         == "node n1 serves group `east` but not group `west` (a node opens the groups declared "
            "at its start): restart it before moving shards there");
-  t.west.db.scalar("INSERT INTO nodes (node_id, caf_host, caf_port, grpc_addr, http_addr)"
-                   " VALUES ('n1', 'h', 1, 'g', 'w')");
-  t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state)"
-                   " VALUES ('task.x', 'e1', 11, 1, '\\x00')");
-  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, move_options{});
-  REQUIRE_FALSE(refused);
-  CHECK(error_message(refused.error())
-        == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
-           "3): finish or remove them first");
   CHECK(count(t.west.db, "offers") == "0");
   CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).moving_to == std::nullopt);
-
-  // Such a row added while the range is copied: asked again right before the fence, the move
-  // stops there; the range still serves at `east`.
-  t.east.db.scalar("DELETE FROM entities");
-  move_options o;
-  bool written = false;
-  o.progress = [&](const std::string& step, const std::string&) {
-    if (step == "copy" && !written) {
-      written = true;
-      t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state)"
-                       " VALUES ('task.x', 'e2', 12, 1, '\\x00')");
-    }
-  };
-  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, plan, o);
-  REQUIRE_FALSE(refused);
-  CHECK(written);
-  CHECK(error_message(refused.error())
-        == "shards 8-15 hold rows of entities, which a move does not carry yet (ADR 0023 step "
-           "3): finish or remove them first");
-  CHECK(load_group_map(t.catalog.pool, shards)->range_of(8).group == 1);
   CHECK(t.east.db.scalar("SELECT owner FROM shard_leases WHERE shard = 8") == "n1"); // not fenced
 }
 
@@ -328,8 +299,8 @@ TEST_CASE("shard move: every table of the schema with a shard column is one the 
     auto name = tables.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     ++seen;
     CHECK_MESSAGE(std::find(covered.begin(), covered.end(), name) != covered.end(),
-                  name << " has a shard column: copy it in a move (keyed_tables), move it "
-                          "(queued_tables) or refuse its rows (unmoved_tables)");
+                  name << " has a shard column: copy it in a move (keyed_tables) or move it "
+                          "(queued_tables)");
     pos = end == std::string::npos ? tables.size() : end + 1;
   }
   CHECK(seen >= 10);
@@ -563,4 +534,88 @@ TEST_CASE("shard move: a group's feeds move with it; their writes are refused on
   CHECK(finished == db_errc::unavailable);
   REQUIRE_FALSE(finish_feed_task(t.west.pool, "t1", "summary"));
   CHECK(count(t.west.db, "feed_items", "task_id = 't1'") == "0");
+}
+
+TEST_CASE("shard move: a group's entities move with it (state, pending events and timers, kept "
+          "answers, dead letters, events waiting for another group); their outputs stay where "
+          "consumers' positions point (ADR 0023)") {
+  three_dbs t;
+  auto& east = t.east.db;
+  auto& west = t.west.db;
+  east.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us, tag)"
+              " SELECT 'task.x', 'e' || i, 8 + i % 8, i, '\\x0a', 'g', 1000 + i, 'open'"
+              " FROM generate_series(1, 40) i");
+  east.scalar(
+    "INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
+    " SELECT 'task.x', 'e' || (1 + i % 40), 1000 + i, '\\x01' FROM generate_series(1, 60) i");
+  east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload, timer)"
+              " VALUES ('task.x', 'e3', 5000, '\\x02', 'timeout')");
+  east.scalar("INSERT INTO entity_requests (kind, entity_id, request_id, seq)"
+              " SELECT kind, entity_id, 'r-' || seq, seq FROM entity_events WHERE seq <= 10");
+  east.scalar("INSERT INTO entity_outputs (kind, lane, entity_id, payload)"
+              " SELECT 'task.x', 'g', 'e' || i, '\\x03' FROM generate_series(1, 25) i");
+  east.scalar("INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
+              " VALUES ('task.x', 'e5', 13, '\\x04', 'threw', 5), ('task.x', 'e6', 14, '\\x04',"
+              " 'threw', 5)");
+  east.scalar("INSERT INTO entity_forwards (shard, kind, entity_id, due_at_us, payload)"
+              " SELECT 9, 'task.y', 'far' || i, 0, '\\x05' FROM generate_series(1, 3) i");
+  auto forward_ids = east.scalar("SELECT string_agg(request_id, ',' ORDER BY request_id)"
+                                 " FROM entity_forwards WHERE entity_id <> 'far1'");
+  // west's own rows: a dead letter (its id is taken) and outputs of its own.
+  west.scalar("INSERT INTO entity_dead_letters (kind, entity_id, shard, payload, reason, attempts)"
+              " VALUES ('task.x', 'w1', 2, '\\x04', 'threw', 5)");
+  west.scalar("INSERT INTO entity_outputs (kind, lane, entity_id, payload)"
+              " VALUES ('task.x', 'g', 'w1', '\\x03')");
+  auto max_seq = east.scalar("SELECT max(seq) FROM entity_events");
+
+  // Writes while the range is copied (before the fence, a lease holder may still write): an
+  // event handled (deleted), one added, a state moved on, a forward relayed (deleted).
+  move_options o;
+  bool written = false;
+  o.progress = [&](const std::string& step, const std::string&) {
+    if (step == "copy" && !written) {
+      written = true;
+      east.scalar("DELETE FROM entity_events WHERE seq = 1");
+      east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
+                  " VALUES ('task.x', 'e7', 9000, '\\x06')");
+      east.scalar("UPDATE entities SET version = 100, tag = 'done' WHERE entity_id = 'e7'");
+      east.scalar("DELETE FROM entity_forwards WHERE entity_id = 'far1'");
+    }
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(written);
+  CHECK(count(west, "entities") == "40");
+  CHECK(count(west, "entity_events", "true") == "61"); // 60 + the timer - 1 + 1
+  CHECK(count(west, "entity_events", "seq = 1") == "0");
+  CHECK(count(west, "entity_events", "entity_id = 'e7' AND due_at_us = 9000") == "1");
+  CHECK(west.scalar("SELECT due_at_us || ' ' || encode(payload, 'hex') FROM entity_events"
+                    " WHERE entity_id = 'e3' AND timer = 'timeout'")
+        == "5000 02");
+  CHECK(west.scalar("SELECT version || ' ' || tag || ' ' || lane FROM entities"
+                    " WHERE entity_id = 'e7'")
+        == "100 done g");
+  CHECK(count(west, "entity_requests", "true") == "10");
+  // A kept request id still points at its event's seq; the target's sequence is past them.
+  CHECK(count(west, "entity_requests r",
+              "NOT EXISTS (SELECT 1 FROM entity_events e WHERE"
+              " e.kind = r.kind AND e.entity_id = r.entity_id AND"
+              " e.seq = r.seq) AND r.seq <> 1")
+        == "0");
+  CHECK(std::stoll(west.scalar("SELECT nextval(pg_get_serial_sequence('entity_events', 'seq'))"))
+        > std::stoll(max_seq));
+  // Dead letters take west's ids; forwards keep their request ids (stored once, relayed again).
+  CHECK(count(west, "entity_dead_letters") == "2");
+  CHECK(count(west, "entity_dead_letters", "entity_id = 'w1'") == "1");
+  CHECK(west.scalar("SELECT count(DISTINCT id) FROM entity_dead_letters") == "3");
+  CHECK(west.scalar("SELECT string_agg(request_id, ',' ORDER BY request_id) FROM"
+                    " entity_forwards")
+        == forward_ids); // far1's was relayed (deleted) during the copy
+  // Nothing of the range is left at east but its outputs, which consumers read there.
+  for (auto table : {"entities", "entity_dead_letters", "entity_forwards"})
+    CHECK_MESSAGE(count(east, table) == "0", table);
+  CHECK(count(east, "entity_events", "true") == "0");
+  CHECK(count(east, "entity_requests", "true") == "0");
+  CHECK(count(east, "entity_outputs", "true") == "25");
+  CHECK(count(west, "entity_outputs", "true") == "1");
 }

@@ -1,7 +1,8 @@
 // The entity forwarder (ADR 0023) on the real PostgreSQL: events kept in entity_forwards for
-// entities of another shard group are delivered with a request id of their group and row, the
-// delivered deleted, a refused one kept with its error and held back, then delivered once due
-// again; only the shards the node owns are relayed; a wake starts a round at once.
+// entities of another shard group are delivered with their row's request id, in their order per
+// target; the delivered deleted, a refused one kept with its error and held back (its target's
+// next behind it), then delivered once due again, one refused for good dead-lettered; only the
+// shards the node owns are relayed; a wake starts a round at once.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -31,13 +32,15 @@ struct delivery {
 
 } // namespace
 
-TEST_CASE("the forwarder relays the owned shards' kept events once each, holds back a refused "
-          "one, and delivers it when due again") {
+TEST_CASE("the forwarder relays the owned shards' kept events once each and in order per "
+          "target, holds back a refused one (and its target's next), delivers it when due "
+          "again, and dead-letters one refused for good") {
   gost::testing::migrated_db m;
   auto epochs = persistence::acquire_all_leases(m.pool, "n1", 4);
   REQUIRE(epochs);
-  // Shard 1 sends two events to another group's entities, shard 2 one (another node's shard).
-  auto send = [&](uint32_t shard, const std::string& to, int64_t due_us) {
+  // Shard 1 sends to other groups' entities t1, t2 (twice), t4; shard 2 (another node's) to t3.
+  auto send = [&](uint32_t shard, const std::string& to, int64_t due_us,
+                  const std::string& payload) {
     persistence::entity_write w;
     w.kind = "sender";
     w.entity_id = "s" + std::to_string(shard) + to;
@@ -45,15 +48,17 @@ TEST_CASE("the forwarder relays the owned shards' kept events once each, holds b
     e.kind = "target";
     e.entity_id = to;
     e.due_at_us = due_us;
-    e.payload = "event-for-" + to;
+    e.payload = payload;
     e.forward = true;
     w.events.push_back(e);
     REQUIRE(persistence::commit_entity_writes(m.pool, {{shard, (*epochs)[shard], w}}, "n1"));
   };
   int64_t far_future = 4'000'000'000'000'000; // µs since 1970: the year 2096
-  send(1, "t1", 0);
-  send(1, "t2", far_future);
-  send(2, "t3", 0);
+  send(1, "t1", 0, "one");
+  send(1, "t2", far_future, "first");
+  send(1, "t2", 0, "second");
+  send(2, "t3", 0, "three");
+  send(1, "t4", 0, "of a type t4 does not take");
 
   std::mutex mtx;
   std::vector<delivery> seen;
@@ -64,7 +69,6 @@ TEST_CASE("the forwarder relays the owned shards' kept events once each, holds b
   entity_forwarder_options fo;
   fo.pool = &m.pool;
   fo.group = "east";
-  fo.request_prefix = "gost.forward/1/";
   fo.shards = [] { return std::vector<uint32_t>{0, 1}; };
   fo.poll = 1h; // rounds by wakes (and the first at the start)
   fo.deliver = [&](const std::string& key, const std::string& payload,
@@ -72,33 +76,47 @@ TEST_CASE("the forwarder relays the owned shards' kept events once each, holds b
     std::promise<caf::error> p;
     std::lock_guard<std::mutex> guard{mtx};
     seen.push_back({key, payload, request_id, delay_ms});
-    p.set_value(key == "target/t2" && refuse_t2
-                  ? make_error(errc::unavailable, "no owner of the target's shard yet")
-                  : caf::error{});
+    if (key == "target/t2" && refuse_t2)
+      p.set_value(make_error(errc::unavailable, "no owner of the target's shard yet"));
+    else if (key == "target/t4")
+      p.set_value(make_error(errc::invalid_argument, "event: a target takes X, not Y"));
+    else
+      p.set_value(caf::error{});
     return p.get_future();
   };
-  auto fwd = spawn_entity_forwarder(sys, fo);
+  auto fwd = spawn_entity_forwarder(sys, fo); // a copy: `fo.stats` is shared with it
   auto count = [&](const std::string& where) {
     return m.db.scalar("SELECT count(*) FROM entity_forwards WHERE " + where);
   };
   REQUIRE(gost::testing::eventually(10s, [&] { return count("entity_id = 't1'") == "0"; }));
   REQUIRE(gost::testing::eventually(10s, [&] { return count("attempts = 1") == "1"; }));
+  REQUIRE(gost::testing::eventually(10s, [&] { return count("entity_id = 't4'") == "0"; }));
+  // Refused for good: a dead letter of the sender's shard, with the target and the reason.
+  CHECK(m.db.scalar("SELECT kind || '/' || entity_id || ' ' || shard || ' ' || attempts || ' '"
+                    " || reason FROM entity_dead_letters")
+        == "target/t4 1 1 relay to another shard group refused: event: a target takes X, not Y");
   {
     std::lock_guard<std::mutex> guard{mtx};
-    REQUIRE(seen.size() == 2);
+    // t2's second event waits behind its first (held back): never sent before it.
+    REQUIRE(seen.size() == 3);
     CHECK(seen[0].key == "target/t1");
-    CHECK(seen[0].payload == "event-for-t1");
+    CHECK(seen[0].payload == "one");
     CHECK(seen[0].delay_ms == 0);
     CHECK(seen[1].key == "target/t2");
+    CHECK(seen[1].payload == "first");
     CHECK(seen[1].delay_ms > 1'000'000'000'000); // its due time kept: handled then
-    auto id = m.db.scalar("SELECT id FROM entity_forwards WHERE entity_id = 't2'");
-    CHECK(seen[1].request_id == "gost.forward/1/" + id);
+    CHECK(seen[2].key == "target/t4");
+    auto id =
+      m.db.scalar("SELECT request_id FROM entity_forwards WHERE entity_id = 't2' AND attempts = 1");
+    CHECK(seen[1].request_id == id);
+    CHECK(id.rfind("gost.forward/", 0) == 0);
+    CHECK(id.size() == 13 + 36); // a uuid
   }
-  CHECK(
-    m.db.scalar("SELECT last_error FROM entity_forwards WHERE entity_id = 't2'").find("no owner")
-    != std::string::npos);
+  CHECK(m.db.scalar("SELECT last_error FROM entity_forwards WHERE attempts = 1").find("no owner")
+        != std::string::npos);
   CHECK(count("shard = 2") == "1"); // another node's: not relayed here
-  // Held back until its retry time (read_entity_forwards); once due (and accepted), it goes.
+  // Held back until its retry time (read_entity_forwards); once due (and accepted), it goes,
+  // then the one behind it.
   {
     std::lock_guard<std::mutex> guard{mtx};
     refuse_t2 = false;
@@ -108,12 +126,14 @@ TEST_CASE("the forwarder relays the owned shards' kept events once each, holds b
   REQUIRE(gost::testing::eventually(10s, [&] { return count("entity_id = 't2'") == "0"; }));
   {
     std::lock_guard<std::mutex> guard{mtx};
-    size_t t2 = 0;
-    for (auto& d : seen)
-      t2 += d.key == "target/t2" ? 1 : 0;
-    CHECK(t2 == 2); // refused once, then delivered: its request id the same both times
-    CHECK(seen.back().request_id == seen[1].request_id);
+    REQUIRE(seen.size() == 5);
+    CHECK(seen[3].payload == "first");
+    CHECK(seen[3].request_id == seen[1].request_id); // the same id both times: stored once
+    CHECK(seen[4].payload == "second");
   }
-  CHECK(count("true") == "1"); // shard 2's, left to its owner
+  CHECK(count("true") == "1");          // shard 2's, left to its owner
+  CHECK(fo.stats->relayed.load() == 3); // gost_entity_forwards_total
+  CHECK(fo.stats->failed.load() == 1);
+  CHECK(fo.stats->given_up.load() == 1);
   caf::anon_send_exit(fwd, caf::exit_reason::user_shutdown);
 }

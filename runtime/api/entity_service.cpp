@@ -14,6 +14,7 @@
 #include "gost/core/call_hub.hpp"
 #include "gost/entities/entity_type.hpp"
 #include "gost/offers/content_rules.hpp" // max_id_len
+#include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/entities/entities.hpp"
 
 namespace gost::runtime {
@@ -140,25 +141,25 @@ grpc::ServerUnaryReactor* entity_service::PullOutputs(grpc::CallbackServerContex
   uint32_t asked = 0;
   if (auto problem = check_page_size("limit", req->limit(), limits_, asked); !problem.empty())
     return call.fail(invalid(problem));
-  pull_position start;
-  if (auto problem = pull_start(*where_, req->after(), req->after_token(), start); !problem.empty())
+  pull_start_point start;
+  if (auto problem = pull_start(req->after(), req->after_token(), start); !problem.empty())
     return call.fail(invalid(problem));
   auto limit = static_cast<size_t>(asked);
   auto kind = req->kind();
   auto lane = req->lane();
   auto where = where_;
   // A blocking read: off the scheduler threads (rare, and bounded by `limit`).
-  hub_.run_blocking([=]() mutable {
-    auto rows = pull_outputs(*where, kind, lane, start, limit);
-    if (!rows)
-      return call.finish(rows.error());
-    for (auto& o : *rows) {
+  hub_.run_blocking([=] {
+    auto page = pull_outputs(*where, kind, lane, start, limit);
+    if (!page)
+      return call.finish(page.error());
+    for (auto& o : page->rows) {
       auto* out = resp->add_outputs();
       out->set_seq(o.seq);
       out->set_id(o.entity_id);
       out->mutable_output()->ParseFromString(o.payload);
     }
-    put_position(start, *where, *resp);
+    put_position(*page, *resp);
     call.ok();
   });
   return call.reactor();

@@ -1,13 +1,15 @@
 // Pulls and lists across shard groups (ADR 0023) on two real databases: entity outputs pulled
 // with a token hold a position per group, every output is seen exactly once whatever the page
-// size, the groups take turns; a one-group installation keeps its int64 cursor; ListTasks'
-// pages merge in byte order. The token's own rules are checked without a database.
+// size, the groups take turns; the int64 cursor works while one database holds a lane's
+// outputs and is refused once two do; ListTasks' pages merge in byte order. The token's own rules
+// are checked without a database.
 #include <doctest/doctest.h>
 
 #include <set>
 
 #include "api/pull_across.hpp"
 #include "gost/persistence/entities/entities.hpp"
+#include "gost/persistence/errors.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "gost/persistence/tasks/tasks.hpp"
 #include "gost/testing/migrated_db.hpp"
@@ -56,49 +58,67 @@ TEST_CASE("a pull token holds a position per group and refuses what it did not g
   CHECK(parse_pull_token("0:12,3:7", p).empty());
   CHECK(p.after == std::map<uint32_t, int64_t>{{0, 12}, {3, 7}});
   CHECK(p.token() == "0:12,3:7");
-  for (std::string bad : {"12", "0:", ":5", "0:1,", "a:1", "0:1;1:2", "0:1,0:2", "0:-4", "0:1x"}) {
+  for (std::string bad : {"12", "0:", ":5", "0:1,", "a:1", "0:1;1:2", "0:1,0:2", "0:-4", "0:1x",
+                          "4294967296:5", "0:99999999999999999999"}) {
     auto problem = parse_pull_token(bad, p);
     CHECK_MESSAGE(problem.find("after_token `" + bad + "`") == 0, bad);
     CHECK_MESSAGE(problem.find("next_token") != std::string::npos, problem);
   }
-  one_group one{nullptr};
-  CHECK(pull_start(one, 5, "", p).empty());
-  CHECK(p.after == std::map<uint32_t, int64_t>{{0, 5}});
-  CHECK(pull_start(one, 5, "0:5", p).find("not both") != std::string::npos);
-  CHECK(pull_start(one, -1, "", p).find("negative") != std::string::npos);
+  pull_start_point s;
+  CHECK(pull_start(5, "", s).empty());
+  CHECK(s.by_cursor);
+  CHECK(s.after == 5);
+  CHECK(pull_start(0, "0:5", s).empty());
+  CHECK_FALSE(s.by_cursor);
+  CHECK(s.pos.after == std::map<uint32_t, int64_t>{{0, 5}});
+  CHECK(pull_start(5, "0:5", s).find("not both") != std::string::npos);
+  CHECK(pull_start(-2, "", s).find("negative") != std::string::npos);
+  CHECK(pull_start(-1, "", s).find("next_token as after_token") != std::string::npos);
 }
 
-TEST_CASE("outputs pulled across two groups' databases: each seen once, the groups in turn, "
-          "an int64 cursor refused with two groups and kept with one") {
+TEST_CASE("outputs pulled across two groups' databases: each seen once, the groups in turn; the "
+          "int64 cursor works while one database holds the lane's outputs, and is refused, "
+          "never repeating a page, once two do") {
   migrated_db a, b;
-  emit(a, "a", 7);
-  emit(b, "b", 3);
   gost::testing::two_groups both{a.pool, b.pool, 8, 4};
-
-  pull_position pos;
-  auto first = pull_outputs(both, "k", "out", pos, 4);
+  auto start = [&](int64_t after, const std::string& token) {
+    pull_start_point s;
+    REQUIRE(pull_start(after, token, s).empty());
+    return s;
+  };
+  // Outputs in `a` only (a group declared, holding none yet): the cursor works as with one.
+  emit(a, "a", 7);
+  auto first = pull_outputs(both, "k", "out", start(0, ""), 5);
   REQUIRE(first);
-  REQUIRE(first->size() == 4);
-  // In turn: a, b, a, b.
-  CHECK((*first)[0].entity_id == "a0");
-  CHECK((*first)[1].entity_id == "b0");
-  CHECK((*first)[2].entity_id == "a1");
-  CHECK((*first)[3].entity_id == "b1");
-  CHECK(pos.after.size() == 2);
+  CHECK(first->rows.size() == 5);
+  CHECK(first->cursor == first->rows.back().seq);
+  auto rest = pull_outputs(both, "k", "out", start(first->cursor, ""), 5);
+  REQUIRE(rest);
+  REQUIRE(rest->rows.size() == 2);
+  CHECK(rest->rows.front().entity_id == "a5");
+  CHECK(rest->pos.token() == "0:" + std::to_string(rest->cursor));
 
-  // The rest, through the token as a client passes it, in pages of 3.
+  // Outputs in both: pages by token, in turn (a, b, a, b ...), each output once.
+  emit(b, "b", 3);
+  auto mixed = pull_outputs(both, "k", "out", start(0, ""), 4);
+  REQUIRE(mixed);
+  REQUIRE(mixed->rows.size() == 4);
+  CHECK(mixed->rows[0].entity_id == "a0");
+  CHECK(mixed->rows[1].entity_id == "b0");
+  CHECK(mixed->rows[2].entity_id == "a1");
+  CHECK(mixed->rows[3].entity_id == "b1");
+  CHECK(mixed->cursor == -1); // passed back as `after`, refused with advice
   std::multiset<std::string> seen;
-  for (auto& o : *first)
+  for (auto& o : mixed->rows)
     seen.insert(o.entity_id);
+  auto token = mixed->pos.token();
   for (int page = 0; page < 10; ++page) {
-    pull_position next;
-    REQUIRE(pull_start(both, 0, pos.token(), next).empty());
-    auto rows = pull_outputs(both, "k", "out", next, 3);
-    REQUIRE(rows);
-    pos = next;
-    if (rows->empty())
+    auto next = pull_outputs(both, "k", "out", start(0, token), 3);
+    REQUIRE(next);
+    token = next->pos.token();
+    if (next->rows.empty())
       break;
-    for (auto& o : *rows) {
+    for (auto& o : next->rows) {
       seen.insert(o.entity_id);
       CHECK(o.payload == "payload-" + o.entity_id);
     }
@@ -107,27 +127,30 @@ TEST_CASE("outputs pulled across two groups' databases: each seen once, the grou
   CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 10); // none twice
   // Later outputs are found after the same token.
   emit(b, "late", 1);
-  auto later = pull_outputs(both, "k", "out", pos, 10);
+  auto later = pull_outputs(both, "k", "out", start(0, token), 10);
   REQUIRE(later);
-  REQUIRE(later->size() == 1);
-  CHECK(later->front().entity_id == "late0");
-
-  pull_position p;
-  auto problem = pull_start(both, 3, "", p);
-  CHECK(problem.find("2 shard groups") != std::string::npos);
-  CHECK(problem.find("after_token") != std::string::npos);
+  REQUIRE(later->rows.size() == 1);
+  CHECK(later->rows.front().entity_id == "late0");
+  // The old cursor of `a` alone is refused now, saying what to pass.
+  auto refused = pull_outputs(both, "k", "out", start(first->cursor, ""), 5);
+  REQUIRE_FALSE(refused);
+  auto why = gost::persistence::error_message(refused.error());
+  CHECK(why.find("2 shard groups' databases") != std::string::npos);
+  CHECK(why.find("after_token") != std::string::npos);
 
   // One group: the int64 cursor as before.
   one_group one{&a.pool};
-  REQUIRE(pull_start(one, 0, "", p).empty());
-  auto rows = pull_outputs(one, "k", "out", p, 5);
+  auto rows = pull_outputs(one, "k", "out", start(0, ""), 5);
   REQUIRE(rows);
-  REQUIRE(rows->size() == 5);
-  REQUIRE(pull_start(one, rows->back().seq, "", p).empty());
-  auto rest = pull_outputs(one, "k", "out", p, 5);
-  REQUIRE(rest);
-  CHECK(rest->size() == 2);
-  CHECK(rest->front().entity_id == "a5");
+  REQUIRE(rows->rows.size() == 5);
+  auto tail = pull_outputs(one, "k", "out", start(rows->cursor, ""), 5);
+  REQUIRE(tail);
+  CHECK(tail->rows.size() == 2);
+  CHECK(tail->rows.front().entity_id == "a5");
+  auto none = pull_outputs(one, "k", "out", start(tail->cursor, ""), 5);
+  REQUIRE(none);
+  CHECK(none->rows.empty());
+  CHECK(none->cursor == tail->cursor);
 }
 
 TEST_CASE("tagged entities listed across two groups merge in byte order, page by page") {

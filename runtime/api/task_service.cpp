@@ -367,22 +367,21 @@ grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext*
     call.finish(invalid(problem));
     return call.reactor();
   }
-  pull_position start;
-  if (auto problem = pull_start(*where_, req->after(), req->after_token(), start);
-      !problem.empty()) {
+  pull_start_point start;
+  if (auto problem = pull_start(req->after(), req->after_token(), start); !problem.empty()) {
     call.finish(invalid(problem));
     return call.reactor();
   }
   auto where = where_;
   with_group(call, req->group_id(), [=](const persistence::task_group& g) {
     // Blocking reads (bounded by `limit` per group): off the scheduler threads.
-    hub_.run_blocking([=]() mutable {
-      auto rows = pull_outputs(*where, tasks::task_kind(g.task_type), g.group_id, start, asked);
-      if (!rows) {
-        call.finish(rows.error());
+    hub_.run_blocking([=] {
+      auto page = pull_outputs(*where, tasks::task_kind(g.task_type), g.group_id, start, asked);
+      if (!page) {
+        call.finish(page.error());
         return;
       }
-      for (auto& o : *rows) {
+      for (auto& o : page->rows) {
         google::protobuf::Any any;
         v1::TaskResult r;
         auto* out = resp->add_results();
@@ -393,7 +392,7 @@ grpc::ServerUnaryReactor* task_service::PullResults(grpc::CallbackServerContext*
           *out->mutable_payload() = r.payload();
         }
       }
-      put_position(start, *where, *resp);
+      put_position(*page, *resp);
       call.ok();
     });
   });

@@ -128,7 +128,7 @@ void register_kinds(node_context& n) {
         // the group's forwarder, woken after the commit.
         eo.elsewhere = [weak = std::weak_ptr<router>(n.routes), group = l.group](uint32_t s) {
           auto routes = weak.lock();
-          return routes && routes->group_of(s) != group;
+          return !routes || routes->group_of(s) != group; // unsure: forwarding is always safe
         };
         eo.forwarded = [fwd = caf::actor_cast<caf::actor_addr>(g.entity_forwarder)] {
           if (auto f = caf::actor_cast<entity_forwarder_actor>(fwd))

@@ -188,7 +188,7 @@ caf::error start_entity_forwarders(node_context& n) {
   if (n.groups.size() < 2)
     return {}; // one database: every event an entity sends is stored where its target lives
   // An event sent to an entity of another group is kept in the sender's database and relayed
-  // through the Send path (ADR 0023); the request id names the group and the row.
+  // through the Send path (ADR 0023) with the row's request id (stored once at the target).
   auto timeout =
     std::min<std::chrono::milliseconds>(n.cfg.api.request_timeout, std::chrono::seconds{10});
   for (auto& part : n.groups) {
@@ -196,7 +196,6 @@ caf::error start_entity_forwarders(node_context& n) {
     entity_forwarder_options fo;
     fo.pool = g.pool;
     fo.group = g.group.name;
-    fo.request_prefix = "gost.forward/" + std::to_string(g.group.id) + "/";
     fo.shards = [routes = n.routes, group = g.group.id] { return routes->local_shards(group); };
     fo.deliver = [hub = n.hub.get(), routes = n.routes,
                   timeout](const std::string& key, const std::string& payload,
@@ -217,6 +216,19 @@ caf::error start_entity_forwarders(node_context& n) {
       });
       return f;
     };
+    n.registry->add([stats = fo.stats, group = g.group.name](metric_families& out) {
+      const char* name = "gost_entity_forwards_total";
+      const char* help = "Events entities sent to entities of another shard group, relayed by "
+                         "this node (kept in entity_forwards, sent through EntityService.Send): "
+                         "relayed, failed (retried later: the row keeps its last error), or "
+                         "given_up (refused for good by the target: in entity_dead_letters).";
+      out.add(name, stat_kind::counter, help, {{"group", group}, {"outcome", "relayed"}},
+              static_cast<int64_t>(stats->relayed.load(std::memory_order_relaxed)));
+      out.add(name, stat_kind::counter, help, {{"group", group}, {"outcome", "failed"}},
+              static_cast<int64_t>(stats->failed.load(std::memory_order_relaxed)));
+      out.add(name, stat_kind::counter, help, {{"group", group}, {"outcome", "given_up"}},
+              static_cast<int64_t>(stats->given_up.load(std::memory_order_relaxed)));
+    });
     g.entity_forwarder = spawn_entity_forwarder(*n.sys, std::move(fo));
     n.stops.push("entity forwarder", [&n, &g] { n.stop_actor(g.entity_forwarder); });
   }

@@ -19,6 +19,7 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/tasks.hpp"
 #include "gost/v1/task_service.grpc.pb.h"
 #include "gost/v1/tasks.pb.h"
 
@@ -26,6 +27,9 @@ using namespace gost;
 using namespace std::chrono_literals;
 using google::protobuf::util::TimeUtil;
 using testing::child_process;
+using testing::item;
+using testing::task_client;
+using testing::verdict;
 
 namespace {
 
@@ -46,139 +50,6 @@ grpc::Status call(Rpc rpc, const Req& req, Resp& resp) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 10s);
   return rpc(&ctx, req, &resp);
-}
-
-struct task_client {
-  std::unique_ptr<v1::TaskService::Stub> stub;
-
-  explicit task_client(int port)
-    : stub(v1::TaskService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                        grpc::InsecureChannelCredentials()))) {}
-
-  grpc::Status create_group(const std::string& id, std::chrono::milliseconds retry = 200ms,
-                            int attempts = 3, const std::string& type = "moderation") {
-    v1::CreateGroupRequest req;
-    auto* g = req.mutable_group();
-    g->set_group_id(id);
-    g->set_task_type(type);
-    g->set_source("classifieds");
-    *g->mutable_retry_delay() = TimeUtil::MillisecondsToDuration(retry.count());
-    g->set_max_attempts(attempts);
-    v1::CreateGroupResponse resp;
-    grpc::ClientContext ctx;
-    return stub->CreateGroup(&ctx, req, &resp);
-  }
-
-  grpc::Status create(const std::string& group, const std::string& key,
-                      const google::protobuf::Message& input, std::string* id = nullptr) {
-    v1::CreateTaskRequest req;
-    req.set_group_id(group);
-    req.set_client_key(key);
-    req.mutable_input()->PackFrom(input);
-    v1::CreateTaskResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    auto s = stub->CreateTask(&ctx, req, &resp);
-    if (id != nullptr)
-      *id = resp.task_id();
-    return s;
-  }
-
-  grpc::Status send(const std::string& id, const std::string& name,
-                    const google::protobuf::Message& payload, const std::string& request_id = {}) {
-    v1::SendTaskEventRequest req;
-    req.set_task_id(id);
-    req.set_name(name);
-    req.mutable_payload()->PackFrom(payload);
-    req.set_request_id(request_id);
-    v1::SendTaskEventResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    return stub->SendEvent(&ctx, req, &resp);
-  }
-
-  grpc::Status cancel(const std::string& id, const std::string& reason) {
-    v1::CancelTaskRequest req;
-    req.set_task_id(id);
-    req.set_reason(reason);
-    v1::CancelTaskResponse resp;
-    grpc::ClientContext ctx;
-    return stub->Cancel(&ctx, req, &resp);
-  }
-
-  v1::GetTaskResponse get(const std::string& id) {
-    v1::GetTaskRequest req;
-    req.set_task_id(id);
-    v1::GetTaskResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    auto s = stub->GetTask(&ctx, req, &resp);
-    REQUIRE_MESSAGE(s.ok(), s.error_message());
-    return resp;
-  }
-
-  /// Results of `group` after `cursor`, one page; advances the cursor. Empty on an error.
-  std::vector<v1::PullResultsResponse::Result> pull(const std::string& group, int64_t& cursor,
-                                                    grpc::Status* status = nullptr) {
-    v1::PullResultsRequest req;
-    req.set_group_id(group);
-    req.set_after(cursor);
-    req.set_limit(500);
-    v1::PullResultsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    auto s = stub->PullResults(&ctx, req, &resp);
-    if (status != nullptr)
-      *status = s;
-    if (!s.ok())
-      return {};
-    cursor = resp.cursor();
-    return {resp.results().begin(), resp.results().end()};
-  }
-
-  /// Results of `group` after `token` (a position per shard group), one page of `limit`;
-  /// advances the token.
-  std::vector<v1::PullResultsResponse::Result> pull_token(const std::string& group,
-                                                          std::string& token, int limit) {
-    v1::PullResultsRequest req;
-    req.set_group_id(group);
-    req.set_after_token(token);
-    req.set_limit(limit);
-    v1::PullResultsResponse resp;
-    auto s = call([&](auto* ctx, auto& r, auto* out) { return stub->PullResults(ctx, r, out); },
-                  req, resp);
-    REQUIRE_MESSAGE(s.ok(), s.error_message());
-    token = resp.next_token();
-    return {resp.results().begin(), resp.results().end()};
-  }
-
-  /// Every result of `group` after `cursor`.
-  std::vector<v1::PullResultsResponse::Result> pull_all(const std::string& group, int64_t& cursor) {
-    std::vector<v1::PullResultsResponse::Result> out;
-    for (;;) {
-      auto page = pull(group, cursor);
-      out.insert(out.end(), page.begin(), page.end());
-      if (page.size() < 500)
-        return out;
-    }
-  }
-};
-
-v1::ModerationInput item(const std::string& id, std::chrono::milliseconds timeout = 60s,
-                         int max_issues = 3) {
-  v1::ModerationInput in;
-  in.set_item_id(id);
-  in.set_content("content of " + id);
-  in.set_verdict_timeout_ms(timeout.count());
-  in.set_max_issues(max_issues);
-  return in;
-}
-
-v1::ModerationVerdict verdict(bool approved) {
-  v1::ModerationVerdict v;
-  v.set_approved(approved);
-  v.set_moderator("op-1");
-  return v;
 }
 
 /// The results of one task, in order, as "name" or "name#issue" for assignments.
@@ -647,6 +518,11 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
     in_east += group_of(o);
   REQUIRE(in_east > 0);
   REQUIRE(in_east < pairs); // both ways
+  // A task of east whose verdict will wait in the catalog group's entity_forwards when the node
+  // dies (committed there, not relayed yet).
+  std::string extra = "x:e-0";
+  for (int k = 1; group_of(extra) != 1; ++k)
+    extra = "x:e-" + std::to_string(k);
 
   {
     child_process node{GOSTD_PATH, args};
@@ -660,6 +536,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
       dup.set_duplicate_of(o);
       REQUIRE(tasks.create("x", d.substr(2), dup).ok());
     }
+    REQUIRE(tasks.create("x", extra.substr(2), item(extra)).ok());
     CHECK(testing::eventually(30s, [&] {
       for (auto& [o, d] : tasks_of)
         if (tasks.get(d).state_name() != "waiting")
@@ -674,7 +551,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
     CHECK(db.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation'")
           == std::to_string(pairs));
     CHECK(east.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation'")
-          == std::to_string(pairs));
+          == std::to_string(pairs + 1));
     // The verdicts go to the duplicates; the node dies right after they are accepted.
     for (auto& [o, d] : tasks_of)
       REQUIRE(tasks.send(d, "verdict", verdict(false), "v-" + d).ok());
@@ -682,6 +559,27 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
     CHECK(node.wait(10s) == 128 + SIGKILL);
   }
   std::remove(port_file.c_str());
+  // An event a task of group 0 sent to `extra`, committed with its sender's write in group 0's
+  // database when the node died, not relayed yet (as the writer keeps it: ADR 0023).
+  auto forward_of = [&](const std::string& to, const std::string& request_id) {
+    v1::TaskEvent e;
+    e.mutable_custom()->set_name("verdict");
+    e.mutable_custom()->mutable_payload()->PackFrom(verdict(false));
+    e.mutable_custom()->set_from("task.moderation/x:sender");
+    google::protobuf::Any packed;
+    packed.PackFrom(e);
+    std::string hex;
+    for (unsigned char c : packed.SerializeAsString()) {
+      const char* digits = "0123456789abcdef";
+      hex += digits[c >> 4];
+      hex += digits[c & 15];
+    }
+    db.scalar("INSERT INTO entity_forwards (request_id, shard, kind, entity_id, due_at_us, payload)"
+              " VALUES ('"
+              + request_id + "', 0, 'task.moderation', '" + to + "', 0, decode('" + hex
+              + "', 'hex'))");
+  };
+  forward_of(extra, "gost.forward/e2e-1");
   child_process again{GOSTD_PATH, args};
   auto port = testing::served_port(again, port_file);
   REQUIRE_MESSAGE(port > 0, again.output());
@@ -698,8 +596,25 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
                                       return true;
                                     }),
                 waiting);
-  CHECK(db.scalar("SELECT count(*) FROM entity_forwards") == "0");
-  CHECK(east.scalar("SELECT count(*) FROM entity_forwards") == "0");
+  CHECK(testing::eventually(30s, [&] { return tasks.get(extra).state_name() == "rejected"; }));
+  // Every kept event relayed (the delete follows the target's answer).
+  CHECK(testing::eventually(30s, [&] {
+    return db.scalar("SELECT count(*) FROM entity_forwards") == "0"
+           && east.scalar("SELECT count(*) FROM entity_forwards") == "0";
+  }));
+  // Relayed again (delivered, then the node died before its delete): the target stores it
+  // once, by its request id, so `extra` handles nothing more.
+  auto version = tasks.get(extra).version();
+  auto pending_sql = "SELECT count(*) FROM entity_events WHERE entity_id = '" + extra + "'";
+  auto pending = east.scalar(pending_sql);
+  forward_of(extra, "gost.forward/e2e-1");
+  CHECK(testing::eventually(
+    30s, [&] { return db.scalar("SELECT count(*) FROM entity_forwards") == "0"; }));
+  CHECK(east.scalar("SELECT count(*) FROM entity_requests WHERE request_id = "
+                    "'gost.forward/e2e-1'")
+        == "1");
+  CHECK(east.scalar(pending_sql) == pending);
+  CHECK(tasks.get(extra).version() == version);
 
   // Results by token, in small pages: each exactly once, from both databases.
   std::map<std::string, int> seen;
@@ -746,7 +661,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
       listed.push_back(t.task_id());
     after = listed.back();
   }
-  CHECK(listed.size() == 2 * pairs);
+  CHECK(listed.size() == 2 * pairs + 1);
   CHECK(std::is_sorted(listed.begin(), listed.end()));
   CHECK(std::set<std::string>(listed.begin(), listed.end()).size() == listed.size());
   again.signal(SIGTERM);

@@ -78,6 +78,15 @@ const std::vector<keyed_table>& keyed_tables() {
      true,
      "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)",
      true},
+    // Durable entities (tasks, the application's actor types): written by their shards' lease
+    // holders, fenced as the offers' writers are. Pending events and kept request ids have no
+    // shard column: whole (every row of the source is one of its group's entities'). Outputs
+    // stay where they were written (`entity_outputs`: not copied, not removed): their seqs are
+    // the source database's, where consumers' positions point (PullOutputs' token).
+    {"entities", {"kind", "entity_id"}},
+    {"entity_events", {"kind", "entity_id", "seq"}, true},
+    {"entity_requests", {"kind", "entity_id", "request_id"}, true},
+    {"entity_forwards", {"request_id"}}, // by the sender's shard; the request id kept
   };
   return tables;
 }
@@ -103,22 +112,7 @@ const std::vector<queued_table>& queued_tables() {
     {"outbox_batches", "outbox_batches"},
     {"outbox_parked", "outbox_batches"},
     {"dead_letters", "dead_letters"},
-  };
-  return tables;
-}
-
-/// Tables of parts that are not moved yet: a range holding rows there is refused. `whole`: a
-/// table without a shard column whose rows all belong to the moving whole group.
-struct unmoved_table {
-  const char* name;
-  bool whole;
-};
-
-const std::vector<unmoved_table>& unmoved_tables() {
-  static const std::vector<unmoved_table> tables{
-    {"entities", false},
-    {"entity_dead_letters", false},
-    {"entity_forwards", false}, // events of the range's entities not relayed yet
+    {"entity_dead_letters", "entity_dead_letters"},
   };
   return tables;
 }
@@ -238,8 +232,6 @@ public:
       if (*n <= opts_.small_round)
         break;
     }
-    if (auto err = unmoved_rows())
-      return err;
     auto fenced_at = std::chrono::steady_clock::now();
     if (auto err = fence())
       return err;
@@ -307,30 +299,6 @@ private:
                                + "` but not group `" + plan_.to_name
                                + "` (a node opens the groups declared at its start): restart it "
                                  "before moving shards there");
-    return unmoved_rows();
-  }
-
-  /// Refuses a range holding rows a move does not carry (unmoved_tables). Asked before
-  /// anything is written and again right before the fence: a writer that holds no lease (the
-  /// feeds') may have added some while the range was copied.
-  caf::error unmoved_rows() {
-    std::string held;
-    auto err = with_connection(source_, [&](pqxx::connection& c) {
-      held.clear();
-      pqxx::nontransaction tx{c};
-      for (auto& t : unmoved_tables())
-        if (tx.exec(std::string{"SELECT EXISTS (SELECT 1 FROM "} + t.name + " WHERE "
-                    + rows_of(t.whole) + ")")[0][0]
-              .as<bool>())
-          held += (held.empty() ? "" : ", ") + std::string{t.name};
-    });
-    if (err)
-      return err;
-    if (!held.empty())
-      return make_db_error(db_errc::schema_mismatch,
-                           shards_text(plan_.first, plan_.last) + " hold rows of " + held
-                             + ", which a move does not carry yet (ADR 0023 step 3): finish or "
-                               "remove them first");
     return {};
   }
 
@@ -803,8 +771,6 @@ std::vector<std::string> move_covered_tables() {
   for (auto& t : keyed_tables())
     out.emplace_back(t.name);
   for (auto& t : queued_tables())
-    out.emplace_back(t.name);
-  for (auto& t : unmoved_tables())
     out.emplace_back(t.name);
   return out;
 }

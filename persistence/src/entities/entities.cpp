@@ -525,13 +525,16 @@ read_entity_forwards(pg_pool& pool, const std::vector<uint32_t>& shards, size_t 
     out.clear();
     pqxx::nontransaction tx{c};
     auto r =
-      tx.exec_params("SELECT id, shard, kind, entity_id, due_at_us, payload, attempts"
-                     " FROM entity_forwards WHERE shard IN ("
-                       + number_list(shards) + ") AND retry_at <= now() ORDER BY id LIMIT $1",
+      tx.exec_params("SELECT request_id, shard, kind, entity_id, due_at_us, payload, attempts"
+                     " FROM (SELECT DISTINCT ON (kind, entity_id) * FROM entity_forwards"
+                     " WHERE shard IN ("
+                       + number_list(shards)
+                       + ") ORDER BY kind, entity_id, id) head WHERE retry_at <= now()"
+                         " ORDER BY id LIMIT $1",
                      static_cast<int64_t>(limit));
     out.reserve(r.size());
     for (auto row : r)
-      out.push_back({row[0].as<int64_t>(), row[1].as<uint32_t>(), row[2].as<std::string>(),
+      out.push_back({row[0].as<std::string>(), row[1].as<uint32_t>(), row[2].as<std::string>(),
                      row[3].as<std::string>(), row[4].as<int64_t>(),
                      pqxx::binarystring{row[5]}.str(), row[6].as<int32_t>()});
   });
@@ -540,23 +543,36 @@ read_entity_forwards(pg_pool& pool, const std::vector<uint32_t>& shards, size_t 
   return out;
 }
 
-caf::error settle_entity_forwards(pg_pool& pool, const std::vector<int64_t>& delivered,
-                                  const std::vector<std::pair<int64_t, std::string>>& failed) {
-  if (delivered.empty() && failed.empty())
+caf::error
+settle_entity_forwards(pg_pool& pool, const std::vector<std::string>& delivered,
+                       const std::vector<std::pair<std::string, std::string>>& failed,
+                       const std::vector<std::pair<std::string, std::string>>& given_up) {
+  if (delivered.empty() && failed.empty() && given_up.empty())
     return {};
   return with_connection(pool, [&](pqxx::connection& c) {
-    pqxx::nontransaction tx{c};
+    pqxx::nontransaction tx{c}; // one query string: one implicit transaction
     std::string sql;
     if (!delivered.empty())
-      sql += "DELETE FROM entity_forwards WHERE id IN (" + number_list(delivered) + ");";
+      sql +=
+        "DELETE FROM entity_forwards WHERE request_id IN (" + quoted_list(tx, delivered) + ");";
     if (!failed.empty()) {
       values_list rows;
       for (auto& [id, error] : failed)
-        rows.row(std::to_string(id) + "," + tx.quote(error));
+        rows.row(tx.quote(id) + "," + tx.quote(error));
       sql += "UPDATE entity_forwards f SET attempts = f.attempts + 1, last_error = v.error,"
              " retry_at = now() + make_interval(secs => least(300, 2 ^ least(f.attempts, 9)))"
              " FROM (VALUES "
-             + rows.str() + ") AS v(id, error) WHERE f.id = v.id::bigint;";
+             + rows.str() + ") AS v(request_id, error) WHERE f.request_id = v.request_id;";
+    }
+    if (!given_up.empty()) {
+      values_list rows;
+      for (auto& [id, reason] : given_up)
+        rows.row(tx.quote(id) + "," + tx.quote(reason));
+      sql += "WITH v(request_id, reason) AS (VALUES " + rows.str()
+             + "), gone AS (DELETE FROM entity_forwards f USING v WHERE f.request_id = v.request_id"
+               " RETURNING f.*, v.reason) INSERT INTO entity_dead_letters (kind, entity_id, shard,"
+               " payload, reason, attempts) SELECT kind, entity_id, shard, payload, reason,"
+               " attempts + 1 FROM gone;";
     }
     tx.exec(sql);
   });

@@ -3,6 +3,7 @@
 // supervisor per shard for all registered types, stores for their reads, writers for their
 // writes. runtime/ wires them like the offers' (router, cluster manager, node link).
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -63,15 +64,19 @@ struct entity_shard_options {
   std::function<void()> forwarded;
 };
 
+/// What a forwarder relayed (gost_entity_forwards_total{group, outcome}).
+struct entity_forward_stats {
+  std::atomic<uint64_t> relayed{0};  ///< delivered to the target's owner (stored there once)
+  std::atomic<uint64_t> failed{0};   ///< relays that failed, each row retried later
+  std::atomic<uint64_t> given_up{0}; ///< refused for good by the target: dead-lettered
+};
+
 /// The relay of one shard group's `entity_forwards` on one node (ADR 0023): the events its
 /// entities sent to entities of other groups, each kept in the sender's database in the
 /// transaction of the sender's write.
 struct entity_forwarder_options {
   persistence::pg_pool* pool = nullptr; ///< the group's database; outlives the actor
   std::string group;                    ///< the group's name, in logs
-  /// Request ids are this prefix and a row's id: unique across groups (the group's id in it),
-  /// so the target stores a relayed event once however often it is relayed.
-  std::string request_prefix;
   /// The shards whose rows this node relays now: the group's shards it owns (the writers of
   /// those rows).
   std::function<std::vector<uint32_t>()> shards;
@@ -83,12 +88,19 @@ struct entity_forwarder_options {
     deliver;
   std::chrono::milliseconds poll{1000}; ///< a look without a wake
   size_t batch = 256;                   ///< rows relayed at once (then the next round)
+  /// How long a round waits for its answers at most (each delivery has its own deadline; this
+  /// bounds a stop's wait on one that never answers).
+  std::chrono::milliseconds answer_bound{std::chrono::seconds{15}};
+  std::shared_ptr<entity_forward_stats> stats = std::make_shared<entity_forward_stats>();
 };
 
 /// Spawns a forwarder (detached: it reads and deletes rows with blocking calls). It looks every
-/// `poll` and when woken; delivers a round's rows in parallel and waits for all of them, so at
-/// most `batch` are in flight; a delivered row is deleted, a failed one waits (1 s, doubling,
-/// at most 5 min: read_entity_forwards) and is logged with its error.
+/// `poll` and when woken; a round delivers the first waiting event of each target (a sender's
+/// events reach a target in their order) in parallel and waits for all of them, so at most
+/// `batch` are in flight; a delivered row is deleted, a failed one waits (1 s, doubling, at most
+/// 5 min: read_entity_forwards) and is logged with its error, one refused for good
+/// (invalid_argument, failed_precondition: a type the target does not take) goes to
+/// `entity_dead_letters`, as an event its handler kept failing would in one group.
 entity_forwarder_actor spawn_entity_forwarder(caf::actor_system& sys,
                                               entity_forwarder_options opts);
 

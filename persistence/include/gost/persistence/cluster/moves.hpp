@@ -64,21 +64,21 @@ struct move_report {
   std::map<std::string, int64_t> copied; ///< rows by table, first pass
   int64_t caught_up = 0;                 ///< rows copied again (or deleted) after it
   int rounds = 0;                        ///< catch-up rounds, the fenced one included
-  int64_t moved_queued = 0;              ///< outbox batches, parked ones and dead letters
-  std::chrono::milliseconds fenced{};    ///< from the fence to the switch
-  int64_t removed = 0;                   ///< rows deleted from the source
-  uint64_t map_version = 0;              ///< the map's version after the switch
+  int64_t moved_queued = 0; ///< outbox batches, parked ones, dead letters (offers', entities')
+  std::chrono::milliseconds fenced{}; ///< from the fence to the switch
+  int64_t removed = 0;                ///< rows deleted from the source
+  uint64_t map_version = 0;           ///< the map's version after the switch
 };
 
 /// Runs the move `plan` between the groups' databases `source` and `target`, the map in
-/// `catalog`. Refusals (`db_errc::failed_precondition`) before anything is written: a node
-/// running in the source group does not run in the target one, or the range holds rows of
-/// parts that are not moved yet (actor types' entities, scheduled actions).
+/// `catalog`. Refused before anything is written when a node running in the source group does
+/// not run in the target one. Every part's rows of the range move (entities' outputs stay at
+/// the source, where consumers' positions point).
 caf::expected<move_report> move_shards(pg_pool& catalog, pg_pool& source, pg_pool& target,
                                        const move_plan& plan, const move_options& opts);
 
-/// Every table with a `shard` column the move knows: copied, moved with new ids, refused
-/// (parts a move does not carry yet), or the leases. A table added with a `shard` column must
+/// Every table with a `shard` column the move knows: copied, moved with new ids, or the
+/// leases. A table added with a `shard` column must
 /// be one of them (moves.pgtest.cpp checks the schema).
 std::vector<std::string> move_covered_tables();
 

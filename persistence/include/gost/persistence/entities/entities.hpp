@@ -156,7 +156,9 @@ caf::expected<std::optional<entity_answer>> find_entity_answer(pg_pool& pool,
 
 /// An event kept for an entity of another shard group (entity_event_out::forward).
 struct entity_forward {
-  int64_t id = 0;     ///< unique in its database: the relay's request id is made of it
+  /// The relay's request id (`gost.forward/<uuid>`): drawn at the insert, kept when the row's
+  /// group moves, so the target stores the event once however often it is relayed.
+  std::string request_id;
   uint32_t shard = 0; ///< the sender's shard
   std::string kind;   ///< the target
   std::string entity_id;
@@ -165,16 +167,21 @@ struct entity_forward {
   int32_t attempts = 0; ///< relays tried and failed before
 };
 
-/// The events kept for other groups' entities sent from `shards` and due for a relay (a failed
-/// one waits: 1 s, doubling, at most 5 min), oldest first, at most `limit`.
+/// The events kept for other groups' entities sent from `shards`: the first of each target (by
+/// id: a sender's order), when it is due for a relay (a failed one waits: 1 s, doubling, at
+/// most 5 min; the target's later ones wait behind it), oldest first, at most `limit`.
 caf::expected<std::vector<entity_forward>>
 read_entity_forwards(pg_pool& pool, const std::vector<uint32_t>& shards, size_t limit);
 
-/// After a relay round: the rows of `delivered` go; those of `failed` (id, error) count an
+/// After a relay round: the rows of `delivered` (request ids) go; those of `failed` (request
+/// id, error) count an
 /// attempt, keep the error (for an operator: the table and the relay's log line show it) and
-/// wait before the next.
-caf::error settle_entity_forwards(pg_pool& pool, const std::vector<int64_t>& delivered,
-                                  const std::vector<std::pair<int64_t, std::string>>& failed);
+/// wait before the next; those of `given_up` (request id, reason) move to `entity_dead_letters`
+/// (the target's kind and id, the sender's shard). One transaction.
+caf::error
+settle_entity_forwards(pg_pool& pool, const std::vector<std::string>& delivered,
+                       const std::vector<std::pair<std::string, std::string>>& failed,
+                       const std::vector<std::pair<std::string, std::string>>& given_up = {});
 
 /// Forgets accepted request ids older than `max_age_s` seconds; how many went.
 caf::expected<int64_t> reap_entity_requests(pg_pool& pool, int64_t max_age_s);
