@@ -226,10 +226,15 @@ void hand_off_all(self_ptr self) {
     drain(self, s);
 }
 
-void release(self_ptr self, uint32_t shard) {
+/// Releases the lease of `shard` held at `epoch`, and forgets its entry. Nothing when the
+/// shard is held at another epoch now: a drain's late answers belong to a lease that was
+/// dropped (taken over) since, and the shard was taken again with new supervisors, which must
+/// neither lose their lease nor be forgotten while they run (the node's stop would wait on
+/// them forever).
+void release(self_ptr self, uint32_t shard, int64_t epoch) {
   auto& st = self->state;
   auto i = st.held.find(shard);
-  if (i == st.held.end())
+  if (i == st.held.end() || i->second.epoch != epoch)
     return;
   if (auto err =
         persistence::release_lease(*st.own_pool, st.opts.node_id, {shard, i->second.epoch}))
@@ -267,7 +272,9 @@ void drain(self_ptr self, uint32_t shard) {
     return;
   h.draining = true;
   lg->info("shard hand-off started shard={} epoch={}", shard, h.epoch);
-  // Every supervisor of the shard drains; the lease goes when the last one is done.
+  // Every supervisor of the shard drains; the lease goes when the last one is done (that
+  // lease: the shard may be dropped and taken again meanwhile).
+  auto epoch = h.epoch;
   auto actors = h.actors();
   auto left = std::make_shared<size_t>(actors.size());
   for (auto& a : actors)
@@ -277,13 +284,13 @@ void drain(self_ptr self, uint32_t shard) {
       .then(
         [=](ok_atom) {
           if (--*left == 0)
-            release(self, shard);
+            release(self, shard, epoch);
         },
         [=](caf::error& err) {
           lg->warn("shard drain failed shard={} error={}; releasing anyway", shard, err_text(err));
           caf::anon_send_exit(a, caf::exit_reason::kill);
           if (--*left == 0)
-            release(self, shard);
+            release(self, shard, epoch);
         });
 }
 
@@ -602,7 +609,7 @@ manager_impl::behavior_type manager_fun(self_ptr self, cluster_options opts) {
               self->demonitor(a);
               caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
             }
-          release(self, shard);
+          release(self, shard, h.epoch);
         }
         return;
       }

@@ -5,13 +5,16 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include "cluster/manager.hpp"
@@ -185,4 +188,126 @@ TEST_CASE("cluster manager: its heartbeat renews the leases while every connecti
   caf::anon_send_exit(manager, caf::exit_reason::user_shutdown);
   manager = runtime::manager_actor{};
   CHECK(testing::eventually(10s, [&] { return live->load() == 0; }));
+}
+
+namespace {
+
+/// A stand-in for a kit shard that drains slowly: it records the shard asked to drain, ignores
+/// the manager's exit (a shard still finishing its work) and answers the drain only once `gate`
+/// opens, then quits.
+struct slow_drain {
+  std::shared_ptr<std::atomic<int>> live = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> asked = std::make_shared<std::atomic<int>>(-1); ///< shard
+  std::shared_ptr<std::atomic<int>> draining = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> answered = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<bool>> gate = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::mutex> mtx = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<caf::actor>> all = std::make_shared<std::vector<caf::actor>>();
+};
+
+caf::behavior slow_draining_shard(caf::event_based_actor* self, slow_drain s, uint32_t shard) {
+  ++*s.live;
+  self->attach_functor([live = s.live] { --*live; });
+  auto exiting = std::make_shared<bool>(false);
+  // Told to stop while the gate is shut: still finishing its work, it quits once it opens.
+  self->set_exit_handler([exiting](caf::exit_msg&) { *exiting = true; });
+  auto pending = std::make_shared<std::vector<caf::response_promise>>();
+  self->delayed_send(self, 20ms, int32_t{1});
+  return {
+    [=](int32_t) {
+      if (s.gate->load() && (*exiting || !pending->empty())) {
+        for (auto& rp : *pending)
+          rp.deliver(ok_atom_v);
+        if (!pending->empty())
+          ++*s.answered;
+        self->quit();
+        return;
+      }
+      self->delayed_send(self, 20ms, int32_t{1});
+    },
+    [=](drain_atom) {
+      int none = -1;
+      s.asked->compare_exchange_strong(none, static_cast<int>(shard));
+      if (pending->empty())
+        ++*s.draining;
+      pending->push_back(self->make_response_promise());
+      return pending->back();
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("cluster manager: a drain answered after its lease was taken over, and the shard taken "
+          "again, neither releases the new lease nor forgets its shard (the stop does not hang)") {
+  cluster_db c{2};
+  auto& db = c.db;
+  auto& pool = c.pool;
+  caf::actor_system_config cfg;
+  register_core_types(cfg);
+  caf::actor_system sys{cfg};
+  slow_drain s;
+  auto routes = std::make_shared<runtime::router>(4, std::vector<caf::actor>{});
+  routes->kinds().add<offer_owner_ops>(runtime::make_shard_kind<offer_owner_ops>(
+    "test",
+    [s](const runtime::shard_lease& l) {
+      auto a = l.sys->spawn(slow_draining_shard, s, l.shard);
+      std::lock_guard<std::mutex> guard{*s.mtx};
+      s.all->push_back(a);
+      return a;
+    },
+    [](const std::string&) { return true; }));
+  runtime::cluster_options co;
+  co.cfg.heartbeat = 50ms;
+  co.cfg.lease_timeout = 5s;
+  co.cfg.max_moves = 1;
+  co.cfg.drain_timeout = 30s; // the drain ends when the test says
+  co.node_id = "n1";
+  co.shard_count = 4;
+  co.pool = &pool;
+  co.routes = routes;
+  auto manager = runtime::spawn_cluster_manager(sys, co);
+  caf::anon_send(manager, runtime::join_atom_v);
+  REQUIRE(testing::eventually(10s, [&] { return routes->local_shards().size() == 4; }));
+
+  // A second live node: n1 hands a shard off; its shard drains slowly.
+  c.add_node("n2");
+  db.scalar("UPDATE nodes SET heartbeat_at = now() + interval '1 hour' WHERE node_id = 'n2'");
+  REQUIRE(testing::eventually(10s, [&] { return s.asked->load() >= 0; }));
+  auto shard = std::to_string(s.asked->load());
+  // Meanwhile another node takes that lease over (n1 drops the entry), then n2 is gone and the
+  // lease free: n1 takes the shard again at a newer epoch, with a new shard actor.
+  db.scalar("UPDATE shard_leases SET owner = 'x', epoch = epoch + 1, heartbeat_at = now() + "
+            "interval '1 hour' WHERE shard = "
+            + shard);
+  REQUIRE(testing::eventually(10s, [&] { return !routes->here(std::stoul(shard)); }));
+  db.scalar("UPDATE nodes SET heartbeat_at = now() - interval '1 hour' WHERE node_id = 'n2'");
+  db.scalar("UPDATE shard_leases SET heartbeat_at = now() - interval '1 hour' WHERE shard = "
+            + shard);
+  REQUIRE(testing::eventually(10s, [&] {
+    return db.scalar("SELECT owner FROM shard_leases WHERE shard = " + shard) == "n1"
+           && routes->here(std::stoul(shard));
+  }));
+  auto taken_again = db.scalar("SELECT epoch FROM shard_leases WHERE shard = " + shard);
+  // The old drains answer now. A join asked after that reaches the manager after the answers.
+  s.gate->store(true);
+  REQUIRE(testing::eventually(10s, [&] { return s.answered->load() == s.draining->load(); }));
+  {
+    caf::scoped_actor self{sys};
+    self->request(manager, 10s, runtime::join_atom_v).receive([](ok_atom) {}, [](caf::error&) {});
+  }
+  // The new lease is still n1's, at its epoch, and its shard is served here.
+  CHECK(
+    db.scalar("SELECT coalesce(owner, '') || ' ' || epoch FROM shard_leases WHERE shard = " + shard)
+    == "n1 " + taken_again);
+  CHECK(routes->here(std::stoul(shard)));
+  caf::anon_send_exit(manager, caf::exit_reason::user_shutdown);
+  manager = runtime::manager_actor{};
+  // Every shard actor stops with the manager (the slow ones answer their drains and quit).
+  CHECK_MESSAGE(testing::eventually(10s, [&] { return s.live->load() == 0; }),
+                s.live->load() << " shard actors still running after the manager stopped");
+  // (Any left would hold the actor system's stop: killed, the test ends either way.)
+  std::lock_guard<std::mutex> guard{*s.mtx};
+  for (auto& a : *s.all)
+    caf::anon_send_exit(a, caf::exit_reason::kill);
 }
