@@ -50,6 +50,24 @@ struct cluster_db : testing::migrated_db {
     REQUIRE_FALSE(persistence::ensure_lease_rows(pool, 4));
     add_node("n1");
   }
+  /// Node n1's cluster manager on this database, joined: heartbeats every 50 ms, one move at a
+  /// time, the lease and drain timeouts given.
+  runtime::manager_actor join(caf::actor_system& sys, std::shared_ptr<runtime::router> routes,
+                              std::chrono::milliseconds lease_timeout,
+                              std::chrono::milliseconds drain_timeout) {
+    runtime::cluster_options co;
+    co.cfg.heartbeat = 50ms;
+    co.cfg.lease_timeout = lease_timeout;
+    co.cfg.max_moves = 1;
+    co.cfg.drain_timeout = drain_timeout;
+    co.node_id = "n1";
+    co.shard_count = 4;
+    co.pool = &pool;
+    co.routes = std::move(routes);
+    auto manager = runtime::spawn_cluster_manager(sys, co);
+    caf::anon_send(manager, runtime::join_atom_v);
+    return manager;
+  }
   void add_node(const std::string& id) {
     persistence::node_row n;
     n.node_id = id;
@@ -65,7 +83,6 @@ TEST_CASE("cluster manager: a lease it takes again at a new epoch stops the shar
           "so no shard outlives the manager (the node's stop does not hang)") {
   cluster_db c{2};
   auto& db = c.db;
-  auto& pool = c.pool;
   // n1's liveness lock looks lost (taken once, free now: gone_nodes), so every lease it owns
   // is free for anyone, n1 included: what a node sees between losing its liveness session and
   // taking the lock again.
@@ -84,17 +101,7 @@ TEST_CASE("cluster manager: a lease it takes again at a new epoch stops the shar
       return l.sys->spawn(polling_shard, live);
     },
     [](const std::string&) { return true; }));
-  runtime::cluster_options co;
-  co.cfg.heartbeat = 50ms;
-  co.cfg.lease_timeout = 5s;
-  co.cfg.max_moves = 1;
-  co.cfg.drain_timeout = 1s;
-  co.node_id = "n1";
-  co.shard_count = 4;
-  co.pool = &pool;
-  co.routes = routes;
-  auto manager = runtime::spawn_cluster_manager(sys, co);
-  caf::anon_send(manager, runtime::join_atom_v);
+  auto manager = c.join(sys, routes, 5s, 1s);
   REQUIRE(testing::eventually(10s, [&] { return routes->local_shards().size() == 4; }));
   REQUIRE(testing::eventually(5s, [&] { return live->load() == 4; }));
   // Another node takes shard 3: n1 drops it and, below its share, takes a free lease again:
@@ -132,19 +139,9 @@ TEST_CASE("cluster manager: its heartbeat renews the leases while every connecti
   routes->kinds().add<offer_owner_ops>(runtime::make_shard_kind<offer_owner_ops>(
     "test", [live](const runtime::shard_lease& l) { return l.sys->spawn(polling_shard, live); },
     [](const std::string&) { return true; }));
-  runtime::cluster_options co;
-  co.cfg.heartbeat = 50ms;
   // Confirmed for 1950 ms after a heartbeat starts: a loaded machine (a build beside the
   // tests) delayed a heartbeat past the 950 ms a 1 s timeout gave.
-  co.cfg.lease_timeout = 2s;
-  co.cfg.max_moves = 1;
-  co.cfg.drain_timeout = 1s;
-  co.node_id = "n1";
-  co.shard_count = 4;
-  co.pool = &pool;
-  co.routes = routes;
-  auto manager = runtime::spawn_cluster_manager(sys, co);
-  caf::anon_send(manager, runtime::join_atom_v);
+  auto manager = c.join(sys, routes, 2s, 1s);
   auto& confirmation = routes->confirmation();
   REQUIRE(testing::eventually(10s, [&] {
     return routes->local_shards().size() == 2 && !confirmation.alone()
@@ -242,7 +239,6 @@ TEST_CASE("cluster manager: a drain answered after its lease was taken over, and
           "again, neither releases the new lease nor forgets its shard (the stop does not hang)") {
   cluster_db c{2};
   auto& db = c.db;
-  auto& pool = c.pool;
   caf::actor_system_config cfg;
   register_core_types(cfg);
   caf::actor_system sys{cfg};
@@ -257,17 +253,7 @@ TEST_CASE("cluster manager: a drain answered after its lease was taken over, and
       return a;
     },
     [](const std::string&) { return true; }));
-  runtime::cluster_options co;
-  co.cfg.heartbeat = 50ms;
-  co.cfg.lease_timeout = 5s;
-  co.cfg.max_moves = 1;
-  co.cfg.drain_timeout = 30s; // the drain ends when the test says
-  co.node_id = "n1";
-  co.shard_count = 4;
-  co.pool = &pool;
-  co.routes = routes;
-  auto manager = runtime::spawn_cluster_manager(sys, co);
-  caf::anon_send(manager, runtime::join_atom_v);
+  auto manager = c.join(sys, routes, 5s, 30s); // the drain ends when the test says
   REQUIRE(testing::eventually(10s, [&] { return routes->local_shards().size() == 4; }));
 
   // A second live node: n1 hands a shard off; its shard drains slowly.
