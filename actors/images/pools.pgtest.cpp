@@ -66,6 +66,13 @@ struct pools_env {
     opts.work.allow_private = true;
     opts.poll = 20ms;
   }
+  /// Stops the pools and waits until every actor is gone: a feeder on its own thread may be in a
+  /// query, which must end before a database the test made (declared after `env`) goes away.
+  void stop(const std::map<function, image_feeder_actor>& actors) {
+    for (auto& [fn, a] : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sys.await_all_actors_done();
+  }
 };
 
 } // namespace
@@ -126,8 +133,7 @@ TEST_CASE("the pools compute every task of the partitions served here, several a
   // Partitions 6 and 7 are another node's: untouched.
   CHECK(std::stoul(db.scalar("SELECT count(*) FROM image_tasks")) == elsewhere.size());
   CHECK(most > 1);
-  for (auto& [fn, a] : actors)
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  env.stop(actors);
 }
 
 TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped when answered") {
@@ -236,8 +242,7 @@ TEST_CASE("foreign tasks (the Kafka queue's) run in the pool once each, skipped 
   REQUIRE(first_counts);
   CHECK(first_counts->run == 1);
   CHECK(fetches("/slow.png") == 1);
-  for (auto& [fn, a] : feeders)
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  env.stop(feeders);
 }
 
 TEST_CASE("a feeder told to drain answers its foreign batches at once and refuses new ones") {
@@ -278,8 +283,7 @@ TEST_CASE("a feeder told to drain answers its foreign batches at once and refuse
   CHECK_FALSE(got);
   auto refused = run_foreign_tasks(sys, feeder, {task(9)}, 60s);
   CHECK_FALSE(refused);
-  for (auto& [fn, a] : feeders)
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  env.stop(feeders);
 }
 
 TEST_CASE("an idle feeder sleeps (images.poll_idle); a wake starts tasks queued meanwhile at "
@@ -319,8 +323,7 @@ TEST_CASE("an idle feeder sleeps (images.poll_idle); a wake starts tasks queued 
   REQUIRE(rs);
   REQUIRE(rs->size() == 1);
   CHECK(rs->front().status == "done");
-  for (auto& [fn, a] : actors)
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  env.stop(actors);
 }
 
 TEST_CASE("shard groups: a partition's tasks and results stay in its group's database; the pools "
@@ -378,6 +381,5 @@ TEST_CASE("shard groups: a partition's tasks and results stay in its group's dat
   // Asked again: every answer DONE, read from its group's database.
   for (auto& r : ask())
     CHECK(r.status() == v1::IMAGE_STATUS_DONE);
-  for (auto& [fn, a] : actors)
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  env.stop(actors);
 }
