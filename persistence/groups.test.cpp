@@ -124,6 +124,8 @@ TEST_CASE("move plan: a whole group to another declared group; the same move aga
   CHECK(plan.from_name == "east");
   CHECK(plan.to_name == "west");
   CHECK_FALSE(plan.resumed);
+  CHECK(plan.whole);
+  CHECK(plan.shard_count == 16);
   // Group 0's shards move too (the catalog stays where it is).
   CHECK(refusal(m, 0, 7, "west").empty());
 
@@ -144,13 +146,43 @@ TEST_CASE("move plan: refusals say what to give") {
   CHECK(refusal(m, 4, 11, "west")
         == "shards 4-11 span groups `main` and `east`: move one group's shards at a time");
   CHECK(refusal(m, 8, 15, "east") == "shards 8-15 are in group `east` already");
-  CHECK(refusal(m, 8, 11, "west")
-        == "group `east` holds shards 8-15: a group is moved whole (a part of it would spread "
-           "its sellers' offers over two databases, and lookups by key read the seller's home "
-           "group only), so give 8-15");
   // Another move under way: finished first.
   auto moving = three_groups(0u);
   CHECK(refusal(moving, 0, 7, "west")
         == "a move is under way: shards 8-15 of `east` to `main`; ask for that move again to "
            "finish it first");
+}
+
+TEST_CASE("move plan: a part of a group (a split); while it is under way, only it may be asked "
+          "for again") {
+  auto m = three_groups();
+  auto p = gost::persistence::plan_move(m, 12, 15, "west");
+  REQUIRE(std::holds_alternative<gost::persistence::move_plan>(p));
+  auto& plan = std::get<gost::persistence::move_plan>(p);
+  CHECK_FALSE(plan.whole);
+  CHECK_FALSE(plan.resumed);
+  CHECK(plan.from_name == "east");
+  CHECK(plan.shard_count == 16);
+
+  // The map while it moves: east 8-11, and 12-15 of east marked for west.
+  auto cut = std::get<group_map>(
+    group_map::make({{0, "main", ""}, {1, "east", "host=e"}, {2, "west", "host=w"}},
+                    {{0, 7, 0, std::nullopt}, {8, 11, 1, std::nullopt}, {12, 15, 1, 2u}}, 16, 4));
+  auto again = gost::persistence::plan_move(cut, 12, 15, "west");
+  REQUIRE(std::holds_alternative<gost::persistence::move_plan>(again));
+  CHECK(std::get<gost::persistence::move_plan>(again).resumed);
+  CHECK_FALSE(std::get<gost::persistence::move_plan>(again).whole);
+  CHECK(refusal(cut, 8, 11, "west")
+        == "a move of shards 12-15 of `east` to `west` is under way; ask for that move again to "
+           "finish it first");
+  CHECK(refusal(cut, 8, 15, "west")
+        == "a move of shards 12-15 of `east` to `west` is under way; ask for that move again to "
+           "finish it first");
+  // After it: east holds 8-11, west 12-15; 8-11 is east's whole now.
+  auto after = std::get<group_map>(group_map::make(
+    {{0, "main", ""}, {1, "east", "host=e"}, {2, "west", "host=w"}},
+    {{0, 7, 0, std::nullopt}, {8, 11, 1, std::nullopt}, {12, 15, 2, std::nullopt}}, 16, 5));
+  auto rest = gost::persistence::plan_move(after, 8, 11, "west");
+  REQUIRE(std::holds_alternative<gost::persistence::move_plan>(rest));
+  CHECK(std::get<gost::persistence::move_plan>(rest).whole);
 }

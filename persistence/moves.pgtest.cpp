@@ -11,6 +11,7 @@
 #include "gost/persistence/cluster/groups.hpp"
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/cluster/moves.hpp"
+#include "gost/persistence/entities/entities.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/feeds/feed_admin.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
@@ -618,4 +619,231 @@ TEST_CASE("shard move: a group's entities move with it (state, pending events an
   CHECK(count(east, "entity_requests", "true") == "0");
   CHECK(count(east, "entity_outputs", "true") == "25");
   CHECK(count(west, "entity_outputs", "true") == "1");
+}
+
+namespace {
+
+/// `n` keys `prefix<i>` whose home shard (`gost_shard_of(kind/key)` when `kind` is given) lies
+/// in first..last, as an SQL list ('a', 'b').
+std::vector<std::string> keys_at_home(const gost::testing::temp_db& db, const std::string& prefix,
+                                      int n, int first, int last, const std::string& kind = "") {
+  auto expr = kind.empty() ? "'" + prefix + "' || i" : "'" + kind + "/" + prefix + "' || i";
+  auto list = db.scalar("SELECT string_agg(k, ',') FROM (SELECT '" + prefix
+                        + "' || i AS k FROM generate_series(1, 10000) i WHERE gost_shard_of(" + expr
+                        + ", 16) BETWEEN " + std::to_string(first) + " AND " + std::to_string(last)
+                        + " LIMIT " + std::to_string(n) + ") x");
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= list.size();) {
+    auto comma = list.find(',', at);
+    if (comma == std::string::npos)
+      comma = list.size();
+    out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  REQUIRE(out.size() == static_cast<size_t>(n));
+  return out;
+}
+
+/// A part of east (12-15) to west.
+move_plan part_plan(three_dbs& t) {
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  auto p = plan_move(*map, 12, 15, "west");
+  REQUIRE(std::holds_alternative<move_plan>(p));
+  REQUIRE_FALSE(std::get<move_plan>(p).whole);
+  return std::get<move_plan>(p);
+}
+
+} // namespace
+
+TEST_CASE("shard move of a part of a group (a split): the rows without a shard column go by "
+          "their key's home shard, the others stay and serve; writes of the part's sellers and "
+          "events to its entities are refused or forwarded at the source after the fence") {
+  three_dbs t;
+  auto& east = t.east.db;
+  auto& west = t.west.db;
+  // Entities of both halves, with pending events and kept request ids.
+  for (auto& [first, last, prefix] :
+       {std::make_tuple(8, 11, "stay"), std::make_tuple(12, 15, "go")})
+    for (auto& id : keys_at_home(east, prefix, 10, first, last, "task.x")) {
+      east.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us)"
+                  " VALUES ('task.x', '"
+                  + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+      east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
+                  " VALUES ('task.x', '"
+                  + id + "', 5, '\\x01'), ('task.x', '" + id + "', 6, '\\x02')");
+      east.scalar("INSERT INTO entity_requests (kind, entity_id, request_id, seq) SELECT kind,"
+                  " entity_id, 'r' || seq, seq FROM entity_events WHERE entity_id = '"
+                  + id + "' AND due_at_us = 5");
+    }
+  // Image tasks and results of every partition of east.
+  t.east.db.scalar("INSERT INTO image_tasks (function, partition, args, ttl_ms)"
+                   " SELECT 'ratio', 8 + i % 8, 'u' || i, 60000 FROM generate_series(1, 40) i");
+  t.east.db.scalar(
+    "INSERT INTO image_results (result_key, function, args, status, expires_at)"
+    " SELECT k, 'ratio', k, 'done', now() + interval '1 day' FROM (SELECT md5(i::text)"
+    " AS k FROM generate_series(1, 400) i) x"
+    " WHERE gost_result_partition(k, 16) BETWEEN 8 AND 15");
+  // Feeds of sellers of both halves, with an exchange task and its items.
+  auto feed_of = [](const std::string& seller) {
+    return feed_spec{seller, "shop", "\x08\x02", "", 0};
+  };
+  auto staying = keys_at_home(east, "seller-a", 3, 8, 11);
+  auto going = keys_at_home(east, "seller-b", 3, 12, 15);
+  for (auto* sellers : {&staying, &going})
+    for (auto& seller : *sellers) {
+      REQUIRE(create_feed(t.east.pool, feed_of(seller)));
+      REQUIRE(begin_feed_task(t.east.pool, "t-" + seller, seller, "shop"));
+      REQUIRE(record_feed_batch(t.east.pool, "t-" + seller, "b1", {"e1", "e2"}, nullptr));
+    }
+  auto home_of = [&](const gost::testing::temp_db& db, const std::string& table,
+                     const std::string& home) {
+    return db.scalar("SELECT count(*) FILTER (WHERE " + home
+                     + " BETWEEN 12 AND 15) || '/' ||"
+                       " count(*) FILTER (WHERE "
+                     + home + " BETWEEN 8 AND 11) FROM " + table);
+  };
+  const std::string entity_home = "gost_shard_of(kind || '/' || entity_id, 16)";
+  auto events_before = home_of(east, "entity_events", entity_home);
+  CHECK(events_before == "20/20");
+  auto results_before = home_of(east, "image_results", "gost_result_partition(result_key, 16)");
+
+  // While the rows are copied, each half is written: an event added to one entity of each, a
+  // batch to a moving seller's task.
+  move_options o;
+  o.batch = 7;
+  bool written = false;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    // Once the tables these writes touch are copied: the catch-up carries them.
+    if (step != "copy" || detail.rfind("entity_requests", 0) != 0 || written)
+      return;
+    written = true;
+    for (auto* prefix : {"stay", "go"})
+      east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload) SELECT kind,"
+                  " entity_id, 7, '\\x03' FROM entities WHERE entity_id LIKE '"
+                  + std::string{prefix} + "%' ORDER BY entity_id LIMIT 1");
+    REQUIRE(record_feed_batch(t.east.pool, "t-" + going[0], "b2", {"e3"}, nullptr));
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(written);
+
+  // The map: east keeps 8-11, west holds 12-15, its leases a higher epoch than east's were.
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  CHECK(map->group_of(11).name == "east");
+  CHECK(map->group_of(12).name == "west");
+  CHECK(map->group_of(15).name == "west");
+  CHECK_FALSE(map->range_of(12).moving_to);
+  CHECK(west.scalar("SELECT string_agg(shard || ':' || epoch, ',' ORDER BY shard) FROM"
+                    " shard_leases")
+        == "12:4,13:4,14:4,15:4");
+  CHECK(east.scalar("SELECT count(*) FROM shard_leases WHERE owner = 'n1' AND epoch = 3")
+        == "4"); // 8-11 serve on
+
+  // Each row by its home: the part's at west only, the rest at east only.
+  CHECK(home_of(west, "entities", "shard") == "10/0");
+  CHECK(home_of(east, "entities", "shard") == "0/10");
+  CHECK(home_of(west, "entity_events", entity_home) == "21/0");
+  CHECK(home_of(east, "entity_events", entity_home) == "0/21");
+  CHECK(home_of(west, "entity_requests", entity_home) == "10/0");
+  CHECK(home_of(east, "entity_requests", entity_home) == "0/10");
+  CHECK(home_of(west, "image_tasks", "partition") == "20/0");
+  CHECK(home_of(east, "image_tasks", "partition") == "0/20");
+  auto r_west = home_of(west, "image_results", "gost_result_partition(result_key, 16)");
+  auto r_east = home_of(east, "image_results", "gost_result_partition(result_key, 16)");
+  CHECK(r_west.substr(r_west.find('/')) == "/0");
+  CHECK(r_east.substr(0, r_east.find('/')) == "0");
+  CHECK(r_west.substr(0, r_west.find('/')) + "/" + r_east.substr(r_east.find('/') + 1)
+        == results_before);
+  const std::string seller_home = "gost_shard_of(seller_id, 16)";
+  CHECK(home_of(west, "feeds", seller_home) == "3/0");
+  CHECK(home_of(east, "feeds", seller_home) == "0/3");
+  CHECK(home_of(west, "feed_tasks", seller_home) == "3/0");
+  CHECK(west.scalar("SELECT count(*) FROM feed_items") == "7"); // 3 x 2, and e3
+  CHECK(east.scalar("SELECT count(*) FROM feed_items") == "6");
+  CHECK(east.scalar("SELECT count(*) FROM move_changes") == "0");
+
+  // After the fence, at the source: a moved seller's feed write is refused (UNAVAILABLE,
+  // retry), a staying seller's is taken.
+  auto stray = begin_feed_task(t.east.pool, "t-late", going[1], "shop");
+  REQUIRE_FALSE(stray);
+  CHECK(stray.error() == db_errc::unavailable);
+  CHECK(error_message(stray.error()).find("moved to group `west`") != std::string::npos);
+  REQUIRE(begin_feed_task(t.east.pool, "t-late", staying[1], "shop"));
+  // An entity of east (shard 8-11) sending to one of each half: the moved one's event is kept
+  // as a forward, relayed to west by east's owner; the other is an event here.
+  auto sender = keys_at_home(east, "stay", 1, 8, 11, "task.x")[0];
+  auto sender_shard = static_cast<uint32_t>(
+    std::stoul(east.scalar("SELECT shard FROM entities WHERE entity_id = '" + sender + "'")));
+  entity_write w;
+  w.kind = "task.x";
+  w.entity_id = sender;
+  w.expected_version = -1;
+  for (auto* prefix : {"stay", "go"}) {
+    entity_event_out e;
+    e.kind = "task.x";
+    e.entity_id = keys_at_home(east, prefix, 2, std::string{prefix} == "stay" ? 8 : 12,
+                               std::string{prefix} == "stay" ? 11 : 15, "task.x")[1];
+    e.shard = static_cast<uint32_t>(
+      std::stoul(east.scalar("SELECT gost_shard_of('task.x/" + e.entity_id + "', 16)")));
+    e.due_at_us = 9;
+    e.payload = "p";
+    w.events.push_back(e);
+  }
+  auto out = commit_entity_writes(t.east.pool, {{sender_shard, 3, w}}, "n1");
+  REQUIRE(out);
+  CHECK(out->front() == write_outcome::committed);
+  CHECK(east.scalar("SELECT count(*) FROM entity_events WHERE due_at_us = 9") == "1");
+  CHECK(east.scalar("SELECT entity_id || ':' || shard FROM entity_forwards")
+        == w.events[1].entity_id + ":" + std::to_string(sender_shard));
+}
+
+TEST_CASE("shard move of a part: refused while the source holds offers or scheduled actions "
+          "(nothing written); offers that come during the copy undo it before the fence") {
+  three_dbs t;
+  t.east.db.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+                   " VALUES ('o1', 9, 's', 'ns', 1, '\\x00')");
+  auto refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == db_errc::schema_mismatch);
+  CHECK(error_message(refused.error()).find("group `east` holds offers") != std::string::npos);
+  CHECK(error_message(refused.error()).find("move the whole group instead") != std::string::npos);
+  CHECK(t.catalog.db.scalar("SELECT count(*) FROM shard_ranges WHERE moving_to IS NOT NULL")
+        == "0");
+  CHECK(t.east.db.scalar("SELECT count(*) FROM pg_trigger WHERE tgname = 'gost_move'") == "0");
+  t.east.db.scalar("DELETE FROM offers");
+  REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("a1"), 9));
+  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error()).find("holds scheduled actions") != std::string::npos);
+  t.east.db.scalar("DELETE FROM scheduled_actions");
+  t.east.db.scalar("DELETE FROM scheduled_incoming");
+
+  // Entities to copy; an offer arrives while they are copied.
+  for (auto& id : keys_at_home(t.east.db, "go", 5, 12, 15, "task.x"))
+    t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane,"
+                     " due_at_us) VALUES ('task.x', '"
+                     + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+  move_options o;
+  o.progress = [&](const std::string& step, const std::string&) {
+    if (step == "copy")
+      t.east.db.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+                       " VALUES ('o2', 9, 's', 'ns', 1, '\\x00') ON CONFLICT DO NOTHING");
+  };
+  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error()).find("holds offers") != std::string::npos);
+  // Undone: the map takes moves again, west holds none of the copies, east serves on.
+  CHECK(t.catalog.db.scalar("SELECT count(*) FROM shard_ranges WHERE moving_to IS NOT NULL")
+        == "0");
+  CHECK(t.west.db.scalar("SELECT count(*) FROM entities") == "0");
+  CHECK(t.east.db.scalar("SELECT count(*) FROM entities") == "5");
+  CHECK(t.east.db.scalar("SELECT count(*) FROM pg_trigger WHERE tgname = 'gost_move'") == "0");
+  CHECK(t.east.db.scalar("SELECT count(*) FROM shard_leases WHERE owner = 'n1'") == "8");
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  CHECK(map->group_of(12).name == "east");
+  // The whole group moves (its offers with it).
+  REQUIRE(move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), {}));
 }

@@ -383,3 +383,19 @@ TEST_CASE("shard groups: a partition's tasks and results stay in its group's dat
     CHECK(r.status() == v1::IMAGE_STATUS_DONE);
   env.stop(actors);
 }
+
+TEST_CASE("gost_result_partition in SQL (migration 0030, which a move of a part of a group "
+          "selects results by) agrees with task_key::partition") {
+  testing::migrated_db m{1};
+  for (int i = 0; i < 200; ++i) {
+    auto t = make_task(i % 2 == 0 ? function::ratio : function::main_color,
+                       "https://img.example/p" + std::to_string(i) + ".png");
+    REQUIRE(t);
+    for (uint32_t n : {1u, 8u, 64u, 1000u}) {
+      auto sql =
+        "SELECT gost_result_partition('" + t->result_key() + "', " + std::to_string(n) + ")";
+      REQUIRE_MESSAGE(m.db.scalar(sql) == std::to_string(t->partition(n)), t->result_key(), " mod ",
+                      n);
+    }
+  }
+}

@@ -17,23 +17,37 @@ std::string shards_text(uint32_t first, uint32_t last) {
                        : "shards " + std::to_string(first) + "-" + std::to_string(last);
 }
 
-/// A table copied row by row, keyed by its primary key (rows of the range: `shard` between
-/// its first and last; every row of a `whole` table, which has no shard to select by — a move
-/// takes a whole group, and each of its rows belongs to one of the group's shards).
+/// A table copied row by row, keyed by its primary key: the rows of the range, by their
+/// `shard` column, or by `home` in a table without one.
 struct keyed_table {
   const char* name;
   std::vector<std::string> key;
-  bool whole = false;
+  /// The row's shard in SQL when the table has no `shard` column (`t`: the row; `%n`: the
+  /// installation's shard count): its key's home shard (migration 0030, gost_shard_of). A move
+  /// of a whole group takes every row of such a table (each belongs to one of its shards); a
+  /// move of a part selects by it. Its change-log trigger logs every row (the move filters).
+  const char* home = nullptr;
   /// A row is written at the target only while this holds of it (`r`): its parent row is
   /// there. A row whose parent came after the first pass is in the change log with it, and the
   /// catch-up copies the parent first (tables in this order, a transaction's entries together).
   const char* parent_there = nullptr;
-  /// Its writers hold no lease: while the group moves, a statement trigger at the source
-  /// refuses their writes once the range is fenced (migration 0027, gost_move_fence). It stays
+  /// Its writers hold no lease: while the group moves, a trigger at the source refuses their
+  /// writes once the range is fenced (migration 0027, gost_move_fence, for a whole group;
+  /// migration 0030, gost_move_fence_rows, by the seller's home shard for a part: `fence_by`
+  /// names the column that finds the seller, `seller_id` or `task_id` of feed_tasks). It stays
   /// after the move (a writer with the old map is refused, not lost) until a move brings a
   /// range into that database again.
   bool fenced = false;
+  const char* fence_by = nullptr;
 };
+
+constexpr const char* by_action = "gost_shard_of(t.action_id, %n)";
+constexpr const char* by_seller = "gost_shard_of(t.seller_id, %n)";
+constexpr const char* by_task_seller =
+  "(SELECT gost_shard_of(p.seller_id, %n) FROM feed_tasks p WHERE p.task_id = t.task_id)";
+constexpr const char* by_entity = "gost_shard_of(t.kind || '/' || t.entity_id, %n)";
+constexpr const char* task_there =
+  "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)";
 
 /// In copy order: a referenced table before the tables referring to it (scheduled_attempts'
 /// rows need their action's).
@@ -44,48 +58,53 @@ const std::vector<keyed_table>& keyed_tables() {
     {"offer_requests", {"offer_id", "request_id"}},
     {"offer_history", {"offer_id", "id"}},
     {"rescan_sweeps", {"token", "shard"}},
-    // Scheduled actions (in their id's home group; the API's writes are refused while the
-    // group is fenced, persistence/src/scheduled/actions.cpp `check_not_moving`).
-    {"scheduled_actions", {"action_id"}, true},
+    // Scheduled actions (in their id's home group; the API's writes are refused while their
+    // shard is fenced, persistence/src/scheduled/actions.cpp `check_not_moving`). A verb's
+    // attempts have no shard: their action's.
+    {"scheduled_actions", {"action_id"}, by_action},
     {"scheduled_incoming", {"shard", "seq"}},
     {"scheduled_processing", {"shard", "action_id", "action_guid"}},
     {"scheduled_attempts",
      {"action_id", "seq"},
-     true, // a verb's rows have no shard
+     by_action,
      "EXISTS (SELECT 1 FROM scheduled_actions a WHERE a.action_id = r.action_id)"},
     // Image functions: a task's partition is a shard; a result has its key's partition, not
     // stored. Their writers hold no lease (a cache: a result stored at the source during the
     // fence is computed again at the target when asked).
-    {"image_tasks", {"function", "partition", "args"}, true},
-    {"image_results", {"result_key"}, true},
-    // Feeds: keyed by seller, every row in the seller's home group (whole tables), written
-    // without a lease (fenced). A task's items and batches need their task (a foreign key).
-    {"feeds", {"seller_id", "namespace"}, true, nullptr, true},
-    {"feed_loads", {"seller_id", "load_id"}, true, nullptr, true},
-    {"feed_queue", {"seller_id", "load_id"}, true, nullptr, true},
-    {"feed_statistics", {"seller_id", "load_id"}, true, nullptr, true},
-    {"feed_offer_batches", {"seller_id", "load_id", "batch_id"}, true, nullptr, true},
-    {"feed_offer_errors", {"seller_id", "load_id", "external_id", "error_id"}, true, nullptr, true},
-    {"feed_old_loads", {"seller_id", "load_id"}, true, nullptr, true},
-    {"feed_tasks", {"task_id"}, true, nullptr, true},
-    {"feed_items",
-     {"task_id", "external_id"},
+    {"image_tasks", {"function", "partition", "args"}, "t.partition % %n"},
+    {"image_results", {"result_key"}, "gost_result_partition(t.result_key, %n)"},
+    // Feeds: keyed by seller, every row in the seller's home group, written without a lease
+    // (fenced). A task's items and batches need their task (a foreign key), and find their
+    // seller through it.
+    {"feeds", {"seller_id", "namespace"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_loads", {"seller_id", "load_id"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_queue", {"seller_id", "load_id"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_statistics", {"seller_id", "load_id"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_offer_batches",
+     {"seller_id", "load_id", "batch_id"},
+     by_seller,
+     nullptr,
      true,
-     "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)",
-     true},
-    {"feed_batches",
-     {"task_id", "batch_id"},
+     "seller_id"},
+    {"feed_offer_errors",
+     {"seller_id", "load_id", "external_id", "error_id"},
+     by_seller,
+     nullptr,
      true,
-     "EXISTS (SELECT 1 FROM feed_tasks t WHERE t.task_id = r.task_id)",
-     true},
+     "seller_id"},
+    {"feed_old_loads", {"seller_id", "load_id"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_tasks", {"task_id"}, by_seller, nullptr, true, "seller_id"},
+    {"feed_items", {"task_id", "external_id"}, by_task_seller, task_there, true, "task_id"},
+    {"feed_batches", {"task_id", "batch_id"}, by_task_seller, task_there, true, "task_id"},
     // Durable entities (tasks, the application's actor types): written by their shards' lease
-    // holders, fenced as the offers' writers are. Pending events and kept request ids have no
-    // shard column: whole (every row of the source is one of its group's entities'). Outputs
-    // stay where they were written (`entity_outputs`: not copied, not removed): their seqs are
-    // the source database's, where consumers' positions point (PullOutputs' token).
+    // holders, fenced as the offers' writers are; an event sent to an entity of a fenced shard
+    // is kept as a forward instead (persistence/src/entities/entities.cpp). Pending events and
+    // kept request ids have no shard column: their entity's. Outputs stay where they were
+    // written (`entity_outputs`: not copied, not removed): their seqs are the source database's,
+    // where consumers' positions point (PullOutputs' token).
     {"entities", {"kind", "entity_id"}},
-    {"entity_events", {"kind", "entity_id", "seq"}, true},
-    {"entity_requests", {"kind", "entity_id", "request_id"}, true},
+    {"entity_events", {"kind", "entity_id", "seq"}, by_entity},
+    {"entity_requests", {"kind", "entity_id", "request_id"}, by_entity},
     {"entity_forwards", {"request_id"}}, // by the sender's shard; the request id kept
   };
   return tables;
@@ -94,8 +113,13 @@ const std::vector<keyed_table>& keyed_tables() {
 /// Tables not copied but emptied at the source after the switch: the feeds' per-seller locks
 /// belong to steps the fence refuses (copied, a lock would hold its seller at the target until
 /// the reaper's `lock_max_hold`); at the target the work is taken again and redone.
-const std::vector<const char*>& dropped_tables() {
-  static const std::vector<const char*> tables{"feed_locks"};
+struct dropped_table {
+  const char* name;
+  const char* home; ///< as keyed_table::home
+};
+
+const std::vector<dropped_table>& dropped_tables() {
+  static const std::vector<dropped_table> tables{{"feed_locks", by_seller}};
   return tables;
 }
 
@@ -137,7 +161,7 @@ std::vector<column> columns_of(pqxx::transaction_base& tx, const std::string& ta
 /// How one table is read and written by the move (its statements, made once).
 struct table_sql {
   std::string name;
-  bool whole = false;
+  std::string home; ///< keyed_table::home with the shard count in; empty: a `shard` column
   std::vector<std::string> key;
   std::vector<std::string> key_types; ///< the key columns' SQL types, in key order
   std::string key_list;               ///< "a, b"
@@ -150,10 +174,18 @@ struct table_sql {
   std::vector<std::string> sequences;
 };
 
-table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t) {
+/// `home` with `%n` replaced by the shard count.
+std::string home_sql(const char* home, uint32_t shard_count) {
+  std::string out = home == nullptr ? "" : home;
+  for (auto at = out.find("%n"); at != std::string::npos; at = out.find("%n", at))
+    out.replace(at, 2, std::to_string(shard_count));
+  return out;
+}
+
+table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t, uint32_t shard_count) {
   table_sql s;
   s.name = t.name;
-  s.whole = t.whole;
+  s.home = home_sql(t.home, shard_count);
   s.key = t.key;
   auto cols = columns_of(tx, t.name);
   std::string set_cols;
@@ -185,9 +217,21 @@ table_sql make_table_sql(pqxx::transaction_base& tx, const keyed_table& t) {
              + ", $1::jsonb) r" + (t.parent_there ? std::string{" WHERE "} + t.parent_there : "")
              + " ON CONFLICT (" + s.key_list + ") DO UPDATE SET (" + set_cols + ") = ROW("
              + set_vals + ")";
-  s.remove = "DELETE FROM " + s.name + " WHERE (" + s.key_list + ") IN (SELECT " + s.key_casts
+  s.remove = "DELETE FROM " + s.name + " t WHERE (" + s.key_list + ") IN (SELECT " + s.key_casts
              + " FROM jsonb_array_elements($1::jsonb) k)";
   return s;
+}
+
+/// " AND (a, b) > (x, y)": the keyset after `last` (empty: from the first), on the typed key,
+/// which compares as the index orders.
+std::string after_key(pqxx::transaction_base& tx, const table_sql& t,
+                      const std::vector<std::string>& last) {
+  if (last.empty())
+    return {};
+  std::string typed;
+  for (size_t i = 0; i < last.size(); ++i)
+    typed += (i == 0 ? "" : ", ") + tx.quote(last[i]) + "::" + t.key_types[i];
+  return " AND (" + t.key_list + ") > (" + typed + ")";
 }
 
 std::string json_array(const std::vector<std::string>& items) {
@@ -232,6 +276,13 @@ public:
       if (*n <= opts_.small_round)
         break;
     }
+    if (auto refused = part_refusal()) {
+      // Offers or actions came meanwhile (a feed's load, a client): the part is not moved. The move
+      // is undone, so that the map takes other moves again.
+      if (auto err = abandon())
+        return err;
+      return refused;
+    }
     auto fenced_at = std::chrono::steady_clock::now();
     if (auto err = fence())
       return err;
@@ -263,8 +314,20 @@ public:
   }
 
 private:
-  /// The rows of a table that move: the range's, or every row of a whole table.
-  std::string rows_of(bool whole) const { return whole ? std::string{"true"} : range_; }
+  /// The rows of a table that move (`t` the row): the range's by the `shard` column; in a
+  /// table without one, every row when the whole group moves, else those whose home shard is in
+  /// the range.
+  std::string rows_of(const std::string& home) const {
+    if (home.empty())
+      return range_;
+    return plan_.whole ? std::string{"true"} : in_range(home);
+  }
+  std::string in_range(const std::string& shard_sql) const {
+    return "(" + shard_sql + ") BETWEEN " + std::to_string(plan_.first) + " AND "
+           + std::to_string(plan_.last);
+  }
+  /// Whether a table's rows need the home shard checked row by row (a part of a group moves).
+  bool by_home(const table_sql& t) const { return !t.home.empty() && !plan_.whole; }
 
   void say(const std::string& step, const std::string& detail) {
     if (opts_.progress)
@@ -299,7 +362,40 @@ private:
                                + "` but not group `" + plan_.to_name
                                + "` (a node opens the groups declared at its start): restart it "
                                  "before moving shards there");
-    return {};
+    return part_refusal();
+  }
+
+  /// A part of a group is not moved while the source holds offers or scheduled actions:
+  /// - a seller's offers would be spread over two databases, and lookups by (seller,
+  ///   namespace, external id) and ListOffers read the seller's home group only (the key claims
+  ///   of ADR 0023 decision 4 are not built);
+  /// - an action's incoming and processing rows are on a shard drawn in its home group
+  ///   (`scheduler::incoming_shard`), not its home shard: a part would part them from it.
+  /// Asked at the start and again right before the fence.
+  caf::error part_refusal() {
+    if (plan_.whole)
+      return {};
+    std::string held;
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      auto row = tx.exec("SELECT EXISTS (SELECT 1 FROM offers),"
+                         " EXISTS (SELECT 1 FROM scheduled_actions)")[0];
+      held.clear();
+      if (row[0].as<bool>())
+        held = "offers (a part would spread its sellers' offers over two databases, and lookups "
+               "by key read the seller's home group only: key claims are not built yet)";
+      else if (row[1].as<bool>())
+        held = "scheduled actions (an action's queue rows are on a shard drawn in its home "
+               "group, not on its home shard: a part would separate them)";
+    });
+    if (err)
+      return err;
+    if (held.empty())
+      return {};
+    return make_db_error(db_errc::schema_mismatch,
+                         "group `" + plan_.from_name + "` holds " + held + "; "
+                           + shards_text(plan_.first, plan_.last)
+                           + " are a part of it: move the whole group instead (ADR 0023)");
   }
 
   /// The catalog says the range is moving (a node that starts meanwhile sees it).
@@ -315,12 +411,86 @@ private:
       tx.exec("INSERT INTO shard_ranges (first_shard, last_shard, group_id)"
               " SELECT 0, (SELECT shard_count - 1 FROM installation), 0"
               " WHERE NOT EXISTS (SELECT 1 FROM shard_ranges)");
-      tx.exec_params("UPDATE shard_ranges SET moving_to = $2 WHERE group_id = $1",
-                     static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.to));
+      if (plan_.whole) {
+        tx.exec_params("UPDATE shard_ranges SET moving_to = $2 WHERE group_id = $1",
+                       static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.to));
+      } else {
+        // A part: the ranges of the group it overlaps are cut around it, and it gets a range
+        // row of its own, marked.
+        std::vector<std::pair<int64_t, int64_t>> pieces;
+        for (auto row :
+             tx.exec_params("DELETE FROM shard_ranges WHERE group_id = $1"
+                            " AND first_shard <= $3 AND last_shard >= $2"
+                            " RETURNING first_shard, last_shard",
+                            static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.first),
+                            static_cast<int64_t>(plan_.last))) {
+          auto first = row[0].as<int64_t>();
+          auto last = row[1].as<int64_t>();
+          if (first < plan_.first)
+            pieces.emplace_back(first, plan_.first - 1);
+          if (last > plan_.last)
+            pieces.emplace_back(plan_.last + 1, last);
+        }
+        for (auto& [first, last] : pieces)
+          tx.exec_params("INSERT INTO shard_ranges (first_shard, last_shard, group_id)"
+                         " VALUES ($1, $2, $3)",
+                         first, last, static_cast<int64_t>(plan_.from));
+        tx.exec_params("INSERT INTO shard_ranges (first_shard, last_shard, group_id, moving_to)"
+                       " VALUES ($1, $2, $3, $4)",
+                       static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last),
+                       static_cast<int64_t>(plan_.from), static_cast<int64_t>(plan_.to));
+      }
       tx.exec("UPDATE shard_map SET version = version + 1");
       tx.exec(std::string{"NOTIFY "} + groups_channel);
       tx.commit();
     });
+  }
+
+  /// A move of a part refused before its fence: the range serves from the source as before;
+  /// the change log is off, the rows copied are deleted at the target, and the range is no
+  /// longer marked moving (its range row stays cut: the same group on both sides of it).
+  caf::error abandon() {
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      for (auto& t : keyed_tables())
+        tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
+      tx.exec("DELETE FROM move_changes");
+      tx.commit();
+    });
+    if (err)
+      return err;
+    int64_t removed = 0;
+    for (auto it = tables_.rbegin(); it != tables_.rend(); ++it) {
+      if (!by_home(*it)) {
+        int64_t n = 0;
+        err = with_connection(target_, [&](pqxx::connection& c) {
+          pqxx::work tx{c};
+          tx.exec("SET LOCAL gost.moving = 'on'");
+          n = static_cast<int64_t>(
+            tx.exec("DELETE FROM " + it->name + " t WHERE " + range_).affected_rows());
+          tx.commit();
+        });
+        removed += n;
+      } else {
+        err = remove_by_home(target_, *it, &removed);
+      }
+      if (err)
+        return err;
+    }
+    err = with_connection(catalog_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      tx.exec("SELECT version FROM shard_map FOR UPDATE");
+      tx.exec_params("UPDATE shard_ranges SET moving_to = NULL WHERE group_id = $1",
+                     static_cast<int64_t>(plan_.from));
+      tx.exec("UPDATE shard_map SET version = version + 1");
+      tx.exec(std::string{"NOTIFY "} + groups_channel);
+      tx.commit();
+    });
+    if (err)
+      return err;
+    say("prepare", "the move is undone: " + std::to_string(removed) + " rows copied to `"
+                     + plan_.to_name + "` deleted");
+    return {};
   }
 
   /// The triggers logging the range's writes at the source (from before the first copy on),
@@ -337,14 +507,19 @@ private:
         tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
         tx.exec(std::string{"CREATE TRIGGER gost_move AFTER INSERT OR UPDATE OR DELETE ON "}
                 + t.name + " FOR EACH ROW EXECUTE FUNCTION gost_move_log('"
-                + (t.whole ? std::string{"*"} : std::to_string(plan_.first)) + "', '"
+                + (t.home != nullptr ? std::string{"*"} : std::to_string(plan_.first)) + "', '"
                 + std::to_string(plan_.last) + "', '" + keys + "')");
-        tables_.push_back(make_table_sql(tx, t));
-        if (t.fenced)
+        tables_.push_back(make_table_sql(tx, t, plan_.shard_count));
+        if (t.fenced && plan_.whole)
           tx.exec(std::string{"CREATE OR REPLACE TRIGGER gost_move_fence BEFORE INSERT OR UPDATE "
                               "OR DELETE ON "}
                   + t.name + " FOR EACH STATEMENT EXECUTE FUNCTION gost_move_fence('"
                   + std::to_string(plan_.first) + "')");
+        else if (t.fenced) // a part: by each row's seller, whose lease row says where it is
+          tx.exec(std::string{"CREATE OR REPLACE TRIGGER gost_move_fence_rows BEFORE INSERT OR "
+                              "UPDATE OR DELETE ON "}
+                  + t.name + " FOR EACH ROW EXECUTE FUNCTION gost_move_fence_rows('"
+                  + std::to_string(plan_.shard_count) + "', '" + t.fence_by + "')");
       }
       tx.commit();
     });
@@ -354,12 +529,15 @@ private:
     err = with_connection(target_, [&](pqxx::connection& c) {
       cleared = 0;
       pqxx::work tx{c};
-      // A fence an earlier move away from the target left there: its range comes back now.
+      tx.exec("SET LOCAL gost.moving = 'on'");
+      // A fence an earlier move of the target's whole group left there: a range comes back now.
+      // (The fence of a part, gost_move_fence_rows, stays: it refuses the sellers of shards
+      // that left only.)
       for (auto& t : keyed_tables())
         if (t.fenced)
           tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move_fence ON "} + t.name);
       for (auto& t : keyed_tables())
-        if (!t.whole) // a whole table's rows at the target are the target's own
+        if (t.home == nullptr) // the other tables' rows at the target are the target's own
           cleared +=
             tx.exec(std::string{"DELETE FROM "} + t.name + " WHERE " + range_).affected_rows();
       tx.commit();
@@ -376,8 +554,12 @@ private:
       return {};
     auto body = json_array(rows);
     return with_connection(target_, [&](pqxx::connection& c) {
-      pqxx::nontransaction tx{c};
+      pqxx::work tx{c};
+      // Past a fence of the target's own (gost_move_fence_rows): the range may have left this
+      // database before, its lease rows here still saying where it went until the switch.
+      tx.exec("SET LOCAL gost.moving = 'on'");
       tx.exec_params(t.upsert, body);
+      tx.commit();
     });
   }
 
@@ -395,19 +577,9 @@ private:
         rows.clear();
         key.clear();
         pqxx::nontransaction tx{c};
-        std::string after;
-        if (!last.empty()) {
-          std::vector<std::string> quoted;
-          for (auto& k : last)
-            quoted.push_back(tx.quote(k));
-          // Keyset on the typed key: (a, b) > (x, y) compares as the index orders.
-          std::string typed;
-          for (size_t i = 0; i < quoted.size(); ++i)
-            typed += (i == 0 ? "" : ", ") + quoted[i] + "::" + t.key_types[i];
-          after = " AND (" + t.key_list + ") > (" + typed + ")";
-        }
+        auto after = after_key(tx, t, last);
         auto r = tx.exec("SELECT to_jsonb(t)::text, " + t.key_list + " FROM " + t.name + " t WHERE "
-                         + rows_of(t.whole) + after + " ORDER BY " + t.key_list + " LIMIT "
+                         + rows_of(t.home) + after + " ORDER BY " + t.key_list + " LIMIT "
                          + std::to_string(opts_.batch));
         for (auto row : r) {
           rows.push_back(row[0].as<std::string>());
@@ -475,33 +647,44 @@ private:
           rows.clear();
           found.clear();
           pqxx::nontransaction tx{c};
+          // A part of a group: the log has every row of a table without a shard column; those
+          // of the shards that stay are left alone.
+          auto moving = by_home(t) ? in_range(t.home) : std::string{"true"};
           for (auto row :
-               tx.exec_params("SELECT " + t.key_json + ", to_jsonb(t)::text FROM " + t.name
-                                + " t WHERE (" + t.key_list + ") IN (SELECT " + t.key_casts
+               tx.exec_params("SELECT " + t.key_json + ", to_jsonb(t)::text, " + moving + " FROM "
+                                + t.name + " t WHERE (" + t.key_list + ") IN (SELECT " + t.key_casts
                                 + " FROM jsonb_array_elements($1::jsonb) k)",
                               json_array(chunk))) {
             found.insert(row[0].as<std::string>());
-            rows.push_back(row[1].as<std::string>());
+            if (row[2].as<bool>())
+              rows.push_back(row[1].as<std::string>());
           }
         });
         if (err)
           return err;
         if (auto e = upsert(t, rows))
           return e;
+        done += static_cast<int64_t>(rows.size());
         std::vector<std::string> gone;
         for (auto& k : chunk)
           if (found.count(k) == 0)
             gone.push_back(k);
         if (!gone.empty()) {
           auto body = json_array(gone);
+          int64_t deleted = 0;
           err = with_connection(target_, [&](pqxx::connection& c) {
-            pqxx::nontransaction tx{c};
-            tx.exec_params(t.remove, body);
+            pqxx::work tx{c};
+            tx.exec("SET LOCAL gost.moving = 'on'");
+            // A row gone at the source is deleted at the target when it is of the range there.
+            deleted = static_cast<int64_t>(
+              tx.exec_params(by_home(t) ? t.remove + " AND " + in_range(t.home) : t.remove, body)
+                .affected_rows());
+            tx.commit();
           });
+          done += deleted;
           if (err)
             return err;
         }
-        done += static_cast<int64_t>(chunk.size());
       }
     }
     if (!seqs.empty()) {
@@ -671,10 +854,19 @@ private:
     if (err)
       return err;
     std::vector<std::pair<std::string, std::string>> emptied; // table, rows
-    for (auto& t : keyed_tables())
-      emptied.emplace_back(t.name, rows_of(t.whole));
-    for (auto* t : dropped_tables())
-      emptied.emplace_back(t, "true");
+    for (size_t i = 0; i < tables_.size(); ++i) {
+      auto& t = tables_[i];
+      if (!by_home(t)) {
+        emptied.emplace_back(t.name, rows_of(t.home));
+      } else if (keyed_tables()[i].parent_there == nullptr) {
+        // (A child's rows go with its parent's: ON DELETE CASCADE.)
+        if (auto e = remove_by_home(t))
+          return e;
+      }
+    }
+    for (auto& t : dropped_tables())
+      emptied.emplace_back(t.name, plan_.whole ? std::string{"true"}
+                                               : in_range(home_sql(t.home, plan_.shard_count)));
     for (auto& e : emptied) {
       const auto& table = e.first;
       const auto& rows = e.second;
@@ -684,7 +876,7 @@ private:
           pqxx::work tx{c};
           tx.exec("SET LOCAL gost.moving = 'on'"); // past the fence of the feeds' tables
           n = tx.exec("DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
-                      + " WHERE " + rows + " LIMIT 5000)")
+                      + " t WHERE " + rows + " LIMIT 5000)")
                 .affected_rows();
           tx.commit();
         });
@@ -697,6 +889,49 @@ private:
     }
     say("clean", std::to_string(report_.removed) + " rows deleted at `" + plan_.from_name + "`");
     return {};
+  }
+
+  /// The rows of the range in a table without a shard column, at the source, when a part
+  /// moved: the table is read once in key order, a batch at a time (a `DELETE ... LIMIT` would
+  /// read the rows that stay again at every batch), and the batch's rows of the range deleted.
+  caf::error remove_by_home(const table_sql& t) {
+    return remove_by_home(source_, t, &report_.removed);
+  }
+  caf::error remove_by_home(pg_pool& where, const table_sql& t, int64_t* count) {
+    std::vector<std::string> last;
+    for (;;) {
+      size_t seen = 0;
+      int64_t removed = 0;
+      auto err = with_connection(where, [&](pqxx::connection& c) {
+        seen = 0;
+        removed = 0;
+        pqxx::work tx{c};
+        tx.exec("SET LOCAL gost.moving = 'on'"); // past the fence of the feeds' tables
+        std::vector<std::string> doomed;
+        std::vector<std::string> key;
+        for (auto row : tx.exec("SELECT " + t.key_json + ", " + in_range(t.home) + ", " + t.key_list
+                                + " FROM " + t.name + " t WHERE true" + after_key(tx, t, last)
+                                + " ORDER BY " + t.key_list + " LIMIT 5000")) {
+          ++seen;
+          if (row[1].as<bool>())
+            doomed.push_back(row[0].as<std::string>());
+          key.clear();
+          for (size_t i = 2; i < row.size(); ++i)
+            key.push_back(row[static_cast<int>(i)].as<std::string>());
+        }
+        if (!doomed.empty())
+          removed =
+            static_cast<int64_t>(tx.exec_params(t.remove, json_array(doomed)).affected_rows());
+        tx.commit();
+        if (seen > 0)
+          last = key;
+      });
+      if (err)
+        return err;
+      *count += removed;
+      if (seen < 5000)
+        return {};
+    }
   }
 
   pg_pool& catalog_;
@@ -747,14 +982,17 @@ std::variant<move_plan, std::string> plan_move(const group_map& map, uint32_t fi
              + map.find(r.group)->name + "` to `" + map.find(*r.moving_to)->name
              + "`; ask for that move again to finish it first";
   auto held = map.shards_of(from);
-  if (held.front() != first || held.back() != last
-      || held.size() != static_cast<size_t>(last - first + 1))
-    return "group `" + source.name + "` holds " + shards_text(held.front(), held.back())
-           + (held.size() != static_cast<size_t>(held.back() - held.front() + 1) ? " (in parts)"
-                                                                                 : "")
-           + ": a group is moved whole (a part of it would spread its sellers' offers over two "
-             "databases, and lookups by key read the seller's home group only), so give "
-           + std::to_string(held.front()) + "-" + std::to_string(held.back());
+  // The shards marked moving (by a move begun earlier) must be this move's, all of them.
+  std::vector<uint32_t> marked;
+  for (auto& r : map.ranges())
+    if (r.moving_to)
+      for (auto s = r.first; s <= r.last; ++s)
+        marked.push_back(s);
+  bool same = marked.size() == static_cast<size_t>(last - first + 1) && marked.front() == first
+              && marked.back() == last;
+  if (!marked.empty() && !same)
+    return "a move of " + shards_text(marked.front(), marked.back()) + " of `" + source.name
+           + "` to `" + to + "` is under way; ask for that move again to finish it first";
   move_plan p;
   p.first = first;
   p.last = last;
@@ -762,7 +1000,10 @@ std::variant<move_plan, std::string> plan_move(const group_map& map, uint32_t fi
   p.to = target->id;
   p.from_name = source.name;
   p.to_name = target->name;
-  p.resumed = map.range_of(first).moving_to.has_value();
+  p.whole = held.front() == first && held.back() == last
+            && held.size() == static_cast<size_t>(last - first + 1);
+  p.shard_count = n;
+  p.resumed = !marked.empty();
   return p;
 }
 

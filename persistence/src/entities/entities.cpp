@@ -60,31 +60,44 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // versions of the entities
     // whose version a write checks (plain reads: one writer per shard writes its entities' states,
     // and another node's only under the lease locked here), in the round trip of the commit mark.
+    //
+    // The shards of the events' targets are locked too (FOR SHARE): a target's shard fenced by
+    // a move of a part of this group (its lease owned by `moved:<group>`, ADR 0023) has left
+    // this database, so its events are kept as forwards, relayed to its new group; and the
+    // move's fence waits for this commit, so no event is written here after it.
     std::set<uint32_t> shards;
     std::set<key> checked;
     for (auto& w : writes) {
       shards.insert(w.shard);
       if (w.ws.expected_version >= 0)
         checked.emplace(w.ws.kind, w.ws.entity_id);
+      for (auto& e : w.ws.events)
+        if (!e.forward)
+          shards.insert(e.shard);
     }
     std::map<uint32_t, int64_t> held;
+    std::set<uint32_t> moved_away;
     std::map<key, int64_t> version;
     bool marked = !shards.empty();
     if (marked) {
       auto sql = mark_statements(tx, mark)
                  + "WITH l AS MATERIALIZED (SELECT shard, epoch, owner = " + tx.quote(owner)
-                 + " AS mine FROM shard_leases WHERE shard IN (" + number_list(shards)
+                 + " AS mine, owner LIKE 'moved:%' AS moved FROM shard_leases WHERE shard IN ("
+                 + number_list(shards)
                  + ") ORDER BY shard FOR SHARE)"
-                   " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l WHERE mine";
+                   " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l WHERE mine"
+                   " UNION ALL SELECT NULL, NULL, shard, NULL FROM l WHERE moved";
       if (!checked.empty())
         sql += " UNION ALL SELECT kind, entity_id, NULL, version FROM entities"
                " WHERE (kind, entity_id) IN (VALUES "
                + key_rows(tx, checked) + ")";
       for (auto row : tx.exec(sql)) {
-        if (row[0].is_null())
-          held[row[2].as<uint32_t>()] = row[3].as<int64_t>();
-        else
+        if (!row[0].is_null())
           version[{row[0].as<std::string>(), row[1].as<std::string>()}] = row[3].as<int64_t>();
+        else if (row[3].is_null())
+          moved_away.insert(row[2].as<uint32_t>());
+        else
+          held[row[2].as<uint32_t>()] = row[3].as<int64_t>();
       }
     }
     std::vector<bool> live(writes.size());
@@ -168,7 +181,9 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         touched.insert(k);
       }
       for (auto& e : w.events) {
-        if (e.forward) { // the target lives in another group's database: relayed later
+        // The target lives in another group's database (or its shard just left this one):
+        // relayed later.
+        if (e.forward || moved_away.count(e.shard) != 0) {
           forwards.row(std::to_string(writes[i].shard) + "," + tx.quote(e.kind) + ","
                        + tx.quote(e.entity_id) + "," + std::to_string(e.due_at_us) + ","
                        + forward_blobs.add(e.payload));

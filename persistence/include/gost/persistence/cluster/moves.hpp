@@ -35,14 +35,16 @@ struct move_plan {
   uint32_t to = 0;
   std::string from_name;
   std::string to_name;
-  bool resumed = false; ///< the map says this move began already
+  bool resumed = false;     ///< the map says this move began already
+  bool whole = true;        ///< the range is every shard the source group holds
+  uint32_t shard_count = 0; ///< the installation's (a row's home shard is its key's hash mod it)
 };
 
 /// Checks moving shards `first`..`last` to the group named `to` against `map`: the plan, or
-/// what is wrong in words saying what to fix. A group is moved whole (a part of one would
-/// spread its sellers' offers over two databases, and lookups by key read the seller's home
-/// group only until the key claims of ADR 0023 step 4 exist); one move at a time; the same
-/// move again resumes it.
+/// what is wrong in words saying what to fix. The range lies in one group, whole or a part of
+/// it (a split: the rows without a shard column go by their key's home shard, ADR 0023); one
+/// move at a time; the same move again resumes it. A part of a group holding offers is refused
+/// by `move_shards` (below), which sees the data.
 std::variant<move_plan, std::string> plan_move(const group_map& map, uint32_t first, uint32_t last,
                                                const std::string& to);
 
@@ -72,7 +74,10 @@ struct move_report {
 
 /// Runs the move `plan` between the groups' databases `source` and `target`, the map in
 /// `catalog`. Refused before anything is written when a node running in the source group does
-/// not run in the target one. Every part's rows of the range move (entities' outputs stay at
+/// not run in the target one, and when a part of a group is asked for while the source holds
+/// offers (a seller's offers would be spread over two databases, and lookups by key and
+/// `ListOffers` read the seller's home group only until the key claims of ADR 0023 decision 4
+/// exist: move the whole group). Every part's rows of the range move (entities' outputs stay at
 /// the source, where consumers' positions point).
 caf::expected<move_report> move_shards(pg_pool& catalog, pg_pool& source, pg_pool& target,
                                        const move_plan& plan, const move_options& opts);
