@@ -306,11 +306,12 @@ std::vector<command> cluster_commands() {
      "catalog's row is written; logged with --who",
      group},
     {"move-shards", "cluster", "FIRST-LAST --to GROUP",
-     "move a group's shards (all of them: FIRST-LAST as `groups` shows)\n"
-     "to group GROUP online: copy, catch up, a short fence (calls for\n"
-     "the range wait), the map switched, the source's rows deleted.\n"
-     "Prints each step; logged with --who; asked again after it was\n"
-     "cut short, it resumes",
+     "move shards of one group to group GROUP online: all of them\n"
+     "(FIRST-LAST as `groups` shows) or a part (a split; refused while\n"
+     "the group holds offers or scheduled actions): copy, catch up, a\n"
+     "short fence (calls for the range wait), the map switched, the\n"
+     "source's rows deleted. Prints each step; logged with --who; asked\n"
+     "again after it was cut short, it resumes",
      move_shards},
   };
 }
