@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -65,6 +66,35 @@ std::vector<std::string> names_of(const std::vector<v1::PullResultsResponse::Res
     else
       out.push_back(r.name());
   }
+  return out;
+}
+
+/// Starts gostd on `db` once and stops it: the catalog's schema and installation, before a
+/// test declares shard groups there.
+void make_catalog(const std::vector<std::string>& args, const std::string& port_file) {
+  child_process first{GOSTD_PATH, args};
+  REQUIRE_MESSAGE(testing::served_port(first, port_file) > 0, first.output());
+  first.signal(SIGTERM);
+  REQUIRE(first.wait(30s) == 0);
+  std::remove(port_file.c_str());
+}
+
+/// `n` pairs (original, duplicate) of moderation task ids (`x:t-i`, `x:d-k`), the duplicate
+/// in the other side than its original (`side_of`), both ways.
+std::vector<std::pair<std::string, std::string>>
+pairs_across(int n, const std::function<int(const std::string&)>& side_of) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0, k = 0; static_cast<int>(out.size()) < n; ++i) {
+    auto original = "x:t-" + std::to_string(i);
+    while (side_of("x:d-" + std::to_string(k)) == side_of(original))
+      ++k;
+    out.emplace_back(original, "x:d-" + std::to_string(k++));
+  }
+  int second = 0;
+  for (auto& [o, d] : out)
+    second += side_of(o);
+  REQUIRE(second > 0);
+  REQUIRE(second < n);
   return out;
 }
 
@@ -491,13 +521,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
   testing::temp_db east; // group 1: shards 4-7
   auto port_file = "/tmp/gost-tasks-groups-" + std::to_string(getpid());
   auto args = node_args(db, port_file);
-  {
-    child_process first{GOSTD_PATH, args}; // the catalog's schema and installation
-    REQUIRE_MESSAGE(testing::served_port(first, port_file) > 0, first.output());
-    first.signal(SIGTERM);
-    REQUIRE(first.wait(30s) == 0);
-  }
-  std::remove(port_file.c_str());
+  make_catalog(args, port_file);
   db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '" + east.dsn() + "')");
   db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id) VALUES (0, 3, 0),"
             " (4, 7, 1)");
@@ -506,18 +530,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
   };
   // Pairs: a task and its duplicate, in the other group.
   constexpr int pairs = 20;
-  std::vector<std::pair<std::string, std::string>> tasks_of; // (original, duplicate)
-  for (int i = 0, k = 0; static_cast<int>(tasks_of.size()) < pairs; ++i) {
-    auto original = "x:t-" + std::to_string(i);
-    while (group_of("x:d-" + std::to_string(k)) == group_of(original))
-      ++k;
-    tasks_of.emplace_back(original, "x:d-" + std::to_string(k++));
-  }
-  int in_east = 0;
-  for (auto& [o, d] : tasks_of)
-    in_east += group_of(o);
-  REQUIRE(in_east > 0);
-  REQUIRE(in_east < pairs); // both ways
+  auto tasks_of = pairs_across(pairs, group_of); // (original, duplicate)
   // A task of east whose verdict will wait in the catalog group's entity_forwards when the node
   // dies (committed there, not relayed yet).
   std::string extra = "x:e-0";
@@ -676,31 +689,14 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
   testing::temp_db west; // group 1, declared, empty
   auto port_file = "/tmp/gost-tasks-split-" + std::to_string(getpid());
   auto args = node_args(db, port_file);
-  {
-    child_process first{GOSTD_PATH, args}; // the catalog's schema and installation
-    REQUIRE_MESSAGE(testing::served_port(first, port_file) > 0, first.output());
-    first.signal(SIGTERM);
-    REQUIRE(first.wait(30s) == 0);
-  }
-  std::remove(port_file.c_str());
+  make_catalog(args, port_file);
   db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'west', '" + west.dsn() + "')");
   auto half_of = [](const std::string& task_id) {
     return shard_of("task.moderation/" + task_id, 8) < 4 ? 0 : 1;
   };
   // Pairs: a task and its duplicate in the other half, both ways.
   constexpr int pairs = 24;
-  std::vector<std::pair<std::string, std::string>> tasks_of; // (original, duplicate)
-  for (int i = 0, k = 0; static_cast<int>(tasks_of.size()) < pairs; ++i) {
-    auto original = "x:t-" + std::to_string(i);
-    while (half_of("x:d-" + std::to_string(k)) == half_of(original))
-      ++k;
-    tasks_of.emplace_back(original, "x:d-" + std::to_string(k++));
-  }
-  int moving = 0;
-  for (auto& [o, d] : tasks_of)
-    moving += half_of(o);
-  REQUIRE(moving > 0);
-  REQUIRE(moving < pairs);
+  auto tasks_of = pairs_across(pairs, half_of); // (original, duplicate)
 
   child_process node{GOSTD_PATH, args};
   auto port = testing::served_port(node, port_file);

@@ -446,17 +446,22 @@ private:
     });
   }
 
-  /// A move of a part refused before its fence: the range serves from the source as before;
-  /// the change log is off, the rows copied are deleted at the target, and the range is no
-  /// longer marked moving (its range row stays cut: the same group on both sides of it).
-  caf::error abandon() {
-    auto err = with_connection(source_, [&](pqxx::connection& c) {
+  /// The source's change-log triggers dropped and its log emptied.
+  caf::error change_log_off() {
+    return with_connection(source_, [&](pqxx::connection& c) {
       pqxx::work tx{c};
       for (auto& t : keyed_tables())
         tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
       tx.exec("DELETE FROM move_changes");
       tx.commit();
     });
+  }
+
+  /// A move of a part refused before its fence: the range serves from the source as before;
+  /// the change log is off, the rows copied are deleted at the target, and the range is no
+  /// longer marked moving (its range row stays cut: the same group on both sides of it).
+  caf::error abandon() {
+    auto err = change_log_off();
     if (err)
       return err;
     int64_t removed = 0;
@@ -844,13 +849,7 @@ private:
   /// The change log off, and the range's rows deleted at the source, a batch at a time (its
   /// lease rows stay, fenced: a node that still has the old map cannot take them).
   caf::error finish_source() {
-    auto err = with_connection(source_, [&](pqxx::connection& c) {
-      pqxx::work tx{c};
-      for (auto& t : keyed_tables())
-        tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move ON "} + t.name);
-      tx.exec("DELETE FROM move_changes");
-      tx.commit();
-    });
+    auto err = change_log_off();
     if (err)
       return err;
     std::vector<std::pair<std::string, std::string>> emptied; // table, rows
