@@ -98,6 +98,41 @@ pairs_across(int n, const std::function<int(const std::string&)>& side_of) {
   return out;
 }
 
+/// Creates group `x` and each pair's original, then its duplicate; waits until every
+/// duplicate waits for its verdict (its Init ran).
+void create_pairs(task_client& tasks,
+                  const std::vector<std::pair<std::string, std::string>>& tasks_of) {
+  REQUIRE(tasks.create_group("x").ok());
+  for (auto& [o, d] : tasks_of) {
+    REQUIRE(tasks.create("x", o.substr(2), item(o)).ok());
+    auto dup = item(d);
+    dup.set_duplicate_of(o);
+    REQUIRE(tasks.create("x", d.substr(2), dup).ok());
+  }
+  CHECK(testing::eventually(30s, [&] {
+    for (auto& [o, d] : tasks_of)
+      if (tasks.get(d).state_name() != "waiting")
+        return false;
+    return true;
+  }));
+}
+
+/// Every original gets its duplicate's verdict (rejected), within a minute.
+void check_originals_rejected(task_client& tasks,
+                              const std::vector<std::pair<std::string, std::string>>& tasks_of) {
+  std::string waiting; // an original without its verdict yet
+  CHECK_MESSAGE(testing::eventually(60s,
+                                    [&] {
+                                      for (auto& [o, d] : tasks_of)
+                                        if (tasks.get(o).state_name() != "rejected") {
+                                          waiting = o;
+                                          return false;
+                                        }
+                                      return true;
+                                    }),
+                waiting);
+}
+
 } // namespace
 
 TEST_CASE("tasks: groups, Init first, verdicts, timers, duplicates, cancel, retries, bad input") {
@@ -542,20 +577,8 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
     auto port = testing::served_port(node, port_file);
     REQUIRE_MESSAGE(port > 0, node.output());
     task_client tasks{port};
-    REQUIRE(tasks.create_group("x").ok());
-    for (auto& [o, d] : tasks_of) {
-      REQUIRE(tasks.create("x", o.substr(2), item(o)).ok());
-      auto dup = item(d);
-      dup.set_duplicate_of(o);
-      REQUIRE(tasks.create("x", d.substr(2), dup).ok());
-    }
+    create_pairs(tasks, tasks_of);
     REQUIRE(tasks.create("x", extra.substr(2), item(extra)).ok());
-    CHECK(testing::eventually(30s, [&] {
-      for (auto& [o, d] : tasks_of)
-        if (tasks.get(d).state_name() != "waiting")
-          return false;
-      return true;
-    }));
     // Each task's rows are in its own group's database only (one of each pair in each).
     for (auto& [o, d] : tasks_of) {
       auto& home = group_of(o) == 0 ? db : east;
@@ -598,17 +621,7 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
   REQUIRE_MESSAGE(port > 0, again.output());
   task_client tasks{port};
   // Every original got its duplicate's verdict, across the groups.
-  std::string waiting; // an original without its verdict yet
-  CHECK_MESSAGE(testing::eventually(60s,
-                                    [&] {
-                                      for (auto& [o, d] : tasks_of)
-                                        if (tasks.get(o).state_name() != "rejected") {
-                                          waiting = o;
-                                          return false;
-                                        }
-                                      return true;
-                                    }),
-                waiting);
+  check_originals_rejected(tasks, tasks_of);
   CHECK(testing::eventually(30s, [&] { return tasks.get(extra).state_name() == "rejected"; }));
   // Every kept event relayed (the delete follows the target's answer).
   CHECK(testing::eventually(30s, [&] {
@@ -702,19 +715,7 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
   auto port = testing::served_port(node, port_file);
   REQUIRE_MESSAGE(port > 0, node.output());
   task_client tasks{port};
-  REQUIRE(tasks.create_group("x").ok());
-  for (auto& [o, d] : tasks_of) {
-    REQUIRE(tasks.create("x", o.substr(2), item(o)).ok());
-    auto dup = item(d);
-    dup.set_duplicate_of(o);
-    REQUIRE(tasks.create("x", d.substr(2), dup).ok());
-  }
-  CHECK(testing::eventually(30s, [&] {
-    for (auto& [o, d] : tasks_of)
-      if (tasks.get(d).state_name() != "waiting")
-        return false;
-    return true;
-  }));
+  create_pairs(tasks, tasks_of);
   // The assignments so far, by token: one database holds them all.
   std::map<std::string, int> seen;
   std::string token;
@@ -765,17 +766,7 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
   CHECK_MESSAGE(failures.empty(), failures.front());
 
   // Every original got its duplicate's verdict, across the halves now in two databases.
-  std::string waiting;
-  CHECK_MESSAGE(testing::eventually(60s,
-                                    [&] {
-                                      for (auto& [o, d] : tasks_of)
-                                        if (tasks.get(o).state_name() != "rejected") {
-                                          waiting = o;
-                                          return false;
-                                        }
-                                      return true;
-                                    }),
-                waiting);
+  check_originals_rejected(tasks, tasks_of);
   // Each task's rows are in its half's database only; nothing left to relay or copy.
   CHECK(db.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation' AND shard >= 4")
         == "0");
