@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <pqxx/pqxx>
@@ -35,7 +37,9 @@ struct three_dbs {
   migrated_db west;
 
   three_dbs() {
-    catalog.db.scalar("INSERT INTO installation (shard_count) VALUES (16)");
+    // Every group's database has the installation's shard count (`declare_group`).
+    for (auto* db : {&catalog, &east, &west})
+      db->db.scalar("INSERT INTO installation (shard_count) VALUES (16)");
     catalog.db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'east', '"
                       + east.db.dsn() + "'), (2, 'west', '" + west.db.dsn() + "')");
     catalog.db.scalar("INSERT INTO shard_ranges (first_shard, last_shard, group_id)"
@@ -799,8 +803,8 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
         == w.events[1].entity_id + ":" + std::to_string(sender_shard));
 }
 
-TEST_CASE("shard move of a part: refused while the source holds offers or scheduled actions "
-          "(nothing written); offers that come during the copy undo it before the fence") {
+TEST_CASE("shard move of a part: refused while the source holds offers (nothing written); "
+          "offers that come during the copy undo it before the fence") {
   three_dbs t;
   t.east.db.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
                    " VALUES ('o1', 9, 's', 'ns', 1, '\\x00')");
@@ -813,12 +817,6 @@ TEST_CASE("shard move of a part: refused while the source holds offers or schedu
         == "0");
   CHECK(t.east.db.scalar("SELECT count(*) FROM pg_trigger WHERE tgname = 'gost_move'") == "0");
   t.east.db.scalar("DELETE FROM offers");
-  REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("a1"), 9));
-  refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
-  REQUIRE_FALSE(refused);
-  CHECK(error_message(refused.error()).find("holds scheduled actions") != std::string::npos);
-  t.east.db.scalar("DELETE FROM scheduled_actions");
-  t.east.db.scalar("DELETE FROM scheduled_incoming");
 
   // Entities to copy; an offer arrives while they are copied.
   for (auto& id : keys_at_home(t.east.db, "go", 5, 12, 15, "task.x"))
@@ -846,4 +844,103 @@ TEST_CASE("shard move of a part: refused while the source holds offers or schedu
   CHECK(map->group_of(12).name == "east");
   // The whole group moves (its offers with it).
   REQUIRE(move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), {}));
+}
+
+TEST_CASE("shard move of a part: each scheduled action goes with its id's home shard; one whose "
+          "queue rows are on the other side gets a new guid and an incoming row on its home "
+          "shard, so each side's workers fire their own; the API's writes for the part are "
+          "refused at the source after") {
+  three_dbs t;
+  // 40 actions of east, their incoming rows on shards drawn over east's 8-15 (as the scheduler
+  // draws in the home group); half of them moved to processing by their workers.
+  std::map<std::string, uint32_t> home;
+  auto ids = keys_at_home(t.east.db, "a", 40, 8, 15); // east's actions: their homes are east's
+  for (int i = 0; i < 40; ++i) {
+    auto& id = ids[static_cast<size_t>(i)];
+    REQUIRE_FALSE(create_scheduled_action(t.east.pool, action(id), 8 + (i * 3) % 8));
+    home[id] =
+      static_cast<uint32_t>(std::stoul(t.east.db.scalar("SELECT gost_shard_of('" + id + "', 16)")));
+  }
+  t.east.db.scalar("WITH m AS (DELETE FROM scheduled_incoming WHERE seq % 2 = 0 RETURNING *)"
+                   " INSERT INTO scheduled_processing (shard, action_id, action_guid,"
+                   " scheduled_at_ms, added_to_incoming_at, moved_by_sync, moved_at)"
+                   " SELECT shard, action_id, action_guid, 5000, created_at, 's1', now() FROM m");
+  auto moving = [&](const std::string& id) { return home.at(id) >= 12; };
+  auto crossing = [&](const std::string& id) {
+    auto rows = queue_rows_of(t.east.pool, id, "g-" + id);
+    REQUIRE(rows);
+    REQUIRE(rows->size() == 1);
+    return (rows->front().shard >= 12) != moving(id);
+  };
+  int moving_count = 0, crossing_count = 0;
+  std::set<std::string> crossed;
+  for (auto& [id, h] : home) {
+    moving_count += moving(id) ? 1 : 0;
+    if (crossing(id))
+      crossed.insert(id);
+  }
+  crossing_count = static_cast<int>(crossed.size());
+  REQUIRE(moving_count > 0);
+  REQUIRE(moving_count < 40);
+  REQUIRE(crossing_count > 0);
+
+  std::vector<std::string> said;
+  move_options o;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    said.push_back(step + ": " + detail);
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(std::find(said.begin(), said.end(),
+                  "fence: scheduled actions: " + std::to_string(crossing_count)
+                    + " given queue rows on their home shards")
+        != said.end());
+  CHECK(count(t.west.db, "scheduled_actions", "true") == std::to_string(moving_count));
+  CHECK(count(t.east.db, "scheduled_actions", "true") == std::to_string(40 - moving_count));
+
+  // Each side's workers take their shards' rows: the current guid's row of every action of
+  // that side becomes due in processing, the stale rows are dropped.
+  t.west.db.scalar("UPDATE shard_leases SET owner = 'n2', epoch = epoch + 1");
+  for (uint32_t shard = 8; shard < 16; ++shard) {
+    auto& pool = shard >= 12 ? t.west.pool : t.east.pool;
+    auto& db = shard >= 12 ? t.west.db : t.east.db;
+    scheduled_lease lease{shard,
+                          std::stoll(db.scalar("SELECT epoch FROM shard_leases WHERE shard = "
+                                               + std::to_string(shard))),
+                          shard >= 12 ? "n2" : "n1"};
+    auto moved = move_incoming(pool, lease, "sync-1", 1000);
+    REQUIRE(moved);
+    CHECK_FALSE(moved->fenced);
+  }
+  for (auto& [id, h] : home) {
+    auto& pool = moving(id) ? t.west.pool : t.east.pool;
+    auto a = get_scheduled_action(pool, id);
+    REQUIRE(a);
+    REQUIRE_MESSAGE(*a, id);
+    auto guid = (*a)->meta().guid();
+    CHECK_MESSAGE((guid != "g-" + id) == (crossed.count(id) != 0), id);
+    auto rows = queue_rows_of(pool, id, guid);
+    REQUIRE(rows);
+    REQUIRE_MESSAGE(rows->size() == 1, id); // the invariant: one row for the current guid
+    CHECK(rows->front().processing);
+    CHECK_MESSAGE((rows->front().shard >= 12) == moving(id), id);
+    CHECK(rows->front().scheduled_at_ms == std::optional<int64_t>{5000});
+  }
+  CHECK(count(t.east.db, "scheduled_incoming", "true") == "0");
+  CHECK(count(t.west.db, "scheduled_incoming", "true") == "0");
+
+  // An API write for a moving action that still reaches the source (the old map) is refused,
+  // whatever shard its incoming row was drawn on: its home shard is fenced there.
+  std::string gone;
+  for (auto& [id, h] : home)
+    if (moving(id))
+      gone = id;
+  auto changed = change_scheduled_action(
+    t.east.pool, gone, [](gost::v1::ScheduledAction&) { return caf::error{}; }, 9);
+  REQUIRE_FALSE(changed);
+  CHECK(changed.error() == db_errc::unavailable);
+  CHECK(error_message(changed.error()).find("is moving") != std::string::npos);
+  // One of the staying part is taken.
+  auto staying = keys_at_home(t.east.db, "new", 1, 8, 11)[0];
+  REQUIRE_FALSE(create_scheduled_action(t.east.pool, action(staying), 9));
 }

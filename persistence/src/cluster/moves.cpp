@@ -6,6 +6,7 @@
 #include "gost/persistence/cluster/leases.hpp"
 #include "gost/persistence/errors.hpp"
 #include "gost/persistence/pg_pool.hpp"
+#include "gost/persistence/scheduled/actions.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -277,7 +278,7 @@ public:
         break;
     }
     if (auto refused = part_refusal()) {
-      // Offers or actions came meanwhile (a feed's load, a client): the part is not moved. The move
+      // Offers came meanwhile (a feed's load, a client): the part is not moved. The move
       // is undone, so that the map takes other moves again.
       if (auto err = abandon())
         return err;
@@ -286,6 +287,16 @@ public:
     auto fenced_at = std::chrono::steady_clock::now();
     if (auto err = fence())
       return err;
+    if (!plan_.whole) {
+      // A part: each action goes with its home shard; one whose queue rows are on the other
+      // side is given new ones on its home shard (the old ones go stale).
+      auto rehomed = rehome_scheduled_actions(source_, plan_.first, plan_.last, plan_.shard_count);
+      if (!rehomed)
+        return rehomed.error();
+      if (*rehomed > 0)
+        say("fence", "scheduled actions: " + std::to_string(*rehomed)
+                       + " given queue rows on their home shards");
+    }
     // Nothing writes the range now: what is left in the log is the last of it.
     for (int round = 0;; ++round) {
       auto n = catch_up();
@@ -365,35 +376,27 @@ private:
     return part_refusal();
   }
 
-  /// A part of a group is not moved while the source holds offers or scheduled actions:
-  /// - a seller's offers would be spread over two databases, and lookups by (seller,
-  ///   namespace, external id) and ListOffers read the seller's home group only (the key claims
-  ///   of ADR 0023 decision 4 are not built);
-  /// - an action's incoming and processing rows are on a shard drawn in its home group
-  ///   (`scheduler::incoming_shard`), not its home shard: a part would part them from it.
+  /// A part of a group is not moved while the source holds offers: a seller's offers would be
+  /// spread over two databases, and lookups by (seller, namespace, external id) and ListOffers
+  /// read the seller's home group only (the key claims of ADR 0023 decision 4 are not built).
   /// Asked at the start and again right before the fence.
   caf::error part_refusal() {
     if (plan_.whole)
       return {};
-    std::string held;
+    bool any = false;
     auto err = with_connection(source_, [&](pqxx::connection& c) {
       pqxx::nontransaction tx{c};
-      auto row = tx.exec("SELECT EXISTS (SELECT 1 FROM offers),"
-                         " EXISTS (SELECT 1 FROM scheduled_actions)")[0];
-      held.clear();
-      if (row[0].as<bool>())
-        held = "offers (a part would spread its sellers' offers over two databases, and lookups "
-               "by key read the seller's home group only: key claims are not built yet)";
-      else if (row[1].as<bool>())
-        held = "scheduled actions (an action's queue rows are on a shard drawn in its home "
-               "group, not on its home shard: a part would separate them)";
+      any = tx.exec("SELECT EXISTS (SELECT 1 FROM offers)")[0][0].as<bool>();
     });
     if (err)
       return err;
-    if (held.empty())
+    if (!any)
       return {};
     return make_db_error(db_errc::schema_mismatch,
-                         "group `" + plan_.from_name + "` holds " + held + "; "
+                         "group `" + plan_.from_name
+                           + "` holds offers (a part would spread its sellers' offers over two "
+                             "databases, and lookups by key read the seller's home group only: "
+                             "key claims are not built yet); "
                            + shards_text(plan_.first, plan_.last)
                            + " are a part of it: move the whole group instead (ADR 0023)");
   }

@@ -3,6 +3,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "gost/persistence/random_id.hpp"
 #include "pg_internal.hpp"
 #include "sql.hpp"
 
@@ -88,14 +89,28 @@ bool fence(pqxx::transaction_base& tx, const scheduled_lease& l) {
 /// The API's writes go to the database of the action's group without a lease of their own:
 /// each holds the lease rows of the shards it writes (FOR SHARE, in shard order as a heartbeat
 /// locks them) and is refused while one is fenced by a move (`moved:<target>`, ADR 0023): a
-/// move's fence waits for the writes in flight, and none lands after its last catch-up.
-caf::error check_not_moving(pqxx::transaction_base& tx, std::vector<uint32_t> shards) {
+/// move's fence waits for the writes in flight, and none lands after its last catch-up. The
+/// shards are the queue rows' and the actions' home shards (`ids`' hashes: a part of a group
+/// may move, its actions' queue rows being on other shards); the homes are computed in SQL
+/// (migration 0030) only in a database some shards left already (a move's fence happened
+/// here), so an installation that never moved pays nothing for them.
+caf::error check_not_moving(pqxx::transaction_base& tx, std::vector<uint32_t> shards,
+                            const std::vector<std::string>& ids) {
   std::string list;
   for (auto s : shards)
     list += (list.empty() ? "" : ",") + std::to_string(s);
-  for (auto row : tx.exec("SELECT shard, coalesce(owner, '') FROM shard_leases WHERE shard = ANY("
+  std::string keys;
+  for (auto& id : ids)
+    keys += (keys.empty() ? "" : ",") + tx.quote(id);
+  auto homes = keys.empty()
+                 ? std::string{}
+                 : " OR (EXISTS (SELECT 1 FROM shard_leases WHERE owner LIKE 'moved:%') AND shard"
+                   " IN (SELECT gost_shard_of(x, (SELECT shard_count FROM installation))"
+                   " FROM unnest(ARRAY["
+                     + keys + "]::text[]) x))";
+  for (auto row : tx.exec("SELECT shard, coalesce(owner, '') FROM shard_leases WHERE (shard = ANY("
                           "'{"
-                          + list + "}'::int[]) ORDER BY shard FOR SHARE"))
+                          + list + "}'::int[])" + homes + ") ORDER BY shard FOR SHARE"))
     if (row[1].as<std::string>().rfind("moved:", 0) == 0)
       return make_db_error(db_errc::unavailable,
                            "shard " + row[0].as<std::string>()
@@ -123,7 +138,7 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
   caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
-    if ((moving = check_not_moving(tx, {incoming_shard})))
+    if ((moving = check_not_moving(tx, {incoming_shard}, {a.meta().id()})))
       return;
     auto r = tx.exec_params(
       "INSERT INTO scheduled_actions (action_id, action_guid, meta, spec, status,"
@@ -159,9 +174,12 @@ create_scheduled_actions(pg_pool& pool,
     taken.clear();
     pqxx::work tx{c};
     std::set<uint32_t> shards;
-    for (auto& a : actions)
+    std::vector<std::string> ids;
+    for (auto& a : actions) {
       shards.insert(a.second);
-    if ((moving = check_not_moving(tx, {shards.begin(), shards.end()})))
+      ids.push_back(a.first.meta().id());
+    }
+    if ((moving = check_not_moving(tx, {shards.begin(), shards.end()}, ids)))
       return;
     values_list rows, incoming;
     blob_params blobs;
@@ -218,7 +236,7 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     refusal = caf::error{};
     pqxx::work tx{c};
-    if ((refusal = check_not_moving(tx, {incoming_shard})))
+    if ((refusal = check_not_moving(tx, {incoming_shard}, {id})))
       return;
     auto r = tx.exec_params(
       "SELECT meta, spec, status FROM scheduled_actions WHERE action_id = $1 FOR UPDATE", id);
@@ -248,13 +266,57 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
   return out;
 }
 
+caf::expected<int64_t> rehome_scheduled_actions(pg_pool& pool, uint32_t first, uint32_t last,
+                                                uint32_t shard_count) {
+  auto range = [&](const std::string& shard) {
+    return "(" + shard + " BETWEEN " + std::to_string(first) + " AND " + std::to_string(last) + ")";
+  };
+  auto home = "gost_shard_of(a.action_id, " + std::to_string(shard_count) + ")";
+  std::vector<std::pair<std::string, uint32_t>> found; // action, home shard
+  auto err = with_connection(pool, [&](pqxx::connection& c) {
+    found.clear();
+    pqxx::nontransaction tx{c};
+    for (auto row : tx.exec("SELECT DISTINCT a.action_id, " + home
+                            + " FROM scheduled_actions a JOIN (SELECT shard, action_id,"
+                              " action_guid FROM scheduled_incoming UNION ALL SELECT shard,"
+                              " action_id, action_guid FROM scheduled_processing) q"
+                              " USING (action_id, action_guid) WHERE "
+                            + range(home) + " <> " + range("q.shard")))
+      found.emplace_back(row[0].as<std::string>(), row[1].as<uint32_t>());
+  });
+  if (err)
+    return err;
+  int64_t done = 0;
+  for (auto& [id, shard] : found) {
+    bool changed = false;
+    err = with_connection(pool, [&](pqxx::connection& c) {
+      changed = false;
+      pqxx::work tx{c};
+      auto r = tx.exec_params(
+        "SELECT meta, spec, status FROM scheduled_actions WHERE action_id = $1 FOR UPDATE", id);
+      if (r.empty())
+        return; // deleted meanwhile
+      auto a = action_of(r[0], 0);
+      a.mutable_meta()->set_guid(random_id());
+      write_action(tx, a);
+      insert_incoming(tx, a, shard);
+      tx.commit();
+      changed = true;
+    });
+    if (err)
+      return err;
+    done += changed ? 1 : 0;
+  }
+  return done;
+}
+
 caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id,
                                             uint32_t home_shard) {
   bool deleted = false;
   caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
-    if ((moving = check_not_moving(tx, {home_shard})))
+    if ((moving = check_not_moving(tx, {home_shard}, {})))
       return;
     deleted =
       !tx.exec_params("DELETE FROM scheduled_actions WHERE action_id = $1 RETURNING 1", id).empty();

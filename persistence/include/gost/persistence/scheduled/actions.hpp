@@ -68,6 +68,18 @@ change_scheduled_action(pg_pool& pool, const std::string& id,
 caf::expected<std::vector<attempt_record>> attempts_of(pg_pool& pool, const std::string& id,
                                                        size_t limit);
 
+/// A part of a group moving (shards `first`..`last`, ADR 0023 "Splits"), at its fence: an
+/// action's queue rows are on a shard drawn in its home group, not on its home shard, so the
+/// move would take an action and leave its rows (or the reverse). Each action whose current
+/// rows are on the other side of the range than its home shard (`gost_shard_of(id,
+/// shard_count)`) is given a new guid and a new incoming row on its home shard, as an update by
+/// the API would: its old rows become stale (their workers drop them; a firing in flight with
+/// the old guid records nothing, and the occurrence fires again from the new row: at least
+/// once, the occurrence's idempotency key unchanged). Run with the range fenced (its workers
+/// stopped, the API's writes refused). Answers the actions re-homed.
+caf::expected<int64_t> rehome_scheduled_actions(pg_pool& pool, uint32_t first, uint32_t last,
+                                                uint32_t shard_count);
+
 /// Deletes action `id` (its queue rows become stale); false when there was none. `home_shard`:
 /// the shard of its id, whose lease row tells whether a move fences the action's group.
 caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id,
