@@ -24,6 +24,7 @@
 #include "gost/testing/metrics.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/scheduled_api.hpp"
 #include <google/protobuf/wrappers.pb.h>
 
 #include "gost/core/shard_hash.hpp"
@@ -1333,7 +1334,9 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
 
 namespace {
 
-using scheduled_stub = v1::ScheduledActionService::Stub;
+using testing::fire_twice_more;
+using testing::scheduled_stub;
+using testing::successes_of;
 
 /// A ScheduledActionService stub for each of `nodes`, in order.
 std::vector<std::unique_ptr<scheduled_stub>> scheduled_stubs(std::initializer_list<node*> nodes) {
@@ -1360,36 +1363,6 @@ grpc::Status create_requeue_action(scheduled_stub& stub, const std::string& id,
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 20s);
   return stub.Create(&ctx, req, &resp);
-}
-
-/// Each action's successes as `stub` reads them (Get reads the action's own group).
-std::map<std::string, int64_t> successes_of(scheduled_stub& stub,
-                                            const std::vector<std::string>& ids) {
-  std::map<std::string, int64_t> out;
-  for (auto& id : ids) {
-    v1::GetScheduledActionRequest req;
-    req.set_id(id);
-    v1::GetScheduledActionResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    auto st = stub.Get(&ctx, req, &resp);
-    REQUIRE_MESSAGE(st.ok(), id << ": " << st.error_message());
-    out[id] = resp.action().status().successes();
-  }
-  return out;
-}
-
-/// Waits until every action of `floor` fired at least twice more than it says.
-bool fire_twice_more(scheduled_stub& stub, const std::map<std::string, int64_t>& floor) {
-  std::vector<std::string> ids;
-  for (auto& f : floor)
-    ids.push_back(f.first);
-  return testing::eventually(60s, [&] {
-    for (auto& [id, n] : successes_of(stub, ids))
-      if (n < floor.at(id) + 2)
-        return false;
-    return true;
-  });
 }
 
 } // namespace

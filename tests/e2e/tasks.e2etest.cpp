@@ -4,7 +4,8 @@
 // input that changes nothing, gostctl; results pulled by cursor exactly once across kill -9
 // under load; one group's backlog not delaying another group; tasks spread over two shard
 // groups' databases (ADR 0023): verdicts passed across groups survive kill -9, results pulled
-// by token exactly once, ListTasks merged in byte order.
+// by token exactly once, ListTasks merged in byte order; a part of a group moved while verdicts
+// pass between its halves and scheduled actions fire at tasks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,7 +21,10 @@
 #include "gost/core/shard_hash.hpp"
 #include "gost/testing/pg.hpp"
 #include "gost/testing/process.hpp"
+#include "gost/testing/scheduled.hpp"
+#include "gost/testing/scheduled_api.hpp"
 #include "gost/testing/tasks.hpp"
+#include "gost/v1/scheduled_actions.grpc.pb.h"
 #include "gost/v1/task_service.grpc.pb.h"
 #include "gost/v1/tasks.pb.h"
 
@@ -696,12 +700,14 @@ TEST_CASE("tasks over two shard groups: a verdict passed to a task of the other 
 }
 
 TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a group (shards "
-          "4-7 of 0-7) to another database while verdicts pass between the halves; each is "
-          "handled once, results pulled by token exactly once across the split (ADR 0023)") {
+          "4-7 of 0-7) to another database while verdicts pass between the halves and scheduled "
+          "actions fire at tasks; each verdict is handled once, results pulled by token exactly "
+          "once across the split, each action fires on from its home's side (ADR 0023)") {
   testing::temp_db db;   // the catalog, and group 0: every shard at first
   testing::temp_db west; // group 1, declared, empty
   auto port_file = "/tmp/gost-tasks-split-" + std::to_string(getpid());
   auto args = node_args(db, port_file);
+  args.push_back("--scheduled.poll=50ms");
   make_catalog(args, port_file);
   db.scalar("INSERT INTO shard_groups (id, name, dsn) VALUES (1, 'west', '" + west.dsn() + "')");
   auto half_of = [](const std::string& task_id) {
@@ -716,6 +722,35 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
   REQUIRE_MESSAGE(port > 0, node.output());
   task_client tasks{port};
   create_pairs(tasks, tasks_of);
+  // Scheduled actions sending a `tick` to tasks of their own every 300 ms (a moderation task
+  // refuses it: a dead letter each, the action's attempt a success once the event is stored).
+  // Their queue rows are on shards drawn over the group: about half on the other side of the
+  // cut than their action.
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(tasks.create("x", "z-" + std::to_string(i), item("x:z-" + std::to_string(i))).ok());
+  auto scheduled = v1::ScheduledActionService::NewStub(
+    grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  std::vector<std::string> actions;
+  for (int i = 0; i < 16; ++i) {
+    v1::CreateScheduledActionRequest req;
+    req.set_id("sa-" + std::to_string(i));
+    auto& spec = *req.mutable_spec();
+    spec.set_start_at_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+    spec.set_interval_ms(300);
+    spec.mutable_event()->mutable_task_event()->set_task_id("x:z-" + std::to_string(i % 4));
+    spec.mutable_event()->mutable_task_event()->set_name("tick");
+    v1::CreateScheduledActionResponse resp;
+    auto st = call([&](auto* ctx, auto& r, auto* out) { return scheduled->Create(ctx, r, out); },
+                   req, resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    actions.push_back(req.id());
+  }
+  std::map<std::string, int64_t> none;
+  for (auto& id : actions)
+    none[id] = 0;
+  REQUIRE(testing::fire_twice_more(*scheduled, none));
   // The assignments so far, by token: one database holds them all.
   std::map<std::string, int> seen;
   std::string token;
@@ -729,7 +764,7 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
     }
   };
   pull();
-  CHECK(seen.size() == 2 * pairs);
+  CHECK(seen.size() == 2 * pairs + 4); // an assignment each, the tick targets' too
 
   // The verdicts go to the duplicates while the part moves; each is sent again with its
   // request id while the node answers UNAVAILABLE (the fence) or does not know the outcome.
@@ -772,7 +807,8 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
         == "0");
   CHECK(west.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation' AND shard < 4")
         == "0");
-  CHECK(std::stoi(west.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation'"))
+  CHECK(std::stoi(west.scalar("SELECT count(*) FROM entities WHERE kind = 'task.moderation'"
+                              " AND entity_id NOT LIKE 'x:z-%'"))
         == pairs);
   CHECK(db.scalar("SELECT count(*) FROM entity_events WHERE gost_shard_of(kind || '/' ||"
                   " entity_id, 8) >= 4")
@@ -782,6 +818,20 @@ TEST_CASE("tasks over a split shard group: gostctl move-shards moves a part of a
            && west.scalar("SELECT count(*) FROM entity_forwards") == "0";
   }));
   CHECK(db.scalar("SELECT count(*) FROM move_changes") == "0");
+  // Each action is in its home's database with exactly one queue row of its current guid
+  // there (those drawn on the other side were given new ones at the fence), and fires on.
+  CHECK_MESSAGE(ctl.output().find("given queue rows on their home shards") != std::string::npos,
+                ctl.output());
+  CHECK(testing::scheduled_invariant_broken(db) == "");
+  CHECK(testing::scheduled_invariant_broken(west) == "");
+  for (auto& id : actions) {
+    bool moved = shard_of(id, 8) >= 4;
+    auto q = "SELECT count(*) FROM scheduled_actions WHERE action_id = '" + id + "'";
+    CHECK_MESSAGE(db.scalar(q) == (moved ? "0" : "1"), id);
+    CHECK_MESSAGE(west.scalar(q) == (moved ? "1" : "0"), id);
+  }
+  CHECK_MESSAGE(testing::fire_twice_more(*scheduled, testing::successes_of(*scheduled, actions)),
+                "the actions did not all fire twice more after the split");
   // Each verdict handled once: an original has one, a duplicate one verdict result each.
   pull();
   auto stored = std::stoi(db.scalar("SELECT count(*) FROM entity_outputs WHERE lane = 'x'"))
