@@ -775,6 +775,16 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
   CHECK(stray.error() == db_errc::unavailable);
   CHECK(error_message(stray.error()).find("moved to group `west`") != std::string::npos);
   REQUIRE(begin_feed_task(t.east.pool, "t-late", staying[1], "shop"));
+  REQUIRE(record_feed_batch(t.east.pool, "t-late", "b1", {"e1"}, nullptr)); // by its task
+  // A task of a moved seller left at the source (as if written past the fence): its items are
+  // refused too, found through the task.
+  east.scalar("BEGIN; SET LOCAL gost.moving = 'on'; INSERT INTO feed_tasks (task_id, seller_id,"
+              " namespace) VALUES ('t-stale', '"
+              + going[2] + "', 'shop'); COMMIT");
+  auto stale = record_feed_batch(t.east.pool, "t-stale", "b1", {"e1"}, nullptr);
+  REQUIRE_FALSE(stale);
+  CHECK(stale.error() == db_errc::unavailable);
+  CHECK(east.scalar("SELECT count(*) FROM feed_items WHERE task_id = 't-stale'") == "0");
   // An entity of east (shard 8-11) sending to one of each half: the moved one's event is kept
   // as a forward, relayed to west by east's owner; the other is an event here.
   auto sender = keys_at_home(east, "stay", 1, 8, 11, "task.x")[0];

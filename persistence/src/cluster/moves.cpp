@@ -34,7 +34,7 @@ struct keyed_table {
   const char* parent_there = nullptr;
   /// Its writers hold no lease: while the group moves, a trigger at the source refuses their
   /// writes once the range is fenced (migration 0027, gost_move_fence, for a whole group;
-  /// migration 0030, gost_move_fence_rows, by the seller's home shard for a part: `fence_by`
+  /// migration 0030, gost_move_fence_rows, by the sellers' home shards for a part: `fence_by`
   /// names the column that finds the seller, `seller_id` or `task_id` of feed_tasks). It stays
   /// after the move (a writer with the old map is refused, not lost) until a move brings a
   /// range into that database again.
@@ -523,11 +523,15 @@ private:
                               "OR DELETE ON "}
                   + t.name + " FOR EACH STATEMENT EXECUTE FUNCTION gost_move_fence('"
                   + std::to_string(plan_.first) + "')");
-        else if (t.fenced) // a part: by each row's seller, whose lease row says where it is
-          tx.exec(std::string{"CREATE OR REPLACE TRIGGER gost_move_fence_rows BEFORE INSERT OR "
-                              "UPDATE OR DELETE ON "}
-                  + t.name + " FOR EACH ROW EXECUTE FUNCTION gost_move_fence_rows('"
-                  + std::to_string(plan_.shard_count) + "', '" + t.fence_by + "')");
+        else if (t.fenced) // a part: by each statement's sellers, whose lease rows say where
+          for (auto& [suffix, event, rows] :
+               {std::make_tuple("ins", "INSERT", "NEW"), std::make_tuple("upd", "UPDATE", "NEW"),
+                std::make_tuple("del", "DELETE", "OLD")})
+            tx.exec(std::string{"CREATE OR REPLACE TRIGGER gost_move_fence_"} + suffix + " AFTER "
+                    + event + " ON " + t.name + " REFERENCING " + rows
+                    + " TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION "
+                      "gost_move_fence_rows('"
+                    + std::to_string(plan_.shard_count) + "', '" + t.fence_by + "')");
       }
       tx.commit();
     });
@@ -539,8 +543,8 @@ private:
       pqxx::work tx{c};
       tx.exec("SET LOCAL gost.moving = 'on'");
       // A fence an earlier move of the target's whole group left there: a range comes back now.
-      // (The fence of a part, gost_move_fence_rows, stays: it refuses the sellers of shards
-      // that left only.)
+      // (The fence of a part, gost_move_fence_ins/upd/del, stays: it refuses the sellers of
+      // shards that left only.)
       for (auto& t : keyed_tables())
         if (t.fenced)
           tx.exec(std::string{"DROP TRIGGER IF EXISTS gost_move_fence ON "} + t.name);
