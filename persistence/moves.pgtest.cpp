@@ -356,6 +356,11 @@ TEST_CASE("shard move: a change logged early but committed while a catch-up roun
 
 namespace {
 
+/// The home shard of a scheduled action's id (migration 0030's hash, as the scheduler's).
+uint32_t home_of(const gost::testing::temp_db& db, const std::string& id) {
+  return static_cast<uint32_t>(std::stoul(db.scalar("SELECT gost_shard_of('" + id + "', 16)")));
+}
+
 gost::v1::ScheduledAction action(const std::string& id) {
   gost::v1::ScheduledAction a;
   a.mutable_meta()->set_id(id);
@@ -373,7 +378,8 @@ TEST_CASE("shard move: a group's scheduled actions move with it (their queues, t
   three_dbs t;
   fill_east(t.east.db, 20);
   for (int i = 0; i < 40; ++i)
-    REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("a" + std::to_string(i)), 8 + i % 8));
+    REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("a" + std::to_string(i)), 8 + i % 8,
+                                          home_of(t.east.db, "a" + std::to_string(i))));
   // Half of them moved to the processing queue by their workers; an attempt each, and one
   // written by an operator's verb (no shard).
   t.east.db.scalar("WITH m AS (DELETE FROM scheduled_incoming WHERE seq % 2 = 0 RETURNING *)"
@@ -404,7 +410,8 @@ TEST_CASE("shard move: a group's scheduled actions move with it (their queues, t
     if (step == "copy" && detail.rfind("scheduled_actions:", 0) == 0
         && detail.find("done") != std::string::npos && !changed) {
       changed = true;
-      REQUIRE_FALSE(create_scheduled_action(t.east.pool, action("late"), 12));
+      REQUIRE_FALSE(
+        create_scheduled_action(t.east.pool, action("late"), 12, home_of(t.east.db, "late")));
       t.east.db.scalar("INSERT INTO scheduled_attempts (action_id, at_ms, occurrence_ms,"
                        " attempt, outcome, node, shard, epoch) VALUES ('late', 3, 3, 1, 'ok',"
                        " 'n1', 12, 3)");
@@ -442,7 +449,8 @@ TEST_CASE("shard move: a group's scheduled actions move with it (their queues, t
         == "t");
 
   // The source's leases stay fenced: an API write that still goes there is refused, retry.
-  auto refused = create_scheduled_action(t.east.pool, action("stray"), 9);
+  auto refused =
+    create_scheduled_action(t.east.pool, action("stray"), 9, home_of(t.east.db, "stray"));
   REQUIRE(refused);
   CHECK(refused == db_errc::unavailable);
   CHECK_MESSAGE(error_message(refused).find("shard 9 is moving") != std::string::npos,
@@ -867,7 +875,8 @@ TEST_CASE("shard move of a part: each scheduled action goes with its id's home s
   auto ids = keys_at_home(t.east.db, "a", 40, 8, 15); // east's actions: their homes are east's
   for (int i = 0; i < 40; ++i) {
     auto& id = ids[static_cast<size_t>(i)];
-    REQUIRE_FALSE(create_scheduled_action(t.east.pool, action(id), 8 + (i * 3) % 8));
+    REQUIRE_FALSE(
+      create_scheduled_action(t.east.pool, action(id), 8 + (i * 3) % 8, home_of(t.east.db, id)));
     home[id] =
       static_cast<uint32_t>(std::stoul(t.east.db.scalar("SELECT gost_shard_of('" + id + "', 16)")));
   }
@@ -946,11 +955,96 @@ TEST_CASE("shard move of a part: each scheduled action goes with its id's home s
     if (moving(id))
       gone = id;
   auto changed = change_scheduled_action(
-    t.east.pool, gone, [](gost::v1::ScheduledAction&) { return caf::error{}; }, 9);
+    t.east.pool, gone, [](gost::v1::ScheduledAction&) { return caf::error{}; }, 9,
+    home_of(t.east.db, gone));
   REQUIRE_FALSE(changed);
   CHECK(changed.error() == db_errc::unavailable);
   CHECK(error_message(changed.error()).find("is moving") != std::string::npos);
   // One of the staying part is taken.
   auto staying = keys_at_home(t.east.db, "new", 1, 8, 11)[0];
-  REQUIRE_FALSE(create_scheduled_action(t.east.pool, action(staying), 9));
+  REQUIRE_FALSE(
+    create_scheduled_action(t.east.pool, action(staying), 9, home_of(t.east.db, staying)));
+}
+
+TEST_CASE("shard move of a part, asked again: cut short before its fence it resumes without the "
+          "rows deleted meanwhile, or is undone if offers came; cut short after its fence it "
+          "finishes whatever the source holds") {
+  three_dbs t;
+  auto& east = t.east.db;
+  auto& west = t.west.db;
+  auto ids = keys_at_home(east, "go", 6, 12, 15, "task.x");
+  for (auto& id : ids) {
+    east.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us)"
+                " VALUES ('task.x', '"
+                + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+    east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES"
+                " ('task.x', '"
+                + id + "', 5, '\\x01')");
+  }
+  // Cut short once the entities' events are copied (before the fence).
+  bool stop = false;
+  move_options o;
+  o.cancelled = [&] { return stop; };
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    if (step == "copy" && detail.rfind("entity_events", 0) == 0)
+      stop = true;
+  };
+  auto cut = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_FALSE(cut);
+  CHECK(cut.error() == db_errc::unavailable);
+  REQUIRE(west.scalar("SELECT count(*) FROM entity_events") == "6");
+  // An event handled at the source meanwhile: the resumed move must not bring it back.
+  east.scalar("DELETE FROM entity_events WHERE entity_id = '" + ids[0] + "'");
+  auto resumed_plan = part_plan(t);
+  CHECK(resumed_plan.resumed);
+  auto done = move_shards(t.catalog.pool, t.east.pool, t.west.pool, resumed_plan, {});
+  REQUIRE_MESSAGE(done, error_message(done.error()));
+  CHECK(west.scalar("SELECT count(*) FROM entity_events") == "5");
+  CHECK(west.scalar("SELECT count(*) FROM entity_events WHERE entity_id = '" + ids[0] + "'")
+        == "0");
+
+  // Back to east (a whole group now: west holds 12-15 only), then a part again, cut short
+  // before its fence; offers come, and the move asked again is refused and undone.
+  {
+    auto map = load_group_map(t.catalog.pool, shards);
+    REQUIRE(map);
+    auto back = plan_move(*map, 12, 15, "east");
+    REQUIRE(std::holds_alternative<move_plan>(back));
+    CHECK(std::get<move_plan>(back).whole);
+    REQUIRE(move_shards(t.catalog.pool, t.west.pool, t.east.pool, std::get<move_plan>(back), {}));
+  }
+  stop = false;
+  cut = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_FALSE(cut);
+  east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+              " VALUES ('o1', 9, 's', 'ns', 1, '\\x00')");
+  auto refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error()).find("holds offers") != std::string::npos);
+  CHECK(t.catalog.db.scalar("SELECT count(*) FROM shard_ranges WHERE moving_to IS NOT NULL")
+        == "0");
+  CHECK(west.scalar("SELECT count(*) FROM entity_events") == "0");
+  CHECK(west.scalar("SELECT count(*) FROM entities") == "0");
+  CHECK(east.scalar("SELECT count(*) FROM entity_events") == "5");
+
+  // Cut short right after its fence (the progress callback throws there): asked again with
+  // offers at the source, it finishes (the range serves nowhere until it does).
+  east.scalar("DELETE FROM offers");
+  struct after_fence {};
+  move_options f;
+  f.progress = [&](const std::string& step, const std::string& detail) {
+    if (step == "fence" && detail.find("fenced at") != std::string::npos)
+      throw after_fence{};
+  };
+  CHECK_THROWS_AS(move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), f),
+                  after_fence);
+  east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, version, body)"
+              " VALUES ('o2', 9, 's', 'ns', 1, '\\x00')");
+  auto finished = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
+  REQUIRE_MESSAGE(finished, error_message(finished.error()));
+  CHECK(west.scalar("SELECT count(*) FROM entity_events") == "5");
+  CHECK(east.scalar("SELECT count(*) FROM entity_events") == "0");
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  CHECK(map->group_of(12).name == "west");
 }

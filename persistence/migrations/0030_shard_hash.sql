@@ -8,7 +8,7 @@
 -- bytes, then the fmix64 finalizer), with bigint arithmetic on 32-bit halves: PostgreSQL has
 -- no unsigned 64-bit type and checks bigint overflow. They are for moves and for operators
 -- (`SELECT gost_shard_of('offer-1', 64)`), never on a hot path: a writer knows its shard.
--- persistence/cluster/shard_hash.pgtest.cpp compares them with the C++ on docs/sharding.md's
+-- actors/core/shard_hash.pgtest.cpp compares them with the C++ on docs/sharding.md's
 -- test vectors and on random keys.
 
 -- (a * b) mod 2^32 for a, b in [0, 2^32): b is split in 16-bit halves, so no product passes

@@ -73,7 +73,8 @@ caf::expected<v1::ScheduledAction> scheduler::create(const std::string& id,
   *a.mutable_spec() = spec;
   *a.mutable_status() = start_status(spec, now, nullptr);
   auto shard = incoming_shard(id);
-  if (auto err = persistence::create_scheduled_action(where_->of_shard(shard), a, shard))
+  if (auto err = persistence::create_scheduled_action(where_->of_shard(shard), a, shard,
+                                                      gost::shard_of(id, shard_count_)))
     return err; // already_exists: status.cpp maps it
   told(shard);
   return a;
@@ -110,7 +111,10 @@ caf::expected<size_t> scheduler::create_many(
     by_group[where_->group_of(r.second)].push_back(std::move(r));
   size_t stored = 0;
   for (auto& [group, share] : by_group) {
-    if (auto err = persistence::create_scheduled_actions(*where_->database(group), share)) {
+    std::set<uint32_t> homes;
+    for (auto& r : share)
+      homes.insert(gost::shard_of(r.first.meta().id(), shard_count_));
+    if (auto err = persistence::create_scheduled_actions(*where_->database(group), share, homes)) {
       if (stored == 0 || err.category() != caf::atom("db"))
         return err;
       return persistence::make_db_error(
@@ -145,7 +149,7 @@ caf::expected<v1::ScheduledAction> scheduler::update(const std::string& id,
       *a.mutable_status() = start_status(spec, now, &a.status());
       return caf::error{};
     },
-    shard);
+    shard, gost::shard_of(id, shard_count_));
   if (r)
     told(shard);
   return r; // not_found: status.cpp maps it
@@ -190,7 +194,7 @@ caf::expected<scheduler::verb_result> scheduler::apply(verb v, const std::string
       a.mutable_meta()->set_updated_at_ms(now);
       return caf::error{};
     },
-    shard, &records);
+    shard, gost::shard_of(id, shard_count_), &records);
   if (!r)
     return std::move(r.error());
   if (changed)

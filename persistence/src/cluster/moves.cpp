@@ -260,6 +260,22 @@ public:
   caf::expected<move_report> run() {
     if (auto err = check())
       return err;
+    // A move resumed after its fence finishes whatever the source holds now; before it, a part
+    // is refused while the source holds offers (and a resumed one undone).
+    bool fenced = false;
+    if (plan_.resumed) {
+      auto f = already_fenced();
+      if (!f)
+        return f.error();
+      fenced = *f;
+    }
+    if (!fenced)
+      if (auto refused = part_refusal()) {
+        if (plan_.resumed)
+          if (auto err = abandon())
+            return err;
+        return refused;
+      }
     if (auto err = mark_moving())
       return err;
     if (auto err = prepare())
@@ -277,13 +293,14 @@ public:
       if (*n <= opts_.small_round)
         break;
     }
-    if (auto refused = part_refusal()) {
-      // Offers came meanwhile (a feed's load, a client): the part is not moved. The move
-      // is undone, so that the map takes other moves again.
-      if (auto err = abandon())
-        return err;
-      return refused;
-    }
+    if (!fenced)
+      if (auto refused = part_refusal()) {
+        // Offers came meanwhile (a feed's load, a client): the part is not moved. The move
+        // is undone, so that the map takes other moves again.
+        if (auto err = abandon())
+          return err;
+        return refused;
+      }
     auto fenced_at = std::chrono::steady_clock::now();
     if (auto err = fence())
       return err;
@@ -373,7 +390,24 @@ private:
                                + "` but not group `" + plan_.to_name
                                + "` (a node opens the groups declared at its start): restart it "
                                  "before moving shards there");
-    return part_refusal();
+    return {};
+  }
+
+  /// Whether the range's leases at the source are fenced for this move already (a move cut
+  /// short after its fence, asked again).
+  caf::expected<bool> already_fenced() {
+    bool all = false;
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      all = tx.exec_params("SELECT count(*) FILTER (WHERE owner = $3) = $2::int - $1::int + 1"
+                           " FROM shard_leases WHERE shard BETWEEN $1::int AND $2::int",
+                           static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last),
+                           "moved:" + plan_.to_name)[0][0]
+              .as<bool>();
+    });
+    if (err)
+      return err;
+    return all;
   }
 
   /// A part of a group is not moved while the source holds offers: a seller's offers would be
@@ -467,6 +501,15 @@ private:
     auto err = change_log_off();
     if (err)
       return err;
+    if (tables_.empty()) // a resumed move refused before its prepare
+      err = with_connection(source_, [&](pqxx::connection& c) {
+        tables_.clear();
+        pqxx::nontransaction tx{c};
+        for (auto& t : keyed_tables())
+          tables_.push_back(make_table_sql(tx, t, plan_.shard_count));
+      });
+    if (err)
+      return err;
     int64_t removed = 0;
     for (auto it = tables_.rbegin(); it != tables_.rend(); ++it) {
       if (!by_home(*it)) {
@@ -556,6 +599,13 @@ private:
     });
     if (err)
       return err;
+    // A part asked again: what an earlier run copied of the tables without a shard column is
+    // deleted there too (the log that would have carried later deletes was emptied above).
+    if (plan_.resumed && !plan_.whole)
+      for (auto& t : tables_)
+        if (by_home(t))
+          if (auto e = remove_by_home(target_, t, &cleared))
+            return e;
     say("prepare", "change log on at `" + plan_.from_name + "`; " + std::to_string(cleared)
                      + " stale rows of the range cleared at `" + plan_.to_name + "`");
     return {};

@@ -90,27 +90,15 @@ bool fence(pqxx::transaction_base& tx, const scheduled_lease& l) {
 /// each holds the lease rows of the shards it writes (FOR SHARE, in shard order as a heartbeat
 /// locks them) and is refused while one is fenced by a move (`moved:<target>`, ADR 0023): a
 /// move's fence waits for the writes in flight, and none lands after its last catch-up. The
-/// shards are the queue rows' and the actions' home shards (`ids`' hashes: a part of a group
-/// may move, its actions' queue rows being on other shards); the homes are computed in SQL
-/// (migration 0030) only in a database some shards left already (a move's fence happened
-/// here), so an installation that never moved pays nothing for them.
-caf::error check_not_moving(pqxx::transaction_base& tx, std::vector<uint32_t> shards,
-                            const std::vector<std::string>& ids) {
+/// shards are its queue rows' and its actions' home shards (a part of a group may move, an
+/// action's queue rows being on other shards than its home).
+caf::error check_not_moving(pqxx::transaction_base& tx, const std::set<uint32_t>& shards) {
   std::string list;
   for (auto s : shards)
     list += (list.empty() ? "" : ",") + std::to_string(s);
-  std::string keys;
-  for (auto& id : ids)
-    keys += (keys.empty() ? "" : ",") + tx.quote(id);
-  auto homes = keys.empty()
-                 ? std::string{}
-                 : " OR (EXISTS (SELECT 1 FROM shard_leases WHERE owner LIKE 'moved:%') AND shard"
-                   " IN (SELECT gost_shard_of(x, (SELECT shard_count FROM installation))"
-                   " FROM unnest(ARRAY["
-                     + keys + "]::text[]) x))";
-  for (auto row : tx.exec("SELECT shard, coalesce(owner, '') FROM shard_leases WHERE (shard = ANY("
+  for (auto row : tx.exec("SELECT shard, coalesce(owner, '') FROM shard_leases WHERE shard = ANY("
                           "'{"
-                          + list + "}'::int[])" + homes + ") ORDER BY shard FOR SHARE"))
+                          + list + "}'::int[]) ORDER BY shard FOR SHARE"))
     if (row[1].as<std::string>().rfind("moved:", 0) == 0)
       return make_db_error(db_errc::unavailable,
                            "shard " + row[0].as<std::string>()
@@ -133,12 +121,12 @@ const char* to_string(step_outcome x) {
 }
 
 caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
-                                   uint32_t incoming_shard) {
+                                   uint32_t incoming_shard, uint32_t home_shard) {
   bool taken = false;
   caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
-    if ((moving = check_not_moving(tx, {incoming_shard}, {a.meta().id()})))
+    if ((moving = check_not_moving(tx, {incoming_shard, home_shard})))
       return;
     auto r = tx.exec_params(
       "INSERT INTO scheduled_actions (action_id, action_guid, meta, spec, status,"
@@ -165,7 +153,8 @@ caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& a,
 
 caf::error
 create_scheduled_actions(pg_pool& pool,
-                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions) {
+                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions,
+                         const std::set<uint32_t>& home_shards) {
   if (actions.empty())
     return {};
   std::string taken;
@@ -173,13 +162,10 @@ create_scheduled_actions(pg_pool& pool,
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     taken.clear();
     pqxx::work tx{c};
-    std::set<uint32_t> shards;
-    std::vector<std::string> ids;
-    for (auto& a : actions) {
+    auto shards = home_shards;
+    for (auto& a : actions)
       shards.insert(a.second);
-      ids.push_back(a.first.meta().id());
-    }
-    if ((moving = check_not_moving(tx, {shards.begin(), shards.end()}, ids)))
+    if ((moving = check_not_moving(tx, shards)))
       return;
     values_list rows, incoming;
     blob_params blobs;
@@ -229,14 +215,15 @@ create_scheduled_actions(pg_pool& pool,
 caf::expected<v1::ScheduledAction>
 change_scheduled_action(pg_pool& pool, const std::string& id,
                         const std::function<caf::error(v1::ScheduledAction&)>& change,
-                        uint32_t incoming_shard, std::vector<attempt_record>* records) {
+                        uint32_t incoming_shard, uint32_t home_shard,
+                        std::vector<attempt_record>* records) {
   v1::ScheduledAction out;
   caf::error refusal;
   bool missing = false;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     refusal = caf::error{};
     pqxx::work tx{c};
-    if ((refusal = check_not_moving(tx, {incoming_shard}, {id})))
+    if ((refusal = check_not_moving(tx, {incoming_shard, home_shard})))
       return;
     auto r = tx.exec_params(
       "SELECT meta, spec, status FROM scheduled_actions WHERE action_id = $1 FOR UPDATE", id);
@@ -316,7 +303,7 @@ caf::expected<bool> delete_scheduled_action(pg_pool& pool, const std::string& id
   caf::error moving;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::work tx{c};
-    if ((moving = check_not_moving(tx, {home_shard}, {})))
+    if ((moving = check_not_moving(tx, {home_shard})))
       return;
     deleted =
       !tx.exec_params("DELETE FROM scheduled_actions WHERE action_id = $1 RETURNING 1", id).empty();

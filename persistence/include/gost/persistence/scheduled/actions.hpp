@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,31 +39,37 @@ struct attempt_record {
 constexpr int64_t attempts_kept = 20;
 
 // --- the API's side -------------------------------------------------------------------------
-// Each write holds the lease rows of the shards it writes (FOR SHARE) and is refused
+// Each write holds the lease rows of the shards it writes (FOR SHARE): its incoming rows'
+// shards and its actions' home shards (`shard_of(id)`: a move of a part of a group takes an
+// action by its home, its queue rows being on shards drawn in the group), and is refused
 // db_errc::unavailable ("retry in a moment") while a move fences one (ADR 0023): the API has
 // no lease of its own, so this is what keeps its writes out of a moving group's last copy.
 
 /// Stores a new action (its meta.guid set by the caller) and its incoming row in shard
-/// `incoming_shard`. db_errc::already_exists when the id is taken.
+/// `incoming_shard`; `home_shard`: its id's shard. db_errc::already_exists when the id is
+/// taken.
 caf::error create_scheduled_action(pg_pool& pool, const v1::ScheduledAction& action,
-                                   uint32_t incoming_shard);
+                                   uint32_t incoming_shard, uint32_t home_shard);
 
 /// Stores new actions (meta.guid set by the caller), each with its incoming row in the shard
 /// paired with it, in one transaction: all or none (the scheduler's bulk create).
-/// db_errc::already_exists naming a taken id: nothing stored.
+/// `home_shards`: their ids' shards. db_errc::already_exists naming a taken id: nothing stored.
 caf::error
 create_scheduled_actions(pg_pool& pool,
-                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions);
+                         const std::vector<std::pair<v1::ScheduledAction, uint32_t>>& actions,
+                         const std::set<uint32_t>& home_shards);
 
-/// Locks action `id`, lets `change` edit it (an error refuses: nothing written), and stores it
-/// with an incoming row for its guid (`change` sets the new one) in shard `incoming_shard`,
+/// Locks action `id` (whose id's shard is `home_shard`), lets `change` edit it (an error
+/// refuses: nothing written), and stores it with an incoming row for its guid (`change` sets
+/// the new one) in shard `incoming_shard`,
 /// and the attempt log entries `change` left in `*records` (if given). A change that keeps the
 /// guid writes nothing (a verb finding the action as asked already). Returns the action as
 /// stored; db_errc::not_found when there is none.
 caf::expected<v1::ScheduledAction>
 change_scheduled_action(pg_pool& pool, const std::string& id,
                         const std::function<caf::error(v1::ScheduledAction&)>& change,
-                        uint32_t incoming_shard, std::vector<attempt_record>* records = nullptr);
+                        uint32_t incoming_shard, uint32_t home_shard,
+                        std::vector<attempt_record>* records = nullptr);
 
 /// The attempt log of `id`, newest first, at most `limit`.
 caf::expected<std::vector<attempt_record>> attempts_of(pg_pool& pool, const std::string& id,
