@@ -656,6 +656,13 @@ std::vector<std::string> keys_at_home(const gost::testing::temp_db& db, const st
   return out;
 }
 
+/// A `task.x` entity `id` in `db`, on its home shard.
+void add_entity(const gost::testing::temp_db& db, const std::string& id) {
+  db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us)"
+            " VALUES ('task.x', '"
+            + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+}
+
 /// A part of east (12-15) to west.
 move_plan part_plan(three_dbs& t) {
   auto map = load_group_map(t.catalog.pool, shards);
@@ -678,9 +685,7 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
   for (auto& [first, last, prefix] :
        {std::make_tuple(8, 11, "stay"), std::make_tuple(12, 15, "go")})
     for (auto& id : keys_at_home(east, prefix, 10, first, last, "task.x")) {
-      east.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us)"
-                  " VALUES ('task.x', '"
-                  + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+      add_entity(east, id);
       east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload)"
                   " VALUES ('task.x', '"
                   + id + "', 5, '\\x01'), ('task.x', '" + id + "', 6, '\\x02')");
@@ -838,9 +843,7 @@ TEST_CASE("shard move of a part: refused while the source holds offers (nothing 
 
   // Entities to copy; an offer arrives while they are copied.
   for (auto& id : keys_at_home(t.east.db, "go", 5, 12, 15, "task.x"))
-    t.east.db.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane,"
-                     " due_at_us) VALUES ('task.x', '"
-                     + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+    add_entity(t.east.db, id);
   move_options o;
   o.progress = [&](const std::string& step, const std::string&) {
     if (step == "copy")
@@ -974,9 +977,7 @@ TEST_CASE("shard move of a part, asked again: cut short before its fence it resu
   auto& west = t.west.db;
   auto ids = keys_at_home(east, "go", 6, 12, 15, "task.x");
   for (auto& id : ids) {
-    east.scalar("INSERT INTO entities (kind, entity_id, shard, version, state, lane, due_at_us)"
-                " VALUES ('task.x', '"
-                + id + "', gost_shard_of('task.x/" + id + "', 16), 1, '\\x0a', 'g', 0)");
+    add_entity(east, id);
     east.scalar("INSERT INTO entity_events (kind, entity_id, due_at_us, payload) VALUES"
                 " ('task.x', '"
                 + id + "', 5, '\\x01')");
