@@ -1,4 +1,8 @@
 #include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+
 #include <pqxx/pqxx>
 
 #include "gost/persistence/offers/offer_store.hpp"
@@ -6,6 +10,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
 #include "gost/testing/pg.hpp"
+#include "gost/testing/process.hpp"
 #include "gost/v1/events.pb.h"
 #include "gost/v1/offer.pb.h"
 #include "pg_fixture.hpp"
@@ -251,6 +256,106 @@ TEST_CASE_FIXTURE(fixture,
       "SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id IN ('n1', 'n2')")
     == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'n2'") == "0");
+}
+
+/// A change of `id` at `version` that gives it the seller key (seller, ns, external).
+write_set rekey(const std::string& id, int64_t version, const std::string& seller,
+                const std::string& ns, const std::string& external) {
+  write_set ws;
+  ws.offer_id = id;
+  ws.expected_version = version;
+  gost::v1::Offer o;
+  o.set_id(id);
+  o.set_seller_id(seller);
+  o.set_namespace_(ns);
+  o.set_external_id(external);
+  o.set_version(version + 1);
+  ws.new_body = o.SerializeAsString();
+  ws.rekey = true;
+  ws.key = {seller, ns, external};
+  return ws;
+}
+
+TEST_CASE_FIXTURE(fixture, "a change that re-keys an offer moves its key columns; a key another "
+                           "offer holds is key_taken and applies nothing") {
+  offer_store store{pool};
+  auto key_of = [&](const std::string& id) {
+    return db.scalar("SELECT seller_id || '/' || namespace || '/' || coalesce(external_id, '-')"
+                     " FROM offers WHERE offer_id = '"
+                     + id + "'");
+  };
+  REQUIRE(commit({rekey("a", 1, "s2", "shop", "k1")})
+          == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(key_of("a") == "s2/shop/k1");
+  auto found = store.find_id("s2", "shop", "k1");
+  REQUIRE(found);
+  CHECK(found->value_or("") == "a");
+  auto listed = store.list_by_seller("s2", std::nullopt, "", 10);
+  REQUIRE(listed);
+  CHECK(listed->size() == 1);
+
+  // b may not take a's key: nothing of its set is written, not its body, not its event.
+  auto taken = rekey("b", 1, "s2", "shop", "k1");
+  taken.states = {{"s1", "lost"}};
+  taken.outbox = event("b", 2);
+  CHECK(commit({taken}) == std::vector<write_outcome>{write_outcome::key_taken});
+  CHECK(key_of("b") == "s//-");
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "1");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'b'") == "0");
+  CHECK(outbox().empty());
+
+  // A key another set of the batch gives up is not free for this one (retried, it is); a
+  // removed offer's key is.
+  CHECK(commit({rekey("a", 2, "s2", "shop", "k2"), rekey("b", 1, "s2", "shop", "k1")})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::key_taken});
+  CHECK(commit({rekey("b", 1, "s2", "shop", "k1")})
+        == std::vector<write_outcome>{write_outcome::committed});
+  write_set rm;
+  rm.offer_id = "a";
+  rm.op = offer_op::remove;
+  rm.expected_version = 3;
+  CHECK(commit({rm, rekey("b", 2, "s2", "shop", "k2")})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed});
+  CHECK(key_of("b") == "s2/shop/k2");
+  // The old key is free again: an insert takes it.
+  write_set ins;
+  ins.offer_id = "n1";
+  ins.op = offer_op::insert;
+  ins.new_body = body("n1", 1, "new");
+  ins.key = {"s2", "shop", "k1"};
+  CHECK(commit({ins}) == std::vector<write_outcome>{write_outcome::committed});
+  // No external id: no unique key to hold (several offers of a seller may have none).
+  CHECK(commit({rekey("b", 3, "s2", "shop", ""), rekey("n1", 1, "s2", "shop", "")})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed});
+  CHECK(key_of("n1") == "s2/shop/-");
+}
+
+TEST_CASE_FIXTURE(fixture, "a re-key racing another transaction's insert of that key is key_taken "
+                           "and the rest of its batch commits") {
+  // Another writer (a node's writer for another shard) inserts key k9 and has not committed.
+  pqxx::connection other{db.dsn()};
+  pqxx::work insert{other};
+  insert.exec("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version,"
+              " body) VALUES ('z', 2, 's', 'shop', 'k9', 1, '')");
+  std::vector<write_outcome> r;
+  std::thread writer{[&] {
+    r = commit(
+      {rekey("a", 1, "s", "shop", "k9"), write_set{"b", 1, body("b", 2, "y"), {}, {}, {}, {}}});
+  }};
+  // The batch's key UPDATE waits on the unique index for the other transaction.
+  bool waiting = gost::testing::eventually(std::chrono::seconds{60}, [&] {
+    return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                     " AND wait_event_type = 'Lock'")
+           != "0";
+  });
+  insert.commit();
+  writer.join();
+  REQUIRE(waiting);
+  CHECK(r == std::vector<write_outcome>{write_outcome::key_taken, write_outcome::committed});
+  CHECK(db.scalar("SELECT coalesce(external_id, '-') || ':' || version FROM offers"
+                  " WHERE offer_id = 'a'")
+        == "-:1");
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
 }
 
 TEST_CASE_FIXTURE(fixture, "remove deletes the offer, its states and queue entries") {

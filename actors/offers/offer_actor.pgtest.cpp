@@ -67,6 +67,51 @@ TEST_CASE("a stale expected version is rejected and nothing is written") {
   CHECK(got->value.title() == "changed");
 }
 
+TEST_CASE("an update that changes the seller key moves the lookups with it; another offer's key "
+          "is refused and nothing changes") {
+  shard_fixture f;
+  auto keyed = [](const std::string& id, const std::string& sku) {
+    auto o = new_offer(id);
+    o.set_namespace_("shop");
+    o.set_external_id(sku);
+    return o;
+  };
+  REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{keyed("o1", "sku-1")}, request_id{}));
+  REQUIRE(f.ask(create_atom_v, std::string{"o2"}, offer_msg{keyed("o2", "sku-2")}, request_id{}));
+  caf::scoped_actor self{*f.sys};
+  auto find = [&](const std::string& sku) {
+    std::string out;
+    self->request(f.store, 10s, find_atom_v, std::string{"s"}, std::string{"shop"}, sku)
+      .receive([&](std::string& id) { out = id; },
+               [&](caf::error& e) { out = "error: " + f.sys->render(e); });
+    return out;
+  };
+  auto moved = f.ask(update_atom_v, std::string{"o1"}, offer_msg{keyed("o1", "sku-3")}, any_version,
+                     std::string{}, request_id{});
+  REQUIRE_MESSAGE(moved, f.sys->render(moved.error()));
+  CHECK(find("sku-3") == "o1");
+  CHECK(find("sku-1").rfind("error:", 0) == 0);
+  // The old key is free: another offer takes it.
+  REQUIRE(f.ask(update_atom_v, std::string{"o2"}, offer_msg{keyed("o2", "sku-1")}, any_version,
+                std::string{}, request_id{}));
+  CHECK(find("sku-1") == "o2");
+  // o1's key is not: refused, naming it, and o2 keeps its version and key.
+  auto taken = f.ask(update_atom_v, std::string{"o2"}, offer_msg{keyed("o2", "sku-3")}, any_version,
+                     std::string{}, request_id{});
+  REQUIRE_FALSE(taken);
+  CHECK(taken.error() == errc::already_exists);
+  CHECK(f.sys->render(taken.error()).find("sku-3") != std::string::npos);
+  CHECK(f.db.scalar("SELECT version || ':' || external_id FROM offers WHERE offer_id = 'o2'")
+        == "2:sku-1");
+  auto got = f.ask(get_atom_v, std::string{"o2"});
+  REQUIRE(got);
+  CHECK(got->value.external_id() == "sku-1");
+  // A create of a key an update took is refused as before.
+  auto dup = f.ask(create_atom_v, std::string{"o4"}, offer_msg{keyed("o4", "sku-3")}, request_id{});
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error() == errc::already_exists);
+}
+
 TEST_CASE("an idle offer actor passivates and reloads from PostgreSQL") {
   shard_fixture f{std::chrono::milliseconds{50}};
   REQUIRE(f.ask(create_atom_v, std::string{"o1"}, offer_msg{new_offer("o1")}, request_id{}));

@@ -160,6 +160,26 @@ TEST_CASE_FIXTURE(offer_fixture,
   CHECK(store.loaded().size() == 3);
 }
 
+TEST_CASE_FIXTURE(offer_fixture, "an update whose new seller key another offer holds answers "
+                                 "already_exists naming the key, and is not redone") {
+  store.will_load(offer("o1", 1, "t"));
+  writer.then(write_outcome::key_taken);
+  start();
+  auto moved = offer("o1", 0, "t");
+  moved.set_external_id("sku-9");
+  auto r = ask(shard, update_atom_v, std::string{"o1"}, offer_msg{moved}, any_version,
+               std::string{}, request_id{});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::already_exists);
+  CHECK(error_message(r.error()).find("external_id sku-9") != std::string::npos);
+  REQUIRE(writer.writes().size() == 1);
+  CHECK(writer.writes()[0].ws.rekey);
+  CHECK(stats->stage_conflicts.load() == 0);
+  // The held copy was forgotten: the next request reads the offer again.
+  REQUIRE(ask(shard, get_atom_v, std::string{"o1"}));
+  CHECK(store.loaded().size() == 2);
+}
+
 TEST_CASE_FIXTURE(offer_fixture, "a create that loses its insert answers already_exists") {
   writer.then(write_outcome::conflict);
   start();

@@ -102,6 +102,38 @@ TEST_CASE("an update's event carries the status the offer had before it") {
   CHECK(saved.previous_status() == v1::OFFER_STATUS_ACTIVE);
 }
 
+TEST_CASE("an update that changes the seller key re-keys the row; one that keeps it does not") {
+  stage_registry reg;
+  offer_entity e{"o1"};
+  auto stored = content();
+  stored.set_namespace_("shop");
+  stored.set_external_id("sku-1");
+  e.committed(*offer_entity{"o1"}.prepare_create(stored, t0, limits));
+  offer_context ctx;
+  v1::Offer title_only;
+  title_only.set_title("red bike");
+  auto same = prepare_update({e, ctx, reg, t0, limits}, title_only, any_version, "title");
+  REQUIRE(same);
+  CHECK_FALSE(same->ws.rekey);
+  for (auto field : {"seller_id", "namespace", "external_id"}) {
+    CAPTURE(field);
+    v1::Offer moved = *e.current();
+    std::string f = field;
+    if (f == "seller_id")
+      moved.set_seller_id("s2");
+    else if (f == "namespace")
+      moved.set_namespace_("other");
+    else
+      moved.set_external_id("sku-2");
+    auto u = prepare_update({e, ctx, reg, t0, limits}, moved, any_version, field);
+    REQUIRE(u);
+    CHECK(u->ws.rekey);
+    CHECK(u->ws.key.seller_id == moved.seller_id());
+    CHECK(u->ws.key.ns == moved.namespace_());
+    CHECK(u->ws.key.external_id == moved.external_id());
+  }
+}
+
 TEST_CASE("content rules hold for the offer as stored: a masked update is checked merged") {
   stage_registry reg;
   offer_entity e{"o1"};

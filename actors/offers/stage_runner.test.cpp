@@ -78,6 +78,28 @@ TEST_CASE("a stage that changes nothing writes nothing but its dequeue") {
   }
 }
 
+TEST_CASE("a stage's result keeps the offer's seller key") {
+  stage_registry reg;
+  auto p = std::make_shared<probe>();
+  reg.add("p", p);
+  offer_context ctx;
+  stage_result r;
+  r.offer = offer();
+  r.offer->set_seller_id("someone-else");
+  r.offer->set_namespace_("other");
+  r.offer->set_external_id("sku-x");
+  auto only_key = after_process(reg, "p", offer(), ctx, r, now, {});
+  CHECK_FALSE(only_key.offer_changed); // nothing else changed: nothing to write
+  r.offer->set_title("renamed");
+  auto out = after_process(reg, "p", offer(), ctx, r, now, {});
+  REQUIRE(out.offer_changed);
+  CHECK(out.offer->title() == "renamed");
+  CHECK(out.offer->seller_id() == offer().seller_id());
+  CHECK(out.offer->namespace_() == offer().namespace_());
+  CHECK(out.offer->external_id() == offer().external_id());
+  CHECK_FALSE(out.ws.rekey);
+}
+
 TEST_CASE("a changed offer asks the other stages, honouring field interests") {
   stage_registry reg;
   auto changer = std::make_shared<probe>();

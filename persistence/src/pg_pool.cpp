@@ -246,7 +246,9 @@ caf::error commit_marked(pg_pool& pool, const std::string& mark,
       } catch (const pqxx::sql_error& e) {
         // A deadlock or a serialization failure rolled the whole transaction back: nothing
         // was written, run it again (a few times) instead of failing every set of the batch.
-        bool again = e.sqlstate() == "40P01" || e.sqlstate() == "40001";
+        // So does a unique key another transaction took while this one decided (an offer's
+        // seller key, write_behind.cpp): the next run reads it and refuses that set alone.
+        bool again = e.sqlstate() == "40P01" || e.sqlstate() == "40001" || e.sqlstate() == "23505";
         if (!again || attempt >= 3)
           throw;
       }

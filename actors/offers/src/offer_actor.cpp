@@ -356,7 +356,17 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
               make_error(errc::conflict, "offer " + s.entity.id() + " keeps changing; retry"));
           }
         },
-        [=](caf::error err) mutable { rp.deliver(std::move(err)); });
+        [=](caf::error err) mutable {
+          // write_outcome::key_taken: the update's new seller key is another offer's.
+          if (err == errc::already_exists && applied->next) {
+            auto& o = *applied->next;
+            err = make_error(errc::already_exists,
+                             "offer " + o.id() + " cannot take seller_id " + o.seller_id()
+                               + ", namespace " + o.namespace_() + ", external_id "
+                               + o.external_id() + ": another offer has them; nothing changed");
+          }
+          rp.deliver(std::move(err));
+        });
     },
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
 }

@@ -53,6 +53,13 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
   ws.offer_id = in.entity.id();
   ws.expected_version = before.version();
   ws.new_body = o->SerializeAsString();
+  // A new seller, namespace or external id: the row's key columns (its unique index, the
+  // lookups by key and by seller) follow the body.
+  if (o->seller_id() != before.seller_id() || o->namespace_() != before.namespace_()
+      || o->external_id() != before.external_id()) {
+    ws.rekey = true;
+    ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
+  }
   ws.enqueue =
     ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);
   ws.outbox = saved_event(*ws.new_body, in.ctx, {}, false, source_of(in), before.status(), in.by);

@@ -171,6 +171,11 @@ runner_output after_process(const stage_registry& reg, const std::string& stage_
     next.set_version(offer.version() + 1);
     *next.mutable_created_at() = offer.created_at();
     *next.mutable_updated_at() = google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(now_us);
+    // The seller key is the seller's (UpdateOffer changes it, checked against the other
+    // offers' keys): a stage's result keeps the offer's.
+    next.set_seller_id(offer.seller_id());
+    next.set_namespace_(offer.namespace_());
+    next.set_external_id(offer.external_id());
     changed = changed_fields(offer, next);
     if (!changed.empty()) {
       out.offer_changed = true;

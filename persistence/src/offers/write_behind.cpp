@@ -205,6 +205,30 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
                                               + " ON CONFLICT DO NOTHING RETURNING offer_id"))
         inserted.insert(row[0].as<std::string>());
 
+    // Seller keys the batch's re-keyed offers would take, with the offers holding them now
+    // (the new ones above included). A key another set of the batch gives up is not free for
+    // this one (the key columns change in one statement, which checks the unique index row by
+    // row), a removed offer's is (its row goes first); a
+    // key another transaction takes meanwhile fails the UPDATE below (unique_violation): the
+    // whole batch runs again (commit_marked) and finds that key here.
+    using seller_key = std::tuple<std::string, std::string, std::string>;
+    std::map<seller_key, std::string> key_holder;
+    {
+      values_list keys;
+      for (size_t i = 0; i < sets.size(); ++i) {
+        auto& k = sets[i].ws.key;
+        if (live[i] && sets[i].ws.rekey && !k.external_id.empty())
+          keys.row(tx.quote(k.seller_id) + "," + tx.quote(k.ns) + "," + tx.quote(k.external_id));
+      }
+      if (!keys.empty())
+        for (auto row : tx.exec("SELECT seller_id, namespace, external_id, offer_id FROM offers"
+                                " WHERE (seller_id, namespace, external_id) IN (VALUES "
+                                + keys.str() + ")"))
+          key_holder[{row[0].as<std::string>(), row[1].as<std::string>(),
+                      row[2].as<std::string>()}] = row[3].as<std::string>();
+    }
+    std::map<std::string, const offer_key_columns*> rekeyed; // the last key per offer
+
     // Decide each set in order; later sets of the same offer see earlier ones.
     std::map<std::string, std::pair<int64_t, const std::string*>> bodies; // last body per offer
     std::map<state_key, row_change> state_rows;
@@ -246,6 +270,18 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
                  && (v == version.end() || v->second != s.expected_version)) {
         continue; // conflict
       }
+      if (s.op == offer_op::change && s.rekey) {
+        if (!s.key.external_id.empty()) {
+          seller_key k{s.key.seller_id, s.key.ns, s.key.external_id};
+          auto h = key_holder.find(k);
+          if (h != key_holder.end() && h->second != s.offer_id && removed.count(h->second) == 0) {
+            outcomes[i] = write_outcome::key_taken;
+            continue;
+          }
+          key_holder[k] = s.offer_id;
+        }
+        rekeyed[s.offer_id] = &s.key;
+      }
       outcomes[i] = write_outcome::committed;
       if (!s.request_id.empty()) {
         request_rows.row(tx.quote(s.offer_id) + "," + tx.quote(s.request_id) + ","
@@ -274,6 +310,7 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
         for (auto it = state_rows.begin(); it != state_rows.end();)
           it = it->first.offer_id == s.offer_id ? state_rows.erase(it) : std::next(it);
         removed.insert(s.offer_id);
+        rekeyed.erase(s.offer_id);
         version.erase(v);
         continue;
       }
@@ -323,6 +360,16 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
                          + offer_rows.str()
                          + ") AS v(offer_id, version, body)"
                            " WHERE o.offer_id = v.offer_id");
+    if (!rekeyed.empty()) {
+      values_list key_rows;
+      for (auto& [id, k] : rekeyed)
+        key_rows.row(tx.quote(id) + "," + tx.quote(k->seller_id) + "," + tx.quote(k->ns) + ","
+                     + (k->external_id.empty() ? std::string{"NULL"} : tx.quote(k->external_id)));
+      tx.exec("UPDATE offers o SET seller_id = v.seller_id, namespace = v.ns,"
+              " external_id = v.external_id FROM (VALUES "
+              + key_rows.str()
+              + ") AS v(offer_id, seller_id, ns, external_id) WHERE o.offer_id = v.offer_id");
+    }
     write_state_rows(tx, state_rows);
     if (!outbox.empty()) {
       values_list outbox_rows;

@@ -1,7 +1,7 @@
 #pragma once
 // What every entity kind's write-behind writes have in common: a write-set travels with the
 // shard it belongs to and the lease epoch it was computed under, and comes back with one of
-// three outcomes. Batches of many shards commit in one transaction; each set is fenced by its
+// these outcomes. Batches of many shards commit in one transaction; each set is fenced by its
 // own shard's epoch.
 
 #include <cstdint>
@@ -13,6 +13,9 @@ enum class write_outcome : uint8_t {
   conflict,  ///< the entity's version moved (or it is gone): reload and redo
   fenced,    ///< this node does not hold the shard at this epoch: stop the shard
   duplicate, ///< its request id committed before: nothing applied; answer what was answered
+  /// A unique key the set would give its entity is another entity's: nothing applied, and a
+  /// redo would meet the same key (answer ALREADY_EXISTS).
+  key_taken,
 };
 
 /// A write-set of `WriteSet`'s kind for one shard at one lease epoch.

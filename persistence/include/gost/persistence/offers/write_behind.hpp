@@ -32,7 +32,8 @@ enum class offer_op : uint8_t {
   none,   ///< queue and dead-letter bookkeeping only, no version check (shard-made sets)
 };
 
-/// Columns of a new offer row (offer_op::insert).
+/// The seller key columns of an offer row: set by offer_op::insert, and by a change with
+/// `rekey` (an update that gave the offer another seller, namespace or external id).
 struct offer_key_columns {
   std::string seller_id;
   std::string ns;
@@ -58,7 +59,10 @@ struct write_set {
   /// something changed. The events of a batch go into one outbox_batches row, in order.
   std::optional<std::string> outbox;
   offer_op op = offer_op::change;
-  offer_key_columns key; ///< offer_op::insert only
+  offer_key_columns key; ///< offer_op::insert, or offer_op::change with `rekey`
+  /// The change gives the offer the seller key `key`: the row's key columns follow its body.
+  /// When another offer holds that key the set is write_outcome::key_taken.
+  bool rekey = false;
   std::vector<dead_letter> dead_letters;
   /// A request id (client's or forwarding node's): the set commits at most once per
   /// (offer, request id); a later set with the same id is `duplicate` and applies nothing.

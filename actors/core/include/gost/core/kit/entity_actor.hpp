@@ -118,8 +118,9 @@ caf::error fenced_error(uint32_t shard);
 /// Writes `ws` through the shard's writer (fenced by the shard's epoch) and says what became
 /// of it: `done(outcome)` once it committed (or was a duplicate of a request id committed
 /// before); after a lost version check the actor forgets its copy and calls `conflict()` (the
-/// kind redoes the event while `attempt + 1 < max_redo`, or answers); a lost lease or a failed
-/// batch forgets the copy and goes to `fail(error)`.
+/// kind redoes the event while `attempt + 1 < max_redo`, or answers); a lost lease, a unique
+/// key another entity holds (errc::already_exists) or a failed batch forgets the copy and goes
+/// to `fail(error)`.
 template <class Self, class WriteSet, class Done, class Conflict, class Fail>
 void commit(Self self, WriteSet ws, Done done, Conflict conflict, Fail fail) {
   auto& st = self->state;
@@ -143,6 +144,11 @@ void commit(Self self, WriteSet ws, Done done, Conflict conflict, Fail fail) {
           case persistence::write_outcome::fenced:
             self->state.forget();
             fail(fenced_error(self->state.env->shard));
+            return;
+          case persistence::write_outcome::key_taken:
+            self->state.forget();
+            fail(make_error(errc::already_exists,
+                            "another entity holds a unique key this write would give this one"));
             return;
         }
       },
