@@ -98,6 +98,9 @@ struct node {
     req.mutable_offer()->set_id(offer_id);
     req.mutable_offer()->set_seller_id(seller);
     req.mutable_offer()->set_title(title);
+    // These fields only: the offer keeps its external id (a full replacement would clear it).
+    req.mutable_update_mask()->add_paths("title");
+    req.mutable_update_mask()->add_paths("seller_id");
     v1::UpdateOfferResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 20s);
