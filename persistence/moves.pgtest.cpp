@@ -712,6 +712,10 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
       REQUIRE(create_feed(t.east.pool, feed_of(seller)));
       REQUIRE(begin_feed_task(t.east.pool, "t-" + seller, seller, "shop"));
       REQUIRE(record_feed_batch(t.east.pool, "t-" + seller, "b1", {"e1", "e2"}, nullptr));
+      // A key claim and a spread row (migration 0031) of each seller: they go by seller too.
+      east.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id) VALUES ('"
+                  + seller + "', 'shop', 'k1', 'stray-" + seller + "')");
+      east.scalar("INSERT INTO seller_spread (seller_id, group_id) VALUES ('" + seller + "', 7)");
     }
   auto home_of = [&](const gost::testing::temp_db& db, const std::string& table,
                      const std::string& home) {
@@ -777,6 +781,11 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
   CHECK(home_of(west, "feeds", seller_home) == "3/0");
   CHECK(home_of(east, "feeds", seller_home) == "0/3");
   CHECK(home_of(west, "feed_tasks", seller_home) == "3/0");
+  for (auto table : {"offer_keys", "seller_spread"}) {
+    CAPTURE(table);
+    CHECK(home_of(west, table, seller_home) == "3/0");
+    CHECK(home_of(east, table, seller_home) == "0/3");
+  }
   CHECK(west.scalar("SELECT count(*) FROM feed_items") == "7"); // 3 x 2, and e3
   CHECK(east.scalar("SELECT count(*) FROM feed_items") == "6");
   CHECK(east.scalar("SELECT count(*) FROM move_changes") == "0");

@@ -56,6 +56,14 @@ TEST_CASE_FIXTURE(fixture, "the seller's key is unique and findable") {
   auto none = store.find_id("seller", "other-ns", "ext");
   REQUIRE(none);
   CHECK_FALSE(*none);
+  // A key claimed for an offer a split left in another group's database (migration 0031) is
+  // found as its claim says.
+  db.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id)"
+            " VALUES ('seller', 'ns', 'far', 'stray-1')");
+  auto claimed = store.find_id("seller", "ns", "far");
+  REQUIRE(claimed);
+  REQUIRE(*claimed);
+  CHECK(**claimed == "stray-1");
 }
 
 TEST_CASE_FIXTURE(fixture, "update is a compare-and-set on version") {

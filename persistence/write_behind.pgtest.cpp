@@ -256,6 +256,21 @@ TEST_CASE_FIXTURE(fixture,
       "SELECT count(*) FROM stage_states WHERE due_at_us IS NOT NULL AND offer_id IN ('n1', 'n2')")
     == "1");
   CHECK(db.scalar("SELECT count(*) FROM offers WHERE offer_id = 'n2'") == "0");
+  // A key claimed for an offer in another group's database (offer_keys, migration 0031) is
+  // taken too; the batch's other new offers go in.
+  db.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id)"
+            " VALUES ('s', 'shop', 'far', 'stray-1')");
+  write_set claimed = ins;
+  claimed.offer_id = "n3";
+  claimed.key.external_id = "far";
+  write_set free = ins;
+  free.offer_id = "n4";
+  free.key.external_id = "sku-4";
+  CHECK(commit({claimed, free})
+        == std::vector<write_outcome>{write_outcome::conflict, write_outcome::committed});
+  CHECK(db.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id) FROM offers"
+                  " WHERE offer_id IN ('n3', 'n4')")
+        == "n4");
 }
 
 /// A change of `id` at `version` that gives it the seller key (seller, ns, external).
@@ -317,6 +332,11 @@ TEST_CASE_FIXTURE(fixture, "a change that re-keys an offer moves its key columns
   CHECK(commit({rm, rekey("b", 2, "s2", "shop", "k2")})
         == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed});
   CHECK(key_of("b") == "s2/shop/k2");
+  // A key claimed for an offer in another group's database is not free either.
+  db.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id)"
+            " VALUES ('s2', 'shop', 'far', 'stray-1')");
+  CHECK(commit({rekey("b", 3, "s2", "shop", "far")})
+        == std::vector<write_outcome>{write_outcome::key_taken});
   // The old key is free again: an insert takes it.
   write_set ins;
   ins.offer_id = "n1";

@@ -97,6 +97,10 @@ const std::vector<keyed_table>& keyed_tables() {
     {"feed_tasks", {"task_id"}, by_seller, nullptr, true, "seller_id"},
     {"feed_items", {"task_id", "external_id"}, by_task_seller, task_there, true, "task_id"},
     {"feed_batches", {"task_id", "batch_id"}, by_task_seller, task_there, true, "task_id"},
+    // The claims of keys whose offers are in another group, and the groups holding a seller's
+    // offers besides its home (migration 0031): in the seller's home group.
+    {"offer_keys", {"seller_id", "namespace", "external_id"}, by_seller},
+    {"seller_spread", {"seller_id", "group_id"}, by_seller},
     // Durable entities (tasks, the application's actor types): written by their shards' lease
     // holders, fenced as the offers' writers are; an event sent to an entity of a fenced shard
     // is kept as a forward instead (persistence/src/entities/entities.cpp). Pending events and

@@ -107,8 +107,12 @@ caf::expected<std::optional<std::string>> offer_store::find_id(const std::string
   auto err = with_connection(pool_, [&](pqxx::connection& c) {
     out.reset();
     pqxx::nontransaction tx{c};
+    // The key's offer in this (the seller's home) database, or its claim by an offer a split
+    // left in another group's (migration 0031; almost always an empty table).
     auto r = tx.exec_params("SELECT offer_id FROM offers WHERE seller_id = $1 AND namespace = $2"
-                            " AND external_id = $3",
+                            " AND external_id = $3 UNION ALL SELECT offer_id FROM offer_keys"
+                            " WHERE seller_id = $1 AND namespace = $2 AND external_id = $3"
+                            " LIMIT 1",
                             seller_id, ns, external_id);
     if (!r.empty())
       out = r[0][0].as<std::string>();

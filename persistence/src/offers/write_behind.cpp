@@ -198,15 +198,22 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
           + (s.key.external_id.empty() ? std::string{"NULL"} : tx.quote(s.key.external_id)) + ",1,"
           + insert_blobs.add(*s.new_body));
     }
+    // A key claimed for an offer in another group's database (offer_keys, migration 0031) is
+    // taken as a key in `offers` is.
     if (!insert_rows.empty())
-      for (auto row : insert_blobs.exec(tx, "INSERT INTO offers (offer_id, shard, seller_id,"
-                                            " namespace, external_id, version, body) VALUES "
-                                              + insert_rows.str()
-                                              + " ON CONFLICT DO NOTHING RETURNING offer_id"))
+      for (auto row : insert_blobs.exec(
+             tx, "INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version,"
+                 " body) SELECT v.* FROM (VALUES "
+                   + insert_rows.str()
+                   + ") AS v(offer_id, shard, seller_id, namespace, external_id, version, body)"
+                     " WHERE NOT EXISTS (SELECT 1 FROM offer_keys k WHERE k.seller_id = v.seller_id"
+                     " AND k.namespace = v.namespace AND k.external_id = v.external_id)"
+                     " ON CONFLICT DO NOTHING RETURNING offer_id"))
         inserted.insert(row[0].as<std::string>());
 
     // Seller keys the batch's re-keyed offers would take, with the offers holding them now
-    // (the new ones above included). A key another set of the batch gives up is not free for
+    // (the new ones above included, and the claims of offers in another group's database,
+    // migration 0031). A key another set of the batch gives up is not free for
     // this one (the key columns change in one statement, which checks the unique index row by
     // row), a removed offer's is (its row goes first); a
     // key another transaction takes meanwhile fails the UPDATE below (unique_violation): the
@@ -221,9 +228,13 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
           keys.row(tx.quote(k.seller_id) + "," + tx.quote(k.ns) + "," + tx.quote(k.external_id));
       }
       if (!keys.empty())
-        for (auto row : tx.exec("SELECT seller_id, namespace, external_id, offer_id FROM offers"
-                                " WHERE (seller_id, namespace, external_id) IN (VALUES "
-                                + keys.str() + ")"))
+        for (auto row : tx.exec("WITH w (seller_id, namespace, external_id) AS (VALUES "
+                                + keys.str()
+                                + ") SELECT seller_id, namespace, external_id, offer_id FROM offers"
+                                  " WHERE (seller_id, namespace, external_id) IN (SELECT * FROM w)"
+                                  " UNION ALL SELECT seller_id, namespace, external_id, offer_id"
+                                  " FROM offer_keys WHERE (seller_id, namespace, external_id) IN"
+                                  " (SELECT * FROM w)"))
           key_holder[{row[0].as<std::string>(), row[1].as<std::string>(),
                       row[2].as<std::string>()}] = row[3].as<std::string>();
     }
