@@ -228,13 +228,13 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
           keys.row(tx.quote(k.seller_id) + "," + tx.quote(k.ns) + "," + tx.quote(k.external_id));
       }
       if (!keys.empty())
-        for (auto row : tx.exec("WITH w (seller_id, namespace, external_id) AS (VALUES "
-                                + keys.str()
-                                + ") SELECT seller_id, namespace, external_id, offer_id FROM offers"
-                                  " WHERE (seller_id, namespace, external_id) IN (SELECT * FROM w)"
-                                  " UNION ALL SELECT seller_id, namespace, external_id, offer_id"
-                                  " FROM offer_keys WHERE (seller_id, namespace, external_id) IN"
-                                  " (SELECT * FROM w)"))
+        for (auto row :
+             tx.exec("WITH w (seller_id, namespace, external_id) AS (VALUES " + keys.str()
+                     + ") SELECT seller_id, namespace, external_id, offer_id FROM offers"
+                       " WHERE (seller_id, namespace, external_id) IN (SELECT * FROM w)"
+                       " UNION ALL SELECT seller_id, namespace, external_id, offer_id"
+                       " FROM offer_keys WHERE (seller_id, namespace, external_id) IN"
+                       " (SELECT * FROM w)"))
           key_holder[{row[0].as<std::string>(), row[1].as<std::string>(),
                       row[2].as<std::string>()}] = row[3].as<std::string>();
     }
