@@ -350,6 +350,47 @@ TEST_CASE_FIXTURE(fixture, "a change that re-keys an offer moves its key columns
   CHECK(key_of("n1") == "s2/shop/-");
 }
 
+TEST_CASE_FIXTURE(fixture, "re-keys within one batch: the last key of an offer wins, a key taken "
+                           "later in the batch or by its new offers is not free") {
+  auto key_of = [&](const std::string& id) {
+    return db.scalar("SELECT coalesce(external_id, '-') FROM offers WHERE offer_id = '" + id + "'");
+  };
+  // a: k1 -> k2 -> k3 in one batch; its earlier keys stay unusable in that batch, not after.
+  CHECK(commit({rekey("a", 1, "s", "shop", "k1"), rekey("a", 2, "s", "shop", "k2"),
+                rekey("a", 3, "s", "shop", "k3")})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed,
+                                      write_outcome::committed});
+  CHECK(key_of("a") == "k3");
+  CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'a'") == "4");
+  // And back to where it was, k3 -> k4 -> k3.
+  CHECK(commit({rekey("a", 4, "s", "shop", "k4"), rekey("a", 5, "s", "shop", "k3")})
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::committed});
+  CHECK(key_of("a") == "k3");
+  // A holder removed after the re-key in the batch: the re-key came first, the key was taken.
+  write_set rm;
+  rm.offer_id = "a";
+  rm.op = offer_op::remove;
+  rm.expected_version = 6;
+  CHECK(commit({rekey("b", 1, "s", "shop", "k3"), rm})
+        == std::vector<write_outcome>{write_outcome::key_taken, write_outcome::committed});
+  CHECK(key_of("b") == "-");
+  // A key a new offer of the same batch takes (inserts go first).
+  write_set ins;
+  ins.offer_id = "n1";
+  ins.op = offer_op::insert;
+  ins.new_body = body("n1", 1, "new");
+  ins.key = {"s", "shop", "k5"};
+  CHECK(commit({rekey("b", 1, "s", "shop", "k5"), ins})
+        == std::vector<write_outcome>{write_outcome::key_taken, write_outcome::committed});
+  // Giving up a key (no external id) frees it for the next batch.
+  CHECK(commit({rekey("n1", 1, "s", "shop", "")})
+        == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(commit({rekey("b", 1, "s", "shop", "k5")})
+        == std::vector<write_outcome>{write_outcome::committed});
+  CHECK(key_of("b") == "k5");
+  CHECK(key_of("n1") == "-");
+}
+
 TEST_CASE_FIXTURE(fixture, "a re-key racing another transaction's insert of that key is key_taken "
                            "and the rest of its batch commits") {
   // Another writer (a node's writer for another shard) inserts key k9 and has not committed.

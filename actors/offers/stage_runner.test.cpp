@@ -97,7 +97,6 @@ TEST_CASE("a stage's result keeps the offer's seller key") {
   CHECK(out.offer->seller_id() == offer().seller_id());
   CHECK(out.offer->namespace_() == offer().namespace_());
   CHECK(out.offer->external_id() == offer().external_id());
-  CHECK_FALSE(out.ws.rekey);
 }
 
 TEST_CASE("a changed offer asks the other stages, honouring field interests") {

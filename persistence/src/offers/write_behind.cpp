@@ -401,6 +401,14 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     write_mark(tx, mark);
     tx.commit();
   });
+  // A unique key taken by other transactions on every run (commit_marked runs it three
+  // times): no set of the batch is at fault, none was written; retrying is right, not
+  // ALREADY_EXISTS for all of them.
+  if (err == db_errc::already_exists)
+    return make_db_error(db_errc::unavailable,
+                         "a seller key this batch re-keys an offer to kept being taken by "
+                         "concurrent writes; nothing was written, retry ("
+                           + error_message(err) + ")");
   if (err)
     return err;
   return outcomes;
