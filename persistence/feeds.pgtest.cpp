@@ -2,8 +2,11 @@
 // batches, the offers a load did not carry, running counts and finishing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "gost/persistence/feeds/feeds.hpp"
 #include "gost/persistence/offers/offer_store.hpp"
+#include "gost/testing/two_groups.hpp"
 #include "gost/v1/offer.pb.h"
 #include "pg_fixture.hpp"
 
@@ -85,6 +88,63 @@ TEST_CASE("the seller's offers a load did not carry, and lookups by external id"
   REQUIRE(found->size() == 1);
   CHECK(found->front().offer_id == "o1");
   CHECK(found->front().version == 1);
+}
+
+TEST_CASE("with the groups' databases, the feed readers find the seller's offers a split left "
+          "in another group's (claimed keys, spread groups); without them, home only") {
+  migrated_db home;
+  migrated_db far; // group 1: shards 8-15
+  gost::testing::two_groups where{home.pool, far.pool, 16, 8};
+  offer_store at_home{home.pool};
+  offer_store at_far{far.pool};
+  REQUIRE_FALSE(at_home.insert(offer("o1", "shop", "a"), 0));
+  REQUIRE_FALSE(at_far.insert(offer("s1", "shop", "b"), 9)); // strays of the seller
+  REQUIRE_FALSE(at_far.insert(offer("s2", "shop", "c"), 9));
+  REQUIRE_FALSE(at_far.insert(offer("s3", "other", "x"), 9)); // another namespace
+  // Their keys claimed at home, and the seller spread to shard 9 (group 1's), as a split's
+  // fence leaves them; a claim whose offer is gone finds nothing.
+  home.db.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id) VALUES"
+                 " ('seller', 'shop', 'b', 's1'), ('seller', 'shop', 'c', 's2'),"
+                 " ('seller', 'other', 'x', 's3'), ('seller', 'shop', 'gone', 's9')");
+  home.db.scalar("INSERT INTO seller_spread (seller_id, stray_shard) VALUES ('seller', 9)");
+  auto ids = [](const std::vector<keyed_offer>& xs) {
+    std::vector<std::string> out;
+    for (auto& x : xs)
+      out.push_back(x.offer_id + ":" + x.external_id);
+    std::sort(out.begin(), out.end());
+    std::string joined;
+    for (auto& x : out)
+      joined += (joined.empty() ? "" : ",") + x;
+    return joined;
+  };
+  auto found =
+    find_by_external_ids(home.pool, "seller", "shop", {"a", "b", "gone", "nope"}, &where);
+  REQUIRE(found);
+  CHECK(ids(*found) == "o1:a,s1:b");
+  gost::v1::Offer body;
+  for (auto& f : *found)
+    if (f.offer_id == "s1") {
+      REQUIRE(body.ParseFromString(f.body));
+      CHECK(body.id() == "s1");
+      CHECK(f.version == 1);
+    }
+  found = find_by_external_ids(home.pool, "seller", "shop", {"a", "b"});
+  REQUIRE(found);
+  CHECK(ids(*found) == "o1:a");
+
+  REQUIRE(begin_feed_task(home.pool, "t", "seller", "shop"));
+  REQUIRE(record_feed_items(home.pool, "t", "b1", {"a", "c"}));
+  auto missing = offers_missing_from(home.pool, "t", "seller", "shop", &where);
+  REQUIRE(missing);
+  CHECK(ids(*missing) == "s1:b");
+  missing = offers_missing_from(home.pool, "t", "seller", "shop");
+  REQUIRE(missing);
+  CHECK(missing->empty());
+  // A seller without spread rows reads home only, whatever `where` says.
+  home.db.scalar("DELETE FROM seller_spread");
+  found = find_by_external_ids(home.pool, "seller", "shop", {"a", "b"}, &where);
+  REQUIRE(found);
+  CHECK(ids(*found) == "o1:a");
 }
 
 TEST_CASE("a batch's counts go in with its record, once, however often it is handled") {

@@ -18,6 +18,7 @@
 #include "gost/persistence/feeds/feed_admin.hpp"
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "gost/persistence/feeds/feeds.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
 #include "gost/testing/process.hpp"
 #include "pg_fixture.hpp"
@@ -715,7 +716,8 @@ TEST_CASE("shard move of a part of a group (a split): the rows without a shard c
       // A key claim and a spread row (migration 0031) of each seller: they go by seller too.
       east.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id) VALUES ('"
                   + seller + "', 'shop', 'k1', 'stray-" + seller + "')");
-      east.scalar("INSERT INTO seller_spread (seller_id, group_id) VALUES ('" + seller + "', 7)");
+      east.scalar("INSERT INTO seller_spread (seller_id, stray_shard) VALUES ('" + seller
+                  + "', 3)");
     }
   auto home_of = [&](const gost::testing::temp_db& db, const std::string& table,
                      const std::string& home) {
@@ -874,6 +876,102 @@ TEST_CASE("shard move of a part: refused while the source holds offers (nothing 
   CHECK(map->group_of(12).name == "east");
   // The whole group moves (its offers with it).
   REQUIRE(move_shards(t.catalog.pool, t.east.pool, t.west.pool, t.plan(), {}));
+}
+
+TEST_CASE("shard move of a part holding offers (split_offers): each offer the cut leaves outside "
+          "its seller's home group gets its key claimed in the home database and its seller a "
+          "spread row there; lookups by key find it through the claim") {
+  three_dbs t;
+  auto& east = t.east.db;
+  auto& west = t.west.db;
+  // Sellers whose home stays in east (8-11) and sellers whose home goes to west (12-15); each
+  // has a keyed offer on shard 9 (stays) and on shard 13 (goes), and one seller of each a
+  // keyless offer on the other side than its home.
+  auto staying = keys_at_home(east, "seller-a", 2, 8, 11);
+  auto going = keys_at_home(east, "seller-b", 2, 12, 15);
+  std::sort(staying.begin(), staying.end()); // as the checks below list them
+  std::sort(going.begin(), going.end());
+  auto offer = [&](const std::string& id, int shard, const std::string& seller,
+                   const std::string& external) {
+    east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version,"
+                " body) VALUES ('"
+                + id + "', " + std::to_string(shard) + ", '" + seller + "', 'shop', "
+                + (external.empty() ? std::string{"NULL"} : "'" + external + "'")
+                + ", 1, '\\x00')");
+  };
+  for (auto* sellers : {&staying, &going})
+    for (auto& seller : *sellers) {
+      offer(seller + "-o9", 9, seller, "k9");
+      offer(seller + "-o13", 13, seller, "k13");
+    }
+  offer(staying[0] + "-bare", 14, staying[0], "");
+  offer(going[0] + "-bare", 10, going[0], "");
+  // A key claimed in east before (an earlier split), of a seller whose home goes: it goes too.
+  east.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id) VALUES ('"
+              + going[1] + "', 'shop', 'far', 'elsewhere-1')");
+
+  // Still refused without the switch.
+  auto refused = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), {});
+  REQUIRE_FALSE(refused);
+  CHECK(error_message(refused.error()).find("holds offers") != std::string::npos);
+
+  move_options o;
+  o.split_offers = true;
+  std::string said;
+  o.progress = [&](const std::string& step, const std::string& detail) {
+    if (step == "fence" && detail.find("home group") != std::string::npos)
+      said = detail;
+  };
+  auto report = move_shards(t.catalog.pool, t.east.pool, t.west.pool, part_plan(t), o);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  // The offers are where their shards are.
+  auto shards_of = [](const gost::testing::temp_db& db) {
+    return db.scalar("SELECT string_agg(s::text, ',' ORDER BY s) FROM (SELECT DISTINCT shard AS s"
+                     " FROM offers) x");
+  };
+  CHECK(shards_of(east) == "9,10");
+  CHECK(shards_of(west) == "13,14");
+  auto claims = [](const gost::testing::temp_db& db) {
+    return db.scalar(
+      "SELECT coalesce(string_agg(seller_id || '/' || external_id || '>' || offer_id,"
+      " ',' ORDER BY seller_id, external_id), '') FROM offer_keys");
+  };
+  auto spread = [](const gost::testing::temp_db& db) {
+    return db.scalar("SELECT coalesce(string_agg(seller_id || '@' || stray_shard, ',' ORDER BY"
+                     " seller_id, stray_shard), '') FROM seller_spread");
+  };
+  // Moving out (shards 13 and 14, home in east): claimed in east, their sellers spread to
+  // those shards (a keyless offer has no claim, but its shard is named).
+  CHECK(claims(east)
+        == staying[0] + "/k13>" + staying[0] + "-o13," + staying[1] + "/k13>" + staying[1]
+             + "-o13");
+  CHECK(spread(east) == staying[0] + "@13," + staying[0] + "@14," + staying[1] + "@13");
+  // Staying (shards 9 and 10, home now in west): claimed in west, spread to those shards;
+  // the earlier claim of a seller going home to west went with it.
+  CHECK(claims(west)
+        == going[0] + "/k9>" + going[0] + "-o9," + going[1] + "/far>elsewhere-1," + going[1]
+             + "/k9>" + going[1] + "-o9");
+  CHECK(spread(west) == going[0] + "@9," + going[0] + "@10," + going[1] + "@9");
+  CHECK(report->claimed == 4);
+  CHECK(report->spread == 4);
+  CHECK(said.find("4 keys claimed, 4 sellers spread") != std::string::npos);
+
+  // A lookup by key reads the seller's home database: the stray's id through its claim, an
+  // offer at home from `offers`.
+  offer_store at_east{t.east.pool};
+  offer_store at_west{t.west.pool};
+  auto id = at_east.find_id(staying[0], "shop", "k13");
+  REQUIRE(id);
+  CHECK(id->value_or("") == staying[0] + "-o13");
+  id = at_east.find_id(staying[0], "shop", "k9");
+  REQUIRE(id);
+  CHECK(id->value_or("") == staying[0] + "-o9");
+  id = at_west.find_id(going[1], "shop", "k9");
+  REQUIRE(id);
+  CHECK(id->value_or("") == going[1] + "-o9");
+  id = at_west.find_id(going[1], "shop", "k13");
+  REQUIRE(id);
+  CHECK(id->value_or("") == going[1] + "-o13");
 }
 
 TEST_CASE("shard move of a part: each scheduled action goes with its id's home shard; one whose "

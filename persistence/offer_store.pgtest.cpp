@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/schema.hpp"
@@ -64,6 +66,67 @@ TEST_CASE_FIXTURE(fixture, "the seller's key is unique and findable") {
   REQUIRE(claimed);
   REQUIRE(*claimed);
   CHECK(**claimed == "stray-1");
+}
+
+TEST_CASE_FIXTURE(fixture, "a seller's page is in id byte order, after a position, by namespace; "
+                           "it names the shards a split left offers of the seller on") {
+  for (auto id : {"b", "a", "B", "c\xc3\xa9", "c"}) {
+    auto o = offer(id, std::string{"e-"} + id);
+    if (std::string{id} == "c")
+      o.set_namespace_("other");
+    REQUIRE_FALSE(store.insert(o, 1));
+  }
+  auto ids = [](const seller_page& p) {
+    std::string out;
+    for (auto& o : p.offers)
+      out += (out.empty() ? "" : ",") + o.id();
+    return out;
+  };
+  auto page = store.list_by_seller("seller", std::nullopt, "", 3);
+  REQUIRE(page);
+  CHECK(ids(*page) == "B,a,b"); // bytes: 'B' < 'a'
+  CHECK(page->spread.empty());
+  CHECK(page->offers[0].version() == 1);
+  page = store.list_by_seller("seller", std::nullopt, "b", 3);
+  REQUIRE(page);
+  CHECK(ids(*page) == "c,c\xc3\xa9");
+  page = store.list_by_seller("seller", std::string{"ns"}, "a", 10);
+  REQUIRE(page);
+  CHECK(ids(*page) == "b,c\xc3\xa9");
+  // Spread rows (shards a split left offers of the seller on, ADR 0023) come with any page of
+  // the seller, even an empty one.
+  db.scalar("INSERT INTO seller_spread (seller_id, stray_shard) VALUES ('seller', 3),"
+            " ('seller', 1), ('other', 2)");
+  page = store.list_by_seller("seller", std::nullopt, "z", 3);
+  REQUIRE(page);
+  CHECK(page->offers.empty());
+  std::sort(page->spread.begin(), page->spread.end());
+  CHECK(page->spread == std::vector<uint32_t>{1, 3});
+  page = store.list_by_seller("seller", std::nullopt, "", 2);
+  REQUIRE(page);
+  CHECK(ids(*page) == "B,a");
+  CHECK(page->spread.size() == 2);
+}
+
+TEST_CASE("merge_pages: the first `limit` of the pages in id byte order, each offer once") {
+  auto page = [](std::vector<std::pair<std::string, int64_t>> xs) {
+    std::vector<gost::v1::Offer> out;
+    for (auto& [id, v] : xs) {
+      gost::v1::Offer o;
+      o.set_id(id);
+      o.set_version(v);
+      out.push_back(o);
+    }
+    return out;
+  };
+  auto merged = merge_pages(
+    {page({{"a", 1}, {"d", 1}, {"x", 1}}), page({{"b", 2}, {"d", 2}}), page({}), page({{"C", 3}})},
+    4);
+  std::string out;
+  for (auto& o : merged)
+    out += o.id() + ":" + std::to_string(o.version()) + " ";
+  CHECK(out == "C:3 a:1 b:2 d:1 "); // d once, the first page's copy
+  CHECK(merge_pages({page({{"a", 1}})}, 0).empty());
 }
 
 TEST_CASE_FIXTURE(fixture, "update is a compare-and-set on version") {

@@ -273,6 +273,47 @@ TEST_CASE_FIXTURE(fixture,
         == "n4");
 }
 
+TEST_CASE_FIXTURE(fixture, "a new offer whose seller's home shard moved to another group's "
+                           "database (a split's fence) is home_moved; the batch's others commit") {
+  // Shard 3 is seller "far"'s home shard; a split fenced it (its lease row names the group it
+  // went to). Shard 2, seller "near"'s home, is another node's: that is no refusal.
+  db.scalar("UPDATE shard_leases SET owner = 'moved:west' WHERE shard = 3");
+  db.scalar("UPDATE shard_leases SET owner = 'other-node' WHERE shard = 2");
+  commit_options opts;
+  std::vector<std::string> asked;
+  opts.home_shard = [&](const std::string& seller) -> uint32_t {
+    asked.push_back(seller);
+    return seller == "far" ? 3 : 2;
+  };
+  auto insert = [&](const std::string& id, const std::string& seller) {
+    write_set ws;
+    ws.offer_id = id;
+    ws.op = offer_op::insert;
+    ws.new_body = body(id, 1, "new");
+    ws.key = {seller, "shop", "sku-" + id};
+    ws.outbox = event(id, 1);
+    return fenced_write<write_set>{1, epoch, ws};
+  };
+  std::vector<fenced_write<write_set>> batch{
+    insert("n1", "near"),
+    insert("n2", "far"),
+    {1, epoch, write_set{"a", 1, body("a", 2, "changed"), {}, {}, {}, event("a", 2)}}};
+  auto r = commit_write_sets(pool, batch, "test-node", opts);
+  REQUIRE_MESSAGE(r, error_message(r.error()));
+  CHECK(*r
+        == std::vector<write_outcome>{write_outcome::committed, write_outcome::home_moved,
+                                      write_outcome::committed});
+  CHECK(asked == std::vector<std::string>{"near", "far"}); // inserts only
+  CHECK(db.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id) FROM offers") == "a,b,n1");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'n2'") == "0");
+  CHECK(outbox() == "n1:1,a:2");
+  // Without the option (one database no split touches) the insert is not checked.
+  batch = {insert("n2", "far")};
+  r = commit_write_sets(pool, batch, "test-node");
+  REQUIRE(r);
+  CHECK(*r == std::vector<write_outcome>{write_outcome::committed});
+}
+
 /// A change of `id` at `version` that gives it the seller key (seller, ns, external).
 write_set rekey(const std::string& id, int64_t version, const std::string& seller,
                 const std::string& ns, const std::string& external) {
@@ -307,7 +348,7 @@ TEST_CASE_FIXTURE(fixture, "a change that re-keys an offer moves its key columns
   CHECK(found->value_or("") == "a");
   auto listed = store.list_by_seller("s2", std::nullopt, "", 10);
   REQUIRE(listed);
-  CHECK(listed->size() == 1);
+  CHECK(listed->offers.size() == 1);
 
   // b may not take a's key: nothing of its set is written, not its body, not its event.
   auto taken = rekey("b", 1, "s2", "shop", "k1");
@@ -417,6 +458,41 @@ TEST_CASE_FIXTURE(fixture, "a re-key racing another transaction's insert of that
                   " WHERE offer_id = 'a'")
         == "-:1");
   CHECK(db.scalar("SELECT version FROM offers WHERE offer_id = 'b'") == "2");
+}
+
+TEST_CASE_FIXTURE(fixture, "a key change needs its old and new seller's home shards in this "
+                           "database; one of an offer stored outside them is key_elsewhere") {
+  // Homes: s on 1, s0 on 0 (another node's: still this database's), s2 on 3 (moved away by a
+  // split), s5 on 5 (never this database's: no lease row here).
+  db.scalar("UPDATE shard_leases SET owner = 'other-node' WHERE shard = 0");
+  db.scalar("UPDATE shard_leases SET owner = 'moved:west' WHERE shard = 3");
+  commit_options opts;
+  opts.home_shard = [](const std::string& seller) -> uint32_t {
+    return seller == "s0" ? 0 : seller == "s2" ? 3 : seller == "s5" ? 5 : 1;
+  };
+  auto run = [&](write_set ws, const std::string& previous) {
+    ws.previous_seller = previous;
+    std::vector<fenced_write<write_set>> batch{{1, epoch, ws}};
+    auto r = commit_write_sets(pool, batch, "test-node", opts);
+    REQUIRE_MESSAGE(r, error_message(r.error()));
+    return r->at(0);
+  };
+  CHECK(run(rekey("a", 1, "s0", "shop", "k1"), "s") == write_outcome::committed);
+  CHECK(db.scalar("SELECT seller_id FROM offers WHERE offer_id = 'a'") == "s0");
+  // To a seller at home elsewhere, whether moved away or never here: refused, nothing written.
+  CHECK(run(rekey("a", 2, "s2", "shop", "k1"), "s0") == write_outcome::key_elsewhere);
+  CHECK(run(rekey("a", 2, "s5", "shop", "k1"), "s0") == write_outcome::key_elsewhere);
+  // From a seller at home elsewhere (the offer is a stray here), even to a key of this one.
+  db.scalar("UPDATE offers SET seller_id = 's2' WHERE offer_id = 'b'");
+  CHECK(run(rekey("b", 1, "s2", "shop", "k2"), "s2") == write_outcome::key_elsewhere);
+  CHECK(run(rekey("b", 1, "s", "shop", "k2"), "s2") == write_outcome::key_elsewhere);
+  CHECK(db.scalar("SELECT version || ':' || seller_id || ':' || coalesce(external_id, '-') FROM"
+                  " offers WHERE offer_id = 'a'")
+        == "2:s0:k1");
+  CHECK(db.scalar("SELECT version || ':' || seller_id FROM offers WHERE offer_id = 'b'") == "1:s2");
+  // A change that keeps the key is not checked.
+  CHECK(run(write_set{"b", 1, body("b", 2, "title"), {}, {}, {}, event("b", 2)}, "")
+        == write_outcome::committed);
 }
 
 TEST_CASE_FIXTURE(fixture, "remove deletes the offer, its states and queue entries") {

@@ -40,6 +40,9 @@ struct fake_offers final : feeds::offer_port {
   std::function<void(const std::string& op, const std::string& external_id)> before;
   /// Errors to answer instead of deleting, per offer id, once each.
   std::map<std::string, caf::error> fail_remove;
+  /// Keys of s1/shop claimed for offers a split left in another group (ADR 0023): external id
+  /// -> the claimed offer's id. A claimed key is taken for a create.
+  std::map<std::string, std::string> claims;
 
   /// The seller s1's offer in namespace shop under `ext`, or null.
   const v1::Offer* find(const std::string& ext) {
@@ -91,7 +94,7 @@ struct fake_offers final : feeds::offer_port {
   reply<v1::Offer> create(const v1::Offer& c) override {
     if (before)
       before("create", c.external_id());
-    if (by_id.count(c.id()) != 0 || by_ext(c) != nullptr)
+    if (by_id.count(c.id()) != 0 || by_ext(c) != nullptr || claims.count(c.external_id()) != 0)
       return ready<v1::Offer>(make_error(errc::already_exists, "offer exists"));
     auto o = c;
     o.set_version(1);
@@ -121,6 +124,13 @@ struct fake_offers final : feeds::offer_port {
     o.set_version(o.version() + 1);
     ++writes[o.external_id()];
     return ready<v1::Offer>(o);
+  }
+
+  reply<v1::Offer> get(const std::string& id) override {
+    auto i = by_id.find(id);
+    if (i == by_id.end())
+      return ready<v1::Offer>(make_error(errc::not_found, "no offer " + id));
+    return ready<v1::Offer>(i->second);
   }
 
   reply<int64_t> remove(const std::string& id) override {
@@ -250,6 +260,30 @@ struct fake_store final : feeds::feed_store {
       carried_by.insert(batch);
     return std::make_pair(t.counts, static_cast<int32_t>(carried_by.size()));
   }
+
+  caf::expected<std::optional<std::string>> holder(const std::string& seller, const std::string& ns,
+                                                   const std::string& ext) override {
+    v1::Offer like;
+    like.set_seller_id(seller);
+    like.set_namespace_(ns);
+    like.set_external_id(ext);
+    if (auto* o = offers.by_ext(like))
+      return std::optional<std::string>{o->id()};
+    if (auto c = offers.claims.find(ext); c != offers.claims.end())
+      return std::optional<std::string>{c->second};
+    return std::optional<std::string>{};
+  }
+
+  caf::expected<bool> release_claim(const std::string&, const std::string&, const std::string& ext,
+                                    const std::string& offer_id) override {
+    auto c = offers.claims.find(ext);
+    if (c == offers.claims.end() || c->second != offer_id)
+      return false;
+    offers.claims.erase(c);
+    ++released;
+    return true;
+  }
+  int released = 0;
 
   caf::error finish_task(const std::string& seller, const std::string& task_id,
                          const std::string& summary) override {
@@ -427,6 +461,32 @@ TEST_CASE("a race is redone, and the correction moves the count to what happened
   REQUIRE(f.store.corrections.size() == 1);
   check_counts(f.store.corrections[0], -1, 1, 0, 0, 0);
   check_counts(f.counts("t1"), 1, 1, 0, 0, 0);
+}
+
+TEST_CASE("a key held by the claim of an offer a split left elsewhere and deleted since: the "
+          "applier asks the claimed offer's owner, releases the claim and creates; a claim of "
+          "an offer still there is kept") {
+  fixture f;
+  f.offers.claims["e1"] = "stray-gone";
+  // e2's claimed offer is there (its owner answers it), though the key lookup missed it.
+  f.offers.claims["e2"] = "stray-2";
+  v1::Offer there;
+  there.set_id("stray-2");
+  there.set_seller_id("s1");
+  there.set_namespace_("shop");
+  there.set_external_id("e2-elsewhere");
+  there.set_version(3);
+  f.offers.by_id["stray-2"] = there;
+  REQUIRE(f.handle(batch("t1", "b1", {{"e1", "back again"}, {"e2", "kept"}})));
+  auto res = f.sink.results();
+  CHECK(res["e1"].outcome() == outcome::ADDED);
+  REQUIRE(f.offers.find("e1") != nullptr);
+  CHECK(f.offers.find("e1")->title() == "back again");
+  CHECK(f.offers.claims.count("e1") == 0);
+  CHECK(f.store.released == 1);
+  CHECK(res["e2"].outcome() == outcome::REJECTED); // not released: its offer is there
+  CHECK(f.offers.claims.at("e2") == "stray-2");
+  CHECK(f.offers.by_id.count("stray-2") == 1);
 }
 
 TEST_CASE("the end deletes the feed offers the load did not carry; rejected lines count as "

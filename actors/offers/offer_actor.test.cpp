@@ -45,7 +45,9 @@ public:
             -> caf::result<std::string> { return make_error(errc::not_found, "no such key"); },
           [](find_atom, const std::string&, request_id) -> std::string { return {}; },
           [](list_atom, const std::string&, bool, const std::string&, const std::string&,
-             uint32_t) -> offer_list { return {}; },
+             uint32_t) -> persistence::seller_page { return {}; },
+          [](delete_atom, const std::string&, const std::string&, const std::string&,
+             const std::string&) { return false; },
         };
       },
       book_);
@@ -178,6 +180,40 @@ TEST_CASE_FIXTURE(offer_fixture, "an update whose new seller key another offer h
   // The held copy was forgotten: the next request reads the offer again.
   REQUIRE(ask(shard, get_atom_v, std::string{"o1"}));
   CHECK(store.loaded().size() == 2);
+}
+
+TEST_CASE_FIXTURE(offer_fixture, "an update changing the key of an offer stored outside its "
+                                 "seller's home group answers failed_precondition, not redone") {
+  store.will_load(offer("o1", 1, "t"));
+  writer.then(write_outcome::key_elsewhere);
+  start();
+  auto moved = offer("o1", 0, "t");
+  moved.set_seller_id("s-far");
+  auto r = ask(shard, update_atom_v, std::string{"o1"}, offer_msg{moved}, any_version,
+               std::string{}, request_id{});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::failed_precondition);
+  CHECK(error_message(r.error()).find("seller_id s-far") != std::string::npos);
+  CHECK(error_message(r.error()).find("delete it and create it") != std::string::npos);
+  REQUIRE(writer.writes().size() == 1);
+  CHECK(writer.writes()[0].ws.rekey);
+  CHECK(writer.writes()[0].ws.previous_seller == offer("o1", 1, "t").seller_id());
+  CHECK(stats->stage_conflicts.load() == 0);
+  REQUIRE(ask(shard, get_atom_v, std::string{"o1"}));
+  CHECK(store.loaded().size() == 2); // the copy was forgotten
+}
+
+TEST_CASE_FIXTURE(offer_fixture, "a create whose seller's home shard moved meanwhile (a split) "
+                                 "answers unavailable: a retry draws its id in the new group") {
+  writer.then(write_outcome::home_moved);
+  start();
+  auto r =
+    ask(shard, create_atom_v, std::string{"o1"}, offer_msg{offer("o1", 0, "t")}, request_id{});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::unavailable);
+  CHECK(error_message(r.error()).find("retry") != std::string::npos);
+  REQUIRE(writer.writes().size() == 1);
+  CHECK(stats->stage_conflicts.load() == 0);
 }
 
 TEST_CASE_FIXTURE(offer_fixture, "a create that loses its insert answers already_exists") {

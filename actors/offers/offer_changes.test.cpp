@@ -131,6 +131,7 @@ TEST_CASE("an update that changes the seller key re-keys the row; one that keeps
     CHECK(u->ws.key.seller_id == moved.seller_id());
     CHECK(u->ws.key.ns == moved.namespace_());
     CHECK(u->ws.key.external_id == moved.external_id());
+    CHECK(u->ws.previous_seller == stored.seller_id()); // the old key's home is checked too
   }
 }
 

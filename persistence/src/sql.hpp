@@ -65,25 +65,41 @@ std::string number_list(const Numbers& values) {
   return out;
 }
 
-/// The write-behind fence (offers' and entities' writers): the epochs at which `owner` holds
-/// the lease of each shard of `writes` (fenced_write<...>s), read FOR SHARE in shard order, so
-/// that a takeover (which updates the lease row) waits for the commit. A shard held by another
-/// node, or by none, is left out: its writes are fenced whatever their epoch, since an epoch
-/// alone can be issued twice when a failover lost its bump (ADR 0023 §6).
+/// The leases a batch's fence read: the epochs at which the writer holds its shards, and the
+/// shards that moved to another group's database (owner `moved:<group>`, ADR 0023).
+struct batch_leases {
+  std::map<uint32_t, int64_t> held;
+  std::set<uint32_t> moved;
+  std::set<uint32_t> here; ///< shards of this database: a lease row, not marked moved
+};
+
+/// The write-behind fence (offers' writers): the epochs at which `owner` holds the lease of
+/// each shard of `writes` (fenced_write<...>s), read FOR SHARE in shard order, so that a
+/// takeover (which updates the lease row) waits for the commit. A shard held by another node,
+/// or by none, is left out: its writes are fenced whatever their epoch, since an epoch alone
+/// can be issued twice when a failover lost its bump (ADR 0023 §6). `also`: more shards locked
+/// in the same statement (a new offer's seller's home shard), reported in `moved` when a split
+/// fenced them (the fence's UPDATE waits for this commit).
 template <class Writes>
-std::map<uint32_t, int64_t> held_leases(pqxx::transaction_base& tx, const Writes& writes,
-                                        const std::string& owner) {
-  std::set<uint32_t> shards;
+batch_leases held_leases(pqxx::transaction_base& tx, const Writes& writes, const std::string& owner,
+                         const std::set<uint32_t>& also = {}) {
+  std::set<uint32_t> shards = also;
   for (auto& w : writes)
     shards.insert(w.shard);
-  std::map<uint32_t, int64_t> held;
+  batch_leases out;
   if (!shards.empty())
     for (auto row : tx.exec("SELECT shard, epoch, owner = " + tx.quote(owner)
-                            + " FROM shard_leases WHERE shard IN (" + number_list(shards)
-                            + ") ORDER BY shard FOR SHARE"))
+                            + ", owner LIKE 'moved:%' FROM shard_leases WHERE shard IN ("
+                            + number_list(shards) + ") ORDER BY shard FOR SHARE")) {
+      auto shard = row[0].as<uint32_t>();
       if (!row[2].is_null() && row[2].as<bool>())
-        held[row[0].as<uint32_t>()] = row[1].as<int64_t>();
-  return held;
+        out.held[shard] = row[1].as<int64_t>();
+      if (!row[3].is_null() && row[3].as<bool>())
+        out.moved.insert(shard);
+      else
+        out.here.insert(shard);
+    }
+  return out;
 }
 
 } // namespace gost::persistence

@@ -1,5 +1,6 @@
 #include "api/offer_service.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -65,6 +66,79 @@ void resolve(caf::event_based_actor* self, router& r, caf::timespan timeout,
           [fail](caf::error& err) { fail(err); });
 }
 
+/// Whether the seller's key of `o` was held by a dangling claim, now removed: the key's offer
+/// (found by key in the seller's home group) is a claimed one whose owner answers NOT_FOUND.
+/// `done(false)` in every other case (the key is really taken, or an answer is missing).
+template <class Done>
+void release_dangling_claim(caf::event_based_actor* self, router& r, caf::timespan timeout,
+                            clock_type::time_point deadline, const v1::Offer& o, Done done) {
+  auto home = seller_offer_store(r, o.seller_id());
+  auto seller = o.seller_id();
+  auto ns = o.namespace_();
+  auto external = o.external_id();
+  self->request(home, timeout, find_atom_v, seller, ns, external)
+    .then(
+      [=, &r](std::string& holder) {
+        ask_owner(
+          self, r, deadline, [done](offer_msg&) { done(false); },
+          [=](const caf::error& err) {
+            if (err != errc::not_found) {
+              done(false);
+              return;
+            }
+            self->request(home, timeout, delete_atom_v, seller, ns, external, holder)
+              .then([done](bool dropped) { done(dropped); }, [done](caf::error&) { done(false); });
+          },
+          get_atom_v, holder);
+      },
+      [done](caf::error&) { done(false); });
+}
+
+/// ListOffers' arguments, as the stores take them.
+struct list_args {
+  std::string seller;
+  bool has_ns;
+  std::string ns;
+  std::string after;
+  uint32_t limit;
+  caf::timespan timeout;
+};
+
+/// The pages read so far, the home group's first, and the groups still to read.
+struct spread_merge {
+  std::vector<offer_list> pages;
+  std::vector<uint32_t> groups;
+};
+
+/// Reads the next group's page of the seller into `m`, then the next, and answers the merged
+/// page after the last (a group failing fails the call, as every list across groups does).
+template <class Answer>
+void list_spread(caf::event_based_actor* self, router& r, const list_args& a,
+                 std::shared_ptr<spread_merge> m, Answer answer, fail_fn fail) {
+  if (m->groups.empty()) {
+    answer(persistence::merge_pages(std::move(m->pages), a.limit));
+    return;
+  }
+  auto group = m->groups.back();
+  m->groups.pop_back();
+  auto store = r.store_of_group<store_actor>(group);
+  if (!store) {
+    fail(make_error(errc::unavailable,
+                    "offers of seller " + a.seller + " are also in shard group "
+                      + std::to_string(group)
+                      + ", whose database this node has not opened: retry on another node, or "
+                        "restart this one with the group declared"));
+    return;
+  }
+  self->request(store, a.timeout, list_atom_v, a.seller, a.has_ns, a.ns, a.after, a.limit)
+    .then(
+      [self, &r, a, m, answer, fail](persistence::seller_page& page) {
+        m->pages.push_back(std::move(page.offers));
+        list_spread(self, r, a, m, answer, fail);
+      },
+      [fail](caf::error& err) { fail(err); });
+}
+
 } // namespace
 
 grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext* ctx,
@@ -92,16 +166,34 @@ grpc::ServerUnaryReactor* offer_service::CreateOffer(grpc::CallbackServerContext
                                 draw == 0 ? rid.value : rid.value + "#" + std::to_string(draw));
   });
   auto deadline = call.deadline();
+  caf::timespan timeout{call.budget()};
   auto& r = router_;
   // The job runs once: the offer moves on from its closure (ask_owner.hpp keeps it for retries).
   hub_.run([=, &r, msg = std::move(msg)](caf::event_based_actor* self) mutable {
+    auto stored = [=](offer_msg& m) {
+      *resp->mutable_offer() = std::move(m.value);
+      call.ok();
+    };
     ask_owner(
-      self, r, deadline,
-      [=](offer_msg& stored) {
-        *resp->mutable_offer() = std::move(stored.value);
-        call.ok();
+      self, r, deadline, stored,
+      [=, &r](const caf::error& err) {
+        // The key may be held by the claim of an offer a split left in another group and
+        // deleted since (ADR 0023): its owner says so, the claim goes, the create runs again
+        // (once; the request is still there: the call has not finished).
+        if (err != errc::already_exists || req->offer().external_id().empty()) {
+          call.finish(err);
+          return;
+        }
+        release_dangling_claim(self, r, timeout, deadline, req->offer(), [=, &r](bool released) {
+          if (!released) {
+            call.finish(err);
+            return;
+          }
+          ask_owner(self, r, deadline, stored, call.on_error(), create_atom_v, id,
+                    offer_msg{req->offer()}, rid);
+        });
       },
-      call.on_error(), create_atom_v, id, std::move(msg), rid);
+      create_atom_v, id, std::move(msg), rid);
   });
   return call.reactor();
 }
@@ -250,19 +342,40 @@ grpc::ServerUnaryReactor* offer_service::ListOffers(grpc::CallbackServerContext*
   auto has_ns = req->has_namespace_();
   auto ns = req->namespace_();
   auto after = req->page_token();
-  hub_.run([=](caf::event_based_actor* self) {
+  auto& r = router_;
+  hub_.run([=, &r](caf::event_based_actor* self) {
+    auto answer = [=](offer_list page) {
+      // A page whose offers outgrow limits.page_max_bytes ends early; the next one starts
+      // after its last offer.
+      auto fit = page_fit(page, limits);
+      for (size_t i = 0; i < fit; ++i)
+        *resp->add_offers() = std::move(page[i]);
+      if (fit < page.size() || resp->offers_size() == static_cast<int>(limit))
+        resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
+      call.ok();
+    };
     // Committed data only: every acknowledged change is in PostgreSQL.
     self->request(store, timeout, list_atom_v, seller, has_ns, ns, after, limit)
       .then(
-        [=](offer_list& page) {
-          // A page whose offers outgrow limits.page_max_bytes ends early; the next one starts
-          // after its last offer.
-          auto fit = page_fit(page, limits);
-          for (size_t i = 0; i < fit; ++i)
-            *resp->add_offers() = std::move(page[i]);
-          if (fit < page.size() || resp->offers_size() == static_cast<int>(limit))
-            resp->set_next_page_token(resp->offers(resp->offers_size() - 1).id());
-          call.ok();
+        [=, &r](persistence::seller_page& home) {
+          // A split left offers of the seller on shards outside its home group (ADR 0023):
+          // the pages of the groups holding those shards now, read in turn, merge with the
+          // home page.
+          auto m = std::make_shared<spread_merge>();
+          auto home_group = r.group_of(r.shard_of(seller));
+          for (auto shard : home.spread) {
+            auto g = r.group_of(shard);
+            if (g != home_group
+                && std::find(m->groups.begin(), m->groups.end(), g) == m->groups.end())
+              m->groups.push_back(g);
+          }
+          if (m->groups.empty()) {
+            answer(std::move(home.offers));
+            return;
+          }
+          m->pages.push_back(std::move(home.offers));
+          list_spread(self, r, {seller, has_ns, ns, after, limit, timeout}, m, answer,
+                      call.on_error());
         },
         call.on_error());
   });

@@ -231,6 +231,17 @@ public:
       stores[next_.fetch_add(1, std::memory_order_relaxed) % stores.size()]);
   }
 
+  /// A store actor of group `group`'s database (round robin), as `Store`; an invalid handle
+  /// when this node has not opened that group.
+  template <class Store>
+  Store store_of_group(uint32_t group) {
+    if (group >= group_stores_.size() || group_stores_[group].empty())
+      return Store{};
+    auto& stores = group_stores_[group];
+    return caf::actor_cast<Store>(
+      stores[next_.fetch_add(1, std::memory_order_relaxed) % stores.size()]);
+  }
+
 private:
   struct owner {
     local_shard local; ///< when this node owns the shard

@@ -20,6 +20,7 @@
 #include "gost/offers/stage_runner.hpp"
 #include "gost/persistence/cluster/placement.hpp"
 #include "gost/persistence/feeds/feeds.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
 #include "kafka/group_consumer.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/seller_sink.hpp"
@@ -74,6 +75,11 @@ public:
       offer_id, any_version, feed_request());
   }
 
+  reply<v1::Offer> get(const std::string& offer_id) override {
+    return ask_owner_async<v1::Offer>(*opts_.hub, *opts_.routes, deadline(), offer_of, get_atom_v,
+                                      offer_id);
+  }
+
 private:
   clock_type::time_point deadline() const { return clock_type::now() + opts_.api.request_timeout; }
 
@@ -96,7 +102,9 @@ public:
   caf::expected<std::vector<persistence::keyed_offer>>
   find(const std::string& seller_id, const std::string& ns,
        const std::vector<std::string>& external_ids) override {
-    return persistence::find_by_external_ids(db(seller_id), seller_id, ns, external_ids);
+    // The offers a split left outside the seller's home group too (ADR 0023).
+    return persistence::find_by_external_ids(db(seller_id), seller_id, ns, external_ids,
+                                             where_.get());
   }
 
   caf::expected<persistence::recorded_batch>
@@ -114,7 +122,7 @@ public:
   caf::expected<std::vector<persistence::keyed_offer>> missing(const std::string& task_id,
                                                                const std::string& seller_id,
                                                                const std::string& ns) override {
-    return persistence::offers_missing_from(db(seller_id), task_id, seller_id, ns);
+    return persistence::offers_missing_from(db(seller_id), task_id, seller_id, ns, where_.get());
   }
 
   caf::expected<std::pair<persistence::feed_counts, int32_t>>
@@ -125,6 +133,18 @@ public:
   caf::error finish_task(const std::string& seller_id, const std::string& task_id,
                          const std::string& summary) override {
     return persistence::finish_feed_task(db(seller_id), task_id, summary);
+  }
+
+  caf::expected<std::optional<std::string>> holder(const std::string& seller_id,
+                                                   const std::string& ns,
+                                                   const std::string& external_id) override {
+    return persistence::offer_store{db(seller_id)}.find_id(seller_id, ns, external_id);
+  }
+
+  caf::expected<bool> release_claim(const std::string& seller_id, const std::string& ns,
+                                    const std::string& external_id,
+                                    const std::string& offer_id) override {
+    return persistence::offer_store{db(seller_id)}.drop_claim(seller_id, ns, external_id, offer_id);
   }
 
 private:

@@ -48,9 +48,10 @@ caf::error start_core_actors(node_context& n) {
     });
     // Writers matched to connections: two share a 4-connection pool with the stores.
     auto& write = n.cfg.write;
-    g.writers = spawn_offer_writers(
-      *n.sys, *g.pool, n.cfg.node.id, static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
-      write.batch_max, write.flush_delay, n.stats, g.db, n.cfg.history.retention.count() > 0);
+    g.writers = spawn_offer_writers(*n.sys, *g.pool, n.cfg.node.id,
+                                    static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
+                                    write.batch_max, write.flush_delay, n.stats, g.db,
+                                    n.cfg.history.retention.count() > 0, n.cfg.shard.count);
     n.stops.push("offer writers", [&n, &g] {
       n.stop_actors(g.writers);
       g.writers.clear();

@@ -1159,6 +1159,139 @@ void await_group_spread(const testing::temp_db& db, const testing::temp_db& east
     describe(db) << "| " << describe(east));
 }
 
+/// An offer a split left outside its seller's home group (a stray, ADR 0023 "Splits"), made
+/// as a split's fence makes it: the offer's row in the database of its shard's group (`east`),
+/// its key claimed and its seller spread in the home database (`home`). The readers through
+/// either node: GetOffer by key finds it through the claim, ListOffers merges east's page into
+/// the home page (paged too), a create of its key is ALREADY_EXISTS, a change of its key is
+/// refused where it lives (FAILED_PRECONDITION), a change keeping the key is served.
+void check_stray(node& n1, node& n2, const testing::temp_db& home, const testing::temp_db& east,
+                 const std::string& seller, uint32_t east_first) {
+  std::string id;
+  for (int i = 0; id.empty(); ++i)
+    if (shard_of("stray-" + std::to_string(i), shard_count) >= east_first)
+      id = "stray-" + std::to_string(i);
+  v1::Offer o;
+  o.set_id(id);
+  o.set_seller_id(seller);
+  o.set_external_id("sku-stray");
+  o.set_title("left behind");
+  o.set_version(1);
+  std::string hex;
+  for (unsigned char c : o.SerializeAsString()) {
+    constexpr const char* digits = "0123456789abcdef";
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  east.scalar("INSERT INTO offers (offer_id, shard, seller_id, namespace, external_id, version,"
+              " body) VALUES ('"
+              + id + "', " + std::to_string(shard_of(id, shard_count)) + ", '" + seller
+              + "', '', 'sku-stray', 1, decode('" + hex + "', 'hex'))");
+  home.scalar("INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id) VALUES ('"
+              + seller + "', '', 'sku-stray', '" + id + "')");
+  home.scalar("INSERT INTO seller_spread (seller_id, stray_shard) VALUES ('" + seller + "', "
+              + std::to_string(shard_of(id, shard_count)) + ")");
+  auto at_home = home.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id COLLATE \"C\")"
+                             " FROM offers WHERE seller_id = '"
+                             + seller + "'");
+  for (auto* n : {&n1, &n2}) {
+    // By key: the claim's id; by id: the owner of its shard loads it from east.
+    v1::GetOfferRequest get;
+    get.mutable_ref()->mutable_key()->set_seller_id(seller);
+    get.mutable_ref()->mutable_key()->set_external_id("sku-stray");
+    v1::GetOfferResponse got;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto st = n->stub->GetOffer(&ctx, get, &got);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    CHECK(got.offer().id() == id);
+    CHECK(got.offer().title() == "left behind");
+    // Listed with the seller's offers at home, in id byte order, in pages of 4.
+    std::string listed;
+    std::string token;
+    int pages = 0;
+    do {
+      v1::ListOffersRequest req;
+      req.set_seller_id(seller);
+      req.set_page_size(4);
+      req.set_page_token(token);
+      v1::ListOffersResponse resp;
+      grpc::ClientContext lc;
+      lc.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto ls = n->stub->ListOffers(&lc, req, &resp);
+      REQUIRE_MESSAGE(ls.ok(), ls.error_message());
+      for (auto& x : resp.offers())
+        listed += (listed.empty() ? "" : ",") + x.id();
+      token = resp.next_page_token();
+      REQUIRE(++pages < 10);
+    } while (!token.empty());
+    std::vector<std::string> want;
+    std::stringstream in{at_home + "," + id};
+    for (std::string x; std::getline(in, x, ',');)
+      want.push_back(x);
+    std::sort(want.begin(), want.end());
+    std::string expected;
+    for (auto& x : want)
+      expected += (expected.empty() ? "" : ",") + x;
+    CHECK(listed == expected);
+    // Its key is taken.
+    v1::Offer dup;
+    auto cs = n->create("sku-stray", dup, seller);
+    CHECK_MESSAGE(cs.error_code() == grpc::StatusCode::ALREADY_EXISTS, cs.error_message());
+  }
+  // Its key cannot change where it lives; its title can.
+  v1::UpdateOfferRequest up;
+  up.mutable_offer()->set_id(id);
+  up.mutable_offer()->set_external_id("sku-renamed");
+  up.mutable_update_mask()->add_paths("external_id");
+  v1::UpdateOfferResponse upr;
+  grpc::ClientContext uc;
+  uc.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto us = n1.stub->UpdateOffer(&uc, up, &upr);
+  CHECK(us.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK_MESSAGE(us.error_message().find("delete it and create it") != std::string::npos,
+                us.error_message());
+  CHECK(
+    east.scalar("SELECT external_id || ':' || version FROM offers WHERE offer_id = '" + id + "'")
+    == "sku-stray:1");
+  v1::UpdateOfferRequest title;
+  title.mutable_offer()->set_id(id);
+  title.mutable_offer()->set_title("found again");
+  title.mutable_update_mask()->add_paths("title");
+  v1::UpdateOfferResponse titled;
+  grpc::ClientContext tc;
+  tc.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto ts = n2.stub->UpdateOffer(&tc, title, &titled);
+  REQUIRE_MESSAGE(ts.ok(), ts.error_message());
+  CHECK(titled.offer().version() == 2);
+  CHECK(titled.offer().external_id() == "sku-stray");
+  // Deleted where it lives: its claim stays behind, until a create of its key finds the
+  // claimed offer gone at its owner, drops the claim and creates the offer at home.
+  v1::DeleteOfferRequest del;
+  del.mutable_ref()->set_id(id);
+  v1::DeleteOfferResponse deleted;
+  grpc::ClientContext dc;
+  dc.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto ds = n1.stub->DeleteOffer(&dc, del, &deleted);
+  REQUIRE_MESSAGE(ds.ok(), ds.error_message());
+  CHECK(east.scalar("SELECT count(*) FROM offers WHERE offer_id = '" + id + "'") == "0");
+  CHECK(home.scalar("SELECT count(*) FROM offer_keys") == "1");
+  v1::Offer again;
+  auto cs = n2.create("sku-stray", again, seller);
+  REQUIRE_MESSAGE(cs.ok(), cs.error_message());
+  CHECK(again.id() != id);
+  CHECK(home.scalar("SELECT count(*) FROM offer_keys") == "0");
+  CHECK(home.scalar("SELECT count(*) FROM offers WHERE external_id = 'sku-stray'") == "1");
+  // Gone too, so that the rest of the test counts the offers it made. The spread row stays
+  // (harmless: the seller's page in east is empty now).
+  v1::DeleteOfferRequest del2;
+  del2.mutable_ref()->set_id(again.id());
+  grpc::ClientContext dc2;
+  dc2.set_deadline(std::chrono::system_clock::now() + 20s);
+  auto ds2 = n1.stub->DeleteOffer(&dc2, del2, &deleted);
+  REQUIRE_MESSAGE(ds2.ok(), ds2.error_message());
+}
+
 } // namespace
 
 TEST_CASE("shard groups: each group's shards live in its own database, spread over the nodes "
@@ -1212,6 +1345,11 @@ TEST_CASE("shard groups: each group's shards live in its own database, spread ov
     CHECK_MESSAGE(st.error_message().find("kept in another shard group") != std::string::npos,
                   st.error_message());
   }
+  // A stray (what a split makes, ADR 0023) is found, listed and guarded through either node.
+  auto at_db =
+    std::find_if(home_of.begin(), home_of.end(), [&](auto& h) { return h.second == "db"; });
+  REQUIRE(at_db != home_of.end());
+  check_stray(n1, n2, db, east, at_db->first, half);
   l.use({&n1, &n2});
   l.start(4);
   REQUIRE(l.more_acked(30));

@@ -133,6 +133,18 @@ bool feed_applier::handle(const v1::FeedRequest& req, const stop_signal& stop) {
   }
 }
 
+bool feed_applier::release_dangling_claim(const v1::Offer& content) {
+  auto holder = store_.holder(content.seller_id(), content.namespace_(), content.external_id());
+  if (!holder || !*holder)
+    return false;
+  auto there = offers_.get(**holder).get();
+  if (there || there.error() != errc::not_found)
+    return false; // it is there (a race: the next attempt finds it by key), or no answer
+  auto released = store_.release_claim(content.seller_id(), content.namespace_(),
+                                       content.external_id(), **holder);
+  return released && *released;
+}
+
 v1::OfferResult feed_applier::redo(v1::Offer content) {
   outcome res;
   res.set_external_id(content.external_id());
@@ -150,6 +162,9 @@ v1::OfferResult feed_applier::redo(v1::Offer content) {
         rejected(res, "not stored: " + error_message(r.error()));
         return res;
       }
+      // Nothing found by the key, yet it is taken: maybe by the claim of an offer a split left
+      // in another group and deleted since; released, the next attempt creates.
+      release_dangling_claim(content);
     } else {
       auto& existing = again->front();
       auto before = parsed(existing);

@@ -364,6 +364,17 @@ void external_change(self_ptr self, promise<Result> rp, Prepare prepare, Reply r
                              "offer " + o.id() + " cannot take seller_id " + o.seller_id()
                                + ", namespace " + o.namespace_() + ", external_id "
                                + o.external_id() + ": another offer has them; nothing changed");
+          } else if (err == errc::failed_precondition && applied->next) {
+            // write_outcome::key_elsewhere (the only failed precondition of a commit): the
+            // key's index is in another group's database.
+            auto& o = *applied->next;
+            err = make_error(errc::failed_precondition,
+                             "offer " + o.id() + " cannot change its seller key to seller_id "
+                               + o.seller_id() + ", namespace " + o.namespace_()
+                               + ": the offer is stored in another shard group than the home of "
+                                 "its old or new seller (a split left it there, or the seller "
+                                 "is at home in another group); nothing changed: delete it and "
+                                 "create it under the new key");
           }
           rp.deliver(std::move(err));
         });

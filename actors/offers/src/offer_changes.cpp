@@ -59,6 +59,7 @@ caf::expected<prepared_change> prepare_update(const change_input& in, v1::Offer 
       || o->external_id() != before.external_id()) {
     ws.rekey = true;
     ws.key = {o->seller_id(), o->namespace_(), o->external_id()};
+    ws.previous_seller = before.seller_id();
   }
   ws.enqueue =
     ask_stages(in.stages, &before, *o, in.ctx, {}, now_us(in.now), persistence::priority::normal);

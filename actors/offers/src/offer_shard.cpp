@@ -275,13 +275,19 @@ std::vector<writer_actor> spawn_offer_writers(caf::actor_system& sys, persistenc
                                               std::chrono::milliseconds flush_delay,
                                               std::shared_ptr<node_stats> stats,
                                               std::shared_ptr<const dependency_tracker> db,
-                                              bool history) {
+                                              bool history, uint32_t shard_count) {
   kit::writer_options<persistence::write_set> o;
   o.pool = &pool;
-  o.commit = [history,
+  persistence::commit_options co;
+  co.history = history;
+  if (shard_count > 0)
+    co.home_shard = [shard_count](const std::string& seller) {
+      return shard_of(seller, shard_count);
+    };
+  o.commit = [co,
               owner](persistence::pg_pool& p,
                      const std::vector<persistence::fenced_write<persistence::write_set>>& sets) {
-    return persistence::commit_write_sets(p, sets, owner, {history});
+    return persistence::commit_write_sets(p, sets, owner, co);
   };
   o.max_batch = batch_max;
   o.flush_delay = flush_delay;

@@ -124,12 +124,19 @@ store_impl::behavior_type store_fun(self_ptr self, persistence::pg_pool* pool,
       return std::move(*r);
     },
     [=](list_atom, const std::string& seller, bool has_ns, const std::string& ns,
-        const std::string& after, uint32_t limit) -> caf::result<offer_list> {
+        const std::string& after, uint32_t limit) -> caf::result<persistence::seller_page> {
       auto r = self->state.store->list_by_seller(
         seller, has_ns ? std::optional<std::string>{ns} : std::nullopt, after, limit);
       if (!r)
         return std::move(r.error());
       return std::move(*r);
+    },
+    [=](delete_atom, const std::string& seller, const std::string& ns,
+        const std::string& external_id, const std::string& offer_id) -> caf::result<bool> {
+      auto r = self->state.store->drop_claim(seller, ns, external_id, offer_id);
+      if (!r)
+        return std::move(r.error());
+      return *r;
     },
     [=](find_atom, const std::string& offer_id, const request_id& rid) -> caf::result<std::string> {
       auto r = persistence::find_answer(*pool, offer_id, rid.value);

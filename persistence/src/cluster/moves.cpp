@@ -8,6 +8,7 @@
 #include "gost/persistence/pg_pool.hpp"
 #include "gost/persistence/scheduled/actions.hpp"
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 namespace gost::persistence {
 
@@ -97,10 +98,10 @@ const std::vector<keyed_table>& keyed_tables() {
     {"feed_tasks", {"task_id"}, by_seller, nullptr, true, "seller_id"},
     {"feed_items", {"task_id", "external_id"}, by_task_seller, task_there, true, "task_id"},
     {"feed_batches", {"task_id", "batch_id"}, by_task_seller, task_there, true, "task_id"},
-    // The claims of keys whose offers are in another group, and the groups holding a seller's
-    // offers besides its home (migration 0031): in the seller's home group.
+    // The claims of keys whose offers are in another group, and the shards outside the home
+    // group holding a seller's offers (migrations 0031, 0032): in the seller's home group.
     {"offer_keys", {"seller_id", "namespace", "external_id"}, by_seller},
-    {"seller_spread", {"seller_id", "group_id"}, by_seller},
+    {"seller_spread", {"seller_id", "stray_shard"}, by_seller},
     // Durable entities (tasks, the application's actor types): written by their shards' lease
     // holders, fenced as the offers' writers are; an event sent to an entity of a fenced shard
     // is kept as a forward instead (persistence/src/entities/entities.cpp). Pending events and
@@ -317,6 +318,10 @@ public:
       if (*rehomed > 0)
         say("fence", "scheduled actions: " + std::to_string(*rehomed)
                        + " given queue rows on their home shards");
+      // Offers left on the other side of the cut than their seller's home shard get their
+      // keys claimed in the home database (ADR 0023 "Splits" item 6).
+      if (auto err = claim_strays())
+        return err;
     }
     // Nothing writes the range now: what is left in the log is the last of it.
     for (int round = 0;; ++round) {
@@ -419,7 +424,7 @@ private:
   /// read the seller's home group only (the key claims of ADR 0023 decision 4 are not built).
   /// Asked at the start and again right before the fence.
   caf::error part_refusal() {
-    if (plan_.whole)
+    if (plan_.whole || opts_.split_offers)
       return {};
     bool any = false;
     auto err = with_connection(source_, [&](pqxx::connection& c) {
@@ -437,6 +442,133 @@ private:
                              "key claims are not built yet); "
                            + shards_text(plan_.first, plan_.last)
                            + " are a part of it: move the whole group instead (ADR 0023)");
+  }
+
+  /// A part, at its fence (the range's writers stopped; a new offer whose seller's home shard
+  /// is fenced is refused, commit_options::home_shard): every offer of the source that the cut
+  /// leaves outside its seller's home group (a "stray") gets its key claimed in the seller's
+  /// home database (`offer_keys`, the claimed offer's id), and the seller a `seller_spread` row
+  /// there naming the stray's shard — before the source's rows go, so that a key is never
+  /// missing from both `offers` and the claims. Strays moving out (shard in the range, seller's
+  /// home a shard the source keeps): claimed at the source, in one statement; strays staying
+  /// (shard outside, home inside): read at the source by seller and claimed at the target. An
+  /// offer that was a stray already (its seller at home in a third group) keeps its claim and
+  /// spread row there: they name its id and shard, which a move does not change. The home
+  /// shard is computed in SQL (gost_shard_of, ~19 µs a seller) once per distinct seller.
+  /// Idempotent: a move resumed after its fence claims again what is claimed.
+  caf::error claim_strays() {
+    auto first = static_cast<int64_t>(plan_.first);
+    auto last = static_cast<int64_t>(plan_.last);
+    auto count = static_cast<int64_t>(plan_.shard_count);
+    // Moving out: the seller's home is a shard the source keeps (a lease row here, not fenced
+    // by this or an earlier move).
+    auto err = with_connection(source_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      auto r = tx.exec_params(
+        "WITH s AS (SELECT DISTINCT seller_id FROM offers WHERE shard BETWEEN $1 AND $2),"
+        " h AS (SELECT seller_id FROM s WHERE EXISTS (SELECT 1 FROM shard_leases l"
+        "  WHERE l.shard = gost_shard_of(s.seller_id, $3) AND l.shard NOT BETWEEN $1 AND $2"
+        "  AND coalesce(l.owner, '') NOT LIKE 'moved:%')),"
+        " k AS (INSERT INTO offer_keys (seller_id, namespace, external_id, offer_id)"
+        "  SELECT o.seller_id, o.namespace, o.external_id, o.offer_id FROM offers o"
+        "  JOIN h USING (seller_id) WHERE o.shard BETWEEN $1 AND $2"
+        "  AND o.external_id IS NOT NULL"
+        "  ON CONFLICT (seller_id, namespace, external_id) DO UPDATE SET offer_id ="
+        "  EXCLUDED.offer_id RETURNING 1),"
+        " p AS (INSERT INTO seller_spread (seller_id, stray_shard) SELECT DISTINCT o.seller_id,"
+        "  o.shard FROM offers o JOIN h USING (seller_id) WHERE o.shard BETWEEN $1 AND $2"
+        "  ON CONFLICT DO NOTHING RETURNING 1)"
+        " SELECT (SELECT count(*) FROM k), (SELECT count(*) FROM h)",
+        first, last, count);
+      report_.claimed = r[0][0].as<int64_t>();
+      report_.spread = r[0][1].as<int64_t>();
+      tx.commit();
+    });
+    if (err)
+      return err;
+    // Staying: the seller's home goes to the target's database with the range.
+    std::vector<std::string> sellers;
+    std::vector<std::string> spread_rows; // seller_spread rows for the target, as JSON
+    err = with_connection(source_, [&](pqxx::connection& c) {
+      sellers.clear();
+      spread_rows.clear();
+      pqxx::nontransaction tx{c};
+      for (auto row : tx.exec_params(
+             "WITH h AS (SELECT seller_id FROM (SELECT DISTINCT seller_id FROM offers"
+             " WHERE shard NOT BETWEEN $1 AND $2) s"
+             " WHERE gost_shard_of(seller_id, $3) BETWEEN $1 AND $2)"
+             " SELECT h.seller_id, (SELECT jsonb_agg(jsonb_build_object('seller_id', h.seller_id,"
+             " 'stray_shard', x.shard, 'created_at', now()))::text FROM (SELECT DISTINCT shard"
+             " FROM offers o WHERE o.seller_id = h.seller_id AND o.shard NOT BETWEEN $1 AND $2) x)"
+             " FROM h ORDER BY h.seller_id",
+             first, last, count)) {
+        sellers.push_back(row[0].as<std::string>());
+        spread_rows.push_back(row[1].as<std::string>());
+      }
+    });
+    if (err)
+      return err;
+    const table_sql* keys = nullptr;
+    const table_sql* spread = nullptr;
+    for (auto& t : tables_) {
+      if (t.name == "offer_keys")
+        keys = &t;
+      if (t.name == "seller_spread")
+        spread = &t;
+    }
+    if (keys == nullptr || spread == nullptr)
+      return make_db_error(db_errc::internal, "the move knows no offer_keys or seller_spread");
+    constexpr size_t sellers_per_read = 500;
+    for (size_t at = 0; at < sellers.size(); at += sellers_per_read) {
+      auto end = std::min(sellers.size(), at + sellers_per_read);
+      // Each seller's rows are a JSON array: the chunk's rows are their concatenation.
+      std::vector<std::string> rows;
+      for (size_t i = at; i < end; ++i) {
+        auto& a = spread_rows[i];
+        if (a.size() > 2)
+          rows.push_back(a.substr(1, a.size() - 2));
+      }
+      if (auto e = upsert(*spread, rows))
+        return e;
+      report_.spread += static_cast<int64_t>(end - at);
+      std::vector<std::string> chunk{sellers.begin() + static_cast<std::ptrdiff_t>(at),
+                                     sellers.begin() + static_cast<std::ptrdiff_t>(end)};
+      // The chunk's keyed offers outside the range, a batch at a time in key order.
+      std::vector<std::string> after;
+      for (;;) {
+        std::vector<std::string> claims;
+        err = with_connection(source_, [&](pqxx::connection& c) {
+          claims.clear();
+          pqxx::nontransaction tx{c};
+          std::string past;
+          if (!after.empty())
+            past = " AND (seller_id, namespace, external_id) > (" + tx.quote(after[0]) + ", "
+                   + tx.quote(after[1]) + ", " + tx.quote(after[2]) + ")";
+          auto r = tx.exec_params(
+            "SELECT to_jsonb(x)::text, x.seller_id, x.namespace, x.external_id FROM"
+            " (SELECT seller_id, namespace, external_id, offer_id, now() AS created_at"
+            "  FROM offers WHERE seller_id IN ("
+              + quoted_list(tx, chunk)
+              + ") AND shard NOT BETWEEN $1 AND $2 AND external_id IS NOT NULL" + past
+              + ") x ORDER BY 2, 3, 4 LIMIT $3",
+            first, last, static_cast<int64_t>(opts_.batch));
+          for (auto row : r) {
+            claims.push_back(row[0].as<std::string>());
+            after = {row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<std::string>()};
+          }
+        });
+        if (err)
+          return err;
+        if (auto e = upsert(*keys, claims))
+          return e;
+        report_.claimed += static_cast<int64_t>(claims.size());
+        if (claims.size() < static_cast<size_t>(opts_.batch))
+          break;
+      }
+    }
+    say("fence", "offers outside their seller's home group: " + std::to_string(report_.claimed)
+                   + " keys claimed, " + std::to_string(report_.spread) + " sellers spread");
+    return {};
   }
 
   /// The catalog says the range is moving (a node that starts meanwhile sees it).

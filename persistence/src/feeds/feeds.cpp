@@ -1,8 +1,10 @@
 #include "gost/persistence/feeds/feeds.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
+#include "gost/persistence/cluster/placement.hpp"
 #include "pg_internal.hpp"
 
 namespace gost::persistence {
@@ -19,6 +21,18 @@ std::string quoted_list(pqxx::transaction_base& tx, const std::vector<std::strin
 keyed_offer keyed(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>(),
           pqxx::binarystring{row[3]}.str()};
+}
+
+/// The databases holding `shards` now, each once, the home database (`home`) left out.
+std::vector<pg_pool*> spread_databases(const shard_placement& where,
+                                       const std::vector<uint32_t>& shards, const pg_pool& home) {
+  std::vector<pg_pool*> out;
+  for (auto shard : shards) {
+    auto* db = where.database(where.group_of(shard));
+    if (db != nullptr && db != &home && std::find(out.begin(), out.end(), db) == out.end())
+      out.push_back(db);
+  }
+  return out;
 }
 
 } // namespace
@@ -113,43 +127,124 @@ record_feed_batch(pg_pool& pool, const std::string& task_id, const std::string& 
 
 caf::expected<std::vector<keyed_offer>>
 find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::string& ns,
-                     const std::vector<std::string>& external_ids) {
+                     const std::vector<std::string>& external_ids, const shard_placement* where) {
   std::vector<keyed_offer> out;
+  std::vector<std::string> claimed; // offer ids claimed here for offers in other groups
+  std::vector<uint32_t> spread;     // shards holding offers of the seller outside its home group
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
+    claimed.clear();
+    spread.clear();
     if (external_ids.empty())
       return;
     pqxx::nontransaction tx{c};
-    for (auto row : tx.exec("SELECT offer_id, external_id, version, body FROM offers"
-                            " WHERE seller_id = "
-                            + tx.quote(seller_id) + " AND namespace = " + tx.quote(ns)
-                            + " AND external_id IN (" + quoted_list(tx, external_ids) + ")"))
-      out.push_back(keyed(row));
+    auto keys = " WHERE seller_id = " + tx.quote(seller_id) + " AND namespace = " + tx.quote(ns)
+                + " AND external_id IN (" + quoted_list(tx, external_ids) + ")";
+    auto sql = "SELECT offer_id, external_id, version, body, NULL::int FROM offers" + keys;
+    if (where != nullptr)
+      sql += " UNION ALL SELECT offer_id, NULL, NULL, NULL, NULL FROM offer_keys" + keys
+             + " UNION ALL SELECT NULL, NULL, NULL, NULL, stray_shard FROM seller_spread"
+               " WHERE seller_id = "
+             + tx.quote(seller_id);
+    for (auto row : tx.exec(sql)) {
+      if (!row[4].is_null())
+        spread.push_back(row[4].as<uint32_t>());
+      else if (row[1].is_null())
+        claimed.push_back(row[0].as<std::string>());
+      else
+        out.push_back(keyed(row));
+    }
   });
   if (err)
     return err;
+  if (claimed.empty())
+    return out;
+  std::set<std::string> seen;
+  for (auto& o : out)
+    seen.insert(o.offer_id);
+  // The claimed offers, in the databases now holding the shards the seller's offers were
+  // spread to; still under the key.
+  for (auto* db : spread_databases(*where, spread, pool)) {
+    err = with_connection(*db, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx{c};
+      for (auto row :
+           tx.exec("SELECT offer_id, external_id, version, body FROM offers"
+                   " WHERE offer_id IN ("
+                   + quoted_list(tx, claimed) + ") AND seller_id = " + tx.quote(seller_id)
+                   + " AND namespace = " + tx.quote(ns) + " AND external_id IS NOT NULL"))
+        if (seen.insert(row[0].as<std::string>()).second)
+          out.push_back(keyed(row));
+    });
+    if (err)
+      return err;
+  }
   return out;
 }
 
-caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool,
-                                                            const std::string& task_id,
-                                                            const std::string& seller_id,
-                                                            const std::string& ns) {
+caf::expected<std::vector<keyed_offer>>
+offers_missing_from(pg_pool& pool, const std::string& task_id, const std::string& seller_id,
+                    const std::string& ns, const shard_placement* where) {
   std::vector<keyed_offer> out;
+  std::vector<uint32_t> spread;
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     out.clear();
+    spread.clear();
     pqxx::nontransaction tx{c};
-    for (auto row :
-         tx.exec_params("SELECT o.offer_id, o.external_id, o.version, o.body FROM offers o"
-                        " WHERE o.seller_id = $1 AND o.namespace = $2 AND o.external_id IS NOT NULL"
-                        " AND NOT EXISTS (SELECT 1 FROM feed_items i WHERE i.task_id = $3"
-                        "                 AND i.external_id = o.external_id)"
-                        " ORDER BY o.offer_id",
-                        seller_id, ns, task_id))
-      out.push_back(keyed(row));
+    std::string sql = "SELECT o.offer_id, o.external_id, o.version, o.body, NULL::int FROM offers o"
+                      " WHERE o.seller_id = $1 AND o.namespace = $2 AND o.external_id IS NOT NULL"
+                      " AND NOT EXISTS (SELECT 1 FROM feed_items i WHERE i.task_id = $3"
+                      "                 AND i.external_id = o.external_id)";
+    if (where != nullptr)
+      sql += " UNION ALL SELECT NULL, NULL, NULL, NULL, stray_shard FROM seller_spread"
+             " WHERE seller_id = $1";
+    for (auto row : tx.exec_params(sql, seller_id, ns, task_id)) {
+      if (row[4].is_null())
+        out.push_back(keyed(row));
+      else
+        spread.push_back(row[4].as<uint32_t>());
+    }
   });
   if (err)
     return err;
+  // The seller's offers in its spread groups, less those whose external id the task carried
+  // (its items are at home), a chunk at a time.
+  for (auto* db : spread_databases(*where, spread, pool)) {
+    std::vector<keyed_offer> there;
+    err = with_connection(*db, [&](pqxx::connection& c) {
+      there.clear();
+      pqxx::nontransaction tx{c};
+      for (auto row : tx.exec_params("SELECT offer_id, external_id, version, body FROM offers"
+                                     " WHERE seller_id = $1 AND namespace = $2"
+                                     " AND external_id IS NOT NULL",
+                                     seller_id, ns))
+        there.push_back(keyed(row));
+    });
+    if (err)
+      return err;
+    constexpr size_t chunk = 1000;
+    for (size_t at = 0; at < there.size(); at += chunk) {
+      auto end = std::min(there.size(), at + chunk);
+      std::set<std::string> carried;
+      err = with_connection(pool, [&](pqxx::connection& c) {
+        carried.clear();
+        pqxx::nontransaction tx{c};
+        std::vector<std::string> ids;
+        for (size_t i = at; i < end; ++i)
+          ids.push_back(there[i].external_id);
+        for (auto row :
+             tx.exec("SELECT external_id FROM feed_items WHERE task_id = " + tx.quote(task_id)
+                     + " AND external_id IN (" + quoted_list(tx, ids) + ")"))
+          carried.insert(row[0].as<std::string>());
+      });
+      if (err)
+        return err;
+      for (size_t i = at; i < end; ++i)
+        if (carried.count(there[i].external_id) == 0)
+          out.push_back(std::move(there[i]));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const keyed_offer& a, const keyed_offer& b) { return a.offer_id < b.offer_id; });
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "gost/persistence/offers/offer_store.hpp"
 
+#include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "gost/v1/offer.pb.h"
@@ -122,30 +124,71 @@ caf::expected<std::optional<std::string>> offer_store::find_id(const std::string
   return out;
 }
 
-caf::expected<std::vector<v1::Offer>>
-offer_store::list_by_seller(const std::string& seller_id, const std::optional<std::string>& ns,
-                            const std::string& after_id, size_t limit) {
-  std::vector<v1::Offer> out;
+caf::expected<bool> offer_store::drop_claim(const std::string& seller_id, const std::string& ns,
+                                            const std::string& external_id,
+                                            const std::string& offer_id) {
+  bool dropped = false;
   auto err = with_connection(pool_, [&](pqxx::connection& c) {
-    out.clear();
     pqxx::nontransaction tx{c};
-    auto r = ns ? tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
-                                 " AND offer_id > $2 AND namespace = $4 ORDER BY offer_id LIMIT $3",
-                                 seller_id, after_id, static_cast<int64_t>(limit), *ns)
-                : tx.exec_params("SELECT body, version FROM offers WHERE seller_id = $1"
-                                 " AND offer_id > $2 ORDER BY offer_id LIMIT $3",
-                                 seller_id, after_id, static_cast<int64_t>(limit));
+    dropped = !tx.exec_params("DELETE FROM offer_keys WHERE seller_id = $1 AND namespace = $2"
+                              " AND external_id = $3 AND offer_id = $4 RETURNING 1",
+                              seller_id, ns, external_id, offer_id)
+                 .empty();
+  });
+  if (err)
+    return err;
+  return dropped;
+}
+
+caf::expected<seller_page> offer_store::list_by_seller(const std::string& seller_id,
+                                                       const std::optional<std::string>& ns,
+                                                       const std::string& after_id, size_t limit) {
+  seller_page out;
+  auto err = with_connection(pool_, [&](pqxx::connection& c) {
+    out = {};
+    pqxx::nontransaction tx{c};
+    // The page, and the shards a split left offers of the seller on (almost always none: an
+    // index probe of an empty table), in one round trip.
+    auto sql = std::string{"WITH p AS (SELECT offer_id, body, version FROM offers"
+                           " WHERE seller_id = $1 AND offer_id COLLATE \"C\" > $2"}
+               + (ns ? " AND namespace = $4" : "")
+               + " ORDER BY offer_id COLLATE \"C\" LIMIT $3)"
+                 " SELECT body, version, NULL::int FROM p UNION ALL SELECT NULL, NULL,"
+                 " stray_shard FROM seller_spread WHERE seller_id = $1";
+    auto r = ns ? tx.exec_params(sql, seller_id, after_id, static_cast<int64_t>(limit), *ns)
+                : tx.exec_params(sql, seller_id, after_id, static_cast<int64_t>(limit));
     for (auto row : r) {
+      if (!row[2].is_null()) {
+        out.spread.push_back(row[2].as<uint32_t>());
+        continue;
+      }
       v1::Offer o;
       if (!o.ParseFromString(pqxx::binarystring{row[0]}.str()))
         throw std::runtime_error("a stored offer body does not parse as gost.v1.Offer");
       o.set_version(row[1].as<int64_t>());
-      out.push_back(std::move(o));
+      out.offers.push_back(std::move(o));
     }
   });
   if (err)
     return err;
+  // The CTE's order is not promised through UNION ALL.
+  std::stable_sort(out.offers.begin(), out.offers.end(),
+                   [](const v1::Offer& a, const v1::Offer& b) { return a.id() < b.id(); });
   return out;
+}
+
+std::vector<v1::Offer> merge_pages(std::vector<std::vector<v1::Offer>> pages, size_t limit) {
+  std::vector<v1::Offer> all;
+  std::set<std::string> seen;
+  for (auto& page : pages)
+    for (auto& o : page)
+      if (seen.insert(o.id()).second)
+        all.push_back(std::move(o));
+  std::stable_sort(all.begin(), all.end(),
+                   [](const v1::Offer& a, const v1::Offer& b) { return a.id() < b.id(); });
+  if (all.size() > limit)
+    all.resize(limit);
+  return all;
 }
 
 } // namespace gost::persistence

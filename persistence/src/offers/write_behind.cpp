@@ -144,13 +144,39 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
     // another owner. Sets of a shard held at another epoch, or by another node (an epoch issued
     // again after a failover lost its bump, ADR 0023 §6), or by none, are fenced; the rest of
     // the batch goes on.
-    auto held = held_leases(tx, sets, owner);
+    // A new offer's seller's home shard is locked with them (commit_options::home_shard): an
+    // insert whose home moved to another group's database is refused, and a split's fence
+    // waits for the inserts in flight.
+    // A key change holds its old and new seller's home shards too, and needs both here.
+    std::vector<uint32_t> home(sets.size(), 0);
+    std::vector<uint32_t> old_home(sets.size(), 0);
+    std::set<uint32_t> homes;
+    if (opts.home_shard)
+      for (size_t i = 0; i < sets.size(); ++i) {
+        auto& ws = sets[i].ws;
+        if (ws.op == offer_op::insert || ws.rekey)
+          homes.insert(home[i] = opts.home_shard(ws.key.seller_id));
+        if (ws.rekey)
+          homes.insert(old_home[i] = ws.previous_seller == ws.key.seller_id
+                                       ? home[i]
+                                       : opts.home_shard(ws.previous_seller));
+      }
+    auto leases = held_leases(tx, sets, owner, homes);
     std::vector<bool> live(sets.size(), false);
     for (size_t i = 0; i < sets.size(); ++i) {
-      auto h = held.find(sets[i].shard);
-      live[i] = h != held.end() && h->second == sets[i].epoch;
-      if (!live[i])
+      auto& ws = sets[i].ws;
+      auto h = leases.held.find(sets[i].shard);
+      live[i] = h != leases.held.end() && h->second == sets[i].epoch;
+      if (!live[i]) {
         outcomes[i] = write_outcome::fenced;
+      } else if (opts.home_shard && ws.op == offer_op::insert && leases.moved.count(home[i]) != 0) {
+        live[i] = false;
+        outcomes[i] = write_outcome::home_moved;
+      } else if (opts.home_shard && ws.rekey
+                 && (leases.here.count(home[i]) == 0 || leases.here.count(old_home[i]) == 0)) {
+        live[i] = false;
+        outcomes[i] = write_outcome::key_elsewhere;
+      }
     }
     // Current versions. No row locks: only the lease holder writes a shard's rows, and it
     // writes them from one writer per shard, one batch at a time, so nothing can change them

@@ -53,6 +53,9 @@ private:
   /// Applies one offer after it lost a race (changed or created meanwhile): reads it again
   /// and redoes, up to three times.
   v1::OfferResult redo(v1::Offer content);
+  /// After a create refused ALREADY_EXISTS with nothing found by key: the key's holder, when a
+  /// claim names an offer its owner no longer has (ADR 0023), is released; true then.
+  bool release_dangling_claim(const v1::Offer& content);
   void send(const v1::FeedRequest& req, v1::FeedResponse resp, const stop_signal& stop);
   /// Runs a bookkeeping step until it succeeds; false when the exchange stops first.
   template <class F, class T>

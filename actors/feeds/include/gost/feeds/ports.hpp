@@ -61,6 +61,18 @@ public:
   /// Marks the task finished with its summary (serialized gost.v1.FeedSummary).
   virtual caf::error finish_task(const std::string& seller_id, const std::string& task_id,
                                  const std::string& summary) = 0;
+
+  /// The id of the offer holding the seller's key in its home database: the offer stored
+  /// under it, or the one a claim names (an offer a split left in another group's database,
+  /// ADR 0023); none when the key is free.
+  virtual caf::expected<std::optional<std::string>>
+  holder(const std::string& seller_id, const std::string& ns, const std::string& external_id) = 0;
+
+  /// Removes the claim of the seller's key held for `offer_id`, once that offer's owner said it
+  /// is gone (a stray deleted where it lives leaves its claim behind); true when removed.
+  virtual caf::expected<bool> release_claim(const std::string& seller_id, const std::string& ns,
+                                            const std::string& external_id,
+                                            const std::string& offer_id) = 0;
 };
 
 /// The offer domain as the applier sees it: its rules (feeds reaches offers only through
@@ -95,6 +107,9 @@ public:
 
   /// Deletes the offer whatever its version; the version of the deletion, or errc::not_found.
   virtual reply<int64_t> remove(const std::string& offer_id) = 0;
+
+  /// The stored offer, asked at its owner, or errc::not_found.
+  virtual reply<v1::Offer> get(const std::string& offer_id) = 0;
 };
 
 /// Where one side's messages go: the offer store's answers (the responses topic) and the feed

@@ -15,6 +15,7 @@
 #include "gost/core/proto_inspect.hpp"
 #include "gost/core/protocol.hpp"
 #include "gost/core/type_ids.hpp"
+#include "gost/persistence/offers/offer_store.hpp"
 #include "gost/persistence/offers/write_behind.hpp"
 #include "gost/v1/offer.pb.h"
 #include "gost/v1/state_service.pb.h"
@@ -98,12 +99,18 @@ using store_actor = caf::typed_actor<
   // The id of the offer under the seller's key (seller_id, namespace, external_id), or
   // errc::not_found.
   caf::replies_to<find_atom, std::string, std::string, std::string>::with<std::string>,
+  // Removes the claim of a seller's key (seller_id, namespace, external_id) held for an offer
+  // (its id) a split left in another group and whose owner answered it is gone; true when one
+  // was removed (persistence::offer_store::drop_claim).
+  caf::replies_to<delete_atom, std::string, std::string, std::string, std::string>::with<bool>,
   // The answer kept with a write's request id (offer id, request id); empty when no write with
   // this id is kept (none committed, or it was reaped after api.request_ttl).
   caf::replies_to<find_atom, std::string, request_id>::with<std::string>,
-  // A page of a seller's offers: (seller, filter by namespace?, namespace, after id, limit).
+  // A page of a seller's offers in the store's database: (seller, filter by namespace?,
+  // namespace, after id, limit), with the other groups holding offers of the seller (read in
+  // its home group's; persistence::offer_store::list_by_seller).
   caf::replies_to<list_atom, std::string, bool, std::string, std::string,
-                  uint32_t>::with<offer_list>>;
+                  uint32_t>::with<persistence::seller_page>>;
 
 /// The operations on one offer. Each names its offer first, right after its atoms
 /// (gost/core/routing.hpp), so shards, routers and node links forward every operation the
@@ -160,6 +167,7 @@ void register_offer_types(caf::actor_system_config& cfg);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_snapshots)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::offer_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::seller_page)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_set)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gost::persistence::write_outcome)
 

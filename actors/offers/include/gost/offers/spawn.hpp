@@ -52,12 +52,16 @@ std::shared_ptr<const stage_pools> spawn_stage_pools(caf::actor_system& sys,
 /// it, at the sets' epoch (persistence::commit_write_sets).
 /// `db`: the node's PostgreSQL tracker (failed batches of an outage it reported are not
 /// logged again); may be null. `history`: keep every committed change in the offers' history
-/// (history.retention is not 0).
+/// (history.retention is not 0). `shard_count`: the installation's; a new offer's insert then
+/// holds its seller's home shard's lease row and is refused while that shard has moved to
+/// another group's database (persistence::commit_options::home_shard, ADR 0023 "Splits"); 0:
+/// not checked (one database that no split touches: tests, benchmarks).
 std::vector<writer_actor>
 spawn_offer_writers(caf::actor_system& sys, persistence::pg_pool& pool, const std::string& owner,
                     size_t n, size_t batch_max, std::chrono::milliseconds flush_delay,
                     std::shared_ptr<node_stats> stats,
-                    std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false);
+                    std::shared_ptr<const dependency_tracker> db = nullptr, bool history = false,
+                    uint32_t shard_count = 0);
 
 /// A one-off background rescan for one stage (a sweep): when a shard starts, it walks its
 /// offers once, asks only `stage_id` about each and enqueues those that want it at background

@@ -60,6 +60,13 @@ struct move_options {
   std::function<bool()> cancelled;
   /// Told each step as it goes (`step` is prepare, copy, catch-up, fence, switch or clean).
   std::function<void(const std::string& step, const std::string& detail)> progress;
+  /// Move a part of a group that holds offers: the offers the cut leaves outside their
+  /// seller's home group get their keys claimed at the fence (ADR 0023 "Splits" item 6). Off
+  /// (the part refused) until a split holding offers has run end to end under load: the
+  /// readers (lookups by key, ListOffers, the feed exchange), the writers (the insert's home
+  /// lock, a stray's key change refused) and the release of a deleted stray's claim are built
+  /// and tested each on its own. No verb sets it; the tests do.
+  bool split_offers = false;
 };
 
 struct move_report {
@@ -69,7 +76,11 @@ struct move_report {
   int64_t moved_queued = 0; ///< outbox batches, parked ones, dead letters (offers', entities')
   std::chrono::milliseconds fenced{}; ///< from the fence to the switch
   int64_t removed = 0;                ///< rows deleted from the source
-  uint64_t map_version = 0;           ///< the map's version after the switch
+  /// A part: the keys of offers left outside their seller's home group ("strays") claimed at
+  /// the fence in the home group's database (offer_keys), and the sellers given a spread row.
+  int64_t claimed = 0;
+  int64_t spread = 0;
+  uint64_t map_version = 0; ///< the map's version after the switch
 };
 
 /// Runs the move `plan` between the groups' databases `source` and `target`, the map in

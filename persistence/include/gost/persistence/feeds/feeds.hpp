@@ -13,6 +13,7 @@
 namespace gost::persistence {
 
 class pg_pool;
+class shard_placement;
 
 struct feed_task {
   bool finished = false;
@@ -71,16 +72,25 @@ struct keyed_offer {
   std::string body; ///< serialized gost.v1.Offer
 };
 
-/// The seller's offers under these external ids (in `ns`), in any order.
+/// The seller's offers under these external ids (in `ns`), in any order. `pool` is the
+/// seller's home database. With `where` (the groups' databases), the offers a split left in
+/// other groups' databases are found too: their keys' claims (`offer_keys`) and the shards the
+/// seller's offers were spread to (`seller_spread`) come in the home query's round trip, and
+/// each database holding such a shard now is read by the claimed ids, in one query (none when
+/// the seller has no spread row, ADR 0023). A claim whose offer is gone or no longer has the
+/// key finds nothing.
 caf::expected<std::vector<keyed_offer>>
 find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::string& ns,
-                     const std::vector<std::string>& external_ids);
+                     const std::vector<std::string>& external_ids,
+                     const shard_placement* where = nullptr);
 
-/// The seller's offers in `ns` with an external id the task did not carry.
-caf::expected<std::vector<keyed_offer>> offers_missing_from(pg_pool& pool,
-                                                            const std::string& task_id,
-                                                            const std::string& seller_id,
-                                                            const std::string& ns);
+/// The seller's offers in `ns` with an external id the task did not carry, in id byte order.
+/// `pool` is the seller's home database (where the task's items are); with `where`, the
+/// seller's offers in the databases holding its spread shards are read too and checked against
+/// the task's items at home.
+caf::expected<std::vector<keyed_offer>>
+offers_missing_from(pg_pool& pool, const std::string& task_id, const std::string& seller_id,
+                    const std::string& ns, const shard_placement* where = nullptr);
 
 /// Adds `n` (which may be negative: corrections) to the task's counts.
 caf::error add_feed_counts(pg_pool& pool, const std::string& task_id, const feed_counts& n);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gost/persistence/errors.hpp"
 
@@ -13,6 +14,20 @@ class Offer;
 namespace gost::persistence {
 
 class pg_pool;
+
+/// A page of a seller's offers in one database (offer_store::list_by_seller).
+struct seller_page {
+  std::vector<v1::Offer> offers;
+  /// Shards outside the seller's home group holding offers of it (`seller_spread`, read in
+  /// the home database); empty unless a split left some of its offers there. The groups
+  /// holding these shards now have the rest of the seller's offers.
+  std::vector<uint32_t> spread;
+};
+
+/// The first `limit` offers of the pages of one seller read in several groups' databases, in
+/// id byte order; an offer in two pages (a move's rows not yet removed) counts once, the first
+/// page's copy kept (pass the home group's first).
+std::vector<v1::Offer> merge_pages(std::vector<std::vector<v1::Offer>> pages, size_t limit);
 
 /// Offers in the `offers` table: the protobuf body plus the columns needed to find and route
 /// them (id, shard, the seller's key, version). Every write is a compare-and-set on version.
@@ -42,11 +57,21 @@ public:
   caf::expected<std::optional<std::string>>
   find_id(const std::string& seller_id, const std::string& ns, const std::string& external_id);
 
-  /// A page of a seller's offers in id order, after `after_id` (empty: from the start), at
-  /// most `limit`; with `ns`, only that namespace. Bodies with their stored versions.
-  caf::expected<std::vector<v1::Offer>> list_by_seller(const std::string& seller_id,
-                                                       const std::optional<std::string>& ns,
-                                                       const std::string& after_id, size_t limit);
+  /// Removes the claim of the seller's key held for `offer_id` (`offer_keys`: an offer a
+  /// split left in another group's database), if there is one: call it only once that offer's
+  /// owner answered it is gone. True when a claim was removed.
+  caf::expected<bool> drop_claim(const std::string& seller_id, const std::string& ns,
+                                 const std::string& external_id, const std::string& offer_id);
+
+  /// A page of a seller's offers in this database, in id byte order (`COLLATE "C"`, as every
+  /// list merged across groups), after `after_id` (empty: from the start), at most `limit`;
+  /// with `ns`, only that namespace. Bodies with their stored versions. In the seller's home
+  /// database it also names the shards outside it holding offers of the seller (a split left
+  /// them there: `seller_spread`, ADR 0023), in the same round trip: the pages of their
+  /// groups' databases, read alike, merge with this one (`merge_pages`).
+  caf::expected<seller_page> list_by_seller(const std::string& seller_id,
+                                            const std::optional<std::string>& ns,
+                                            const std::string& after_id, size_t limit);
 
 private:
   pg_pool& pool_;

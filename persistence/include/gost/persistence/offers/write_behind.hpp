@@ -3,6 +3,7 @@
 // transaction, fenced by the shard's lease epoch. The actor that batches them lives in actors/.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,9 @@ struct write_set {
   /// The change gives the offer the seller key `key`: the row's key columns follow its body.
   /// When another offer holds that key the set is write_outcome::key_taken.
   bool rekey = false;
+  /// With `rekey`: the seller the offer had before the change (its key's home, when
+  /// commit_options::home_shard is set, must be in this database as the new key's must).
+  std::string previous_seller;
   std::vector<dead_letter> dead_letters;
   /// A request id (client's or forwarding node's): the set commits at most once per
   /// (offer, request id); a later set with the same id is `duplicate` and applies nothing.
@@ -93,6 +97,16 @@ struct commit_options {
   /// Also keep each committed set's outbox event in the offer's history (offer_history,
   /// gost/persistence/offers/history.hpp), in the statement that writes the outbox rows.
   bool history = false;
+  /// A seller's home shard (gost::shard_of(seller_id, shard_count)). When set, a new offer's
+  /// insert holds that shard's lease row (FOR SHARE, in the fence's statement) and is
+  /// write_outcome::home_moved when the row says the shard moved to another group's database:
+  /// a split's fence (which updates the row) waits for inserts in flight, and none after it
+  /// makes an offer outside its seller's home group that the fence did not see (ADR 0023,
+  /// "Splits"). A change of an offer's key holds the home shards of its old and new seller
+  /// the same way and is write_outcome::key_elsewhere unless both are this database's (a lease
+  /// row here that no split marked moved): an offer outside its seller's home group cannot
+  /// change its key where it is. Unset: no such check (tests and benchmarks on one database).
+  std::function<uint32_t(const std::string& seller_id)> home_shard;
 };
 
 caf::expected<std::vector<write_outcome>>

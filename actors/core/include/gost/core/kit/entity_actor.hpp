@@ -150,6 +150,19 @@ void commit(Self self, WriteSet ws, Done done, Conflict conflict, Fail fail) {
             fail(make_error(errc::already_exists,
                             "another entity holds a unique key this write would give this one"));
             return;
+          case persistence::write_outcome::home_moved:
+            self->state.forget();
+            fail(make_error(errc::unavailable,
+                            "the new entity's key belongs to a shard that moved to another shard "
+                            "group's database meanwhile (a split): nothing written; retry, the "
+                            "retry creates it in its new home group"));
+            return;
+          case persistence::write_outcome::key_elsewhere:
+            self->state.forget();
+            fail(make_error(errc::failed_precondition,
+                            "the unique key this write would give the entity belongs to another "
+                            "shard group's database than the entity's: nothing written"));
+            return;
         }
       },
       [self, fail](caf::error& err) mutable {
