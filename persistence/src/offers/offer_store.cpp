@@ -149,10 +149,14 @@ caf::expected<seller_page> offer_store::list_by_seller(const std::string& seller
     pqxx::nontransaction tx{c};
     // The page, and the shards a split left offers of the seller on (almost always none: an
     // index probe of an empty table), in one round trip.
+    // In the column's collation, which `offers_by_seller` is ordered by (`COLLATE "C"` here
+    // would read and sort all of the seller's offers for every page: 33 ms against 0.4 ms for
+    // a seller of 20,000, measured); the project's databases are C.UTF-8 (byte order, as the
+    // merge across groups sorts), and gost's offer ids are ASCII.
     auto sql = std::string{"WITH p AS (SELECT offer_id, body, version FROM offers"
-                           " WHERE seller_id = $1 AND offer_id COLLATE \"C\" > $2"}
+                           " WHERE seller_id = $1 AND offer_id > $2"}
                + (ns ? " AND namespace = $4" : "")
-               + " ORDER BY offer_id COLLATE \"C\" LIMIT $3)"
+               + " ORDER BY offer_id LIMIT $3)"
                  " SELECT body, version, NULL::int FROM p UNION ALL SELECT NULL, NULL,"
                  " stray_shard FROM seller_spread WHERE seller_id = $1";
     auto r = ns ? tx.exec_params(sql, seller_id, after_id, static_cast<int64_t>(limit), *ns)

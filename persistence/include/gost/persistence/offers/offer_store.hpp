@@ -63,8 +63,9 @@ public:
   caf::expected<bool> drop_claim(const std::string& seller_id, const std::string& ns,
                                  const std::string& external_id, const std::string& offer_id);
 
-  /// A page of a seller's offers in this database, in id byte order (`COLLATE "C"`, as every
-  /// list merged across groups), after `after_id` (empty: from the start), at most `limit`;
+  /// A page of a seller's offers in this database, in id order (the column's collation, which
+  /// `offers_by_seller` serves; byte order in the project's C.UTF-8 databases, as the merge
+  /// across groups sorts), after `after_id` (empty: from the start), at most `limit`;
   /// with `ns`, only that namespace. Bodies with their stored versions. In the seller's home
   /// database it also names the shards outside it holding offers of the seller (a split left
   /// them there: `seller_spread`, ADR 0023), in the same round trip: the pages of their
