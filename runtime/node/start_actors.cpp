@@ -48,10 +48,15 @@ caf::error start_core_actors(node_context& n) {
     });
     // Writers matched to connections: two share a 4-connection pool with the stores.
     auto& write = n.cfg.write;
+    // The home-shard checks of new offers and key changes (ADR 0023 "Splits") only where a
+    // split can happen while this node runs: a move needs its target group opened by every
+    // node at its start, so a node of one group never sees one. They lock other nodes' lease
+    // rows; a single-group installation does not pay for them.
+    uint32_t home_checks = n.groups.size() > 1 ? n.cfg.shard.count : 0;
     g.writers = spawn_offer_writers(*n.sys, *g.pool, n.cfg.node.id,
                                     static_cast<size_t>(std::max(1, n.cfg.pg.pool_size / 2)),
                                     write.batch_max, write.flush_delay, n.stats, g.db,
-                                    n.cfg.history.retention.count() > 0, n.cfg.shard.count);
+                                    n.cfg.history.retention.count() > 0, home_checks);
     n.stops.push("offer writers", [&n, &g] {
       n.stop_actors(g.writers);
       g.writers.clear();

@@ -477,7 +477,21 @@ struct fault_run {
                                << n1.proc->output() << n2.proc->output());
     // The registers: offers created before the clients start (version 1 each, in the history).
     auto stub = v1::OfferService::NewStub(n1.channel);
-    for (int k = 0; k < key_count; ++k) {
+    // Random ids: eight may all land on one node's shards (1 in 128), and a loaded machine can
+    // move leases meanwhile; more registers are made until both nodes own some (at most 64).
+    auto owner_of_id = [&](const std::string& id) {
+      auto owner = db.scalar("SELECT coalesce(l.owner, '') FROM offers o JOIN shard_leases l"
+                             " ON l.shard = o.shard WHERE o.offer_id = '"
+                             + id + "'");
+      return owner == "n1" ? 0 : owner == "n2" ? 1 : -1;
+    };
+    auto both_owners = [&] {
+      std::set<int> seen;
+      for (auto& id : ids)
+        seen.insert(owner_of_id(id));
+      return seen.count(0) != 0 && seen.count(1) != 0;
+    };
+    for (int k = 0; k < key_count || (k < 64 && !both_owners()); ++k) {
       v1::CreateOfferRequest req;
       req.mutable_offer()->set_seller_id("netfault-seller");
       req.mutable_offer()->set_external_id("sku-" + std::to_string(k));
@@ -498,12 +512,11 @@ struct fault_run {
       ids.push_back(r.key);
       h.add(r);
     }
-    for (auto& id : ids) {
-      auto owner = db.scalar("SELECT coalesce(l.owner, '') FROM offers o JOIN shard_leases l"
-                             " ON l.shard = o.shard WHERE o.offer_id = '"
-                             + id + "'");
-      owner_of.push_back(owner == "n1" ? 0 : owner == "n2" ? 1 : -1);
-    }
+    // Owners as the leases settle again (a loaded machine may have moved some meanwhile).
+    REQUIRE_MESSAGE(testing::eventually(30s, [&] { return owners(db) == "n1=8 n2=8"; }),
+                    owners(db));
+    for (auto& id : ids)
+      owner_of.push_back(owner_of_id(id));
     watch = std::make_unique<lease_watch>(db);
     for (int p = 0; p < client_count; ++p) {
       std::vector<std::unique_ptr<v1::OfferService::Stub>> stubs;

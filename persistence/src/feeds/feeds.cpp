@@ -157,7 +157,7 @@ find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::str
   });
   if (err)
     return err;
-  if (claimed.empty())
+  if (where == nullptr || claimed.empty())
     return out;
   std::set<std::string> seen;
   for (auto& o : out)
@@ -167,11 +167,11 @@ find_by_external_ids(pg_pool& pool, const std::string& seller_id, const std::str
   for (auto* db : spread_databases(*where, spread, pool)) {
     err = with_connection(*db, [&](pqxx::connection& c) {
       pqxx::nontransaction tx{c};
-      for (auto row :
-           tx.exec("SELECT offer_id, external_id, version, body FROM offers"
-                   " WHERE offer_id IN ("
-                   + quoted_list(tx, claimed) + ") AND seller_id = " + tx.quote(seller_id)
-                   + " AND namespace = " + tx.quote(ns) + " AND external_id IS NOT NULL"))
+      for (auto row : tx.exec("SELECT offer_id, external_id, version, body FROM offers"
+                              " WHERE offer_id IN ("
+                              + quoted_list(tx, claimed) + ") AND seller_id = "
+                              + tx.quote(seller_id) + " AND namespace = " + tx.quote(ns)
+                              + " AND external_id IN (" + quoted_list(tx, external_ids) + ")"))
         if (seen.insert(row[0].as<std::string>()).second)
           out.push_back(keyed(row));
     });
@@ -206,6 +206,11 @@ offers_missing_from(pg_pool& pool, const std::string& task_id, const std::string
   });
   if (err)
     return err;
+  if (where == nullptr || spread.empty())
+    return out;
+  std::set<std::string> seen; // an offer in two databases (a move copying) counts once
+  for (auto& o : out)
+    seen.insert(o.offer_id);
   // The seller's offers in its spread groups, less those whose external id the task carried
   // (its items are at home), a chunk at a time.
   for (auto* db : spread_databases(*where, spread, pool)) {
@@ -239,7 +244,7 @@ offers_missing_from(pg_pool& pool, const std::string& task_id, const std::string
       if (err)
         return err;
       for (size_t i = at; i < end; ++i)
-        if (carried.count(there[i].external_id) == 0)
+        if (carried.count(there[i].external_id) == 0 && seen.insert(there[i].offer_id).second)
           out.push_back(std::move(there[i]));
     }
   }
