@@ -4,6 +4,8 @@
 // old loads queued for cleanup.
 #include <doctest/doctest.h>
 
+#include <pqxx/pqxx>
+
 #include "gost/persistence/feeds/feed_loads.hpp"
 #include "pg_fixture.hpp"
 
@@ -136,6 +138,33 @@ TEST_CASE("one processor per seller; other sellers go on; a fatal error fails th
   auto next = take_feed_work(m.pool, "process", "n3");
   REQUIRE(next->has_value());
   CHECK((*next)->load.load_id == l2->load_id);
+}
+
+TEST_CASE("a seller's loads are taken in order even when another node has just picked the "
+          "oldest and not yet locked the seller") {
+  migrated_db m;
+  make_feed(m, "s1", "a");
+  auto l1 = create_feed_load(m.pool, upload("s1", "a", "x1"));
+  auto l2 = create_feed_load(m.pool, upload("s1", "a", "x2"));
+  REQUIRE((l1 && l2));
+  // Another node's take, stopped between its pick (the oldest row, locked FOR UPDATE) and
+  // its insert of the seller's lock: SKIP LOCKED passes over that row here.
+  pqxx::connection other{m.db.dsn()};
+  pqxx::work picked{other};
+  auto row = picked.exec_params("SELECT load_id FROM feed_queue WHERE seller_id = 's1'"
+                                " ORDER BY created_at, load_id LIMIT 1 FOR UPDATE");
+  REQUIRE(row.size() == 1);
+  REQUIRE(row[0][0].as<int64_t>() == l1->load_id);
+  // This node must not take the seller's second load: it would win the lock and send the
+  // loads out of order.
+  auto early = take_feed_work(m.pool, "process", "n2");
+  REQUIRE(early);
+  CHECK_FALSE(early->has_value());
+  CHECK(m.db.scalar("SELECT count(*) FROM feed_locks") == "0");
+  picked.abort();
+  auto first = take_feed_work(m.pool, "process", "n2");
+  REQUIRE(first->has_value());
+  CHECK((*first)->load.load_id == l1->load_id);
 }
 
 TEST_CASE("a transient failure retries later; a dead node's lock is reaped") {

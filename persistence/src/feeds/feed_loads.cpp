@@ -167,13 +167,21 @@ caf::expected<std::optional<feed_job>> take_feed_work(pg_pool& pool, const std::
     const char* ctx = context_of(stage);
     // The oldest due work of a seller that no node works on in this context; its lock taken
     // in the same transaction (a seller locked meanwhile by another node: nothing this time).
-    auto pick =
-      tx.exec_params("SELECT q.seller_id, q.load_id, q.attempts FROM feed_queue q"
-                     " WHERE q.stage = $1 AND q.not_before <= now()"
-                     "   AND NOT EXISTS (SELECT 1 FROM feed_locks k WHERE k.context = $2"
-                     "                   AND k.seller_id = q.seller_id)"
-                     " ORDER BY q.created_at, q.load_id LIMIT 1 FOR UPDATE OF q SKIP LOCKED",
-                     stage, ctx);
+    // Only a seller's oldest due row may be picked: SKIP LOCKED passes over a row another
+    // node has just picked but not yet locked the seller for, and without the second NOT
+    // EXISTS this node could take the seller's next load and win the lock, sending a
+    // seller's loads out of order.
+    auto pick = tx.exec_params(
+      "SELECT q.seller_id, q.load_id, q.attempts FROM feed_queue q"
+      " WHERE q.stage = $1 AND q.not_before <= now()"
+      "   AND NOT EXISTS (SELECT 1 FROM feed_locks k WHERE k.context = $2"
+      "                   AND k.seller_id = q.seller_id)"
+      "   AND NOT EXISTS (SELECT 1 FROM feed_queue o"
+      "                   WHERE o.seller_id = q.seller_id AND o.stage = q.stage"
+      "                     AND o.not_before <= now()"
+      "                     AND (o.created_at, o.load_id) < (q.created_at, q.load_id))"
+      " ORDER BY q.created_at, q.load_id LIMIT 1 FOR UPDATE OF q SKIP LOCKED",
+      stage, ctx);
     if (pick.empty())
       return;
     auto seller = pick[0][0].as<std::string>();
