@@ -17,6 +17,7 @@
 #include "gost/testing/process.hpp"
 #include "pg_fixture.hpp"
 #include "pg_internal.hpp"
+#include "sql.hpp"
 
 using namespace gost::persistence;
 using namespace std::chrono_literals;
@@ -271,6 +272,57 @@ TEST_CASE_FIXTURE(
     return r->lease && r->lease->shard == a.shard;
   }));
   CHECK_THROWS(commit.exec("SELECT 1"));
+}
+
+TEST_CASE_FIXTURE(fixture, "a commit locks the lease rows it writes FOR SHARE and those it only "
+                           "checks FOR KEY SHARE: other nodes' heartbeats and takeovers go on, "
+                           "a move's fence waits") {
+  // n1 holds shards 0 and 1; n2 holds 3 and held 2, whose lease expired.
+  db.scalar("UPDATE shard_leases SET owner = CASE WHEN shard < 2 THEN 'n1' ELSE 'n2' END,"
+            " epoch = 7, heartbeat_at = CASE WHEN shard = 2 THEN now() - interval '1 hour'"
+            " ELSE now() END");
+  // n1's batch writes shard 1 and checks 0, 2 and 3 (new offers' sellers' homes).
+  struct write {
+    uint32_t shard;
+  };
+  pqxx::connection batch{db.dsn()};
+  pqxx::work tx{batch};
+  auto leases = held_leases(tx, std::vector<write>{{1}}, "n1", {0, 2, 3});
+  CHECK(leases.held == std::map<uint32_t, int64_t>{{0, 7}, {1, 7}});
+  CHECK(leases.here == std::set<uint32_t>{0, 1, 2, 3});
+  CHECK(leases.moved.empty());
+  pqxx::connection other{db.dsn()};
+  auto lockable = [&](uint32_t shard, const char* strength) {
+    pqxx::work probe{other};
+    try {
+      probe.exec("SELECT 1 FROM shard_leases WHERE shard = " + std::to_string(shard) + " FOR "
+                 + strength + " NOWAIT");
+      return true;
+    } catch (const pqxx::sql_error&) {
+      return false;
+    }
+  };
+  // A takeover of the written shard waits for the commit (a no-key UPDATE: acquisitions,
+  // heartbeats, releases); of a checked one it does not.
+  CHECK_FALSE(lockable(1, "NO KEY UPDATE"));
+  CHECK(lockable(0, "NO KEY UPDATE"));
+  CHECK(lockable(3, "NO KEY UPDATE"));
+  // A move's fence (FOR UPDATE) waits for both.
+  CHECK_FALSE(lockable(1, "UPDATE"));
+  CHECK_FALSE(lockable(3, "UPDATE"));
+  // Another node takes the expired shard 2 now, not after this commit.
+  auto taken = acquire_free_lease(pool, "n3", 5s, {2});
+  REQUIRE(taken);
+  REQUIRE(taken->lease);
+  CHECK(taken->lease->shard == 2);
+  CHECK(taken->lease->epoch == 8);
+  // n2's heartbeat of shard 3 goes through as well.
+  auto beat = heartbeat(pool, "n2", {{3, 7}});
+  REQUIRE(beat);
+  CHECK(beat->size() == 1);
+  tx.commit();
+  CHECK(lockable(1, "UPDATE"));
+  CHECK(lockable(3, "UPDATE"));
 }
 
 TEST_CASE("the pool names its sessions and bounds idle transactions") {

@@ -972,6 +972,32 @@ TEST_CASE("shard move of a part holding offers (split_offers): each offer the cu
   id = at_west.find_id(going[1], "shop", "k13");
   REQUIRE(id);
   CHECK(id->value_or("") == going[1] + "-o13");
+
+  // The range moves back (west's whole group): every stray comes home, in both directions
+  // (east's strays of shard 13 come to their sellers' homes; west's sellers' homes come to
+  // their strays of shard 9). Their claims and spread rows go; the claim of an offer in a
+  // third database stays.
+  auto map = load_group_map(t.catalog.pool, shards);
+  REQUIRE(map);
+  auto back = plan_move(*map, 12, 15, "east");
+  REQUIRE(std::holds_alternative<move_plan>(back));
+  std::string unclaimed;
+  move_options again;
+  again.progress = [&](const std::string& step, const std::string& detail) {
+    if (step == "fence" && detail.find("come home") != std::string::npos)
+      unclaimed = detail;
+  };
+  report = move_shards(t.catalog.pool, t.west.pool, t.east.pool, std::get<move_plan>(back), again);
+  REQUIRE_MESSAGE(report, error_message(report.error()));
+  CHECK(claims(east) == going[1] + "/far>elsewhere-1");
+  CHECK(spread(east) == "");
+  CHECK(report->unclaimed == 4);
+  CHECK(unclaimed == "4 keys of offers come home unclaimed, 6 spread rows dropped");
+  // A key change at home now frees the old key: nothing claims it.
+  east.scalar("UPDATE offers SET external_id = 'k13b' WHERE offer_id = '" + staying[0] + "-o13'");
+  id = at_east.find_id(staying[0], "shop", "k13");
+  REQUIRE(id);
+  CHECK_FALSE(id->has_value());
 }
 
 TEST_CASE("shard move of a part: each scheduled action goes with its id's home shard; one whose "

@@ -73,32 +73,66 @@ struct batch_leases {
   std::set<uint32_t> here; ///< shards of this database: a lease row, not marked moved
 };
 
+/// A SELECT (columns shard, epoch, mine, moved) that locks the lease rows of `own` FOR SHARE
+/// and those of `others` (less `own`) FOR KEY SHARE, one row after the other in shard order.
+///
+/// - FOR SHARE on the shards a commit writes: a takeover (an acquisition, `FOR NO KEY UPDATE`,
+///   or a release) waits for the commit, and one that happened already shows as another epoch
+///   or owner.
+/// - FOR KEY SHARE on the other nodes' shards a commit only checks (a new offer's seller's
+///   home, an entity event's target): only a move's fence (`FOR UPDATE`, in shard order)
+///   waits for the commit; those nodes' heartbeats and acquisitions (no-key UPDATEs) do not.
+/// - One pass in shard order, as heartbeats, `free_previous_leases` and the fence lock: no
+///   deadlock with any of them (two passes, one per strength, could meet the fence crosswise).
+/// `mine` is the row's owner being `owner`; `moved` its being `moved:<group>` (ADR 0023).
+inline std::string locked_leases(pqxx::transaction_base& tx, const std::set<uint32_t>& own,
+                                 const std::set<uint32_t>& others, const std::string& owner) {
+  std::set<uint32_t> all = own;
+  all.insert(others.begin(), others.end());
+  std::string shards, strong;
+  for (auto s : all) {
+    shards += (shards.empty() ? "" : ",") + std::to_string(s);
+    strong += std::string{strong.empty() ? "" : ","} + (own.count(s) != 0 ? "t" : "f");
+  }
+  return "SELECT u.shard, coalesce(a.epoch, b.epoch) AS epoch,"
+         " coalesce(a.owner, b.owner) = "
+         + tx.quote(owner)
+         + " AS mine, coalesce(a.owner, b.owner) LIKE 'moved:%' AS moved"
+           " FROM unnest('{"
+         + shards + "}'::int[], '{" + strong
+         + "}'::bool[]) AS u(shard, own)"
+           " LEFT JOIN LATERAL (SELECT epoch, owner FROM shard_leases s"
+           "   WHERE s.shard = u.shard AND u.own FOR SHARE) a ON true"
+           " LEFT JOIN LATERAL (SELECT epoch, owner FROM shard_leases s"
+           "   WHERE s.shard = u.shard AND NOT u.own FOR KEY SHARE) b ON true"
+           " WHERE a.epoch IS NOT NULL OR b.epoch IS NOT NULL";
+}
+
 /// The write-behind fence (offers' writers): the epochs at which `owner` holds the lease of
-/// each shard of `writes` (fenced_write<...>s), read FOR SHARE in shard order, so that a
-/// takeover (which updates the lease row) waits for the commit. A shard held by another node,
-/// or by none, is left out: its writes are fenced whatever their epoch, since an epoch alone
-/// can be issued twice when a failover lost its bump (ADR 0023 §6). `also`: more shards locked
-/// in the same statement (a new offer's seller's home shard), reported in `moved` when a split
-/// fenced them (the fence's UPDATE waits for this commit).
+/// each shard of `writes` (fenced_write<...>s), their rows locked FOR SHARE (locked_leases), so
+/// that a takeover waits for the commit. A shard held by another node, or by none, is left
+/// out: its writes are fenced whatever their epoch, since an epoch alone can be issued twice
+/// when a failover lost its bump (ADR 0023 §6). `also`: more shards locked in the same
+/// statement, FOR KEY SHARE unless written too (a new offer's seller's home shard), reported
+/// in `moved` when a split fenced them (the fence waits for this commit).
 template <class Writes>
 batch_leases held_leases(pqxx::transaction_base& tx, const Writes& writes, const std::string& owner,
                          const std::set<uint32_t>& also = {}) {
-  std::set<uint32_t> shards = also;
+  std::set<uint32_t> own;
   for (auto& w : writes)
-    shards.insert(w.shard);
+    own.insert(w.shard);
   batch_leases out;
-  if (!shards.empty())
-    for (auto row : tx.exec("SELECT shard, epoch, owner = " + tx.quote(owner)
-                            + ", owner LIKE 'moved:%' FROM shard_leases WHERE shard IN ("
-                            + number_list(shards) + ") ORDER BY shard FOR SHARE")) {
-      auto shard = row[0].as<uint32_t>();
-      if (!row[2].is_null() && row[2].as<bool>())
-        out.held[shard] = row[1].as<int64_t>();
-      if (!row[3].is_null() && row[3].as<bool>())
-        out.moved.insert(shard);
-      else
-        out.here.insert(shard);
-    }
+  if (own.empty() && also.empty())
+    return out;
+  for (auto row : tx.exec(locked_leases(tx, own, also, owner))) {
+    auto shard = row[0].as<uint32_t>();
+    if (!row[2].is_null() && row[2].as<bool>())
+      out.held[shard] = row[1].as<int64_t>();
+    if (!row[3].is_null() && row[3].as<bool>())
+      out.moved.insert(shard);
+    else
+      out.here.insert(shard);
+  }
   return out;
 }
 

@@ -263,21 +263,11 @@ grpc::ServerUnaryReactor* offer_service::UpdateOffer(grpc::CallbackServerContext
           call.finish(invalid("offer.id and ref name different offers"));
           return;
         }
-        // A seller's offers are in its home group's database (ADR 0023): a seller changed to
-        // one at home in another group would leave the offer where lookups by its new seller
-        // never look.
-        bool sets_seller =
-          !msg.value.seller_id().empty()
-          && (mask.empty() || (',' + mask + ',').find(",seller_id,") != std::string::npos);
-        if (sets_seller && r.group_count() > 1
-            && r.group_of(r.shard_of(msg.value.seller_id())) != r.group_of(r.shard_of(id))) {
-          call.finish(make_error(
-            errc::failed_precondition,
-            "offer " + id + " cannot move to seller " + msg.value.seller_id()
-              + ": that seller's offers are kept in another shard group's database; create the "
-                "offer anew under that seller (and delete this one)"));
-          return;
-        }
+        // A seller changed to one at home in another group than the offer's (ADR 0023) is
+        // refused where the offer is written (FAILED_PRECONDITION, the write-behind's
+        // key_elsewhere): only there is the stored seller known (an update naming the seller
+        // it has, as a full replacement does, is served, a stray's too), and no move of the
+        // seller's home can slip between the check and the write.
         ask_owner(
           self, r, deadline,
           [=](offer_msg& stored) {

@@ -307,8 +307,9 @@ std::vector<command> cluster_commands() {
      group},
     {"move-shards", "cluster", "FIRST-LAST --to GROUP",
      "move shards of one group to group GROUP online: all of them\n"
-     "(FIRST-LAST as `groups` shows) or a part (a split; refused while\n"
-     "the group holds offers): copy, catch up, a\n"
+     "(FIRST-LAST as `groups` shows) or a part (a split: offers the cut\n"
+     "leaves outside their seller's home group keep their keys claimed\n"
+     "there): copy, catch up, a\n"
      "short fence (calls for the range wait), the map switched, the\n"
      "source's rows deleted. Prints each step; logged with --who; asked\n"
      "again after it was cut short, it resumes",

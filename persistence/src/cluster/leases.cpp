@@ -179,8 +179,10 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
     out = {};
     pqxx::nontransaction tx{c};
     // One statement (its own transaction). SKIP LOCKED: two nodes acquiring at once take
-    // different shards instead of waiting. The NOTIFY tells the other nodes where the shard
-    // went (their routes follow at once, not at their next heartbeat).
+    // different shards instead of waiting. FOR NO KEY UPDATE, the strength of the UPDATE
+    // itself: a row its expired owner's commit holds FOR SHARE is skipped (below), one another
+    // node's commit only checks (FOR KEY SHARE, a seller's home) is not. The NOTIFY tells the other
+    // nodes where the shard went (their routes follow at once, not at their next heartbeat).
     auto r = tx.exec_params(
       "WITH taken AS (UPDATE shard_leases SET owner = $1, epoch = epoch + 1, acquired_at = now(),"
       "   heartbeat_at = now(), last_processing_start = now(), handoff_to = NULL"
@@ -188,7 +190,7 @@ caf::expected<acquisition> acquire_free_lease(pg_pool& pool, const std::string& 
         + free_lease(lease_timeout)
         + (only.empty() ? std::string{} : " AND shard IN (" + number_list(only) + ")")
         + "   ORDER BY (handoff_to = $1) IS TRUE DESC, last_processing_start NULLS FIRST, shard"
-          "   LIMIT 1 FOR UPDATE SKIP LOCKED)"
+          "   LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)"
           " RETURNING shard, epoch)"
           " SELECT shard, epoch, pg_notify($2, $1) FROM taken",
       node_id, std::string{cluster_channel});
@@ -226,12 +228,14 @@ caf::expected<int64_t> free_previous_leases(pg_pool& pool, const std::string& no
   auto err = with_connection(pool, [&](pqxx::connection& c) {
     pqxx::nontransaction tx{c};
     std::string keep = held.empty() ? "" : " AND shard NOT IN (" + number_list(held) + ")";
+    // The rows locked in shard order first, as heartbeats, commits and a move's fence lock
+    // them (an UPDATE of several rows locks them in no fixed order: a deadlock with the fence).
     auto r =
       tx.exec_params("WITH freed AS (UPDATE shard_leases SET owner = NULL,"
                      "   heartbeat_at = NULL, handoff_to = $1"
-                     " WHERE owner = $1"
+                     " WHERE shard IN (SELECT shard FROM shard_leases WHERE owner = $1"
                        + keep
-                       + " RETURNING shard)"
+                       + " ORDER BY shard FOR NO KEY UPDATE) AND owner = $1 RETURNING shard)"
                          " SELECT count(*), CASE WHEN count(*) > 0 THEN pg_notify($2, '') END"
                          " FROM freed",
                      node_id, std::string{cluster_channel});

@@ -336,6 +336,8 @@ public:
                                + " rows in the last round): a writer without a lease check; "
                                  "the move stays fenced, run it again");
     }
+    if (auto err = unclaim_homecoming())
+      return err;
     for (auto& q : queued_tables())
       if (auto err = move_queued(q))
         return err;
@@ -456,6 +458,48 @@ private:
   /// spread row there: they name its id and shard, which a move does not change. The home
   /// shard is computed in SQL (gost_shard_of, ~19 µs a seller) once per distinct seller.
   /// Idempotent: a move resumed after its fence claims again what is claimed.
+  /// Strays that come home. A claim (offer_keys) names an offer in another database than its
+  /// seller's home; after the move some of the target's claims may name offers of the target
+  /// itself: offers of the range whose seller is at home in the target (an earlier split left
+  /// them outside it), or offers the target held already whose seller's home came with the
+  /// range. A claim of its own database's offer would keep the old key taken for good after a
+  /// key change at home (the offer is found, so no release frees it): dropped, once the rows
+  /// are all there (after the last catch-up). So are the spread rows naming a shard the
+  /// target's group holds after the switch. Idempotent; nothing to do in an installation
+  /// that never split a group holding offers.
+  caf::error unclaim_homecoming() {
+    auto map = load_group_map(catalog_, plan_.shard_count);
+    if (!map)
+      return map.error();
+    std::string mine =
+      "stray_shard BETWEEN " + std::to_string(plan_.first) + " AND " + std::to_string(plan_.last);
+    for (auto& r : map->ranges())
+      if (r.group == plan_.to)
+        mine +=
+          " OR stray_shard BETWEEN " + std::to_string(r.first) + " AND " + std::to_string(r.last);
+    int64_t claims = 0;
+    int64_t spread = 0;
+    auto err = with_connection(target_, [&](pqxx::connection& c) {
+      pqxx::work tx{c};
+      auto r = tx.exec("WITH k AS (DELETE FROM offer_keys k USING offers o"
+                       "  WHERE o.offer_id = k.offer_id RETURNING 1),"
+                       " p AS (DELETE FROM seller_spread WHERE "
+                       + mine
+                       + " RETURNING 1)"
+                         " SELECT (SELECT count(*) FROM k), (SELECT count(*) FROM p)");
+      claims = r[0][0].as<int64_t>();
+      spread = r[0][1].as<int64_t>();
+      tx.commit();
+    });
+    if (err)
+      return err;
+    report_.unclaimed = claims;
+    if (claims + spread > 0)
+      say("fence", std::to_string(claims) + " keys of offers come home unclaimed, "
+                     + std::to_string(spread) + " spread rows dropped");
+    return {};
+  }
+
   caf::error claim_strays() {
     auto first = static_cast<int64_t>(plan_.first);
     auto last = static_cast<int64_t>(plan_.last);
@@ -901,8 +945,10 @@ private:
 
   /// The range's leases at the source: a new epoch owned by `moved:<target>`, which no node
   /// is and none may take (its heartbeat, `fenced_heartbeat`, never grows old). Commits hold their
-  /// leases' rows (FOR SHARE) to the end: this waits for those in flight, and every later one fails
-  /// its check, as after a takeover.
+  /// leases' rows to the end (FOR SHARE the shards they write, FOR KEY SHARE those they only
+  /// check: a seller's home, an event's target): the rows locked FOR UPDATE first, in shard
+  /// order as commits and heartbeats lock them, wait for both kinds in flight, and every later
+  /// commit fails its check, as after a takeover.
   caf::error fence() {
     epochs_.clear();
     auto err = with_connection(source_, [&](pqxx::connection& c) {
@@ -910,6 +956,9 @@ private:
       pqxx::work tx{c};
       tx.exec_params("INSERT INTO shard_leases (shard) SELECT generate_series($1::int, $2::int)"
                      " ON CONFLICT DO NOTHING",
+                     static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last));
+      tx.exec_params("SELECT shard FROM shard_leases WHERE shard BETWEEN $1 AND $2"
+                     " ORDER BY shard FOR UPDATE",
                      static_cast<int64_t>(plan_.first), static_cast<int64_t>(plan_.last));
       for (auto row : tx.exec_params(
              "UPDATE shard_leases SET epoch = CASE WHEN owner = $3 THEN epoch ELSE epoch + 1 END,"

@@ -61,11 +61,13 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
     // whose version a write checks (plain reads: one writer per shard writes its entities' states,
     // and another node's only under the lease locked here), in the round trip of the commit mark.
     //
-    // The shards of the events' targets are locked too (FOR SHARE): a target's shard fenced by
-    // a move of a part of this group (its lease owned by `moved:<group>`, ADR 0023) has left
-    // this database, so its events are kept as forwards, relayed to its new group; and the
-    // move's fence waits for this commit, so no event is written here after it.
+    // The shards of the events' targets are locked too (FOR KEY SHARE, locked_leases: their
+    // owners' heartbeats do not wait): a target's shard fenced by a move of a part of this
+    // group (its lease owned by `moved:<group>`, ADR 0023) has left this database, so its
+    // events are kept as forwards, relayed to its new group; and the move's fence waits for
+    // this commit, so no event is written here after it.
     std::set<uint32_t> shards;
+    std::set<uint32_t> event_shards;
     std::set<key> checked;
     for (auto& w : writes) {
       shards.insert(w.shard);
@@ -73,18 +75,16 @@ commit_entity_writes(pg_pool& pool, const std::vector<fenced_write<entity_write>
         checked.emplace(w.ws.kind, w.ws.entity_id);
       for (auto& e : w.ws.events)
         if (!e.forward)
-          shards.insert(e.shard);
+          event_shards.insert(e.shard);
     }
     std::map<uint32_t, int64_t> held;
     std::set<uint32_t> moved_away;
     std::map<key, int64_t> version;
     bool marked = !shards.empty();
     if (marked) {
-      auto sql = mark_statements(tx, mark)
-                 + "WITH l AS MATERIALIZED (SELECT shard, epoch, owner = " + tx.quote(owner)
-                 + " AS mine, owner LIKE 'moved:%' AS moved FROM shard_leases WHERE shard IN ("
-                 + number_list(shards)
-                 + ") ORDER BY shard FOR SHARE)"
+      auto sql = mark_statements(tx, mark) + "WITH l AS MATERIALIZED ("
+                 + locked_leases(tx, shards, event_shards, owner)
+                 + ")"
                    " SELECT NULL::text, NULL::text, shard::bigint, epoch FROM l WHERE mine"
                    " UNION ALL SELECT NULL, NULL, shard, NULL FROM l WHERE moved";
       if (!checked.empty())

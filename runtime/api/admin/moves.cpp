@@ -175,6 +175,9 @@ void run_move(move_stream& stream, persistence::pg_pool& catalog,
            plan.to_name, plan.resumed, who);
   persistence::move_options opts;
   opts.node_timeout = node_timeout;
+  // A part of a group holding offers moves too: the offers the cut leaves outside their
+  // seller's home group get their keys claimed there at the fence (ADR 0023 "Splits").
+  opts.split_offers = true;
   opts.cancelled = std::move(cancelled);
   opts.progress = [&stream, range](const std::string& step, const std::string& detail) {
     lg->info("shard move shards={} step={} {}", range, step, detail);

@@ -80,6 +80,9 @@ struct move_report {
   /// the fence in the home group's database (offer_keys), and the sellers given a spread row.
   int64_t claimed = 0;
   int64_t spread = 0;
+  /// Claims dropped at the target for offers of the range whose seller is at home there: an
+  /// earlier split's strays come home.
+  int64_t unclaimed = 0;
   uint64_t map_version = 0; ///< the map's version after the switch
 };
 
