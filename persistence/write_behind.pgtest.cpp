@@ -274,16 +274,19 @@ TEST_CASE_FIXTURE(fixture,
 }
 
 TEST_CASE_FIXTURE(fixture, "a new offer whose seller's home shard moved to another group's "
-                           "database (a split's fence) is home_moved; the batch's others commit") {
+                           "database (a split's fence), or was never in this one, is "
+                           "home_moved; the batch's others commit") {
   // Shard 3 is seller "far"'s home shard; a split fenced it (its lease row names the group it
-  // went to). Shard 2, seller "near"'s home, is another node's: that is no refusal.
+  // went to). Shard 2, seller "near"'s home, is another node's: that is no refusal. Shard 9,
+  // seller "away"'s home, has no lease row here: another group's (an id drawn before a split
+  // whose shard moved here since, the insert routed on to this database's owner).
   db.scalar("UPDATE shard_leases SET owner = 'moved:west' WHERE shard = 3");
   db.scalar("UPDATE shard_leases SET owner = 'other-node' WHERE shard = 2");
   commit_options opts;
   std::vector<std::string> asked;
   opts.home_shard = [&](const std::string& seller) -> uint32_t {
     asked.push_back(seller);
-    return seller == "far" ? 3 : 2;
+    return seller == "far" ? 3 : seller == "away" ? 9 : 2;
   };
   auto insert = [&](const std::string& id, const std::string& seller) {
     write_set ws;
@@ -297,15 +300,16 @@ TEST_CASE_FIXTURE(fixture, "a new offer whose seller's home shard moved to anoth
   std::vector<fenced_write<write_set>> batch{
     insert("n1", "near"),
     insert("n2", "far"),
+    insert("n3", "away"),
     {1, epoch, write_set{"a", 1, body("a", 2, "changed"), {}, {}, {}, event("a", 2)}}};
   auto r = commit_write_sets(pool, batch, "test-node", opts);
   REQUIRE_MESSAGE(r, error_message(r.error()));
   CHECK(*r
         == std::vector<write_outcome>{write_outcome::committed, write_outcome::home_moved,
-                                      write_outcome::committed});
-  CHECK(asked == std::vector<std::string>{"near", "far"}); // inserts only
+                                      write_outcome::home_moved, write_outcome::committed});
+  CHECK(asked == std::vector<std::string>{"near", "far", "away"}); // inserts only
   CHECK(db.scalar("SELECT string_agg(offer_id, ',' ORDER BY offer_id) FROM offers") == "a,b,n1");
-  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id = 'n2'") == "0");
+  CHECK(db.scalar("SELECT count(*) FROM stage_states WHERE offer_id IN ('n2', 'n3')") == "0");
   CHECK(outbox() == "n1:1,a:2");
   // Without the option (one database no split touches) the insert is not checked.
   batch = {insert("n2", "far")};

@@ -108,6 +108,19 @@ struct node {
     version = resp.offer().version();
     return s;
   }
+  /// GetOffer by (seller, external id), the namespace empty.
+  grpc::Status get_by_key(const std::string& seller, const std::string& external_id,
+                          v1::Offer& out) {
+    v1::GetOfferRequest req;
+    req.mutable_ref()->mutable_key()->set_seller_id(seller);
+    req.mutable_ref()->mutable_key()->set_external_id(external_id);
+    v1::GetOfferResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto s = stub->GetOffer(&ctx, req, &resp);
+    out = resp.offer();
+    return s;
+  }
   grpc::Status get(const std::string& offer_id, v1::Offer& out) {
     v1::GetOfferRequest req;
     req.mutable_ref()->set_id(offer_id);
@@ -1140,15 +1153,10 @@ void create_seller_offers(node& n, load& l) {
 /// Seller k's offer sku-k looked up by key through `n`: its id in `l`.
 void check_by_key(node& n, const load& l, int k) {
   auto seller = "seller-" + std::to_string(k);
-  v1::GetOfferRequest req;
-  req.mutable_ref()->mutable_key()->set_seller_id(seller);
-  req.mutable_ref()->mutable_key()->set_external_id("sku-" + std::to_string(k));
-  v1::GetOfferResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-  auto st = n.stub->GetOffer(&ctx, req, &resp);
+  v1::Offer o;
+  auto st = n.get_by_key(seller, "sku-" + std::to_string(k), o);
   CHECK_MESSAGE(st.ok(), seller << ": " << st.error_message());
-  CHECK(resp.offer().id() == l.ids[static_cast<size_t>(k)]);
+  CHECK(o.id() == l.ids[static_cast<size_t>(k)]);
 }
 
 /// Both nodes hold an even share of each group's leases, in the group's own database.
@@ -1200,16 +1208,11 @@ void check_stray(node& n1, node& n2, const testing::temp_db& home, const testing
                              + seller + "'");
   for (auto* n : {&n1, &n2}) {
     // By key: the claim's id; by id: the owner of its shard loads it from east.
-    v1::GetOfferRequest get;
-    get.mutable_ref()->mutable_key()->set_seller_id(seller);
-    get.mutable_ref()->mutable_key()->set_external_id("sku-stray");
-    v1::GetOfferResponse got;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    auto st = n->stub->GetOffer(&ctx, get, &got);
+    v1::Offer got;
+    auto st = n->get_by_key(seller, "sku-stray", got);
     REQUIRE_MESSAGE(st.ok(), st.error_message());
-    CHECK(got.offer().id() == id);
-    CHECK(got.offer().title() == "left behind");
+    CHECK(got.id() == id);
+    CHECK(got.title() == "left behind");
     // Listed with the seller's offers at home, in id byte order, in pages of 4.
     std::string listed;
     std::string token;
@@ -2102,14 +2105,7 @@ TEST_CASE("shard groups: gostctl move-shards splits a group holding offers under
       }
       if (st.error_code() == grpc::StatusCode::ALREADY_EXISTS && retried) {
         // An attempt that timed out was written: its offer is found by key.
-        v1::GetOfferRequest req;
-        req.mutable_ref()->mutable_key()->set_seller_id(seller);
-        req.mutable_ref()->mutable_key()->set_external_id(key);
-        v1::GetOfferResponse resp;
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-        st = n.stub->GetOffer(&ctx, req, &resp);
-        o = resp.offer();
+        st = n.get_by_key(seller, key, o);
       }
       std::lock_guard<std::mutex> g{cm};
       if (st.ok())
@@ -2209,15 +2205,10 @@ TEST_CASE("shard groups: gostctl move-shards splits a group holding offers under
   // Through either node: every key found by key, every seller's offers listed.
   for (auto* n : {&n1, &n2})
     for (auto& [key, id] : offer_of) {
-      v1::GetOfferRequest req;
-      req.mutable_ref()->mutable_key()->set_seller_id(key.substr(0, key.find('/')));
-      req.mutable_ref()->mutable_key()->set_external_id(key.substr(key.find('/') + 1));
-      v1::GetOfferResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = n->stub->GetOffer(&ctx, req, &resp);
+      v1::Offer o;
+      auto st = n->get_by_key(key.substr(0, key.find('/')), key.substr(key.find('/') + 1), o);
       CHECK_MESSAGE(st.ok(), key << ": " << st.error_message());
-      CHECK_MESSAGE(resp.offer().id() == id, key);
+      CHECK_MESSAGE(o.id() == id, key);
     }
   for (auto& seller : sellers) {
     std::set<std::string> want;

@@ -169,7 +169,10 @@ commit_write_sets(pg_pool& pool, const std::vector<fenced_write<write_set>>& set
       live[i] = h != leases.held.end() && h->second == sets[i].epoch;
       if (!live[i]) {
         outcomes[i] = write_outcome::fenced;
-      } else if (opts.home_shard && ws.op == offer_op::insert && leases.moved.count(home[i]) != 0) {
+      } else if (opts.home_shard && ws.op == offer_op::insert && leases.here.count(home[i]) == 0) {
+        // Not only a home marked moved: a home this database holds no lease row of (the offer's
+        // id drawn with the old map before a split, its shard moved meanwhile, the insert
+        // routed on to the new owner in the other database) would make a stray nobody claims.
         live[i] = false;
         outcomes[i] = write_outcome::home_moved;
       } else if (opts.home_shard && ws.rekey

@@ -16,9 +16,10 @@ enum class write_outcome : uint8_t {
   /// A unique key the set would give its entity is another entity's: nothing applied, and a
   /// redo would meet the same key (answer ALREADY_EXISTS).
   key_taken,
-  /// A new entity's unique key lives in its owner's home shard, and that shard moved to another
-  /// shard group's database since the entity's id was drawn (a split, ADR 0023): nothing
-  /// applied; the caller retries (UNAVAILABLE), drawing the id in the new home group.
+  /// A new entity's unique key lives in its owner's home shard, and that shard is not in the
+  /// entity's database (a split moved the one or the other since the entity's id was drawn,
+  /// ADR 0023): nothing applied; the caller retries (UNAVAILABLE), drawing the id in the new
+  /// home group.
   home_moved,
   /// A key change whose old or new owner (a seller) has its home shard in another shard group's
   /// database than the entity's: the key's index and claims are there, not here (ADR 0023

@@ -61,11 +61,10 @@ struct move_options {
   /// Told each step as it goes (`step` is prepare, copy, catch-up, fence, switch or clean).
   std::function<void(const std::string& step, const std::string& detail)> progress;
   /// Move a part of a group that holds offers: the offers the cut leaves outside their
-  /// seller's home group get their keys claimed at the fence (ADR 0023 "Splits" item 6). Off
-  /// (the part refused) until a split holding offers has run end to end under load: the
-  /// readers (lookups by key, ListOffers, the feed exchange), the writers (the insert's home
-  /// lock, a stray's key change refused) and the release of a deleted stray's claim are built
-  /// and tested each on its own. No verb sets it; the tests do.
+  /// seller's home group get their keys claimed at the fence (ADR 0023 "Splits" item 6).
+  /// gostd's `MoveShards` (`gostctl move-shards`) sets it; off, such a part is refused
+  /// (FAILED_PRECONDITION: move the whole group), for a library user whose nodes do not run
+  /// the writers' home checks (`commit_options::home_shard`).
   bool split_offers = false;
 };
 
@@ -88,11 +87,9 @@ struct move_report {
 
 /// Runs the move `plan` between the groups' databases `source` and `target`, the map in
 /// `catalog`. Refused before anything is written when a node running in the source group does
-/// not run in the target one, and when a part of a group is asked for while the source holds
-/// offers (a seller's offers would be spread over two databases, and lookups by key and
-/// `ListOffers` read the seller's home group only until the key claims of ADR 0023 decision 4
-/// exist: move the whole group). Every part's rows of the range move (entities' outputs stay at
-/// the source, where consumers' positions point).
+/// not run in the target one, and, without `move_options::split_offers`, when a part of a group
+/// is asked for while the source holds offers (move the whole group). Every part's rows of the
+/// range move (entities' outputs stay at the source, where consumers' positions point).
 caf::expected<move_report> move_shards(pg_pool& catalog, pg_pool& source, pg_pool& target,
                                        const move_plan& plan, const move_options& opts);
 

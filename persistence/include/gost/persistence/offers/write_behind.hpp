@@ -98,14 +98,16 @@ struct commit_options {
   /// gost/persistence/offers/history.hpp), in the statement that writes the outbox rows.
   bool history = false;
   /// A seller's home shard (gost::shard_of(seller_id, shard_count)). When set, a new offer's
-  /// insert holds that shard's lease row (FOR SHARE, in the fence's statement) and is
-  /// write_outcome::home_moved when the row says the shard moved to another group's database:
-  /// a split's fence (which updates the row) waits for inserts in flight, and none after it
-  /// makes an offer outside its seller's home group that the fence did not see (ADR 0023,
-  /// "Splits"). A change of an offer's key holds the home shards of its old and new seller
-  /// the same way and is write_outcome::key_elsewhere unless both are this database's (a lease
-  /// row here that no split marked moved): an offer outside its seller's home group cannot
-  /// change its key where it is. Unset: no such check (tests and benchmarks on one database).
+  /// insert holds that shard's lease row (FOR KEY SHARE, in the fence's statement) and is
+  /// write_outcome::home_moved unless the row is this database's (present, not marked moved to
+  /// another group's database): a split's fence (which locks the row FOR UPDATE) waits for
+  /// inserts in flight, and none after it makes an offer outside its seller's home group that
+  /// the fence did not see (ADR 0023, "Splits") — neither at the source nor, its id drawn with
+  /// the old map and its shard moved meanwhile, at the target. A change of an offer's key holds the
+  /// home shards of its old and new seller the same way and is write_outcome::key_elsewhere unless
+  /// both are this database's (a lease row here that no split marked moved): an offer outside its
+  /// seller's home group cannot change its key where it is. Unset: no such check (tests and
+  /// benchmarks on one database).
   std::function<uint32_t(const std::string& seller_id)> home_shard;
 };
 
