@@ -121,6 +121,28 @@ struct node {
     out = resp.offer();
     return s;
   }
+  /// A seller's offers' ids through ListOffers, page after page of `page_size`, in order.
+  std::vector<std::string> list_ids(const std::string& seller, int page_size) {
+    std::vector<std::string> ids;
+    std::string token;
+    int pages = 0;
+    do {
+      v1::ListOffersRequest req;
+      req.set_seller_id(seller);
+      req.set_page_size(page_size);
+      req.set_page_token(token);
+      v1::ListOffersResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+      auto st = stub->ListOffers(&ctx, req, &resp);
+      REQUIRE_MESSAGE(st.ok(), st.error_message());
+      for (auto& o : resp.offers())
+        ids.push_back(o.id());
+      token = resp.next_page_token();
+      REQUIRE(++pages < 1000);
+    } while (!token.empty());
+    return ids;
+  }
   grpc::Status get(const std::string& offer_id, v1::Offer& out) {
     v1::GetOfferRequest req;
     req.mutable_ref()->set_id(offer_id);
@@ -1215,23 +1237,8 @@ void check_stray(node& n1, node& n2, const testing::temp_db& home, const testing
     CHECK(got.title() == "left behind");
     // Listed with the seller's offers at home, in id byte order, in pages of 4.
     std::string listed;
-    std::string token;
-    int pages = 0;
-    do {
-      v1::ListOffersRequest req;
-      req.set_seller_id(seller);
-      req.set_page_size(4);
-      req.set_page_token(token);
-      v1::ListOffersResponse resp;
-      grpc::ClientContext lc;
-      lc.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto ls = n->stub->ListOffers(&lc, req, &resp);
-      REQUIRE_MESSAGE(ls.ok(), ls.error_message());
-      for (auto& x : resp.offers())
-        listed += (listed.empty() ? "" : ",") + x.id();
-      token = resp.next_page_token();
-      REQUIRE(++pages < 10);
-    } while (!token.empty());
+    for (auto& x : n->list_ids(seller, 4))
+      listed += (listed.empty() ? "" : ",") + x;
     std::vector<std::string> want;
     std::stringstream in{at_home + "," + id};
     for (std::string x; std::getline(in, x, ',');)
@@ -2216,23 +2223,8 @@ TEST_CASE("shard groups: gostctl move-shards splits a group holding offers under
       if (key.rfind(seller + "/", 0) == 0)
         want.insert(id);
     std::set<std::string> listed;
-    std::string token;
-    int pages = 0;
-    do {
-      v1::ListOffersRequest req;
-      req.set_seller_id(seller);
-      req.set_page_size(50);
-      req.set_page_token(token);
-      v1::ListOffersResponse resp;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-      auto st = n2.stub->ListOffers(&ctx, req, &resp);
-      REQUIRE_MESSAGE(st.ok(), st.error_message());
-      for (auto& o : resp.offers())
-        CHECK_MESSAGE(listed.insert(o.id()).second, o.id() << " listed twice");
-      token = resp.next_page_token();
-      REQUIRE(++pages < 100);
-    } while (!token.empty());
+    for (auto& x : n2.list_ids(seller, 50))
+      CHECK_MESSAGE(listed.insert(x).second, x << " listed twice");
     CHECK_MESSAGE(listed == want, seller);
   }
   // A stray's key stays taken for a create at home.

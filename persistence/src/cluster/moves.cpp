@@ -421,10 +421,9 @@ private:
     return all;
   }
 
-  /// A part of a group is not moved while the source holds offers: a seller's offers would be
-  /// spread over two databases, and lookups by (seller, namespace, external id) and ListOffers
-  /// read the seller's home group only (the key claims of ADR 0023 decision 4 are not built).
-  /// Asked at the start and again right before the fence.
+  /// Without `split_offers`, a part of a group is not moved while the source holds offers: a
+  /// seller's offers would be spread over two databases with no claims of their keys (the
+  /// writers' home checks may be off). Asked at the start and again right before the fence.
   caf::error part_refusal() {
     if (plan_.whole || opts_.split_offers)
       return {};
@@ -439,25 +438,13 @@ private:
       return {};
     return make_db_error(db_errc::schema_mismatch,
                          "group `" + plan_.from_name
-                           + "` holds offers (a part would spread its sellers' offers over two "
-                             "databases, and lookups by key read the seller's home group only: "
-                             "key claims are not built yet); "
+                           + "` holds offers (a part spreads its sellers' offers over two "
+                             "databases: their keys are claimed only with split_offers, which "
+                             "gostctl move-shards sets); "
                            + shards_text(plan_.first, plan_.last)
                            + " are a part of it: move the whole group instead (ADR 0023)");
   }
 
-  /// A part, at its fence (the range's writers stopped; a new offer whose seller's home shard
-  /// is fenced is refused, commit_options::home_shard): every offer of the source that the cut
-  /// leaves outside its seller's home group (a "stray") gets its key claimed in the seller's
-  /// home database (`offer_keys`, the claimed offer's id), and the seller a `seller_spread` row
-  /// there naming the stray's shard — before the source's rows go, so that a key is never
-  /// missing from both `offers` and the claims. Strays moving out (shard in the range, seller's
-  /// home a shard the source keeps): claimed at the source, in one statement; strays staying
-  /// (shard outside, home inside): read at the source by seller and claimed at the target. An
-  /// offer that was a stray already (its seller at home in a third group) keeps its claim and
-  /// spread row there: they name its id and shard, which a move does not change. The home
-  /// shard is computed in SQL (gost_shard_of, ~19 µs a seller) once per distinct seller.
-  /// Idempotent: a move resumed after its fence claims again what is claimed.
   /// Strays that come home. A claim (offer_keys) names an offer in another database than its
   /// seller's home; after the move some of the target's claims may name offers of the target
   /// itself: offers of the range whose seller is at home in the target (an earlier split left
@@ -500,6 +487,18 @@ private:
     return {};
   }
 
+  /// A part, at its fence (the range's writers stopped; a new offer whose seller's home shard
+  /// is fenced is refused, commit_options::home_shard): every offer of the source that the cut
+  /// leaves outside its seller's home group (a "stray") gets its key claimed in the seller's
+  /// home database (`offer_keys`, the claimed offer's id), and the seller a `seller_spread` row
+  /// there naming the stray's shard — before the source's rows go, so that a key is never
+  /// missing from both `offers` and the claims. Strays moving out (shard in the range, seller's
+  /// home a shard the source keeps): claimed at the source, in one statement; strays staying
+  /// (shard outside, home inside): read at the source by seller and claimed at the target. An
+  /// offer that was a stray already (its seller at home in a third group) keeps its claim and
+  /// spread row there: they name its id and shard, which a move does not change. The home
+  /// shard is computed in SQL (gost_shard_of, ~19 µs a seller) once per distinct seller.
+  /// Idempotent: a move resumed after its fence claims again what is claimed.
   caf::error claim_strays() {
     auto first = static_cast<int64_t>(plan_.first);
     auto last = static_cast<int64_t>(plan_.last);
